@@ -1,0 +1,48 @@
+//! `cargo occupancy`: a thin shell over `occupancy-core` (and `occupancy-build`'s engine).
+//! Each subcommand lives in `cmd/<name>.rs`; this file only parses the command line and dispatches.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod cmd;
+
+/// Cargo invokes `cargo-occupancy occupancy <args>`; a user may also run `cargo-occupancy <args>`.
+#[derive(Parser, Debug)]
+#[command(name = "cargo", bin_name = "cargo")]
+enum CargoCli {
+    /// GPU occupancy and register spills, computed as NVIDIA's driver does.
+    Occupancy(Cli),
+}
+
+#[derive(Parser, Debug)]
+#[command(name = "cargo-occupancy", version, about = "GPU occupancy and register spills, computed as NVIDIA's driver does")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    Calc(cmd::calc::Args),
+}
+
+/// Exit codes: 0 clean, 1 deny findings / failed checks, 2 usage or tool errors.
+fn main() -> ExitCode {
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // `cargo occupancy X` runs `cargo-occupancy occupancy X`; drop the repeated subcommand name.
+    if args.get(1).is_some_and(|a| a == "occupancy") {
+        args.remove(1);
+    }
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let _ = CargoCli::Occupancy; // documents the cargo calling convention above
+    match cli.command {
+        Command::Calc(args) => cmd::calc::run(args),
+    }
+}

@@ -1,0 +1,1 @@
+//! The build.rs helper (filled in by the build-gate work).

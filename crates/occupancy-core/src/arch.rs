@@ -1,0 +1,1 @@
+//! Per-compute-capability hardware facts. (filled in by the calculator work)

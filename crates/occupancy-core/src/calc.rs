@@ -1,0 +1,1 @@
+//! The exact occupancy calculator. (filled in by the calculator work)

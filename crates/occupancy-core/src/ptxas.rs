@@ -1,0 +1,1 @@
+//! ptxas / cuobjdump / PTX report parsing. (filled in by the parser work)

@@ -1,0 +1,1 @@
+//! The `#[occupancy::kernel]` attribute (filled in by the declaration work).

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs the real CUDA compiler from the Python registry into .cache/cuda (ignored by git),
+# so that tests and examples build with the genuine nvcc/ptxas on a machine with no GPU.
+#
+#   scripts/setup-cuda.sh            # installs (idempotent; wheels are cached in .cache/wheels)
+#   source <(scripts/setup-cuda.sh --env)   # prints the exports for your shell
+#
+# Versions are pinned: 13.0 matches the nvcc and driver (580) of the H100 we verify on,
+# and PTX from a newer nvcc would not JIT on that driver. cuobjdump is first shipped as a
+# wheel in 13.2; it reads 13.0 binaries. The 12.9 ptxas assembles sm_50..sm_72, which nvcc 13 dropped.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cache="$root/.cache"
+venv13="$cache/cuda/venv13"
+venv12="$cache/cuda/venv12"
+wheels="$cache/wheels"
+cu13_pkgs=(nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88
+           nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85 nvidia-cuda-cuobjdump==13.2.86)
+cu12_pkgs=(nvidia-cuda-nvcc-cu12==12.9.86)
+
+cu13_home() { echo "$venv13/lib/python3"*/site-packages/nvidia/cu13; }
+cu12_bin() { echo "$venv12/lib/python3"*/site-packages/nvidia/cuda_nvcc/bin; }
+
+if [[ "${1:-}" == "--env" ]]; then
+  home=$(cu13_home)
+  echo "export CUDA_HOME=$home"
+  echo "export NVCC=$home/bin/nvcc"
+  echo "export PATH=$home/bin:\$PATH"
+  echo "export OCCUPANCY_PTXAS_LEGACY=$(cu12_bin)/ptxas"
+  echo "export OCCUPANCY_CUDA_OCCUPANCY_H=$home/include/cuda_occupancy.h"
+  exit 0
+fi
+
+python=${PYTHON:-python3}
+mkdir -p "$wheels"
+install() { # venv, packages...
+  local venv=$1; shift
+  if [[ -f "$venv/.done" ]] && [[ "$(cat "$venv/.done")" == "$*" ]]; then return; fi
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+  "$venv/bin/pip" download -q --no-deps --only-binary=:all: -d "$wheels" "$@"
+  "$venv/bin/pip" install -q --no-deps --no-index --find-links "$wheels" "$@"
+  echo "$*" > "$venv/.done"
+}
+install "$venv13" "${cu13_pkgs[@]}"
+install "$venv12" "${cu12_pkgs[@]}"
+
+home=$(cu13_home)
+# The wheels lay nvcc's tree out as nvidia/cu13/{bin,include,lib,nvvm}; nvcc finds cicc via nvvm/bin.
+test -x "$home/bin/nvcc" || { echo "setup-cuda: nvcc missing under $home/bin" >&2; exit 1; }
+test -x "$(cu12_bin)/ptxas" || { echo "setup-cuda: legacy ptxas missing" >&2; exit 1; }
+# nvcc looks for the runtime library as lib64 in some layouts.
+[[ -e "$home/lib64" ]] || ln -s lib "$home/lib64"
+"$home/bin/nvcc" --version | tail -n 2 >&2
