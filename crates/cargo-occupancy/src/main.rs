@@ -28,6 +28,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     Calc(cmd::calc::Args),
+    Parse(cmd::parse::Args),
 }
 
 /// Exit codes: 0 clean, 1 deny findings / failed checks, 2 usage or tool errors.
@@ -48,5 +49,6 @@ fn main() -> ExitCode {
     let _ = CargoCli::Occupancy; // documents the cargo calling convention above
     match cli.command {
         Command::Calc(args) => cmd::calc::run(args),
+        Command::Parse(args) => cmd::parse::run(args),
     }
 }
