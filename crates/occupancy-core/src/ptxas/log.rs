@@ -85,6 +85,9 @@ pub struct LogParser {
     /// The last record is a device function and no `Compiling entry function` or module line
     /// has come since: a `Used` line now would show it was an entry whose first line is missing.
     device_record_unconfirmed: bool,
+    /// Demangled names by mangled name: a kernel appears once per arch, demangling is the
+    /// costliest step, and this is bounded by the number of distinct kernels.
+    demangled_names: std::collections::HashMap<String, Option<String>>,
 }
 
 impl Default for LogParser {
@@ -121,6 +124,7 @@ impl LogParser {
             pending_notes: Vec::new(),
             first_truncation: None,
             device_record_unconfirmed: false,
+            demangled_names: std::collections::HashMap::new(),
         }
     }
 
@@ -150,9 +154,7 @@ impl LogParser {
                 return self.ptxas_line(line, after);
             }
         }
-        if trimmed.as_bytes().first().is_some_and(u8::is_ascii_digit)
-            && trimmed.contains("bytes stack frame")
-        {
+        if is_stack_line(trimmed) {
             return self.stack_line(line, trimmed);
         }
         self.output.context_lines += 1;
@@ -281,10 +283,23 @@ impl LogParser {
         });
     }
 
-    fn new_record(&self, name: &str, arch: String, entry: bool) -> KernelRecord {
+    fn new_record(&mut self, name: &str, arch: String, entry: bool) -> KernelRecord {
+        let demangled = if !name.starts_with("_Z") {
+            None
+        } else {
+            match self.demangled_names.get(name) {
+                Some(demangled) => demangled.clone(),
+                None => {
+                    let demangled = demangle(name);
+                    self.demangled_names
+                        .insert(name.to_string(), demangled.clone());
+                    demangled
+                }
+            }
+        };
         KernelRecord {
             name: name.to_string(),
-            demangled: demangle(name),
+            demangled,
             arch,
             entry,
             registers: None,
@@ -341,7 +356,7 @@ impl LogParser {
         }
         if let Some(name) = message.strip_prefix("Function properties for ") {
             let name = name.trim();
-            if name.is_empty() || name.contains(char::is_whitespace) {
+            if name.is_empty() || name.bytes().any(|byte| byte.is_ascii_whitespace()) {
                 return self.diagnostic(line, "expected `Function properties for NAME`");
             }
             self.function_properties(name);
@@ -648,6 +663,17 @@ enum Severity {
 /// Splits `"    info    : message"` or `" /tmp/x.ptx, line 6; error   : message"` (what follows
 /// `ptxas`) into its severity and message.
 fn split_severity(after_tool: &str) -> Option<(Severity, &str)> {
+    // Fast path: ptxas pads its severities to one width (`ptxas info    : `).
+    for (prefix, severity) in [
+        (" info    : ", Severity::Info),
+        (" warning : ", Severity::Warning),
+        (" error   : ", Severity::Error),
+        (" fatal   : ", Severity::Fatal),
+    ] {
+        if let Some(message) = after_tool.strip_prefix(prefix) {
+            return Some((severity, message.trim()));
+        }
+    }
     let mut search_from = 0;
     while let Some(offset) = after_tool[search_from..].find(':') {
         let colon = search_from + offset;
@@ -673,11 +699,16 @@ fn split_severity(after_tool: &str) -> Option<(Severity, &str)> {
 
 /// `'NAME' for 'sm_90'` → (`NAME`, `sm_90`).
 fn parse_compiling(rest: &str) -> Option<(&str, &str)> {
-    let rest = rest.trim_end().strip_prefix('\'')?;
-    let (name, arch) = rest.split_once("' for '")?;
-    let arch = arch.strip_suffix('\'')?;
+    let (head, arch) = rest.trim_end().strip_suffix('\'')?.rsplit_once('\'')?;
+    let name = head
+        .strip_suffix(" for ")?
+        .strip_prefix('\'')?
+        .strip_suffix('\'')?;
     let valid = |text: &str| {
-        !text.is_empty() && !text.contains(char::is_whitespace) && !text.contains('\'')
+        !text.is_empty()
+            && !text
+                .bytes()
+                .any(|byte| byte.is_ascii_whitespace() || byte == b'\'')
     };
     (valid(name) && valid(arch)).then_some((name, arch))
 }
@@ -717,11 +748,17 @@ fn parse_stack_line(trimmed: &str) -> Option<(u64, u64, u64)> {
     items.next().is_none().then_some((frame, stores, loads))
 }
 
-/// `368 bytes cmem[0]` → (0, 368).
+/// `368 bytes cmem[0]` → (0, 368). (Byte-level: this runs for every constant bank item.)
 fn parse_cmem(item: &str) -> Option<(u32, u64)> {
-    let (bytes, bank) = item.split_once(" bytes cmem[")?;
-    let bank = parse_u32(bank.strip_suffix(']')?)?;
-    Some((bank, parse_u64(bytes)?))
+    let (head, bank) = item.strip_suffix(']')?.rsplit_once('[')?;
+    let bytes = head.strip_suffix(" bytes cmem")?;
+    Some((parse_u32(bank)?, parse_u64(bytes)?))
+}
+
+/// `    128 bytes stack frame, ...`: digits, then ` bytes stack frame`.
+fn is_stack_line(trimmed: &str) -> bool {
+    let digits = trimmed.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && trimmed[digits..].starts_with(" bytes stack frame")
 }
 
 fn parse_u64(text: &str) -> Option<u64> {
