@@ -87,7 +87,39 @@ pub struct LogParser {
     device_record_unconfirmed: bool,
     /// Demangled names by mangled name: a kernel appears once per arch, demangling is the
     /// costliest step, and this is bounded by the number of distinct kernels.
-    demangled_names: std::collections::HashMap<String, Option<String>>,
+    demangled_names: std::collections::HashMap<String, Option<String>, NameHasherBuilder>,
+}
+
+/// A fast non-cryptographic hash for the demangling cache (keys are the log's own names; no
+/// adversary gains anything from collisions beyond slowing their own log down).
+#[derive(Debug, Default, Clone, Copy)]
+struct NameHasherBuilder;
+
+#[derive(Debug, Default)]
+struct NameHasher(u64);
+
+impl std::hash::BuildHasher for NameHasherBuilder {
+    type Hasher = NameHasher;
+    fn build_hasher(&self) -> NameHasher {
+        NameHasher(0)
+    }
+}
+
+impl std::hash::Hasher for NameHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+            self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(SEED);
+        }
+        for &byte in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(SEED);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 impl Default for LogParser {
@@ -124,7 +156,7 @@ impl LogParser {
             pending_notes: Vec::new(),
             first_truncation: None,
             device_record_unconfirmed: false,
-            demangled_names: std::collections::HashMap::new(),
+            demangled_names: std::collections::HashMap::with_hasher(NameHasherBuilder),
         }
     }
 
