@@ -180,7 +180,7 @@ impl LogParser {
     pub fn feed_line(&mut self, line: &str) -> LineKind {
         self.line_number += 1;
         let line = line.strip_suffix('\r').unwrap_or(line);
-        let trimmed = strip_msbuild_prefix(line.trim_start()).trim_start();
+        let trimmed = ascii_trim_start(strip_msbuild_prefix(ascii_trim_start(line)));
         if let Some(after) = trimmed.strip_prefix("ptxas") {
             if after.is_empty() || after.starts_with([' ', '\t']) {
                 return self.ptxas_line(line, after);
@@ -590,7 +590,7 @@ impl LogParser {
         };
         let mut not_understood: Vec<&str> = Vec::new();
         let mut registers = None;
-        for item in rest.split(',').map(str::trim) {
+        for item in comma_items(rest) {
             if registers.is_none() {
                 match item.strip_suffix(" registers").and_then(parse_u64) {
                     Some(count) if count <= u64::from(u32::MAX) => registers = Some(count as u32),
@@ -653,7 +653,7 @@ impl LogParser {
 
     fn module_line(&mut self, line: &str, message: &str) -> LineKind {
         let mut section = Section::default();
-        for item in message.split(',').map(str::trim) {
+        for item in message.split(',').map(ascii_trim) {
             if let Some(bytes) = item.strip_suffix(" bytes gmem").and_then(parse_u64) {
                 section.global_memory_bytes = Some(bytes);
             } else if let Some(bank) = parse_cmem(item) {
@@ -673,6 +673,38 @@ impl LogParser {
         self.section = section;
         LineKind::Ptxas
     }
+}
+
+/// The trimmed comma-separated items of a short line (a byte scan: memchr's set-up costs more
+/// than it saves on items this short).
+fn comma_items(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let current = rest?;
+        match current.bytes().position(|byte| byte == b',') {
+            Some(comma) => {
+                rest = Some(&current[comma + 1..]);
+                Some(ascii_trim(&current[..comma]))
+            }
+            None => {
+                rest = None;
+                Some(ascii_trim(current))
+            }
+        }
+    })
+}
+
+/// Trims spaces, tabs and line ends: ptxas output is ASCII, and this runs on every line.
+fn ascii_trim(text: &str) -> &str {
+    ascii_trim_start(text).trim_end_matches([' ', '\t', '\r', '\n'])
+}
+
+fn ascii_trim_start(text: &str) -> &str {
+    let skip = text
+        .bytes()
+        .take_while(|byte| matches!(byte, b' ' | b'\t'))
+        .count();
+    &text[skip..]
 }
 
 /// Visual Studio (MSBuild) prefixes each line of a project's build output with `N>`.
@@ -703,7 +735,7 @@ fn split_severity(after_tool: &str) -> Option<(Severity, &str)> {
         (" fatal   : ", Severity::Fatal),
     ] {
         if let Some(message) = after_tool.strip_prefix(prefix) {
-            return Some((severity, message.trim()));
+            return Some((severity, ascii_trim(message)));
         }
     }
     let mut search_from = 0;
@@ -764,7 +796,7 @@ fn quoted_function_name(message: &str) -> Option<&str> {
 }
 
 fn parse_stack_line(trimmed: &str) -> Option<(u64, u64, u64)> {
-    let mut items = trimmed.trim_end().split(',').map(str::trim);
+    let mut items = comma_items(trimmed);
     let frame = items
         .next()?
         .strip_suffix(" bytes stack frame")
