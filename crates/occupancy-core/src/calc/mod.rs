@@ -104,6 +104,12 @@ pub enum CalcError {
     TooManyBlocks { requested: u32, resident: u32 },
     #[error("carveout {0}% is above 100%")]
     CarveoutAbove100(u8),
+    #[error("sweep too large: {block_by_registers} block x register sizes and {static_by_dynamic} static x dynamic shared memory sizes (at most {max} each); use a coarser step")]
+    SweepTooLarge {
+        block_by_registers: u64,
+        static_by_dynamic: u64,
+        max: u64,
+    },
 }
 
 impl FromStr for Carveout {
