@@ -649,11 +649,9 @@ fn headroom(
         } else {
             smem_config_at_least(arch, allocated).unwrap_or(0)
         };
-        let limit = if allocated == 0 {
-            u32::MAX
-        } else {
-            saturate(u64::from(config) / allocated)
-        };
+        let limit = u64::from(config)
+            .checked_div(allocated)
+            .map_or(u32::MAX, saturate);
         limit.min(without_smem)
     };
     let used =
