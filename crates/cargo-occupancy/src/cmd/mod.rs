@@ -1,2 +1,4 @@
 //! One module per subcommand.
+pub mod arch;
 pub mod calc;
+pub mod sweep;
