@@ -33,6 +33,8 @@ enum Command {
     Arch(cmd::arch::Args),
     /// Every combination of block size, registers and shared memory (--summary, --csv, or curves).
     Sweep(cmd::sweep::Args),
+    /// Read ptxas / nvcc --resource-usage logs into per-kernel records (table or --json).
+    Parse(cmd::parse::Args),
 }
 
 /// Exit codes: 0 clean, 1 deny findings / failed checks, 2 usage or tool errors.
@@ -55,5 +57,6 @@ fn main() -> ExitCode {
         Command::Calc(args) => cmd::calc::run(args),
         Command::Arch(args) => cmd::arch::run(args),
         Command::Sweep(args) => cmd::sweep::run(args),
+        Command::Parse(args) => cmd::parse::run(args),
     }
 }

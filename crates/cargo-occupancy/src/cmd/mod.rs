@@ -2,3 +2,4 @@
 pub mod arch;
 pub mod calc;
 pub mod sweep;
+pub mod parse;
