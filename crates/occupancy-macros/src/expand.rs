@@ -1,7 +1,7 @@
 //! Tokens for one `#[occupancy::kernel(...)]`: the item as written, then one const per kernel.
 
 use occupancy_core::lint::Level;
-use occupancy_core::spec::{KernelStub, StubKernel};
+use occupancy_core::spec::{KernelStub, StubKernel, StubKind};
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
@@ -65,9 +65,18 @@ fn declaration_const(kernel: &StubKernel) -> TokenStream {
     let doc = format!(
         "Declared launch and limits of kernel `{kernel_name}` (from `#[occupancy::kernel({spec})]` on `{rust_name}`)."
     );
-    // file!/line!/column! resolve to the attribute: the outermost expansion site.
-    let location = quote_spanned! {Span::call_site()=>
-        ::occupancy::SourceLocation { file: ::core::file!(), line: ::core::line!(), column: ::core::column!() }
+    // file!/line!/column! resolve to the outermost expansion site: this attribute. A declaration
+    // on a fn inside a marked extern block is not that site, so its own position is written out
+    // (known to proc macros since Rust 1.88; older compilers report the block's marker instead).
+    let start = kernel.attribute_span.start();
+    let location = if kernel.kind == StubKind::ForeignFunction && start.line > 0 {
+        let line = Literal::u32_unsuffixed(start.line as u32);
+        let column = Literal::u32_unsuffixed(start.column as u32 + 1);
+        quote!(::occupancy::SourceLocation { file: ::core::file!(), line: #line, column: #column })
+    } else {
+        quote_spanned! {Span::call_site()=>
+            ::occupancy::SourceLocation { file: ::core::file!(), line: ::core::line!(), column: ::core::column!() }
+        }
     };
     quote! {
         #[doc = #doc]

@@ -53,6 +53,9 @@ pub struct StubKernel {
     /// The compiled kernel's symbol: `name = "..."`, else `#[link_name]`/`#[export_name]`,
     /// else the Rust name.
     pub kernel_name: String,
+    /// The attribute that declares this kernel: the macro's own (`Span::call_site()`), or for
+    /// [`StubKind::ForeignFunction`] the declaration on the fn inside the block.
+    pub attribute_span: Span,
 }
 
 impl StubKernel {
@@ -145,6 +148,7 @@ impl KernelStub {
                     visibility: function.vis.clone(),
                     spec: parsed.spec,
                     kernel_name,
+                    attribute_span,
                 };
                 Ok(Resolution {
                     item: Some(function.into_token_stream()),
@@ -165,6 +169,7 @@ impl KernelStub {
                     visibility: function.vis.clone(),
                     spec: parsed.spec,
                     kernel_name,
+                    attribute_span,
                 };
                 Ok(Resolution {
                     item: None,
@@ -332,6 +337,7 @@ fn resolve_extern_block(
             visibility: function.vis.clone(),
             kernel_name: symbol_name(&parsed.spec, &function.sig.ident, &function.attrs),
             spec: parsed.spec,
+            attribute_span,
         };
         return Ok(Resolution {
             item: Some(block.into_token_stream()),
@@ -378,6 +384,7 @@ fn resolve_extern_block(
                     visibility: function.vis.clone(),
                     kernel_name: symbol_name(&parsed.spec, &function.sig.ident, &function.attrs),
                     spec: parsed.spec,
+                    attribute_span: span,
                 },
                 keys: parsed.keys,
                 attribute_span: span,
