@@ -419,9 +419,14 @@ fn describe(expr: &Expr) -> &'static str {
 /// text without compiling, so it cannot evaluate names or arithmetic.
 fn not_a_literal(expr: &Expr, key: SpecKey, expected: &str) -> syn::Error {
     let found = describe(expr);
-    let extra = match expr {
+    let write = match (key, expr) {
+        // `name = saxpy`: the symbol was meant, unquoted.
+        (SpecKey::Name, Expr::Path(path)) => format!("`name = \"{}\"`", path.to_token_stream()),
+        _ => format!("e.g. `{} = {}`", key.as_str(), example_value(key)),
+    };
+    let why = match expr {
         Expr::Path(_) | Expr::Binary(_) | Expr::Macro(_) | Expr::Call(_) | Expr::MethodCall(_) => {
-            "; the build helper reads this attribute from the source without compiling it, so write the value itself"
+            "; values must be literals because the build helper reads this attribute from the source without compiling it"
         }
         _ => "",
     };
@@ -429,10 +434,8 @@ fn not_a_literal(expr: &Expr, key: SpecKey, expected: &str) -> syn::Error {
         expr,
         key,
         format!(
-            "`{}` expects {expected}, found {found}{extra}: write e.g. `{} = {}`",
-            key.as_str(),
-            key.as_str(),
-            example_value(key)
+            "`{}` expects {expected}, found {found}: write {write}{why}",
+            key.as_str()
         ),
     )
 }

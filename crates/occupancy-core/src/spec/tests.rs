@@ -90,7 +90,7 @@ fn errors_say_what_to_edit() {
         ("block = (1, 1, 65)", "65 threads along z"),
         ("block = (1, 2, 3, 4)", "1 to 3 dimensions"),
         ("block = 256u32", "remove the `u32` suffix"),
-        ("block = BLOCK", "write the value itself"),
+        ("block = BLOCK", "values must be literals"),
         ("block = \"256\"", "expects an integer, found a string"),
         (
             "block = 256, block = 128",
