@@ -552,3 +552,17 @@ fn scan_follows_imports_per_module() {
         .collect();
     assert_eq!(names, ["a", "b"]);
 }
+
+#[test]
+fn declarations_round_trip_through_json() {
+    let source = "#[occupancy::kernel(block = (32, 8), min_occupancy = \"50%\", archs = [\"sm_90\"], warn(spills))]\nfn k();\n";
+    let declared = scan_source(source).unwrap();
+    let json = serde_json::to_string(&declared).unwrap();
+    assert!(
+        json.contains("\"lint_levels\":{\"spills\":\"warn\"}"),
+        "{json}"
+    );
+    assert!(json.contains("\"stub\":\"bodyless_function\""), "{json}");
+    let back: Vec<DeclaredKernel> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, declared);
+}
