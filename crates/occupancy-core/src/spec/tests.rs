@@ -566,3 +566,56 @@ fn declarations_round_trip_through_json() {
     let back: Vec<DeclaredKernel> = serde_json::from_str(&json).unwrap();
     assert_eq!(back, declared);
 }
+
+proptest! {
+    /// For any argument text, the scanner reports exactly the macro path's messages.
+    #[test]
+    fn scanner_and_macro_path_agree_on_errors(
+        entries in proptest::collection::vec(
+            prop_oneof![
+                Just("block = 256".to_owned()),
+                Just("block = (32, 64)".to_owned()),
+                Just("blok = 1".to_owned()),
+                Just("min_occupancy = 0".to_owned()),
+                Just("min_occupancy = \"75%\"".to_owned()),
+                Just("min_blocks_per_sm = 40".to_owned()),
+                Just("archs = [\"sm_86\", \"sm86\"]".to_owned()),
+                Just("name = \"\"".to_owned()),
+                Just("allow(spills, partial_warp)".to_owned()),
+                Just("deny(spils)".to_owned()),
+                Just("max_registers = 0".to_owned()),
+                Just("dynamic_smem = -1".to_owned()),
+            ],
+            0..6,
+        )
+    ) {
+        let args = entries.join(", ");
+        let macro_path: Result<KernelSpec, Vec<String>> =
+            parse(&args).map_err(|error| error.into_iter().map(|error| error.to_string()).collect());
+        let source = format!("#[occupancy::kernel({args})]\nfn k();\n");
+        let scanned: Result<KernelSpec, Vec<String>> = scan_source(&source)
+            .map(|mut declared| declared.remove(0).spec)
+            .map_err(|error| error.diagnostics.into_iter().map(|diagnostic| diagnostic.message).collect());
+        prop_assert_eq!(scanned, macro_path);
+    }
+}
+
+#[test]
+fn scanner_diagnostics_snapshot() {
+    let source = r#"use occupancy::kernel;
+
+#[kernel(block = 2048, min_ocupancy = 0.5)]
+fn a();
+
+mod inner {
+    #[occupancy::kernel(block = 256, allow(spill), archs = ["sm90"])]
+    pub fn b() {}
+
+    unsafe extern "C" {
+        #[occupancy::kernel(block = 128)]
+        fn c();
+    }
+}
+"#;
+    insta::assert_snapshot!(scan_source(source).unwrap_err().to_string());
+}
