@@ -538,6 +538,23 @@ fn scan_rejects_misplaced_attributes() {
         .to_string()
         .contains("body-less `extern` fn"));
 
+    let on_method =
+        "struct S;\nimpl S {\n    #[occupancy::kernel(block = 256)]\n    fn launch(&self) {}\n}\n";
+    let message = scan_source(on_method).unwrap_err().to_string();
+    assert!(
+        message.starts_with(
+            "3:5: #[occupancy::kernel] on a method is out of the build helper's reach"
+        ),
+        "{message}"
+    );
+
+    let in_body = "fn outer() {\n    #[occupancy::kernel(block = 256)]\n    fn inner();\n}\n";
+    let message = scan_source(in_body).unwrap_err().to_string();
+    assert!(
+        message.starts_with("2:5: #[occupancy::kernel] inside a fn body"),
+        "{message}"
+    );
+
     let not_rust = "fn (";
     assert!(scan_source(not_rust).is_err());
 }
