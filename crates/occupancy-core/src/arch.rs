@@ -775,6 +775,24 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn lookup_never_panics(name in "\\PC{0,16}") {
+            if let Ok(arch) = lookup(&name) {
+                proptest::prop_assert!(all().contains(arch));
+            }
+        }
+
+        #[test]
+        fn every_row_answers_to_every_spelling(index in 0usize..19, suffix in proptest::sample::select(vec!["", "a", "f"])) {
+            let arch = &all()[index];
+            let digits = format!("{}{}", arch.major, arch.minor);
+            for name in [format!("sm_{digits}{suffix}"), format!("compute_{digits}{suffix}"), format!("{}.{}", arch.major, arch.minor), digits.clone()] {
+                proptest::prop_assert_eq!(lookup(&name).unwrap(), arch, "{}", name);
+            }
+        }
+    }
+
     #[test]
     fn presets_resolve() {
         for preset in presets() {
