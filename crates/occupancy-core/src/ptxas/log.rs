@@ -400,6 +400,24 @@ impl LogParser {
         if message.as_bytes().first().is_some_and(u8::is_ascii_digit) {
             return self.module_line(line, message);
         }
+        if let Some(rest) = message.strip_prefix("Overriding ") {
+            // Register-limit notes: `Overriding maximum register limit 256 for 'NAME' with  32
+            // of maxrregcount option` names its function; `Overriding global maxrregcount 32
+            // with entry-specific value 64 computed using thread count` does not.
+            let text = ascii_trim(line).to_string();
+            let function = rest
+                .split_once(" for '")
+                .and_then(|(_, after)| after.split_once('\''))
+                .map(|(name, _)| name)
+                .filter(|name| {
+                    !name.is_empty() && !name.bytes().any(|byte| byte.is_ascii_whitespace())
+                });
+            match function {
+                Some(function) => self.note_for_function(function, text, false),
+                None => self.output.warnings.push(text),
+            }
+            return LineKind::Ptxas;
+        }
         if is_advisory_code(message) {
             // `(C7511) Potential Performance Loss: ... in the function 'NAME'`: ptxas prints
             // its C7xxx advice as info; it is kept as a warning of the function it names.
