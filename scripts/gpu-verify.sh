@@ -76,7 +76,7 @@ cat "${logs[@]}" > "$results/ptxas.log"
 "$bin" occupancy parse --json "$results/ptxas.log" > "$results/parsed.json"
 status=0
 python3 "$root/scripts/gpu/compare.py" --probe "$results/probe.jsonl" --parsed "$results/parsed.json" \
-  --ptx "${ptx_files[@]}" --bin "$bin" --summary "$results/summary.json" || status=$?
+  --ptx "${ptx_files[@]}" --bin "$bin" --summary "$results/summary.json" --replay "$results/driver-replay.jsonl" || status=$?
 
 echo "== 3. the trade-off"
 "$nvcc" -O3 -arch="$arch" -Xptxas -v -o "$work/tradeoff" "$root/scripts/gpu/tradeoff.cu" > "$results/tradeoff-ptxas.log" 2>&1
