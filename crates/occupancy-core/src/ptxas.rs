@@ -1,1 +1,0 @@
-//! ptxas / cuobjdump / PTX report parsing. (filled in by the parser work)

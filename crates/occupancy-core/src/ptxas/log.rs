@@ -1,0 +1,821 @@
+//! The streaming parser of ptxas's `-v` report (also what `nvcc --resource-usage` prints).
+//!
+//! A report is a sequence of sections, one per ptxas run (one per architecture and
+//! translation unit):
+//!
+//! ```text
+//! ptxas info    : 400 bytes gmem, 1024 bytes cmem[3]                 <- module line, opens a section
+//! ptxas info    : Compiling entry function '_Z1kPf' for 'sm_90'      <- entry record starts
+//! ptxas info    : Function properties for _Z1kPf
+//!     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+//! ptxas info    : Used 10 registers, used 1 barriers, 4096 bytes smem <- entry record complete
+//! ptxas info    : Compile time = 1.3 ms                              <- optional, joins the record
+//! ptxas info    : Function properties for _Z3devPfi                  <- device function record
+//!     136 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+//! ```
+//!
+//! Memory is proportional to the number of records (and of warnings), never to the log: lines
+//! from other tools are classified and counted, not stored.
+
+use super::{demangle, Diagnostic, KernelRecord, ParseError, ParseOutput, RecordSource};
+
+/// What one line of a log was, as returned by [`LogParser::feed_line`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineKind {
+    /// Not ptxas's: another tool's output, passed through as context.
+    Context,
+    /// A ptxas line that was understood.
+    Ptxas,
+    /// A ptxas-looking line that was not understood or out of place; a [`Diagnostic`] was recorded.
+    Diagnostic,
+}
+
+/// Parses a whole log. See [`LogParser`] for the streaming form.
+pub fn parse_log(text: &str) -> Result<ParseOutput, ParseError> {
+    let mut parser = LogParser::new();
+    // A trailing newline ends the last line; it does not start an empty one.
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    if !text.is_empty() {
+        for line in body.split('\n') {
+            parser.feed_line(line);
+        }
+    }
+    parser.finish()
+}
+
+#[derive(Debug)]
+struct OpenRecord {
+    record: KernelRecord,
+    has_properties: bool,
+    awaiting_stack_line: bool,
+    has_used_line: bool,
+}
+
+#[derive(Debug, Default)]
+struct Section {
+    arch: Option<String>,
+    global_memory_bytes: Option<u64>,
+    module_cmem: Vec<(u32, u64)>,
+}
+
+#[derive(Debug)]
+struct PendingNote {
+    function: String,
+    text: String,
+    is_error: bool,
+}
+
+/// Streaming parser: feed it lines ([`feed_line`](Self::feed_line)) or byte chunks
+/// ([`feed`](Self::feed)), then [`finish`](Self::finish).
+#[derive(Debug)]
+pub struct LogParser {
+    source: RecordSource,
+    line_number: usize,
+    partial_line: Vec<u8>,
+    output: ParseOutput,
+    section: Section,
+    open_entry: Option<OpenRecord>,
+    open_device: Option<OpenRecord>,
+    /// Index in `output.kernels` of the record a following `Compile time` line belongs to.
+    last_completed: Option<usize>,
+    /// Device records read before their section named its architecture (`-G` prints them first).
+    awaiting_arch: Vec<usize>,
+    pending_notes: Vec<PendingNote>,
+    first_truncation: Option<ParseError>,
+}
+
+impl Default for LogParser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LogParser {
+    /// A parser of `ptxas -v` / `nvcc -Xptxas -v` output.
+    pub fn new() -> Self {
+        Self::with_source(RecordSource::PtxasLog)
+    }
+
+    /// A parser whose records say they came from `source` (e.g. [`RecordSource::NvccResourceUsage`]).
+    pub fn with_source(source: RecordSource) -> Self {
+        LogParser {
+            source,
+            line_number: 0,
+            partial_line: Vec::new(),
+            output: ParseOutput {
+                kernels: Vec::new(),
+                diagnostics: Vec::new(),
+                warnings: Vec::new(),
+                errors: Vec::new(),
+                context_lines: 0,
+                lines: 0,
+            },
+            section: Section::default(),
+            open_entry: None,
+            open_device: None,
+            last_completed: None,
+            awaiting_arch: Vec::new(),
+            pending_notes: Vec::new(),
+            first_truncation: None,
+        }
+    }
+
+    /// Feeds a chunk of bytes; lines may be split across chunks. Invalid UTF-8 is replaced.
+    pub fn feed(&mut self, mut chunk: &[u8]) {
+        while let Some(end) = chunk.iter().position(|&byte| byte == b'\n') {
+            let (line, rest) = chunk.split_at(end);
+            if self.partial_line.is_empty() {
+                self.feed_line(&String::from_utf8_lossy(line));
+            } else {
+                let mut whole = std::mem::take(&mut self.partial_line);
+                whole.extend_from_slice(line);
+                self.feed_line(&String::from_utf8_lossy(&whole));
+            }
+            chunk = &rest[1..];
+        }
+        self.partial_line.extend_from_slice(chunk);
+    }
+
+    /// Feeds one line (without its newline) and says what it was.
+    pub fn feed_line(&mut self, line: &str) -> LineKind {
+        self.line_number += 1;
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let trimmed = line.trim_start();
+        if let Some(after) = trimmed.strip_prefix("ptxas") {
+            if after.is_empty() || after.starts_with([' ', '\t']) {
+                return self.ptxas_line(line, after);
+            }
+        }
+        if trimmed.as_bytes().first().is_some_and(u8::is_ascii_digit)
+            && trimmed.contains("bytes stack frame")
+        {
+            return self.stack_line(line, trimmed);
+        }
+        self.output.context_lines += 1;
+        LineKind::Context
+    }
+
+    /// Ends the log: returns the records, or the first record that was cut off, or the
+    /// absence of any record.
+    pub fn finish(mut self) -> Result<ParseOutput, ParseError> {
+        if !self.partial_line.is_empty() {
+            let rest = std::mem::take(&mut self.partial_line);
+            self.feed_line(&String::from_utf8_lossy(&rest));
+        }
+        if let Some(open) = self.open_device.take() {
+            self.truncated(&open, "its `N bytes stack frame, ...` line never came");
+        }
+        if let Some(open) = self.open_entry.take() {
+            self.close_entry(open);
+        }
+        if let Some(error) = self.first_truncation {
+            return Err(error);
+        }
+        // Device functions whose section never named an architecture are dropped with a
+        // diagnostic rather than given a guessed one.
+        for &index in self.awaiting_arch.iter().rev() {
+            let record = self.output.kernels.remove(index);
+            self.output.diagnostics.push(Diagnostic {
+                line_number: record.line_number,
+                line: format!("ptxas info    : Function properties for {}", record.name),
+                message: "device function whose architecture is never named (no `Compiling entry function ... for 'sm_XX'` line in its section); record dropped".to_string(),
+            });
+        }
+        for note in self.pending_notes {
+            if !note.is_error {
+                self.output.warnings.push(note.text);
+            }
+        }
+        self.output.lines = self.line_number;
+        if self.output.kernels.is_empty() {
+            return Err(ParseError::NoKernels {
+                lines: self.line_number,
+                errors: self.output.errors,
+            });
+        }
+        Ok(self.output)
+    }
+
+    fn diagnostic(&mut self, line: &str, message: impl Into<String>) -> LineKind {
+        self.output.diagnostics.push(Diagnostic {
+            line_number: self.line_number,
+            line: line.to_string(),
+            message: message.into(),
+        });
+        LineKind::Diagnostic
+    }
+
+    fn truncated(&mut self, open: &OpenRecord, missing: &str) {
+        if self.first_truncation.is_none() {
+            self.first_truncation = Some(ParseError::Truncated {
+                name: open.record.name.clone(),
+                arch: if open.record.arch.is_empty() {
+                    "unknown architecture".to_string()
+                } else {
+                    open.record.arch.clone()
+                },
+                line_number: open.record.line_number,
+                missing: missing.to_string(),
+            });
+        }
+    }
+
+    fn ptxas_line(&mut self, line: &str, after_tool: &str) -> LineKind {
+        let Some((severity, message)) = split_severity(after_tool) else {
+            return self.diagnostic(
+                line,
+                "ptxas line without `info`, `warning`, `error` or `fatal` before its `:`",
+            );
+        };
+        match severity {
+            Severity::Info => self.info_line(line, message),
+            Severity::Warning | Severity::Error | Severity::Fatal => {
+                self.last_completed = None;
+                let is_error = severity != Severity::Warning;
+                let text = line.trim().to_string();
+                if is_error {
+                    self.output.errors.push(text.clone());
+                }
+                match quoted_function_name(message) {
+                    Some(function) => self.note_for_function(function, text, is_error),
+                    None if is_error => {}
+                    None => self.output.warnings.push(text),
+                }
+                LineKind::Ptxas
+            }
+        }
+    }
+
+    fn note_for_function(&mut self, function: &str, text: String, is_error: bool) {
+        for open in [self.open_device.as_mut(), self.open_entry.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            if open.record.name == function {
+                if is_error {
+                    &mut open.record.errors
+                } else {
+                    &mut open.record.warnings
+                }
+                .push(text);
+                return;
+            }
+        }
+        self.pending_notes.push(PendingNote {
+            function: function.to_string(),
+            text,
+            is_error,
+        });
+    }
+
+    fn claim_notes(&mut self, record: &mut KernelRecord) {
+        if self.pending_notes.is_empty() {
+            return;
+        }
+        self.pending_notes.retain(|note| {
+            if note.function != record.name {
+                return true;
+            }
+            if note.is_error {
+                &mut record.errors
+            } else {
+                &mut record.warnings
+            }
+            .push(note.text.clone());
+            false
+        });
+    }
+
+    fn new_record(&self, name: &str, arch: String, entry: bool) -> KernelRecord {
+        KernelRecord {
+            name: name.to_string(),
+            demangled: demangle(name),
+            arch,
+            entry,
+            registers: None,
+            barriers: None,
+            stack_frame_bytes: None,
+            spill_store_bytes: None,
+            spill_load_bytes: None,
+            cumulative_stack_bytes: None,
+            static_smem_bytes: 0,
+            local_memory_bytes: None,
+            cmem: Vec::new(),
+            module_cmem: self.section.module_cmem.clone(),
+            global_memory_bytes: self.section.global_memory_bytes,
+            textures: 0,
+            samplers: 0,
+            surfaces: 0,
+            compile_time_ms: None,
+            warnings: Vec::new(),
+            errors: Vec::new(),
+            source: self.source,
+            line_number: self.line_number,
+        }
+    }
+
+    fn info_line(&mut self, line: &str, message: &str) -> LineKind {
+        if let Some(rest) = message.strip_prefix("Compile time = ") {
+            let Some(index) = self.last_completed.take() else {
+                return self
+                    .diagnostic(line, "`Compile time` line that follows no completed record");
+            };
+            return match rest
+                .trim_end()
+                .strip_suffix("ms")
+                .map(str::trim)
+                .and_then(|ms| ms.parse::<f64>().ok())
+            {
+                Some(ms) if ms.is_finite() => {
+                    self.output.kernels[index].compile_time_ms = Some(ms);
+                    LineKind::Ptxas
+                }
+                _ => self.diagnostic(line, "`Compile time` not in the form `X ms`"),
+            };
+        }
+        self.last_completed = None;
+        if let Some(rest) = message.strip_prefix("Compiling entry function ") {
+            let Some((name, arch)) = parse_compiling(rest) else {
+                return self.diagnostic(
+                    line,
+                    "expected `Compiling entry function 'NAME' for 'sm_XX'`",
+                );
+            };
+            self.start_entry(name, arch);
+            return LineKind::Ptxas;
+        }
+        if let Some(name) = message.strip_prefix("Function properties for ") {
+            let name = name.trim();
+            if name.is_empty() || name.contains(char::is_whitespace) {
+                return self.diagnostic(line, "expected `Function properties for NAME`");
+            }
+            self.function_properties(name);
+            return LineKind::Ptxas;
+        }
+        if let Some(rest) = message.strip_prefix("Used ") {
+            return self.used_line(line, rest);
+        }
+        if message.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+            return self.module_line(line, message);
+        }
+        self.diagnostic(line, "ptxas info line not understood")
+    }
+
+    fn start_entry(&mut self, name: &str, arch: &str) {
+        if let Some(open) = self.open_device.take() {
+            self.truncated(&open, "its `N bytes stack frame, ...` line never came");
+        }
+        if let Some(open) = self.open_entry.take() {
+            self.close_entry(open);
+        }
+        if self.section.arch.as_deref() != Some(arch) {
+            if self.section.arch.is_some() {
+                // A new architecture without a module line: a new ptxas run whose module
+                // printed nothing module-wide.
+                self.section = Section::default();
+            }
+            self.section.arch = Some(arch.to_string());
+            for index in std::mem::take(&mut self.awaiting_arch) {
+                self.output.kernels[index].arch = arch.to_string();
+            }
+        }
+        let mut record = self.new_record(name, arch.to_string(), true);
+        self.claim_notes(&mut record);
+        self.open_entry = Some(OpenRecord {
+            record,
+            has_properties: false,
+            awaiting_stack_line: false,
+            has_used_line: false,
+        });
+    }
+
+    fn close_entry(&mut self, open: OpenRecord) {
+        if open.has_properties && !open.awaiting_stack_line && open.has_used_line {
+            self.output.kernels.push(open.record);
+        } else if !open.has_used_line {
+            self.truncated(&open, "its `Used N registers` line never came");
+        } else {
+            self.truncated(&open, "its `Function properties` lines never came");
+        }
+    }
+
+    fn function_properties(&mut self, name: &str) {
+        if let Some(open) = self.open_device.take() {
+            self.truncated(&open, "its `N bytes stack frame, ...` line never came");
+        }
+        if let Some(open) = self.open_entry.as_mut() {
+            if open.record.name == name && !open.has_properties {
+                open.has_properties = true;
+                open.awaiting_stack_line = true;
+                return;
+            }
+            if open.awaiting_stack_line {
+                let open = self.open_entry.take().expect("checked above");
+                self.truncated(&open, "its `N bytes stack frame, ...` line never came");
+            } else if open.has_used_line && open.has_properties {
+                let open = self.open_entry.take().expect("checked above");
+                self.close_entry(open);
+            }
+        }
+        // A device function with its own frame; it belongs to the current section's architecture.
+        let arch = self.section.arch.clone().unwrap_or_default();
+        let mut record = self.new_record(name, arch, false);
+        self.claim_notes(&mut record);
+        self.open_device = Some(OpenRecord {
+            record,
+            has_properties: true,
+            awaiting_stack_line: true,
+            has_used_line: false,
+        });
+    }
+
+    fn stack_line(&mut self, line: &str, trimmed: &str) -> LineKind {
+        self.last_completed = None;
+        let Some((frame, stores, loads)) = parse_stack_line(trimmed) else {
+            return self.diagnostic(
+                line,
+                "expected `N bytes stack frame, N bytes spill stores, N bytes spill loads`",
+            );
+        };
+        let fill = |record: &mut KernelRecord| {
+            record.stack_frame_bytes = Some(frame);
+            record.spill_store_bytes = Some(stores);
+            record.spill_load_bytes = Some(loads);
+        };
+        if let Some(mut open) = self.open_device.take() {
+            fill(&mut open.record);
+            let arch_known = !open.record.arch.is_empty();
+            self.output.kernels.push(open.record);
+            let index = self.output.kernels.len() - 1;
+            if !arch_known {
+                self.awaiting_arch.push(index);
+            }
+            self.last_completed = Some(index);
+            return LineKind::Ptxas;
+        }
+        if let Some(open) = self
+            .open_entry
+            .as_mut()
+            .filter(|open| open.awaiting_stack_line)
+        {
+            fill(&mut open.record);
+            open.awaiting_stack_line = false;
+            if open.has_used_line {
+                self.complete_entry();
+            }
+            return LineKind::Ptxas;
+        }
+        self.diagnostic(
+            line,
+            "stack frame line that follows no `Function properties for NAME` line",
+        )
+    }
+
+    fn complete_entry(&mut self) {
+        let open = self.open_entry.take().expect("an open entry record");
+        self.output.kernels.push(open.record);
+        self.last_completed = Some(self.output.kernels.len() - 1);
+    }
+
+    fn used_line(&mut self, line: &str, rest: &str) -> LineKind {
+        let Some(open) = self
+            .open_entry
+            .as_mut()
+            .filter(|open| !open.has_used_line && !open.awaiting_stack_line)
+        else {
+            return self.diagnostic(
+                line,
+                "`Used N registers` line that belongs to no open `Compiling entry function` record",
+            );
+        };
+        let mut not_understood: Vec<&str> = Vec::new();
+        let mut registers = None;
+        for item in rest.split(',').map(str::trim) {
+            if registers.is_none() {
+                match item.strip_suffix(" registers").and_then(parse_u64) {
+                    Some(count) if count <= u64::from(u32::MAX) => registers = Some(count as u32),
+                    _ => not_understood.push(item),
+                }
+                continue;
+            }
+            let record = &mut open.record;
+            let understood = if let Some(count) = item
+                .strip_prefix("used ")
+                .and_then(|x| x.strip_suffix(" barriers"))
+            {
+                parse_u32(count).map(|count| record.barriers = Some(count))
+            } else if let Some(bytes) = item.strip_suffix(" bytes cumulative stack size") {
+                parse_u64(bytes).map(|bytes| record.cumulative_stack_bytes = Some(bytes))
+            } else if let Some(bytes) = item.strip_suffix(" bytes smem") {
+                parse_u64(bytes).map(|bytes| record.static_smem_bytes = bytes)
+            } else if let Some(bytes) = item.strip_suffix(" bytes lmem") {
+                parse_u64(bytes).map(|bytes| record.local_memory_bytes = Some(bytes))
+            } else if let Some(bank) = parse_cmem(item) {
+                record.cmem.push(bank);
+                Some(())
+            } else if let Some(count) = item.strip_suffix(" textures") {
+                parse_u32(count).map(|count| record.textures = count)
+            } else if let Some(count) = item.strip_suffix(" samplers") {
+                parse_u32(count).map(|count| record.samplers = count)
+            } else if let Some(count) = item.strip_suffix(" surfaces") {
+                parse_u32(count).map(|count| record.surfaces = count)
+            } else {
+                None
+            };
+            if understood.is_none() {
+                not_understood.push(item);
+            }
+        }
+        let Some(registers) = registers else {
+            let open = self.open_entry.take().expect("checked above");
+            self.truncated(
+                &open,
+                "its `Used N registers` line does not start with a register count",
+            );
+            return self.diagnostic(line, "`Used` line without `N registers`");
+        };
+        open.record.registers = Some(registers);
+        open.has_used_line = true;
+        let complete = open.has_properties && !open.awaiting_stack_line;
+        if complete {
+            self.complete_entry();
+        }
+        if not_understood.is_empty() {
+            LineKind::Ptxas
+        } else {
+            let message = format!(
+                "items not understood (the rest of the line was read): {}",
+                not_understood.join(", ")
+            );
+            self.diagnostic(line, message)
+        }
+    }
+
+    fn module_line(&mut self, line: &str, message: &str) -> LineKind {
+        let mut section = Section::default();
+        for item in message.split(',').map(str::trim) {
+            if let Some(bytes) = item.strip_suffix(" bytes gmem").and_then(parse_u64) {
+                section.global_memory_bytes = Some(bytes);
+            } else if let Some(bank) = parse_cmem(item) {
+                section.module_cmem.push(bank);
+            } else {
+                return self.diagnostic(line, format!("module line item `{item}` not understood (expected `N bytes gmem` or `N bytes cmem[B]`)"));
+            }
+        }
+        if let Some(open) = self.open_device.take() {
+            self.truncated(&open, "its `N bytes stack frame, ...` line never came");
+        }
+        if let Some(open) = self.open_entry.take() {
+            self.close_entry(open);
+        }
+        self.section = section;
+        LineKind::Ptxas
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Severity {
+    Info,
+    Warning,
+    Error,
+    Fatal,
+}
+
+/// Splits `"    info    : message"` or `" /tmp/x.ptx, line 6; error   : message"` (what follows
+/// `ptxas`) into its severity and message.
+fn split_severity(after_tool: &str) -> Option<(Severity, &str)> {
+    let mut search_from = 0;
+    while let Some(offset) = after_tool[search_from..].find(':') {
+        let colon = search_from + offset;
+        let head = after_tool[..colon].trim_end();
+        let severity = [
+            ("info", Severity::Info),
+            ("warning", Severity::Warning),
+            ("error", Severity::Error),
+            ("fatal", Severity::Fatal),
+        ]
+        .into_iter()
+        .find(|(word, _)| {
+            head.strip_suffix(word)
+                .is_some_and(|before| before.is_empty() || before.ends_with([' ', '\t', ';']))
+        });
+        if let Some((_, severity)) = severity {
+            return Some((severity, after_tool[colon + 1..].trim()));
+        }
+        search_from = colon + 1;
+    }
+    None
+}
+
+/// `'NAME' for 'sm_90'` → (`NAME`, `sm_90`).
+fn parse_compiling(rest: &str) -> Option<(&str, &str)> {
+    let rest = rest.trim_end().strip_prefix('\'')?;
+    let (name, arch) = rest.split_once("' for '")?;
+    let arch = arch.strip_suffix('\'')?;
+    let valid = |text: &str| {
+        !text.is_empty() && !text.contains(char::is_whitespace) && !text.contains('\'')
+    };
+    (valid(name) && valid(arch)).then_some((name, arch))
+}
+
+/// The function a warning or error is about: `function 'NAME'`, `function "NAME"` or
+/// `Entry function 'NAME'`.
+fn quoted_function_name(message: &str) -> Option<&str> {
+    let at = message
+        .find("function '")
+        .map(|at| (at + "function '".len(), '\''))
+        .or_else(|| {
+            message
+                .find("function \"")
+                .map(|at| (at + "function \"".len(), '"'))
+        })?;
+    let (start, quote) = at;
+    let rest = &message[start..];
+    let end = rest.find(quote)?;
+    let name = &rest[..end];
+    (!name.is_empty() && !name.contains(char::is_whitespace)).then_some(name)
+}
+
+fn parse_stack_line(trimmed: &str) -> Option<(u64, u64, u64)> {
+    let mut items = trimmed.trim_end().split(',').map(str::trim);
+    let frame = items
+        .next()?
+        .strip_suffix(" bytes stack frame")
+        .and_then(parse_u64)?;
+    let stores = items
+        .next()?
+        .strip_suffix(" bytes spill stores")
+        .and_then(parse_u64)?;
+    let loads = items
+        .next()?
+        .strip_suffix(" bytes spill loads")
+        .and_then(parse_u64)?;
+    items.next().is_none().then_some((frame, stores, loads))
+}
+
+/// `368 bytes cmem[0]` → (0, 368).
+fn parse_cmem(item: &str) -> Option<(u32, u64)> {
+    let (bytes, bank) = item.split_once(" bytes cmem[")?;
+    let bank = parse_u32(bank.strip_suffix(']')?)?;
+    Some((bank, parse_u64(bytes)?))
+}
+
+fn parse_u64(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+fn parse_u32(text: &str) -> Option<u32> {
+    parse_u64(text).and_then(|value| u32::try_from(value).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO_ARCHS: &str = "\
+ptxas info    : 400 bytes gmem, 1024 bytes cmem[3], 8 bytes cmem[4]
+ptxas info    : Compiling entry function '_ZN2ns5spillILi3EEEvPfPKf' for 'sm_75'
+ptxas info    : Function properties for _ZN2ns5spillILi3EEEvPfPKf
+    1480 bytes stack frame, 1768 bytes spill stores, 2580 bytes spill loads
+ptxas info    : Used 64 registers, used 0 barriers, 1480 bytes cumulative stack size, 368 bytes cmem[0]
+ptxas info    : Compile time = 166.876 ms
+ptxas info    : Function properties for _Z3devPfi
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : 400 bytes gmem
+ptxas info    : Compiling entry function 'smem' for 'sm_90'
+ptxas info    : Function properties for smem
+    128 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 40 registers, used 4 barriers, 128 bytes cumulative stack size, 4096 bytes smem
+ptxas info    : Compile time = 10.567 ms
+";
+
+    #[test]
+    fn reads_entries_device_functions_and_sections() {
+        let output = parse_log(TWO_ARCHS).unwrap();
+        assert_eq!(output.kernels.len(), 3);
+        let spill = &output.kernels[0];
+        assert_eq!(
+            (
+                spill.arch.as_str(),
+                spill.entry,
+                spill.registers,
+                spill.barriers
+            ),
+            ("sm_75", true, Some(64), Some(0))
+        );
+        assert_eq!(
+            (
+                spill.stack_frame_bytes,
+                spill.spill_store_bytes,
+                spill.spill_load_bytes
+            ),
+            (Some(1480), Some(1768), Some(2580))
+        );
+        assert_eq!(spill.cmem, vec![(0, 368)]);
+        assert_eq!(spill.module_cmem, vec![(3, 1024), (4, 8)]);
+        assert_eq!(spill.global_memory_bytes, Some(400));
+        assert_eq!(spill.compile_time_ms, Some(166.876));
+        assert_eq!(
+            spill.demangled.as_deref(),
+            Some("void ns::spill<3>(float*, float const*)")
+        );
+        let device = &output.kernels[1];
+        assert_eq!(
+            (
+                device.name.as_str(),
+                device.arch.as_str(),
+                device.entry,
+                device.registers
+            ),
+            ("_Z3devPfi", "sm_75", false, None)
+        );
+        let smem = &output.kernels[2];
+        assert_eq!(
+            (
+                smem.arch.as_str(),
+                smem.static_smem_bytes,
+                smem.barriers,
+                smem.module_cmem.len()
+            ),
+            ("sm_90", 4096, Some(4), 0)
+        );
+        assert!(output.diagnostics.is_empty(), "{:?}", output.diagnostics);
+        assert_eq!(output.lines, TWO_ARCHS.lines().count());
+    }
+
+    #[test]
+    fn device_functions_printed_before_their_entries_take_the_section_arch() {
+        let log = "ptxas info    : 0 bytes gmem\nptxas info    : Function properties for _Z3devPfi\n    128 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Compiling entry function 'k' for 'sm_80'\nptxas info    : Function properties for k\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 24 registers, used 4 barriers\n";
+        let output = parse_log(log).unwrap();
+        assert_eq!(output.kernels[0].arch, "sm_80");
+        assert!(!output.kernels[0].entry);
+    }
+
+    #[test]
+    fn warnings_attach_to_the_kernel_they_name() {
+        let log = "ptxas warning : Registers are spilled to local memory in function 'k', 8 bytes spill stores, 8 bytes spill loads\nptxas warning : Unrelated advice\nptxas info    : Compiling entry function 'k' for 'sm_90'\nptxas info    : Function properties for k\n    8 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\nptxas info    : Used 255 registers, used 0 barriers, 8 bytes cumulative stack size\n";
+        let output = parse_log(log).unwrap();
+        assert_eq!(output.kernels[0].warnings.len(), 1);
+        assert_eq!(
+            output.warnings,
+            vec!["ptxas warning : Unrelated advice".to_string()]
+        );
+    }
+
+    #[test]
+    fn cut_off_record_is_an_error_naming_it() {
+        let log = "ptxas info    : Compiling entry function 'k' for 'sm_90'\nptxas info    : Function properties for k\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n";
+        let error = parse_log(log).unwrap_err();
+        assert!(
+            matches!(&error, ParseError::Truncated { name, .. } if name == "k"),
+            "{error}"
+        );
+        assert!(error.to_string().contains("`k` for sm_90"), "{error}");
+    }
+
+    #[test]
+    fn log_without_kernels_is_an_error() {
+        let error = parse_log("gcc: note: nothing\n").unwrap_err();
+        assert!(
+            matches!(error, ParseError::NoKernels { lines: 1, .. }),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn unknown_ptxas_lines_become_diagnostics_and_context_passes() {
+        let log = format!("{TWO_ARCHS}ptxas info    : Something new in CUDA 14\nnvcc warning : deprecated\nptxas info    : Used 3 registers\n");
+        let output = parse_log(&log).unwrap();
+        assert_eq!(output.diagnostics.len(), 2, "{:?}", output.diagnostics);
+        assert_eq!(output.diagnostics[0].line_number, 15);
+        assert_eq!(output.context_lines, 1);
+    }
+
+    #[test]
+    fn chunks_split_anywhere_give_the_same_records() {
+        let whole = parse_log(TWO_ARCHS).unwrap();
+        for chunk_size in [1, 7, 64] {
+            let mut parser = LogParser::new();
+            for chunk in TWO_ARCHS.as_bytes().chunks(chunk_size) {
+                parser.feed(chunk);
+            }
+            assert_eq!(parser.finish().unwrap(), whole);
+        }
+    }
+
+    #[test]
+    fn severity_split_handles_paths_and_windows_drives() {
+        assert_eq!(
+            split_severity(" C:/tmp/x.ptx, line 6; error   : bad"),
+            Some((Severity::Error, "bad"))
+        );
+        assert_eq!(
+            split_severity(" info    : Used"),
+            Some((Severity::Info, "Used"))
+        );
+        assert_eq!(split_severity(" nothing here"), None);
+    }
+}

@@ -1,0 +1,236 @@
+//! Reading what the compiler decided: ptxas's `-v` report, `nvcc --resource-usage`,
+//! `cuobjdump --dump-resource-usage` and the launch directives written into PTX.
+//!
+//! This module turns compiler output (text handed in by the caller) into one [`KernelRecord`]
+//! per function and architecture. It is exact or it says so: every field ptxas prints is kept,
+//! a line that looks like ptxas's but is not understood becomes a [`Diagnostic`] naming the line,
+//! a record that is cut off is a [`ParseError`] naming the kernel. It never guesses a value and
+//! never drops a line silently.
+//!
+//! It must not do I/O (callers read files and run tools) and must not interpret the numbers
+//! (occupancy lives in `calc`, judgement in `lint`). The formats are described, with the
+//! evidence for each, in `docs/ptxas-formats.md`.
+//!
+//! * [`parse_log`] / [`LogParser`]: `nvcc -Xptxas -v`, `ptxas -v`, `nvcc --resource-usage`
+//!   (the same report), streaming, memory in proportion to the number of kernels.
+//! * [`parse_cuobjdump_resource_usage`]: `cuobjdump --dump-resource-usage` of a cubin, fatbin
+//!   or object.
+//! * [`parse_ptx_directives`]: `.entry` performance-tuning directives (`.maxntid`, ...).
+
+mod cuobjdump;
+mod log;
+mod ptx;
+
+pub use cuobjdump::{
+    cuobjdump_reserved_shared_bytes, parse_cuobjdump_resource_usage, CuobjdumpFunction,
+};
+pub use log::{parse_log, LineKind, LogParser};
+pub use ptx::{parse_ptx_directives, PtxEntry};
+
+use serde::Serialize;
+
+/// Which tool's output a record was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecordSource {
+    /// `ptxas -v` / `nvcc -Xptxas -v` output.
+    PtxasLog,
+    /// `nvcc --resource-usage` output (the same report as `-Xptxas -v`, asked for through nvcc).
+    NvccResourceUsage,
+    /// `cuobjdump --dump-resource-usage`.
+    Cuobjdump,
+}
+
+/// What the compiler decided for one function compiled for one architecture.
+///
+/// All sizes are bytes. A field is `None` when the report it came from does not carry it
+/// (older CUDA versions print no barrier count; a device function's report has no register line).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelRecord {
+    /// The mangled name: the key the driver (`cuModuleGetFunction`) and cudarc use.
+    pub name: String,
+    /// The Itanium-demangled name, when `name` is a mangled C++ name.
+    pub demangled: Option<String>,
+    /// The architecture the code was compiled for, as ptxas prints it (`sm_90`, `sm_90a`).
+    pub arch: String,
+    /// `true` for `__global__` entry functions, `false` for device functions with their own frame.
+    pub entry: bool,
+    /// `Used N registers`; `None` for device functions (ptxas prints no register line for them).
+    pub registers: Option<u32>,
+    /// `used N barriers`; `None` where ptxas did not print it (CUDA 10 and older, device functions).
+    pub barriers: Option<u32>,
+    /// `N bytes stack frame`: this function's own frame.
+    pub stack_frame_bytes: Option<u64>,
+    /// `N bytes spill stores`.
+    pub spill_store_bytes: Option<u64>,
+    /// `N bytes spill loads`.
+    pub spill_load_bytes: Option<u64>,
+    /// `N bytes cumulative stack size`: the frame including callees (printed when non-zero and final).
+    pub cumulative_stack_bytes: Option<u64>,
+    /// `N bytes smem`: static shared memory (dynamic shared memory is a launch parameter).
+    pub static_smem_bytes: u64,
+    /// `N bytes lmem` (old ptxas versions printed local memory in the register line).
+    pub local_memory_bytes: Option<u64>,
+    /// `N bytes cmem[B]` of this function, as `(bank, bytes)`.
+    pub cmem: Vec<(u32, u64)>,
+    /// Module-wide constant banks (`N bytes cmem[3]` on the `gmem` line) of the module the
+    /// function was compiled in, as `(bank, bytes)`.
+    pub module_cmem: Vec<(u32, u64)>,
+    /// Module-wide `N bytes gmem` of the module the function was compiled in, when printed.
+    pub global_memory_bytes: Option<u64>,
+    /// `N textures` (bound texture references; bindless texture objects are not counted by ptxas).
+    pub textures: u32,
+    /// `N samplers`.
+    pub samplers: u32,
+    /// `N surfaces`.
+    pub surfaces: u32,
+    /// `Compile time = X ms`, when printed.
+    pub compile_time_ms: Option<f64>,
+    /// ptxas warnings about this function, verbatim (spills, local memory, C7xxx advice).
+    pub warnings: Vec<String>,
+    /// ptxas errors about this function, verbatim (e.g. too much shared data).
+    pub errors: Vec<String>,
+    /// Which tool's output this record was read from.
+    pub source: RecordSource,
+    /// 1-based line of the log where the record starts.
+    pub line_number: usize,
+}
+
+/// A line that looks like ptxas output but was not understood, or was out of place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// 1-based line number in the log.
+    pub line_number: usize,
+    /// The line, verbatim.
+    pub line: String,
+    /// What was wrong with it.
+    pub message: String,
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}: {}: `{}`",
+            self.line_number, self.message, self.line
+        )
+    }
+}
+
+/// Everything read from one log.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParseOutput {
+    /// One record per function and architecture, in log order.
+    pub kernels: Vec<KernelRecord>,
+    /// ptxas-looking lines that were not understood or out of place.
+    pub diagnostics: Vec<Diagnostic>,
+    /// ptxas warnings that concern no single function found in the log, verbatim.
+    pub warnings: Vec<String>,
+    /// ptxas errors and fatal messages (the compile failed), verbatim. Errors that name a
+    /// function are also attached to its record.
+    pub errors: Vec<String>,
+    /// Lines from other tools (nvcc, the host compiler, make): counted, passed through by
+    /// [`LogParser::feed_line`]'s return value, not stored.
+    pub context_lines: usize,
+    /// Lines read.
+    pub lines: usize,
+}
+
+/// A log that cannot give trustworthy records.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// No kernel record at all.
+    #[error("no kernel record in the log ({lines} lines read){}: ptxas prints its report only when asked; compile with `nvcc -Xptxas -v` (or `nvcc --resource-usage`, or `ptxas -v`)", errors_suffix(errors))]
+    NoKernels {
+        /// Lines read.
+        lines: usize,
+        /// ptxas errors seen, if the compile failed.
+        errors: Vec<String>,
+    },
+    /// A record that starts but does not finish.
+    #[error("the ptxas record of `{name}` for {arch} (starting at line {line_number}) is cut off: {missing}; the log is truncated or lines of two compilations are interleaved")]
+    Truncated {
+        /// Mangled name of the function.
+        name: String,
+        /// Architecture, or `unknown architecture`.
+        arch: String,
+        /// 1-based line where the record starts.
+        line_number: usize,
+        /// What is missing.
+        missing: String,
+    },
+    /// cuobjdump output that has no resource-usage section.
+    #[error("no `Resource usage:` section with functions in the cuobjdump output ({lines} lines read); run `cuobjdump --dump-resource-usage FILE`")]
+    NoCuobjdumpFunctions {
+        /// Lines read.
+        lines: usize,
+    },
+    /// A cuobjdump line that does not parse.
+    #[error("cuobjdump output line {line_number} not understood: {message}: `{line}`")]
+    CuobjdumpLine {
+        /// 1-based line.
+        line_number: usize,
+        /// The line.
+        line: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn errors_suffix(errors: &[String]) -> String {
+    if errors.is_empty() {
+        String::new()
+    } else {
+        format!("; ptxas reported errors: {}", errors.join(" | "))
+    }
+}
+
+/// Itanium-demangles `name`; `None` when it is not a mangled C++ name (e.g. `extern "C"`).
+///
+/// ptxas appends clone suffixes such as `$1` (`_Z3devPfi$1`) to function copies; those are
+/// demangled without the suffix and shown as `[clone $1]`.
+pub fn demangle(name: &str) -> Option<String> {
+    if !name.starts_with("_Z") {
+        return None;
+    }
+    let options = cpp_demangle::DemangleOptions::default();
+    let full = |mangled: &str| {
+        cpp_demangle::Symbol::new(mangled.as_bytes())
+            .ok()
+            .and_then(|symbol| symbol.demangle(&options).ok())
+    };
+    if let Some(text) = full(name) {
+        return Some(text);
+    }
+    let cut = name.find(['$', '.'])?;
+    let (base, suffix) = name.split_at(cut);
+    full(base).map(|text| format!("{text} [clone {suffix}]"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demangles_templates_namespaces_and_clones() {
+        assert_eq!(
+            demangle("_ZN2ns5spillILi3EEEvPfPKf").as_deref(),
+            Some("void ns::spill<3>(float*, float const*)")
+        );
+        assert_eq!(
+            demangle("_Z3devPfi$1").as_deref(),
+            Some("dev(float*, int) [clone $1]")
+        );
+        assert_eq!(demangle("smem"), None);
+        assert_eq!(demangle("_Znot a name"), None);
+    }
+
+    #[test]
+    fn errors_say_what_to_do() {
+        let error = ParseError::NoKernels {
+            lines: 3,
+            errors: vec![],
+        };
+        assert!(error.to_string().contains("-Xptxas -v"), "{error}");
+    }
+}
