@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// The CUDA 13 tree installed by `scripts/setup-cuda.sh`, or `CUDA_HOME` when set.
@@ -29,5 +32,7 @@ pub fn cuda_home() -> PathBuf {
 
 /// Path of nvcc: `NVCC` when set, else `cuda_home()/bin/nvcc`.
 pub fn nvcc() -> PathBuf {
-    std::env::var_os("NVCC").map(PathBuf::from).unwrap_or_else(|| cuda_home().join("bin/nvcc"))
+    std::env::var_os("NVCC")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| cuda_home().join("bin/nvcc"))
 }

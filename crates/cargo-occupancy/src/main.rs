@@ -15,7 +15,11 @@ enum CargoCli {
 }
 
 #[derive(Parser, Debug)]
-#[command(name = "cargo-occupancy", version, about = "GPU occupancy and register spills, computed as NVIDIA's driver does")]
+#[command(
+    name = "cargo-occupancy",
+    version,
+    about = "GPU occupancy and register spills, computed as NVIDIA's driver does"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -1,1 +1,786 @@
-//! Per-compute-capability hardware facts. (filled in by the calculator work)
+//! Per-compute-capability hardware facts: one row per architecture, the name parser that finds a
+//! row (`sm_90`, `sm_90a`, `compute_90`, `90`, `9.0`, `sm_100f`, ...), and product presets that add an
+//! SM count for grid-level figures (waves, minimum grid).
+//!
+//! The rows are the device properties the CUDA driver reports (`cudaDeviceProp`) plus the
+//! allocation rules the driver applies on top of them (register and shared memory granularity,
+//! sub-partitions, shared memory carveout steps, barrier slots). The calculator ([`crate::calc`])
+//! reads nothing else. This module must not compute occupancy and performs no I/O.
+//!
+//! Sources: the "Compute Capabilities / Technical Specifications per Compute Capability" table of
+//! NVIDIA's CUDA C++ Programming Guide (CUDA 13.0 edition), the per-architecture tuning guides
+//! (shared memory capacities and carveout steps), and for the allocation rules NVIDIA's
+//! `cuda_occupancy.h` (CUDA 13.0), which is the oracle of our differential test. Each row names
+//! its source in [`ArchFacts::source`].
+
+use serde::Serialize;
+use std::fmt;
+
+/// Hardware facts of one compute capability, as the driver sees them. All sizes are bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ArchFacts {
+    /// Canonical name, e.g. `"sm_90"`.
+    pub name: &'static str,
+    /// Architecture family, e.g. `"Hopper"`.
+    pub family: &'static str,
+    pub major: u32,
+    pub minor: u32,
+    /// Older names that resolve to this row (e.g. `sm_101` for `sm_110`).
+    pub aliases: &'static [&'static str],
+    pub warp_size: u32,
+    pub max_threads_per_block: u32,
+    pub max_threads_per_sm: u32,
+    pub max_warps_per_sm: u32,
+    /// Resident block slots per SM.
+    pub max_blocks_per_sm: u32,
+    /// 32-bit registers per SM.
+    pub regs_per_sm: u32,
+    /// 32-bit registers one block may allocate.
+    pub regs_per_block: u32,
+    /// Largest register count per thread the compiler can assign (255 on every architecture).
+    pub max_regs_per_thread: u32,
+    /// Largest register count per thread the driver's occupancy check accepts
+    /// (255 before 7.x, 256 from 7.x; `cuda_occupancy.h` `cudaOccRegAllocationMaxPerThread`).
+    pub max_regs_per_thread_accepted: u32,
+    /// Registers are allocated per warp in units of this many registers.
+    pub reg_alloc_unit_per_warp: u32,
+    /// SM sub-partitions (warp schedulers), each holding its own slice of the register file.
+    pub sub_partitions: u32,
+    /// Sub-partitions the driver rounds a block's warps up to when checking the per-block register
+    /// limit. Equal to `sub_partitions` except on 6.0, where the driver checks with 4 as well.
+    pub register_check_sub_partitions: u32,
+    /// Shared memory per SM at the largest configuration (the device's `sharedMemPerMultiprocessor`).
+    pub smem_per_sm: u32,
+    /// Shared memory per block without opt-in (`sharedMemPerBlock`).
+    pub smem_per_block: u32,
+    /// Shared memory per block with `cudaFuncAttributeMaxDynamicSharedMemorySize` opt-in.
+    pub smem_per_block_optin: u32,
+    /// Shared memory the driver reserves per resident block (1 KB from 8.x).
+    pub reserved_smem_per_block: u32,
+    /// Shared memory is allocated per block in units of this many bytes.
+    pub smem_alloc_unit: u32,
+    /// Shared memory sizes per SM the carveout can select, ascending. Empty: fixed (before 7.x).
+    pub smem_configs_per_sm: &'static [u32],
+    /// Block barriers per SM (`__syncthreads` and named barriers, 16 per block at most).
+    pub barriers_per_sm: u32,
+    /// Whether the driver limits resident blocks by barriers (from 9.0).
+    pub barrier_limit_enforced: bool,
+    /// Where these numbers come from.
+    pub source: &'static str,
+}
+
+impl ArchFacts {
+    /// `"9.0"`.
+    pub fn compute_capability(&self) -> String {
+        format!("{}.{}", self.major, self.minor)
+    }
+}
+
+/// Name that matches no known architecture.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown architecture `{name}`; known: {known}", known = known_names())]
+pub struct UnknownArch {
+    pub name: String,
+}
+
+/// Comma-separated canonical names of every row, for error messages.
+pub fn known_names() -> String {
+    ARCHS
+        .iter()
+        .map(|arch| arch.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+const KIB: u32 = 1024;
+
+const GUIDE: &str =
+    "CUDA C++ Programming Guide 13.0, Technical Specifications per Compute Capability";
+
+/// Carveout steps (KB) of Volta: 0, 8, 16, 32, 64, 96.
+const VOLTA_CONFIGS: &[u32] = &[0, 8 * KIB, 16 * KIB, 32 * KIB, 64 * KIB, 96 * KIB];
+/// Turing: 32 or 64 KB.
+const TURING_CONFIGS: &[u32] = &[32 * KIB, 64 * KIB];
+/// GA100 and Orin: up to 164 KB.
+const GA100_CONFIGS: &[u32] = &[
+    0,
+    8 * KIB,
+    16 * KIB,
+    32 * KIB,
+    64 * KIB,
+    100 * KIB,
+    132 * KIB,
+    164 * KIB,
+];
+/// GA10x, AD10x and consumer Blackwell: up to 100 KB.
+const GA10X_CONFIGS: &[u32] = &[0, 8 * KIB, 16 * KIB, 32 * KIB, 64 * KIB, 100 * KIB];
+/// Hopper and data-center Blackwell: up to 228 KB.
+const HOPPER_CONFIGS: &[u32] = &[
+    0,
+    8 * KIB,
+    16 * KIB,
+    32 * KIB,
+    64 * KIB,
+    100 * KIB,
+    132 * KIB,
+    164 * KIB,
+    196 * KIB,
+    228 * KIB,
+];
+
+/// The shape every row shares, filled per architecture by [`row`].
+struct Row {
+    name: &'static str,
+    family: &'static str,
+    major: u32,
+    minor: u32,
+    aliases: &'static [&'static str],
+    max_threads_per_sm: u32,
+    max_blocks_per_sm: u32,
+    regs_per_block: u32,
+    smem_per_sm: u32,
+    smem_per_block_optin: u32,
+    smem_configs_per_sm: &'static [u32],
+    /// Barriers per block slot (2, or 1 on 8.6-class, 10.1/11.0 and 12.x SMs).
+    barriers_per_block_slot: u32,
+    source: &'static str,
+}
+
+const fn row(r: Row) -> ArchFacts {
+    ArchFacts {
+        name: r.name,
+        family: r.family,
+        major: r.major,
+        minor: r.minor,
+        aliases: r.aliases,
+        warp_size: 32,
+        max_threads_per_block: 1024,
+        max_threads_per_sm: r.max_threads_per_sm,
+        max_warps_per_sm: r.max_threads_per_sm / 32,
+        max_blocks_per_sm: r.max_blocks_per_sm,
+        regs_per_sm: 64 * KIB,
+        regs_per_block: r.regs_per_block,
+        max_regs_per_thread: 255,
+        max_regs_per_thread_accepted: if r.major >= 7 { 256 } else { 255 },
+        reg_alloc_unit_per_warp: 256,
+        sub_partitions: if r.major == 6 && r.minor == 0 { 2 } else { 4 },
+        register_check_sub_partitions: 4,
+        smem_per_sm: r.smem_per_sm,
+        smem_per_block: 48 * KIB,
+        smem_per_block_optin: r.smem_per_block_optin,
+        reserved_smem_per_block: if r.major >= 8 { KIB } else { 0 },
+        smem_alloc_unit: if r.major >= 8 { 128 } else { 256 },
+        smem_configs_per_sm: r.smem_configs_per_sm,
+        barriers_per_sm: r.max_blocks_per_sm * r.barriers_per_block_slot,
+        barrier_limit_enforced: r.major >= 9,
+        source: r.source,
+    }
+}
+
+static ARCHS: [ArchFacts; 19] = [
+    row(Row {
+        name: "sm_50",
+        family: "Maxwell",
+        major: 5,
+        minor: 0,
+        aliases: &[],
+        max_threads_per_sm: 2048,
+        max_blocks_per_sm: 32,
+        regs_per_block: 64 * KIB,
+        smem_per_sm: 64 * KIB,
+        smem_per_block_optin: 48 * KIB,
+        smem_configs_per_sm: &[],
+        barriers_per_block_slot: 2,
+        source: GUIDE,
+    }),
+    row(Row {
+        name: "sm_52",
+        family: "Maxwell",
+        major: 5,
+        minor: 2,
+        aliases: &[],
+        max_threads_per_sm: 2048,
+        max_blocks_per_sm: 32,
+        regs_per_block: 64 * KIB,
+        smem_per_sm: 96 * KIB,
+        smem_per_block_optin: 48 * KIB,
+        smem_configs_per_sm: &[],
+        barriers_per_block_slot: 2,
+        source: GUIDE,
+    }),
+    row(Row {
+        name: "sm_53",
+        family: "Maxwell (Tegra X1)",
+        major: 5,
+        minor: 3,
+        aliases: &[],
+        max_threads_per_sm: 2048,
+        max_blocks_per_sm: 32,
+        regs_per_block: 32 * KIB,
+        smem_per_sm: 64 * KIB,
+        smem_per_block_optin: 48 * KIB,
+        smem_configs_per_sm: &[],
+        barriers_per_block_slot: 2,
+        source: GUIDE,
+    }),
+    row(Row {
+        name: "sm_60",
+        family: "Pascal (GP100)",
+        major: 6,
+        minor: 0,
+        aliases: &[],
+        max_threads_per_sm: 2048,
+        max_blocks_per_sm: 32,
+        regs_per_block: 64 * KIB,
+        smem_per_sm: 64 * KIB,
+        smem_per_block_optin: 48 * KIB,
+        smem_configs_per_sm: &[],
+        barriers_per_block_slot: 2,
+        source: "CUDA C++ Programming Guide 13.0 table; 2 sub-partitions per SM: Pascal tuning guide and cuda_occupancy.h",
+    }),
+    row(Row {
+        name: "sm_61",
+        family: "Pascal",
+        major: 6,
+        minor: 1,
+        aliases: &[],
+        max_threads_per_sm: 2048,
+        max_blocks_per_sm: 32,
+        regs_per_block: 64 * KIB,
+        smem_per_sm: 96 * KIB,
+        smem_per_block_optin: 48 * KIB,
+        smem_configs_per_sm: &[],
+        barriers_per_block_slot: 2,
+        source: GUIDE,
+    }),
+    row(Row {
+        name: "sm_62",
+        family: "Pascal (Tegra X2)",
+        major: 6,
+        minor: 2,
+        aliases: &[],
+        max_threads_per_sm: 2048,
+        max_blocks_per_sm: 32,
+        regs_per_block: 32 * KIB,
+        smem_per_sm: 64 * KIB,
+        smem_per_block_optin: 48 * KIB,
+        smem_configs_per_sm: &[],
+        barriers_per_block_slot: 2,
+        source: GUIDE,
+    }),
+    row(Row {
+        name: "sm_70",
+        family: "Volta",
+        major: 7,
+        minor: 0,
+        aliases: &[],
+        max_threads_per_sm: 2048,
+        max_blocks_per_sm: 32,
+        regs_per_block: 64 * KIB,
+        smem_per_sm: 96 * KIB,
+        smem_per_block_optin: 96 * KIB,
+        smem_configs_per_sm: VOLTA_CONFIGS,
+        barriers_per_block_slot: 2,
+        source: "CUDA C++ Programming Guide 13.0 table; carveout steps 0/8/16/32/64/96 KB: Volta tuning guide",
+    }),
+    row(Row {
+        name: "sm_72",
+        family: "Volta (Xavier)",
+        major: 7,
+        minor: 2,
+        aliases: &[],
+        max_threads_per_sm: 2048,
+        max_blocks_per_sm: 32,
+        regs_per_block: 64 * KIB,
+        smem_per_sm: 96 * KIB,
+        smem_per_block_optin: 96 * KIB,
+        smem_configs_per_sm: VOLTA_CONFIGS,
+        barriers_per_block_slot: 2,
+        source: "CUDA C++ Programming Guide 13.0 table; carveout steps as Volta",
+    }),
+    row(Row {
+        name: "sm_75",
+        family: "Turing",
+        major: 7,
+        minor: 5,
+        aliases: &[],
+        max_threads_per_sm: 1024,
+        max_blocks_per_sm: 16,
+        regs_per_block: 64 * KIB,
+        smem_per_sm: 64 * KIB,
+        smem_per_block_optin: 64 * KIB,
+        smem_configs_per_sm: TURING_CONFIGS,
+        barriers_per_block_slot: 2,
+        source: "CUDA C++ Programming Guide 13.0 table; carveout 32 or 64 KB: Turing tuning guide",
+    }),
+    row(Row {
+        name: "sm_80",
+        family: "Ampere (GA100)",
+        major: 8,
+        minor: 0,
+        aliases: &[],
+        max_threads_per_sm: 2048,
+        max_blocks_per_sm: 32,
+        regs_per_block: 64 * KIB,
+        smem_per_sm: 164 * KIB,
+        smem_per_block_optin: 163 * KIB,
+        smem_configs_per_sm: GA100_CONFIGS,
+        barriers_per_block_slot: 2,
+        source: "CUDA C++ Programming Guide 13.0 table; carveout 0..164 KB and 1 KB reserved per block: Ampere tuning guide",
+    }),
+    row(Row {
+        name: "sm_86",
+        family: "Ampere (GA10x)",
+        major: 8,
+        minor: 6,
+        aliases: &[],
+        max_threads_per_sm: 1536,
+        max_blocks_per_sm: 16,
+        regs_per_block: 64 * KIB,
+        smem_per_sm: 100 * KIB,
+        smem_per_block_optin: 99 * KIB,
+        smem_configs_per_sm: GA10X_CONFIGS,
+        barriers_per_block_slot: 1,
+        source: "CUDA C++ Programming Guide 13.0 table; carveout 0..100 KB: Ampere tuning guide (GA10x)",
+    }),
+    row(Row {
+        name: "sm_87",
+        family: "Ampere (Orin)",
+        major: 8,
+        minor: 7,
+        aliases: &[],
+        max_threads_per_sm: 1536,
+        max_blocks_per_sm: 16,
+        regs_per_block: 64 * KIB,
+        smem_per_sm: 164 * KIB,
+        smem_per_block_optin: 163 * KIB,
+        smem_configs_per_sm: GA100_CONFIGS,
+        barriers_per_block_slot: 1,
+        source: "CUDA C++ Programming Guide 13.0 table (Jetson Orin); carveout steps as GA100 (cuda_occupancy.h)",
+    }),
+    row(Row {
+        name: "sm_89",
+        family: "Ada Lovelace",
+        major: 8,
+        minor: 9,
+        aliases: &[],
+        max_threads_per_sm: 1536,
+        max_blocks_per_sm: 24,
+        regs_per_block: 64 * KIB,
+        smem_per_sm: 100 * KIB,
+        smem_per_block_optin: 99 * KIB,
+        smem_configs_per_sm: GA10X_CONFIGS,
+        barriers_per_block_slot: 1,
+        source: "CUDA C++ Programming Guide 13.0 table; carveout 0..100 KB: Ada tuning guide",
+    }),
+    row(Row {
+        name: "sm_90",
+        family: "Hopper",
+        major: 9,
+        minor: 0,
+        aliases: &[],
+        max_threads_per_sm: 2048,
+        max_blocks_per_sm: 32,
+        regs_per_block: 64 * KIB,
+        smem_per_sm: 228 * KIB,
+        smem_per_block_optin: 227 * KIB,
+        smem_configs_per_sm: HOPPER_CONFIGS,
+        barriers_per_block_slot: 2,
+        source: "CUDA C++ Programming Guide 13.0 table; H100 driver: 233472 B/SM, 232448 B opt-in, 1024 B reserved; carveout 0..228 KB: Hopper tuning guide",
+    }),
+    row(Row {
+        name: "sm_100",
+        family: "Blackwell (B200)",
+        major: 10,
+        minor: 0,
+        aliases: &[],
+        max_threads_per_sm: 2048,
+        max_blocks_per_sm: 32,
+        regs_per_block: 64 * KIB,
+        smem_per_sm: 228 * KIB,
+        smem_per_block_optin: 227 * KIB,
+        smem_configs_per_sm: HOPPER_CONFIGS,
+        barriers_per_block_slot: 2,
+        source: "CUDA C++ Programming Guide 13.0 table; carveout 0..228 KB: Blackwell tuning guide",
+    }),
+    row(Row {
+        name: "sm_103",
+        family: "Blackwell (B300)",
+        major: 10,
+        minor: 3,
+        aliases: &[],
+        max_threads_per_sm: 2048,
+        max_blocks_per_sm: 32,
+        regs_per_block: 64 * KIB,
+        smem_per_sm: 228 * KIB,
+        smem_per_block_optin: 227 * KIB,
+        smem_configs_per_sm: HOPPER_CONFIGS,
+        barriers_per_block_slot: 2,
+        source: "CUDA C++ Programming Guide 13.0 table (10.3 as 10.0); carveout: Blackwell tuning guide",
+    }),
+    row(Row {
+        name: "sm_110",
+        family: "Blackwell (Thor)",
+        major: 11,
+        minor: 0,
+        aliases: &["sm_101"],
+        max_threads_per_sm: 1536,
+        max_blocks_per_sm: 24,
+        regs_per_block: 64 * KIB,
+        smem_per_sm: 228 * KIB,
+        smem_per_block_optin: 227 * KIB,
+        smem_configs_per_sm: HOPPER_CONFIGS,
+        barriers_per_block_slot: 1,
+        source: "CUDA C++ Programming Guide 13.0 table (11.0, named 10.1 before CUDA 13); block slots, barriers and carveout: cuda_occupancy.h",
+    }),
+    row(Row {
+        name: "sm_120",
+        family: "Blackwell (GeForce RTX 50, RTX PRO)",
+        major: 12,
+        minor: 0,
+        aliases: &[],
+        max_threads_per_sm: 1536,
+        max_blocks_per_sm: 24,
+        regs_per_block: 64 * KIB,
+        smem_per_sm: 100 * KIB,
+        smem_per_block_optin: 99 * KIB,
+        smem_configs_per_sm: GA10X_CONFIGS,
+        barriers_per_block_slot: 1,
+        source: "CUDA C++ Programming Guide 13.0 table; carveout 0..100 KB: Blackwell tuning guide",
+    }),
+    row(Row {
+        name: "sm_121",
+        family: "Blackwell (GB10, DGX Spark)",
+        major: 12,
+        minor: 1,
+        aliases: &[],
+        max_threads_per_sm: 1536,
+        max_blocks_per_sm: 24,
+        regs_per_block: 64 * KIB,
+        smem_per_sm: 100 * KIB,
+        smem_per_block_optin: 99 * KIB,
+        smem_configs_per_sm: GA10X_CONFIGS,
+        barriers_per_block_slot: 1,
+        source: "CUDA C++ Programming Guide 13.0 table (12.x column)",
+    }),
+];
+
+/// Every known architecture, oldest first.
+pub fn all() -> &'static [ArchFacts] {
+    &ARCHS
+}
+
+/// The row of a compute capability given as numbers (10.1 resolves to 11.0).
+pub fn by_compute_capability(major: u32, minor: u32) -> Option<&'static ArchFacts> {
+    let (major, minor) = if (major, minor) == (10, 1) {
+        (11, 0)
+    } else {
+        (major, minor)
+    };
+    ARCHS
+        .iter()
+        .find(|arch| arch.major == major && arch.minor == minor)
+}
+
+/// Finds an architecture by any accepted spelling: `sm_90`, `sm_90a`, `sm_100f`, `compute_90`,
+/// `compute_90a`, `90`, `9.0`, `sm90`, case-insensitive, surrounding whitespace ignored.
+pub fn lookup(name: &str) -> Result<&'static ArchFacts, UnknownArch> {
+    let unknown = || UnknownArch {
+        name: name.to_string(),
+    };
+    let lowered = name.trim().to_ascii_lowercase();
+    let (major, minor) = parse_compute_capability(&lowered).ok_or_else(unknown)?;
+    by_compute_capability(major, minor).ok_or_else(unknown)
+}
+
+/// `(major, minor)` from a lower-cased name, or `None` when it is not shaped like one.
+fn parse_compute_capability(name: &str) -> Option<(u32, u32)> {
+    if let Some((major, minor)) = name.split_once('.') {
+        let major = parse_digits(major)?;
+        let minor = parse_digits(minor)?;
+        return (minor < 10).then_some((major, minor));
+    }
+    let digits = name
+        .strip_prefix("sm_")
+        .or_else(|| name.strip_prefix("compute_"))
+        .or_else(|| name.strip_prefix("sm"))
+        .unwrap_or(name);
+    // Arch-specific (`a`) and family-specific (`f`) targets run on the same hardware.
+    let digits = digits
+        .strip_suffix('a')
+        .or_else(|| digits.strip_suffix('f'))
+        .unwrap_or(digits);
+    if digits.len() < 2 || digits.len() > 3 {
+        return None;
+    }
+    let number = parse_digits(digits)?;
+    Some((number / 10, number % 10))
+}
+
+fn parse_digits(text: &str) -> Option<u32> {
+    if text.is_empty() || text.len() > 4 || !text.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// A product: an architecture plus its SM count, for grid-level figures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GpuPreset {
+    /// Preset name as typed after `--gpu`, e.g. `"h100"`.
+    pub name: &'static str,
+    /// Product name, e.g. `"H100 SXM5"`.
+    pub product: &'static str,
+    /// Canonical architecture name, e.g. `"sm_90"`.
+    pub arch: &'static str,
+    /// Streaming multiprocessors enabled on the product.
+    pub sm_count: u32,
+}
+
+impl GpuPreset {
+    /// The architecture row of this product.
+    pub fn arch_facts(&self) -> &'static ArchFacts {
+        lookup(self.arch).expect("every preset names a known architecture")
+    }
+}
+
+/// Preset name that matches no known product.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown GPU preset `{name}`; known: {known}", known = known_presets())]
+pub struct UnknownPreset {
+    pub name: String,
+}
+
+static PRESETS: &[GpuPreset] = &[
+    GpuPreset {
+        name: "gtx1080",
+        product: "GeForce GTX 1080",
+        arch: "sm_61",
+        sm_count: 20,
+    },
+    GpuPreset {
+        name: "p100",
+        product: "Tesla P100 SXM2",
+        arch: "sm_60",
+        sm_count: 56,
+    },
+    GpuPreset {
+        name: "v100",
+        product: "Tesla V100 SXM2",
+        arch: "sm_70",
+        sm_count: 80,
+    },
+    GpuPreset {
+        name: "t4",
+        product: "Tesla T4",
+        arch: "sm_75",
+        sm_count: 40,
+    },
+    GpuPreset {
+        name: "a100",
+        product: "A100 SXM4",
+        arch: "sm_80",
+        sm_count: 108,
+    },
+    GpuPreset {
+        name: "a10",
+        product: "A10",
+        arch: "sm_86",
+        sm_count: 72,
+    },
+    GpuPreset {
+        name: "rtx3090",
+        product: "GeForce RTX 3090",
+        arch: "sm_86",
+        sm_count: 82,
+    },
+    GpuPreset {
+        name: "orin",
+        product: "Jetson AGX Orin 64GB",
+        arch: "sm_87",
+        sm_count: 16,
+    },
+    GpuPreset {
+        name: "l4",
+        product: "L4",
+        arch: "sm_89",
+        sm_count: 58,
+    },
+    GpuPreset {
+        name: "l40s",
+        product: "L40S",
+        arch: "sm_89",
+        sm_count: 142,
+    },
+    GpuPreset {
+        name: "rtx4090",
+        product: "GeForce RTX 4090",
+        arch: "sm_89",
+        sm_count: 128,
+    },
+    GpuPreset {
+        name: "h100",
+        product: "H100 SXM5",
+        arch: "sm_90",
+        sm_count: 132,
+    },
+    GpuPreset {
+        name: "h100-pcie",
+        product: "H100 PCIe",
+        arch: "sm_90",
+        sm_count: 114,
+    },
+    GpuPreset {
+        name: "h200",
+        product: "H200 SXM",
+        arch: "sm_90",
+        sm_count: 132,
+    },
+    GpuPreset {
+        name: "b200",
+        product: "B200",
+        arch: "sm_100",
+        sm_count: 148,
+    },
+    GpuPreset {
+        name: "rtx5090",
+        product: "GeForce RTX 5090",
+        arch: "sm_120",
+        sm_count: 170,
+    },
+    GpuPreset {
+        name: "gb10",
+        product: "GB10 (DGX Spark)",
+        arch: "sm_121",
+        sm_count: 48,
+    },
+];
+
+/// Every product preset.
+pub fn presets() -> &'static [GpuPreset] {
+    PRESETS
+}
+
+/// Comma-separated preset names, for error messages.
+pub fn known_presets() -> String {
+    PRESETS
+        .iter()
+        .map(|preset| preset.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Finds a product preset by name (case-insensitive; `-`, `_` and spaces ignored).
+pub fn preset(name: &str) -> Result<&'static GpuPreset, UnknownPreset> {
+    let normalize = |text: &str| -> String {
+        text.chars()
+            .filter(|c| !matches!(c, '-' | '_' | ' '))
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    };
+    let wanted = normalize(name);
+    PRESETS
+        .iter()
+        .find(|preset| normalize(preset.name) == wanted)
+        .ok_or_else(|| UnknownPreset {
+            name: name.to_string(),
+        })
+}
+
+impl fmt::Display for ArchFacts {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            formatter,
+            "{} ({} {})",
+            self.name,
+            self.compute_capability(),
+            self.family
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sm_90_matches_the_h100_driver() {
+        let arch = lookup("sm_90").unwrap();
+        assert_eq!(arch.max_threads_per_sm, 2048);
+        assert_eq!(arch.max_blocks_per_sm, 32);
+        assert_eq!(arch.regs_per_sm, 65536);
+        assert_eq!(arch.smem_per_sm, 233_472);
+        assert_eq!(arch.smem_per_block, 49_152);
+        assert_eq!(arch.smem_per_block_optin, 232_448);
+        assert_eq!(arch.reserved_smem_per_block, 1024);
+        assert_eq!(arch.max_warps_per_sm, 64);
+    }
+
+    #[test]
+    fn every_spelling_finds_the_row() {
+        for name in [
+            "sm_90",
+            "sm_90a",
+            "compute_90",
+            "compute_90a",
+            "90",
+            "9.0",
+            "SM_90",
+            " sm90 ",
+        ] {
+            assert_eq!(lookup(name).unwrap().name, "sm_90", "{name}");
+        }
+        assert_eq!(lookup("sm_100a").unwrap().name, "sm_100");
+        assert_eq!(lookup("sm_100f").unwrap().name, "sm_100");
+        assert_eq!(lookup("sm_120a").unwrap().name, "sm_120");
+        assert_eq!(lookup("10.3").unwrap().name, "sm_103");
+        assert_eq!(lookup("sm_101").unwrap().name, "sm_110");
+        assert_eq!(lookup("10.1").unwrap().name, "sm_110");
+        assert_eq!(lookup("121").unwrap().name, "sm_121");
+    }
+
+    #[test]
+    fn unknown_names_list_the_known_ones() {
+        for name in [
+            "sm_91", "sm_", "", "9.", ".0", "sm_9000", "gfx90a", "sm_90b", "9.10", "-90",
+        ] {
+            let error = lookup(name).unwrap_err();
+            let message = error.to_string();
+            assert!(
+                message.contains("sm_50") && message.contains("sm_121"),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn rows_are_consistent() {
+        for arch in all() {
+            assert_eq!(
+                arch.max_warps_per_sm * arch.warp_size,
+                arch.max_threads_per_sm
+            );
+            assert!(arch.smem_per_block_optin <= arch.smem_per_sm);
+            assert!(arch.smem_per_block <= arch.smem_per_block_optin);
+            assert_eq!(lookup(arch.name).unwrap(), arch);
+            if let Some(&largest) = arch.smem_configs_per_sm.last() {
+                assert_eq!(largest, arch.smem_per_sm, "{}", arch.name);
+                assert!(arch
+                    .smem_configs_per_sm
+                    .windows(2)
+                    .all(|pair| pair[0] < pair[1]));
+            }
+        }
+    }
+
+    #[test]
+    fn presets_resolve() {
+        for preset in presets() {
+            assert!(preset.sm_count > 0);
+            let _ = preset.arch_facts();
+        }
+        assert_eq!(preset("H100").unwrap().sm_count, 132);
+        assert_eq!(preset("rtx-4090").unwrap().arch, "sm_89");
+        assert!(preset("h900").unwrap_err().to_string().contains("h100"));
+    }
+}

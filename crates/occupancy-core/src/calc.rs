@@ -1,1 +1,0 @@
-//! The exact occupancy calculator. (filled in by the calculator work)
