@@ -374,8 +374,21 @@ fn run_nvcc(
     }
 }
 
+/// Absolute and lexically normalised (`bin/..//include` → `include`), so paths from nvcc's
+/// dependency file compare with the toolkit root.
 fn absolute(path: &Path) -> PathBuf {
-    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut normal = PathBuf::new();
+    for component in absolute.components() {
+        match component {
+            std::path::Component::ParentDir => {
+                normal.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => normal.push(other.as_os_str()),
+        }
+    }
+    normal
 }
 
 /// The command as a shell line, for error messages and logs.
