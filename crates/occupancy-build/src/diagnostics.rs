@@ -45,10 +45,7 @@ pub fn byte_range(
 }
 
 /// Renders one finding; `source` and `span` place it at the attribute when it was declared.
-pub fn render(
-    finding: &Finding,
-    source: Option<Placement<'_>>,
-) -> String {
+pub fn render(finding: &Finding, source: Option<Placement<'_>>) -> String {
     let level = if finding.level == "deny" {
         Level::Error
     } else {

@@ -357,7 +357,7 @@ fn write_ptx_products(
         write_if_changed(&destination, &text)?;
         let constant = const_name(&stem);
         module.push_str(&format!(
-            "/// PTX compiled from `{}`.\npub const {constant}: &str = include_str!({:?});\n",
+            "/// PTX compiled from `{}`.\n#[allow(dead_code)]\npub const {constant}: &str = include_str!({:?});\n",
             source.source.display(),
             destination.display().to_string()
         ));
@@ -365,7 +365,7 @@ fn write_ptx_products(
         output.ptx_files.push((stem, destination));
     }
     module.push_str(&format!(
-        "/// Every PTX module as (source stem, PTX text).\npub const ALL: &[(&str, &str)] = &[{}];\n",
+        "/// Every PTX module as (source stem, PTX text).\n#[allow(dead_code)]\npub const ALL: &[(&str, &str)] = &[{}];\n",
         all.join(", ")
     ));
     let module_path = context.out_dir.join("occupancy_ptx.rs");
@@ -392,11 +392,14 @@ fn placeholder_output(build: &Build, context: &Context, product: Product) -> Res
                 .file_stem()
                 .map(|stem| stem.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            module.push_str(&format!("pub const {}: &str = \"\";\n", const_name(&stem)));
+            module.push_str(&format!(
+                "#[allow(dead_code)]\npub const {}: &str = \"\";\n",
+                const_name(&stem)
+            ));
             all.push(format!("({stem:?}, {})", const_name(&stem)));
         }
         module.push_str(&format!(
-            "pub const ALL: &[(&str, &str)] = &[{}];\n",
+            "#[allow(dead_code)]\npub const ALL: &[(&str, &str)] = &[{}];\n",
             all.join(", ")
         ));
         let module_path = context.out_dir.join("occupancy_ptx.rs");
