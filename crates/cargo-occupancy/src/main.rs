@@ -27,7 +27,14 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Occupancy of one kernel launch (table, --json, or a --batch of JSON Lines).
     Calc(cmd::calc::Args),
+    /// The per-architecture facts the calculator uses (--json for scripts, --gpus for presets).
+    Arch(cmd::arch::Args),
+    /// Every combination of block size, registers and shared memory (--summary, --csv, or curves).
+    Sweep(cmd::sweep::Args),
+    /// Read ptxas / nvcc --resource-usage logs into per-kernel records (table or --json).
+    Parse(cmd::parse::Args),
 }
 
 /// Exit codes: 0 clean, 1 deny findings / failed checks, 2 usage or tool errors.
@@ -48,5 +55,8 @@ fn main() -> ExitCode {
     let _ = CargoCli::Occupancy; // documents the cargo calling convention above
     match cli.command {
         Command::Calc(args) => cmd::calc::run(args),
+        Command::Arch(args) => cmd::arch::run(args),
+        Command::Sweep(args) => cmd::sweep::run(args),
+        Command::Parse(args) => cmd::parse::run(args),
     }
 }

@@ -104,6 +104,12 @@ pub enum CalcError {
     TooManyBlocks { requested: u32, resident: u32 },
     #[error("carveout {0}% is above 100%")]
     CarveoutAbove100(u8),
+    #[error("sweep too large: {block_by_registers} block x register sizes and {static_by_dynamic} static x dynamic shared memory sizes (at most {max} each); use a coarser step")]
+    SweepTooLarge {
+        block_by_registers: u64,
+        static_by_dynamic: u64,
+        max: u64,
+    },
 }
 
 impl FromStr for Carveout {
@@ -643,11 +649,9 @@ fn headroom(
         } else {
             smem_config_at_least(arch, allocated).unwrap_or(0)
         };
-        let limit = if allocated == 0 {
-            u32::MAX
-        } else {
-            saturate(u64::from(config) / allocated)
-        };
+        let limit = u64::from(config)
+            .checked_div(allocated)
+            .map_or(u32::MAX, saturate);
         limit.min(without_smem)
     };
     let used =

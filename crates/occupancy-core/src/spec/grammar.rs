@@ -83,7 +83,7 @@ fn error_at(tokens: impl ToTokens, key: SpecKey, message: impl std::fmt::Display
 pub(crate) fn parse_spec(tokens: TokenStream, attribute_span: Span) -> syn::Result<ParsedSpec> {
     let mut state = State::default();
     let parser = syn::meta::parser(|meta| state.entry(meta));
-    parser.parse2(tokens)?;
+    let syntax = parser.parse2(tokens);
     let State {
         mut errors,
         block,
@@ -91,12 +91,18 @@ pub(crate) fn parse_spec(tokens: TokenStream, attribute_span: Span) -> syn::Resu
         keys,
         seen,
     } = state;
+    if let Err(syntax_error) = syntax {
+        // Keep the value errors found before the parse stopped.
+        errors.push(syntax_error);
+        return Err(combine(errors));
+    }
     let Some(block) = block else {
         if seen.contains_key(&SpecKey::Block) {
             // `block` was written but is invalid: its own error says so.
             return Err(combine(errors));
         }
-        errors.push(syn::Error::new(
+        // First: it is about the attribute as a whole, which starts before any key.
+        errors.insert(0, syn::Error::new(
             attribute_span,
             format!(
                 "missing `block`: declare the threads per block the crate launches this kernel with, \
@@ -167,7 +173,16 @@ impl State {
             .into_iter()
             .find(|key| key.as_str() == word)
         else {
-            return Err(unknown_key(&meta.path, &word));
+            self.errors.push(unknown_key(&meta.path, &word));
+            // Skip its value so the rest of the attribute is still checked.
+            if meta.input.peek(syn::Token![=]) {
+                meta.value()?.parse::<Expr>()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                let content;
+                syn::parenthesized!(content in meta.input);
+                content.parse::<TokenStream>()?;
+            }
+            return Ok(());
         };
         if !meta.input.peek(syn::Token![=]) {
             return Err(error_at(

@@ -209,6 +209,7 @@ impl Scanner {
                     continue;
                 }
             }
+            self.unreachable_declarations(item, &is_ours);
             let attrs = item_attrs(item);
             if let syn::Item::ForeignMod(block) = item {
                 if !attrs.iter().any(|attr| is_ours(attr.path())) {
@@ -220,6 +221,52 @@ impl Scanner {
                 continue;
             };
             self.declaration(&attrs[position], without_attr(item, position), module_path);
+        }
+    }
+
+    /// Declarations on methods (impl and trait items) and on items inside fn bodies would
+    /// compile but are out of the build helper's reach, so they would go unchecked: fail closed.
+    fn unreachable_declarations(&mut self, item: &syn::Item, is_ours: &dyn Fn(&syn::Path) -> bool) {
+        let mut report = |attrs: &[syn::Attribute], place: &str| {
+            if let Some(attr) = attrs.iter().find(|attr| is_ours(attr.path())) {
+                self.diagnostics.push(SpecDiagnostic {
+                    message: format!(
+                        "#[occupancy::kernel] {place} is out of the build helper's reach, so this kernel would go unchecked: \
+                         declare it on a module-level fn, body-less fn or extern block (see {DOCS_PATH}#stub-styles)"
+                    ),
+                    span: SourceSpan::of(attr.span()),
+                });
+            }
+        };
+        match item {
+            syn::Item::Impl(block) => {
+                for impl_item in &block.items {
+                    if let syn::ImplItem::Fn(method) = impl_item {
+                        report(&method.attrs, "on a method");
+                    }
+                }
+            }
+            syn::Item::Trait(definition) => {
+                for trait_item in &definition.items {
+                    if let syn::TraitItem::Fn(method) = trait_item {
+                        report(&method.attrs, "on a trait method");
+                    }
+                }
+            }
+            syn::Item::Fn(function) => {
+                let mut pending: Vec<&syn::Block> = vec![&function.block];
+                while let Some(block) = pending.pop() {
+                    for statement in &block.stmts {
+                        if let syn::Stmt::Item(nested) = statement {
+                            report(&item_attrs(nested), "inside a fn body");
+                            if let syn::Item::Fn(nested_function) = nested {
+                                pending.push(&nested_function.block);
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
         }
     }
 

@@ -538,6 +538,23 @@ fn scan_rejects_misplaced_attributes() {
         .to_string()
         .contains("body-less `extern` fn"));
 
+    let on_method =
+        "struct S;\nimpl S {\n    #[occupancy::kernel(block = 256)]\n    fn launch(&self) {}\n}\n";
+    let message = scan_source(on_method).unwrap_err().to_string();
+    assert!(
+        message.starts_with(
+            "3:5: #[occupancy::kernel] on a method is out of the build helper's reach"
+        ),
+        "{message}"
+    );
+
+    let in_body = "fn outer() {\n    #[occupancy::kernel(block = 256)]\n    fn inner();\n}\n";
+    let message = scan_source(in_body).unwrap_err().to_string();
+    assert!(
+        message.starts_with("2:5: #[occupancy::kernel] inside a fn body"),
+        "{message}"
+    );
+
     let not_rust = "fn (";
     assert!(scan_source(not_rust).is_err());
 }
@@ -551,4 +568,71 @@ fn scan_follows_imports_per_module() {
         .map(|kernel| kernel.rust_name)
         .collect();
     assert_eq!(names, ["a", "b"]);
+}
+
+#[test]
+fn declarations_round_trip_through_json() {
+    let source = "#[occupancy::kernel(block = (32, 8), min_occupancy = \"50%\", archs = [\"sm_90\"], warn(spills))]\nfn k();\n";
+    let declared = scan_source(source).unwrap();
+    let json = serde_json::to_string(&declared).unwrap();
+    assert!(
+        json.contains("\"lint_levels\":{\"spills\":\"warn\"}"),
+        "{json}"
+    );
+    assert!(json.contains("\"stub\":\"bodyless_function\""), "{json}");
+    let back: Vec<DeclaredKernel> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, declared);
+}
+
+proptest! {
+    /// For any argument text, the scanner reports exactly the macro path's messages.
+    #[test]
+    fn scanner_and_macro_path_agree_on_errors(
+        entries in proptest::collection::vec(
+            prop_oneof![
+                Just("block = 256".to_owned()),
+                Just("block = (32, 64)".to_owned()),
+                Just("blok = 1".to_owned()),
+                Just("min_occupancy = 0".to_owned()),
+                Just("min_occupancy = \"75%\"".to_owned()),
+                Just("min_blocks_per_sm = 40".to_owned()),
+                Just("archs = [\"sm_86\", \"sm86\"]".to_owned()),
+                Just("name = \"\"".to_owned()),
+                Just("allow(spills, partial_warp)".to_owned()),
+                Just("deny(spils)".to_owned()),
+                Just("max_registers = 0".to_owned()),
+                Just("dynamic_smem = -1".to_owned()),
+            ],
+            0..6,
+        )
+    ) {
+        let args = entries.join(", ");
+        let macro_path: Result<KernelSpec, Vec<String>> =
+            parse(&args).map_err(|error| error.into_iter().map(|error| error.to_string()).collect());
+        let source = format!("#[occupancy::kernel({args})]\nfn k();\n");
+        let scanned: Result<KernelSpec, Vec<String>> = scan_source(&source)
+            .map(|mut declared| declared.remove(0).spec)
+            .map_err(|error| error.diagnostics.into_iter().map(|diagnostic| diagnostic.message).collect());
+        prop_assert_eq!(scanned, macro_path);
+    }
+}
+
+#[test]
+fn scanner_diagnostics_snapshot() {
+    let source = r#"use occupancy::kernel;
+
+#[kernel(block = 2048, min_ocupancy = 0.5)]
+fn a();
+
+mod inner {
+    #[occupancy::kernel(block = 256, allow(spill), archs = ["sm90"])]
+    pub fn b() {}
+
+    unsafe extern "C" {
+        #[occupancy::kernel(block = 128)]
+        fn c();
+    }
+}
+"#;
+    insta::assert_snapshot!(scan_source(source).unwrap_err().to_string());
 }
