@@ -317,3 +317,50 @@ fn rebuilds_rerun_and_recompile_exactly_what_changed() {
     assert_eq!(after_source.len(), 4, "{after_source:#?}");
     assert!(after_source[3].ends_with("scale.cu"), "{}", after_source[3]);
 }
+
+#[test]
+fn missing_nvcc_says_how_to_install_it_and_how_to_opt_out() {
+    let fixture = Fixture::new("clean", "no-nvcc");
+    let missing = [("NVCC", "/nonexistent/bin/nvcc")];
+    let output = fixture.cargo_build(&missing);
+    assert!(!output.status.success(), "{}", text(&output));
+    let stderr = build_script_stderr(&output, &fixture);
+    assert!(
+        stderr.contains("NVCC=/nonexistent/bin/nvcc, which is not an executable file"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("pip install nvidia-cuda-nvcc nvidia-nvvm nvidia-cuda-crt nvidia-cuda-runtime nvidia-cuda-cccl"), "{stderr}");
+    assert!(stderr.contains("OCCUPANCY_SKIP=1"), "{stderr}");
+
+    // Explicit opt-outs pass, and say loudly that nothing was checked.
+    for opt_out in [("OCCUPANCY_SKIP", "1"), ("DOCS_RS", "1")] {
+        let output = fixture.cargo_build(&[missing[0], opt_out]);
+        assert_success(&output);
+        assert!(
+            text(&output).contains("no kernel was compiled and nothing was checked"),
+            "{opt_out:?}:\n{}",
+            text(&output)
+        );
+    }
+}
+
+#[test]
+fn nvcc_errors_are_shown_as_nvcc_wrote_them() {
+    let fixture = Fixture::new("clean", "nvcc-error");
+    fixture.edit(
+        "kernels/scale.cu",
+        "y[i] = a * y[i];",
+        "y[i] = a * undefined_name;",
+    );
+    let output = fixture.cargo_build(&[]);
+    assert!(!output.status.success(), "{}", text(&output));
+    let stderr = build_script_stderr(&output, &fixture);
+    assert!(
+        stderr.contains("nvcc failed to compile [FIXTURE]/kernels/scale.cu"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("scale.cu(5): error: identifier \"undefined_name\" is undefined"),
+        "{stderr}"
+    );
+}
