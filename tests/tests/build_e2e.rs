@@ -364,3 +364,44 @@ fn nvcc_errors_are_shown_as_nvcc_wrote_them() {
         "{stderr}"
     );
 }
+
+#[test]
+fn declarations_are_checked_against_what_was_compiled() {
+    let fixture = Fixture::new("mismatch", "mismatch");
+    let output = fixture.cargo_build(&[]);
+    assert!(!output.status.success(), "{}", text(&output));
+    let stderr = build_script_stderr(&output, &fixture);
+    // __launch_bounds__(128) in the .cu, block = 256 and min_blocks_per_sm = 4 in Rust.
+    assert!(
+        stderr.contains(
+            "error[unlaunchable]: kernel `narrow` was compiled for at most 128 threads per block"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("error[bounds_mismatch]: kernel `narrow` was not compiled with the declared launch bounds"), "{stderr}");
+    // A typo in a declared name: the PTX file made elsewhere has `external_scale`.
+    assert!(
+        stderr.contains(
+            "error[missing_kernel]: declared kernel `external_scal` is not in any compiled output"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("did you mean `name = \"external_scale\"`?"),
+        "{stderr}"
+    );
+    insta::assert_snapshot!("mismatch_diagnostics", stderr);
+    // The PTX made elsewhere was assembled by ptxas and checked like the rest.
+    let report = fixture.report();
+    let external = report["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|kernel| kernel["name"] == "external_scale")
+        .unwrap();
+    assert_eq!(external["declaration"]["rust_name"], "external_scale");
+    assert!(
+        external["archs"][0]["registers"].as_u64().unwrap() > 0,
+        "{external}"
+    );
+}

@@ -182,6 +182,19 @@ fn resolve_source(manifest_dir: &Path, file: &Path) -> Result<PathBuf, Error> {
     Ok(path)
 }
 
+/// The engine's entry for callers that are not a build script (the `cargo occupancy` CLI):
+/// the same pipeline as [`Build::compile_ptx`]/[`Build::compile_lib`], on a builder that names
+/// its `out_dir` and `manifest_dir` and usually sets `cargo_metadata(false)`. A library product
+/// is archived as `liboccupancy_check.a` in the out dir. Never exits; deny findings come back as
+/// [`Error::Denied`] with the rendered diagnostics, after the reports were written.
+pub fn compile_and_check(build: &Build, product: Product) -> Result<Output, Error> {
+    run(
+        build,
+        product,
+        (product == Product::Object).then_some("occupancy_check"),
+    )
+}
+
 /// The whole pipeline for a build: compile, write products, check, report, cargo lines.
 pub fn run(build: &Build, product: Product, library_name: Option<&str>) -> Result<Output, Error> {
     let mut cargo = CargoLines::new(build.cargo_metadata);

@@ -353,8 +353,8 @@ fn bounds_mismatch(spec: &KernelSpec, on: &CompiledOnArch<'_>, findings: &mut Ve
             message: format!("kernel `{}` was not compiled with the declared launch bounds", record.name),
             notes: differences,
             help: Some(format!(
-                "write `__launch_bounds__(OCCUPANCY_LAUNCH_BOUNDS_{})` on the .cu kernel (from $OUT_DIR/occupancy_bounds.h), or make the two sides agree",
-                record.name.to_ascii_uppercase()
+                "take the bounds from the declaration: `__global__ void OCCUPANCY_BOUNDS_{0} {0}(...)` with `#include \"occupancy_bounds.h\"` (generated in OUT_DIR), or make the two sides agree",
+                record.name
             )),
         });
     }
