@@ -77,10 +77,8 @@ fn lookup_arch_name() -> u32 {
     lookup(black_box("sm_90a")).unwrap().major
 }
 
-#[divan::bench(sample_count = 20)]
-fn sweep_summary_7_446_528_configs() -> u64 {
-    let arch = lookup("sm_90").unwrap();
-    let spec = SweepSpec {
+fn hopper_sweep() -> SweepSpec {
+    SweepSpec {
         block_threads: "32..=1024:32".parse().unwrap(),
         registers_per_thread: "0..=255".parse().unwrap(),
         static_smem_bytes: "0..=232448:256".parse().unwrap(),
@@ -89,6 +87,25 @@ fn sweep_summary_7_446_528_configs() -> u64 {
         max_threads_per_block: None,
         max_dynamic_smem_bytes: None,
         carveout: Carveout::Default,
-    };
-    Sweep::new(arch, black_box(&spec)).unwrap().sum_blocks()
+    }
+}
+
+/// The 7,446,528-configuration checksum through the per-dimension tables and prefix sums.
+#[divan::bench(sample_count = 20)]
+fn sweep_summary_7_446_528_configs() -> u64 {
+    let arch = lookup("sm_90").unwrap();
+    Sweep::new(arch, black_box(&hopper_sweep()))
+        .unwrap()
+        .sum_blocks()
+}
+
+/// The same sweep visiting every configuration (what `--csv` does, without the formatting).
+#[divan::bench(sample_count = 10)]
+fn sweep_visit_every_config_7_446_528() -> u64 {
+    let arch = lookup("sm_90").unwrap();
+    let mut sum = 0u64;
+    Sweep::new(arch, black_box(&hopper_sweep()))
+        .unwrap()
+        .for_each(|point| sum += u64::from(point.blocks_per_sm));
+    sum
 }

@@ -119,7 +119,7 @@ fn kib(bytes: u32) -> String {
 fn write_table(out: &mut impl Write, rows: &[&ArchFacts]) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:<7} {:>4}  {:>7} {:>5} {:>6}  {:>7} {:>9}  {:>6} {:>7} {:>6} {:>8} {:>5}  {:>8} {:>4}  {:<30} family",
+        "{:<7} {:>4}  {:>7} {:>5} {:>6}  {:>7} {:>9}  {:>6} {:>7} {:>6} {:>8} {:>5}  {:>8} {:>4}  {:<33} family",
         "arch", "cc", "thr/SM", "warps", "blocks", "regs/SM", "regs/blk", "smem/SM", "smem/blk", "opt-in", "reserved", "unit", "barriers", "subp", "carveout steps (KB)"
     )?;
     for arch in rows {
@@ -139,7 +139,7 @@ fn write_table(out: &mut impl Write, rows: &[&ArchFacts]) -> std::io::Result<()>
         };
         writeln!(
             out,
-            "{:<7} {:>4}  {:>7} {:>5} {:>6}  {:>7} {:>9}  {:>7} {:>8} {:>6} {:>8} {:>5}  {:>8} {:>4}  {:<30} {}",
+            "{:<7} {:>4}  {:>7} {:>5} {:>6}  {:>7} {:>9}  {:>7} {:>8} {:>6} {:>8} {:>5}  {:>8} {:>4}  {:<33} {}",
             arch.name,
             arch.compute_capability(),
             arch.max_threads_per_sm,

@@ -98,21 +98,33 @@ pub fn run(args: Args) -> ExitCode {
     }
 }
 
-/// The JSON answer: the calculator's [`Occupancy`], plus grid figures when a GPU is known.
-fn answer_json(answer: &Occupancy, target: Target) -> Value {
-    let mut value = serde_json::to_value(answer).unwrap_or(Value::Null);
-    if let (Some(gpu), Value::Object(map)) = (target.gpu, &mut value) {
-        map.insert(
-            "gpu".into(),
-            serde_json::json!({
-                "name": gpu.name,
-                "product": gpu.product,
-                "sm_count": gpu.sm_count,
-                "blocks_per_wave": u64::from(answer.blocks_per_sm) * u64::from(gpu.sm_count),
-            }),
-        );
-    }
-    value
+/// The JSON answer: the calculator's [`Occupancy`] (fields in declaration order), plus grid
+/// figures when a GPU is known.
+#[derive(serde::Serialize)]
+struct AnswerJson<'a> {
+    #[serde(flatten)]
+    answer: &'a Occupancy,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gpu: Option<GpuJson>,
+}
+
+#[derive(serde::Serialize)]
+struct GpuJson {
+    name: &'static str,
+    product: &'static str,
+    sm_count: u32,
+    blocks_per_wave: u64,
+}
+
+fn answer_json(answer: &Occupancy, target: Target) -> String {
+    let gpu = target.gpu.map(|gpu| GpuJson {
+        name: gpu.name,
+        product: gpu.product,
+        sm_count: gpu.sm_count,
+        blocks_per_wave: u64::from(answer.blocks_per_sm) * u64::from(gpu.sm_count),
+    });
+    serde_json::to_string(&AnswerJson { answer, gpu })
+        .unwrap_or_else(|error| serde_json::json!({ "error": error.to_string() }).to_string())
 }
 
 fn plural(count: u32, word: &str) -> String {
@@ -309,15 +321,17 @@ fn run_batch(args: &Args, path: &str) -> ExitCode {
     for (index, line) in reader.lines().enumerate() {
         let answer = match line {
             Ok(line) => match batch_answer(&line, default_arch, args.block) {
-                Ok(value) => value,
+                Ok(text) => text,
                 Err(message) => {
                     bad_lines += 1;
                     serde_json::json!({ "error": format!("line {}: {message}", index + 1) })
+                        .to_string()
                 }
             },
             Err(error) => {
                 bad_lines += 1;
                 serde_json::json!({ "error": format!("line {}: unreadable: {error}", index + 1) })
+                    .to_string()
             }
         };
         if let Err(error) = writeln!(out, "{answer}") {
@@ -343,7 +357,7 @@ fn batch_answer(
     line: &str,
     default_arch: Option<&'static ArchFacts>,
     default_block: Option<u32>,
-) -> Result<Value, String> {
+) -> Result<String, String> {
     let value: Value = serde_json::from_str(line).map_err(|error| format!("not JSON: {error}"))?;
     let Value::Object(object) = value else {
         return Err("expected a JSON object".into());

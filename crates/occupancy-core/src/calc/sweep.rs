@@ -324,6 +324,22 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn ranges_round_trip(start in 0u32..100_000, extra in 0u32..100_000, step in 1u32..5_000) {
+            let end = start + extra;
+            let range: ValueRange = format!("{start}..={end}:{step}").parse().unwrap();
+            proptest::prop_assert_eq!(range.values().count() as u64, range.len());
+            proptest::prop_assert!(range.values().all(|value| value >= start && value <= end));
+            proptest::prop_assert_eq!(range.to_string().parse::<ValueRange>().unwrap().values().collect::<Vec<_>>(), range.values().collect::<Vec<_>>());
+        }
+
+        #[test]
+        fn range_parser_never_panics(text in "\\PC{0,24}") {
+            let _ = text.parse::<ValueRange>();
+        }
+    }
+
     #[test]
     fn sweep_equals_per_config_queries() {
         for arch in crate::arch::all() {
