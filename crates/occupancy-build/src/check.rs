@@ -472,6 +472,27 @@ pub fn check(
                     .map(|arch| arch.to_string())
                     .collect()
             });
+        if let (Some(filter), Some((declared, _))) = (&arch_filter, declared) {
+            let not_built: Vec<&String> = filter
+                .iter()
+                .filter(|arch| !kernel.records.contains_key(*arch))
+                .collect();
+            if !not_built.is_empty() {
+                let location = declarations.location(declared);
+                return Err(Error::Config {
+                    message: format!(
+                        "{}:{}:{}: kernel `{}` declares `archs` {:?}, but the build does not target {:?} (it targets {}); add them to the crate's archs or drop them from the attribute",
+                        location.path,
+                        location.line,
+                        location.column,
+                        kernel.name,
+                        filter,
+                        not_built,
+                        kernel.records.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                });
+            }
+        }
         let mut arch_results = Vec::new();
         let mut evaluated = Vec::new();
         for (arch_name, record) in &kernel.records {
