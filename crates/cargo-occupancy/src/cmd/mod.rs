@@ -1,5 +1,5 @@
 //! One module per subcommand.
 pub mod arch;
 pub mod calc;
-pub mod sweep;
 pub mod parse;
+pub mod sweep;
