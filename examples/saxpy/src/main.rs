@@ -1,0 +1,58 @@
+//! SAXPY with cudarc: the PTX occupancy-build compiled (and checked) is loaded at run time, and
+//! the launch configuration comes from the same declaration the build checked.
+
+use cudarc::driver::{CudaContext, PushKernelArg};
+use cudarc::nvrtc::Ptx;
+
+mod ptx {
+    include!(concat!(env!("OUT_DIR"), "/occupancy_ptx.rs"));
+}
+
+// The kernel is loaded by name from the PTX; this body-less stub carries its declaration.
+#[occupancy::kernel(block = 256, min_blocks_per_sm = 4, min_occupancy = 0.5, max_spill_bytes = 0)]
+fn saxpy(n: u32, a: f32, x: *const f32, y: *mut f32);
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Without a driver, cudarc's dynamic loading panics; that is "no GPU" here, not a crash.
+    // OCCUPANCY_REQUIRE_GPU=1 (GPU verification runs) turns "no GPU" into a failure.
+    let require_gpu = std::env::var("OCCUPANCY_REQUIRE_GPU").is_ok_and(|value| value == "1");
+    let ctx = match std::panic::catch_unwind(|| CudaContext::new(0)) {
+        Ok(Ok(ctx)) => ctx,
+        other => {
+            let why = match other {
+                Ok(Err(error)) => format!("{error:?}"),
+                _ => "the CUDA driver library could not be loaded".to_string(),
+            };
+            println!("saxpy: no usable CUDA device ({why}); the PTX was built and checked at build time");
+            if require_gpu {
+                return Err("OCCUPANCY_REQUIRE_GPU=1 but no GPU could be used".into());
+            }
+            return Ok(());
+        }
+    };
+    let stream = ctx.default_stream();
+    let module = ctx.load_module(Ptx::from_src(ptx::SAXPY))?;
+    let function = module.load_function(SAXPY_OCCUPANCY.kernel_name)?;
+
+    let n: u32 = 1 << 20;
+    let a = 2.0f32;
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let y: Vec<f32> = vec![1.0; n as usize];
+    let x_device = stream.clone_htod(&x)?;
+    let mut y_device = stream.clone_htod(&y)?;
+
+    let config = SAXPY_OCCUPANCY.launch_config(n);
+    let mut launch = stream.launch_builder(&function);
+    launch.arg(&n).arg(&a).arg(&x_device).arg(&mut y_device);
+    // SAFETY: the arguments match the kernel's signature and the buffers hold n floats.
+    unsafe { launch.launch(config) }?;
+
+    let result = stream.clone_dtoh(&y_device)?;
+    let wrong = (0..n as usize).filter(|&i| result[i] != a * x[i] + y[i]).count();
+    println!("saxpy: {n} elements, {wrong} wrong, grid {:?} x block {:?}", config.grid_dim, config.block_dim);
+    if wrong == 0 {
+        Ok(())
+    } else {
+        Err(format!("{wrong} wrong results").into())
+    }
+}
