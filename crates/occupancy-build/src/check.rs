@@ -832,6 +832,7 @@ mod tests {
             compiler_log: log.to_string(),
             dependencies: Vec::new(),
             from_cache: false,
+            wrapper_failure: None,
         }
     }
 

@@ -274,10 +274,10 @@ fn run_in(
         }
         if let (Some(failure), Some(wrapper)) = (&source.wrapper_failure, &toolchain.wrapper) {
             cargo.warning(&format!(
-                "occupancy: {} failed to compile {} and nvcc alone succeeded, so it was compiled without the compiler cache (checked as usual); the cache said:\n{}",
+                "occupancy: {} failed to compile {} and nvcc alone succeeded, so it was compiled without the compiler cache (checked as usual); the cache said (ptxas's report left out):\n{}",
                 wrapper.to_string_lossy(),
                 source.source.display(),
-                failure.trim_end()
+                compiler_messages(failure).join("\n")
             ));
         }
     }
