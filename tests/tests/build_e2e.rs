@@ -426,6 +426,13 @@ fn the_cuda_side_takes_its_bounds_from_the_rust_declaration() {
         2,
         "bounds follow the declaration"
     );
+    let compiles = fixture.nvcc_compiles();
+    assert_eq!(
+        compiles.len(),
+        3,
+        "scale.cu does not name saxpy's bounds: not recompiled\n{compiles:#?}"
+    );
+    assert!(compiles[2].ends_with("saxpy.cu"), "{}", compiles[2]);
     let header = std::fs::read_dir(e2e_root().join("target/debug/build"))
         .unwrap()
         .flatten()
