@@ -737,7 +737,9 @@ fn spill_free_help(
         );
         let ptx_path = probe_dir.join(format!("{}-{arch}-{candidate}.ptx", kernel.name));
         std::fs::write(&ptx_path, &patched).ok()?;
-        let mut command = toolchain.command();
+        // Not through the compiler cache: sccache 0.16 refuses `nvcc -cubin x.ptx` ("PCH not
+        // supported by nvcc"), and a probe that fails would only weaken the help line.
+        let mut command = toolchain.command_without_wrapper();
         command
             .args(["-cubin", &format!("-arch={arch}"), "-Xptxas", "-v", "-o"])
             .arg(probe_dir.join("probe.cubin"))
@@ -830,6 +832,7 @@ mod tests {
             compiler_log: log.to_string(),
             dependencies: Vec::new(),
             from_cache: false,
+            wrapper_failure: None,
         }
     }
 

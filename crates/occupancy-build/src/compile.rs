@@ -75,6 +75,9 @@ pub struct CompiledSource {
     pub dependencies: Vec<PathBuf>,
     /// True when nothing ran and the entry was replayed.
     pub from_cache: bool,
+    /// Set when the compiler cache in front of nvcc (`RUSTC_WRAPPER`, e.g. sccache) failed this
+    /// compile and nvcc alone succeeded: what the cache printed, for a warning.
+    pub wrapper_failure: Option<String>,
 }
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -155,6 +158,7 @@ pub fn compile_source(
         compiler_log: compiled.compiler_log,
         dependencies: compiled.dependencies,
         from_cache: false,
+        wrapper_failure: compiled.wrapper_failure,
     })
 }
 
@@ -198,6 +202,7 @@ fn replay(
         compiler_log,
         dependencies: manifest.dependencies,
         from_cache: true,
+        wrapper_failure: None,
     })
 }
 
@@ -206,6 +211,7 @@ struct FreshOutput {
     binary: Option<PathBuf>,
     compiler_log: String,
     dependencies: Vec<PathBuf>,
+    wrapper_failure: Option<String>,
 }
 
 fn arch_args(settings: &CompileSettings, with_ptx: bool) -> Vec<OsString> {
@@ -301,16 +307,37 @@ fn run_nvcc(
     work: &Path,
 ) -> Result<FreshOutput, Error> {
     let mut compiler_log = String::new();
-    for args in nvcc_args(settings, source, kind, work) {
-        let mut command = settings.toolchain.command();
-        command.args(&args);
+    let mut wrapper_failure = None;
+    let run = |mut command: std::process::Command| {
         let rendered = render_command(&command);
         let output = command.output().map_err(|error| Error::Tool {
             message: format!(
                 "could not run nvcc ({}): {error}\ncommand: {rendered}",
                 settings.toolchain.nvcc.display()
             ),
-        })?;
+        });
+        output.map(|output| (output, rendered))
+    };
+    for args in nvcc_args(settings, source, kind, work) {
+        let mut command = settings.toolchain.command();
+        command.args(&args);
+        let (mut output, mut rendered) = run(command)?;
+        // A compiler cache must not be able to fail a build that nvcc passes: sccache 0.16, for
+        // one, drops all but one ptxas step of `-arch=compute_X -code=sm_A,sm_B` and then fails
+        // in fatbinary. Rerun such a compile with nvcc alone; its report is then nvcc's own.
+        if !output.status.success() && settings.toolchain.wrapper.is_some() {
+            let mut direct = settings.toolchain.command_without_wrapper();
+            direct.args(&args);
+            let (direct_output, direct_rendered) = run(direct)?;
+            if direct_output.status.success() {
+                wrapper_failure = Some(format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&output.stdout),
+                    String::from_utf8_lossy(&output.stderr)
+                ));
+            }
+            (output, rendered) = (direct_output, direct_rendered);
+        }
         let stderr = String::from_utf8_lossy(&output.stderr);
         let stdout = String::from_utf8_lossy(&output.stdout);
         if !output.status.success() {
@@ -377,6 +404,7 @@ fn run_nvcc(
                 binary: Some(binary),
                 compiler_log,
                 dependencies,
+                wrapper_failure,
             })
         }
         SourceKind::Ptx => Ok(FreshOutput {
@@ -384,6 +412,7 @@ fn run_nvcc(
             binary: None,
             compiler_log,
             dependencies: vec![absolute(source)],
+            wrapper_failure,
         }),
     }
 }

@@ -280,6 +280,14 @@ fn run_in(
         for line in compiler_messages(&source.compiler_log) {
             cargo.warning(&format!("{}: {line}", source.source.display()));
         }
+        if let (Some(failure), Some(wrapper)) = (&source.wrapper_failure, &toolchain.wrapper) {
+            cargo.warning(&format!(
+                "occupancy: {} failed to compile {} and nvcc alone succeeded, so it was compiled without the compiler cache (checked as usual); the cache said (ptxas's report left out):\n{}",
+                wrapper.to_string_lossy(),
+                source.source.display(),
+                compiler_messages(failure).join("\n")
+            ));
+        }
     }
     let mut output = Output {
         ptx_files: Vec::new(),

@@ -108,6 +108,14 @@ impl Toolchain {
         command
     }
 
+    /// `nvcc <host args from cc>` without the compiler cache: the fallback when the cache fails
+    /// a compile that nvcc itself may not fail.
+    pub fn command_without_wrapper(&self) -> Command {
+        let mut command = Command::new(&self.nvcc);
+        command.args(&self.host_args);
+        command
+    }
+
     /// The directory holding `libcudart_static.a` / `libcudart.so`, if any.
     pub fn cudart_dir(&self) -> Option<PathBuf> {
         [
