@@ -1,0 +1,480 @@
+//! Compiling each source once with nvcc, keeping ptxas's report, and caching by content.
+//!
+//! One nvcc process per source file, every target architecture in it:
+//!
+//! * `.compile_ptx()`: `nvcc -fatbin -arch=compute_<lowest> -code=sm_<a>,sm_<b> -Xptxas -v --keep`.
+//!   cicc runs once and writes the PTX we ship (kept by `--keep`); ptxas assembles that same PTX
+//!   for every target architecture, which is exactly what the driver's JIT will do with it at run
+//!   time, and prints the resource report on stderr. The only work beyond a plain `nvcc -ptx` is
+//!   ptxas itself, which is what measuring resources costs; no source is compiled twice.
+//! * `.compile_lib()`: `nvcc -c -arch=compute_<lowest> -code=sm_<a>,...,compute_<lowest> -Xptxas -v
+//!   --keep`: the object the crate links (SASS per arch plus PTX for newer GPUs), the same report,
+//!   and the PTX kept for the launch-bound checks.
+//! * `.ptx_file()` (PTX made elsewhere): `nvcc -cubin -arch=sm_<a> -Xptxas -v` per architecture.
+//!
+//! `-MD -MF` makes nvcc list every header it read. The cache entry of a source (in OUT_DIR) is
+//! keyed by nvcc's version, the full command line, the architectures, and the contents of the
+//! source and of every header of its previous compile, so touching one of N files recompiles
+//! that one, and the ptxas report is replayed from the entry on a hit. This module runs nvcc and
+//! reads and writes files; it does not interpret the report.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::fsutil::{parse_dep_file, write_atomic};
+use crate::targets::SmArch;
+use crate::toolchain::Toolchain;
+use crate::Error;
+
+/// What the crate ships from a CUDA source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Product {
+    /// PTX text for runtime loading (plus a fatbin of SASS for every target arch).
+    Ptx,
+    /// An object file for a static library.
+    Object,
+}
+
+/// What kind of input a source is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// CUDA C++ (`.cu`).
+    Cuda,
+    /// PTX made elsewhere (Rust-CUDA, Triton, NVRTC dumps).
+    Ptx,
+}
+
+/// Everything that decides what nvcc produces for one source, shared by all sources of a build.
+#[derive(Debug, Clone)]
+pub struct CompileSettings {
+    pub toolchain: Toolchain,
+    pub archs: Vec<SmArch>,
+    /// Includes, defines and user flags, in the order given.
+    pub user_args: Vec<OsString>,
+    pub product: Product,
+    /// `$OUT_DIR/occupancy/cache`.
+    pub cache_root: PathBuf,
+}
+
+/// The result of compiling one source (fresh or from the cache).
+#[derive(Debug, Clone)]
+pub struct CompiledSource {
+    pub source: PathBuf,
+    pub kind: SourceKind,
+    /// The PTX (for `.cu`, cicc's output; for `.ptx_file`, the file itself).
+    pub ptx: PathBuf,
+    /// The fatbin (PTX product) or object (library product) in the cache.
+    pub binary: Option<PathBuf>,
+    /// nvcc's complete stderr: ptxas's `-v` report interleaved with any warnings.
+    pub compiler_log: String,
+    /// Every file nvcc read (the source and all its headers), from `-MD`.
+    pub dependencies: Vec<PathBuf>,
+    /// True when nothing ran and the entry was replayed.
+    pub from_cache: bool,
+}
+
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Manifest {
+    schema: u32,
+    key: String,
+    dependencies: Vec<PathBuf>,
+    ptx: String,
+    binary: Option<String>,
+    log: String,
+}
+
+const MANIFEST_SCHEMA: u32 = 1;
+
+/// Compiles (or replays) one source.
+pub fn compile_source(
+    settings: &CompileSettings,
+    source: &Path,
+    kind: SourceKind,
+) -> Result<CompiledSource, Error> {
+    let entry = entry_dir(settings, source, kind);
+    let manifest_path = entry.join("manifest.json");
+    if let Some(hit) = replay(settings, source, kind, &entry, &manifest_path) {
+        return Ok(hit);
+    }
+    let work = entry.join(format!("work-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).map_err(|error| Error::Io {
+        path: work.clone(),
+        error,
+    })?;
+    let result = run_nvcc(settings, source, kind, &work);
+    let compiled = match result {
+        Ok(compiled) => compiled,
+        Err(error) => {
+            let _ = std::fs::remove_dir_all(&work);
+            return Err(error);
+        }
+    };
+    // Move the products out of the work dir into the entry under fixed names, then record them.
+    let stem = file_stem(source);
+    let ptx_name = format!("{stem}.ptx");
+    let ptx = entry.join(&ptx_name);
+    if kind == SourceKind::Cuda {
+        rename(&compiled.ptx, &ptx)?;
+    }
+    let binary_name = compiled
+        .binary
+        .as_ref()
+        .and_then(|path| path.file_name())
+        .map(|name| name.to_string_lossy().into_owned());
+    if let (Some(binary), Some(name)) = (&compiled.binary, &binary_name) {
+        rename(binary, &entry.join(name))?;
+    }
+    let log_path = entry.join("nvcc.log");
+    write_atomic(&log_path, compiled.compiler_log.as_bytes())?;
+    let _ = std::fs::remove_dir_all(&work);
+    let key = cache_key(settings, source, kind, &compiled.dependencies)?;
+    let manifest = Manifest {
+        schema: MANIFEST_SCHEMA,
+        key,
+        dependencies: compiled.dependencies.clone(),
+        ptx: ptx_name,
+        binary: binary_name.clone(),
+        log: "nvcc.log".into(),
+    };
+    let manifest_json = serde_json::to_vec_pretty(&manifest).expect("the manifest is plain data");
+    write_atomic(&manifest_path, &manifest_json)?;
+    Ok(CompiledSource {
+        source: source.to_path_buf(),
+        kind,
+        ptx: if kind == SourceKind::Cuda {
+            ptx
+        } else {
+            source.to_path_buf()
+        },
+        binary: binary_name.map(|name| entry.join(name)),
+        compiler_log: compiled.compiler_log,
+        dependencies: compiled.dependencies,
+        from_cache: false,
+    })
+}
+
+fn rename(from: &Path, to: &Path) -> Result<(), Error> {
+    std::fs::rename(from, to).map_err(|error| Error::Io {
+        path: to.to_path_buf(),
+        error,
+    })
+}
+
+fn replay(
+    settings: &CompileSettings,
+    source: &Path,
+    kind: SourceKind,
+    entry: &Path,
+    manifest_path: &Path,
+) -> Option<CompiledSource> {
+    let manifest: Manifest = serde_json::from_slice(&std::fs::read(manifest_path).ok()?).ok()?;
+    if manifest.schema != MANIFEST_SCHEMA || manifest.dependencies.is_empty() {
+        return None;
+    }
+    let key = cache_key(settings, source, kind, &manifest.dependencies).ok()?;
+    if key != manifest.key {
+        return None;
+    }
+    let ptx = if kind == SourceKind::Cuda {
+        entry.join(&manifest.ptx)
+    } else {
+        source.to_path_buf()
+    };
+    let binary = manifest.binary.as_ref().map(|name| entry.join(name));
+    if !ptx.is_file() || binary.as_ref().is_some_and(|binary| !binary.is_file()) {
+        return None;
+    }
+    let compiler_log = std::fs::read_to_string(entry.join(&manifest.log)).ok()?;
+    Some(CompiledSource {
+        source: source.to_path_buf(),
+        kind,
+        ptx,
+        binary,
+        compiler_log,
+        dependencies: manifest.dependencies,
+        from_cache: true,
+    })
+}
+
+struct FreshOutput {
+    ptx: PathBuf,
+    binary: Option<PathBuf>,
+    compiler_log: String,
+    dependencies: Vec<PathBuf>,
+}
+
+fn arch_args(settings: &CompileSettings, with_ptx: bool) -> Vec<OsString> {
+    let lowest = settings
+        .archs
+        .first()
+        .expect("at least one arch is resolved before compiling");
+    let mut codes: Vec<String> = settings.archs.iter().map(ToString::to_string).collect();
+    if with_ptx {
+        codes.push(lowest.virtual_name());
+    }
+    vec![
+        format!("-arch={}", lowest.virtual_name()).into(),
+        format!("-code={}", codes.join(",")).into(),
+    ]
+}
+
+/// The nvcc arguments for one source, without the wrapper and host args (shared with the cache key).
+fn nvcc_args(
+    settings: &CompileSettings,
+    source: &Path,
+    kind: SourceKind,
+    work: &Path,
+) -> Vec<Vec<OsString>> {
+    let stem = file_stem(source);
+    match kind {
+        SourceKind::Cuda => {
+            let mut args: Vec<OsString> = Vec::new();
+            match settings.product {
+                Product::Ptx => {
+                    args.push("-fatbin".into());
+                    args.extend(arch_args(settings, false));
+                }
+                Product::Object => {
+                    args.push("-c".into());
+                    args.extend(arch_args(settings, true));
+                }
+            }
+            args.extend([
+                "-Xptxas".into(),
+                "-v".into(),
+                "--keep".into(),
+                "--keep-dir".into(),
+                work.as_os_str().to_owned(),
+            ]);
+            args.extend([
+                "-MD".into(),
+                "-MF".into(),
+                work.join("deps.d").into_os_string(),
+            ]);
+            let output = match settings.product {
+                Product::Ptx => work.join(format!("{stem}.fatbin")),
+                Product::Object => work.join(format!("{stem}.o")),
+            };
+            args.extend(["-o".into(), output.into_os_string()]);
+            args.extend(settings.user_args.iter().cloned());
+            args.push(source.as_os_str().to_owned());
+            vec![args]
+        }
+        SourceKind::Ptx => settings
+            .archs
+            .iter()
+            .map(|arch| {
+                let mut args: Vec<OsString> = vec!["-cubin".into(), format!("-arch={arch}").into()];
+                args.extend(["-Xptxas".into(), "-v".into()]);
+                args.extend([
+                    "-o".into(),
+                    work.join(format!("{stem}.{arch}.cubin")).into_os_string(),
+                ]);
+                args.extend(
+                    settings
+                        .user_args
+                        .iter()
+                        .filter(|arg| arg.to_string_lossy().starts_with("-X"))
+                        .cloned(),
+                );
+                args.push(source.as_os_str().to_owned());
+                args
+            })
+            .collect(),
+    }
+}
+
+fn run_nvcc(
+    settings: &CompileSettings,
+    source: &Path,
+    kind: SourceKind,
+    work: &Path,
+) -> Result<FreshOutput, Error> {
+    let mut compiler_log = String::new();
+    for args in nvcc_args(settings, source, kind, work) {
+        let mut command = settings.toolchain.command();
+        command.args(&args);
+        let rendered = render_command(&command);
+        let output = command.output().map_err(|error| Error::Tool {
+            message: format!(
+                "could not run nvcc ({}): {error}\ncommand: {rendered}",
+                settings.toolchain.nvcc.display()
+            ),
+        })?;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() {
+            return Err(Error::NvccFailed {
+                file: source.to_path_buf(),
+                status: output.status.to_string(),
+                diagnostics: format!("{stdout}{stderr}"),
+                command: rendered,
+            });
+        }
+        compiler_log.push_str(&stdout);
+        compiler_log.push_str(&stderr);
+    }
+    let stem = file_stem(source);
+    match kind {
+        SourceKind::Cuda => {
+            let ptx = work.join(format!("{stem}.ptx"));
+            let binary = match settings.product {
+                Product::Ptx => work.join(format!("{stem}.fatbin")),
+                Product::Object => work.join(format!("{stem}.o")),
+            };
+            let deps_path = work.join("deps.d");
+            for (path, what) in [
+                (&ptx, "the PTX kept by --keep"),
+                (&binary, "the output"),
+                (&deps_path, "the -MF dependency file"),
+            ] {
+                if !path.is_file() {
+                    return Err(Error::UnreadableOutput {
+                        file: source.to_path_buf(),
+                        message: format!(
+                            "nvcc succeeded but {what} ({}) is missing",
+                            path.display()
+                        ),
+                    });
+                }
+            }
+            let deps_text = std::fs::read_to_string(&deps_path).map_err(|error| Error::Io {
+                path: deps_path.clone(),
+                error,
+            })?;
+            let mut dependencies = parse_dep_file(&deps_text);
+            if dependencies.is_empty() {
+                return Err(Error::UnreadableOutput {
+                    file: source.to_path_buf(),
+                    message: format!("the dependency file {} lists no input", deps_path.display()),
+                });
+            }
+            dependencies = dependencies
+                .into_iter()
+                .map(|path| absolute(&path))
+                .collect();
+            Ok(FreshOutput {
+                ptx,
+                binary: Some(binary),
+                compiler_log,
+                dependencies,
+            })
+        }
+        SourceKind::Ptx => Ok(FreshOutput {
+            ptx: source.to_path_buf(),
+            binary: None,
+            compiler_log,
+            dependencies: vec![absolute(source)],
+        }),
+    }
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The command as a shell line, for error messages and logs.
+pub fn render_command(command: &std::process::Command) -> String {
+    std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(|part| {
+            let text = part.to_string_lossy();
+            if text.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'')
+                || text.is_empty()
+            {
+                format!("'{}'", text.replace('\'', "'\\''"))
+            } else {
+                text.into_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn file_stem(source: &Path) -> String {
+    source
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "source".into())
+}
+
+fn entry_dir(settings: &CompileSettings, source: &Path, kind: SourceKind) -> PathBuf {
+    let mut hasher = Sha256::new();
+    hasher.update(absolute(source).as_os_str().as_encoded_bytes());
+    hasher.update(format!("{kind:?}{:?}", settings.product));
+    let digest = hasher.finalize();
+    let short: String = digest
+        .iter()
+        .take(6)
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    settings
+        .cache_root
+        .join(format!("{}-{short}", file_stem(source)))
+}
+
+/// Directories whose files are fingerprinted by size and mtime instead of content: the toolkit's
+/// and the system's headers, hundreds of files that change only with a new toolkit/compiler.
+fn is_system_header(settings: &CompileSettings, path: &Path) -> bool {
+    path.starts_with(&settings.toolchain.cuda_home)
+        || path.starts_with("/usr/include")
+        || path.starts_with("/usr/lib")
+}
+
+/// The cache key: everything that can change nvcc's output or report for this source.
+fn cache_key(
+    settings: &CompileSettings,
+    source: &Path,
+    kind: SourceKind,
+    dependencies: &[PathBuf],
+) -> Result<String, Error> {
+    let mut hasher = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    };
+    field(b"occupancy-build cache v1");
+    field(settings.toolchain.version_text.as_bytes());
+    field(settings.toolchain.nvcc.as_os_str().as_encoded_bytes());
+    for arg in &settings.toolchain.host_args {
+        field(arg.as_encoded_bytes());
+    }
+    // The arguments with a fixed work dir, so the key does not depend on the process id.
+    for args in nvcc_args(settings, source, kind, Path::new("/work")) {
+        for arg in args {
+            field(arg.as_encoded_bytes());
+        }
+    }
+    let mut sorted: Vec<&PathBuf> = dependencies.iter().collect();
+    sorted.sort();
+    for dependency in sorted {
+        field(dependency.as_os_str().as_encoded_bytes());
+        if is_system_header(settings, dependency) {
+            let metadata = std::fs::metadata(dependency).map_err(|error| Error::Io {
+                path: dependency.clone(),
+                error,
+            })?;
+            let modified = metadata
+                .modified()
+                .ok()
+                .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|duration| duration.as_nanos())
+                .unwrap_or(0);
+            field(&metadata.len().to_le_bytes());
+            field(&modified.to_le_bytes());
+        } else {
+            let contents = std::fs::read(dependency).map_err(|error| Error::Io {
+                path: dependency.clone(),
+                error,
+            })?;
+            field(&Sha256::digest(&contents));
+        }
+    }
+    let digest = hasher.finalize();
+    Ok(digest.iter().map(|byte| format!("{byte:02x}")).collect())
+}

@@ -1,0 +1,497 @@
+//! The one engine: compile → parse → calculate → lint → report. `Build::compile_ptx` /
+//! `compile_lib` and the `cargo occupancy` CLI both call [`run`] / [`compile_and_check`]; there
+//! is no second copy of this pipeline anywhere.
+//!
+//! This module sequences the steps and owns the cargo protocol (`cargo:` lines); parsing, arch
+//! facts, the calculator and lint evaluation are in `occupancy-core`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::compile::{compile_source, CompileSettings, CompiledSource, Product, SourceKind};
+use crate::config::{self, Metadata};
+use crate::fsutil::{write_atomic, write_if_changed};
+use crate::targets::{self, ArchInputs, ArchSource, SmArch};
+use crate::toolchain::Toolchain;
+use crate::{jobs, Build, Cudart, Error, Output};
+
+pub use crate::report::Report;
+
+/// Where a build runs: resolved once from the builder and the environment.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub out_dir: PathBuf,
+    pub manifest_dir: PathBuf,
+    pub crate_name: String,
+    pub metadata: Metadata,
+    pub archs: Vec<SmArch>,
+    pub arch_source: ArchSource,
+    /// `OCCUPANCY_SKIP=1` or `DOCS_RS`: compile if possible, check nothing, say so.
+    pub skip_reason: Option<String>,
+}
+
+/// Resolves the context of a build from the builder and the (tracked) environment.
+pub fn context(build: &Build) -> Result<Context, Error> {
+    let env = &build.env;
+    if let Some(first) = build.arch_errors.first() {
+        return Err(Error::Config {
+            message: format!("in `.arch(...)`: {first}"),
+        });
+    }
+    let out_dir = match &build.out_dir {
+        Some(dir) => dir.clone(),
+        None => PathBuf::from(env.get("OUT_DIR").ok_or_else(|| Error::Config {
+            message: "OUT_DIR is not set: call occupancy-build from build.rs, or give `.out_dir(...)`".into(),
+        })?),
+    };
+    let manifest_dir = match &build.manifest_dir {
+        Some(dir) => dir.clone(),
+        None => PathBuf::from(env.get("CARGO_MANIFEST_DIR").ok_or_else(|| Error::Config {
+            message: "CARGO_MANIFEST_DIR is not set: call occupancy-build from build.rs, or give `.manifest_dir(...)`".into(),
+        })?),
+    };
+    let metadata = config::load(&manifest_dir)?;
+    let crate_name = env
+        .get("CARGO_PKG_NAME")
+        .or_else(|| {
+            let text = std::fs::read_to_string(manifest_dir.join("Cargo.toml")).ok()?;
+            let value: toml::Value = text.parse().ok()?;
+            value
+                .get("package")?
+                .get("name")?
+                .as_str()
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| "crate".to_string());
+    let (archs, arch_source) = targets::resolve(
+        ArchInputs {
+            builder: &build.archs,
+            occupancy_archs_env: env.get("OCCUPANCY_ARCHS"),
+            cuda_compute_cap_env: env.get("CUDA_COMPUTE_CAP"),
+            metadata: metadata.archs.clone(),
+        },
+        targets::query_installed_gpus,
+    )?;
+    let skip_reason = if env.flag("OCCUPANCY_SKIP") {
+        Some("OCCUPANCY_SKIP is set".to_string())
+    } else if env.get("DOCS_RS").is_some() {
+        Some("building on docs.rs (DOCS_RS is set)".to_string())
+    } else {
+        None
+    };
+    Ok(Context {
+        out_dir,
+        manifest_dir,
+        crate_name,
+        metadata,
+        archs,
+        arch_source,
+        skip_reason,
+    })
+}
+
+/// Compiles every source of the build (in parallel, cached) and returns them in order.
+pub fn compile_all(
+    build: &Build,
+    toolchain: &Toolchain,
+    context: &Context,
+    product: Product,
+) -> Result<Vec<CompiledSource>, Error> {
+    let settings = CompileSettings {
+        toolchain: toolchain.clone(),
+        archs: context.archs.clone(),
+        user_args: build.user_args(),
+        product,
+        cache_root: context.out_dir.join("occupancy").join("cache"),
+    };
+    let mut inputs: Vec<(PathBuf, SourceKind)> = Vec::new();
+    for file in &build.cuda_files {
+        inputs.push((
+            resolve_source(&context.manifest_dir, file)?,
+            SourceKind::Cuda,
+        ));
+    }
+    for file in &build.ptx_files {
+        inputs.push((
+            resolve_source(&context.manifest_dir, file)?,
+            SourceKind::Ptx,
+        ));
+    }
+    if inputs.is_empty() {
+        return Err(Error::Config {
+            message: "no CUDA sources: add some with `.file(...)`, `.files(...)`, `.source_dir(...)` or `.ptx_file(...)`".into(),
+        });
+    }
+    let mut stems = BTreeSet::new();
+    for (path, _) in &inputs {
+        let stem = path
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if !stems.insert(stem.clone()) {
+            return Err(Error::Config {
+                message: format!("two sources are named `{stem}`: their outputs would collide in OUT_DIR; rename one ({})", path.display()),
+            });
+        }
+    }
+    let settings = &settings;
+    let tasks: Vec<_> = inputs
+        .iter()
+        .map(|(path, kind)| move || compile_source(settings, path, *kind))
+        .collect();
+    let results = jobs::run_all(tasks, jobs::max_parallel_jobs(&build.env));
+    let mut compiled = Vec::new();
+    let mut failures = Vec::new();
+    for result in results {
+        match result {
+            Ok(source) => compiled.push(source),
+            Err(error) => failures.push(error),
+        }
+    }
+    match failures.len() {
+        0 => Ok(compiled),
+        1 => Err(failures.remove(0)),
+        _ => Err(Error::Tool {
+            message: failures
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        }),
+    }
+}
+
+fn resolve_source(manifest_dir: &Path, file: &Path) -> Result<PathBuf, Error> {
+    let path = if file.is_absolute() {
+        file.to_path_buf()
+    } else {
+        manifest_dir.join(file)
+    };
+    if !path.is_file() {
+        return Err(Error::Config {
+            message: format!(
+                "source {} does not exist (paths are relative to the package root)",
+                path.display()
+            ),
+        });
+    }
+    Ok(path)
+}
+
+/// The whole pipeline for a build: compile, write products, check, report, cargo lines.
+pub fn run(build: &Build, product: Product, library_name: Option<&str>) -> Result<Output, Error> {
+    let context = context(build)?;
+    let mut cargo = CargoLines::new(build.cargo_metadata);
+    let result = run_in(build, &context, product, library_name, &mut cargo);
+    // Whatever happened, cargo must rerun us when an input we read changes.
+    for path in &context.metadata.files_read {
+        cargo.rerun_if_changed(path);
+    }
+    for name in build.env.read_names() {
+        if !set_by_cargo(&name) {
+            cargo.line(&format!("cargo:rerun-if-env-changed={name}"));
+        }
+    }
+    cargo.flush();
+    result
+}
+
+fn run_in(
+    build: &Build,
+    context: &Context,
+    product: Product,
+    library_name: Option<&str>,
+    cargo: &mut CargoLines,
+) -> Result<Output, Error> {
+    let toolchain = match Toolchain::find(&build.env, true) {
+        Ok(toolchain) => toolchain,
+        Err(Error::NvccNotFound { looked }) if context.skip_reason.is_some() => {
+            let reason = context.skip_reason.as_deref().unwrap_or_default();
+            cargo.warning(&format!(
+                "occupancy: {reason} and nvcc was not found ({looked}): no kernel was compiled and nothing was checked"
+            ));
+            return placeholder_output(build, context, product);
+        }
+        Err(error) => return Err(error),
+    };
+    for file in build.cuda_files.iter().chain(&build.ptx_files) {
+        cargo.rerun_if_changed(
+            &resolve_source(&context.manifest_dir, file).unwrap_or_else(|_| file.clone()),
+        );
+    }
+    let compiled = compile_all(build, &toolchain, context, product)?;
+    for source in &compiled {
+        for dependency in &source.dependencies {
+            cargo.rerun_if_changed(dependency);
+        }
+        for line in compiler_messages(&source.compiler_log) {
+            cargo.warning(&format!("{}: {line}", source.source.display()));
+        }
+    }
+    let mut output = Output {
+        ptx_files: Vec::new(),
+        ptx_module: None,
+        library: None,
+        report: Report::empty(context, &toolchain),
+    };
+    match product {
+        Product::Ptx => write_ptx_products(context, &compiled, &mut output)?,
+        Product::Object => {
+            let name = library_name.expect("compile_lib passes its name");
+            output.library = Some(archive(build, context, &toolchain, &compiled, name, cargo)?);
+        }
+    }
+    output.report = crate::check::check(build, context, &toolchain, &compiled, cargo)?;
+    Ok(output)
+}
+
+/// Variables cargo itself sets for a build script: a change to one already reruns it.
+fn set_by_cargo(name: &str) -> bool {
+    name.starts_with("CARGO_")
+        || matches!(
+            name,
+            "OUT_DIR" | "NUM_JOBS" | "TARGET" | "HOST" | "PROFILE" | "OPT_LEVEL" | "DEBUG"
+        )
+}
+
+/// Lines of nvcc's stderr that are not ptxas's `-v` report: warnings the user should see.
+fn compiler_messages(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|line| {
+            let trimmed = line.trim();
+            !trimmed.is_empty()
+                && !trimmed.starts_with("ptxas info")
+                && !(line.starts_with("    ")
+                    && (trimmed.contains("bytes stack frame")
+                        || trimmed.ends_with("bytes spill loads")))
+        })
+        .filter(|line| {
+            !line.trim_start().starts_with("ptxas warning")
+                && !line.trim_start().starts_with("ptxas info")
+        })
+        .collect()
+}
+
+fn const_name(stem: &str) -> String {
+    let mut name: String = stem
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if name.starts_with(|c: char| c.is_ascii_digit()) || name.is_empty() {
+        name.insert(0, '_');
+    }
+    name
+}
+
+fn write_ptx_products(
+    context: &Context,
+    compiled: &[CompiledSource],
+    output: &mut Output,
+) -> Result<(), Error> {
+    let mut module = String::from(
+        "// @generated by occupancy-build: the PTX of each CUDA source, for runtime loading.\n",
+    );
+    let mut all = Vec::new();
+    for source in compiled {
+        let stem = source
+            .source
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let text = crate::fsutil::read(&source.ptx)?;
+        let destination = context.out_dir.join(format!("{stem}.ptx"));
+        write_if_changed(&destination, &text)?;
+        let constant = const_name(&stem);
+        module.push_str(&format!(
+            "/// PTX compiled from `{}`.\npub const {constant}: &str = include_str!({:?});\n",
+            source.source.display(),
+            destination.display().to_string()
+        ));
+        all.push(format!("({stem:?}, {constant})"));
+        output.ptx_files.push((stem, destination));
+    }
+    module.push_str(&format!(
+        "/// Every PTX module as (source stem, PTX text).\npub const ALL: &[(&str, &str)] = &[{}];\n",
+        all.join(", ")
+    ));
+    let module_path = context.out_dir.join("occupancy_ptx.rs");
+    write_if_changed(&module_path, module.as_bytes())?;
+    output.ptx_module = Some(module_path);
+    Ok(())
+}
+
+/// Without nvcc under OCCUPANCY_SKIP/docs.rs: empty PTX constants so the crate still compiles.
+fn placeholder_output(build: &Build, context: &Context, product: Product) -> Result<Output, Error> {
+    let mut output = Output {
+        ptx_files: Vec::new(),
+        ptx_module: None,
+        library: None,
+        report: Report::skipped(context, context.skip_reason.clone().unwrap_or_default()),
+    };
+    if product == Product::Ptx {
+        let mut module = String::from(
+            "// @generated by occupancy-build: nvcc was not available, every module is empty.\n",
+        );
+        let mut all = Vec::new();
+        for file in build.cuda_files.iter().chain(&build.ptx_files) {
+            let stem = file
+                .file_stem()
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            module.push_str(&format!("pub const {}: &str = \"\";\n", const_name(&stem)));
+            all.push(format!("({stem:?}, {})", const_name(&stem)));
+        }
+        module.push_str(&format!(
+            "pub const ALL: &[(&str, &str)] = &[{}];\n",
+            all.join(", ")
+        ));
+        let module_path = context.out_dir.join("occupancy_ptx.rs");
+        write_if_changed(&module_path, module.as_bytes())?;
+        output.ptx_module = Some(module_path);
+    }
+    Ok(output)
+}
+
+fn archive(
+    build: &Build,
+    context: &Context,
+    toolchain: &Toolchain,
+    compiled: &[CompiledSource],
+    name: &str,
+    cargo: &mut CargoLines,
+) -> Result<PathBuf, Error> {
+    let objects: Vec<&PathBuf> = compiled
+        .iter()
+        .filter_map(|source| source.binary.as_ref())
+        .collect();
+    let mut archiver = cc::Build::new();
+    archiver
+        .cuda(true)
+        .out_dir(&context.out_dir)
+        .cargo_metadata(false)
+        .cargo_warnings(false);
+    if build.env.get("TARGET").is_none() {
+        archiver
+            .target(env!("OCCUPANCY_BUILD_HOST"))
+            .host(env!("OCCUPANCY_BUILD_HOST"))
+            .opt_level(0);
+    }
+    // Only objects: `cc` archives them (its `ar`, its deterministic mode) without compiling.
+    archiver.objects(objects);
+    archiver.try_compile(name).map_err(|error| Error::Tool {
+        message: format!("archiving lib{name}.a failed: {error}"),
+    })?;
+    let library = context.out_dir.join(format!("lib{name}.a"));
+    cargo.line(&format!(
+        "cargo:rustc-link-search=native={}",
+        context.out_dir.display()
+    ));
+    cargo.line(&format!("cargo:rustc-link-lib=static={name}"));
+    if build.cudart != Cudart::None {
+        if let Some(dir) = toolchain.cudart_dir() {
+            cargo.line(&format!("cargo:rustc-link-search=native={}", dir.display()));
+        }
+        match build.cudart {
+            Cudart::Static => {
+                cargo.line("cargo:rustc-link-lib=static=cudart_static");
+                if build
+                    .env
+                    .get("CARGO_CFG_TARGET_OS")
+                    .as_deref()
+                    .unwrap_or("linux")
+                    == "linux"
+                {
+                    for system in ["dl", "rt", "pthread"] {
+                        cargo.line(&format!("cargo:rustc-link-lib={system}"));
+                    }
+                }
+            }
+            Cudart::Shared => cargo.line("cargo:rustc-link-lib=cudart"),
+            Cudart::None => {}
+        }
+        // nvcc's host code is C++: the C++ runtime comes with it.
+        cargo.line("cargo:rustc-link-lib=stdc++");
+    }
+    Ok(library)
+}
+
+/// Collects `cargo:` lines (deduplicated) and prints them at the end, or nothing outside cargo.
+#[derive(Debug)]
+pub struct CargoLines {
+    enabled: bool,
+    seen: BTreeSet<String>,
+    lines: Vec<String>,
+}
+
+impl CargoLines {
+    fn new(enabled: bool) -> CargoLines {
+        CargoLines {
+            enabled,
+            seen: BTreeSet::new(),
+            lines: Vec::new(),
+        }
+    }
+
+    /// Adds a line once.
+    pub fn line(&mut self, line: &str) {
+        if self.seen.insert(line.to_string()) {
+            self.lines.push(line.to_string());
+        }
+    }
+
+    /// `cargo:rerun-if-changed=<path>`.
+    pub fn rerun_if_changed(&mut self, path: &Path) {
+        self.line(&format!("cargo:rerun-if-changed={}", path.display()));
+    }
+
+    /// One `cargo:warning=` per line of `message`.
+    pub fn warning(&mut self, message: &str) {
+        for line in message.lines() {
+            self.line(&format!("cargo:warning={line}"));
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.enabled {
+            for line in self.lines.drain(..) {
+                println!("{line}");
+            }
+        }
+    }
+}
+
+/// Writes `value` as pretty JSON atomically.
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), Error> {
+    let mut text = serde_json::to_vec_pretty(value).map_err(|error| Error::Tool {
+        message: format!("serialising {}: {error}", path.display()),
+    })?;
+    text.push(b'\n');
+    write_atomic(path, &text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn const_names_are_rust_identifiers() {
+        assert_eq!(const_name("saxpy"), "SAXPY");
+        assert_eq!(const_name("tiled-gemm.v2"), "TILED_GEMM_V2");
+        assert_eq!(const_name("3d"), "_3D");
+    }
+
+    #[test]
+    fn compiler_messages_drop_the_ptxas_report_only() {
+        let log = "ptxas info    : 0 bytes gmem\nptxas info    : Function properties for k\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nk.cu(3): warning #177-D: variable \"x\" was declared but never referenced\n";
+        assert_eq!(
+            compiler_messages(log),
+            vec!["k.cu(3): warning #177-D: variable \"x\" was declared but never referenced"]
+        );
+    }
+}

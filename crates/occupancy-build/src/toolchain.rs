@@ -1,0 +1,259 @@
+//! Finding nvcc and the command line `cc` would use for it.
+//!
+//! nvcc is looked up in `NVCC`, `CUDA_HOME/bin`, `CUDA_PATH/bin`, `PATH`, then
+//! `/usr/local/cuda/bin`. The `cc` crate contributes what it knows about the host side (`-ccbin`,
+//! `-Xcompiler -fPIC`, the target's flags) and the compiler cache from `RUSTC_WRAPPER` (sccache),
+//! so a crate that already builds C++ with `cc` gets the same host setup for its CUDA code.
+//! This module runs `nvcc --version` and nothing else.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::env::TrackedEnv;
+use crate::Error;
+
+/// The wheels that make a complete nvcc on any Linux machine with Python (no root needed).
+pub const NVCC_WHEELS: &str =
+    "nvidia-cuda-nvcc nvidia-nvvm nvidia-cuda-crt nvidia-cuda-runtime nvidia-cuda-cccl";
+
+/// A found nvcc, ready to be invoked.
+#[derive(Debug, Clone)]
+pub struct Toolchain {
+    /// The nvcc executable.
+    pub nvcc: PathBuf,
+    /// The toolkit root (`nvcc/..`), where `lib`/`lib64` hold cudart.
+    pub cuda_home: PathBuf,
+    /// A compiler cache in front of nvcc (`sccache`), as `cc` derives it from `RUSTC_WRAPPER`.
+    pub wrapper: Option<OsString>,
+    /// Host-side arguments from `cc` (`-ccbin=c++`, `-Xcompiler -fPIC`, ...).
+    pub host_args: Vec<OsString>,
+    /// `nvcc --version`, verbatim: part of every cache key.
+    pub version_text: String,
+    /// `13.0` from `release 13.0, V13.0.88`.
+    pub release: String,
+}
+
+impl Toolchain {
+    /// Finds nvcc and asks it for its version.
+    pub fn find(env: &TrackedEnv, use_cc_host_setup: bool) -> Result<Toolchain, Error> {
+        let nvcc = locate_nvcc(env)?;
+        let output = Command::new(&nvcc)
+            .arg("--version")
+            .output()
+            .map_err(|error| Error::Tool {
+                message: format!("could not run `{} --version`: {error}", nvcc.display()),
+            })?;
+        let version_text = String::from_utf8_lossy(&output.stdout).into_owned();
+        if !output.status.success() || !version_text.contains("Cuda compilation tools") {
+            return Err(Error::Tool {
+                message: format!(
+                    "`{} --version` did not answer like nvcc (exit {}):\n{}{}",
+                    nvcc.display(),
+                    output.status,
+                    version_text,
+                    String::from_utf8_lossy(&output.stderr)
+                ),
+            });
+        }
+        let release = version_text
+            .split("release ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .unwrap_or("unknown")
+            .trim()
+            .to_string();
+        let cuda_home = nvcc
+            .parent()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("/usr/local/cuda"));
+        let (wrapper, host_args) = if use_cc_host_setup {
+            cc_host_setup(env)
+        } else {
+            (None, Vec::new())
+        };
+        // nvcc reads these itself: they change its output, so they are part of the cache key.
+        let mut version_text = version_text;
+        for variable in ["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN"] {
+            if let Some(value) = env.get(variable) {
+                version_text.push_str(&format!("\n{variable}={value}"));
+            }
+        }
+        Ok(Toolchain {
+            nvcc,
+            cuda_home,
+            wrapper,
+            host_args,
+            version_text,
+            release,
+        })
+    }
+
+    /// `[wrapper] nvcc <host args from cc>`, to which callers add theirs.
+    pub fn command(&self) -> Command {
+        let mut command = match &self.wrapper {
+            Some(wrapper) => {
+                let mut command = Command::new(wrapper);
+                command.arg(&self.nvcc);
+                command
+            }
+            None => Command::new(&self.nvcc),
+        };
+        command.args(&self.host_args);
+        command
+    }
+
+    /// The directory holding `libcudart_static.a` / `libcudart.so`, if any.
+    pub fn cudart_dir(&self) -> Option<PathBuf> {
+        [
+            "lib64",
+            "lib",
+            "targets/x86_64-linux/lib",
+            "targets/sbsa-linux/lib",
+            "lib/x64",
+        ]
+        .iter()
+        .map(|sub| self.cuda_home.join(sub))
+        .find(|dir| {
+            ["libcudart_static.a", "libcudart.so", "cudart_static.lib"]
+                .iter()
+                .any(|name| dir.join(name).exists())
+                || std::fs::read_dir(dir)
+                    .map(|entries| {
+                        entries.flatten().any(|entry| {
+                            entry.file_name().to_string_lossy().starts_with("libcudart")
+                        })
+                    })
+                    .unwrap_or(false)
+        })
+    }
+}
+
+fn executable_name() -> &'static str {
+    if cfg!(windows) {
+        "nvcc.exe"
+    } else {
+        "nvcc"
+    }
+}
+
+fn locate_nvcc(env: &TrackedEnv) -> Result<PathBuf, Error> {
+    let mut looked = Vec::new();
+    if let Some(nvcc) = env.get("NVCC") {
+        let path = PathBuf::from(&nvcc);
+        if path.is_file() {
+            return Ok(path);
+        }
+        if let Some(found) = search_path(env, &nvcc) {
+            return Ok(found);
+        }
+        return Err(Error::NvccNotFound {
+            looked: format!("NVCC={nvcc}, which is not an executable file"),
+        });
+    }
+    looked.push("NVCC (unset)".to_string());
+    for variable in ["CUDA_HOME", "CUDA_PATH"] {
+        match env.get(variable) {
+            Some(home) => {
+                let candidate = Path::new(&home).join("bin").join(executable_name());
+                if candidate.is_file() {
+                    return Ok(candidate);
+                }
+                looked.push(format!("{variable}={home} (no bin/{})", executable_name()));
+            }
+            None => looked.push(format!("{variable} (unset)")),
+        }
+    }
+    if let Some(found) = search_path(env, executable_name()) {
+        return Ok(found);
+    }
+    looked.push("PATH".to_string());
+    let fallback = Path::new("/usr/local/cuda/bin").join(executable_name());
+    if fallback.is_file() {
+        return Ok(fallback);
+    }
+    looked.push(fallback.display().to_string());
+    Err(Error::NvccNotFound {
+        looked: looked.join(", "),
+    })
+}
+
+fn search_path(env: &TrackedEnv, name: &str) -> Option<PathBuf> {
+    let path = env.get("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The compiler-cache wrapper and host flags `cc` would use for nvcc. Outside a build script
+/// (no `TARGET`), `cc` cannot answer; nvcc then runs with its own host defaults.
+fn cc_host_setup(env: &TrackedEnv) -> (Option<OsString>, Vec<OsString>) {
+    // Read through the tracked environment so a change reruns the build script.
+    let _ = env.get("RUSTC_WRAPPER");
+    let _ = env.get("CC");
+    let _ = env.get("CXX");
+    if env.get("TARGET").is_none() {
+        return (None, Vec::new());
+    }
+    let mut build = cc::Build::new();
+    // No `-G`: device debug code has different registers and spills from what ships; a crate
+    // that wants it passes `.flag("-G")` and sees the checks run on that code.
+    build
+        .cuda(true)
+        .debug(false)
+        .cargo_metadata(false)
+        .cargo_warnings(false)
+        .warnings(false);
+    let tool = match build.try_get_compiler() {
+        Ok(tool) => tool,
+        Err(_) => return (None, Vec::new()),
+    };
+    let command = tool.to_command();
+    let wrapper = (command.get_program() != tool.path().as_os_str())
+        .then(|| command.get_program().to_os_string());
+    (wrapper, tool.args().to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_nvcc_says_where_it_looked() {
+        let mut env = TrackedEnv::new();
+        env.set("NVCC", None);
+        env.set("CUDA_HOME", Some("/nonexistent/cuda"));
+        env.set("CUDA_PATH", None);
+        env.set("PATH", Some("/nonexistent/bin"));
+        match locate_nvcc(&env) {
+            Err(Error::NvccNotFound { looked })
+                if !Path::new("/usr/local/cuda/bin/nvcc").exists() =>
+            {
+                assert!(
+                    looked.contains("CUDA_HOME=/nonexistent/cuda (no bin/nvcc)"),
+                    "{looked}"
+                );
+                assert!(looked.contains("NVCC (unset)"), "{looked}");
+            }
+            Err(other) => panic!("unexpected error {other}"),
+            Ok(found) => assert_eq!(found, PathBuf::from("/usr/local/cuda/bin/nvcc")),
+        }
+        for name in ["NVCC", "CUDA_HOME", "CUDA_PATH", "PATH"] {
+            assert!(
+                env.read_names().contains(&name.to_string()),
+                "{name} read and tracked"
+            );
+        }
+    }
+
+    #[test]
+    fn nvcc_pointing_nowhere_is_named() {
+        let mut env = TrackedEnv::new();
+        env.set("NVCC", Some("/nonexistent/nvcc"));
+        let error = locate_nvcc(&env).unwrap_err().to_string();
+        assert!(error.contains("NVCC=/nonexistent/nvcc"), "{error}");
+        assert!(error.contains("nvidia-cuda-nvcc"), "install hint: {error}");
+        assert!(error.contains("OCCUPANCY_SKIP=1"), "opt-out hint: {error}");
+    }
+}

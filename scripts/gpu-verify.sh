@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Proof on a real GPU (see docs/verification.md). Needs a CUDA GPU, its driver and nvcc.
+#
+#   scripts/gpu-verify.sh [RESULTS_DIR]
+#
+# 1. Builds the kernel corpus (tests/kernels) and scripts/gpu/tradeoff.cu for the local GPU, keeping
+#    ptxas's -v report of exactly the code that is loaded.
+# 2. scripts/gpu/occupancy_probe asks the driver (cuOccupancyMaxActiveBlocksPerMultiprocessor,
+#    cuFuncGetAttribute) about every kernel over a grid of block sizes, dynamic shared memory, carveouts
+#    and opt-in limits; scripts/gpu/compare.py sets the tool's answers (`parse --json`, `calc --batch`)
+#    beside them. Any mismatch is listed and fails the script.
+# 3. The trade-off: tradeoff.cu's SGEMM and bandwidth-bound kernels at several min blocks per SM,
+#    timed, with the tool's occupancy and spills, and Nsight Compute's achieved occupancy if ncu exists.
+#
+# Environment: OCCUPANCY_BIN (a prebuilt cargo-occupancy; else built with cargo), NVCC (else nvcc on PATH),
+# OCCUPANCY_GPU_ARCH (else read from nvidia-smi), OCCUPANCY_SKIP_NCU=1 to skip Nsight Compute.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+results="${1:-$root/target/gpu-verify}"
+mkdir -p "$results"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+nvcc="${NVCC:-nvcc}"
+command -v "$nvcc" >/dev/null || { echo "gpu-verify: nvcc not found (set NVCC or PATH)" >&2; exit 2; }
+
+bin="${OCCUPANCY_BIN:-}"
+if [[ -z "$bin" ]]; then
+  (cd "$root" && cargo build -q --release -p cargo-occupancy)
+  bin="$root/target/release/cargo-occupancy"
+fi
+
+arch="${OCCUPANCY_GPU_ARCH:-}"
+if [[ -z "$arch" ]]; then
+  compute_cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1)
+  arch="sm_${compute_cap/./}"
+fi
+echo "== GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1), arch $arch"
+"$nvcc" --version | tail -n 2
+
+echo "== 1. build the corpus for $arch"
+: > "$results/build.txt"
+cubins=() ptx_files=() logs=()
+sources=$(find "$root/tests/kernels" -name '*.cu' | sort; echo "$root/scripts/gpu/tradeoff.cu")
+for source in $sources; do
+  stem=$(basename "${source%.cu}")
+  # A corpus file may name extra nvcc flags on a line `// nvcc-flags: ...` (e.g. -G).
+  extra_flags=$(sed -n 's|^// nvcc-flags: *||p' "$source" | head -n 1)
+  if "$nvcc" -cubin -arch="$arch" -Xptxas -v $extra_flags -o "$work/$stem.cubin" "$source" \
+       > "$work/$stem.log" 2>&1 \
+     && "$nvcc" -ptx -arch="$arch" $extra_flags -o "$work/$stem.ptx" "$source" >/dev/null 2>&1; then
+    cubins+=("$work/$stem.cubin"); ptx_files+=("$work/$stem.ptx"); logs+=("$work/$stem.log")
+    echo "built   $stem" >> "$results/build.txt"
+  else
+    echo "skipped $stem (does not build as a loadable cubin alone; see its log)" >> "$results/build.txt"
+    cp "$work/$stem.log" "$results/skipped-$stem.log" 2>/dev/null || true
+  fi
+done
+cat "$results/build.txt"
+
+echo "== 2. driver versus tool"
+"$nvcc" -O2 -o "$work/occupancy_probe" "$root/scripts/gpu/occupancy_probe.cpp" -lcuda
+"$work/occupancy_probe" "${cubins[@]}" > "$results/probe.jsonl"
+cat "${logs[@]}" > "$results/ptxas.log"
+"$bin" occupancy parse --json "$results/ptxas.log" > "$results/parsed.json"
+status=0
+python3 "$root/scripts/gpu/compare.py" --probe "$results/probe.jsonl" --parsed "$results/parsed.json" \
+  --ptx "${ptx_files[@]}" --bin "$bin" --summary "$results/summary.json" || status=$?
+
+echo "== 3. the trade-off"
+"$nvcc" -O3 -arch="$arch" -Xptxas -v -o "$work/tradeoff" "$root/scripts/gpu/tradeoff.cu" > "$results/tradeoff-ptxas.log" 2>&1
+"$work/tradeoff" | tee "$results/tradeoff.jsonl"
+if [[ "${OCCUPANCY_SKIP_NCU:-0}" != 1 ]] && command -v ncu >/dev/null; then
+  ncu --csv --metrics sm__warps_active.avg.pct_of_peak_sustained_active,launch__occupancy_limit_registers,sm__maximum_warps_per_active_cycle_pct \
+    "$work/tradeoff" --once > "$results/tradeoff-ncu.csv" 2> "$results/tradeoff-ncu.err" || echo "ncu failed: see tradeoff-ncu.err"
+fi
+"$bin" occupancy parse --json --arch "$arch" --block 256 "$results/tradeoff-ptxas.log" > "$results/tradeoff-parsed.json" || true
+echo "results in $results"
+exit $status
