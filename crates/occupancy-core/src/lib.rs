@@ -9,4 +9,6 @@
 
 pub mod arch;
 pub mod calc;
+pub mod lint;
 pub mod ptxas;
+pub mod spec;

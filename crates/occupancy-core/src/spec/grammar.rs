@@ -1,0 +1,766 @@
+//! The attribute's grammar: tokens inside `#[occupancy::kernel(...)]` → [`KernelSpec`].
+//!
+//! Syntax errors stop the parse (syn's own messages); value errors (types, ranges, names) are
+//! collected so one compile shows every mistake in the attribute.
+
+use std::collections::HashMap;
+
+use proc_macro2::{Span, TokenStream};
+use quote::ToTokens;
+use syn::meta::ParseNestedMeta;
+use syn::parse::Parser;
+use syn::spanned::Spanned;
+use syn::{Expr, Lit};
+
+use super::{
+    check_arch_name, BlockDim, KernelSpec, SpecKey, MAX_BLOCKS_PER_SM_ANY_ARCH, MAX_BLOCK_DIMS,
+    MAX_REGISTERS_PER_THREAD_ANY_ARCH, MAX_THREADS_PER_BLOCK,
+};
+use crate::lint::{did_you_mean, Level, LintId};
+
+/// Where one key was written: the key's first token and the last token of its value.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyOccurrence {
+    pub key: SpecKey,
+    pub start: Span,
+    pub end: Span,
+}
+
+#[derive(Debug)]
+pub(crate) struct ParsedSpec {
+    pub spec: KernelSpec,
+    pub keys: Vec<KeyOccurrence>,
+}
+
+/// Words people reach for, mapped to the key they mean.
+const KEY_ALIASES: &[(&str, &str)] = &[
+    ("threads", "block"),
+    ("block_size", "block"),
+    ("block_dim", "block"),
+    ("threads_per_block", "block"),
+    ("launch_bounds", "block"),
+    ("min_blocks", "min_blocks_per_sm"),
+    ("blocks_per_sm", "min_blocks_per_sm"),
+    ("min_ctas_per_sm", "min_blocks_per_sm"),
+    ("maxnreg", "max_registers"),
+    ("maxrregcount", "max_registers"),
+    ("registers", "max_registers"),
+    ("smem", "dynamic_smem"),
+    ("shared_mem", "dynamic_smem"),
+    ("shared_mem_bytes", "dynamic_smem"),
+    ("dynamic_smem_bytes", "dynamic_smem"),
+    ("dynamic_shared_memory", "dynamic_smem"),
+    ("occupancy", "min_occupancy"),
+    ("max_spills", "max_spill_bytes"),
+    ("spill_bytes", "max_spill_bytes"),
+    ("max_stack", "max_stack_bytes"),
+    ("stack_bytes", "max_stack_bytes"),
+    ("max_regs", "max_registers_per_thread"),
+    ("symbol", "name"),
+    ("link_name", "name"),
+    ("kernel", "name"),
+    ("arch", "archs"),
+    ("targets", "archs"),
+    ("gpu_archs", "archs"),
+];
+
+const LEVEL_WORDS: [&str; 3] = ["allow", "warn", "deny"];
+
+fn all_key_words() -> impl Iterator<Item = &'static str> {
+    SpecKey::VALUE_KEYS
+        .iter()
+        .map(|key| key.as_str())
+        .chain(LEVEL_WORDS)
+}
+
+/// A `syn::Error` at `tokens` whose message ends with where the key is documented.
+fn error_at(tokens: impl ToTokens, key: SpecKey, message: impl std::fmt::Display) -> syn::Error {
+    syn::Error::new_spanned(tokens, format!("{message} (see {})", key.docs_link()))
+}
+
+/// Parses the attribute's argument tokens. `attribute_span` is where errors about the whole
+/// attribute (a missing `block`) point.
+pub(crate) fn parse_spec(tokens: TokenStream, attribute_span: Span) -> syn::Result<ParsedSpec> {
+    let mut state = State::default();
+    let parser = syn::meta::parser(|meta| state.entry(meta));
+    let syntax = parser.parse2(tokens);
+    let State {
+        mut errors,
+        block,
+        spec,
+        keys,
+        seen,
+    } = state;
+    if let Err(syntax_error) = syntax {
+        // Keep the value errors found before the parse stopped.
+        errors.push(syntax_error);
+        return Err(combine(errors));
+    }
+    let Some(block) = block else {
+        if seen.contains_key(&SpecKey::Block) {
+            // `block` was written but is invalid: its own error says so.
+            return Err(combine(errors));
+        }
+        // First: it is about the attribute as a whole, which starts before any key.
+        errors.insert(0, syn::Error::new(
+            attribute_span,
+            format!(
+                "missing `block`: declare the threads per block the crate launches this kernel with, \
+                 e.g. `#[occupancy::kernel(block = 256)]` (see {})",
+                SpecKey::Block.docs_link()
+            ),
+        ));
+        return Err(combine(errors));
+    };
+    if !errors.is_empty() {
+        return Err(combine(errors));
+    }
+    Ok(ParsedSpec {
+        spec: KernelSpec { block, ..spec },
+        keys,
+    })
+}
+
+fn combine(errors: Vec<syn::Error>) -> syn::Error {
+    let mut errors = errors.into_iter();
+    let mut first = errors
+        .next()
+        .expect("combine is called with at least one error");
+    for error in errors {
+        first.combine(error);
+    }
+    first
+}
+
+struct State {
+    spec: KernelSpec,
+    block: Option<BlockDim>,
+    keys: Vec<KeyOccurrence>,
+    /// First occurrence of each key: its key token and its value as written.
+    seen: HashMap<SpecKey, String>,
+    errors: Vec<syn::Error>,
+}
+
+impl Default for State {
+    fn default() -> State {
+        State {
+            spec: KernelSpec::with_block(BlockDim::linear(1)),
+            block: None,
+            keys: Vec::new(),
+            seen: HashMap::new(),
+            errors: Vec::new(),
+        }
+    }
+}
+
+impl State {
+    fn entry(&mut self, meta: ParseNestedMeta<'_>) -> syn::Result<()> {
+        let Some(word) = meta.path.get_ident().map(|ident| ident.to_string()) else {
+            let path = meta.path.to_token_stream().to_string().replace(' ', "");
+            return Err(syn::Error::new_spanned(
+                &meta.path,
+                format!(
+                    "unknown key `{path}`: keys are single words; write one of {} (see {})",
+                    all_key_words().collect::<Vec<_>>().join(", "),
+                    super::DOCS_PATH
+                ),
+            ));
+        };
+        if let Some(level) = level_of_word(&word) {
+            return self.lint_list(meta, level);
+        }
+        let Some(key) = SpecKey::VALUE_KEYS
+            .into_iter()
+            .find(|key| key.as_str() == word)
+        else {
+            self.errors.push(unknown_key(&meta.path, &word));
+            // Skip its value so the rest of the attribute is still checked.
+            if meta.input.peek(syn::Token![=]) {
+                meta.value()?.parse::<Expr>()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                let content;
+                syn::parenthesized!(content in meta.input);
+                content.parse::<TokenStream>()?;
+            }
+            return Ok(());
+        };
+        if !meta.input.peek(syn::Token![=]) {
+            return Err(error_at(
+                &meta.path,
+                key,
+                format!(
+                    "`{word}` needs a value: write `{word} = {}`",
+                    example_value(key)
+                ),
+            ));
+        }
+        let value_expr: Expr = meta.value()?.parse()?;
+        let value_expr = strip_groups(value_expr);
+        let value_text = value_expr.to_token_stream().to_string();
+        if let Some(first_value) = self.seen.get(&key) {
+            self.errors.push(error_at(
+                &meta.path,
+                key,
+                format!(
+                    "duplicate key `{word}`: it is already set to `{first_value}` earlier in this attribute; \
+                     remove one of the two"
+                ),
+            ));
+            return Ok(());
+        }
+        self.seen.insert(key, value_text);
+        self.keys.push(KeyOccurrence {
+            key,
+            start: meta.path.span(),
+            end: last_span(&value_expr),
+        });
+        if let Err(error) = self.set_value(key, &value_expr) {
+            self.errors.push(error);
+        }
+        Ok(())
+    }
+
+    fn set_value(&mut self, key: SpecKey, value: &Expr) -> syn::Result<()> {
+        let spec = &mut self.spec;
+        match key {
+            SpecKey::Block => self.block = Some(parse_block(value)?),
+            SpecKey::MinBlocksPerSm => {
+                spec.min_blocks_per_sm = Some(integer_in(
+                    value,
+                    key,
+                    1,
+                    MAX_BLOCKS_PER_SM_ANY_ARCH,
+                    |_| {
+                        format!(
+                        "no GPU keeps more than {MAX_BLOCKS_PER_SM_ANY_ARCH} blocks on one SM; \
+                         remove the key if you do not need a minimum"
+                    )
+                    },
+                )?)
+            }
+            SpecKey::MaxRegisters => {
+                spec.max_registers = Some(integer_in(
+                    value,
+                    key,
+                    1,
+                    MAX_REGISTERS_PER_THREAD_ANY_ARCH,
+                    |_| {
+                        format!("a thread has at most {MAX_REGISTERS_PER_THREAD_ANY_ARCH} registers on every GPU")
+                    },
+                )?)
+            }
+            SpecKey::DynamicSmem => {
+                spec.dynamic_smem_bytes =
+                    integer_in(value, key, 0, u32::MAX, |_| "bytes".to_owned())?
+            }
+            SpecKey::MinOccupancy => spec.min_occupancy = Some(parse_occupancy(value)?),
+            SpecKey::MaxSpillBytes => {
+                spec.max_spill_bytes =
+                    Some(integer_in(value, key, 0, u32::MAX, |_| "bytes".to_owned())?)
+            }
+            SpecKey::MaxStackBytes => {
+                spec.max_stack_bytes =
+                    Some(integer_in(value, key, 0, u32::MAX, |_| "bytes".to_owned())?)
+            }
+            SpecKey::MaxRegistersPerThread => {
+                spec.max_registers_per_thread = Some(integer_in(
+                    value,
+                    key,
+                    1,
+                    MAX_REGISTERS_PER_THREAD_ANY_ARCH,
+                    |_| {
+                        format!("a thread has at most {MAX_REGISTERS_PER_THREAD_ANY_ARCH} registers on every GPU")
+                    },
+                )?)
+            }
+            SpecKey::Name => spec.name = Some(parse_name(value)?),
+            SpecKey::Archs => spec.archs = Some(parse_archs(value)?),
+            SpecKey::Lint(_) => unreachable!("lint levels are parsed by lint_list"),
+        }
+        Ok(())
+    }
+
+    fn lint_list(&mut self, meta: ParseNestedMeta<'_>, level: Level) -> syn::Result<()> {
+        let level_word = level.as_str();
+        if !meta.input.peek(syn::token::Paren) {
+            return Err(error_at(
+                &meta.path,
+                SpecKey::Lint(LintId::Spills),
+                format!("`{level_word}` takes a list of lints: write `{level_word}(spills)` or `{level_word}(spills, stack_frame)`"),
+            ));
+        }
+        let content;
+        syn::parenthesized!(content in meta.input);
+        let lints =
+            syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated(&content)?;
+        if lints.is_empty() {
+            self.errors.push(error_at(
+                &meta.path,
+                SpecKey::Lint(LintId::Spills),
+                format!("`{level_word}()` names no lint: write e.g. `{level_word}(spills)` or remove it"),
+            ));
+        }
+        for path in &lints {
+            let written = path.to_token_stream().to_string().replace(' ', "");
+            let lint = match written.parse::<LintId>() {
+                Ok(lint) => lint,
+                Err(unknown) => {
+                    let hint = match unknown.suggestion {
+                        Some(suggestion) => format!("did you mean `{suggestion}`?"),
+                        None => format!(
+                            "the lints are {}",
+                            LintId::ALL
+                                .iter()
+                                .map(|id| id.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    };
+                    self.errors.push(error_at(
+                        path,
+                        SpecKey::Lint(LintId::Spills),
+                        format!("unknown lint `{written}`: {hint}"),
+                    ));
+                    continue;
+                }
+            };
+            let key = SpecKey::Lint(lint);
+            if let Some(first) = self.seen.get(&key) {
+                self.errors.push(error_at(
+                    path,
+                    key,
+                    format!("lint `{lint}` already has a level in this attribute (`{first}`); keep only one"),
+                ));
+                continue;
+            }
+            self.seen.insert(key, format!("{level_word}({lint})"));
+            self.keys.push(KeyOccurrence {
+                key,
+                start: path.span(),
+                end: path.span(),
+            });
+            self.spec.lint_levels.insert(lint, level);
+        }
+        Ok(())
+    }
+}
+
+fn level_of_word(word: &str) -> Option<Level> {
+    match word {
+        "allow" => Some(Level::Allow),
+        "warn" => Some(Level::Warn),
+        "deny" => Some(Level::Deny),
+        _ => None,
+    }
+}
+
+fn unknown_key(path: &syn::Path, word: &str) -> syn::Error {
+    let suggestion = KEY_ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == word)
+        .map(|(_, key)| *key)
+        .or_else(|| did_you_mean(word, all_key_words()));
+    let docs = super::DOCS_PATH;
+    let message = if let Ok(lint) = word.parse::<LintId>() {
+        format!("`{word}` is a lint, not a key: set its level with `allow({lint})`, `warn({lint})` or `deny({lint})` (see {docs}#lint-levels)")
+    } else if word == "forbid" {
+        format!("`forbid` is not a lint level here: write `deny(...)`, which fails the build (see {docs}#lint-levels)")
+    } else if let Some(suggestion) = suggestion {
+        let anchor = if LEVEL_WORDS.contains(&suggestion) {
+            "lint-levels"
+        } else {
+            suggestion
+        };
+        format!("unknown key `{word}`: did you mean `{suggestion}`? (see {docs}#{anchor})")
+    } else {
+        format!(
+            "unknown key `{word}`: the keys are {} (see {docs}#keys)",
+            all_key_words().collect::<Vec<_>>().join(", ")
+        )
+    };
+    syn::Error::new_spanned(path, message)
+}
+
+fn example_value(key: SpecKey) -> &'static str {
+    match key {
+        SpecKey::Block => "256",
+        SpecKey::MinBlocksPerSm => "4",
+        SpecKey::MaxRegisters => "64",
+        SpecKey::DynamicSmem => "16384",
+        SpecKey::MinOccupancy => "0.5",
+        SpecKey::MaxSpillBytes | SpecKey::MaxStackBytes => "0",
+        SpecKey::MaxRegistersPerThread => "64",
+        SpecKey::Name => "\"kernel_symbol\"",
+        SpecKey::Archs => "[\"sm_80\", \"sm_90\"]",
+        SpecKey::Lint(_) => "warn(spills)",
+    }
+}
+
+/// Undoes invisible (macro-made) and written parentheses around a value.
+fn strip_groups(expr: Expr) -> Expr {
+    match expr {
+        Expr::Group(group) => strip_groups(*group.expr),
+        other => other,
+    }
+}
+
+fn last_span(expr: &Expr) -> Span {
+    expr.to_token_stream()
+        .into_iter()
+        .last()
+        .map_or_else(|| expr.span(), |token| token.span())
+}
+
+/// What kind of thing the expression is, for "expected X, found Y" messages.
+fn describe(expr: &Expr) -> &'static str {
+    match expr {
+        Expr::Lit(lit) => match lit.lit {
+            Lit::Str(_) => "a string",
+            Lit::Int(_) => "an integer",
+            Lit::Float(_) => "a decimal number",
+            Lit::Bool(_) => "a boolean",
+            _ => "a literal of another type",
+        },
+        Expr::Path(_) => "a name",
+        Expr::Tuple(_) | Expr::Paren(_) => "a tuple",
+        Expr::Array(_) => "a list",
+        Expr::Binary(_) | Expr::Unary(_) => "an expression",
+        Expr::Macro(_) => "a macro call",
+        _ => "an expression",
+    }
+}
+
+/// Message for values that are not literals: the build helper reads the attribute from source
+/// text without compiling, so it cannot evaluate names or arithmetic.
+fn not_a_literal(expr: &Expr, key: SpecKey, expected: &str) -> syn::Error {
+    let found = describe(expr);
+    let write = match (key, expr) {
+        // `name = saxpy`: the symbol was meant, unquoted.
+        (SpecKey::Name, Expr::Path(path)) => format!("`name = \"{}\"`", path.to_token_stream()),
+        _ => format!("e.g. `{} = {}`", key.as_str(), example_value(key)),
+    };
+    let why = match expr {
+        Expr::Path(_) | Expr::Binary(_) | Expr::Macro(_) | Expr::Call(_) | Expr::MethodCall(_) => {
+            "; values must be literals because the build helper reads this attribute from the source without compiling it"
+        }
+        _ => "",
+    };
+    error_at(
+        expr,
+        key,
+        format!(
+            "`{}` expects {expected}, found {found}: write {write}{why}",
+            key.as_str()
+        ),
+    )
+}
+
+/// A non-negative integer literal without a type suffix.
+fn integer_literal(expr: &Expr, key: SpecKey) -> syn::Result<u64> {
+    match expr {
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Int(int), ..
+        }) => {
+            if !int.suffix().is_empty() {
+                return Err(error_at(
+                    int,
+                    key,
+                    format!(
+                        "remove the `{}` suffix: write the plain number `{}`",
+                        int.suffix(),
+                        int.base10_digits()
+                    ),
+                ));
+            }
+            int.base10_parse::<u64>().map_err(|_| {
+                error_at(
+                    int,
+                    key,
+                    format!(
+                        "`{}` is too large for `{}`",
+                        int.base10_digits(),
+                        key.as_str()
+                    ),
+                )
+            })
+        }
+        Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            ..
+        }) => Err(error_at(
+            expr,
+            key,
+            format!("`{}` cannot be negative", key.as_str()),
+        )),
+        other => Err(not_a_literal(other, key, "an integer")),
+    }
+}
+
+fn integer_in(
+    expr: &Expr,
+    key: SpecKey,
+    minimum: u32,
+    maximum: u32,
+    reason: impl Fn(u64) -> String,
+) -> syn::Result<u32> {
+    let value = integer_literal(expr, key)?;
+    if value < u64::from(minimum) {
+        return Err(error_at(
+            expr,
+            key,
+            format!(
+                "`{} = {value}` is out of range: the smallest allowed value is {minimum}",
+                key.as_str()
+            ),
+        ));
+    }
+    if value > u64::from(maximum) {
+        return Err(error_at(
+            expr,
+            key,
+            format!(
+                "`{} = {value}` is out of range: the largest allowed value is {maximum} ({})",
+                key.as_str(),
+                reason(value)
+            ),
+        ));
+    }
+    Ok(value as u32)
+}
+
+fn parse_block(expr: &Expr) -> syn::Result<BlockDim> {
+    let key = SpecKey::Block;
+    let (elements, limits) = match expr {
+        Expr::Tuple(tuple) => {
+            if tuple.elems.is_empty() || tuple.elems.len() > 3 {
+                return Err(error_at(
+                    tuple,
+                    key,
+                    format!(
+                        "a block has 1 to 3 dimensions, found {}: write `block = 256`, `block = (32, 8)` or `block = (8, 8, 4)`",
+                        tuple.elems.len()
+                    ),
+                ));
+            }
+            (tuple.elems.iter().collect::<Vec<_>>(), ["x", "y", "z"])
+        }
+        Expr::Paren(paren) => (vec![&*paren.expr], ["x", "y", "z"]),
+        single => (vec![single], ["x", "y", "z"]),
+    };
+    let maximums = [MAX_BLOCK_DIMS.0, MAX_BLOCK_DIMS.1, MAX_BLOCK_DIMS.2];
+    let mut dims = [1u32; 3];
+    for (index, element) in elements.iter().enumerate() {
+        let element = match element {
+            Expr::Group(group) => &*group.expr,
+            other => other,
+        };
+        let value = match integer_literal(element, key) {
+            Ok(value) => value,
+            Err(_) if matches!(element, Expr::Unary(_)) => {
+                return Err(error_at(
+                    element,
+                    key,
+                    "threads per block must be positive: write e.g. `block = 256`",
+                ))
+            }
+            Err(error) => return Err(error),
+        };
+        let axis = limits[index];
+        if value == 0 {
+            return Err(error_at(
+                element,
+                key,
+                format!("a block needs at least 1 thread along {axis}: write a positive number, e.g. `block = 256`"),
+            ));
+        }
+        if value > u64::from(maximums[index]) {
+            return Err(error_at(
+                element,
+                key,
+                format!(
+                    "{value} threads along {axis} is more than any GPU allows ({} along {axis}, {MAX_THREADS_PER_BLOCK} per block)",
+                    maximums[index]
+                ),
+            ));
+        }
+        dims[index] = value as u32;
+    }
+    let block = BlockDim {
+        x: dims[0],
+        y: dims[1],
+        z: dims[2],
+    };
+    let threads = u64::from(block.x) * u64::from(block.y) * u64::from(block.z);
+    if threads > u64::from(MAX_THREADS_PER_BLOCK) {
+        return Err(error_at(
+            expr,
+            key,
+            format!(
+                "block {block} is {threads} threads, more than the {MAX_THREADS_PER_BLOCK} threads per block any GPU allows: make it smaller"
+            ),
+        ));
+    }
+    Ok(block)
+}
+
+fn parse_occupancy(expr: &Expr) -> syn::Result<f64> {
+    let key = SpecKey::MinOccupancy;
+    let (fraction, written) = match expr {
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Float(float),
+            ..
+        }) => {
+            if !float.suffix().is_empty() {
+                return Err(error_at(
+                    float,
+                    key,
+                    format!(
+                        "remove the `{}` suffix: write the plain number `{}`",
+                        float.suffix(),
+                        float.base10_digits()
+                    ),
+                ));
+            }
+            let value = float
+                .base10_parse::<f64>()
+                .map_err(|error| error_at(float, key, error))?;
+            (value, float.base10_digits().to_owned())
+        }
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Int(_), ..
+        }) => {
+            let value = integer_literal(expr, key)?;
+            (value as f64, value.to_string())
+        }
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Str(text),
+            ..
+        }) => {
+            let text_value = text.value();
+            let trimmed = text_value.trim();
+            let Some(number) = trimmed.strip_suffix('%') else {
+                return Err(error_at(
+                    text,
+                    key,
+                    format!("write a fraction `min_occupancy = 0.5` or a percentage `min_occupancy = \"50%\"`, found \"{text_value}\""),
+                ));
+            };
+            let percent = number.trim().parse::<f64>().ok().filter(|percent| percent.is_finite()).ok_or_else(|| {
+                error_at(text, key, format!("\"{text_value}\" is not a percentage: write e.g. `min_occupancy = \"50%\"`"))
+            })?;
+            (percent / 100.0, text_value.clone())
+        }
+        Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            ..
+        }) => {
+            return Err(error_at(
+                expr,
+                key,
+                "`min_occupancy` must be in (0, 1]: a fraction such as 0.5, or \"50%\"",
+            ))
+        }
+        other => {
+            return Err(not_a_literal(
+                other,
+                key,
+                "a fraction (0.5) or a percentage (\"50%\")",
+            ))
+        }
+    };
+    if !(fraction > 0.0 && fraction <= 1.0) {
+        return Err(error_at(
+            expr,
+            key,
+            format!("`min_occupancy = {written}` is out of range: occupancy is a fraction in (0, 1], e.g. 0.5 or \"50%\""),
+        ));
+    }
+    Ok(fraction)
+}
+
+fn parse_name(expr: &Expr) -> syn::Result<String> {
+    let key = SpecKey::Name;
+    let Expr::Lit(syn::ExprLit {
+        lit: Lit::Str(text),
+        ..
+    }) = expr
+    else {
+        return Err(not_a_literal(expr, key, "a string"));
+    };
+    let name = text.value();
+    if name.is_empty() {
+        return Err(error_at(text, key, "`name` is empty: write the kernel's compiled symbol, or remove `name` to use the Rust name"));
+    }
+    if name.trim() != name || name.chars().any(char::is_control) {
+        return Err(error_at(
+            text,
+            key,
+            "`name` has leading or trailing whitespace or control characters: write the symbol exactly as compiled",
+        ));
+    }
+    Ok(name)
+}
+
+fn parse_archs(expr: &Expr) -> syn::Result<Vec<String>> {
+    let key = SpecKey::Archs;
+    let Expr::Array(array) = expr else {
+        let hint = match expr {
+            Expr::Lit(syn::ExprLit {
+                lit: Lit::Str(text),
+                ..
+            }) => format!("write a list: `archs = [\"{}\"]`", text.value()),
+            _ => "write a list of strings: `archs = [\"sm_80\", \"sm_90\"]`".to_owned(),
+        };
+        return Err(error_at(
+            expr,
+            key,
+            format!("`archs` expects a list, found {}: {hint}", describe(expr)),
+        ));
+    };
+    if array.elems.is_empty() {
+        return Err(error_at(
+            array,
+            key,
+            "`archs = []` would check nothing: name at least one arch, or remove `archs` to use the crate's list",
+        ));
+    }
+    let mut archs: Vec<String> = Vec::with_capacity(array.elems.len());
+    for element in &array.elems {
+        let Expr::Lit(syn::ExprLit {
+            lit: Lit::Str(text),
+            ..
+        }) = element
+        else {
+            return Err(error_at(
+                element,
+                key,
+                format!(
+                    "each arch is a string, found {}: write e.g. `\"sm_80\"`",
+                    describe(element)
+                ),
+            ));
+        };
+        let arch = text.value();
+        if let Err(suggestion) = check_arch_name(&arch) {
+            let hint = match suggestion {
+                Some(suggestion) => format!("did you mean \"{suggestion}\"?"),
+                None => "write `sm_NN` (e.g. \"sm_80\", \"sm_90a\", \"sm_100f\") or `compute_NN`"
+                    .to_owned(),
+            };
+            return Err(error_at(
+                text,
+                key,
+                format!("unknown arch \"{arch}\": {hint}"),
+            ));
+        }
+        if archs.contains(&arch) {
+            return Err(error_at(
+                text,
+                key,
+                format!("\"{arch}\" is listed twice in `archs`: remove one"),
+            ));
+        }
+        archs.push(arch);
+    }
+    Ok(archs)
+}

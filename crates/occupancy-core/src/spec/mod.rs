@@ -1,0 +1,329 @@
+//! Declared intent: the typed model of `#[occupancy::kernel(...)]` and its one grammar.
+//!
+//! The proc macro (`occupancy-macros`, through [`KernelSpec::parse_args`] and [`KernelStub`]) and
+//! the build helper (`occupancy-build`, through [`scan_source`]) both read declarations with the
+//! code in this module, so the two can never disagree about what an attribute means.
+//!
+//! What this module does: parse and validate the attribute's arguments (syntax, types, ranges
+//! that hold on every architecture, lint and arch names), classify the item the attribute sits
+//! on, and find declarations in Rust source text with their line/column spans.
+//! What it must not do: read files, know per-architecture limits (those checks are lints, see
+//! [`crate::lint`]), or evaluate anything about compiled kernels.
+//!
+//! Every error message says what to edit and names the section of `docs/declaring-kernels.md`
+//! that documents the key.
+
+mod grammar;
+mod scan;
+mod stub;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::lint::{Level, LintId};
+
+pub use scan::{
+    scan_source, DeclaredKernel, KeySpan, LineColumn, ScanError, SourceSpan, SpecDiagnostic,
+};
+pub use stub::{KernelStub, StubKernel, StubKind};
+
+/// The documentation file every error message points into.
+pub const DOCS_PATH: &str = "docs/declaring-kernels.md";
+
+/// The largest number of threads in one block on any architecture.
+pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
+/// The largest block dimensions (x, y, z) on any architecture.
+pub const MAX_BLOCK_DIMS: (u32, u32, u32) = (1024, 1024, 64);
+/// The largest number of resident blocks per SM on any architecture (the upper bound for
+/// `min_blocks_per_sm`; the per-architecture check is the `unlaunchable` lint).
+pub const MAX_BLOCKS_PER_SM_ANY_ARCH: u32 = 32;
+/// The most registers a thread can have on any architecture.
+pub const MAX_REGISTERS_PER_THREAD_ANY_ARCH: u32 = 255;
+
+/// Threads per block, as the crate launches the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct BlockDim {
+    /// Threads along x.
+    pub x: u32,
+    /// Threads along y (1 for a 1-D block).
+    pub y: u32,
+    /// Threads along z (1 for 1-D and 2-D blocks).
+    pub z: u32,
+}
+
+impl BlockDim {
+    /// A 1-D block of `x` threads.
+    pub const fn linear(x: u32) -> BlockDim {
+        BlockDim { x, y: 1, z: 1 }
+    }
+
+    /// Threads in one block: x * y * z.
+    pub const fn threads(self) -> u32 {
+        self.x * self.y * self.z
+    }
+}
+
+impl fmt::Display for BlockDim {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.y, self.z) {
+            (1, 1) => write!(formatter, "{}", self.x),
+            (_, 1) => write!(formatter, "({}, {})", self.x, self.y),
+            _ => write!(formatter, "({}, {}, {})", self.x, self.y, self.z),
+        }
+    }
+}
+
+/// One declaration: the launch a kernel is made with and the limits it must meet.
+///
+/// Produced only by parsing (so every value is in range); `Display` prints the attribute's
+/// arguments back in the canonical form, which parses to an equal spec.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelSpec {
+    /// `block`: threads per block of the launch.
+    pub block: BlockDim,
+    /// `min_blocks_per_sm`: the second `__launch_bounds__` argument (blocks that must fit on
+    /// one SM at once; ptxas caps registers to make them fit).
+    pub min_blocks_per_sm: Option<u32>,
+    /// `max_registers`: a per-kernel register cap (`__maxnreg__`), registers per thread.
+    pub max_registers: Option<u32>,
+    /// `dynamic_smem`: bytes of dynamic shared memory per block requested at launch (0 if none).
+    pub dynamic_smem_bytes: u32,
+    /// `min_occupancy`: the least theoretical occupancy accepted, a fraction in (0, 1] of the
+    /// SM's maximum resident warps.
+    pub min_occupancy: Option<f64>,
+    /// `max_spill_bytes`: the most spill bytes (stores + loads reported by ptxas) accepted;
+    /// the `spills` lint treats an absent value as 0.
+    pub max_spill_bytes: Option<u32>,
+    /// `max_stack_bytes`: the largest stack frame per thread accepted, in bytes.
+    pub max_stack_bytes: Option<u32>,
+    /// `max_registers_per_thread`: the most registers per thread accepted (a threshold
+    /// checked after compiling; unlike `max_registers` it does not constrain ptxas).
+    pub max_registers_per_thread: Option<u32>,
+    /// `name`: the compiled symbol when it differs from the Rust item's name.
+    pub name: Option<String>,
+    /// `archs`: this kernel's target architectures, overriding the crate's list.
+    pub archs: Option<Vec<String>>,
+    /// `allow(...)`, `warn(...)`, `deny(...)`: per-kernel lint levels.
+    pub lint_levels: BTreeMap<LintId, Level>,
+}
+
+impl KernelSpec {
+    /// A spec with only a block: every other key absent.
+    pub fn with_block(block: BlockDim) -> KernelSpec {
+        KernelSpec {
+            block,
+            min_blocks_per_sm: None,
+            max_registers: None,
+            dynamic_smem_bytes: 0,
+            min_occupancy: None,
+            max_spill_bytes: None,
+            max_stack_bytes: None,
+            max_registers_per_thread: None,
+            name: None,
+            archs: None,
+            lint_levels: BTreeMap::new(),
+        }
+    }
+
+    /// Parses and validates the arguments of `#[occupancy::kernel(...)]` (the tokens inside the
+    /// parentheses). This is what the proc macro calls; errors carry the span of the offending
+    /// token and a message that says what to edit.
+    pub fn parse_args(tokens: proc_macro2::TokenStream) -> syn::Result<KernelSpec> {
+        grammar::parse_spec(tokens, proc_macro2::Span::call_site()).map(|parsed| parsed.spec)
+    }
+
+    /// The level of `lint` set in this declaration, if any.
+    pub fn lint_level(&self, lint: LintId) -> Option<Level> {
+        self.lint_levels.get(&lint).copied()
+    }
+}
+
+impl fmt::Display for KernelSpec {
+    /// The canonical attribute arguments, e.g. `block = (32, 8), min_occupancy = 0.5, warn(spills)`.
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "block = {}", self.block)?;
+        let optional_integers = [
+            ("min_blocks_per_sm", self.min_blocks_per_sm),
+            ("max_registers", self.max_registers),
+            (
+                "dynamic_smem",
+                Some(self.dynamic_smem_bytes).filter(|bytes| *bytes != 0),
+            ),
+        ];
+        for (key, value) in optional_integers {
+            if let Some(value) = value {
+                write!(formatter, ", {key} = {value}")?;
+            }
+        }
+        if let Some(fraction) = self.min_occupancy {
+            // f64's Display is the shortest text that parses back to the same value.
+            write!(formatter, ", min_occupancy = {fraction}")?;
+        }
+        let thresholds = [
+            ("max_spill_bytes", self.max_spill_bytes),
+            ("max_stack_bytes", self.max_stack_bytes),
+            ("max_registers_per_thread", self.max_registers_per_thread),
+        ];
+        for (key, value) in thresholds {
+            if let Some(value) = value {
+                write!(formatter, ", {key} = {value}")?;
+            }
+        }
+        if let Some(name) = &self.name {
+            write!(formatter, ", name = {name:?}")?;
+        }
+        if let Some(archs) = &self.archs {
+            let quoted: Vec<String> = archs.iter().map(|arch| format!("{arch:?}")).collect();
+            write!(formatter, ", archs = [{}]", quoted.join(", "))?;
+        }
+        for level in Level::ALL {
+            let lints: Vec<&str> = self
+                .lint_levels
+                .iter()
+                .filter(|(_, lint_level)| **lint_level == level)
+                .map(|(lint, _)| lint.as_str())
+                .collect();
+            if !lints.is_empty() {
+                write!(formatter, ", {level}({})", lints.join(", "))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One key of the attribute, for pointing diagnostics at it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpecKey {
+    /// `block = ...`
+    Block,
+    /// `min_blocks_per_sm = ...`
+    MinBlocksPerSm,
+    /// `max_registers = ...`
+    MaxRegisters,
+    /// `dynamic_smem = ...`
+    DynamicSmem,
+    /// `min_occupancy = ...`
+    MinOccupancy,
+    /// `max_spill_bytes = ...`
+    MaxSpillBytes,
+    /// `max_stack_bytes = ...`
+    MaxStackBytes,
+    /// `max_registers_per_thread = ...`
+    MaxRegistersPerThread,
+    /// `name = "..."`
+    Name,
+    /// `archs = [...]`
+    Archs,
+    /// The lint's name inside `allow(...)`, `warn(...)` or `deny(...)`.
+    Lint(LintId),
+}
+
+impl SpecKey {
+    /// Every `key = value` key, in documentation order.
+    pub const VALUE_KEYS: [SpecKey; 10] = [
+        SpecKey::Block,
+        SpecKey::MinBlocksPerSm,
+        SpecKey::MaxRegisters,
+        SpecKey::DynamicSmem,
+        SpecKey::MinOccupancy,
+        SpecKey::MaxSpillBytes,
+        SpecKey::MaxStackBytes,
+        SpecKey::MaxRegistersPerThread,
+        SpecKey::Name,
+        SpecKey::Archs,
+    ];
+
+    /// The key as written in the attribute (`lint levels` for lint entries).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SpecKey::Block => "block",
+            SpecKey::MinBlocksPerSm => "min_blocks_per_sm",
+            SpecKey::MaxRegisters => "max_registers",
+            SpecKey::DynamicSmem => "dynamic_smem",
+            SpecKey::MinOccupancy => "min_occupancy",
+            SpecKey::MaxSpillBytes => "max_spill_bytes",
+            SpecKey::MaxStackBytes => "max_stack_bytes",
+            SpecKey::MaxRegistersPerThread => "max_registers_per_thread",
+            SpecKey::Name => "name",
+            SpecKey::Archs => "archs",
+            SpecKey::Lint(_) => "lint levels",
+        }
+    }
+
+    /// Where the key is documented, e.g. `docs/declaring-kernels.md#block`.
+    pub fn docs_link(self) -> String {
+        format!("{DOCS_PATH}#{}", self.docs_anchor())
+    }
+
+    /// The heading anchor of the key's section in `docs/declaring-kernels.md`.
+    pub const fn docs_anchor(self) -> &'static str {
+        match self {
+            SpecKey::Lint(_) => "lint-levels",
+            other => other.as_str(),
+        }
+    }
+}
+
+impl fmt::Display for SpecKey {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpecKey::Lint(lint) => write!(formatter, "lint `{lint}`"),
+            other => formatter.write_str(other.as_str()),
+        }
+    }
+}
+
+/// Checks an architecture name syntactically: `sm_NN`, `sm_NNa`, `sm_NNf`, `compute_NN`,
+/// `compute_NNa`, `compute_NNf`, where NN is a compute capability of two or three digits
+/// (`sm_80`, `sm_90a`, `sm_100f`, `compute_120`). Whether the toolkit knows the arch is decided
+/// elsewhere. On error, returns a suggestion when one is obvious (`sm90` → `sm_90`).
+pub fn check_arch_name(arch: &str) -> Result<(), Option<String>> {
+    if is_valid_arch_name(arch) {
+        return Ok(());
+    }
+    let lowered = arch
+        .trim()
+        .to_ascii_lowercase()
+        .replace(['-', '.', ' '], "");
+    let digits_and_suffix = lowered
+        .strip_prefix("compute_")
+        .map(|rest| ("compute_", rest))
+        .or_else(|| {
+            lowered
+                .strip_prefix("compute")
+                .map(|rest| ("compute_", rest))
+        })
+        .or_else(|| lowered.strip_prefix("sm_").map(|rest| ("sm_", rest)))
+        .or_else(|| lowered.strip_prefix("sm").map(|rest| ("sm_", rest)))
+        .or_else(|| {
+            lowered
+                .strip_prefix("arch=")
+                .map(|rest| ("sm_", rest.trim_start_matches("sm_")))
+        })
+        .unwrap_or(("sm_", lowered.as_str()));
+    let candidate = format!(
+        "{}{}",
+        digits_and_suffix.0,
+        digits_and_suffix.1.trim_start_matches('_')
+    );
+    Err(Some(candidate).filter(|candidate| is_valid_arch_name(candidate)))
+}
+
+fn is_valid_arch_name(arch: &str) -> bool {
+    let Some(rest) = arch
+        .strip_prefix("sm_")
+        .or_else(|| arch.strip_prefix("compute_"))
+    else {
+        return false;
+    };
+    let digits = rest.strip_suffix(['a', 'f']).unwrap_or(rest);
+    (2..=3).contains(&digits.len())
+        && digits.bytes().all(|byte| byte.is_ascii_digit())
+        && !digits.starts_with('0')
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,100 @@
+//! Tokens for one `#[occupancy::kernel(...)]`: the item as written, then one const per kernel.
+
+use occupancy_core::lint::Level;
+use occupancy_core::spec::{KernelStub, StubKernel, StubKind};
+use proc_macro2::{Literal, Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+
+pub(crate) fn kernel(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let stub = KernelStub::parse(item)?;
+    let (item, kernels) = stub.declare(args)?;
+    let consts = kernels.iter().map(declaration_const);
+    Ok(quote! {
+        #item
+        #(#consts)*
+    })
+}
+
+fn optional_u32(value: Option<u32>) -> TokenStream {
+    match value {
+        Some(value) => {
+            let value = Literal::u32_unsuffixed(value);
+            quote!(::core::option::Option::Some(#value))
+        }
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+fn declaration_const(kernel: &StubKernel) -> TokenStream {
+    let spec = &kernel.spec;
+    let const_ident = format_ident!("{}", kernel.const_name(), span = kernel.ident.span());
+    let visibility = &kernel.visibility;
+    let rust_name = kernel.rust_name();
+    let kernel_name = &kernel.kernel_name;
+    let (block_x, block_y, block_z) = (
+        Literal::u32_unsuffixed(spec.block.x),
+        Literal::u32_unsuffixed(spec.block.y),
+        Literal::u32_unsuffixed(spec.block.z),
+    );
+    let min_blocks_per_sm = optional_u32(spec.min_blocks_per_sm);
+    let max_registers = optional_u32(spec.max_registers);
+    let dynamic_smem_bytes = Literal::u32_unsuffixed(spec.dynamic_smem_bytes);
+    let min_occupancy = match spec.min_occupancy {
+        Some(fraction) => {
+            let fraction = Literal::f64_suffixed(fraction);
+            quote!(::core::option::Option::Some(#fraction))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let max_spill_bytes = optional_u32(spec.max_spill_bytes);
+    let max_stack_bytes = optional_u32(spec.max_stack_bytes);
+    let max_registers_per_thread = optional_u32(spec.max_registers_per_thread);
+    let archs = match &spec.archs {
+        Some(archs) => quote!(::core::option::Option::Some(&[#(#archs),*])),
+        None => quote!(::core::option::Option::None),
+    };
+    let lint_levels = spec.lint_levels.iter().map(|(lint, level)| {
+        let lint = lint.as_str();
+        let level = match level {
+            Level::Allow => quote!(::occupancy::LintLevel::Allow),
+            Level::Warn => quote!(::occupancy::LintLevel::Warn),
+            Level::Deny => quote!(::occupancy::LintLevel::Deny),
+        };
+        quote!((#lint, #level))
+    });
+    let doc = format!(
+        "Declared launch and limits of kernel `{kernel_name}` (from `#[occupancy::kernel({spec})]` on `{rust_name}`)."
+    );
+    // file!/line!/column! resolve to the outermost expansion site: this attribute. A declaration
+    // on a fn inside a marked extern block is not that site, so its own position is written out
+    // (known to proc macros since Rust 1.88; older compilers report the block's marker instead).
+    let start = kernel.attribute_span.start();
+    let location = if kernel.kind == StubKind::ForeignFunction && start.line > 0 {
+        let line = Literal::u32_unsuffixed(start.line as u32);
+        let column = Literal::u32_unsuffixed(start.column as u32 + 1);
+        quote!(::occupancy::SourceLocation { file: ::core::file!(), line: #line, column: #column })
+    } else {
+        quote_spanned! {Span::call_site()=>
+            ::occupancy::SourceLocation { file: ::core::file!(), line: ::core::line!(), column: ::core::column!() }
+        }
+    };
+    quote! {
+        #[doc = #doc]
+        #[allow(dead_code, non_upper_case_globals)]
+        #visibility const #const_ident: ::occupancy::KernelDeclaration = ::occupancy::KernelDeclaration {
+            rust_name: #rust_name,
+            kernel_name: #kernel_name,
+            block: ::occupancy::BlockDim { x: #block_x, y: #block_y, z: #block_z },
+            min_blocks_per_sm: #min_blocks_per_sm,
+            max_registers: #max_registers,
+            dynamic_smem_bytes: #dynamic_smem_bytes,
+            min_occupancy: #min_occupancy,
+            max_spill_bytes: #max_spill_bytes,
+            max_stack_bytes: #max_stack_bytes,
+            max_registers_per_thread: #max_registers_per_thread,
+            archs: #archs,
+            lint_levels: &[#(#lint_levels),*],
+            source: #location,
+        };
+    }
+}

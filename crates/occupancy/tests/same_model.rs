@@ -1,0 +1,174 @@
+//! The macro and the build helper's scanner read every fixture declaration identically:
+//! the consts the real macro generated equal what `occupancy_core::spec::scan_source` reads
+//! from the same file, field by field, including the source line and column.
+
+#![deny(warnings)]
+
+// The fixtures' own fns are never called here (the extern ones are not even linked): only
+// the user's items are allowed to be dead, the expansion is still checked under deny(warnings).
+#[allow(dead_code)]
+mod fixtures {
+    include!("fixtures/declarations.rs");
+}
+
+use occupancy::{KernelDeclaration, LintLevel};
+use occupancy_core::lint::Level;
+use occupancy_core::spec::{scan_source, DeclaredKernel};
+
+const FIXTURES: &str = include_str!("fixtures/declarations.rs");
+
+fn generated() -> Vec<KernelDeclaration> {
+    vec![
+        fixtures::SAXPY_OCCUPANCY,
+        fixtures::TRANSPOSE_OCCUPANCY,
+        fixtures::STENCIL_LAUNCH_OCCUPANCY,
+        fixtures::ADD_KERNEL_OCCUPANCY,
+        fixtures::LAUNCH_SGEMM_OCCUPANCY,
+        fixtures::ffi::LAUNCH_SCALE_OCCUPANCY,
+        fixtures::ffi::LAUNCH_REDUCE_OCCUPANCY,
+    ]
+}
+
+fn level(level: LintLevel) -> Level {
+    match level {
+        LintLevel::Allow => Level::Allow,
+        LintLevel::Warn => Level::Warn,
+        LintLevel::Deny => Level::Deny,
+    }
+}
+
+fn assert_same(generated: &KernelDeclaration, scanned: &DeclaredKernel) {
+    let spec = &scanned.spec;
+    let name = scanned.rust_name.as_str();
+    assert_eq!(generated.rust_name, scanned.rust_name);
+    assert_eq!(generated.kernel_name, scanned.kernel_name, "{name}");
+    assert_eq!(
+        (generated.block.x, generated.block.y, generated.block.z),
+        (spec.block.x, spec.block.y, spec.block.z),
+        "{name}"
+    );
+    assert_eq!(
+        generated.min_blocks_per_sm, spec.min_blocks_per_sm,
+        "{name}"
+    );
+    assert_eq!(generated.max_registers, spec.max_registers, "{name}");
+    assert_eq!(
+        generated.dynamic_smem_bytes, spec.dynamic_smem_bytes,
+        "{name}"
+    );
+    assert_eq!(generated.min_occupancy, spec.min_occupancy, "{name}");
+    assert_eq!(generated.max_spill_bytes, spec.max_spill_bytes, "{name}");
+    assert_eq!(generated.max_stack_bytes, spec.max_stack_bytes, "{name}");
+    assert_eq!(
+        generated.max_registers_per_thread, spec.max_registers_per_thread,
+        "{name}"
+    );
+    assert_eq!(
+        generated.archs.map(|archs| archs.to_vec()),
+        spec.archs
+            .as_ref()
+            .map(|archs| archs.iter().map(String::as_str).collect()),
+        "{name}"
+    );
+    let generated_levels: Vec<(&str, Level)> = generated
+        .lint_levels
+        .iter()
+        .map(|(lint, lint_level)| (*lint, level(*lint_level)))
+        .collect();
+    let scanned_levels: Vec<(&str, Level)> = spec
+        .lint_levels
+        .iter()
+        .map(|(lint, lint_level)| (lint.as_str(), *lint_level))
+        .collect();
+    assert_eq!(generated_levels, scanned_levels, "{name}");
+    assert!(
+        generated.source.file.ends_with("fixtures/declarations.rs"),
+        "{}",
+        generated.source.file
+    );
+    assert_eq!(
+        (
+            generated.source.line as usize,
+            generated.source.column as usize
+        ),
+        (scanned.attribute.start.line, scanned.attribute.start.column),
+        "{name}: the const's line!/column! and the scanner's span disagree"
+    );
+}
+
+#[test]
+fn macro_and_scanner_read_every_fixture_identically() {
+    let scanned = scan_source(FIXTURES).expect("fixtures scan cleanly");
+    let generated = generated();
+    assert_eq!(
+        scanned.len(),
+        generated.len(),
+        "every declaration in the fixtures is listed in generated()"
+    );
+    for (generated, scanned) in generated.iter().zip(&scanned) {
+        assert_same(generated, scanned);
+    }
+    let const_names: Vec<&str> = scanned
+        .iter()
+        .map(|kernel| kernel.const_name.as_str())
+        .collect();
+    assert_eq!(
+        const_names,
+        [
+            "SAXPY_OCCUPANCY",
+            "TRANSPOSE_OCCUPANCY",
+            "STENCIL_LAUNCH_OCCUPANCY",
+            "ADD_KERNEL_OCCUPANCY",
+            "LAUNCH_SGEMM_OCCUPANCY",
+            "LAUNCH_SCALE_OCCUPANCY",
+            "LAUNCH_REDUCE_OCCUPANCY"
+        ]
+    );
+}
+
+#[test]
+fn launch_helpers() {
+    let saxpy = fixtures::SAXPY_OCCUPANCY;
+    assert_eq!(saxpy.threads_per_block(), 256);
+    assert_eq!(saxpy.grid_for(0), 0);
+    assert_eq!(saxpy.grid_for(1), 1);
+    assert_eq!(saxpy.grid_for(256), 1);
+    assert_eq!(saxpy.grid_for(257), 2);
+    assert_eq!(saxpy.grid_for(u32::MAX), 16_777_216);
+    let stencil = fixtures::STENCIL_LAUNCH_OCCUPANCY;
+    assert_eq!(fixtures::stencil_launch(1000), 4); // 1000 cells / 256 threads
+    assert_eq!(stencil.grid_for_3d(17, 8, 9), (3, 1, 3));
+    let dims = stencil.launch_dims(512);
+    assert_eq!(
+        dims,
+        occupancy::LaunchDims {
+            grid: (2, 1, 1),
+            block: (8, 8, 4),
+            dynamic_smem_bytes: 16384
+        }
+    );
+    assert_eq!(
+        fixtures::TRANSPOSE_OCCUPANCY.grid_for_2d(1920, 1080),
+        (60, 135, 1)
+    );
+    assert_eq!(
+        fixtures::TRANSPOSE_OCCUPANCY.lint_level("spills"),
+        Some(LintLevel::Warn)
+    );
+    assert_eq!(fixtures::TRANSPOSE_OCCUPANCY.lint_level("regression"), None);
+    // Usable in const context: no run-time cost.
+    const GRID: u32 = fixtures::SAXPY_OCCUPANCY.grid_for(1 << 20);
+    assert_eq!(GRID, 4096);
+}
+
+#[cfg(feature = "cudarc")]
+#[test]
+fn cudarc_launch_config() {
+    let config = fixtures::STENCIL_LAUNCH_OCCUPANCY.launch_config(512);
+    assert_eq!(
+        (config.grid_dim, config.block_dim, config.shared_mem_bytes),
+        ((2, 1, 1), (8, 8, 4), 16384)
+    );
+    let config = fixtures::TRANSPOSE_OCCUPANCY.launch_config_2d(64, 64);
+    assert_eq!((config.grid_dim, config.block_dim), ((2, 8, 1), (32, 8, 1)));
+}

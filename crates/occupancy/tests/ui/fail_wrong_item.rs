@@ -1,0 +1,4 @@
+#[occupancy::kernel(block = 256)]
+struct Saxpy;
+
+fn main() {}
