@@ -28,6 +28,9 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     Calc(cmd::calc::Args),
+    Check(cmd::check::Args),
+    Explain(cmd::explain::Args),
+    Report(cmd::report::Args),
 }
 
 /// Exit codes: 0 clean, 1 deny findings / failed checks, 2 usage or tool errors.
@@ -48,5 +51,8 @@ fn main() -> ExitCode {
     let _ = CargoCli::Occupancy; // documents the cargo calling convention above
     match cli.command {
         Command::Calc(args) => cmd::calc::run(args),
+        Command::Check(args) => cmd::check::run(args),
+        Command::Explain(args) => cmd::explain::run(args),
+        Command::Report(args) => cmd::report::run(args),
     }
 }

@@ -1,2 +1,5 @@
 //! One module per subcommand.
 pub mod calc;
+pub mod check;
+pub mod explain;
+pub mod report;
