@@ -46,13 +46,14 @@ h2 { font-size: 16px; margin: 28px 0 10px; }
 main { padding: 0 28px 40px; }
 .verdict { font-weight: 600; }
 .verdict.fail { color: var(--bad); } .verdict.warn { color: var(--warn); } .verdict.pass { color: var(--ok); }
-table.kernels { border-collapse: collapse; background: #fff; border: 1px solid var(--line); width: 100%; }
+.table-wrap { overflow-x: auto; border: 1px solid var(--line); background: #fff; }
+table.kernels { border-collapse: collapse; width: 100%; font-size: 13px; }
 table.kernels th, table.kernels td { padding: 5px 9px; border-bottom: 1px solid var(--line); text-align: left;
        white-space: nowrap; }
 table.kernels th { background: #eef1f5; cursor: pointer; user-select: none; font-weight: 600; }
 table.kernels th[aria-sort=ascending]::after { content: " ▲"; } table.kernels th[aria-sort=descending]::after { content: " ▼"; }
 table.kernels td.num { text-align: right; font-variant-numeric: tabular-nums; }
-table.kernels td.name { font-family: ui-monospace, "DejaVu Sans Mono", monospace; max-width: 420px; overflow: hidden;
+table.kernels td.name { font-family: ui-monospace, "DejaVu Sans Mono", monospace; max-width: 300px; overflow: hidden;
        text-overflow: ellipsis; }
 tr.deny td:first-child { box-shadow: inset 4px 0 var(--bad); } tr.warn td:first-child { box-shadow: inset 4px 0 var(--warn); }
 .bar { display: inline-block; width: 56px; height: 8px; background: #e6e9ee; border-radius: 4px; margin-right: 6px;
@@ -78,6 +79,7 @@ svg.chart .curve { fill: none; stroke: var(--accent); stroke-width: 2; }
 svg.chart .area { fill: var(--fill); stroke: none; }
 svg.chart .now { stroke: var(--now); stroke-dasharray: 4 3; } svg.chart circle.now { fill: var(--now); stroke: #fff; stroke-width: 1.5; }
 svg.chart text.now { fill: var(--now); font-weight: 600; }
+svg.chart text.now, svg.chart text.cliff { paint-order: stroke; stroke: #fff; stroke-width: 3px; stroke-linejoin: round; }
 svg.chart .cliff { fill: var(--cliff); } svg.chart text.cliff { fill: var(--cliff); }
 svg.chart text.title { fill: var(--ink); font-weight: 600; }
 footer { color: var(--muted); font-size: 12px; padding: 0 28px 24px; }
@@ -166,7 +168,7 @@ fn render_table(out: &mut String, report: &Report) {
         return;
     }
     let with_crate = report.kernels.iter().any(|row| row.crate_name.is_some());
-    out.push_str("<table class=\"kernels\" id=\"kernels\">\n<thead><tr>");
+    out.push_str("<div class=\"table-wrap\"><table class=\"kernels\" id=\"kernels\">\n<thead><tr>");
     if with_crate {
         out.push_str("<th>crate</th>");
     }
@@ -224,7 +226,8 @@ fn render_table(out: &mut String, report: &Report) {
             "<td data-sort=\"{arch_rank}\">{}</td>",
             escape(&row.arch)
         );
-        number(out, f64::from(row.block), &row.block.to_string());
+        let dash = |value: String| if row.entry { value } else { "-".to_string() };
+        number(out, f64::from(row.block), &dash(row.block.to_string()));
         number(out, f64::from(row.registers), &row.registers.to_string());
         number(out, row.spill_bytes() as f64, &format_spills(row));
         number(
@@ -241,15 +244,19 @@ fn render_table(out: &mut String, report: &Report) {
         number(
             out,
             f64::from(row.blocks_per_sm),
-            &row.blocks_per_sm.to_string(),
+            &dash(row.blocks_per_sm.to_string()),
         );
-        let _ = write!(
-            out,
-            "<td class=\"num\" data-sort=\"{sort}\"><span class=\"bar\"><i style=\"width:{width:.1}%\"></i></span>{shown}</td>",
-            sort = row.occupancy,
-            width = row.occupancy * 100.0,
-            shown = format_occupancy(row.occupancy),
-        );
+        if row.entry {
+            let _ = write!(
+                out,
+                "<td class=\"num\" data-sort=\"{sort}\"><span class=\"bar\"><i style=\"width:{width:.1}%\"></i></span>{shown}</td>",
+                sort = row.occupancy,
+                width = row.occupancy * 100.0,
+                shown = format_occupancy(row.occupancy),
+            );
+        } else {
+            out.push_str("<td class=\"num\" data-sort=\"-1\">-</td>");
+        }
         text(out, &format_limiters(row), &format_limiters(row));
         let spare = row
             .headroom
@@ -264,7 +271,7 @@ fn render_table(out: &mut String, report: &Report) {
         text(out, &findings, &findings);
         out.push_str("</tr>\n");
     }
-    out.push_str("</tbody>\n</table>\n");
+    out.push_str("</tbody>\n</table></div>\n");
 }
 
 fn render_findings(out: &mut String, report: &Report) {
