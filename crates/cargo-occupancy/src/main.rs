@@ -27,9 +27,19 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Occupancy of one kernel launch (table, --json, or a --batch of JSON Lines).
     Calc(cmd::calc::Args),
+    /// The per-architecture facts the calculator uses (--json for scripts, --gpus for presets).
+    Arch(cmd::arch::Args),
+    /// Every combination of block size, registers and shared memory (--summary, --csv, or curves).
+    Sweep(cmd::sweep::Args),
+    /// Read ptxas / nvcc --resource-usage logs into per-kernel records (table or --json).
+    Parse(cmd::parse::Args),
+    /// Compile .cu/.ptx files (or read ptxas logs) and check every kernel like the build gate.
     Check(cmd::check::Args),
+    /// Explain a kernel's occupancy: what binds, what each knob would change, the curves.
     Explain(cmd::explain::Args),
+    /// The occupancy report of every kernel the workspace's builds checked.
     Report(cmd::report::Args),
 }
 
@@ -51,6 +61,9 @@ fn main() -> ExitCode {
     let _ = CargoCli::Occupancy; // documents the cargo calling convention above
     match cli.command {
         Command::Calc(args) => cmd::calc::run(args),
+        Command::Arch(args) => cmd::arch::run(args),
+        Command::Sweep(args) => cmd::sweep::run(args),
+        Command::Parse(args) => cmd::parse::run(args),
         Command::Check(args) => cmd::check::run(args),
         Command::Explain(args) => cmd::explain::run(args),
         Command::Report(args) => cmd::report::run(args),

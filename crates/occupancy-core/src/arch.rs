@@ -10,8 +10,10 @@
 //! Sources: the "Compute Capabilities / Technical Specifications per Compute Capability" table of
 //! NVIDIA's CUDA C++ Programming Guide (CUDA 13.0 edition), the per-architecture tuning guides
 //! (shared memory capacities and carveout steps), and for the allocation rules NVIDIA's
-//! `cuda_occupancy.h` (CUDA 13.0), which is the oracle of our differential test. Each row names
-//! its source in [`ArchFacts::source`].
+//! `cuda_occupancy.h` (CUDA 13.0), which is the oracle of our differential test. The per-SM
+//! figures of 6.0..12.1 were cross-checked against NVIDIA CCCL's `cuda::arch_traits`
+//! (`libcudacxx/include/cuda/__device/arch_traits.h`). Each row names its source in
+//! [`ArchFacts::source`].
 
 use serde::Serialize;
 use std::fmt;
@@ -356,7 +358,7 @@ static ARCHS: [ArchFacts; 19] = [
         smem_per_block_optin: 163 * KIB,
         smem_configs_per_sm: GA100_CONFIGS,
         barriers_per_block_slot: 1,
-        source: "CUDA C++ Programming Guide 13.0 table (Jetson Orin); carveout steps as GA100 (cuda_occupancy.h)",
+        source: "CUDA C++ Programming Guide 13.0 table and CCCL cuda::arch_traits<sm_87> (1536 threads, 16 blocks, 164 KB); carveout steps as GA100 (cuda_occupancy.h)",
     }),
     row(Row {
         name: "sm_89",
@@ -431,7 +433,7 @@ static ARCHS: [ArchFacts; 19] = [
         smem_per_block_optin: 227 * KIB,
         smem_configs_per_sm: HOPPER_CONFIGS,
         barriers_per_block_slot: 1,
-        source: "CUDA C++ Programming Guide 13.0 table (11.0, named 10.1 before CUDA 13); block slots, barriers and carveout: cuda_occupancy.h",
+        source: "CUDA C++ Programming Guide 13.0 table and CCCL cuda::arch_traits<sm_110> (1536 threads, 24 blocks, 228 KB; named 10.1 before CUDA 13); barriers and carveout: cuda_occupancy.h",
     }),
     row(Row {
         name: "sm_120",
@@ -461,7 +463,7 @@ static ARCHS: [ArchFacts; 19] = [
         smem_per_block_optin: 99 * KIB,
         smem_configs_per_sm: GA10X_CONFIGS,
         barriers_per_block_slot: 1,
-        source: "CUDA C++ Programming Guide 13.0 table (12.x column)",
+        source: "CUDA C++ Programming Guide 13.0 table (12.x column) and CCCL cuda::arch_traits<sm_121>",
     }),
 ];
 
@@ -769,6 +771,24 @@ mod tests {
                     .smem_configs_per_sm
                     .windows(2)
                     .all(|pair| pair[0] < pair[1]));
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn lookup_never_panics(name in "\\PC{0,16}") {
+            if let Ok(arch) = lookup(&name) {
+                proptest::prop_assert!(all().contains(arch));
+            }
+        }
+
+        #[test]
+        fn every_row_answers_to_every_spelling(index in 0usize..19, suffix in proptest::sample::select(vec!["", "a", "f"])) {
+            let arch = &all()[index];
+            let digits = format!("{}{}", arch.major, arch.minor);
+            for name in [format!("sm_{digits}{suffix}"), format!("compute_{digits}{suffix}"), format!("{}.{}", arch.major, arch.minor), digits.clone()] {
+                proptest::prop_assert_eq!(lookup(&name).unwrap(), arch, "{}", name);
             }
         }
     }

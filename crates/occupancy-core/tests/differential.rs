@@ -494,7 +494,12 @@ fn matches_cuda_occupancy_h_on_every_arch() {
             compared += 1;
             if let Some(problem) = check(query, &line) {
                 if mismatches.len() < 20 {
-                    mismatches.push(format!("{query:?}\n    {problem}"));
+                    let arch = match query {
+                        Query::Occupancy { arch, .. }
+                        | Query::PotentialBlockSize { arch, .. }
+                        | Query::AvailableDynamicSmem { arch, .. } => all()[*arch].name,
+                    };
+                    mismatches.push(format!("{arch}: {query:?}\n    {problem}"));
                 } else {
                     mismatches.push(String::new());
                 }

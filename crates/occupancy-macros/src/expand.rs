@@ -8,7 +8,10 @@ use quote::{format_ident, quote, quote_spanned};
 pub(crate) fn kernel(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let stub = KernelStub::parse(item)?;
     let (item, kernels) = stub.declare(args)?;
-    let consts = kernels.iter().map(declaration_const);
+    let consts = kernels
+        .iter()
+        .map(declaration_const)
+        .collect::<syn::Result<Vec<_>>>()?;
     Ok(quote! {
         #item
         #(#consts)*
@@ -25,9 +28,16 @@ fn optional_u32(value: Option<u32>) -> TokenStream {
     }
 }
 
-fn declaration_const(kernel: &StubKernel) -> TokenStream {
+fn declaration_const(kernel: &StubKernel) -> syn::Result<TokenStream> {
     let spec = &kernel.spec;
-    let const_ident = format_ident!("{}", kernel.const_name(), span = kernel.ident.span());
+    let const_name = kernel.const_name();
+    if syn::parse_str::<syn::Ident>(&const_name).is_err() {
+        return Err(syn::Error::new_spanned(
+            &kernel.ident,
+            format!("cannot name the generated const `{const_name}` after this fn: rename the fn"),
+        ));
+    }
+    let const_ident = format_ident!("{}", const_name, span = kernel.ident.span());
     let visibility = &kernel.visibility;
     let rust_name = kernel.rust_name();
     let kernel_name = &kernel.kernel_name;
@@ -78,7 +88,7 @@ fn declaration_const(kernel: &StubKernel) -> TokenStream {
             ::occupancy::SourceLocation { file: ::core::file!(), line: ::core::line!(), column: ::core::column!() }
         }
     };
-    quote! {
+    Ok(quote! {
         #[doc = #doc]
         #[allow(dead_code, non_upper_case_globals)]
         #visibility const #const_ident: ::occupancy::KernelDeclaration = ::occupancy::KernelDeclaration {
@@ -96,5 +106,5 @@ fn declaration_const(kernel: &StubKernel) -> TokenStream {
             lint_levels: &[#(#lint_levels),*],
             source: #location,
         };
-    }
+    })
 }

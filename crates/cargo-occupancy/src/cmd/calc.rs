@@ -1,10 +1,437 @@
-//! `cargo occupancy calc` (filled in by the calculator work).
+//! `cargo occupancy calc`: one kernel and launch as a table or JSON, or a JSON Lines batch.
+//!
+//! Batch contract (`--batch FILE`, `-` for stdin): one JSON object per line with keys `arch`,
+//! `block`, `registers`, `static_smem`, `dynamic_smem`, `barriers`, `max_threads`, `carveout`
+//! (`"default"` or 0..=100), `max_dynamic_smem`. Absent keys: 0 for sizes, 1 barrier, the device
+//! maximum for `max_threads`, `"default"` carveout, and for `max_dynamic_smem` an opt-in of exactly
+//! what the launch needs; `arch` and `block` may come from `--arch`/`--gpu`/`--block`. One JSON
+//! answer per input line, in order; a bad line gets `{"error": "..."}` and the exit code is 2 at
+//! the end.
+
+use super::arch::{resolve_target, usage_error, Target};
+use occupancy_core::arch::{self, ArchFacts};
+use occupancy_core::calc::{occupancy, Carveout, KernelFacts, Launch, Limiter, Occupancy};
+use serde_json::{Map, Value};
+use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(allow_negative_numbers = true)]
+pub struct Args {
+    /// Architecture: sm_90, sm_90a, compute_90, 90, 9.0, sm_100f, ...
+    #[arg(long)]
+    arch: Option<String>,
+    /// GPU product preset (h100, a100, l40s, rtx4090, b200, rtx5090, ...): arch plus SM count.
+    #[arg(long)]
+    gpu: Option<String>,
+    /// Threads per block.
+    #[arg(long, value_name = "THREADS", required_unless_present = "batch", value_parser = super::arch::parse_count)]
+    block: Option<u32>,
+    /// Registers per thread (ptxas "Used N registers").
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = super::arch::parse_count)]
+    registers: u32,
+    /// Static shared memory per block, bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = super::arch::parse_count)]
+    static_smem: u32,
+    /// Dynamic shared memory per block at launch, bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = super::arch::parse_count)]
+    dynamic_smem: u32,
+    /// Block barriers the kernel uses (__syncthreads is one).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = super::arch::parse_count)]
+    barriers: u32,
+    /// __launch_bounds__ maximum threads per block (default: the device maximum).
+    #[arg(long, value_name = "THREADS", value_parser = super::arch::parse_count)]
+    max_threads: Option<u32>,
+    /// Shared memory carveout preference: default or 0..100 (percent).
+    #[arg(long, default_value = "default", value_parser = parse_carveout)]
+    carveout: Carveout,
+    /// Dynamic shared memory the kernel opted into (default: what the launch needs).
+    #[arg(long, value_name = "BYTES", value_parser = super::arch::parse_count)]
+    max_dynamic_smem: Option<u32>,
+    /// One JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// JSON Lines in (FILE, or - for stdin), one JSON answer per line out.
+    #[arg(long, value_name = "FILE")]
+    batch: Option<String>,
+}
 
-pub fn run(_args: Args) -> ExitCode {
-    eprintln!("error: calc is not implemented yet");
-    ExitCode::from(2)
+fn parse_carveout(text: &str) -> Result<Carveout, String> {
+    text.parse()
+        .map_err(|error: occupancy_core::calc::CalcError| error.to_string())
+}
+
+pub fn run(args: Args) -> ExitCode {
+    if let Some(path) = args.batch.clone() {
+        return run_batch(&args, &path);
+    }
+    let target = match resolve_target(args.arch.as_deref(), args.gpu.as_deref()) {
+        Ok(target) => target,
+        Err(message) => return usage_error(message),
+    };
+    let Some(block) = args.block else {
+        return usage_error("pass --block THREADS");
+    };
+    let kernel = KernelFacts {
+        registers_per_thread: args.registers,
+        static_smem_bytes: args.static_smem,
+        barriers: args.barriers,
+        max_threads_per_block: args.max_threads,
+        max_dynamic_smem_bytes: args.max_dynamic_smem,
+    };
+    let launch = Launch {
+        block_threads: block,
+        dynamic_smem_bytes: args.dynamic_smem,
+        carveout: args.carveout,
+    };
+    let answer = occupancy(target.arch, &kernel, &launch);
+    let mut out = std::io::stdout().lock();
+    let written = if args.json {
+        writeln!(out, "{}", answer_json(&answer, target))
+    } else {
+        write_table(&mut out, target, &kernel, &launch, &answer)
+    };
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(error) => usage_error(format!("writing the answer: {error}")),
+    }
+}
+
+/// The JSON answer: the calculator's [`Occupancy`] (fields in declaration order), plus grid
+/// figures when a GPU is known.
+#[derive(serde::Serialize)]
+struct AnswerJson<'a> {
+    #[serde(flatten)]
+    answer: &'a Occupancy,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gpu: Option<GpuJson>,
+}
+
+#[derive(serde::Serialize)]
+struct GpuJson {
+    name: &'static str,
+    product: &'static str,
+    sm_count: u32,
+    blocks_per_wave: u64,
+}
+
+fn answer_json(answer: &Occupancy, target: Target) -> String {
+    let gpu = target.gpu.map(|gpu| GpuJson {
+        name: gpu.name,
+        product: gpu.product,
+        sm_count: gpu.sm_count,
+        blocks_per_wave: u64::from(answer.blocks_per_sm) * u64::from(gpu.sm_count),
+    });
+    serde_json::to_string(&AnswerJson { answer, gpu })
+        .unwrap_or_else(|error| serde_json::json!({ "error": error.to_string() }).to_string())
+}
+
+fn plural(count: u32, word: &str) -> String {
+    if count == 1 {
+        format!("{count} {word}")
+    } else {
+        format!("{count} {word}s")
+    }
+}
+
+fn limit_text(limit: Option<u32>) -> String {
+    limit.map_or_else(|| "-".to_string(), |blocks| blocks.to_string())
+}
+
+fn write_table(
+    out: &mut impl Write,
+    target: Target,
+    kernel: &KernelFacts,
+    launch: &Launch,
+    answer: &Occupancy,
+) -> std::io::Result<()> {
+    let arch = target.arch;
+    let limits = &answer.block_limits;
+    let warps_per_block = launch.block_threads.div_ceil(arch.warp_size);
+    writeln!(
+        out,
+        "{arch} | block {} | {} | {} B static + {} B dynamic smem | {} | carveout {}",
+        launch.block_threads,
+        plural(kernel.registers_per_thread, "register"),
+        kernel.static_smem_bytes,
+        launch.dynamic_smem_bytes,
+        plural(kernel.barriers, "barrier"),
+        launch.carveout,
+    )?;
+    writeln!(out)?;
+    writeln!(out, "  {:<14} {:>12}  per block", "resource", "blocks/SM")?;
+    let binds = |limiter: Limiter| {
+        if answer.limiters.contains(&limiter) {
+            "  <- binds"
+        } else {
+            ""
+        }
+    };
+    let mut row = |name: &str, limit: String, detail: String, limiter: Limiter| {
+        writeln!(out, "  {name:<14} {limit:>12}  {detail}{}", binds(limiter))
+    };
+    row(
+        "warps",
+        limits.warps.to_string(),
+        format!(
+            "{} of {} warp slots",
+            plural(warps_per_block, "warp"),
+            arch.max_warps_per_sm
+        ),
+        Limiter::Warps,
+    )?;
+    row(
+        "blocks",
+        limits.blocks.to_string(),
+        format!("1 of {} block slots", arch.max_blocks_per_sm),
+        Limiter::Blocks,
+    )?;
+    row(
+        "registers",
+        limit_text(limits.registers),
+        format!(
+            "{} of {} registers ({} per warp)",
+            answer.allocated_registers_per_block,
+            arch.regs_per_sm,
+            occupancy_core::calc::registers_per_warp(arch, kernel.registers_per_thread)
+        ),
+        Limiter::Registers,
+    )?;
+    row(
+        "shared memory",
+        limit_text(limits.shared_memory),
+        format!(
+            "{} B of a {} B configuration (limit {} B per block)",
+            answer.allocated_smem_per_block, answer.smem_config_per_sm, answer.smem_limit_per_block
+        ),
+        Limiter::SharedMemory,
+    )?;
+    let barrier_detail = if arch.barrier_limit_enforced {
+        format!("{} of {} barriers", kernel.barriers, arch.barriers_per_sm)
+    } else {
+        format!("not limited on {}", arch.name)
+    };
+    row(
+        "barriers",
+        limit_text(limits.barriers),
+        barrier_detail,
+        Limiter::Barriers,
+    )?;
+    if let Some(max_threads) = kernel.max_threads_per_block {
+        row(
+            "launch bounds",
+            limit_text(limits.launch_bounds),
+            if launch.block_threads > max_threads {
+                format!(
+                    "block of {} exceeds __launch_bounds__({max_threads})",
+                    launch.block_threads
+                )
+            } else {
+                format!(
+                    "block of {} within __launch_bounds__({max_threads})",
+                    launch.block_threads
+                )
+            },
+            Limiter::LaunchBounds,
+        )?;
+    }
+    writeln!(out)?;
+    let limiters: Vec<&str> = answer
+        .limiters
+        .iter()
+        .map(|limiter| limiter.name())
+        .collect();
+    writeln!(
+        out,
+        "  resident: {} = {} = {} threads per SM, occupancy {:.1}% (bound by {})",
+        plural(answer.blocks_per_sm, "block"),
+        plural(answer.warps_per_sm, "warp"),
+        answer.threads_per_sm,
+        answer.occupancy * 100.0,
+        limiters.join(", ")
+    )?;
+    if let Some(reason) = &answer.reason {
+        writeln!(out, "  cannot run: {reason}")?;
+    }
+    let headroom = &answer.headroom;
+    let gain = |amount: Option<u32>, unit: &str| {
+        amount.map_or_else(
+            || "no reduction gains a block".to_string(),
+            |amount| format!("-{amount} {unit} gains a block"),
+        )
+    };
+    writeln!(
+        out,
+        "  headroom: registers +{} per thread keeps {} blocks, {}",
+        headroom.registers_addable,
+        answer.blocks_per_sm,
+        gain(headroom.registers_to_gain_block, "per thread")
+    )?;
+    writeln!(
+        out,
+        "            shared memory +{} B per block keeps {} blocks, {}",
+        headroom.smem_addable_bytes,
+        answer.blocks_per_sm,
+        gain(headroom.smem_to_gain_block_bytes, "B")
+    )?;
+    if let Some(gpu) = target.gpu {
+        writeln!(
+            out,
+            "  grid: {} ({} SMs): {} blocks per full wave",
+            gpu.product,
+            gpu.sm_count,
+            u64::from(answer.blocks_per_sm) * u64::from(gpu.sm_count)
+        )?;
+    }
+    Ok(())
+}
+
+/// Keys a batch line may carry.
+const BATCH_KEYS: [&str; 9] = [
+    "arch",
+    "block",
+    "registers",
+    "static_smem",
+    "dynamic_smem",
+    "barriers",
+    "max_threads",
+    "carveout",
+    "max_dynamic_smem",
+];
+
+fn run_batch(args: &Args, path: &str) -> ExitCode {
+    let default_arch = match (args.arch.as_deref(), args.gpu.as_deref()) {
+        (None, None) => None,
+        (arch_name, gpu_name) => match resolve_target(arch_name, gpu_name) {
+            Ok(target) => Some(target.arch),
+            Err(message) => return usage_error(message),
+        },
+    };
+    let reader: Box<dyn BufRead> = if path == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        match std::fs::File::open(path) {
+            Ok(file) => Box::new(std::io::BufReader::new(file)),
+            Err(error) => return usage_error(format!("cannot read batch file `{path}`: {error}")),
+        }
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut bad_lines = 0u64;
+    for (index, line) in reader.lines().enumerate() {
+        let answer = match line {
+            Ok(line) => match batch_answer(&line, default_arch, args.block) {
+                Ok(text) => text,
+                Err(message) => {
+                    bad_lines += 1;
+                    serde_json::json!({ "error": format!("line {}: {message}", index + 1) })
+                        .to_string()
+                }
+            },
+            Err(error) => {
+                bad_lines += 1;
+                serde_json::json!({ "error": format!("line {}: unreadable: {error}", index + 1) })
+                    .to_string()
+            }
+        };
+        if let Err(error) = writeln!(out, "{answer}") {
+            if error.kind() == std::io::ErrorKind::BrokenPipe {
+                return ExitCode::SUCCESS;
+            }
+            return usage_error(format!("writing answers: {error}"));
+        }
+    }
+    if let Err(error) = out.flush() {
+        if error.kind() != std::io::ErrorKind::BrokenPipe {
+            return usage_error(format!("writing answers: {error}"));
+        }
+    }
+    if bad_lines > 0 {
+        eprintln!("error: {bad_lines} bad batch line(s); each got an {{\"error\": ...}} answer");
+        return ExitCode::from(2);
+    }
+    ExitCode::SUCCESS
+}
+
+fn batch_answer(
+    line: &str,
+    default_arch: Option<&'static ArchFacts>,
+    default_block: Option<u32>,
+) -> Result<String, String> {
+    let value: Value = serde_json::from_str(line).map_err(|error| format!("not JSON: {error}"))?;
+    let Value::Object(object) = value else {
+        return Err("expected a JSON object".into());
+    };
+    if let Some(unknown) = object
+        .keys()
+        .find(|key| !BATCH_KEYS.contains(&key.as_str()))
+    {
+        return Err(format!(
+            "unknown key `{unknown}`; known keys: {}",
+            BATCH_KEYS.join(", ")
+        ));
+    }
+    let arch = match object.get("arch") {
+        Some(Value::String(name)) => arch::lookup(name).map_err(|error| error.to_string())?,
+        Some(Value::Number(number)) => {
+            arch::lookup(&number.to_string()).map_err(|error| error.to_string())?
+        }
+        Some(other) => {
+            return Err(format!(
+                "`arch` must be a string like \"sm_90\", got {other}"
+            ))
+        }
+        None => default_arch.ok_or("missing `arch` (or pass --arch)")?,
+    };
+    let block = match number(&object, "block")? {
+        Some(block) => block,
+        None => default_block.ok_or("missing `block` (or pass --block)")?,
+    };
+    let carveout = match object.get("carveout") {
+        None | Some(Value::Null) => Carveout::Default,
+        Some(Value::String(text)) => text
+            .parse()
+            .map_err(|error: occupancy_core::calc::CalcError| error.to_string())?,
+        Some(Value::Number(number)) => number
+            .to_string()
+            .parse()
+            .map_err(|error: occupancy_core::calc::CalcError| error.to_string())?,
+        Some(other) => {
+            return Err(format!(
+                "`carveout` must be \"default\" or 0..100, got {other}"
+            ))
+        }
+    };
+    let kernel = KernelFacts {
+        registers_per_thread: number(&object, "registers")?.unwrap_or(0),
+        static_smem_bytes: number(&object, "static_smem")?.unwrap_or(0),
+        barriers: number(&object, "barriers")?.unwrap_or(1),
+        max_threads_per_block: number(&object, "max_threads")?,
+        max_dynamic_smem_bytes: number(&object, "max_dynamic_smem")?,
+    };
+    let launch = Launch {
+        block_threads: block,
+        dynamic_smem_bytes: number(&object, "dynamic_smem")?.unwrap_or(0),
+        carveout,
+    };
+    let answer = occupancy(arch, &kernel, &launch);
+    Ok(answer_json(&answer, Target { arch, gpu: None }))
+}
+
+/// A non-negative integer key that fits 32 bits; `None` when absent or null.
+fn number(object: &Map<String, Value>, key: &str) -> Result<Option<u32>, String> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(number)) => match number.as_u64() {
+            Some(value) => u32::try_from(value)
+                .map(Some)
+                .map_err(|_| format!("`{key}` is {value}, larger than 4294967295")),
+            None => Err(format!(
+                "`{key}` must be a non-negative integer, got {number}"
+            )),
+        },
+        Some(other) => Err(format!(
+            "`{key}` must be a non-negative integer, got {other}"
+        )),
+    }
 }

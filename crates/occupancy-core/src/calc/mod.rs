@@ -27,8 +27,9 @@ use serde::{Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
 
-/// What the compiler and the kernel's source tell us about one kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+/// What the compiler and the kernel's source tell us about one kernel. `Default` is the driver's
+/// assumption for an unknown kernel: 0 registers, no shared memory, 1 barrier, no bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct KernelFacts {
     /// Registers per thread (ptxas "Used N registers").
     pub registers_per_thread: u32,
@@ -43,6 +44,18 @@ pub struct KernelFacts {
     /// `None`: as if it opted into exactly what the launch needs (the larger of the launch's
     /// dynamic shared memory and the default per-block limit minus static shared memory).
     pub max_dynamic_smem_bytes: Option<u32>,
+}
+
+impl Default for KernelFacts {
+    fn default() -> Self {
+        KernelFacts {
+            registers_per_thread: 0,
+            static_smem_bytes: 0,
+            barriers: 1,
+            max_threads_per_block: None,
+            max_dynamic_smem_bytes: None,
+        }
+    }
 }
 
 /// How the kernel is launched.
@@ -104,6 +117,12 @@ pub enum CalcError {
     TooManyBlocks { requested: u32, resident: u32 },
     #[error("carveout {0}% is above 100%")]
     CarveoutAbove100(u8),
+    #[error("sweep too large: {block_by_registers} block x register sizes and {static_by_dynamic} static x dynamic shared memory sizes (at most {max} each); use a coarser step")]
+    SweepTooLarge {
+        block_by_registers: u64,
+        static_by_dynamic: u64,
+        max: u64,
+    },
 }
 
 impl FromStr for Carveout {
@@ -643,11 +662,9 @@ fn headroom(
         } else {
             smem_config_at_least(arch, allocated).unwrap_or(0)
         };
-        let limit = if allocated == 0 {
-            u32::MAX
-        } else {
-            saturate(u64::from(config) / allocated)
-        };
+        let limit = u64::from(config)
+            .checked_div(allocated)
+            .map_or(u32::MAX, saturate);
         limit.min(without_smem)
     };
     let used =

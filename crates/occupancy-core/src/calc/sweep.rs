@@ -158,9 +158,21 @@ pub struct Sweep {
 }
 
 impl Sweep {
-    /// Builds the tables. Fails only on a carveout above 100%.
+    /// Largest block x registers or static x dynamic table a sweep builds (2^26 entries).
+    pub const MAX_TABLE: u64 = 1 << 26;
+
+    /// Builds the tables. Fails on a carveout above 100% or tables beyond [`Sweep::MAX_TABLE`].
     pub fn new(arch: &ArchFacts, spec: &SweepSpec) -> Result<Self, CalcError> {
         let preferred = preferred_smem_per_sm(arch, spec.carveout)?;
+        let register_table = spec.block_threads.len() * spec.registers_per_thread.len();
+        let smem_table = spec.static_smem_bytes.len() * spec.dynamic_smem_bytes.len();
+        if register_table > Self::MAX_TABLE || smem_table > Self::MAX_TABLE {
+            return Err(CalcError::SweepTooLarge {
+                block_by_registers: register_table,
+                static_by_dynamic: smem_table,
+                max: Self::MAX_TABLE,
+            });
+        }
         let block_threads: Vec<u32> = spec.block_threads.values().collect();
         let registers: Vec<u32> = spec.registers_per_thread.values().collect();
         let barriers = barriers_limit(arch, spec.barriers).unwrap_or(u32::MAX);
@@ -309,6 +321,22 @@ mod tests {
             "99999999999",
         ] {
             assert!(bad.parse::<ValueRange>().is_err(), "{bad}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn ranges_round_trip(start in 0u32..100_000, extra in 0u32..100_000, step in 1u32..5_000) {
+            let end = start + extra;
+            let range: ValueRange = format!("{start}..={end}:{step}").parse().unwrap();
+            proptest::prop_assert_eq!(range.values().count() as u64, range.len());
+            proptest::prop_assert!(range.values().all(|value| value >= start && value <= end));
+            proptest::prop_assert_eq!(range.to_string().parse::<ValueRange>().unwrap().values().collect::<Vec<_>>(), range.values().collect::<Vec<_>>());
+        }
+
+        #[test]
+        fn range_parser_never_panics(text in "\\PC{0,24}") {
+            let _ = text.parse::<ValueRange>();
         }
     }
 

@@ -82,6 +82,9 @@ pub struct LogParser {
     awaiting_arch: Vec<usize>,
     pending_notes: Vec<PendingNote>,
     first_truncation: Option<ParseError>,
+    /// The last record is a device function and no `Compiling entry function` or module line
+    /// has come since: a `Used` line now would show it was an entry whose first line is missing.
+    device_record_unconfirmed: bool,
 }
 
 impl Default for LogParser {
@@ -117,6 +120,7 @@ impl LogParser {
             awaiting_arch: Vec::new(),
             pending_notes: Vec::new(),
             first_truncation: None,
+            device_record_unconfirmed: false,
         }
     }
 
@@ -140,7 +144,7 @@ impl LogParser {
     pub fn feed_line(&mut self, line: &str) -> LineKind {
         self.line_number += 1;
         let line = line.strip_suffix('\r').unwrap_or(line);
-        let trimmed = line.trim_start();
+        let trimmed = strip_msbuild_prefix(line.trim_start()).trim_start();
         if let Some(after) = trimmed.strip_prefix("ptxas") {
             if after.is_empty() || after.starts_with([' ', '\t']) {
                 return self.ptxas_line(line, after);
@@ -171,16 +175,7 @@ impl LogParser {
         if let Some(error) = self.first_truncation {
             return Err(error);
         }
-        // Device functions whose section never named an architecture are dropped with a
-        // diagnostic rather than given a guessed one.
-        for &index in self.awaiting_arch.iter().rev() {
-            let record = self.output.kernels.remove(index);
-            self.output.diagnostics.push(Diagnostic {
-                line_number: record.line_number,
-                line: format!("ptxas info    : Function properties for {}", record.name),
-                message: "device function whose architecture is never named (no `Compiling entry function ... for 'sm_XX'` line in its section); record dropped".to_string(),
-            });
-        }
+        self.drop_records_without_arch();
         for note in self.pending_notes {
             if !note.is_error {
                 self.output.warnings.push(note.text);
@@ -333,7 +328,7 @@ impl LogParser {
                 _ => self.diagnostic(line, "`Compile time` not in the form `X ms`"),
             };
         }
-        self.last_completed = None;
+        let previous = self.last_completed.take();
         if let Some(rest) = message.strip_prefix("Compiling entry function ") {
             let Some((name, arch)) = parse_compiling(rest) else {
                 return self.diagnostic(
@@ -353,7 +348,7 @@ impl LogParser {
             return LineKind::Ptxas;
         }
         if let Some(rest) = message.strip_prefix("Used ") {
-            return self.used_line(line, rest);
+            return self.used_line(line, rest, previous);
         }
         if message.as_bytes().first().is_some_and(u8::is_ascii_digit) {
             return self.module_line(line, message);
@@ -362,6 +357,7 @@ impl LogParser {
     }
 
     fn start_entry(&mut self, name: &str, arch: &str) {
+        self.device_record_unconfirmed = false;
         if let Some(open) = self.open_device.take() {
             self.truncated(&open, "its `N bytes stack frame, ...` line never came");
         }
@@ -450,6 +446,7 @@ impl LogParser {
             if !arch_known {
                 self.awaiting_arch.push(index);
             }
+            self.device_record_unconfirmed = true;
             self.last_completed = Some(index);
             return LineKind::Ptxas;
         }
@@ -465,10 +462,43 @@ impl LogParser {
             }
             return LineKind::Ptxas;
         }
+        self.poison_open_records(
+            "a stack frame line of another compilation came inside its record",
+        );
         self.diagnostic(
             line,
             "stack frame line that follows no `Function properties for NAME` line",
         )
+    }
+
+    /// Lines out of place inside an open record mean two compilations' output is interleaved:
+    /// the record cannot be trusted, so it becomes an error rather than a guess.
+    fn poison_open_records(&mut self, why: &str) {
+        for open in [self.open_device.take(), self.open_entry.take()]
+            .into_iter()
+            .flatten()
+        {
+            self.truncated(&open, why);
+        }
+    }
+
+    /// Device functions whose section ended before it named an architecture are dropped with a
+    /// diagnostic rather than given a guessed one.
+    fn drop_records_without_arch(&mut self) {
+        for index in std::mem::take(&mut self.awaiting_arch).into_iter().rev() {
+            let record = self.output.kernels.remove(index);
+            if self
+                .last_completed
+                .is_some_and(|completed| completed >= index)
+            {
+                self.last_completed = None;
+            }
+            self.output.diagnostics.push(Diagnostic {
+                line_number: record.line_number,
+                line: format!("ptxas info    : Function properties for {}", record.name),
+                message: "device function whose architecture is never named (no `Compiling entry function ... for 'sm_XX'` line in its section); record dropped".to_string(),
+            });
+        }
     }
 
     fn complete_entry(&mut self) {
@@ -477,12 +507,35 @@ impl LogParser {
         self.last_completed = Some(self.output.kernels.len() - 1);
     }
 
-    fn used_line(&mut self, line: &str, rest: &str) -> LineKind {
+    fn used_line(&mut self, line: &str, rest: &str, previous: Option<usize>) -> LineKind {
+        if self.open_entry.is_none() {
+            // `Function properties` + stack line + `Used` is an entry whose `Compiling entry
+            // function` line is missing (a cut log), not a device function.
+            let _ = previous;
+            if std::mem::take(&mut self.device_record_unconfirmed) {
+                let index = self.output.kernels.len() - 1;
+                let record = self
+                    .output
+                    .kernels
+                    .pop()
+                    .expect("a device record was just read");
+                self.awaiting_arch.retain(|&waiting| waiting != index);
+                self.last_completed = None;
+                let open = OpenRecord {
+                    record,
+                    has_properties: true,
+                    awaiting_stack_line: false,
+                    has_used_line: true,
+                };
+                self.truncated(&open, "its `Compiling entry function` line is missing");
+            }
+        }
         let Some(open) = self
             .open_entry
             .as_mut()
             .filter(|open| !open.has_used_line && !open.awaiting_stack_line)
         else {
+            self.poison_open_records("a `Used` line of another compilation came inside its record");
             return self.diagnostic(
                 line,
                 "`Used N registers` line that belongs to no open `Compiling entry function` record",
@@ -568,8 +621,19 @@ impl LogParser {
         if let Some(open) = self.open_entry.take() {
             self.close_entry(open);
         }
+        self.drop_records_without_arch();
+        self.device_record_unconfirmed = false;
         self.section = section;
         LineKind::Ptxas
+    }
+}
+
+/// Visual Studio (MSBuild) prefixes each line of a project's build output with `N>`.
+fn strip_msbuild_prefix(line: &str) -> &str {
+    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+    match line[digits..].strip_prefix('>') {
+        Some(rest) if digits > 0 => rest,
+        _ => line,
     }
 }
 

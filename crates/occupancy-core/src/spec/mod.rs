@@ -134,6 +134,11 @@ impl KernelSpec {
         grammar::parse_spec(tokens, proc_macro2::Span::call_site()).map(|parsed| parsed.spec)
     }
 
+    /// The spill bytes the `spills` lint accepts: `max_spill_bytes`, 0 when not declared.
+    pub fn spill_bytes_allowed(&self) -> u32 {
+        self.max_spill_bytes.unwrap_or(0)
+    }
+
     /// The level of `lint` set in this declaration, if any.
     pub fn lint_level(&self, lint: LintId) -> Option<Level> {
         self.lint_levels.get(&lint).copied()

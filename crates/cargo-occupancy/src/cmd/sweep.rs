@@ -1,0 +1,289 @@
+//! `cargo occupancy sweep`: every combination of block sizes, registers and shared memory.
+//!
+//! `--summary` prints `{"configs": N, "sum_blocks": S}` (S is a checksum), `--csv` one row per
+//! configuration, and by default the three classic curves (occupancy against block size,
+//! registers and shared memory) around one kernel point: a dimension given as one value is the
+//! point's coordinate and its curve spans the arch's full range; a dimension given as a range is
+//! the curve's axis and the point sits at its first value.
+
+use super::arch::{resolve_target, usage_error};
+use occupancy_core::arch::ArchFacts;
+use occupancy_core::calc::sweep::{Sweep, SweepSpec, ValueRange};
+use occupancy_core::calc::{occupancy, Carveout, KernelFacts, Launch, Limiter};
+use std::io::Write;
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+#[command(allow_negative_numbers = true)]
+pub struct Args {
+    /// Architecture: sm_90, sm_90a, compute_90, 90, 9.0, ...
+    #[arg(long)]
+    arch: Option<String>,
+    /// GPU product preset (h100, a100, ...).
+    #[arg(long)]
+    gpu: Option<String>,
+    /// Threads per block: N, START..=END or START..=END:STEP.
+    #[arg(long, value_name = "RANGE", default_value = "256", value_parser = parse_range)]
+    block: ValueRange,
+    /// Registers per thread: N or a range.
+    #[arg(long, value_name = "RANGE", default_value = "32", value_parser = parse_range)]
+    registers: ValueRange,
+    /// Static shared memory per block in bytes: N or a range.
+    #[arg(long, value_name = "RANGE", default_value = "0", value_parser = parse_range)]
+    static_smem: ValueRange,
+    /// Dynamic shared memory per block in bytes: N or a range.
+    #[arg(long, value_name = "RANGE", default_value = "0", value_parser = parse_range)]
+    dynamic_smem: ValueRange,
+    /// Block barriers the kernel uses.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = super::arch::parse_count)]
+    barriers: u32,
+    /// __launch_bounds__ maximum threads per block.
+    #[arg(long, value_name = "THREADS", value_parser = super::arch::parse_count)]
+    max_threads: Option<u32>,
+    /// Dynamic shared memory the kernel opted into (default: what each launch needs).
+    #[arg(long, value_name = "BYTES", value_parser = super::arch::parse_count)]
+    max_dynamic_smem: Option<u32>,
+    /// Shared memory carveout preference: default or 0..100 (percent).
+    #[arg(long, default_value = "default", value_parser = parse_carveout)]
+    carveout: Carveout,
+    /// Print {"configs": N, "sum_blocks": S} only.
+    #[arg(long, conflicts_with = "csv")]
+    summary: bool,
+    /// One CSV row per configuration.
+    #[arg(long)]
+    csv: bool,
+}
+
+fn parse_range(text: &str) -> Result<ValueRange, String> {
+    text.parse()
+        .map_err(|error: occupancy_core::calc::sweep::RangeError| error.to_string())
+}
+
+fn parse_carveout(text: &str) -> Result<Carveout, String> {
+    text.parse()
+        .map_err(|error: occupancy_core::calc::CalcError| error.to_string())
+}
+
+pub fn run(args: Args) -> ExitCode {
+    let target = match resolve_target(args.arch.as_deref(), args.gpu.as_deref()) {
+        Ok(target) => target,
+        Err(message) => return usage_error(message),
+    };
+    let arch = target.arch;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = if args.summary || args.csv {
+        let spec = SweepSpec {
+            block_threads: args.block,
+            registers_per_thread: args.registers,
+            static_smem_bytes: args.static_smem,
+            dynamic_smem_bytes: args.dynamic_smem,
+            barriers: args.barriers,
+            max_threads_per_block: args.max_threads,
+            max_dynamic_smem_bytes: args.max_dynamic_smem,
+            carveout: args.carveout,
+        };
+        let sweep = match Sweep::new(arch, &spec) {
+            Ok(sweep) => sweep,
+            Err(error) => return usage_error(error),
+        };
+        if args.summary {
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({ "configs": sweep.configs(), "sum_blocks": sweep.sum_blocks() })
+            )
+        } else {
+            write_csv(&mut out, arch, &sweep)
+        }
+    } else {
+        write_curves(&mut out, arch, &args)
+    };
+    match written.and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(error) => usage_error(format!("writing the sweep: {error}")),
+    }
+}
+
+fn write_csv(out: &mut impl Write, arch: &ArchFacts, sweep: &Sweep) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "block_threads,registers_per_thread,static_smem_bytes,dynamic_smem_bytes,blocks_per_sm,warps_per_sm,occupancy"
+    )?;
+    let mut result = Ok(());
+    sweep.for_each(|point| {
+        if result.is_err() {
+            return;
+        }
+        let warps = point.blocks_per_sm * point.block_threads.div_ceil(arch.warp_size);
+        result = writeln!(
+            out,
+            "{},{},{},{},{},{},{:.6}",
+            point.block_threads,
+            point.registers_per_thread,
+            point.static_smem_bytes,
+            point.dynamic_smem_bytes,
+            point.blocks_per_sm,
+            warps,
+            f64::from(warps) / f64::from(arch.max_warps_per_sm)
+        );
+    });
+    result
+}
+
+/// A curve's axis: the given range, or the arch's full range when the dimension is one value.
+fn axis(given: ValueRange, full: ValueRange) -> (u32, ValueRange) {
+    if given.start == given.end_inclusive {
+        (given.start, full)
+    } else {
+        (given.start, given)
+    }
+}
+
+fn write_curves(out: &mut impl Write, arch: &ArchFacts, args: &Args) -> std::io::Result<()> {
+    let warp = arch.warp_size;
+    let (block, block_axis) = axis(
+        args.block,
+        ValueRange {
+            start: warp,
+            end_inclusive: arch.max_threads_per_block,
+            step: warp,
+        },
+    );
+    let (registers, register_axis) = axis(
+        args.registers,
+        ValueRange {
+            start: 0,
+            end_inclusive: arch.max_regs_per_thread,
+            step: 1,
+        },
+    );
+    let largest_smem = if arch.major >= 7 {
+        arch.smem_per_block_optin
+    } else {
+        arch.smem_per_block
+    };
+    let (static_smem, smem_axis) = axis(
+        args.static_smem,
+        ValueRange {
+            start: 0,
+            end_inclusive: largest_smem,
+            step: arch.smem_alloc_unit,
+        },
+    );
+    let dynamic_smem = args.dynamic_smem.start;
+    let kernel_at = |registers_per_thread: u32, static_smem_bytes: u32| KernelFacts {
+        registers_per_thread,
+        static_smem_bytes,
+        barriers: args.barriers,
+        max_threads_per_block: args.max_threads,
+        max_dynamic_smem_bytes: args.max_dynamic_smem,
+    };
+    let launch_at = |block_threads: u32| Launch {
+        block_threads,
+        dynamic_smem_bytes: dynamic_smem,
+        carveout: args.carveout,
+    };
+    let point = occupancy(arch, &kernel_at(registers, static_smem), &launch_at(block));
+    writeln!(
+        out,
+        "{arch}: kernel point block {block}, {registers} registers, {static_smem} B static + {dynamic_smem} B dynamic smem -> {} blocks/SM, {:.1}% occupancy",
+        point.blocks_per_sm,
+        point.occupancy * 100.0
+    )?;
+
+    writeln!(
+        out,
+        "\noccupancy vs block size ({registers} registers, {static_smem} B static smem):"
+    )?;
+    for block_threads in block_axis.values() {
+        let answer = occupancy(
+            arch,
+            &kernel_at(registers, static_smem),
+            &launch_at(block_threads),
+        );
+        writeln!(
+            out,
+            "  {block_threads:>5} threads {:>3} blocks {:>6.1}% {:<32} {}",
+            answer.blocks_per_sm,
+            answer.occupancy * 100.0,
+            bar(answer.occupancy),
+            limiter_names(&answer.limiters)
+        )?;
+    }
+
+    writeln!(
+        out,
+        "\noccupancy vs registers per thread (block {block}, {static_smem} B static smem):"
+    )?;
+    let register_rows = segments(register_axis, |value| {
+        let answer = occupancy(arch, &kernel_at(value, static_smem), &launch_at(block));
+        (
+            answer.blocks_per_sm,
+            answer.occupancy,
+            limiter_names(&answer.limiters),
+        )
+    });
+    write_segments(out, &register_rows, "registers")?;
+
+    writeln!(
+        out,
+        "\noccupancy vs static shared memory per block (block {block}, {registers} registers):"
+    )?;
+    let smem_rows = segments(smem_axis, |value| {
+        let answer = occupancy(arch, &kernel_at(registers, value), &launch_at(block));
+        (
+            answer.blocks_per_sm,
+            answer.occupancy,
+            limiter_names(&answer.limiters),
+        )
+    });
+    write_segments(out, &smem_rows, "B")
+}
+
+type Segment = (u32, u32, (u32, f64, String));
+
+/// Runs of consecutive axis values with the same blocks and limiters.
+fn segments(range: ValueRange, answer: impl Fn(u32) -> (u32, f64, String)) -> Vec<Segment> {
+    let mut rows: Vec<Segment> = Vec::new();
+    for value in range.values() {
+        let current = answer(value);
+        match rows.last_mut() {
+            Some((_, last, previous)) if previous.0 == current.0 && previous.2 == current.2 => {
+                *last = value
+            }
+            _ => rows.push((value, value, current)),
+        }
+    }
+    rows
+}
+
+fn write_segments(out: &mut impl Write, rows: &[Segment], unit: &str) -> std::io::Result<()> {
+    for (first, last, (blocks, occupancy, limiters)) in rows {
+        let span = if first == last {
+            format!("{first}")
+        } else {
+            format!("{first}..={last}")
+        };
+        writeln!(
+            out,
+            "  {:>15} {unit:<9} {blocks:>3} blocks {:>6.1}% {:<32} {limiters}",
+            span,
+            occupancy * 100.0,
+            bar(*occupancy)
+        )?;
+    }
+    Ok(())
+}
+
+fn bar(occupancy: f64) -> String {
+    "#".repeat((occupancy * 32.0).round() as usize)
+}
+
+fn limiter_names(limiters: &[Limiter]) -> String {
+    limiters
+        .iter()
+        .map(|limiter| limiter.name())
+        .collect::<Vec<_>>()
+        .join(",")
+}

@@ -1,0 +1,436 @@
+//! `cargo occupancy calc | arch | sweep` on the built binary: output shapes, the batch contract,
+//! both invocation forms, and bad input (exit 2 with a clear message, never a panic).
+
+use serde_json::Value;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn binary() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cargo-occupancy"))
+}
+
+fn run(args: &[&str]) -> Output {
+    binary()
+        .args(args)
+        .output()
+        .expect("running cargo-occupancy")
+}
+
+fn run_with_stdin(args: &[&str], stdin: &str) -> Output {
+    let mut child = binary()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running cargo-occupancy");
+    let mut pipe = child.stdin.take().unwrap();
+    let input = stdin.to_string();
+    let writer = std::thread::spawn(move || pipe.write_all(input.as_bytes()));
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    output
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+fn json(output: &Output) -> Value {
+    serde_json::from_str(&stdout(output))
+        .unwrap_or_else(|error| panic!("{error}: {}", stdout(output)))
+}
+
+fn json_lines(output: &Output) -> Vec<Value> {
+    stdout(output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[test]
+fn calc_table_names_what_binds() {
+    let output = run(&[
+        "occupancy",
+        "calc",
+        "--arch",
+        "sm_90",
+        "--block",
+        "256",
+        "--registers",
+        "64",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    insta::assert_snapshot!("calc_sm_90_256_64", stdout(&output));
+}
+
+#[test]
+fn calc_table_with_gpu_shared_memory_and_launch_bounds() {
+    let output = run(&[
+        "calc",
+        "--gpu",
+        "h100",
+        "--block",
+        "128",
+        "--registers",
+        "40",
+        "--static-smem",
+        "20000",
+        "--barriers",
+        "3",
+        "--max-threads",
+        "256",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    insta::assert_snapshot!("calc_h100_smem_bound", stdout(&output));
+}
+
+#[test]
+fn calc_json_in_both_invocation_forms() {
+    let args = [
+        "calc",
+        "--arch",
+        "sm_90a",
+        "--block",
+        "256",
+        "--registers",
+        "64",
+        "--json",
+    ];
+    let direct = json(&run(&args));
+    let mut cargo_form = vec!["occupancy"];
+    cargo_form.extend(args);
+    assert_eq!(direct, json(&run(&cargo_form)));
+    assert_eq!(direct["blocks_per_sm"], 4);
+    assert_eq!(direct["warps_per_sm"], 32);
+    assert_eq!(direct["occupancy"], 0.5);
+    assert_eq!(direct["limiters"], serde_json::json!(["registers"]));
+    assert_eq!(direct["arch"], "sm_90");
+}
+
+#[test]
+fn calc_zero_blocks_has_a_reason() {
+    let output = run(&[
+        "calc",
+        "--arch",
+        "9.0",
+        "--block",
+        "512",
+        "--max-threads",
+        "256",
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    let answer = json(&output);
+    assert_eq!(answer["blocks_per_sm"], 0);
+    assert_eq!(answer["limiters"], serde_json::json!(["launch_bounds"]));
+    assert!(answer["reason"]
+        .as_str()
+        .unwrap()
+        .contains("__launch_bounds__"));
+}
+
+#[test]
+fn bad_input_exits_2_with_a_clear_message() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["calc", "--arch", "sm_91", "--block", "256"],
+            "unknown architecture `sm_91`; known: sm_50",
+        ),
+        (&["calc", "--arch", "sm_90", "--block", "-5"], "negative"),
+        (
+            &["calc", "--arch", "sm_90", "--block", "abc"],
+            "not a non-negative integer",
+        ),
+        (
+            &[
+                "calc",
+                "--arch",
+                "sm_90",
+                "--block",
+                "64",
+                "--registers",
+                "1e3",
+            ],
+            "not a non-negative integer",
+        ),
+        (
+            &[
+                "calc",
+                "--arch",
+                "sm_90",
+                "--block",
+                "64",
+                "--static-smem",
+                "99999999999",
+            ],
+            "larger than",
+        ),
+        (
+            &[
+                "calc",
+                "--arch",
+                "sm_90",
+                "--block",
+                "64",
+                "--carveout",
+                "150",
+            ],
+            "carveout",
+        ),
+        (&["calc", "--block", "64"], "--arch"),
+        (
+            &["calc", "--gpu", "h900", "--block", "64"],
+            "unknown GPU preset `h900`",
+        ),
+        (
+            &["calc", "--gpu", "a100", "--arch", "sm_90", "--block", "64"],
+            "drop one",
+        ),
+        (&["calc", "--arch", "sm_90"], "--block"),
+        (
+            &[
+                "calc",
+                "--arch",
+                "sm_90",
+                "--batch",
+                "/nonexistent/batch.jsonl",
+            ],
+            "cannot read batch file",
+        ),
+        (
+            &["sweep", "--arch", "sm_90", "--block", "5..=1"],
+            "empty range",
+        ),
+        (&["sweep", "--arch", "sm_90", "--block", "0..=4:0"], "step"),
+        (
+            &[
+                "sweep",
+                "--arch",
+                "sm_90",
+                "--static-smem",
+                "0..=4000000000",
+                "--dynamic-smem",
+                "0..=4000000000",
+                "--summary",
+            ],
+            "sweep too large",
+        ),
+        (&["arch", "gfx90a"], "unknown architecture"),
+    ];
+    for (args, message) in cases {
+        let output = run(args);
+        let error = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {error}");
+        assert!(
+            error.contains(message),
+            "{args:?}: expected {message:?} in {error}"
+        );
+        assert!(!error.contains("panicked"), "{args:?}: {error}");
+    }
+}
+
+#[test]
+fn batch_answers_each_line_in_order_and_fails_at_the_end() {
+    let input = [
+        r#"{"arch": "sm_90", "block": 256, "registers": 64}"#,
+        r#"{"arch": "sm_91", "block": 256}"#,
+        r#"{"arch": "sm_80", "block": 128, "registers": 32, "static_smem": 1000, "dynamic_smem": 60000, "barriers": 2, "max_threads": 128, "carveout": 50, "max_dynamic_smem": 70000}"#,
+        r#"{"arch": "sm_90", "block": -1}"#,
+        r#"{"arch": "sm_90", "block": 1.5}"#,
+        r#"not json"#,
+        r#"{"arch": "sm_90", "block": 64, "regs": 3}"#,
+        r#"{"arch": "sm_90"}"#,
+        r#"{"arch": "sm_90", "block": 64, "carveout": "default"}"#,
+        r#"{"arch": "sm_90", "block": 64, "carveout": 101}"#,
+        r#"[1, 2]"#,
+    ]
+    .join("\n");
+    let output = run_with_stdin(&["occupancy", "calc", "--batch", "-"], &input);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("8 bad batch line"),
+        "{}",
+        stderr(&output)
+    );
+    let answers = json_lines(&output);
+    assert_eq!(answers.len(), 11);
+    let single = json(&run(&[
+        "calc",
+        "--arch",
+        "sm_90",
+        "--block",
+        "256",
+        "--registers",
+        "64",
+        "--json",
+    ]));
+    assert_eq!(answers[0], single, "absent keys default as documented");
+    let is_error = |index: usize, text: &str| {
+        let message = answers[index]["error"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(text),
+            "line {}: {message:?} lacks {text:?}",
+            index + 1
+        );
+    };
+    is_error(1, "unknown architecture");
+    // 1000 + 60000 + 1024 reserved = 62080 B of GA100's 164 KB (50% -> 82 KB -> 100 KB step).
+    assert_eq!(answers[2]["blocks_per_sm"], 1);
+    assert_eq!(answers[2]["smem_config_per_sm"], 100 * 1024);
+    assert_eq!(answers[2]["limiters"], serde_json::json!(["shared_memory"]));
+    is_error(3, "non-negative integer");
+    is_error(4, "non-negative integer");
+    is_error(5, "not JSON");
+    is_error(6, "unknown key `regs`");
+    is_error(7, "missing `block`");
+    assert_eq!(answers[8]["blocks_per_sm"], 32);
+    is_error(9, "carveout");
+    is_error(10, "expected a JSON object");
+
+    let good = run_with_stdin(
+        &["calc", "--batch", "-", "--arch", "sm_86"],
+        "{\"block\": 1024}\n{\"block\": 32, \"arch\": \"sm_120a\"}\n",
+    );
+    assert_eq!(good.status.code(), Some(0), "{}", stderr(&good));
+    let answers = json_lines(&good);
+    assert_eq!(answers[0]["arch"], "sm_86");
+    assert_eq!(answers[0]["blocks_per_sm"], 1);
+    assert_eq!(answers[1]["arch"], "sm_120");
+    assert_eq!(answers[1]["blocks_per_sm"], 24);
+}
+
+#[test]
+fn arch_json_has_the_scripted_keys_and_h100_facts() {
+    let output = run(&["arch", "--json"]);
+    assert_eq!(output.status.code(), Some(0));
+    let rows = json(&output);
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 19);
+    let keys = [
+        "name",
+        "major",
+        "minor",
+        "max_threads_per_block",
+        "max_threads_per_sm",
+        "max_warps_per_sm",
+        "max_blocks_per_sm",
+        "regs_per_sm",
+        "regs_per_block",
+        "max_regs_per_thread",
+        "smem_per_sm",
+        "smem_per_block",
+        "smem_per_block_optin",
+        "reserved_smem_per_block",
+        "source",
+    ];
+    for row in rows {
+        for key in keys {
+            assert!(row.get(key).is_some(), "{key} missing in {row}");
+        }
+    }
+    let hopper = rows.iter().find(|row| row["name"] == "sm_90").unwrap();
+    assert_eq!(hopper["max_threads_per_sm"], 2048);
+    assert_eq!(hopper["max_blocks_per_sm"], 32);
+    assert_eq!(hopper["regs_per_sm"], 65536);
+    assert_eq!(hopper["smem_per_sm"], 233472);
+    assert_eq!(hopper["smem_per_block"], 49152);
+    assert_eq!(hopper["smem_per_block_optin"], 232448);
+    assert_eq!(hopper["reserved_smem_per_block"], 1024);
+    let table = stdout(&run(&["occupancy", "arch"]));
+    assert!(
+        table.contains("sm_121") && table.contains("Hopper"),
+        "{table}"
+    );
+    let gpus = stdout(&run(&["arch", "--gpus"]));
+    assert!(gpus.contains("h100") && gpus.contains("rtx5090"), "{gpus}");
+}
+
+#[test]
+fn sweep_summary_and_csv_equal_the_sum_of_single_answers() {
+    let ranges = [
+        "--block",
+        "1..=1024:101",
+        "--registers",
+        "0..=256:37",
+        "--static-smem",
+        "0..=100000:24999",
+        "--dynamic-smem",
+        "0..=60000:30000",
+    ];
+    let mut args = vec![
+        "sweep",
+        "--arch",
+        "sm_89",
+        "--barriers",
+        "2",
+        "--carveout",
+        "40",
+    ];
+    args.extend(ranges);
+    args.push("--summary");
+    let summary = json(&run(&args));
+    let mut lines = String::new();
+    let mut configs = 0;
+    for block in (1..=1024).step_by(101) {
+        for registers in (0..=256).step_by(37) {
+            for static_smem in (0..=100_000).step_by(24_999) {
+                for dynamic_smem in (0..=60_000).step_by(30_000) {
+                    configs += 1;
+                    lines.push_str(&format!(
+                        "{{\"arch\":\"sm_89\",\"block\":{block},\"registers\":{registers},\"static_smem\":{static_smem},\"dynamic_smem\":{dynamic_smem},\"barriers\":2,\"carveout\":40}}\n"
+                    ));
+                }
+            }
+        }
+    }
+    let batch = run_with_stdin(&["calc", "--batch", "-"], &lines);
+    assert_eq!(batch.status.code(), Some(0), "{}", stderr(&batch));
+    let sum: u64 = json_lines(&batch)
+        .iter()
+        .map(|answer| answer["blocks_per_sm"].as_u64().unwrap())
+        .sum();
+    assert!(sum > 0);
+    assert_eq!(summary["configs"], configs);
+    assert_eq!(summary["sum_blocks"], sum);
+
+    let mut csv_args = vec![
+        "sweep",
+        "--arch",
+        "sm_89",
+        "--barriers",
+        "2",
+        "--carveout",
+        "40",
+        "--csv",
+    ];
+    csv_args.extend(ranges);
+    let csv = stdout(&run(&csv_args));
+    assert_eq!(csv.lines().count(), configs + 1);
+    let csv_sum: u64 = csv
+        .lines()
+        .skip(1)
+        .map(|line| line.split(',').nth(4).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(csv_sum, sum);
+}
+
+#[test]
+fn sweep_default_prints_three_curves() {
+    let output = run(&[
+        "occupancy",
+        "sweep",
+        "--arch",
+        "sm_90",
+        "--block",
+        "256",
+        "--registers",
+        "64",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    insta::assert_snapshot!("sweep_curves_sm_90_256_64", stdout(&output));
+}
