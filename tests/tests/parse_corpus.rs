@@ -97,7 +97,7 @@ fn nvcc_build(name: &str, source: &str, extra: &[&str], archs: &[&str]) -> Build
         command: display("nvcc", &args),
         log,
         succeeded,
-        object: succeeded.then(|| (object, None)),
+        object: succeeded.then_some((object, None)),
         relocatable: extra.contains(&"-rdc=true"),
         debug: extra.contains(&"-G"),
         module_declares_dynamic_smem: declares_dynamic_smem(source),

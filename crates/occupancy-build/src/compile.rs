@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::fsutil::{parse_dep_file, write_atomic};
+use crate::fsutil::{parse_dep_file, parse_line_markers, write_atomic};
 use crate::targets::SmArch;
 use crate::toolchain::Toolchain;
 use crate::Error;
@@ -251,11 +251,16 @@ fn nvcc_args(
                 "--keep-dir".into(),
                 work.as_os_str().to_owned(),
             ]);
-            args.extend([
-                "-MD".into(),
-                "-MF".into(),
-                work.join("deps.d").into_os_string(),
-            ]);
+            // Dependencies: for an object, nvcc's -MD comes with the host preprocessing it does
+            // anyway; for PTX it would add a preprocessor pass, so the headers are read from the
+            // line markers of the device preprocessor output that --keep leaves (`.cpp1.ii`).
+            if settings.product == Product::Object {
+                args.extend([
+                    "-MD".into(),
+                    "-MF".into(),
+                    work.join("deps.d").into_os_string(),
+                ]);
+            }
             let output = match settings.product {
                 Product::Ptx => work.join(format!("{stem}.fatbin")),
                 Product::Object => work.join(format!("{stem}.o")),
@@ -327,11 +332,17 @@ fn run_nvcc(
                 Product::Ptx => work.join(format!("{stem}.fatbin")),
                 Product::Object => work.join(format!("{stem}.o")),
             };
-            let deps_path = work.join("deps.d");
+            let deps_path = match settings.product {
+                Product::Object => work.join("deps.d"),
+                Product::Ptx => work.join(format!("{stem}.cpp1.ii")),
+            };
             for (path, what) in [
                 (&ptx, "the PTX kept by --keep"),
                 (&binary, "the output"),
-                (&deps_path, "the -MF dependency file"),
+                (
+                    &deps_path,
+                    "the dependency list (-MF file, or the preprocessed .cpp1.ii)",
+                ),
             ] {
                 if !path.is_file() {
                     return Err(Error::UnreadableOutput {
@@ -347,11 +358,14 @@ fn run_nvcc(
                 path: deps_path.clone(),
                 error,
             })?;
-            let mut dependencies = parse_dep_file(&deps_text);
+            let mut dependencies = match settings.product {
+                Product::Object => parse_dep_file(&deps_text),
+                Product::Ptx => parse_line_markers(&deps_text),
+            };
             if dependencies.is_empty() {
                 return Err(Error::UnreadableOutput {
                     file: source.to_path_buf(),
-                    message: format!("the dependency file {} lists no input", deps_path.display()),
+                    message: format!("{} lists no input file", deps_path.display()),
                 });
             }
             dependencies = dependencies
@@ -374,8 +388,21 @@ fn run_nvcc(
     }
 }
 
+/// Absolute and lexically normalised (`bin/..//include` → `include`), so paths from nvcc's
+/// dependency file compare with the toolkit root.
 fn absolute(path: &Path) -> PathBuf {
-    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut normal = PathBuf::new();
+    for component in absolute.components() {
+        match component {
+            std::path::Component::ParentDir => {
+                normal.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => normal.push(other.as_os_str()),
+        }
+    }
+    normal
 }
 
 /// The command as a shell line, for error messages and logs.

@@ -97,10 +97,16 @@ fn apply(metadata: &mut Metadata, table: &toml::Value, section: &str) -> Result<
                 )
             }
             "reports" => {
-                metadata.reports = Some(
-                    string_list(value)
-                        .ok_or_else(|| wrong("a list of strings, e.g. [\"json\"]"))?,
-                )
+                let formats = string_list(value)
+                    .ok_or_else(|| wrong("a list of strings, e.g. [\"json\"]"))?;
+                if let Some(unknown) = formats.iter().find(|format| format.as_str() != "json") {
+                    return Err(Error::Config {
+                        message: format!(
+                            "{section} `reports`: unknown format `{unknown}` (supported: \"json\")"
+                        ),
+                    });
+                }
+                metadata.reports = Some(formats)
             }
             "baseline" => {
                 metadata.baseline = Some(PathBuf::from(

@@ -100,7 +100,11 @@ pub fn compile_all(
     let settings = CompileSettings {
         toolchain: toolchain.clone(),
         archs: context.archs.clone(),
-        user_args: build.user_args(),
+        // OUT_DIR first, for the generated occupancy_bounds.h.
+        user_args: std::iter::once(std::ffi::OsString::from("-I"))
+            .chain(std::iter::once(context.out_dir.as_os_str().to_owned()))
+            .chain(build.user_args())
+            .collect(),
         product,
         cache_root: context.out_dir.join("occupancy").join("cache"),
     };
@@ -178,14 +182,45 @@ fn resolve_source(manifest_dir: &Path, file: &Path) -> Result<PathBuf, Error> {
     Ok(path)
 }
 
+/// The engine's entry for callers that are not a build script (the `cargo occupancy` CLI):
+/// the same pipeline as [`Build::compile_ptx`]/[`Build::compile_lib`], on a builder that names
+/// its `out_dir` and `manifest_dir` and usually sets `cargo_metadata(false)`. A library product
+/// is archived as `liboccupancy_check.a` in the out dir. Never exits; deny findings come back as
+/// [`Error::Denied`] with the rendered diagnostics, after the reports were written.
+pub fn compile_and_check(build: &Build, product: Product) -> Result<Output, Error> {
+    run(
+        build,
+        product,
+        (product == Product::Object).then_some("occupancy_check"),
+    )
+}
+
 /// The whole pipeline for a build: compile, write products, check, report, cargo lines.
 pub fn run(build: &Build, product: Product, library_name: Option<&str>) -> Result<Output, Error> {
-    let context = context(build)?;
     let mut cargo = CargoLines::new(build.cargo_metadata);
-    let result = run_in(build, &context, product, library_name, &mut cargo);
+    let context = context(build);
+    let result = match &context {
+        Ok(context) => run_in(build, context, product, library_name, &mut cargo),
+        Err(_) => Err(Error::Tool {
+            message: String::new(),
+        }),
+    };
     // Whatever happened, cargo must rerun us when an input we read changes.
-    for path in &context.metadata.files_read {
-        cargo.rerun_if_changed(path);
+    match &context {
+        Ok(context) => {
+            for path in &context.metadata.files_read {
+                cargo.rerun_if_changed(path);
+            }
+        }
+        Err(_) => {
+            if let Some(dir) = build
+                .manifest_dir
+                .clone()
+                .or_else(|| build.env.get("CARGO_MANIFEST_DIR").map(PathBuf::from))
+            {
+                cargo.rerun_if_changed(&dir.join("Cargo.toml"));
+            }
+        }
     }
     for name in build.env.read_names() {
         if !set_by_cargo(&name) {
@@ -193,6 +228,8 @@ pub fn run(build: &Build, product: Product, library_name: Option<&str>) -> Resul
         }
     }
     cargo.flush();
+    // A context error is the one to report (the result is a placeholder then).
+    context?;
     result
 }
 
@@ -219,10 +256,18 @@ fn run_in(
             &resolve_source(&context.manifest_dir, file).unwrap_or_else(|_| file.clone()),
         );
     }
+    // Declarations first: occupancy_bounds.h must exist before a .cu includes it.
+    let declarations = crate::check::scan_declarations(build, context, cargo)?;
+    crate::check::write_bounds_header(context, &declarations)?;
     let compiled = compile_all(build, &toolchain, context, product)?;
     for source in &compiled {
         for dependency in &source.dependencies {
-            cargo.rerun_if_changed(dependency);
+            // Files this build script writes (occupancy_bounds.h) are outputs, not inputs: their
+            // own inputs (the declarations in src/) are tracked, and watching them would rerun
+            // the script on every build.
+            if !dependency.starts_with(&context.out_dir) {
+                cargo.rerun_if_changed(dependency);
+            }
         }
         for line in compiler_messages(&source.compiler_log) {
             cargo.warning(&format!("{}: {line}", source.source.display()));
@@ -241,7 +286,23 @@ fn run_in(
             output.library = Some(archive(build, context, &toolchain, &compiled, name, cargo)?);
         }
     }
-    output.report = crate::check::check(build, context, &toolchain, &compiled, cargo)?;
+    output.report = if build.check && context.skip_reason.is_none() {
+        crate::check::check(build, context, &toolchain, &compiled, &declarations, cargo)?
+    } else {
+        let reason = context
+            .skip_reason
+            .clone()
+            .unwrap_or_else(|| "`.check(false)` on the builder".to_string());
+        if context.skip_reason.is_some() {
+            cargo.warning(&format!(
+                "occupancy: {reason}: kernels were compiled but nothing was checked"
+            ));
+        }
+        let mut report = Report::skipped(context, reason);
+        report.cuda_release = Some(toolchain.release.clone());
+        crate::check::write_reports(context, &report)?;
+        report
+    };
     Ok(output)
 }
 
@@ -309,7 +370,7 @@ fn write_ptx_products(
         write_if_changed(&destination, &text)?;
         let constant = const_name(&stem);
         module.push_str(&format!(
-            "/// PTX compiled from `{}`.\npub const {constant}: &str = include_str!({:?});\n",
+            "/// PTX compiled from `{}`.\n#[allow(dead_code)]\npub const {constant}: &str = include_str!({:?});\n",
             source.source.display(),
             destination.display().to_string()
         ));
@@ -317,7 +378,7 @@ fn write_ptx_products(
         output.ptx_files.push((stem, destination));
     }
     module.push_str(&format!(
-        "/// Every PTX module as (source stem, PTX text).\npub const ALL: &[(&str, &str)] = &[{}];\n",
+        "/// Every PTX module as (source stem, PTX text).\n#[allow(dead_code)]\npub const ALL: &[(&str, &str)] = &[{}];\n",
         all.join(", ")
     ));
     let module_path = context.out_dir.join("occupancy_ptx.rs");
@@ -344,11 +405,14 @@ fn placeholder_output(build: &Build, context: &Context, product: Product) -> Res
                 .file_stem()
                 .map(|stem| stem.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            module.push_str(&format!("pub const {}: &str = \"\";\n", const_name(&stem)));
+            module.push_str(&format!(
+                "#[allow(dead_code)]\npub const {}: &str = \"\";\n",
+                const_name(&stem)
+            ));
             all.push(format!("({stem:?}, {})", const_name(&stem)));
         }
         module.push_str(&format!(
-            "pub const ALL: &[(&str, &str)] = &[{}];\n",
+            "#[allow(dead_code)]\npub const ALL: &[(&str, &str)] = &[{}];\n",
             all.join(", ")
         ));
         let module_path = context.out_dir.join("occupancy_ptx.rs");

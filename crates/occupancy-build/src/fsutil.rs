@@ -87,6 +87,28 @@ pub fn parse_dep_file(text: &str) -> Vec<PathBuf> {
     paths
 }
 
+/// The files a preprocessor output read, from its line markers (`# 12 "path/to/file.h" 1 3`),
+/// without the preprocessor's pseudo-files (`<built-in>`, `<command-line>`). Sorted, deduplicated.
+pub fn parse_line_markers(text: &str) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = text
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("# ")?;
+            let (number, rest) = rest.split_once(' ')?;
+            if !number.bytes().all(|byte| byte.is_ascii_digit()) {
+                return None;
+            }
+            let quoted = rest.strip_prefix('"')?;
+            let end = quoted.find('"')?;
+            let name = quoted[..end].replace("\\\\", "\\");
+            (!name.starts_with('<')).then(|| PathBuf::from(name))
+        })
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
 /// Splits `target: prerequisites` at the rule's colon (not a Windows drive letter's).
 fn split_rule(line: &str) -> Option<(&str, &str)> {
     let bytes = line.as_bytes();
@@ -126,6 +148,19 @@ mod tests {
             vec![PathBuf::from("C:\\x\\k.cu")]
         );
         assert!(parse_dep_file("").is_empty());
+    }
+
+    #[test]
+    fn line_markers_list_every_file_read() {
+        let text = "# 0 \"k.cu\"\n# 0 \"<built-in>\"\n# 0 \"<command-line>\"\n# 1 \"/usr/include/stdc-predef.h\" 1 3 4\nint x;\n# 1 \"k.cu\"\n# 1 \"kernels/common.cuh\" 1\n#define X 1\n";
+        assert_eq!(
+            parse_line_markers(text),
+            vec![
+                PathBuf::from("/usr/include/stdc-predef.h"),
+                PathBuf::from("k.cu"),
+                PathBuf::from("kernels/common.cuh")
+            ]
+        );
     }
 
     #[test]

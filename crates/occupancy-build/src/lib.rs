@@ -16,9 +16,11 @@
 //! What this crate must not do: re-implement parsing, arch facts or the calculator (those live in
 //! `occupancy-core`), or print anything outside the `cargo:` protocol and the failure diagnostics.
 
+mod baseline;
 mod check;
 mod compile;
 mod config;
+mod diagnostics;
 pub mod engine;
 mod env;
 mod error;
@@ -240,11 +242,7 @@ impl Build {
         match result {
             Ok(output) => output,
             Err(error) => {
-                if self.cargo_metadata {
-                    for name in self.env.read_names() {
-                        println!("cargo:rerun-if-env-changed={name}");
-                    }
-                }
+                // The cargo: lines are already out (engine::run prints them whatever happens).
                 eprintln!("{error}");
                 std::process::exit(1)
             }

@@ -63,10 +63,14 @@ impl Toolchain {
             .unwrap_or("unknown")
             .trim()
             .to_string();
-        let cuda_home = nvcc
-            .parent()
-            .and_then(Path::parent)
-            .map(Path::to_path_buf)
+        // The toolkit root: CUDA_HOME/CUDA_PATH when they name one (NVCC may be a wrapper
+        // script elsewhere), else the directory above nvcc's bin/.
+        let cuda_home = ["CUDA_HOME", "CUDA_PATH"]
+            .iter()
+            .filter_map(|variable| env.get(variable))
+            .map(PathBuf::from)
+            .find(|home| home.join("include").is_dir())
+            .or_else(|| nvcc.parent().and_then(Path::parent).map(Path::to_path_buf))
             .unwrap_or_else(|| PathBuf::from("/usr/local/cuda"));
         let (wrapper, host_args) = if use_cc_host_setup {
             cc_host_setup(env)

@@ -85,6 +85,41 @@ pub struct LogParser {
     /// The last record is a device function and no `Compiling entry function` or module line
     /// has come since: a `Used` line now would show it was an entry whose first line is missing.
     device_record_unconfirmed: bool,
+    /// Demangled names by mangled name: a kernel appears once per arch, demangling is the
+    /// costliest step, and this is bounded by the number of distinct kernels.
+    demangled_names: std::collections::HashMap<String, Option<String>, NameHasherBuilder>,
+}
+
+/// A fast non-cryptographic hash for the demangling cache (keys are the log's own names; no
+/// adversary gains anything from collisions beyond slowing their own log down).
+#[derive(Debug, Default, Clone, Copy)]
+struct NameHasherBuilder;
+
+#[derive(Debug, Default)]
+struct NameHasher(u64);
+
+impl std::hash::BuildHasher for NameHasherBuilder {
+    type Hasher = NameHasher;
+    fn build_hasher(&self) -> NameHasher {
+        NameHasher(0)
+    }
+}
+
+impl std::hash::Hasher for NameHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+            self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(SEED);
+        }
+        for &byte in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(SEED);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 impl Default for LogParser {
@@ -121,6 +156,7 @@ impl LogParser {
             pending_notes: Vec::new(),
             first_truncation: None,
             device_record_unconfirmed: false,
+            demangled_names: std::collections::HashMap::with_hasher(NameHasherBuilder),
         }
     }
 
@@ -144,15 +180,13 @@ impl LogParser {
     pub fn feed_line(&mut self, line: &str) -> LineKind {
         self.line_number += 1;
         let line = line.strip_suffix('\r').unwrap_or(line);
-        let trimmed = strip_msbuild_prefix(line.trim_start()).trim_start();
+        let trimmed = ascii_trim_start(strip_msbuild_prefix(ascii_trim_start(line)));
         if let Some(after) = trimmed.strip_prefix("ptxas") {
             if after.is_empty() || after.starts_with([' ', '\t']) {
                 return self.ptxas_line(line, after);
             }
         }
-        if trimmed.as_bytes().first().is_some_and(u8::is_ascii_digit)
-            && trimmed.contains("bytes stack frame")
-        {
+        if is_stack_line(trimmed) {
             return self.stack_line(line, trimmed);
         }
         self.output.context_lines += 1;
@@ -281,10 +315,23 @@ impl LogParser {
         });
     }
 
-    fn new_record(&self, name: &str, arch: String, entry: bool) -> KernelRecord {
+    fn new_record(&mut self, name: &str, arch: String, entry: bool) -> KernelRecord {
+        let demangled = if !name.starts_with("_Z") {
+            None
+        } else {
+            match self.demangled_names.get(name) {
+                Some(demangled) => demangled.clone(),
+                None => {
+                    let demangled = demangle(name);
+                    self.demangled_names
+                        .insert(name.to_string(), demangled.clone());
+                    demangled
+                }
+            }
+        };
         KernelRecord {
             name: name.to_string(),
-            demangled: demangle(name),
+            demangled,
             arch,
             entry,
             registers: None,
@@ -341,7 +388,7 @@ impl LogParser {
         }
         if let Some(name) = message.strip_prefix("Function properties for ") {
             let name = name.trim();
-            if name.is_empty() || name.contains(char::is_whitespace) {
+            if name.is_empty() || name.bytes().any(|byte| byte.is_ascii_whitespace()) {
                 return self.diagnostic(line, "expected `Function properties for NAME`");
             }
             self.function_properties(name);
@@ -543,7 +590,7 @@ impl LogParser {
         };
         let mut not_understood: Vec<&str> = Vec::new();
         let mut registers = None;
-        for item in rest.split(',').map(str::trim) {
+        for item in comma_items(rest) {
             if registers.is_none() {
                 match item.strip_suffix(" registers").and_then(parse_u64) {
                     Some(count) if count <= u64::from(u32::MAX) => registers = Some(count as u32),
@@ -606,7 +653,7 @@ impl LogParser {
 
     fn module_line(&mut self, line: &str, message: &str) -> LineKind {
         let mut section = Section::default();
-        for item in message.split(',').map(str::trim) {
+        for item in message.split(',').map(ascii_trim) {
             if let Some(bytes) = item.strip_suffix(" bytes gmem").and_then(parse_u64) {
                 section.global_memory_bytes = Some(bytes);
             } else if let Some(bank) = parse_cmem(item) {
@@ -626,6 +673,38 @@ impl LogParser {
         self.section = section;
         LineKind::Ptxas
     }
+}
+
+/// The trimmed comma-separated items of a short line (a byte scan: memchr's set-up costs more
+/// than it saves on items this short).
+fn comma_items(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let current = rest?;
+        match current.bytes().position(|byte| byte == b',') {
+            Some(comma) => {
+                rest = Some(&current[comma + 1..]);
+                Some(ascii_trim(&current[..comma]))
+            }
+            None => {
+                rest = None;
+                Some(ascii_trim(current))
+            }
+        }
+    })
+}
+
+/// Trims spaces, tabs and line ends: ptxas output is ASCII, and this runs on every line.
+fn ascii_trim(text: &str) -> &str {
+    ascii_trim_start(text).trim_end_matches([' ', '\t', '\r', '\n'])
+}
+
+fn ascii_trim_start(text: &str) -> &str {
+    let skip = text
+        .bytes()
+        .take_while(|byte| matches!(byte, b' ' | b'\t'))
+        .count();
+    &text[skip..]
 }
 
 /// Visual Studio (MSBuild) prefixes each line of a project's build output with `N>`.
@@ -648,6 +727,17 @@ enum Severity {
 /// Splits `"    info    : message"` or `" /tmp/x.ptx, line 6; error   : message"` (what follows
 /// `ptxas`) into its severity and message.
 fn split_severity(after_tool: &str) -> Option<(Severity, &str)> {
+    // Fast path: ptxas pads its severities to one width (`ptxas info    : `).
+    for (prefix, severity) in [
+        (" info    : ", Severity::Info),
+        (" warning : ", Severity::Warning),
+        (" error   : ", Severity::Error),
+        (" fatal   : ", Severity::Fatal),
+    ] {
+        if let Some(message) = after_tool.strip_prefix(prefix) {
+            return Some((severity, ascii_trim(message)));
+        }
+    }
     let mut search_from = 0;
     while let Some(offset) = after_tool[search_from..].find(':') {
         let colon = search_from + offset;
@@ -673,11 +763,16 @@ fn split_severity(after_tool: &str) -> Option<(Severity, &str)> {
 
 /// `'NAME' for 'sm_90'` → (`NAME`, `sm_90`).
 fn parse_compiling(rest: &str) -> Option<(&str, &str)> {
-    let rest = rest.trim_end().strip_prefix('\'')?;
-    let (name, arch) = rest.split_once("' for '")?;
-    let arch = arch.strip_suffix('\'')?;
+    let (head, arch) = rest.trim_end().strip_suffix('\'')?.rsplit_once('\'')?;
+    let name = head
+        .strip_suffix(" for ")?
+        .strip_prefix('\'')?
+        .strip_suffix('\'')?;
     let valid = |text: &str| {
-        !text.is_empty() && !text.contains(char::is_whitespace) && !text.contains('\'')
+        !text.is_empty()
+            && !text
+                .bytes()
+                .any(|byte| byte.is_ascii_whitespace() || byte == b'\'')
     };
     (valid(name) && valid(arch)).then_some((name, arch))
 }
@@ -701,7 +796,7 @@ fn quoted_function_name(message: &str) -> Option<&str> {
 }
 
 fn parse_stack_line(trimmed: &str) -> Option<(u64, u64, u64)> {
-    let mut items = trimmed.trim_end().split(',').map(str::trim);
+    let mut items = comma_items(trimmed);
     let frame = items
         .next()?
         .strip_suffix(" bytes stack frame")
@@ -717,11 +812,17 @@ fn parse_stack_line(trimmed: &str) -> Option<(u64, u64, u64)> {
     items.next().is_none().then_some((frame, stores, loads))
 }
 
-/// `368 bytes cmem[0]` → (0, 368).
+/// `368 bytes cmem[0]` → (0, 368). (Byte-level: this runs for every constant bank item.)
 fn parse_cmem(item: &str) -> Option<(u32, u64)> {
-    let (bytes, bank) = item.split_once(" bytes cmem[")?;
-    let bank = parse_u32(bank.strip_suffix(']')?)?;
-    Some((bank, parse_u64(bytes)?))
+    let (head, bank) = item.strip_suffix(']')?.rsplit_once('[')?;
+    let bytes = head.strip_suffix(" bytes cmem")?;
+    Some((parse_u32(bank)?, parse_u64(bytes)?))
+}
+
+/// `    128 bytes stack frame, ...`: digits, then ` bytes stack frame`.
+fn is_stack_line(trimmed: &str) -> bool {
+    let digits = trimmed.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && trimmed[digits..].starts_with(" bytes stack frame")
 }
 
 fn parse_u64(text: &str) -> Option<u64> {

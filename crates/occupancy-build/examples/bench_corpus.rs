@@ -1,0 +1,61 @@
+//! Compiles a directory of .cu files through occupancy-build, outside cargo, and prints the wall
+//! time in seconds. Used by scripts/bench-build.sh to compare with plain nvcc.
+//!
+//! `bench_corpus <lib|ptx> <corpus dir> <out dir> <archs> <declarations dir> [flags...]`
+
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.len() < 5 {
+        eprintln!("usage: bench_corpus <lib|ptx> <corpus dir> <out dir> <archs> <declarations dir> [nvcc flags...]");
+        std::process::exit(2);
+    }
+    let (mode, corpus, out_dir, archs) = (&args[0], &args[1], &args[2], &args[3]);
+    let mut build = occupancy_build::Build::new();
+    build
+        .source_dir(corpus)
+        .out_dir(out_dir)
+        .manifest_dir(out_dir)
+        .declarations(&args[4])
+        .cargo_metadata(false);
+    for arch in archs.split(',') {
+        build.arch(arch);
+    }
+    for flag in &args[5..] {
+        build.flag(flag);
+    }
+    std::fs::create_dir_all(out_dir).expect("out dir");
+    let manifest = std::path::Path::new(out_dir).join("Cargo.toml");
+    if !manifest.exists() {
+        std::fs::write(
+            &manifest,
+            "[package]\nname = \"bench-corpus\"\nversion = \"0.0.0\"\n",
+        )
+        .expect("manifest");
+    }
+    let start = Instant::now();
+    let result = match mode.as_str() {
+        "lib" => build.try_compile_lib("corpus"),
+        "ptx" => build.try_compile_ptx(),
+        other => {
+            eprintln!("unknown mode {other}: lib or ptx");
+            std::process::exit(2);
+        }
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    match result {
+        Ok(output) => {
+            eprintln!(
+                "{} kernels checked, {} findings",
+                output.report.kernels.len(),
+                output.report.findings.len()
+            );
+            println!("{seconds:.3}");
+        }
+        Err(error) => {
+            eprintln!("{error}");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,721 @@
+//! Lint evaluation: from what ptxas reported, what the calculator derived and what the crate
+//! declared, to findings (lint id, architecture, message, notes, help).
+//!
+//! Pure: callers hand in records, PTX directives, arch facts, occupancy results, baselines and
+//! levels; nothing here reads files or runs tools. Levels are resolved by [`resolve_level`]
+//! (most specific wins: the attribute, then per-kernel Cargo.toml, then the environment, then the
+//! crate's Cargo.toml, then the lint's default), and rendering belongs to the caller.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::arch::ArchFacts;
+use crate::calc::{Limiter, Occupancy};
+use crate::lint::{did_you_mean, Level, LintId};
+use crate::ptxas::{KernelRecord, PtxEntry};
+use crate::spec::KernelSpec;
+
+/// Registers per thread (or bytes of static shared memory, see [`CLIFF_SMEM_BYTES`]) within
+/// which a kernel is "at a cliff": one more costs a resident block.
+pub const CLIFF_REGISTERS: u32 = 2;
+/// Bytes of shared memory per block within which adding more costs a resident block.
+pub const CLIFF_SMEM_BYTES: u32 = 256;
+
+/// One finding, before a level is attached.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Which lint.
+    pub lint: LintId,
+    /// The architecture it concerns; `None` when it holds on every one (`partial_warp`).
+    pub arch: Option<String>,
+    /// One line: what is wrong.
+    pub message: String,
+    /// Facts behind it: what ptxas reported, which resource binds on which arch.
+    pub notes: Vec<String>,
+    /// What to change.
+    pub help: Option<String>,
+}
+
+/// A compiled kernel on one target architecture, with the calculator's answer for the launch.
+#[derive(Debug, Clone, Copy)]
+pub struct CompiledOnArch<'a> {
+    /// The arch's facts.
+    pub arch: &'a ArchFacts,
+    /// ptxas's record for the kernel on this arch.
+    pub record: &'a KernelRecord,
+    /// The kernel's `.entry` directives in the PTX that was assembled, when known.
+    pub ptx: Option<&'a PtxEntry>,
+    /// Occupancy of the declared launch.
+    pub occupancy: &'a Occupancy,
+}
+
+fn spill_bytes(record: &KernelRecord) -> u64 {
+    record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0)
+}
+
+fn percent(fraction: f64) -> String {
+    let value = fraction * 100.0;
+    if (value - value.round()).abs() < 1e-9 {
+        format!("{value:.0}%")
+    } else {
+        format!("{value:.1}%")
+    }
+}
+
+/// `2 blocks x 256 threads = 16 of 64 warps (25%)`, and what binds.
+pub fn occupancy_note(on: &CompiledOnArch<'_>) -> String {
+    let occupancy = on.occupancy;
+    let limiters: Vec<&str> = occupancy
+        .limiters
+        .iter()
+        .map(|limiter| limiter.name())
+        .collect();
+    let mut note = format!(
+        "on {}: {} block{} of {} threads = {} of {} warps per SM ({})",
+        on.arch.name,
+        occupancy.blocks_per_sm,
+        if occupancy.blocks_per_sm == 1 {
+            ""
+        } else {
+            "s"
+        },
+        occupancy.block_threads,
+        occupancy.warps_per_sm,
+        on.arch.max_warps_per_sm,
+        percent(occupancy.occupancy)
+    );
+    if !limiters.is_empty() {
+        note.push_str(&format!("; limited by {}", limiters.join(" and ")));
+    }
+    if occupancy.limiters.contains(&Limiter::Registers) {
+        note.push_str(&format!(
+            " ({} registers/thread, {} allocated per block of {})",
+            on.record.registers.unwrap_or(0),
+            occupancy.allocated_registers_per_block,
+            on.arch.regs_per_sm
+        ));
+    }
+    if occupancy.limiters.contains(&Limiter::SharedMemory) {
+        note.push_str(&format!(
+            " ({} bytes allocated per block of {} per SM)",
+            occupancy.allocated_smem_per_block, occupancy.smem_config_per_sm
+        ));
+    }
+    note
+}
+
+/// `ptxas: 128 registers, 0 bytes stack frame, 24 bytes spill stores, 24 bytes spill loads`.
+pub fn ptxas_note(record: &KernelRecord) -> String {
+    format!(
+        "ptxas reported for {} on {}: {} registers, {} barriers, {} bytes stack frame, {} bytes spill stores, {} bytes spill loads, {} bytes static shared memory",
+        record.name,
+        record.arch,
+        record.registers.unwrap_or(0),
+        record.barriers.unwrap_or(0),
+        record.stack_frame_bytes.unwrap_or(0),
+        record.spill_store_bytes.unwrap_or(0),
+        record.spill_load_bytes.unwrap_or(0),
+        record.static_smem_bytes
+    )
+}
+
+/// Every lint that concerns a declared, compiled kernel on its target architectures.
+/// `spills` gets a generic help here; a caller that can re-run ptxas replaces it with a verified
+/// `min_blocks_per_sm` (see occupancy-build).
+pub fn evaluate_declared(spec: &KernelSpec, on_archs: &[CompiledOnArch<'_>]) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let block_threads = spec.block.threads();
+    if block_threads % 32 != 0 {
+        findings.push(Finding {
+            lint: LintId::PartialWarp,
+            arch: None,
+            message: format!("the declared block of {block_threads} threads is not a multiple of the warp size (32)"),
+            notes: vec![format!(
+                "{} warps are scheduled per block; {} lanes of the last one idle in every block",
+                block_threads.div_ceil(32),
+                block_threads.div_ceil(32) * 32 - block_threads
+            )],
+            help: Some(format!(
+                "round the block up to {} and guard the extra threads, or `allow(partial_warp)`",
+                block_threads.div_ceil(32) * 32
+            )),
+        });
+    }
+    for on in on_archs {
+        let record = on.record;
+        let arch = on.arch.name.to_string();
+        let spilled = spill_bytes(record);
+        let max_spill = u64::from(spec.max_spill_bytes.unwrap_or(0));
+        if spilled > max_spill {
+            let mut help = String::from("lower `min_blocks_per_sm` or raise `max_registers` so ptxas has more registers, or reduce live values");
+            if spec.max_spill_bytes.is_none() {
+                help.push_str(", or accept spills with `max_spill_bytes = N`");
+            }
+            findings.push(Finding {
+                lint: LintId::Spills,
+                arch: Some(arch.clone()),
+                message: format!(
+                    "kernel `{}` spills {spilled} bytes to local memory on {arch} ({} stores + {} loads; at most {max_spill} declared)",
+                    record.name,
+                    record.spill_store_bytes.unwrap_or(0),
+                    record.spill_load_bytes.unwrap_or(0)
+                ),
+                notes: bound_notes(spec, on).into_iter().chain([ptxas_note(record), occupancy_note(on)]).collect(),
+                help: Some(help),
+            });
+        }
+        if let Some(min_occupancy) = spec.min_occupancy {
+            if on.occupancy.occupancy + 1e-9 < min_occupancy {
+                let mut help = String::from(
+                    "reduce registers, shared memory or the block size, or lower `min_occupancy`",
+                );
+                if let Some(fewer) = on.occupancy.headroom.registers_to_gain_block {
+                    help = format!(
+                        "{fewer} fewer registers per thread would fit one more block on {arch} (e.g. `max_registers = {}`); or reduce shared memory, lower `min_occupancy`, or `allow(low_occupancy)` if it is deliberate",
+                        record.registers.unwrap_or(0).saturating_sub(fewer)
+                    );
+                }
+                findings.push(Finding {
+                    lint: LintId::LowOccupancy,
+                    arch: Some(arch.clone()),
+                    message: format!(
+                        "kernel `{}` reaches {} occupancy on {arch}, below the declared `min_occupancy = {}`",
+                        record.name,
+                        percent(on.occupancy.occupancy),
+                        min_occupancy
+                    ),
+                    notes: vec![occupancy_note(on), ptxas_note(record)],
+                    help: Some(help),
+                });
+            }
+        }
+        unlaunchable(spec, on, &mut findings);
+        bounds_mismatch(spec, on, &mut findings);
+        let stack = record.stack_frame_bytes.unwrap_or(0);
+        let max_stack = u64::from(spec.max_stack_bytes.unwrap_or(0));
+        if stack > max_stack {
+            findings.push(Finding {
+                lint: LintId::StackFrame,
+                arch: Some(arch.clone()),
+                message: format!("kernel `{}` has a {stack}-byte stack frame on {arch} (at most {max_stack} declared)", record.name),
+                notes: vec![ptxas_note(record)],
+                help: Some("inline callees (`__forceinline__`), index local arrays with constants, or declare `max_stack_bytes = N`".into()),
+            });
+        }
+        let local_bytes = record.local_memory_bytes.unwrap_or(0);
+        let local_warning = record
+            .warnings
+            .iter()
+            .find(|warning| warning.contains("Local memory"));
+        if spilled == 0 && (local_bytes > 0 || local_warning.is_some()) {
+            findings.push(Finding {
+                lint: LintId::LocalMemory,
+                arch: Some(arch.clone()),
+                message: format!("kernel `{}` uses local memory on {arch}", record.name),
+                notes: local_warning.map(|warning| format!("ptxas: {warning}")).into_iter().chain([ptxas_note(record)]).collect(),
+                help: Some("index local arrays with compile-time constants, or use shared memory for per-block scratch".into()),
+            });
+        }
+        if let Some(max) = spec.max_registers_per_thread {
+            let registers = record.registers.unwrap_or(0);
+            if registers > max {
+                findings.push(Finding {
+                    lint: LintId::LowOccupancy,
+                    arch: Some(arch.clone()),
+                    message: format!(
+                        "kernel `{}` uses {registers} registers per thread on {arch}, above the declared `max_registers_per_thread = {max}`",
+                        record.name
+                    ),
+                    notes: vec![ptxas_note(record), occupancy_note(on)],
+                    help: Some(format!("cap registers at compile time with `max_registers = {max}` (ptxas may spill), or raise the threshold")),
+                });
+            }
+        }
+        occupancy_cliff(on, &mut findings);
+    }
+    findings
+}
+
+fn bound_notes(spec: &KernelSpec, on: &CompiledOnArch<'_>) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(blocks) = spec.min_blocks_per_sm {
+        let threads = spec.block.threads();
+        notes.push(format!(
+            "`min_blocks_per_sm = {blocks}` with `block = {threads}` asks ptxas to fit {} threads per SM on {}: at most {} registers per thread",
+            blocks * threads,
+            on.arch.name,
+            register_budget(on.arch, threads, blocks)
+        ));
+    }
+    if let Some(registers) = spec.max_registers {
+        notes.push(format!(
+            "`max_registers = {registers}` caps ptxas at {registers} registers per thread"
+        ));
+    }
+    notes
+}
+
+/// The most registers per thread with which `blocks` blocks of `threads` fit the register file
+/// (per-warp allocation granularity included): the cap ptxas works under for
+/// `__launch_bounds__(threads, blocks)`.
+pub fn register_budget(arch: &ArchFacts, threads: u32, blocks: u32) -> u32 {
+    let warps = u64::from(threads.div_ceil(arch.warp_size).max(1)) * u64::from(blocks.max(1));
+    let per_warp = u64::from(arch.regs_per_sm) / warps;
+    let per_warp = per_warp / u64::from(arch.reg_alloc_unit_per_warp)
+        * u64::from(arch.reg_alloc_unit_per_warp);
+    let per_thread = per_warp / u64::from(arch.warp_size);
+    per_thread.min(u64::from(arch.max_regs_per_thread)) as u32
+}
+
+fn unlaunchable(spec: &KernelSpec, on: &CompiledOnArch<'_>, findings: &mut Vec<Finding>) {
+    let record = on.record;
+    let arch = on.arch.name;
+    let threads = spec.block.threads();
+    let compiled_max = on
+        .ptx
+        .and_then(|ptx| ptx.maxntid.as_ref().or(ptx.reqntid.as_ref()))
+        .map(|dims| dims.iter().product::<u32>());
+    if let Some(max) = compiled_max {
+        if threads > max {
+            findings.push(Finding {
+                lint: LintId::Unlaunchable,
+                arch: Some(arch.to_string()),
+                message: format!("kernel `{}` was compiled for at most {max} threads per block, but is declared with `block = {threads}`", record.name),
+                notes: vec![format!("the PTX of `{}` says `.maxntid`/`.reqntid` {max}", record.name)],
+                help: Some(format!("launch at most {max} threads, or take `__launch_bounds__` from the declaration (occupancy_bounds.h)")),
+            });
+            return;
+        }
+    }
+    if on.occupancy.blocks_per_sm == 0 {
+        let reason = on
+            .occupancy
+            .reason
+            .clone()
+            .unwrap_or_else(|| "no block fits on an SM".to_string());
+        findings.push(Finding {
+            lint: LintId::Unlaunchable,
+            arch: Some(arch.to_string()),
+            message: format!("the declared launch of kernel `{}` cannot start on {arch}: {reason}", record.name),
+            notes: vec![ptxas_note(record)],
+            help: Some("make the block smaller, cap registers (`min_blocks_per_sm`, `max_registers`), lower `dynamic_smem`, or drop the arch from `archs`".into()),
+        });
+    }
+}
+
+fn bounds_mismatch(spec: &KernelSpec, on: &CompiledOnArch<'_>, findings: &mut Vec<Finding>) {
+    let Some(ptx) = on.ptx else { return };
+    let record = on.record;
+    let threads = spec.block.threads();
+    let mut differences = Vec::new();
+    let compiled_max = ptx
+        .maxntid
+        .as_ref()
+        .map(|dims| dims.iter().product::<u32>());
+    if let Some(blocks) = spec.min_blocks_per_sm {
+        if ptx.minnctapersm != Some(blocks) {
+            differences.push(format!(
+                "min blocks per SM: declared {blocks}, compiled {}",
+                ptx.minnctapersm
+                    .map_or("none (.minnctapersm absent)".to_string(), |value| value
+                        .to_string())
+            ));
+        }
+        if compiled_max != Some(threads) {
+            differences.push(format!(
+                "max threads per block: declared {threads}, compiled {}",
+                compiled_max.map_or("none (.maxntid absent)".to_string(), |value| value
+                    .to_string())
+            ));
+        }
+    } else if let Some(max) = compiled_max {
+        if max > threads {
+            differences.push(format!(
+                "max threads per block: declared {threads}, compiled {max}"
+            ));
+        }
+    }
+    if let Some(registers) = spec.max_registers {
+        if ptx.maxnreg != Some(registers) {
+            differences.push(format!(
+                "max registers: declared {registers}, compiled {}",
+                ptx.maxnreg
+                    .map_or("none (.maxnreg absent)".to_string(), |value| value
+                        .to_string())
+            ));
+        }
+    }
+    if !differences.is_empty() {
+        findings.push(Finding {
+            lint: LintId::BoundsMismatch,
+            arch: Some(on.arch.name.to_string()),
+            message: format!("kernel `{}` was not compiled with the declared launch bounds", record.name),
+            notes: differences,
+            help: Some(format!(
+                "take the bounds from the declaration: `__global__ void OCCUPANCY_BOUNDS_{0} {0}(...)` with `#include \"occupancy_bounds.h\"` (generated in OUT_DIR), or make the two sides agree",
+                record.name
+            )),
+        });
+    }
+}
+
+fn occupancy_cliff(on: &CompiledOnArch<'_>, findings: &mut Vec<Finding>) {
+    let occupancy = on.occupancy;
+    if occupancy.blocks_per_sm == 0 {
+        return;
+    }
+    // Under a compiled register cap (.minnctapersm, .maxnreg) ptxas spills rather than grow, so
+    // the register margin is not a cliff.
+    let register_capped = on
+        .ptx
+        .is_some_and(|ptx| ptx.minnctapersm.is_some() || ptx.maxnreg.is_some());
+    let registers = on.record.registers.unwrap_or(0);
+    let register_limit = occupancy.block_limits.registers;
+    let registers_bind = register_limit == Some(occupancy.blocks_per_sm);
+    if !register_capped
+        && registers_bind
+        && registers > 0
+        && occupancy.headroom.registers_addable < CLIFF_REGISTERS
+    {
+        findings.push(Finding {
+            lint: LintId::OccupancyCliff,
+            arch: Some(on.arch.name.to_string()),
+            message: format!(
+                "kernel `{}` is {} register{} per thread away from losing a block on {}",
+                on.record.name,
+                occupancy.headroom.registers_addable + 1,
+                if occupancy.headroom.registers_addable == 0 { "" } else { "s" },
+                on.arch.name
+            ),
+            notes: vec![occupancy_note(on)],
+            help: Some(format!("cap registers at the current count (`max_registers = {registers}`) to keep this occupancy, or `allow(occupancy_cliff)`")),
+        });
+    }
+    let smem_bind = occupancy.block_limits.shared_memory == Some(occupancy.blocks_per_sm);
+    if smem_bind && occupancy.headroom.smem_addable_bytes < CLIFF_SMEM_BYTES {
+        findings.push(Finding {
+            lint: LintId::OccupancyCliff,
+            arch: Some(on.arch.name.to_string()),
+            message: format!(
+                "kernel `{}` is {} bytes of shared memory away from losing a block on {}",
+                on.record.name,
+                occupancy.headroom.smem_addable_bytes + 1,
+                on.arch.name
+            ),
+            notes: vec![occupancy_note(on)],
+            help: Some(
+                "keep shared memory per block where it is, or `allow(occupancy_cliff)`".into(),
+            ),
+        });
+    }
+}
+
+/// `missing_kernel`: declared, but no compiled entry has its name; suggests a close one.
+pub fn missing_kernel(kernel_name: &str, compiled_names: &[&str]) -> Finding {
+    let suggestion = did_you_mean(kernel_name, compiled_names.iter().copied());
+    Finding {
+        lint: LintId::MissingKernel,
+        arch: None,
+        message: format!("declared kernel `{kernel_name}` is not in any compiled output"),
+        notes: vec![if compiled_names.is_empty() {
+            "no kernel was compiled".to_string()
+        } else {
+            format!("compiled kernels: {}", compiled_names.join(", "))
+        }],
+        help: Some(match suggestion {
+            Some(name) => format!("did you mean `name = \"{name}\"`?"),
+            None => "set `name = \"...\"` to the compiled symbol (mangled for C++ kernels), declare the kernel `extern \"C\"`, or add its file to the builder".into(),
+        }),
+    }
+}
+
+/// `undeclared_kernel`: compiled, with no declaration.
+pub fn undeclared_kernel(kernel_name: &str, source: &str) -> Finding {
+    Finding {
+        lint: LintId::UndeclaredKernel,
+        arch: None,
+        message: format!(
+            "kernel `{kernel_name}` from {source} has no `#[occupancy::kernel]` declaration"
+        ),
+        notes: Vec::new(),
+        help: Some(
+            "declare it next to its Rust stub with `#[occupancy::kernel(block = ...)]`".into(),
+        ),
+    }
+}
+
+/// What the baseline (`occupancy.lock`) records per kernel and arch.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BaselineNumbers {
+    pub registers: u32,
+    pub spill_store_bytes: u64,
+    pub spill_load_bytes: u64,
+    pub stack_frame_bytes: u64,
+    pub static_smem_bytes: u64,
+    pub occupancy: f64,
+}
+
+impl BaselineNumbers {
+    /// The numbers of a compiled kernel.
+    pub fn of(record: &KernelRecord, occupancy: &Occupancy) -> BaselineNumbers {
+        BaselineNumbers {
+            registers: record.registers.unwrap_or(0),
+            spill_store_bytes: record.spill_store_bytes.unwrap_or(0),
+            spill_load_bytes: record.spill_load_bytes.unwrap_or(0),
+            stack_frame_bytes: record.stack_frame_bytes.unwrap_or(0),
+            static_smem_bytes: record.static_smem_bytes,
+            occupancy: occupancy.occupancy,
+        }
+    }
+}
+
+/// `regression`: any number worse than the baseline's.
+pub fn regression(
+    kernel_name: &str,
+    arch: &str,
+    baseline: &BaselineNumbers,
+    current: &BaselineNumbers,
+) -> Option<Finding> {
+    let mut worse = Vec::new();
+    let mut compare = |what: &str, before: u64, after: u64| {
+        if after > before {
+            worse.push(format!("{what}: {before} -> {after}"));
+        }
+    };
+    compare(
+        "registers",
+        u64::from(baseline.registers),
+        u64::from(current.registers),
+    );
+    compare(
+        "spill store bytes",
+        baseline.spill_store_bytes,
+        current.spill_store_bytes,
+    );
+    compare(
+        "spill load bytes",
+        baseline.spill_load_bytes,
+        current.spill_load_bytes,
+    );
+    compare(
+        "stack frame bytes",
+        baseline.stack_frame_bytes,
+        current.stack_frame_bytes,
+    );
+    compare(
+        "static shared memory bytes",
+        baseline.static_smem_bytes,
+        current.static_smem_bytes,
+    );
+    if current.occupancy + 1e-9 < baseline.occupancy {
+        worse.push(format!(
+            "occupancy: {} -> {}",
+            percent(baseline.occupancy),
+            percent(current.occupancy)
+        ));
+    }
+    if worse.is_empty() {
+        return None;
+    }
+    Some(Finding {
+        lint: LintId::Regression,
+        arch: Some(arch.to_string()),
+        message: format!("kernel `{kernel_name}` is worse than the baseline on {arch}"),
+        notes: worse,
+        help: Some("fix the kernel, or accept the new numbers with `OCCUPANCY_BLESS=1 cargo build` and commit the baseline".into()),
+    })
+}
+
+/// Where lint levels were set, most specific first.
+#[derive(Debug, Clone, Default)]
+pub struct LevelSources<'a> {
+    /// `allow(...)`/`warn(...)`/`deny(...)` in the kernel's attribute.
+    pub attribute: Option<&'a BTreeMap<LintId, Level>>,
+    /// `[package.metadata.occupancy.kernels.<name>.lints]`.
+    pub kernel_config: Option<&'a BTreeMap<LintId, Level>>,
+    /// `OCCUPANCY_LINT_<ID>` variables.
+    pub environment: Option<&'a BTreeMap<LintId, Level>>,
+    /// `[package.metadata.occupancy.lints]` (merged over the workspace's).
+    pub crate_config: Option<&'a BTreeMap<LintId, Level>>,
+}
+
+/// The level of `lint`: the most specific source that sets it, else the lint's default.
+/// (As with rustc, where `#[allow]` in the source beats `-D` on the command line, a kernel's
+/// own choice beats the environment, which beats the crate-wide setting.)
+pub fn resolve_level(lint: LintId, sources: &LevelSources<'_>) -> Level {
+    [
+        sources.attribute,
+        sources.kernel_config,
+        sources.environment,
+        sources.crate_config,
+    ]
+    .into_iter()
+    .flatten()
+    .find_map(|levels| levels.get(&lint).copied())
+    .unwrap_or_else(|| lint.default_level())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arch::lookup;
+    use crate::calc::{occupancy, KernelFacts, Launch};
+    use crate::ptxas::parse_log;
+    use crate::spec::{BlockDim, KernelSpec};
+
+    fn record(log: &str) -> KernelRecord {
+        parse_log(log)
+            .unwrap()
+            .kernels
+            .into_iter()
+            .find(|kernel| kernel.entry)
+            .unwrap()
+    }
+
+    const SPILLING: &str = "ptxas info    : Compiling entry function 'hot' for 'sm_90'\nptxas info    : Function properties for hot\n    0 bytes stack frame, 40 bytes spill stores, 40 bytes spill loads\nptxas info    : Used 32 registers, used 1 barriers\n";
+
+    fn facts(record: &KernelRecord) -> KernelFacts {
+        KernelFacts {
+            registers_per_thread: record.registers.unwrap_or(0),
+            static_smem_bytes: record.static_smem_bytes as u32,
+            barriers: record.barriers.unwrap_or(1),
+            max_threads_per_block: None,
+            max_dynamic_smem_bytes: None,
+        }
+    }
+
+    #[test]
+    fn spills_above_the_declared_maximum_are_found_with_notes() {
+        let record = record(SPILLING);
+        let arch = lookup("sm_90").unwrap();
+        let mut spec = KernelSpec::with_block(BlockDim::linear(256));
+        spec.min_blocks_per_sm = Some(8);
+        let result = occupancy(arch, &facts(&record), &Launch::new(256));
+        let on = [CompiledOnArch {
+            arch,
+            record: &record,
+            ptx: None,
+            occupancy: &result,
+        }];
+        let findings = evaluate_declared(&spec, &on);
+        let spills: Vec<_> = findings
+            .iter()
+            .filter(|finding| finding.lint == LintId::Spills)
+            .collect();
+        assert_eq!(spills.len(), 1, "{findings:#?}");
+        assert!(
+            spills[0].message.contains("spills 80 bytes"),
+            "{}",
+            spills[0].message
+        );
+        assert!(
+            spills[0].notes[0].contains("at most 32 registers per thread"),
+            "{:?}",
+            spills[0].notes
+        );
+        spec.max_spill_bytes = Some(80);
+        assert!(evaluate_declared(&spec, &on)
+            .iter()
+            .all(|finding| finding.lint != LintId::Spills));
+    }
+
+    #[test]
+    fn register_budget_matches_the_launch_bounds_arithmetic() {
+        let arch = lookup("sm_90").unwrap();
+        assert_eq!(register_budget(arch, 256, 8), 32);
+        assert_eq!(register_budget(arch, 256, 4), 64);
+        assert_eq!(register_budget(arch, 256, 1), 255);
+        assert_eq!(register_budget(arch, 96, 5), 136);
+    }
+
+    #[test]
+    fn low_occupancy_and_partial_warp() {
+        let record = record(
+            &SPILLING
+                .replace("Used 32", "Used 128")
+                .replace("40 bytes", "0 bytes"),
+        );
+        let arch = lookup("sm_90").unwrap();
+        let mut spec = KernelSpec::with_block(BlockDim::linear(250));
+        spec.min_occupancy = Some(0.5);
+        let result = occupancy(arch, &facts(&record), &Launch::new(250));
+        let on = [CompiledOnArch {
+            arch,
+            record: &record,
+            ptx: None,
+            occupancy: &result,
+        }];
+        let lints: Vec<LintId> = evaluate_declared(&spec, &on)
+            .iter()
+            .map(|finding| finding.lint)
+            .collect();
+        assert!(lints.contains(&LintId::LowOccupancy), "{lints:?}");
+        assert!(lints.contains(&LintId::PartialWarp), "{lints:?}");
+    }
+
+    #[test]
+    fn regression_compares_every_number() {
+        let base = BaselineNumbers {
+            registers: 40,
+            spill_store_bytes: 0,
+            spill_load_bytes: 0,
+            stack_frame_bytes: 0,
+            static_smem_bytes: 0,
+            occupancy: 0.5,
+        };
+        assert!(regression("k", "sm_90", &base, &base).is_none());
+        let worse = BaselineNumbers {
+            registers: 48,
+            occupancy: 0.375,
+            ..base
+        };
+        let finding = regression("k", "sm_90", &base, &worse).unwrap();
+        assert_eq!(
+            finding.notes,
+            vec!["registers: 40 -> 48", "occupancy: 50% -> 37.5%"]
+        );
+        let better = BaselineNumbers {
+            registers: 32,
+            occupancy: 0.75,
+            ..base
+        };
+        assert!(regression("k", "sm_90", &base, &better).is_none());
+    }
+
+    #[test]
+    fn levels_resolve_most_specific_first() {
+        let attribute = BTreeMap::from([(LintId::LowOccupancy, Level::Allow)]);
+        let environment = BTreeMap::from([
+            (LintId::LowOccupancy, Level::Deny),
+            (LintId::Spills, Level::Warn),
+        ]);
+        let crate_config = BTreeMap::from([
+            (LintId::Spills, Level::Allow),
+            (LintId::StackFrame, Level::Deny),
+        ]);
+        let sources = LevelSources {
+            attribute: Some(&attribute),
+            kernel_config: None,
+            environment: Some(&environment),
+            crate_config: Some(&crate_config),
+        };
+        assert_eq!(resolve_level(LintId::LowOccupancy, &sources), Level::Allow);
+        assert_eq!(resolve_level(LintId::Spills, &sources), Level::Warn);
+        assert_eq!(resolve_level(LintId::StackFrame, &sources), Level::Deny);
+        assert_eq!(resolve_level(LintId::Regression, &sources), Level::Deny);
+        assert_eq!(
+            resolve_level(LintId::UndeclaredKernel, &sources),
+            Level::Allow
+        );
+    }
+
+    #[test]
+    fn missing_kernels_suggest_a_close_name() {
+        let finding = missing_kernel("saxpi", &["saxpy", "gemm"]);
+        assert_eq!(
+            finding.help.as_deref(),
+            Some("did you mean `name = \"saxpy\"`?")
+        );
+    }
+}

@@ -1,0 +1,3 @@
+fn main() {
+    occupancy_build::Build::new().file("kernels/stencil.cu").compile_ptx();
+}

@@ -1,0 +1,407 @@
+//! End-to-end tests of the build gate: fixture crates (tests/fixtures/) built with cargo and the
+//! real nvcc through `occupancy-build`, their diagnostics and reports snapshot-tested.
+//!
+//! Every fixture build shares one CARGO_TARGET_DIR (target/e2e/target) so occupancy-build and
+//! its dependencies compile once. nvcc runs through tests/fixtures/nvcc-logger.sh, which logs each
+//! invocation, so the tests can count what was compiled.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use occupancy_tests::{nvcc, repo_root};
+
+/// A copy of a fixture crate under target/e2e/work/<instance>, with its own package name.
+struct Fixture {
+    dir: PathBuf,
+    nvcc_log: PathBuf,
+    name: String,
+}
+
+fn e2e_root() -> PathBuf {
+    repo_root().join("target").join("e2e")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+impl Fixture {
+    fn new(fixture: &str, instance: &str) -> Fixture {
+        let dir = e2e_root().join("work").join(instance);
+        let _ = std::fs::remove_dir_all(&dir);
+        copy_dir(&repo_root().join("tests/fixtures").join(fixture), &dir);
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        let name = format!("e2e-{instance}");
+        let manifest = manifest
+            .replace("@REPO@", &repo_root().display().to_string())
+            .replace(
+                &format!("name = \"fixture-{fixture}\""),
+                &format!("name = \"{name}\""),
+            );
+        std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+        // The workspace's lock: same dependency versions, nothing to resolve or download.
+        std::fs::copy(repo_root().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+        // Start from nothing: no build-script output or per-file cache left by an earlier run.
+        for kind in ["build", ".fingerprint"] {
+            let parent = e2e_root().join("target/debug").join(kind);
+            for entry in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
+                if entry
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("{name}-"))
+                {
+                    std::fs::remove_dir_all(entry.path()).unwrap();
+                }
+            }
+        }
+        let nvcc_log = dir.join("nvcc-invocations.log");
+        Fixture {
+            dir,
+            nvcc_log,
+            name,
+        }
+    }
+
+    fn cargo_build(&self, env: &[(&str, &str)]) -> Output {
+        let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        command
+            .args(["build", "--offline", "-v"])
+            .current_dir(&self.dir)
+            .env("CARGO_TARGET_DIR", e2e_root().join("target"))
+            .env("NVCC", repo_root().join("tests/fixtures/nvcc-logger.sh"))
+            .env("OCCUPANCY_TEST_REAL_NVCC", nvcc())
+            .env("OCCUPANCY_TEST_NVCC_LOG", &self.nvcc_log)
+            .env("CUDA_HOME", occupancy_tests::cuda_home());
+        for variable in [
+            "OCCUPANCY_ARCHS",
+            "CUDA_COMPUTE_CAP",
+            "OCCUPANCY_SKIP",
+            "OCCUPANCY_BLESS",
+            "RUSTC_WRAPPER",
+            "DOCS_RS",
+        ] {
+            command.env_remove(variable);
+        }
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        command.output().expect("cargo runs")
+    }
+
+    /// Kernel compiles logged so far: one line each (not `--version`, nor `cc`'s probes of
+    /// the compiler family).
+    fn nvcc_compiles(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.nvcc_log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| line.contains("-Xptxas -v"))
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn report(&self) -> serde_json::Value {
+        let path = e2e_root()
+            .join("target/occupancy")
+            .join(format!("{}.json", self.name));
+        serde_json::from_str(
+            &std::fs::read_to_string(&path)
+                .unwrap_or_else(|error| panic!("{}: {error}", path.display())),
+        )
+        .unwrap()
+    }
+
+    fn edit(&self, file: &str, from: &str, to: &str) {
+        let path = self.dir.join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{file} contains {from:?}");
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+    }
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn assert_success(output: &Output) {
+    assert!(
+        output.status.success(),
+        "cargo build failed:\n{}",
+        text(output)
+    );
+}
+
+/// The build script's stderr as cargo shows it on failure, with machine paths redacted.
+fn build_script_stderr(output: &Output, fixture: &Fixture) -> String {
+    let all = String::from_utf8_lossy(&output.stderr);
+    let section = all
+        .split("--- stderr")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no build-script stderr in:\n{all}"));
+    section
+        .lines()
+        .map(|line| line.strip_prefix("  ").unwrap_or(line))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace(&e2e_root().join("target").display().to_string(), "[TARGET]")
+        .replace(&fixture.dir.display().to_string(), "[FIXTURE]")
+        .lines()
+        .map(redact_build_dir)
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim()
+        .to_string()
+}
+
+/// `[TARGET]/debug/build/<package>-<hash>/out` → `[TARGET]/debug/build/[PACKAGE]/out`: the hash
+/// depends on where the repository is checked out.
+fn redact_build_dir(line: &str) -> String {
+    match (line.find("/debug/build/"), line.find("/out/")) {
+        (Some(start), Some(end)) if start < end => {
+            format!("{}/debug/build/[PACKAGE]{}", &line[..start], &line[end..])
+        }
+        _ => line.to_string(),
+    }
+}
+
+/// The report without what differs between machines (none of it is a path today).
+fn stable_report(mut report: serde_json::Value) -> serde_json::Value {
+    report["crate_name"] = "[crate]".into();
+    report
+}
+
+/// Whether cargo ran the fixture's build script in this build.
+fn ran_build_script(output: &Output) -> bool {
+    String::from_utf8_lossy(&output.stderr)
+        .lines()
+        .any(|line| line.contains("Running") && line.contains("build-script-build"))
+}
+
+#[test]
+fn clean_crate_passes_and_writes_the_report() {
+    let fixture = Fixture::new("clean", "clean");
+    let output = fixture.cargo_build(&[]);
+    assert_success(&output);
+    assert!(
+        !text(&output).contains("occupancy: "),
+        "no findings expected:\n{}",
+        text(&output)
+    );
+    insta::assert_json_snapshot!("clean_report", stable_report(fixture.report()));
+}
+
+#[test]
+fn spill_fails_the_build_at_the_attribute() {
+    let fixture = Fixture::new("spill", "spill");
+    let output = fixture.cargo_build(&[]);
+    assert!(
+        !output.status.success(),
+        "a spilling kernel must fail the build:\n{}",
+        text(&output)
+    );
+    let stderr = build_script_stderr(&output, &fixture);
+    assert!(
+        stderr.contains("error[spills]: kernel `hot` spills"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("--> src/lib.rs:9:5"),
+        "points at the attribute: {stderr}"
+    );
+    insta::assert_snapshot!("spill_diagnostics", stderr);
+    let report = fixture.report();
+    assert_eq!(report["findings"][0]["lint"], "spills");
+    assert_eq!(report["findings"][0]["level"], "deny");
+}
+
+#[test]
+fn warn_level_warns_and_passes() {
+    let fixture = Fixture::new("spill", "spill-warn");
+    let output = fixture.cargo_build(&[("OCCUPANCY_LINT_SPILLS", "warn")]);
+    assert_success(&output);
+    let warnings: Vec<String> = String::from_utf8_lossy(&output.stderr)
+        .lines()
+        .filter(|line| line.contains("occupancy: warning[spills]"))
+        .map(|line| line.replace(&fixture.name, "[crate]"))
+        .collect();
+    assert_eq!(
+        warnings.len(),
+        2,
+        "one concise warning per arch:\n{}",
+        text(&output)
+    );
+    insta::assert_snapshot!("spill_warnings", warnings.join("\n"));
+}
+
+#[test]
+fn regression_against_the_baseline_fails_and_blessing_fixes_it() {
+    let fixture = Fixture::new("regress", "regress");
+    let lock = fixture.dir.join("occupancy.lock");
+    assert_success(&fixture.cargo_build(&[("OCCUPANCY_BLESS", "1")]));
+    let blessed = std::fs::read_to_string(&lock).expect("OCCUPANCY_BLESS=1 writes occupancy.lock");
+    assert_success(&fixture.cargo_build(&[]));
+
+    fixture.edit("kernels/reduce.cu", "#define LIVE 8", "#define LIVE 40");
+    let output = fixture.cargo_build(&[]);
+    assert!(
+        !output.status.success(),
+        "more registers than the baseline must fail:\n{}",
+        text(&output)
+    );
+    let stderr = build_script_stderr(&output, &fixture);
+    assert!(
+        stderr.contains("error[regression]: kernel `reduce` is worse than the baseline on sm_90"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--> src/lib.rs:7:1"), "{stderr}");
+    insta::assert_snapshot!("regression_diagnostics", stderr);
+
+    assert_success(&fixture.cargo_build(&[("OCCUPANCY_BLESS", "1")]));
+    assert_ne!(
+        std::fs::read_to_string(&lock).unwrap(),
+        blessed,
+        "blessing rewrote the baseline"
+    );
+    assert_success(&fixture.cargo_build(&[]));
+}
+
+#[test]
+fn rebuilds_rerun_and_recompile_exactly_what_changed() {
+    let fixture = Fixture::new("clean", "incremental");
+    assert_success(&fixture.cargo_build(&[]));
+    let first = fixture.nvcc_compiles();
+    assert_eq!(first.len(), 2, "one nvcc per .cu file: {first:#?}");
+
+    // Nothing touched: cargo does not even run the build script.
+    let output = fixture.cargo_build(&[]);
+    assert_success(&output);
+    assert!(
+        !ran_build_script(&output),
+        "nothing changed, yet the build script ran:\n{}",
+        text(&output)
+    );
+    assert_eq!(fixture.nvcc_compiles().len(), 2);
+
+    // A header included by saxpy.cu only: the build script reruns and recompiles saxpy.cu alone.
+    fixture.edit(
+        "kernels/common.cuh",
+        "#define SAXPY_UNROLL 1",
+        "#define SAXPY_UNROLL 1 // touched",
+    );
+    let output = fixture.cargo_build(&[]);
+    assert_success(&output);
+    assert!(
+        ran_build_script(&output),
+        "an included header changed: the build script must rerun"
+    );
+    let after_header = fixture.nvcc_compiles();
+    assert_eq!(after_header.len(), 3, "{after_header:#?}");
+    assert!(after_header[2].ends_with("saxpy.cu"), "{}", after_header[2]);
+
+    // One of the two .cu files changes: only that one is recompiled.
+    fixture.edit("kernels/scale.cu", "y[i] = a * y[i];", "y[i] = y[i] * a;");
+    assert_success(&fixture.cargo_build(&[]));
+    let after_source = fixture.nvcc_compiles();
+    assert_eq!(after_source.len(), 4, "{after_source:#?}");
+    assert!(after_source[3].ends_with("scale.cu"), "{}", after_source[3]);
+}
+
+#[test]
+fn missing_nvcc_says_how_to_install_it_and_how_to_opt_out() {
+    let fixture = Fixture::new("clean", "no-nvcc");
+    let missing = [("NVCC", "/nonexistent/bin/nvcc")];
+    let output = fixture.cargo_build(&missing);
+    assert!(!output.status.success(), "{}", text(&output));
+    let stderr = build_script_stderr(&output, &fixture);
+    assert!(
+        stderr.contains("NVCC=/nonexistent/bin/nvcc, which is not an executable file"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("pip install nvidia-cuda-nvcc nvidia-nvvm nvidia-cuda-crt nvidia-cuda-runtime nvidia-cuda-cccl"), "{stderr}");
+    assert!(stderr.contains("OCCUPANCY_SKIP=1"), "{stderr}");
+
+    // Explicit opt-outs pass, and say loudly that nothing was checked.
+    for opt_out in [("OCCUPANCY_SKIP", "1"), ("DOCS_RS", "1")] {
+        let output = fixture.cargo_build(&[missing[0], opt_out]);
+        assert_success(&output);
+        assert!(
+            text(&output).contains("no kernel was compiled and nothing was checked"),
+            "{opt_out:?}:\n{}",
+            text(&output)
+        );
+    }
+}
+
+#[test]
+fn nvcc_errors_are_shown_as_nvcc_wrote_them() {
+    let fixture = Fixture::new("clean", "nvcc-error");
+    fixture.edit(
+        "kernels/scale.cu",
+        "y[i] = a * y[i];",
+        "y[i] = a * undefined_name;",
+    );
+    let output = fixture.cargo_build(&[]);
+    assert!(!output.status.success(), "{}", text(&output));
+    let stderr = build_script_stderr(&output, &fixture);
+    assert!(
+        stderr.contains("nvcc failed to compile [FIXTURE]/kernels/scale.cu"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("scale.cu(5): error: identifier \"undefined_name\" is undefined"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn declarations_are_checked_against_what_was_compiled() {
+    let fixture = Fixture::new("mismatch", "mismatch");
+    let output = fixture.cargo_build(&[]);
+    assert!(!output.status.success(), "{}", text(&output));
+    let stderr = build_script_stderr(&output, &fixture);
+    // __launch_bounds__(128) in the .cu, block = 256 and min_blocks_per_sm = 4 in Rust.
+    assert!(
+        stderr.contains(
+            "error[unlaunchable]: kernel `narrow` was compiled for at most 128 threads per block"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("error[bounds_mismatch]: kernel `narrow` was not compiled with the declared launch bounds"), "{stderr}");
+    // A typo in a declared name: the PTX file made elsewhere has `external_scale`.
+    assert!(
+        stderr.contains(
+            "error[missing_kernel]: declared kernel `external_scal` is not in any compiled output"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("did you mean `name = \"external_scale\"`?"),
+        "{stderr}"
+    );
+    insta::assert_snapshot!("mismatch_diagnostics", stderr);
+    // The PTX made elsewhere was assembled by ptxas and checked like the rest.
+    let report = fixture.report();
+    let external = report["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|kernel| kernel["name"] == "external_scale")
+        .unwrap();
+    assert_eq!(external["declaration"]["rust_name"], "external_scale");
+    assert!(
+        external["archs"][0]["registers"].as_u64().unwrap() > 0,
+        "{external}"
+    );
+}

@@ -1,0 +1,142 @@
+//! The crates in examples/ are built by the suite with the real nvcc, as a user would build them:
+//! spill-gate must fail with the kernel's name and `src/lib.rs:` in the error, tiled-gemm must
+//! link its static library and the CUDA runtime into a binary, saxpy must build its PTX.
+//!
+//! Each example is copied to target/e2e/examples/<name> (its path dependencies made absolute) so
+//! the build writes nothing into the repository, and all share the end-to-end CARGO_TARGET_DIR.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use occupancy_tests::{cuda_home, nvcc, repo_root};
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name == "target" || name == "Cargo.lock" {
+            continue;
+        }
+        let target = to.join(&name);
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn example(name: &str) -> PathBuf {
+    let dir = repo_root().join("target/e2e/examples").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    copy_dir(&repo_root().join("examples").join(name), &dir);
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let crates = format!("{}/crates/", repo_root().display());
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        manifest.replace("../../crates/", &crates),
+    )
+    .unwrap();
+    std::fs::copy(repo_root().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    dir
+}
+
+fn cargo(dir: &Path, args: &[&str]) -> Output {
+    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    command
+        .args(args)
+        .arg("--offline")
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", repo_root().join("target/e2e/target"))
+        .env("NVCC", nvcc())
+        .env("CUDA_HOME", cuda_home());
+    for variable in [
+        "OCCUPANCY_ARCHS",
+        "CUDA_COMPUTE_CAP",
+        "OCCUPANCY_SKIP",
+        "OCCUPANCY_BLESS",
+        "RUSTC_WRAPPER",
+        "DOCS_RS",
+    ] {
+        command.env_remove(variable);
+    }
+    command.output().expect("cargo runs")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn spill_gate_fails_to_build_naming_the_kernel_and_the_declaration() {
+    let dir = example("spill-gate");
+    let output = cargo(&dir, &["build"]);
+    assert!(
+        !output.status.success(),
+        "spill-gate must not build:\n{}",
+        text(&output)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("error[spills]: kernel `stencil48` spills"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--> src/lib.rs:13:5"), "{stderr}");
+    assert!(
+        stderr.contains("`min_blocks_per_sm = 4` lets ptxas keep `stencil48` spill-free"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn tiled_gemm_links_its_static_library_and_allows_low_occupancy() {
+    let dir = example("tiled-gemm");
+    let output = cargo(&dir, &["build", "--all-targets"]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        !text(&output).contains("occupancy: "),
+        "no findings expected:\n{}",
+        text(&output)
+    );
+    // The binary links libtiled_gemm_kernels.a and cudart; without a GPU it says so and exits 0.
+    let run = cargo(&dir, &["run", "-q"]);
+    assert!(run.status.success(), "{}", text(&run));
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("target/e2e/target/occupancy/tiled-gemm.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let kernel = &report["kernels"][0];
+    assert_eq!(kernel["name"], "sgemm_128x128");
+    for arch in kernel["archs"].as_array().unwrap() {
+        assert!(
+            arch["occupancy"].as_f64().unwrap() < 0.5,
+            "the Volkov regime: below the 50% floor it is exempt from: {arch}"
+        );
+        assert_eq!(arch["spill_store_bytes"], 0, "{arch}");
+    }
+}
+
+#[test]
+fn saxpy_builds_its_ptx_for_cudarc() {
+    let dir = example("saxpy");
+    let output = cargo(&dir, &["build"]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(!text(&output).contains("never used"), "{}", text(&output));
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("target/e2e/target/occupancy/saxpy.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(report["kernels"][0]["name"], "saxpy");
+    assert_eq!(report["kernels"][0]["declaration"]["block_threads"], 256);
+    assert!(
+        report["findings"].as_array().unwrap().is_empty(),
+        "{report}"
+    );
+}
