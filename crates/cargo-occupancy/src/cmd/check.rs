@@ -3,8 +3,14 @@
 //! assembled by `occupancy-build`'s engine (the same nvcc invocation, cache and report parsing a
 //! build uses), any other file is read as a ptxas `-v` log (a CMake or make build's output);
 //! every kernel is evaluated on every target architecture for the launch given by `--block` and
-//! `--dynamic-smem`, and the findings decide the exit code: 0 clean, 1 a deny finding stands,
-//! 2 usage or tool errors (nvcc missing or failing, unreadable input).
+//! `--dynamic-smem` by the build gate's lint evaluation (`occupancy_core::lint::evaluate`), and
+//! the findings decide the exit code: 0 clean, 1 a deny finding stands, 2 usage or tool errors
+//! (nvcc missing or failing, unreadable input).
+//!
+//! The engine's `compile_and_check` is not used as a whole: it evaluates only declared kernels
+//! (undeclared ones get the allow-level `undeclared_kernel`), and a check of plain CUDA code has
+//! no declarations. So this calls its compile step (`engine::compile_all`) and the same
+//! evaluation with the command line's launch standing in for a declaration.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -13,11 +19,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use occupancy_build::{Build, CompiledSource, Product, Toolchain, TrackedEnv};
+use occupancy_core::lint::evaluate::{
+    evaluate_declared, resolve_level, CompiledOnArch, LevelSources,
+};
 use occupancy_core::lint::{Level, LintId};
 use occupancy_core::ptxas::{parse_log, parse_ptx_directives, KernelRecord, PtxEntry};
-use occupancy_core::report::{
-    format_bytes, Finding, KernelRow, Location, LocationKind, Report, RowLaunch,
-};
+use occupancy_core::report::{Finding, KernelRow, Location, LocationKind, Report, RowLaunch};
+use occupancy_core::spec::{BlockDim, KernelSpec};
 
 use super::report::{emit, fail, row_from_record, OutputArgs, UsageError};
 
@@ -101,29 +109,26 @@ fn run_inner(args: &Args) -> Result<Report, UsageError> {
         dynamic_smem_bytes: args.dynamic_smem,
         carveout_percent: None,
     };
-    let mut report = Report::default();
+    let mut checked: Vec<Checked> = Vec::new();
     let compile_inputs: Vec<&Input> = inputs
         .iter()
         .filter(|input| !matches!(input, Input::Log(_)))
         .collect();
     if !compile_inputs.is_empty() {
         for compiled in compile(args, &compile_inputs)? {
-            let log_rows = rows_of_compiled(&compiled, launch)?;
-            report.kernels.extend(log_rows);
+            checked.extend(rows_of_compiled(&compiled, launch)?);
         }
     }
     for input in &inputs {
         if let Input::Log(path) = input {
-            report
-                .kernels
-                .extend(rows_of_log(path, launch, &args.archs)?);
+            checked.extend(rows_of_log(path, launch, &args.archs)?);
         }
     }
-    if report.kernels.is_empty() {
+    if checked.is_empty() {
         return Err(UsageError("no kernels found in the given paths".into()));
     }
     if args.block.is_none() {
-        for row in &mut report.kernels {
+        for Checked { row, .. } in &mut checked {
             if let (Some(bound), Ok(facts)) = (
                 row.max_threads_per_block,
                 occupancy_core::arch::lookup(&row.arch),
@@ -136,7 +141,7 @@ fn run_inner(args: &Args) -> Result<Report, UsageError> {
         }
     }
     // Grouped by file, then kernel, then architecture.
-    report.kernels.sort_by_cached_key(|row| {
+    checked.sort_by_cached_key(|Checked { row, .. }| {
         let (path, line) = row.source.as_ref().map_or((String::new(), 0), |source| {
             (source.path.clone(), source.line)
         });
@@ -144,7 +149,12 @@ fn run_inner(args: &Args) -> Result<Report, UsageError> {
             .map_or((u32::MAX, u32::MAX), |facts| (facts.major, facts.minor));
         (path, line, row.name.clone(), arch)
     });
-    report.findings = evaluate(&report.kernels, &levels);
+    let findings = evaluate(&checked, &levels);
+    let report = Report {
+        kernels: checked.into_iter().map(|checked| checked.row).collect(),
+        findings,
+        ..Report::default()
+    };
     let title = args
         .paths
         .iter()
@@ -207,7 +217,16 @@ fn walk(dir: &Path, found: &mut Vec<Input>) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// Lint levels: defaults from the registry, overridden by `--allow/--warn/--deny`.
+/// One kernel on one architecture: the row, and what it was computed from.
+#[derive(Debug)]
+struct Checked {
+    row: KernelRow,
+    record: KernelRecord,
+    ptx: Option<PtxEntry>,
+}
+
+/// Lint levels: the registry's defaults, `OCCUPANCY_LINT_<ID>` variables, then
+/// `--allow/--warn/--deny` (last wins), resolved by `occupancy_core::lint::evaluate::resolve_level`.
 struct Levels {
     overrides: Vec<(LintId, Level)>,
 }
@@ -231,11 +250,24 @@ impl Levels {
     }
 
     fn level(&self, lint: LintId) -> Level {
-        self.overrides
-            .iter()
-            .rev()
-            .find(|(id, _)| *id == lint)
-            .map_or(lint.default_level(), |(_, level)| *level)
+        let mut settings: std::collections::BTreeMap<LintId, Level> =
+            std::collections::BTreeMap::new();
+        if let Some(level) = std::env::var(lint.env_var())
+            .ok()
+            .and_then(|value| value.trim().parse().ok())
+        {
+            settings.insert(lint, level);
+        }
+        for (id, level) in &self.overrides {
+            settings.insert(*id, *level);
+        }
+        resolve_level(
+            lint,
+            &LevelSources {
+                environment: Some(&settings),
+                ..LevelSources::default()
+            },
+        )
     }
 }
 
@@ -400,7 +432,7 @@ impl Progress {
 fn rows_of_compiled(
     compiled: &CompiledSource,
     launch: RowLaunch,
-) -> Result<Vec<KernelRow>, UsageError> {
+) -> Result<Vec<Checked>, UsageError> {
     let parsed = parse_log(&compiled.compiler_log).map_err(|error| {
         UsageError(format!(
             "cannot read ptxas's report for {}: {error}",
@@ -430,7 +462,11 @@ fn rows_of_compiled(
             line,
             column: if line > 0 { 1 } else { 0 },
         });
-        rows.push(row);
+        rows.push(Checked {
+            row,
+            record: record.clone(),
+            ptx: ptx.cloned(),
+        });
     }
     Ok(rows)
 }
@@ -440,7 +476,7 @@ fn rows_of_log(
     path: &Path,
     launch: RowLaunch,
     archs: &[String],
-) -> Result<Vec<KernelRow>, UsageError> {
+) -> Result<Vec<Checked>, UsageError> {
     let text = std::fs::read_to_string(path)
         .map_err(|error| UsageError(format!("cannot read {}: {error}", path.display())))?;
     let parsed =
@@ -462,7 +498,11 @@ fn rows_of_log(
             line: u32::try_from(record.line_number).unwrap_or(0),
             column: 0,
         });
-        rows.push(row);
+        rows.push(Checked {
+            row,
+            record: record.clone(),
+            ptx: None,
+        });
     }
     Ok(rows)
 }
@@ -522,144 +562,65 @@ fn kernel_line(source: &str, record: &KernelRecord) -> u32 {
     0
 }
 
-/// Registers per thread within which a kernel is at a cliff (one more costs a block).
-const CLIFF_REGISTERS: u32 = 2;
-/// Bytes of shared memory per block within which a kernel is at a cliff.
-const CLIFF_SMEM_BYTES: u64 = 256;
-
-/// The lints that apply to undeclared kernels checked for a given launch.
-///
-/// Interim: this belongs to the engine's evaluation (`occupancy_core::lint` evaluation, being
-/// built for `occupancy-build`); when it lands, `check` calls it instead. It evaluates only what
-/// needs no declaration: `spills`, `unlaunchable`, `stack_frame`, `occupancy_cliff`,
-/// `partial_warp`.
-fn evaluate(rows: &[KernelRow], levels: &Levels) -> Vec<Finding> {
+/// The lints of every kernel, evaluated by the build gate's own evaluation
+/// (`occupancy_core::lint::evaluate::evaluate_declared`): each compiled kernel is treated as
+/// declared with the launch of the command line (`--block`, `--dynamic-smem`) and the defaults of
+/// every limit (no spills, no stack, no minimum occupancy). `bounds_mismatch` is left out: there
+/// is no declaration for the compiled bounds to disagree with.
+fn evaluate(checked: &[Checked], levels: &Levels) -> Vec<Finding> {
     let mut findings = Vec::new();
-    let mut push = |lint: LintId,
-                    row: &KernelRow,
-                    arch: Option<&str>,
-                    message: String,
-                    notes: Vec<String>,
-                    help: Option<String>| {
-        findings.push(Finding {
-            lint,
-            level: levels.level(lint),
-            crate_name: row.crate_name.clone(),
-            kernel: Some(row.name.clone()),
-            arch: arch.map(str::to_string),
-            message,
-            notes,
-            help,
-            location: row.source.clone(),
-        });
-    };
-    let mut partial_warp_reported: Vec<&str> = Vec::new();
-    for row in rows.iter().filter(|row| row.entry) {
-        let name = row.display_name();
-        let ptxas = format!(
-            "ptxas on {}: {} registers, {} bytes stack frame, {} bytes spill stores, {} bytes spill loads, {} static shared memory",
-            row.arch,
-            row.registers,
-            row.stack_frame_bytes,
-            row.spill_store_bytes,
-            row.spill_load_bytes,
-            format_bytes(row.static_smem_bytes)
-        );
-        if row.spill_bytes() > 0 {
-            let mut notes = vec![ptxas.clone()];
-            if let Some(min_blocks) = row.min_blocks_per_sm {
-                notes.push(format!("compiled with __launch_bounds__ min blocks per SM = {min_blocks}, which caps the registers ptxas may use"));
-            }
-            push(
-                LintId::Spills,
-                row,
-                Some(&row.arch),
-                format!("kernel `{name}` spills {} bytes per thread on {} ({} stored, {} loaded)", row.spill_bytes(), row.arch, row.spill_store_bytes, row.spill_load_bytes),
-                notes,
-                Some("give ptxas more registers (a lower __launch_bounds__ min blocks per SM, a higher -maxrregcount), or reduce live values; see `cargo occupancy explain` for the register budget of each block count".to_string()),
-            );
+    let mut index = 0;
+    while index < checked.len() {
+        // The rows of one kernel (sorted by file, kernel, arch), entries only.
+        let first = &checked[index];
+        let mut end = index + 1;
+        while end < checked.len()
+            && checked[end].row.name == first.row.name
+            && checked[end].row.source.as_ref().map(|source| &source.path)
+                == first.row.source.as_ref().map(|source| &source.path)
+        {
+            end += 1;
         }
-        if row.blocks_per_sm == 0 {
-            let reason = occupancy_core::arch::lookup(&row.arch)
-                .ok()
-                .and_then(|arch| {
-                    occupancy_core::calc::occupancy(arch, &row.kernel_facts(), &row.launch()).reason
-                })
-                .unwrap_or_else(|| "no block fits".to_string());
-            push(
-                LintId::Unlaunchable,
-                row,
-                Some(&row.arch),
-                format!(
-                    "kernel `{name}` cannot be launched with {} threads per block on {}",
-                    row.block, row.arch
-                ),
-                vec![reason, ptxas.clone()],
-                Some(
-                    "use a smaller block (--block), fewer registers or less shared memory"
-                        .to_string(),
-                ),
-            );
+        let group = &checked[index..end];
+        index = end;
+        if !first.row.entry {
             continue;
         }
-        if row.stack_frame_bytes > 0 {
-            push(
-                LintId::StackFrame,
-                row,
-                Some(&row.arch),
-                format!("kernel `{name}` uses a {}-byte stack frame on {}", row.stack_frame_bytes, row.arch),
-                vec![ptxas.clone()],
-                Some("inline callees (__forceinline__) and index local arrays with constants so they stay in registers".to_string()),
-            );
-        }
-        let register_cliff = row
-            .headroom
-            .spare_registers_per_thread
-            .filter(|spare| *spare < CLIFF_REGISTERS);
-        let smem_cliff = row.headroom.spare_smem_bytes.filter(|spare| {
-            *spare < CLIFF_SMEM_BYTES
-                && row
-                    .limiters
-                    .iter()
-                    .any(|limiter| limiter == "shared_memory")
-        });
-        if register_cliff.is_some() || smem_cliff.is_some() {
-            let what = match (register_cliff, smem_cliff) {
-                (Some(spare), _) => format!(
-                    "{} more register{} per thread",
-                    spare + 1,
-                    if spare == 0 { "" } else { "s" }
-                ),
-                (None, Some(spare)) => {
-                    format!("{} more bytes of shared memory per block", spare + 1)
-                }
-                (None, None) => String::new(),
+        let mut spec = KernelSpec::with_block(BlockDim::linear(first.row.block));
+        spec.dynamic_smem_bytes = u32::try_from(first.row.dynamic_smem_bytes).unwrap_or(u32::MAX);
+        let mut evaluated = Vec::new();
+        for item in group {
+            let Ok(arch) = occupancy_core::arch::lookup(&item.row.arch) else {
+                continue;
             };
-            push(
-                LintId::OccupancyCliff,
-                row,
-                Some(&row.arch),
-                format!("kernel `{name}` loses a resident block on {} with {what} ({} blocks/SM now)", row.arch, row.blocks_per_sm),
-                vec![format!("limited by {} at {} threads per block", row.limiters.join(" and "), row.block)],
-                Some(format!("cap registers at {} (`__maxnreg__`, `-maxrregcount`) to keep the block, or accept the margin", row.registers + register_cliff.unwrap_or(0))),
-            );
+            let occupancy =
+                occupancy_core::calc::occupancy(arch, &item.row.kernel_facts(), &item.row.launch());
+            evaluated.push((arch, item, occupancy));
         }
-        if row.block % 32 != 0 && !partial_warp_reported.contains(&row.name.as_str()) {
-            partial_warp_reported.push(&row.name);
-            push(
-                LintId::PartialWarp,
-                row,
-                None,
-                format!(
-                    "kernel `{name}` is launched with {} threads per block, not a multiple of 32",
-                    row.block
-                ),
-                Vec::new(),
-                Some(format!(
-                    "use {} threads and guard the extra ones",
-                    row.block.div_ceil(32) * 32
-                )),
-            );
+        let on: Vec<CompiledOnArch<'_>> = evaluated
+            .iter()
+            .map(|(arch, item, occupancy)| CompiledOnArch {
+                arch,
+                record: &item.record,
+                ptx: item.ptx.as_ref(),
+                occupancy,
+            })
+            .collect();
+        for finding in evaluate_declared(&spec, &on) {
+            if finding.lint == LintId::BoundsMismatch {
+                continue;
+            }
+            findings.push(Finding {
+                lint: finding.lint,
+                level: levels.level(finding.lint),
+                crate_name: None,
+                kernel: Some(first.row.name.clone()),
+                arch: finding.arch,
+                message: finding.message,
+                notes: finding.notes,
+                help: finding.help,
+                location: first.row.source.clone(),
+            });
         }
     }
     findings
