@@ -37,6 +37,11 @@ fn artifacts() -> PathBuf {
 /// Runs headless chromium on `page` with `extra` arguments and a fresh profile; stderr carries
 /// chromium's log including every console message (`CONSOLE` lines).
 fn run_chromium(page: &Path, extra: &[&str], profile: &str) -> Output {
+    run_chromium_at(page, "", extra, profile)
+}
+
+/// [`run_chromium`] with a URL fragment (`#sort=-registers`).
+fn run_chromium_at(page: &Path, fragment: &str, extra: &[&str], profile: &str) -> Output {
     let profile_dir = artifacts().join(profile);
     let _ = std::fs::remove_dir_all(&profile_dir);
     Command::new(chromium())
@@ -56,7 +61,7 @@ fn run_chromium(page: &Path, extra: &[&str], profile: &str) -> Output {
         ])
         .arg(format!("--user-data-dir={}", profile_dir.display()))
         .args(extra)
-        .arg(format!("file://{}", page.display()))
+        .arg(format!("file://{}{fragment}", page.display()))
         .output()
         .expect("run chromium")
 }
@@ -215,5 +220,72 @@ fn html_report_renders_without_console_errors_and_shows_every_chart() {
     assert!(
         current_orange > 100,
         "current-point colour on {current_orange} pixels"
+    );
+}
+
+/// The `data-sort` values of one column of the kernel table, in DOM order.
+fn column_values(dom: &str, column: usize) -> Vec<String> {
+    let body = dom
+        .split("<tbody>")
+        .nth(1)
+        .and_then(|rest| rest.split("</tbody>").next())
+        .unwrap_or("");
+    body.split("<tr")
+        .skip(1)
+        .map(|row| {
+            let cell = row.split("<td").nth(column + 1).unwrap_or("");
+            cell.split("data-sort=\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn the_table_sorts_in_the_browser_from_the_link() {
+    let report = example_report();
+    let page = artifacts().join("report-sorted.html");
+    std::fs::write(&page, render_html(&report, "example workspace")).unwrap();
+    // Columns: crate, kernel, arch, block, regs, ...
+    let registers_column = 4;
+    let unsorted = run_chromium(&page, &["--dump-dom"], "profile-unsorted");
+    let before: Vec<f64> =
+        column_values(&String::from_utf8_lossy(&unsorted.stdout), registers_column)
+            .iter()
+            .map(|value| value.parse().unwrap())
+            .collect();
+    assert_eq!(before.len(), report.kernels.len());
+    let output = run_chromium_at(&page, "#sort=-registers", &["--dump-dom"], "profile-sorted");
+    assert!(
+        output.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let console = console_lines(&output);
+    assert!(
+        console.is_empty(),
+        "console messages:\n{}",
+        console.join("\n")
+    );
+    let dom = String::from_utf8_lossy(&output.stdout).into_owned();
+    let after: Vec<f64> = column_values(&dom, registers_column)
+        .iter()
+        .map(|value| value.parse().unwrap())
+        .collect();
+    let mut expected = before.clone();
+    expected.sort_by(|a, b| b.total_cmp(a));
+    assert_ne!(
+        before, expected,
+        "the example must start unsorted for this test to mean anything"
+    );
+    assert_eq!(
+        after, expected,
+        "rows sorted by registers, descending, by the page's script"
+    );
+    assert!(
+        dom.contains("data-column=\"registers\" aria-sort=\"descending\""),
+        "header marked"
     );
 }

@@ -90,22 +90,31 @@ const SCRIPT: &str = r#"
   var table = document.getElementById("kernels");
   if (!table) { return; }
   var headers = table.querySelectorAll("th");
+  function sortBy(column, descending) {
+    headers.forEach(function (other) { other.removeAttribute("aria-sort"); });
+    headers[column].setAttribute("aria-sort", descending ? "descending" : "ascending");
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      var x = a.cells[column].getAttribute("data-sort"), y = b.cells[column].getAttribute("data-sort");
+      var nx = parseFloat(x), ny = parseFloat(y);
+      var order = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : String(x).localeCompare(String(y));
+      return descending ? -order : order;
+    });
+    rows.forEach(function (row) { body.appendChild(row); });
+  }
   headers.forEach(function (th, column) {
     th.addEventListener("click", function () {
-      var descending = th.getAttribute("aria-sort") === "ascending";
-      headers.forEach(function (other) { other.removeAttribute("aria-sort"); });
-      th.setAttribute("aria-sort", descending ? "descending" : "ascending");
-      var body = table.tBodies[0];
-      var rows = Array.prototype.slice.call(body.rows);
-      rows.sort(function (a, b) {
-        var x = a.cells[column].getAttribute("data-sort"), y = b.cells[column].getAttribute("data-sort");
-        var nx = parseFloat(x), ny = parseFloat(y);
-        var order = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : String(x).localeCompare(String(y));
-        return descending ? -order : order;
-      });
-      rows.forEach(function (row) { body.appendChild(row); });
+      sortBy(column, th.getAttribute("aria-sort") === "ascending");
     });
   });
+  // A link can carry the order: report.html#sort=-occupancy (descending) or #sort=kernel.
+  var match = /(?:^#|&)sort=(-?)([a-z_]+)/.exec(window.location.hash);
+  if (match) {
+    headers.forEach(function (th, column) {
+      if (th.getAttribute("data-column") === match[2]) { sortBy(column, match[1] === "-"); }
+    });
+  }
 })();
 "#;
 
@@ -170,24 +179,25 @@ fn render_table(out: &mut String, report: &Report) {
     let with_crate = report.kernels.iter().any(|row| row.crate_name.is_some());
     out.push_str("<div class=\"table-wrap\"><table class=\"kernels\" id=\"kernels\">\n<thead><tr>");
     if with_crate {
-        out.push_str("<th>crate</th>");
+        out.push_str("<th data-column=\"crate\">crate</th>");
     }
-    for title in [
-        "kernel",
-        "arch",
-        "block",
-        "regs",
-        "spills st/ld",
-        "stack",
-        "smem",
-        "bar",
-        "blocks/SM",
-        "occupancy",
-        "limiter",
-        "headroom",
-        "findings",
+    // `data-column` is the name `--sort` takes ([`super::Column`]).
+    for (column, title) in [
+        ("kernel", "kernel"),
+        ("arch", "arch"),
+        ("block", "block"),
+        ("registers", "regs"),
+        ("spills", "spills st/ld"),
+        ("stack", "stack"),
+        ("smem", "smem"),
+        ("barriers", "bar"),
+        ("blocks", "blocks/SM"),
+        ("occupancy", "occupancy"),
+        ("limiter", "limiter"),
+        ("headroom", "headroom"),
+        ("findings", "findings"),
     ] {
-        let _ = write!(out, "<th>{}</th>", escape(title));
+        let _ = write!(out, "<th data-column=\"{column}\">{}</th>", escape(title));
     }
     out.push_str("</tr></thead>\n<tbody>\n");
     for (index, row) in report.kernels.iter().enumerate() {
