@@ -469,7 +469,11 @@ fn assess(arch: &ArchFacts, row: &KernelRow, answer: &calc::Occupancy) -> Vec<St
             "{} is fine when each thread has independent work (unrolled loops, several loads in flight, register tiling): Volkov showed GEMM and FFT reaching peak at 10-25% occupancy that way (\"Better Performance at Lower Occupancy\", GTC 2010). With {:.0} warps per scheduler, arithmetic latency (about 4 cycles) is covered even with dependent instructions.",
             format_occupancy(answer.occupancy), warps_per_scheduler
         ));
-        lines.push("It is a problem when the kernel is memory-bound with one outstanding load per thread (a streaming or gather kernel): then bytes in flight, and so bandwidth, scale with resident warps; such kernels usually need about 50% occupancy or more loads in flight per thread to saturate DRAM.".to_string());
+        lines.push(format!(
+            "For a memory-bound kernel what counts is bytes in flight per SM (Little's law): {} resident threads with one 4-byte load in flight each keep {} in flight; every further independent load per thread, or a 16-byte vector load, multiplies that. Bandwidth-bound kernels reach DRAM bandwidth at modest occupancy when each thread issues several independent loads; with one dependent load at a time (a gather, a pointer chase) bandwidth scales with resident warps and this occupancy is a problem.",
+            answer.threads_per_sm,
+            format_bytes(u64::from(answer.threads_per_sm) * 4)
+        ));
     } else {
         lines.push(format!(
             "{:.1} warps per scheduler is low: with dependent instructions (about 4 cycles each) and memory latency of hundreds of cycles, the scheduler idles unless every thread has several independent instructions or loads in flight. Unless the kernel is deliberately register-tiled (the Volkov regime), raise occupancy with the knobs above.",
