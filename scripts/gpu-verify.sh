@@ -40,6 +40,18 @@ echo "== GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "== 1. build the corpus for $arch"
 : > "$results/build.txt"
 cubins=() ptx_files=() logs=()
+ptxas="$(dirname "$(command -v "$nvcc")")/ptxas"
+for source in $(find "$root/tests/kernels" -name '*.ptx' | sort); do
+  stem=$(basename "${source%.ptx}")
+  if "$ptxas" -arch="$arch" -v -o "$work/$stem.cubin" "$source" > "$work/$stem.log" 2>&1; then
+    cp "$source" "$work/$stem.ptx"
+    cubins+=("$work/$stem.cubin"); ptx_files+=("$work/$stem.ptx"); logs+=("$work/$stem.log")
+    echo "built   $stem (ptxas)" >> "$results/build.txt"
+  else
+    echo "skipped $stem (ptxas does not assemble it for $arch; see its log)" >> "$results/build.txt"
+    cp "$work/$stem.log" "$results/skipped-$stem.log" 2>/dev/null || true
+  fi
+done
 sources=$(find "$root/tests/kernels" -name '*.cu' | sort; echo "$root/scripts/gpu/tradeoff.cu")
 for source in $sources; do
   stem=$(basename "${source%.cu}")
@@ -74,5 +86,23 @@ if [[ "${OCCUPANCY_SKIP_NCU:-0}" != 1 ]] && command -v ncu >/dev/null; then
     "$work/tradeoff" --once > "$results/tradeoff-ncu.csv" 2> "$results/tradeoff-ncu.err" || echo "ncu failed: see tradeoff-ncu.err"
 fi
 "$bin" occupancy parse --json --arch "$arch" --block 256 "$results/tradeoff-ptxas.log" > "$results/tradeoff-parsed.json" || true
+echo "== 4. the examples, run for real"
+# Their binaries are built where cargo is (OCCUPANCY_EXAMPLE_BINS: a folder holding saxpy and tiled-gemm),
+# else here with cargo. OCCUPANCY_REQUIRE_GPU=1 makes "no GPU" a failure instead of a skip.
+example_bins="${OCCUPANCY_EXAMPLE_BINS:-}"
+if [[ -z "$example_bins" ]] && command -v cargo >/dev/null; then
+  example_bins="$work/examples"; mkdir -p "$example_bins"
+  for example in saxpy tiled-gemm; do
+    (cd "$root/examples/$example" && CUDA_COMPUTE_CAP="${arch#sm_}" cargo build -q --release)
+    cp "$root/examples/$example/target/release/$example" "$example_bins/"
+  done
+fi
+for example in saxpy tiled-gemm; do
+  if [[ -x "$example_bins/$example" ]]; then
+    OCCUPANCY_REQUIRE_GPU=1 "$example_bins/$example" 2>&1 | tee "$results/example-$example.txt" || status=1
+  else
+    echo "example $example: no binary (set OCCUPANCY_EXAMPLE_BINS or install cargo)"; status=1
+  fi
+done
 echo "results in $results"
 exit $status

@@ -405,3 +405,60 @@ fn declarations_are_checked_against_what_was_compiled() {
         "{external}"
     );
 }
+
+#[test]
+fn the_cuda_side_takes_its_bounds_from_the_rust_declaration() {
+    let fixture = Fixture::new("clean", "bounds");
+    assert_success(&fixture.cargo_build(&[]));
+    let minnctapersm =
+        |report: &serde_json::Value| report["kernels"][0]["archs"][0]["minnctapersm"].clone();
+    assert_eq!(fixture.report()["kernels"][0]["name"], "saxpy");
+    assert_eq!(minnctapersm(&fixture.report()), 4);
+    // Editing the Rust declaration alone recompiles the kernel with the new bounds.
+    fixture.edit(
+        "src/lib.rs",
+        "min_blocks_per_sm = 4",
+        "min_blocks_per_sm = 2",
+    );
+    assert_success(&fixture.cargo_build(&[]));
+    assert_eq!(
+        minnctapersm(&fixture.report()),
+        2,
+        "bounds follow the declaration"
+    );
+    let compiles = fixture.nvcc_compiles();
+    assert_eq!(
+        compiles.len(),
+        3,
+        "scale.cu does not name saxpy's bounds: not recompiled\n{compiles:#?}"
+    );
+    assert!(compiles[2].ends_with("saxpy.cu"), "{}", compiles[2]);
+    let header = std::fs::read_dir(e2e_root().join("target/debug/build"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path().join("out/occupancy_bounds.h"))
+        .find(|path| path.exists() && path.to_string_lossy().contains(&fixture.name))
+        .expect("occupancy_bounds.h in OUT_DIR");
+    let header = std::fs::read_to_string(header).unwrap();
+    assert!(
+        header.contains("#define OCCUPANCY_BOUNDS_saxpy __launch_bounds__(256, 2)"),
+        "{header}"
+    );
+    assert!(
+        header.contains("#define OCCUPANCY_BOUNDS_scale __launch_bounds__(128)"),
+        "{header}"
+    );
+
+    // OCCUPANCY_SKIP with nvcc present: compiled, not checked, and said so.
+    let output = fixture.cargo_build(&[("OCCUPANCY_SKIP", "1")]);
+    assert_success(&output);
+    assert!(
+        text(&output).contains("kernels were compiled but nothing was checked"),
+        "{}",
+        text(&output)
+    );
+    assert!(fixture.report()["skipped"]
+        .as_str()
+        .unwrap()
+        .contains("OCCUPANCY_SKIP"));
+}

@@ -333,6 +333,14 @@ fn corpus_reports_parse_snapshot_and_match_cuobjdump() {
             scope.spawn(|| nvcc_build("launch_bounds", "launch_bounds.cu", &[], &["sm_90"])),
             scope.spawn(|| {
                 nvcc_build(
+                    "spills_maxrregcount",
+                    "spills.cu",
+                    &["-maxrregcount=32"],
+                    &["sm_90"],
+                )
+            }),
+            scope.spawn(|| {
+                nvcc_build(
                     "fails_to_compile",
                     "fails_to_compile.cu",
                     &[],
@@ -381,6 +389,37 @@ fn corpus_reports_parse_snapshot_and_match_cuobjdump() {
         }
         insta::assert_json_snapshot!(build.name.clone(), snapshot_value(build, &output.kernels));
     }
+    let capped = builds
+        .iter()
+        .find(|build| build.name == "spills_maxrregcount")
+        .unwrap();
+    let capped = parse_log(&capped.log).unwrap();
+    let unbounded = capped
+        .kernels
+        .iter()
+        .find(|record| record.name == "unbounded_window_sum")
+        .unwrap();
+    assert_eq!(
+        unbounded.registers,
+        Some(32),
+        "-maxrregcount=32 caps the kernel without launch bounds"
+    );
+    assert!(
+        unbounded
+            .warnings
+            .iter()
+            .any(|warning| warning.contains("Overriding maximum register limit")),
+        "{:?}",
+        unbounded.warnings
+    );
+    assert!(
+        capped
+            .warnings
+            .iter()
+            .any(|warning| warning.contains("entry-specific value 64")),
+        "{:?}",
+        capped.warnings
+    );
     let spills = parse_log(&builds[0].log).unwrap();
     let bounded: Vec<_> = spills
         .kernels

@@ -472,6 +472,27 @@ pub fn check(
                     .map(|arch| arch.to_string())
                     .collect()
             });
+        if let (Some(filter), Some((declared, _))) = (&arch_filter, declared) {
+            let not_built: Vec<&String> = filter
+                .iter()
+                .filter(|arch| !kernel.records.contains_key(*arch))
+                .collect();
+            if !not_built.is_empty() {
+                let location = declarations.location(declared);
+                return Err(Error::Config {
+                    message: format!(
+                        "{}:{}:{}: kernel `{}` declares `archs` {:?}, but the build does not target {:?} (it targets {}); add them to the crate's archs or drop them from the attribute",
+                        location.path,
+                        location.line,
+                        location.column,
+                        kernel.name,
+                        filter,
+                        not_built,
+                        kernel.records.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                });
+            }
+        }
         let mut arch_results = Vec::new();
         let mut evaluated = Vec::new();
         for (arch_name, record) in &kernel.records {
@@ -777,6 +798,74 @@ mod tests {
         let range = minnctapersm_position(ptx, "hot").unwrap();
         assert_eq!(&ptx[range], ".minnctapersm 8");
         assert!(minnctapersm_position(ptx, "missing").is_none());
+    }
+
+    fn context_for(archs: &[&str], dir: &Path) -> Context {
+        Context {
+            out_dir: dir.to_path_buf(),
+            manifest_dir: dir.to_path_buf(),
+            crate_name: "k".into(),
+            metadata: crate::config::Metadata::default(),
+            archs: archs
+                .iter()
+                .map(|arch| crate::SmArch::parse(arch).unwrap())
+                .collect(),
+            arch_source: crate::ArchSource::Builder,
+            skip_reason: None,
+        }
+    }
+
+    fn compiled(dir: &Path, log: &str) -> CompiledSource {
+        let ptx = dir.join("k.ptx");
+        std::fs::write(
+            &ptx,
+            ".version 9.0\n.target sm_80\n.visible .entry k(\n)\n{\nret;\n}\n",
+        )
+        .unwrap();
+        CompiledSource {
+            source: dir.join("k.cu"),
+            kind: crate::SourceKind::Cuda,
+            ptx,
+            binary: None,
+            compiler_log: log.to_string(),
+            dependencies: Vec::new(),
+            from_cache: false,
+        }
+    }
+
+    const REPORT_SM_90: &str = "ptxas info    : Compiling entry function 'k' for 'sm_90'\nptxas info    : Function properties for k\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 8 registers, used 0 barriers\n";
+
+    #[test]
+    fn unreadable_compiler_output_fails_closed() {
+        let dir = std::env::temp_dir().join(format!("occupancy-check-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let context = context_for(&["sm_90"], &dir);
+        // A complete report parses.
+        let good = [compiled(&dir, REPORT_SM_90)];
+        assert_eq!(parse_compiled(&good, &context).unwrap().len(), 1);
+        // A line that looks like ptxas's but is not understood.
+        let garbled = [compiled(
+            &dir,
+            &REPORT_SM_90.replace("Used 8 registers", "Used eight registers"),
+        )];
+        let error = parse_compiled(&garbled, &context).unwrap_err().to_string();
+        assert!(
+            error.contains("could not read the compiler's output"),
+            "{error}"
+        );
+        // No report for a target arch the PTX was assembled for.
+        let two_archs = context_for(&["sm_80", "sm_90"], &dir);
+        let error = parse_compiled(&good, &two_archs).unwrap_err().to_string();
+        assert!(
+            error.contains("ptxas reported nothing for kernel `k` on sm_80"),
+            "{error}"
+        );
+        // A kernel in the PTX with no report at all.
+        let error = parse_compiled(&[compiled(&dir, "")], &context)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("ptxas's report"), "{error}");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

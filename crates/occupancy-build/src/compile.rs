@@ -445,6 +445,45 @@ fn entry_dir(settings: &CompileSettings, source: &Path, kind: SourceKind) -> Pat
         .join(format!("{}-{short}", file_stem(source)))
 }
 
+/// Every identifier starting with `OCCUPANCY_` in a source text.
+fn occupancy_identifiers(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let bytes = text.as_bytes();
+    let mut index = 0;
+    while let Some(offset) = text[index..].find("OCCUPANCY_") {
+        let start = index + offset;
+        let preceded_by_identifier =
+            start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_');
+        let mut end = start;
+        while end < bytes.len() && (bytes[end].is_ascii_alphanumeric() || bytes[end] == b'_') {
+            end += 1;
+        }
+        if !preceded_by_identifier {
+            found.push(text[start..end].to_string());
+        }
+        index = end;
+    }
+    found
+}
+
+/// The `#define` lines of the generated header for exactly the macros `used`; `None` when a used
+/// name is not one of its macros (token pasting, a typo): then the whole header counts.
+fn selected_definitions(header: &str, used: &std::collections::BTreeSet<String>) -> Option<String> {
+    let mut definitions = std::collections::BTreeMap::new();
+    for line in header.lines() {
+        if let Some(rest) = line.strip_prefix("#define ") {
+            let name = rest.split_whitespace().next().unwrap_or_default();
+            definitions.insert(name, line);
+        }
+    }
+    let mut selected = String::new();
+    for name in used {
+        selected.push_str(definitions.get(name.as_str())?);
+        selected.push('\n');
+    }
+    Some(selected)
+}
+
 /// Directories whose files are fingerprinted by size and mtime instead of content: the toolkit's
 /// and the system's headers, hundreds of files that change only with a new toolkit/compiler.
 fn is_system_header(settings: &CompileSettings, path: &Path) -> bool {
@@ -479,9 +518,41 @@ fn cache_key(
     }
     let mut sorted: Vec<&PathBuf> = dependencies.iter().collect();
     sorted.sort();
+    let generated_header = settings
+        .cache_root
+        .parent()
+        .and_then(Path::parent)
+        .map(|out_dir| out_dir.join("occupancy_bounds.h"));
+    let mut used_macros: Option<std::collections::BTreeSet<String>> = Some(Default::default());
+    for dependency in &sorted {
+        if is_system_header(settings, dependency) || Some(*dependency) == generated_header.as_ref()
+        {
+            continue;
+        }
+        if let (Ok(text), Some(used)) = (std::fs::read_to_string(dependency), used_macros.as_mut())
+        {
+            used.extend(occupancy_identifiers(&text));
+        } else {
+            used_macros = None;
+        }
+    }
     for dependency in sorted {
         field(dependency.as_os_str().as_encoded_bytes());
-        if is_system_header(settings, dependency) {
+        if Some(dependency) == generated_header.as_ref() {
+            // occupancy_bounds.h holds every declared kernel's macros; a source depends only on
+            // the ones it names, so changing one declaration recompiles only its kernel's file.
+            let text = std::fs::read_to_string(dependency).map_err(|error| Error::Io {
+                path: dependency.clone(),
+                error,
+            })?;
+            match used_macros
+                .as_ref()
+                .and_then(|used| selected_definitions(&text, used))
+            {
+                Some(definitions) => field(definitions.as_bytes()),
+                None => field(&Sha256::digest(text.as_bytes())),
+            }
+        } else if is_system_header(settings, dependency) {
             let metadata = std::fs::metadata(dependency).map_err(|error| Error::Io {
                 path: dependency.clone(),
                 error,
@@ -504,4 +575,30 @@ fn cache_key(
     }
     let digest = hasher.finalize();
     Ok(digest.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_depends_only_on_the_bounds_it_names() {
+        let header = "#pragma once\n#define OCCUPANCY_BOUNDS_saxpy __launch_bounds__(256, 4)\n#define OCCUPANCY_BOUNDS_scale __launch_bounds__(128)\n";
+        let source = "#include \"occupancy_bounds.h\"\n__global__ void OCCUPANCY_BOUNDS_saxpy saxpy() {} // MY_OCCUPANCY_X is not ours";
+        let used: std::collections::BTreeSet<String> =
+            occupancy_identifiers(source).into_iter().collect();
+        assert_eq!(used.iter().collect::<Vec<_>>(), ["OCCUPANCY_BOUNDS_saxpy"]);
+        assert_eq!(
+            selected_definitions(header, &used).unwrap(),
+            "#define OCCUPANCY_BOUNDS_saxpy __launch_bounds__(256, 4)\n"
+        );
+        let pasted: std::collections::BTreeSet<String> =
+            occupancy_identifiers("#define B(k) OCCUPANCY_BOUNDS_ ## k")
+                .into_iter()
+                .collect();
+        assert!(
+            selected_definitions(header, &pasted).is_none(),
+            "token pasting: the whole header counts"
+        );
+    }
 }

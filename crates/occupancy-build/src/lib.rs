@@ -55,6 +55,7 @@ pub enum Cudart {
 #[derive(Debug, Clone)]
 pub struct Build {
     cuda_files: Vec<PathBuf>,
+    source_dirs: Vec<PathBuf>,
     ptx_files: Vec<PathBuf>,
     archs: Vec<SmArch>,
     arch_errors: Vec<String>,
@@ -94,6 +95,7 @@ impl Build {
     pub fn new() -> Build {
         Build {
             cuda_files: Vec::new(),
+            source_dirs: Vec::new(),
             ptx_files: Vec::new(),
             archs: Vec::new(),
             arch_errors: Vec::new(),
@@ -126,10 +128,8 @@ impl Build {
 
     /// Adds every `.cu` file under `dir` (recursively, sorted).
     pub fn source_dir(&mut self, dir: impl AsRef<Path>) -> &mut Build {
-        let mut found = Vec::new();
-        collect_files(dir.as_ref(), "cu", &mut found);
-        found.sort();
-        self.cuda_files.extend(found);
+        // Expanded when the build runs, relative to the package root (see `cuda_sources`).
+        self.source_dirs.push(dir.as_ref().to_path_buf());
         self
     }
 
@@ -249,6 +249,24 @@ impl Build {
         }
     }
 
+    /// The CUDA sources: `.file`s, then the `.cu` files of each `.source_dir` (sorted), with
+    /// relative paths taken from the package root.
+    fn cuda_sources(&self, manifest_dir: &Path) -> Vec<PathBuf> {
+        let mut sources = self.cuda_files.clone();
+        for dir in &self.source_dirs {
+            let dir = if dir.is_absolute() {
+                dir.clone()
+            } else {
+                manifest_dir.join(dir)
+            };
+            let mut found = Vec::new();
+            collect_files(&dir, "cu", &mut found);
+            found.sort();
+            sources.extend(found);
+        }
+        sources
+    }
+
     /// The nvcc arguments from includes, defines and flags, in that order.
     fn user_args(&self) -> Vec<OsString> {
         let mut args = Vec::new();
@@ -278,5 +296,37 @@ fn collect_files(dir: &Path, extension: &str, found: &mut Vec<PathBuf>) {
         } else if path.extension().is_some_and(|ext| ext == extension) {
             found.push(path);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_dirs_expand_from_the_package_root_in_order() {
+        let root = std::env::temp_dir().join(format!("occupancy-sources-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("kernels/nested")).unwrap();
+        for file in [
+            "kernels/b.cu",
+            "kernels/a.cu",
+            "kernels/nested/c.cu",
+            "kernels/readme.md",
+        ] {
+            std::fs::write(root.join(file), "").unwrap();
+        }
+        let mut build = Build::new();
+        build.file("extra.cu").source_dir("kernels");
+        let sources = build.cuda_sources(&root);
+        assert_eq!(
+            sources,
+            vec![
+                PathBuf::from("extra.cu"),
+                root.join("kernels/a.cu"),
+                root.join("kernels/b.cu"),
+                root.join("kernels/nested/c.cu")
+            ]
+        );
+        std::fs::remove_dir_all(root).unwrap();
     }
 }

@@ -655,6 +655,37 @@ mod tests {
     }
 
     #[test]
+    fn stack_frames_and_cliffs() {
+        // 64 registers at 256 threads on sm_90: 4 blocks, and one more register (allocated as 72)
+        // leaves 3: a cliff. 16 bytes of stack with nothing declared: stack_frame.
+        let log = SPILLING.replace("Used 32", "Used 64").replace(
+            "0 bytes stack frame, 40 bytes spill stores, 40 bytes spill loads",
+            "16 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
+        );
+        let record = record(&log);
+        let arch = lookup("sm_90").unwrap();
+        let spec = KernelSpec::with_block(BlockDim::linear(256));
+        let result = occupancy(arch, &facts(&record), &Launch::new(256));
+        assert_eq!(result.blocks_per_sm, 4);
+        let on = [CompiledOnArch {
+            arch,
+            record: &record,
+            ptx: None,
+            occupancy: &result,
+        }];
+        let findings = evaluate_declared(&spec, &on);
+        let lints: Vec<LintId> = findings.iter().map(|finding| finding.lint).collect();
+        assert!(lints.contains(&LintId::StackFrame), "{findings:#?}");
+        assert!(lints.contains(&LintId::OccupancyCliff), "{findings:#?}");
+        assert!(!lints.contains(&LintId::Spills), "{findings:#?}");
+        let mut allowed = spec.clone();
+        allowed.max_stack_bytes = Some(16);
+        assert!(evaluate_declared(&allowed, &on)
+            .iter()
+            .all(|finding| finding.lint != LintId::StackFrame));
+    }
+
+    #[test]
     fn regression_compares_every_number() {
         let base = BaselineNumbers {
             registers: 40,

@@ -99,6 +99,9 @@ pub fn parse_cuobjdump_resource_usage(text: &str) -> Result<Vec<CuobjdumpFunctio
     let mut pending_function: Option<(String, usize)> = None;
     let mut expect_common_values = false;
     let mut lines = 0;
+    // A function appears once per ELF (arch); demangle each name once.
+    let mut demangled_names: std::collections::HashMap<String, Option<String>> =
+        std::collections::HashMap::new();
     for (index, raw_line) in text.lines().enumerate() {
         lines = index + 1;
         let line_number = index + 1;
@@ -110,7 +113,14 @@ pub fn parse_cuobjdump_resource_usage(text: &str) -> Result<Vec<CuobjdumpFunctio
         };
         if let Some((name, start)) = pending_function.take() {
             let mut function = CuobjdumpFunction {
-                demangled: demangle(&name),
+                demangled: match demangled_names.get(&name) {
+                    Some(demangled) => demangled.clone(),
+                    None => {
+                        let demangled = demangle(&name);
+                        demangled_names.insert(name.clone(), demangled.clone());
+                        demangled
+                    }
+                },
                 name,
                 arch: arch.clone(),
                 registers: 0,
