@@ -381,3 +381,40 @@ fn tool_and_usage_errors_exit_2() {
     let no_paths = check(&[]);
     assert_eq!(no_paths.status.code(), Some(2));
 }
+
+#[test]
+fn arguments_after_the_separator_reach_nvcc() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("check-nvcc-args-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("include")).unwrap();
+    std::fs::write(dir.join("include/scale.cuh"), "#define SCALE 3.0f\n").unwrap();
+    std::fs::write(
+        dir.join("needs_flags.cu"),
+        "#include \"scale.cuh\"\n#ifndef REQUIRED_DEFINE\n#error REQUIRED_DEFINE is not set\n#endif\nextern \"C\" __global__ void scaled(float* x) { x[threadIdx.x] *= SCALE; }\n",
+    )
+    .unwrap();
+    let source = dir.join("needs_flags.cu");
+    let include = format!("-I{}", dir.join("include").display());
+    let without = check(&[source.to_str().unwrap(), "--arch", "sm_90"]);
+    assert_eq!(without.status.code(), Some(2), "{}", stderr(&without));
+    let with = check(&[
+        source.to_str().unwrap(),
+        "--arch",
+        "sm_90",
+        "--json",
+        "--",
+        &include,
+        "-DREQUIRED_DEFINE",
+    ]);
+    assert_eq!(with.status.code(), Some(0), "{}", stderr(&with));
+    let report = Report::from_json(&stdout(&with)).unwrap();
+    assert_eq!(
+        report
+            .kernels
+            .iter()
+            .map(|row| row.name.as_str())
+            .collect::<Vec<_>>(),
+        ["scaled"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
