@@ -606,6 +606,16 @@ fn evaluate(checked: &[Checked], levels: &Levels) -> Vec<Finding> {
                 occupancy,
             })
             .collect();
+        let readable = |text: &str| {
+            if first.row.demangled != first.row.name && !first.row.demangled.is_empty() {
+                text.replace(
+                    &format!("`{}`", first.row.name),
+                    &format!("`{}`", first.row.demangled),
+                )
+            } else {
+                text.to_string()
+            }
+        };
         for finding in evaluate_declared(&spec, &on) {
             if finding.lint == LintId::BoundsMismatch {
                 continue;
@@ -616,8 +626,10 @@ fn evaluate(checked: &[Checked], levels: &Levels) -> Vec<Finding> {
                 crate_name: None,
                 kernel: Some(first.row.name.clone()),
                 arch: finding.arch,
-                message: finding.message,
-                notes: finding.notes,
+                // People read the demangled name; the symbol stays in `kernel` (and SARIF's
+                // logical location).
+                message: readable(&finding.message),
+                notes: finding.notes.iter().map(|note| readable(note)).collect(),
                 help: finding.help,
                 location: first.row.source.clone(),
             });
