@@ -194,7 +194,13 @@ pub fn load_dir(dir: &Path) -> Result<Report, UsageError> {
 pub fn parse_report(text: &str) -> Result<Report, String> {
     let value: serde_json::Value = serde_json::from_str(text)
         .map_err(|error| format!("not an occupancy report (invalid JSON: {error})"))?;
-    if value.get("crate_name").is_some() {
+    // The build helper's layout nests results per kernel (`kernels[].archs`); the core layout
+    // has one flat row per kernel and arch.
+    let nested = match value.get("kernels").and_then(serde_json::Value::as_array) {
+        Some(kernels) if !kernels.is_empty() => kernels[0].get("archs").is_some(),
+        _ => value.get("crate_name").is_some(),
+    };
+    if nested {
         let build: occupancy_build::report::Report = serde_json::from_value(value)
             .map_err(|error| format!("not an occupancy report: {error}"))?;
         if build.schema_version != occupancy_build::report::SCHEMA_VERSION {
