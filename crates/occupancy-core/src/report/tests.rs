@@ -347,3 +347,87 @@ fn explanation_of_an_unlaunchable_kernel_says_so() {
         explanation.assessment
     );
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arbitrary_row() -> impl Strategy<Value = KernelRow> {
+        let archs = crate::arch::all()
+            .iter()
+            .map(|facts| facts.name)
+            .collect::<Vec<_>>();
+        (
+            proptest::sample::select(archs),
+            0u32..=300,
+            0u32..=2100,
+            0u64..=300_000,
+            0u64..=300_000,
+            0u32..=20,
+            proptest::option::of(0u32..=1100),
+            proptest::option::of(0u32..=110),
+            any::<bool>(),
+        )
+            .prop_map(
+                |(
+                    arch,
+                    registers,
+                    block,
+                    static_smem,
+                    dynamic_smem,
+                    barriers,
+                    max_threads,
+                    carveout,
+                    entry,
+                )| {
+                    let mut row = example_report().kernels[0].clone();
+                    row.arch = arch.to_string();
+                    row.registers = registers;
+                    row.block = block;
+                    row.static_smem_bytes = static_smem;
+                    row.dynamic_smem_bytes = dynamic_smem;
+                    row.barriers = barriers;
+                    row.max_threads_per_block = max_threads;
+                    row.carveout_percent = carveout;
+                    row.entry = entry;
+                    row.name = "k<\"&'>".to_string();
+                    row.demangled = "void k<\"&'>(int)".to_string();
+                    row.compute(lookup(arch).unwrap());
+                    row
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// Any kernel (unlaunchable ones, 0-thread blocks, carveouts above 100 included)
+        /// renders in every format and can be explained, without a panic, and the HTML keeps
+        /// its three charts per entry kernel with names escaped.
+        #[test]
+        fn every_renderer_takes_any_row(row in arbitrary_row()) {
+            let report = Report { kernels: vec![row.clone()], findings: Vec::new(), ..Report::default() };
+            let _ = render_text(&report);
+            let _ = render_markdown(&report);
+            prop_assert!(serde_json::from_str::<serde_json::Value>(&render_sarif(&report, "0")).is_ok());
+            prop_assert_eq!(Report::from_json(&render_json(&report)).unwrap(), report.clone());
+            let html = render_html(&report, "t");
+            prop_assert_eq!(html.matches("<svg class=\"chart\"").count(), if row.entry { 3 } else { 0 });
+            prop_assert!(!html.contains("k<\""));
+            if row.entry {
+                let explanation = explain::explain(lookup(&row.arch).unwrap(), &row);
+                let text = explain::render_explanation_text(&explanation);
+                prop_assert!(text.contains("What binds"));
+                for knob in explanation.register_knobs.iter().chain(&explanation.block_knobs) {
+                    prop_assert!(knob.occupancy >= 0.0 && knob.occupancy <= 1.0);
+                }
+            }
+        }
+
+        /// Bytes that are not a report give an error, never a panic.
+        #[test]
+        fn reading_arbitrary_text_never_panics(text in ".{0,200}") {
+            let _ = Report::from_json(&text);
+        }
+    }
+}
