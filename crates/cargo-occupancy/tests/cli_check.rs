@@ -17,8 +17,10 @@ fn cache_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("check-cache")
 }
 
-/// The corpus files that compile for sm_80 and sm_90, one of them PTX.
-const CORPUS: [&str; 4] = [
+/// The corpus files that compile for sm_80 and sm_90, one of them PTX (`launch_bounds.cu` needs
+/// sm_90 and has its own test; `fails_to_compile.cu` is the nvcc-failure case).
+const CORPUS: [&str; 5] = [
+    "tests/kernels/constants.cu",
     "tests/kernels/spills.cu",
     "tests/kernels/shared_memory.cu",
     "tests/kernels/device_frames.cu",
@@ -417,4 +419,36 @@ fn arguments_after_the_separator_reach_nvcc() {
         ["scaled"]
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn launch_bounds_from_the_ptx_set_the_evaluated_block() {
+    let output = check(&[
+        "tests/kernels/launch_bounds.cu",
+        "--arch",
+        "sm_90",
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report = Report::from_json(&stdout(&output)).unwrap();
+    let row = |demangled: &str| {
+        report
+            .kernels
+            .iter()
+            .find(|row| row.demangled == demangled)
+            .unwrap()
+    };
+    // __launch_bounds__(64) on the template: evaluated at 64 threads, 2 warps per block, so the
+    // 32 block slots bind before the 64 warp slots.
+    let templated = row("void templated_bound<64>(float*)");
+    assert_eq!(
+        (templated.block, templated.max_threads_per_block),
+        (64, Some(64))
+    );
+    assert_eq!(
+        (templated.blocks_per_sm, templated.limiters.clone()),
+        (32, vec!["warps".to_string(), "blocks".to_string()])
+    );
+    assert_eq!(row("bound_cluster_rank").block, 128);
+    assert_eq!(row("bound_threads").block, 256);
 }
