@@ -134,6 +134,14 @@ fn saxpy_builds_its_ptx_for_cudarc() {
             .unwrap(),
     )
     .unwrap();
+    // Runs for real where there is a GPU; here it must say there is none and exit cleanly.
+    let run = cargo(&dir, &["run", "-q"]);
+    assert!(run.status.success(), "{}", text(&run));
+    assert!(
+        text(&run).contains("saxpy: no usable CUDA device") || text(&run).contains("0 wrong"),
+        "{}",
+        text(&run)
+    );
     assert_eq!(report["kernels"][0]["name"], "saxpy");
     assert_eq!(report["kernels"][0]["declaration"]["block_threads"], 256);
     assert!(

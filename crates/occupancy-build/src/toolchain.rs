@@ -194,11 +194,28 @@ fn search_path(env: &TrackedEnv, name: &str) -> Option<PathBuf> {
 /// (no `TARGET`), `cc` cannot answer; nvcc then runs with its own host defaults.
 fn cc_host_setup(env: &TrackedEnv) -> (Option<OsString>, Vec<OsString>) {
     // Read through the tracked environment so a change reruns the build script.
-    let _ = env.get("RUSTC_WRAPPER");
-    let _ = env.get("CC");
-    let _ = env.get("CXX");
-    if env.get("TARGET").is_none() {
+    let Some(target) = env.get("TARGET") else {
+        let _ = env.get("RUSTC_WRAPPER");
         return (None, Vec::new());
+    };
+    // What `cc` reads for the host side of an nvcc command (its own rerun lines are off, since
+    // its link lines must be too): tracked here so a change reruns the build script.
+    let underscored = target.replace('-', "_");
+    for name in [
+        "RUSTC_WRAPPER",
+        "CC",
+        "CXX",
+        "CFLAGS",
+        "CXXFLAGS",
+        "CC_ENABLE_DEBUG_OUTPUT",
+    ] {
+        let _ = env.get(name);
+    }
+    for name in ["CXX", "CXXFLAGS", "CC", "CFLAGS"] {
+        let _ = env.get(&format!("{name}_{target}"));
+        let _ = env.get(&format!("{name}_{underscored}"));
+        let _ = env.get(&format!("HOST_{name}"));
+        let _ = env.get(&format!("TARGET_{name}"));
     }
     let mut build = cc::Build::new();
     // No `-G`: device debug code has different registers and spills from what ships; a crate

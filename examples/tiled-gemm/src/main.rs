@@ -1,13 +1,37 @@
-//! Multiplies two small matrices on the GPU when one is present; linking this binary is itself
-//! the check that the static library and the CUDA runtime were linked correctly.
+//! Multiplies two matrices on the GPU and compares with the CPU. Without a GPU it says so and
+//! exits 0 (linking this binary is then the check that the static library and the CUDA runtime
+//! were linked correctly); OCCUPANCY_REQUIRE_GPU=1 makes "no GPU" a failure.
 fn main() {
+    let require_gpu = std::env::var("OCCUPANCY_REQUIRE_GPU").is_ok_and(|value| value == "1");
     if !tiled_gemm::gpu_available() {
         println!("tiled-gemm: linked; no CUDA device here, nothing to run");
+        if require_gpu {
+            eprintln!("tiled-gemm: OCCUPANCY_REQUIRE_GPU=1 but no GPU could be used");
+            std::process::exit(1);
+        }
         return;
     }
-    let (m, n, k) = (256, 256, 256);
-    let a = vec![1.0f32; m * k];
-    let b = vec![2.0f32; k * n];
-    let c = tiled_gemm::sgemm(&a, &b, m, n, k).expect("sgemm runs");
-    println!("tiled-gemm: c[0] = {} (expected {})", c[0], 2.0 * k as f32);
+    // Sizes that are not multiples of the 128 x 128 tile exercise the edge guards.
+    let (m, n, k) = (300, 200, 129);
+    let a: Vec<f32> = (0..m * k).map(|i| ((i % 13) as f32 - 6.0) * 0.25).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| ((i % 7) as f32 - 3.0) * 0.5).collect();
+    let c = match tiled_gemm::sgemm(&a, &b, m, n, k) {
+        Ok(c) => c,
+        Err(error) => {
+            eprintln!("tiled-gemm: CUDA error {error:?}");
+            std::process::exit(1);
+        }
+    };
+    let mut worst = 0.0f32;
+    for row in 0..m {
+        for col in 0..n {
+            let expected: f32 = (0..k).map(|i| a[row * k + i] * b[i * n + col]).sum();
+            worst = worst.max((c[row * n + col] - expected).abs());
+        }
+    }
+    println!("tiled-gemm: {m} x {n} x {k} SGEMM on the GPU, largest difference from the CPU {worst}");
+    if worst > 1e-3 {
+        eprintln!("tiled-gemm: wrong results");
+        std::process::exit(1);
+    }
 }
