@@ -509,6 +509,25 @@ pub fn render_explanation_text(explanation: &Explanation) -> String {
         arch.compute_capability(),
         row.block
     );
+    let mut places = Vec::new();
+    if let Some(declaration) = &row.declaration {
+        places.push(format!("declared at {declaration}"));
+    }
+    if let Some(source) = &row.source {
+        places.push(format!("defined in {source}"));
+    }
+    if let (Some(max_threads), Some(min_blocks)) =
+        (row.max_threads_per_block, row.min_blocks_per_sm)
+    {
+        places.push(format!(
+            "compiled with __launch_bounds__({max_threads}, {min_blocks})"
+        ));
+    } else if let Some(max_threads) = row.max_threads_per_block {
+        places.push(format!("compiled with __launch_bounds__({max_threads})"));
+    }
+    if !places.is_empty() {
+        let _ = writeln!(out, "  {}", places.join("; "));
+    }
     let _ = writeln!(
         out,
         "  {} registers/thread, {} static + {} dynamic shared memory, {} barrier(s), {} B stack, spills {} B stored / {} B loaded",
