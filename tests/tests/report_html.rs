@@ -289,3 +289,52 @@ fn the_table_sorts_in_the_browser_from_the_link() {
         "header marked"
     );
 }
+
+#[test]
+fn the_table_filters_in_the_browser_from_the_link() {
+    let report = example_report();
+    let page = artifacts().join("report-filtered.html");
+    std::fs::write(&page, render_html(&report, "example workspace")).unwrap();
+    let output = run_chromium_at(
+        &page,
+        "#filter=sm_90%20gemm-kernels&sort=kernel",
+        &["--dump-dom"],
+        "profile-filtered",
+    );
+    assert!(
+        output.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let console = console_lines(&output);
+    assert!(
+        console.is_empty(),
+        "console messages:\n{}",
+        console.join("\n")
+    );
+    let dom = String::from_utf8_lossy(&output.stdout).into_owned();
+    let body = dom
+        .split("<tbody>")
+        .nth(1)
+        .and_then(|rest| rest.split("</tbody>").next())
+        .unwrap_or("");
+    let rows: Vec<&str> = body.split("<tr").skip(1).collect();
+    let visible: Vec<&&str> = rows
+        .iter()
+        .filter(|row| !row.split('>').next().unwrap_or("").contains("hidden"))
+        .collect();
+    let expected = report
+        .kernels
+        .iter()
+        .filter(|row| row.arch == "sm_90" && row.crate_name.as_deref() == Some("gemm-kernels"))
+        .count();
+    assert_eq!(rows.len(), report.kernels.len());
+    assert_eq!(visible.len(), expected, "visible rows: {visible:?}");
+    assert!(visible
+        .iter()
+        .all(|row| row.contains("sm_90") && row.contains("gemm-kernels")));
+    assert!(
+        dom.contains(&format!("{expected} of {} rows", report.kernels.len())),
+        "row count shown"
+    );
+}

@@ -82,6 +82,7 @@ svg.chart text.now { fill: var(--now); font-weight: 600; }
 svg.chart text.now, svg.chart text.cliff { paint-order: stroke; stroke: #fff; stroke-width: 3px; stroke-linejoin: round; }
 svg.chart .cliff { fill: var(--cliff); } svg.chart text.cliff { fill: var(--cliff); }
 svg.chart text.title { fill: var(--ink); font-weight: 600; }
+.tools input { font: inherit; padding: 4px 8px; width: 340px; border: 1px solid var(--line); border-radius: 4px; }
 footer { color: var(--muted); font-size: 12px; padding: 0 28px 24px; }
 "#;
 
@@ -108,13 +109,36 @@ const SCRIPT: &str = r#"
       sortBy(column, th.getAttribute("aria-sort") === "ascending");
     });
   });
-  // A link can carry the order: report.html#sort=-occupancy (descending) or #sort=kernel.
-  var match = /(?:^#|&)sort=(-?)([a-z_]+)/.exec(window.location.hash);
-  if (match) {
-    headers.forEach(function (th, column) {
-      if (th.getAttribute("data-column") === match[2]) { sortBy(column, match[1] === "-"); }
+  // Rows whose text contains every word typed (crate, kernel, arch, lint, limiter...).
+  var filter = document.getElementById("filter");
+  function applyFilter() {
+    var words = filter.value.toLowerCase().split(/\s+/).filter(function (word) { return word.length > 0; });
+    var shown = 0;
+    Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
+      var text = row.textContent.toLowerCase();
+      var keep = words.every(function (word) { return text.indexOf(word) >= 0; });
+      row.hidden = !keep;
+      if (keep) { shown += 1; }
     });
+    document.getElementById("shown").textContent = shown + " of " + table.tBodies[0].rows.length + " rows";
   }
+  if (filter) { filter.addEventListener("input", applyFilter); }
+  // A link can carry the order and the filter: report.html#sort=-occupancy&filter=sm_90%20spills.
+  var hash = window.location.hash.replace(/^#/, "");
+  hash.split("&").forEach(function (part) {
+    var pair = part.split("=");
+    var value = decodeURIComponent(pair.slice(1).join("="));
+    if (pair[0] === "sort") {
+      var descending = value.charAt(0) === "-";
+      var name = descending ? value.slice(1) : value;
+      headers.forEach(function (th, column) {
+        if (th.getAttribute("data-column") === name) { sortBy(column, descending); }
+      });
+    } else if (pair[0] === "filter" && filter) {
+      filter.value = value;
+    }
+  });
+  if (filter) { applyFilter(); }
 })();
 "#;
 
@@ -177,6 +201,9 @@ fn render_table(out: &mut String, report: &Report) {
         return;
     }
     let with_crate = report.kernels.iter().any(|row| row.crate_name.is_some());
+    out.push_str(
+        "<p class=\"tools\"><input id=\"filter\" type=\"search\" placeholder=\"filter: kernel, arch, crate, lint, limiter\" aria-label=\"filter rows\"> <span id=\"shown\" class=\"note\"></span> <span class=\"note\">· click a column header to sort</span></p>\n",
+    );
     out.push_str("<div class=\"table-wrap\"><table class=\"kernels\" id=\"kernels\">\n<thead><tr>");
     if with_crate {
         out.push_str("<th data-column=\"crate\">crate</th>");
