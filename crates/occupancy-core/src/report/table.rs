@@ -253,16 +253,19 @@ pub fn render_finding_text(finding: &Finding) -> String {
 
 /// `3 kernels × archs, 1 deny, 2 warn` style summary.
 pub fn summary_line(report: &Report) -> String {
-    let kernel_count = {
+    let count_of = |entry: bool| {
         let mut names: Vec<(&Option<String>, &str)> = report
             .kernels
             .iter()
+            .filter(|row| row.entry == entry)
             .map(|row| (&row.crate_name, row.name.as_str()))
             .collect();
         names.sort();
         names.dedup();
         names.len()
     };
+    let kernel_count = count_of(true);
+    let device_function_count = count_of(false);
     let mut archs: Vec<&str> = report.kernels.iter().map(|row| row.arch.as_str()).collect();
     archs.sort();
     archs.dedup();
@@ -273,8 +276,13 @@ pub fn summary_line(report: &Report) -> String {
             format!("{count} {word}s")
         }
     };
+    let device_functions = match device_function_count {
+        0 => String::new(),
+        1 => " (+1 device function)".to_string(),
+        count => format!(" (+{count} device functions)"),
+    };
     format!(
-        "{} on {}: {} deny, {} warn",
+        "{}{device_functions} on {}: {} deny, {} warn",
         plural(kernel_count, "kernel"),
         plural(archs.len(), "arch"),
         report.count(Level::Deny),
