@@ -76,7 +76,7 @@ cat "${logs[@]}" > "$results/ptxas.log"
 "$bin" occupancy parse --json "$results/ptxas.log" > "$results/parsed.json"
 status=0
 python3 "$root/scripts/gpu/compare.py" --probe "$results/probe.jsonl" --parsed "$results/parsed.json" \
-  --ptx "${ptx_files[@]}" --bin "$bin" --summary "$results/summary.json" || status=$?
+  --ptx "${ptx_files[@]}" --bin "$bin" --summary "$results/summary.json" --replay "$results/driver-replay.jsonl" || status=$?
 
 echo "== 3. the trade-off"
 "$nvcc" -O3 -arch="$arch" -Xptxas -v -o "$work/tradeoff" "$root/scripts/gpu/tradeoff.cu" > "$results/tradeoff-ptxas.log" 2>&1
@@ -86,6 +86,8 @@ if [[ "${OCCUPANCY_SKIP_NCU:-0}" != 1 ]] && command -v ncu >/dev/null; then
     "$work/tradeoff" --once > "$results/tradeoff-ncu.csv" 2> "$results/tradeoff-ncu.err" || echo "ncu failed: see tradeoff-ncu.err"
 fi
 "$bin" occupancy parse --json --arch "$arch" --block 256 "$results/tradeoff-ptxas.log" > "$results/tradeoff-parsed.json" || true
+python3 "$root/scripts/gpu/tradeoff_table.py" "$results" | tee "$results/tradeoff.md"
+
 echo "== 4. the examples, run for real"
 # Their binaries are built where cargo is (OCCUPANCY_EXAMPLE_BINS: a folder holding saxpy and tiled-gemm),
 # else here with cargo. OCCUPANCY_REQUIRE_GPU=1 makes "no GPU" a failure instead of a skip.

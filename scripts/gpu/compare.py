@@ -39,9 +39,11 @@ def main():
     parser.add_argument("--ptx", nargs="*", default=[])
     parser.add_argument("--bin", required=True, help="the cargo-occupancy binary")
     parser.add_argument("--summary", required=True, help="where to write the JSON summary")
+    parser.add_argument("--replay", help="where to write the driver's answers as calc --batch requests "
+                        "(JSON Lines: {\"request\": ..., \"driver_blocks_per_sm\": N}) for the offline replay test")
     args = parser.parse_args()
 
-    device, functions, configs, launch_checks = None, {}, [], []
+    device, functions, configs, launch_checks, module_errors = None, {}, [], [], []
     for line in open(args.probe):
         record = json.loads(line)
         kind = record.pop("type")
@@ -53,6 +55,8 @@ def main():
             configs.append(record)
         elif kind == "launch_check":
             launch_checks.append(record)
+        elif kind == "module_error":
+            module_errors.append(record)
     arch = device["arch"]
     parsed = {}
     for kernel in json.load(open(args.parsed))["kernels"]:
@@ -106,6 +110,15 @@ def main():
         if tool_blocks != driver_blocks:
             mismatches.append({"kernel": config["name"], "what": "blocks_per_sm", "request": request,
                                "tool": answer, "driver": config})
+    if args.replay:
+        with open(args.replay, "w") as replay:
+            replay.write(json.dumps({"device": device}) + "\n")
+            for config, request in zip(comparable, requests):
+                driver_blocks = config["driver_blocks"] if config["status"] == 0 else 0
+                replay.write(json.dumps({"request": request, "driver_blocks_per_sm": driver_blocks}) + "\n")
+            for check, request in zip(checks, requests[len(comparable):]):
+                replay.write(json.dumps({"request": request, "driver_blocks_per_sm": 0,
+                                         "launch_refused": check["launch_status"] != 0}) + "\n")
     launch_results = []
     for check, answer in zip(checks, answers[len(comparable):]):
         refused = check["launch_status"] != 0
@@ -120,7 +133,7 @@ def main():
 
     summary = {"device": device, "kernels": len(functions), "kernels_compared": len(parsed.keys() & functions.keys()),
                "fact_comparisons": fact_comparisons, "configurations": len(comparable),
-               "launch_checks": launch_results, "limiters_seen": dict(limiters),
+               "launch_checks": launch_results, "modules_the_driver_refused": module_errors, "limiters_seen": dict(limiters),
                "mismatches": len(mismatches), "first_mismatches": mismatches[:50]}
     json.dump(summary, open(args.summary, "w"), indent=1)
     print(f"device: {device['name']} ({arch}, {device['sm_count']} SMs, driver {device['driver_version']})")
@@ -128,6 +141,8 @@ def main():
           f"facts compared: {fact_comparisons}; configurations compared: {len(comparable)}; "
           f"launch checks: {len(launch_results)}")
     print(f"limiters seen: {dict(limiters)}")
+    for error in module_errors:
+        print(f"not compared: the driver refused to load {error['file']}: {error['message']}")
     print(f"mismatches: {len(mismatches)}")
     for mismatch in mismatches[:20]:
         print("  " + json.dumps(mismatch)[:400])
