@@ -5,5 +5,6 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 scripts/setup-cuda.sh
+scripts/setup-test-deps.sh
 source <(scripts/setup-cuda.sh --env)
 cargo test --workspace --locked "$@"

@@ -35,6 +35,12 @@ enum Command {
     Sweep(cmd::sweep::Args),
     /// Read ptxas / nvcc --resource-usage logs into per-kernel records (table or --json).
     Parse(cmd::parse::Args),
+    /// Compile .cu/.ptx files (or read ptxas logs) and check every kernel like the build gate.
+    Check(cmd::check::Args),
+    /// Explain a kernel's occupancy: what binds, what each knob would change, the curves.
+    Explain(cmd::explain::Args),
+    /// The occupancy report of every kernel the workspace's builds checked.
+    Report(cmd::report::Args),
 }
 
 /// Exit codes: 0 clean, 1 deny findings / failed checks, 2 usage or tool errors.
@@ -58,5 +64,8 @@ fn main() -> ExitCode {
         Command::Arch(args) => cmd::arch::run(args),
         Command::Sweep(args) => cmd::sweep::run(args),
         Command::Parse(args) => cmd::parse::run(args),
+        Command::Check(args) => cmd::check::run(args),
+        Command::Explain(args) => cmd::explain::run(args),
+        Command::Report(args) => cmd::report::run(args),
     }
 }

@@ -11,4 +11,5 @@ pub mod arch;
 pub mod calc;
 pub mod lint;
 pub mod ptxas;
+pub mod report;
 pub mod spec;

@@ -1,5 +1,8 @@
 //! One module per subcommand.
 pub mod arch;
 pub mod calc;
+pub mod check;
+pub mod explain;
 pub mod parse;
+pub mod report;
 pub mod sweep;

@@ -1,0 +1,349 @@
+//! `cargo occupancy report`: one table of every kernel × architecture that the workspace's builds
+//! checked, read from the reports `occupancy-build` wrote under `<target dir>/occupancy/*.json`;
+//! sortable by any column, filterable by crate, kernel, arch or lint, in every output format.
+//!
+//! Also home of what `check` and `explain` share with it: finding the target directory (cargo
+//! metadata), reading report files (either schema the build helper has written), and writing a
+//! report in the format asked for.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use occupancy_core::lint::{Level, LintId};
+use occupancy_core::report::{
+    parse_sort_key, render_html, render_json, render_markdown, render_sarif, render_text, Finding,
+    KernelRow, Location, LocationKind, Query, Report, RowLaunch,
+};
+
+/// `cargo occupancy report` arguments.
+#[derive(clap::Args, Debug)]
+#[command(
+    about = "Show the occupancy report of every kernel the workspace's builds checked (target/occupancy/*.json)"
+)]
+pub struct Args {
+    /// Directory holding the report files; default: `<target dir>/occupancy` from `cargo metadata`.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Cargo.toml of the workspace (passed to `cargo metadata`).
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+    /// Keep only kernels of this crate (repeatable).
+    #[arg(long = "crate", value_name = "NAME")]
+    pub crates: Vec<String>,
+    /// Keep only kernels whose name contains this text (repeatable).
+    #[arg(long = "kernel", value_name = "TEXT")]
+    pub kernels: Vec<String>,
+    /// Keep only this architecture (repeatable; `sm_90`, `90`, `9.0`).
+    #[arg(long = "arch", value_name = "ARCH")]
+    pub archs: Vec<String>,
+    /// Keep only kernels with a finding of this lint (repeatable).
+    #[arg(long = "lint", value_name = "LINT")]
+    pub lints: Vec<String>,
+    /// Sort by a column (repeatable, most significant first): crate, kernel, arch, block,
+    /// registers, spills, stack, smem, barriers, blocks, occupancy, limiter, headroom, findings.
+    /// Prefix with `-` or suffix `:desc` for descending.
+    #[arg(long = "sort", value_name = "COLUMN", allow_hyphen_values = true)]
+    pub sort: Vec<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// How a report is printed; shared by `check` and `report`.
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct OutputArgs {
+    /// Print `{"schema_version", "kernels": [...], "findings": [...]}`.
+    #[arg(long, conflicts_with_all = ["sarif", "markdown"])]
+    pub json: bool,
+    /// Print SARIF 2.1.0 (for code scanning).
+    #[arg(long, conflicts_with_all = ["json", "markdown"])]
+    pub sarif: bool,
+    /// Print Markdown (for $GITHUB_STEP_SUMMARY or a pull-request comment).
+    #[arg(long, conflicts_with_all = ["json", "sarif"])]
+    pub markdown: bool,
+    /// Also write a single-file HTML report with the occupancy curves of every kernel.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// An error that ends the command with exit code 2 and this message.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+impl From<String> for UsageError {
+    fn from(message: String) -> Self {
+        UsageError(message)
+    }
+}
+
+/// Prints `error: ...` and returns exit code 2.
+pub fn fail(error: &UsageError) -> ExitCode {
+    eprintln!("error: {error}");
+    ExitCode::from(2)
+}
+
+/// Prints the report in the format asked for (text by default) and writes the HTML file.
+pub fn emit(report: &Report, output: &OutputArgs, title: &str) -> Result<(), UsageError> {
+    let text = if output.json {
+        render_json(report)
+    } else if output.sarif {
+        render_sarif(report, env!("CARGO_PKG_VERSION"))
+    } else if output.markdown {
+        render_markdown(report)
+    } else {
+        render_text(report)
+    };
+    if let Some(path) = &output.html {
+        let html = render_html(report, title);
+        std::fs::write(path, html).map_err(|error| {
+            UsageError(format!(
+                "cannot write the HTML report to {}: {error}",
+                path.display()
+            ))
+        })?;
+        if !(output.json || output.sarif || output.markdown) {
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    print!("{text}");
+    Ok(())
+}
+
+/// The workspace's target directory, from `cargo metadata` (honours `CARGO_TARGET_DIR` and
+/// `build.target-dir`).
+pub fn target_dir(manifest_path: Option<&Path>) -> Result<PathBuf, UsageError> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(&cargo);
+    command.args(["metadata", "--format-version", "1", "--no-deps"]);
+    if let Some(path) = manifest_path {
+        command.arg("--manifest-path").arg(path);
+    }
+    let output = command.output().map_err(|error| {
+        UsageError(format!(
+            "cannot run `cargo metadata`: {error}; give the report directory with --dir"
+        ))
+    })?;
+    if !output.status.success() {
+        return Err(UsageError(format!(
+            "`cargo metadata` failed (run inside a Rust workspace, or give --manifest-path or --dir):\n{}",
+            String::from_utf8_lossy(&output.stderr).trim_end()
+        )));
+    }
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).map_err(|error| {
+        UsageError(format!(
+            "`cargo metadata` printed something that is not JSON: {error}"
+        ))
+    })?;
+    metadata
+        .get("target_directory")
+        .and_then(serde_json::Value::as_str)
+        .map(PathBuf::from)
+        .ok_or_else(|| UsageError("`cargo metadata` gave no target_directory".to_string()))
+}
+
+/// The report directory: `--dir`, else `<target dir>/occupancy`.
+pub fn report_dir(dir: Option<&Path>, manifest_path: Option<&Path>) -> Result<PathBuf, UsageError> {
+    match dir {
+        Some(dir) => Ok(dir.to_path_buf()),
+        None => Ok(target_dir(manifest_path)?.join("occupancy")),
+    }
+}
+
+/// Reads every `*.json` report in `dir` (sorted by file name) into one report.
+pub fn load_dir(dir: &Path) -> Result<Report, UsageError> {
+    let entries = std::fs::read_dir(dir).map_err(|error| {
+        UsageError(format!(
+            "no occupancy reports in {}: {error}. Build a crate whose build.rs uses occupancy-build first (`cargo build`), or use `cargo occupancy check PATHS`",
+            dir.display()
+        ))
+    })?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "json")
+        })
+        .collect();
+    paths.sort();
+    if paths.is_empty() {
+        return Err(UsageError(format!(
+            "no occupancy reports (*.json) in {}: build a crate whose build.rs uses occupancy-build first",
+            dir.display()
+        )));
+    }
+    let mut reports = Vec::new();
+    for path in paths {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|error| UsageError(format!("cannot read {}: {error}", path.display())))?;
+        reports.push(
+            parse_report(&text)
+                .map_err(|message| UsageError(format!("{}: {message}", path.display())))?,
+        );
+    }
+    Ok(Report::merge(reports))
+}
+
+/// Parses a report file: the core schema (`cargo occupancy check --json`), or the one the build
+/// helper writes (`crate_name` and per-kernel `archs`), converted.
+pub fn parse_report(text: &str) -> Result<Report, String> {
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|error| format!("not an occupancy report (invalid JSON: {error})"))?;
+    // The build helper's layout nests results per kernel (`kernels[].archs`); the core layout
+    // has one flat row per kernel and arch.
+    let nested = match value.get("kernels").and_then(serde_json::Value::as_array) {
+        Some(kernels) if !kernels.is_empty() => kernels[0].get("archs").is_some(),
+        _ => value.get("crate_name").is_some(),
+    };
+    if nested {
+        let build: occupancy_build::report::Report = serde_json::from_value(value)
+            .map_err(|error| format!("not an occupancy report: {error}"))?;
+        if build.schema_version != occupancy_build::report::SCHEMA_VERSION {
+            return Err(format!(
+                "report schema version {} is not supported (this tool reads version {}); rebuild with the matching occupancy-build",
+                build.schema_version,
+                occupancy_build::report::SCHEMA_VERSION
+            ));
+        }
+        return from_build_report(&build);
+    }
+    Report::from_json(text).map_err(|error| error.to_string())
+}
+
+/// Converts the build helper's report into the report model. The computed columns are
+/// recomputed by the same calculator from the same inputs.
+pub fn from_build_report(build: &occupancy_build::report::Report) -> Result<Report, String> {
+    let mut report = Report::default();
+    for kernel in &build.kernels {
+        for result in &kernel.archs {
+            let arch =
+                occupancy_core::arch::lookup(&result.arch).map_err(|error| error.to_string())?;
+            let declaration = kernel.declaration.as_ref();
+            let mut row = KernelRow {
+                crate_name: Some(build.crate_name.clone()),
+                name: kernel.name.clone(),
+                demangled: kernel
+                    .demangled
+                    .clone()
+                    .unwrap_or_else(|| kernel.name.clone()),
+                arch: arch.name.to_string(),
+                entry: true,
+                registers: result.registers,
+                barriers: result.barriers,
+                static_smem_bytes: result.static_smem_bytes,
+                stack_frame_bytes: result.stack_frame_bytes,
+                spill_store_bytes: result.spill_store_bytes,
+                spill_load_bytes: result.spill_load_bytes,
+                max_threads_per_block: result
+                    .maxntid
+                    .as_ref()
+                    .map(|dimensions| dimensions.iter().map(|&v| v.max(1)).product()),
+                min_blocks_per_sm: result.minnctapersm,
+                block: result.block_threads,
+                dynamic_smem_bytes: declaration
+                    .map_or(0, |declaration| u64::from(declaration.dynamic_smem_bytes)),
+                carveout_percent: None,
+                max_dynamic_smem_bytes: None,
+                blocks_per_sm: 0,
+                warps_per_sm: 0,
+                occupancy: 0.0,
+                limiters: Vec::new(),
+                headroom: Default::default(),
+                source: Some(Location {
+                    kind: LocationKind::CudaKernel,
+                    path: kernel.source.clone(),
+                    line: 0,
+                    column: 0,
+                }),
+                declaration: declaration.map(|declaration| Location {
+                    kind: LocationKind::RustAttribute,
+                    path: declaration.location.path.clone(),
+                    line: u32::try_from(declaration.location.line).unwrap_or(0),
+                    column: u32::try_from(declaration.location.column).unwrap_or(0),
+                }),
+            };
+            row.compute(arch);
+            report.kernels.push(row);
+        }
+    }
+    for finding in &build.findings {
+        let lint: LintId = finding.lint.parse().map_err(|error| format!("{error}"))?;
+        let level: Level = finding.level.parse().map_err(|error| format!("{error}"))?;
+        report.findings.push(Finding {
+            lint,
+            level,
+            crate_name: Some(build.crate_name.clone()),
+            kernel: Some(finding.kernel.clone()),
+            arch: finding.arch.clone(),
+            message: finding.message.clone(),
+            notes: finding.notes.clone(),
+            help: finding.help.clone(),
+            location: finding.location.as_ref().map(|location| Location {
+                kind: LocationKind::RustAttribute,
+                path: location.path.clone(),
+                line: u32::try_from(location.line).unwrap_or(0),
+                column: u32::try_from(location.column).unwrap_or(0),
+            }),
+        });
+    }
+    Ok(report)
+}
+
+/// Builds the query of `--crate/--kernel/--arch/--lint/--sort`.
+fn query(args: &Args) -> Result<Query, UsageError> {
+    let lints = args
+        .lints
+        .iter()
+        .map(|name| {
+            name.parse::<LintId>()
+                .map_err(|error| UsageError(format!("--lint: {error}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let sort = args
+        .sort
+        .iter()
+        .map(|key| parse_sort_key(key).map_err(|error| UsageError(format!("--sort: {error}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    for arch in &args.archs {
+        occupancy_core::arch::lookup(arch)
+            .map_err(|error| UsageError(format!("--arch: {error}")))?;
+    }
+    Ok(Query {
+        crates: args.crates.clone(),
+        kernels: args.kernels.clone(),
+        archs: args.archs.clone(),
+        lints,
+        sort,
+    })
+}
+
+/// Runs `cargo occupancy report`. Exit code 0 (the report is information; `check` and the build
+/// are the gates), 2 on usage errors or unreadable reports.
+pub fn run(args: Args) -> ExitCode {
+    match run_inner(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => fail(&error),
+    }
+}
+
+fn run_inner(args: &Args) -> Result<(), UsageError> {
+    let query = query(args)?;
+    let dir = report_dir(args.dir.as_deref(), args.manifest_path.as_deref())?;
+    let report = query.apply(&load_dir(&dir)?);
+    emit(&report, &args.output, "workspace")
+}
+
+/// A row from a ptxas record, for `check` and `explain`.
+pub fn row_from_record(
+    record: &occupancy_core::ptxas::KernelRecord,
+    ptx: Option<&occupancy_core::ptxas::PtxEntry>,
+    launch: RowLaunch,
+) -> Result<KernelRow, UsageError> {
+    KernelRow::from_record(record, ptx, launch)
+        .map_err(|error| UsageError(format!("kernel `{}`: {error}", record.name)))
+}

@@ -1,0 +1,454 @@
+//! `cargo occupancy check` on the project's kernel corpus with the real nvcc (scripts/setup-cuda.sh
+//! installs it; these tests fail, never skip, without it), plus logs and every exit code.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use occupancy_core::report::Report;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("check-cache")
+}
+
+/// The corpus files that compile for sm_80 and sm_90, one of them PTX (`launch_bounds.cu` needs
+/// sm_90 and has its own test; `fails_to_compile.cu` is the nvcc-failure case).
+const CORPUS: [&str; 5] = [
+    "tests/kernels/constants.cu",
+    "tests/kernels/spills.cu",
+    "tests/kernels/shared_memory.cu",
+    "tests/kernels/device_frames.cu",
+    "tests/kernels/texture_surface.ptx",
+];
+
+fn check(args: &[&str]) -> Output {
+    check_with_env(args, &[])
+}
+
+fn check_with_env(args: &[&str], env: &[(&str, Option<&str>)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cargo-occupancy"));
+    command
+        .args(["occupancy", "check", "--cache-dir"])
+        .arg(cache_dir())
+        .args(args)
+        .current_dir(repo_root());
+    for (name, value) in env {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    command.output().expect("run cargo-occupancy")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn corpus_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args: Vec<&str> = CORPUS.to_vec();
+    args.extend(["--arch", "sm_80", "--arch", "sm_90"]);
+    args.extend_from_slice(extra);
+    args
+}
+
+#[test]
+fn corpus_json_has_the_contract_keys_and_denies_spills() {
+    let output = check(&corpus_args(&["--json"]));
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "spills deny by default\n{}",
+        stderr(&output)
+    );
+    let text = stdout(&output);
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for row in value["kernels"].as_array().unwrap() {
+        for key in [
+            "name",
+            "demangled",
+            "arch",
+            "entry",
+            "registers",
+            "barriers",
+            "static_smem_bytes",
+            "stack_frame_bytes",
+            "spill_store_bytes",
+            "spill_load_bytes",
+            "blocks_per_sm",
+            "occupancy",
+            "limiters",
+        ] {
+            assert!(row.get(key).is_some(), "{key} missing in {row}");
+        }
+    }
+    let report = Report::from_json(&text).unwrap();
+    // Every kernel of every file on both archs, the PTX one included.
+    for name in [
+        "unbounded_window_sum",
+        "static_tile",
+        "named_barriers",
+        "calls_gather",
+        "texture_surface",
+    ] {
+        for arch in ["sm_80", "sm_90"] {
+            assert!(
+                report
+                    .kernels
+                    .iter()
+                    .any(|row| row.name == name && row.arch == arch),
+                "{name} on {arch}"
+            );
+        }
+    }
+    // Cross-check one row by hand: unbounded_window_sum uses 72 registers (ptxas) → 2304 per
+    // warp, 7 warps per sub-partition, 28 warps: 3 blocks of 256 threads.
+    let unbounded = report
+        .kernels
+        .iter()
+        .find(|row| row.name == "unbounded_window_sum" && row.arch == "sm_90")
+        .unwrap();
+    assert_eq!(
+        (
+            unbounded.registers,
+            unbounded.blocks_per_sm,
+            unbounded.limiters.clone()
+        ),
+        (72, 3, vec!["registers".into()])
+    );
+    // The launch-bounded template is evaluated at its bound (128), not the default 256.
+    let bounded = report
+        .kernels
+        .iter()
+        .find(|row| row.demangled.contains("window_sum<3>") && row.arch == "sm_90")
+        .unwrap();
+    assert_eq!(
+        (
+            bounded.block,
+            bounded.max_threads_per_block,
+            bounded.min_blocks_per_sm
+        ),
+        (128, Some(128), Some(8))
+    );
+    assert!(report
+        .findings
+        .iter()
+        .any(|f| f.lint.as_str() == "spills" && f.level.as_str() == "deny"));
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn corpus_sarif_is_valid_sarif_2_1_0() {
+    let output = check(&corpus_args(&["--sarif"]));
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let sarif: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let schema_path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sarif-schema-2.1.0.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the SARIF schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(&sarif)
+        .map(|error| format!("{error} at {}", error.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "SARIF does not match the 2.1.0 schema:\n{}",
+        errors.join("\n")
+    );
+    // The validator does reject a broken log (the test above can fail).
+    let mut broken = sarif.clone();
+    broken["runs"][0]["results"][0]["level"] = serde_json::json!("fatal");
+    assert!(!validator.is_valid(&broken));
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    let result = results
+        .iter()
+        .find(|result| result["ruleId"] == "spills")
+        .expect("a spills result");
+    assert_eq!(result["level"], "error");
+    assert_eq!(
+        result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "tests/kernels/spills.cu"
+    );
+    assert_eq!(
+        result["locations"][0]["physicalLocation"]["region"]["startLine"],
+        7
+    );
+    insta::assert_snapshot!(stdout(&output));
+}
+
+#[test]
+fn corpus_markdown_and_html() {
+    let html = Path::new(env!("CARGO_TARGET_TMPDIR")).join("check-corpus.html");
+    let output = check(&corpus_args(&[
+        "--markdown",
+        "--html",
+        html.to_str().unwrap(),
+    ]));
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let report = Report::from_json(&stdout(&check(&corpus_args(&["--json"])))).unwrap();
+    let entries = report.kernels.iter().filter(|row| row.entry).count();
+    assert_eq!(page.matches("<svg class=\"chart\"").count(), 3 * entries);
+    insta::assert_snapshot!(stdout(&output));
+}
+
+#[test]
+fn clean_file_exits_0_and_levels_change_the_verdict() {
+    let clean = check(&["tests/kernels/shared_memory.cu", "--arch", "sm_90"]);
+    assert_eq!(
+        clean.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&clean),
+        stderr(&clean)
+    );
+    assert!(
+        stdout(&clean).contains("0 deny, 0 warn"),
+        "{}",
+        stdout(&clean)
+    );
+
+    let spills_warned = check(&[
+        "tests/kernels/spills.cu",
+        "--arch",
+        "sm_90",
+        "--warn",
+        "spills",
+    ]);
+    assert_eq!(
+        spills_warned.status.code(),
+        Some(0),
+        "{}",
+        stdout(&spills_warned)
+    );
+    assert!(stdout(&spills_warned).contains("warn[spills]"));
+
+    let stack_denied = check(&[
+        "tests/kernels/device_frames.cu",
+        "--arch",
+        "sm_90",
+        "--deny",
+        "stack_frame",
+    ]);
+    assert_eq!(
+        stack_denied.status.code(),
+        Some(1),
+        "{}",
+        stdout(&stack_denied)
+    );
+    assert!(stdout(&stack_denied).contains("deny[stack_frame]"));
+
+    // A block over the compiled __launch_bounds__ is unlaunchable.
+    let too_big = check(&[
+        "tests/kernels/spills.cu",
+        "--arch",
+        "sm_90",
+        "--block",
+        "256",
+        "--allow",
+        "spills",
+        "--allow",
+        "stack_frame",
+    ]);
+    assert_eq!(too_big.status.code(), Some(1), "{}", stdout(&too_big));
+    assert!(
+        stdout(&too_big).contains("deny[unlaunchable]"),
+        "{}",
+        stdout(&too_big)
+    );
+
+    // Not a terminal: no progress bar.
+    assert!(!stderr(&clean).contains('\r'), "{:?}", stderr(&clean));
+}
+
+#[test]
+fn directories_are_searched_recursively() {
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("check-dir-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("nested/deeper")).unwrap();
+    std::fs::copy(
+        repo_root().join("tests/kernels/shared_memory.cu"),
+        dir.join("nested/deeper/tiles.cu"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("nested/notes.txt"), "not a kernel").unwrap();
+    let output = check(&[dir.to_str().unwrap(), "--arch", "sm_90", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report = Report::from_json(&stdout(&output)).unwrap();
+    assert!(report.kernels.iter().any(|row| row.name == "static_tile"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_cmake_ptxas_log_is_checked_without_nvcc() {
+    let log = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/logs/cmake-build.log");
+    let output = check_with_env(
+        &[log.to_str().unwrap(), "--arch", "sm_90"],
+        &[
+            ("NVCC", Some("/nonexistent/nvcc")),
+            ("CUDA_HOME", None),
+            ("CUDA_PATH", None),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("deny[spills]"), "{text}");
+    assert!(!text.contains("sm_80"), "--arch filters the log: {text}");
+    assert!(
+        text.contains("cmake-build.log:"),
+        "findings point at the log line: {text}"
+    );
+}
+
+#[test]
+fn tool_and_usage_errors_exit_2() {
+    let no_nvcc = check_with_env(
+        &["tests/kernels/spills.cu"],
+        &[
+            ("NVCC", None),
+            ("CUDA_HOME", None),
+            ("CUDA_PATH", None),
+            ("PATH", Some("/usr/bin:/bin")),
+        ],
+    );
+    assert_eq!(no_nvcc.status.code(), Some(2));
+    assert!(
+        stderr(&no_nvcc).contains("nvcc, the CUDA compiler, was not found"),
+        "{}",
+        stderr(&no_nvcc)
+    );
+    assert!(
+        stderr(&no_nvcc).contains("pip install"),
+        "says how to install it: {}",
+        stderr(&no_nvcc)
+    );
+
+    let missing = check(&["tests/kernels/absent.cu"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        stderr(&missing).contains("cannot read tests/kernels/absent.cu"),
+        "{}",
+        stderr(&missing)
+    );
+
+    let broken = check(&["tests/kernels/fails_to_compile.cu", "--arch", "sm_90"]);
+    assert_eq!(broken.status.code(), Some(2));
+    assert!(
+        stderr(&broken).contains("nvcc failed to compile"),
+        "{}",
+        stderr(&broken)
+    );
+    assert!(
+        stderr(&broken).contains("error"),
+        "nvcc's own diagnostics: {}",
+        stderr(&broken)
+    );
+
+    let unknown_lint = check(&["tests/kernels/spills.cu", "--deny", "spill"]);
+    assert_eq!(unknown_lint.status.code(), Some(2));
+    assert!(
+        stderr(&unknown_lint).contains("did you mean `spills`?"),
+        "{}",
+        stderr(&unknown_lint)
+    );
+
+    let unknown_arch = check(&["tests/kernels/spills.cu", "--arch", "sm_42"]);
+    assert_eq!(unknown_arch.status.code(), Some(2));
+    assert!(
+        stderr(&unknown_arch).contains("unknown architecture `sm_42`"),
+        "{}",
+        stderr(&unknown_arch)
+    );
+
+    let zero_block = check(&["tests/kernels/spills.cu", "--block", "0"]);
+    assert_eq!(zero_block.status.code(), Some(2));
+
+    let not_a_log = Path::new(env!("CARGO_TARGET_TMPDIR")).join("not-a-log.txt");
+    std::fs::write(&not_a_log, "hello\n").unwrap();
+    let no_kernels = check(&[not_a_log.to_str().unwrap()]);
+    assert_eq!(no_kernels.status.code(), Some(2));
+    assert!(!stderr(&no_kernels).is_empty());
+
+    let no_paths = check(&[]);
+    assert_eq!(no_paths.status.code(), Some(2));
+}
+
+#[test]
+fn arguments_after_the_separator_reach_nvcc() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("check-nvcc-args-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("include")).unwrap();
+    std::fs::write(dir.join("include/scale.cuh"), "#define SCALE 3.0f\n").unwrap();
+    std::fs::write(
+        dir.join("needs_flags.cu"),
+        "#include \"scale.cuh\"\n#ifndef REQUIRED_DEFINE\n#error REQUIRED_DEFINE is not set\n#endif\nextern \"C\" __global__ void scaled(float* x) { x[threadIdx.x] *= SCALE; }\n",
+    )
+    .unwrap();
+    let source = dir.join("needs_flags.cu");
+    let include = format!("-I{}", dir.join("include").display());
+    let without = check(&[source.to_str().unwrap(), "--arch", "sm_90"]);
+    assert_eq!(without.status.code(), Some(2), "{}", stderr(&without));
+    let with = check(&[
+        source.to_str().unwrap(),
+        "--arch",
+        "sm_90",
+        "--json",
+        "--",
+        &include,
+        "-DREQUIRED_DEFINE",
+    ]);
+    assert_eq!(with.status.code(), Some(0), "{}", stderr(&with));
+    let report = Report::from_json(&stdout(&with)).unwrap();
+    assert_eq!(
+        report
+            .kernels
+            .iter()
+            .map(|row| row.name.as_str())
+            .collect::<Vec<_>>(),
+        ["scaled"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn launch_bounds_from_the_ptx_set_the_evaluated_block() {
+    let output = check(&[
+        "tests/kernels/launch_bounds.cu",
+        "--arch",
+        "sm_90",
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report = Report::from_json(&stdout(&output)).unwrap();
+    let row = |demangled: &str| {
+        report
+            .kernels
+            .iter()
+            .find(|row| row.demangled == demangled)
+            .unwrap()
+    };
+    // __launch_bounds__(64) on the template: evaluated at 64 threads, 2 warps per block, so the
+    // 32 block slots bind before the 64 warp slots.
+    let templated = row("void templated_bound<64>(float*)");
+    assert_eq!(
+        (templated.block, templated.max_threads_per_block),
+        (64, Some(64))
+    );
+    assert_eq!(
+        (templated.blocks_per_sm, templated.limiters.clone()),
+        (32, vec!["warps".to_string(), "blocks".to_string()])
+    );
+    assert_eq!(row("bound_cluster_rank").block, 128);
+    assert_eq!(row("bound_threads").block, 256);
+}

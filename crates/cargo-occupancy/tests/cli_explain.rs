@@ -1,0 +1,177 @@
+//! `cargo occupancy explain`: facts from build reports, a ptxas log, or the command line.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn explain(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cargo-occupancy"))
+        .arg("occupancy")
+        .arg("explain")
+        .args(args)
+        .current_dir(fixtures())
+        .output()
+        .expect("run cargo-occupancy")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn from_build_reports_by_short_name() {
+    let output = explain(&["sgemm_tiled", "--arch", "sm_90", "--dir", "reports"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    insta::assert_snapshot!(stdout(&output));
+}
+
+#[test]
+fn from_a_ptxas_log_with_a_block_override() {
+    // window_sum<3> was compiled with __launch_bounds__(128, 8): 64 registers, spills.
+    let output = explain(&[
+        "corpus::spills::window_sum<3>",
+        "--log",
+        "logs/cmake-build.log",
+        "--arch",
+        "sm_80",
+        "--block",
+        "128",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.starts_with("void corpus::spills::window_sum<3>(float*, float const*) on sm_80 (Ampere (GA100) 8.0), block 128"), "{text}");
+    assert!(
+        text.contains("spills 1768 B stored / 2580 B loaded"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ptxas spilled 1768 B stored / 2580 B loaded per thread"),
+        "{text}"
+    );
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn direct_facts_on_two_archs() {
+    let output = explain(&[
+        "my_kernel",
+        "--registers",
+        "72",
+        "--static-smem",
+        "8192",
+        "--block",
+        "256",
+        "--arch",
+        "sm_80",
+        "--arch",
+        "sm_90",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("my_kernel on sm_80"), "{text}");
+    assert!(text.contains("my_kernel on sm_90"), "{text}");
+    // 72 registers: 2304 per warp, 7 warps per sub-partition → 28 warps → 3 blocks of 8 warps.
+    assert!(
+        text.contains("→ 3 blocks/SM × 8 warps = 24 of 64 warps: 37.5% occupancy"),
+        "{text}"
+    );
+    // Every knob line has blocks and occupancy from the calculator.
+    assert!(
+        text.contains(
+            "__launch_bounds__(256, 4) or max_registers = 64 (now 72): 4 blocks/SM, 50.0%"
+        ),
+        "{text}"
+    );
+    for curve in [
+        "Occupancy vs threads per block",
+        "Occupancy vs registers per thread",
+        "Occupancy vs shared memory per block",
+    ] {
+        assert_eq!(text.matches(curve).count(), 2, "{curve}");
+    }
+}
+
+#[test]
+fn a_launch_over_the_bounds_is_explained_as_a_bug() {
+    let output = explain(&[
+        "k",
+        "--registers",
+        "32",
+        "--max-threads",
+        "128",
+        "--block",
+        "256",
+        "--arch",
+        "sm_90",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("The launch cannot start on sm_90"), "{text}");
+    assert!(
+        text.contains("__launch_bounds__ maximum of 128 threads"),
+        "{text}"
+    );
+}
+
+#[test]
+fn errors_exit_2_with_what_to_do() {
+    let unknown = explain(&["nope", "--dir", "reports"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("no kernel named `nope`; the kernels are:"),
+        "{}",
+        stderr(&unknown)
+    );
+    assert!(
+        stderr(&unknown).contains("histogram"),
+        "{}",
+        stderr(&unknown)
+    );
+
+    let ambiguous = explain(&["s", "--dir", "reports"]);
+    assert_eq!(ambiguous.status.code(), Some(2));
+    assert!(
+        stderr(&ambiguous).contains("matches several kernels"),
+        "{}",
+        stderr(&ambiguous)
+    );
+
+    let no_arch = explain(&["k", "--registers", "32"]);
+    assert_eq!(no_arch.status.code(), Some(2));
+    assert!(
+        stderr(&no_arch).contains("name the architecture with --arch"),
+        "{}",
+        stderr(&no_arch)
+    );
+
+    let missing_log = explain(&["k", "--log", "logs/absent.log"]);
+    assert_eq!(missing_log.status.code(), Some(2));
+    assert!(
+        stderr(&missing_log).contains("cannot read the ptxas log logs/absent.log"),
+        "{}",
+        stderr(&missing_log)
+    );
+
+    let wrong_arch = explain(&["histogram", "--dir", "reports", "--arch", "sm_75"]);
+    assert_eq!(wrong_arch.status.code(), Some(2));
+    assert!(
+        stderr(&wrong_arch).contains("was not compiled for sm_75; its facts cover: sm_80, sm_90"),
+        "{}",
+        stderr(&wrong_arch)
+    );
+
+    let bad_carveout = explain(&["histogram", "--dir", "reports", "--carveout", "150"]);
+    assert_eq!(bad_carveout.status.code(), Some(2));
+    assert!(
+        stderr(&bad_carveout).contains("--carveout `150`"),
+        "{}",
+        stderr(&bad_carveout)
+    );
+}

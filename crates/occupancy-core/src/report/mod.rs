@@ -1,0 +1,218 @@
+//! Reports: the model of what a build or a check found ([`Report`]: kernels × architectures and
+//! findings), and its renderers: a text table for terminals, JSON, Markdown, SARIF 2.1.0 and a
+//! single-file HTML page with the occupancy curves of every kernel; plus `explain`, the reasoning
+//! an expert does by hand about one kernel, computed with the calculator.
+//!
+//! The build helper's engine fills the model (one [`KernelRow`] per kernel and arch, computed by
+//! [`KernelRow::compute`]) and writes it as JSON; `cargo occupancy report` reads those files back
+//! with [`Report::from_json`]; `cargo occupancy check` renders what the engine returns.
+//!
+//! This module must not do I/O (it returns strings), must not evaluate lints (findings arrive
+//! made), and must not compute occupancy any other way than through [`crate::calc`].
+
+mod curves;
+pub mod explain;
+mod html;
+mod markdown;
+mod model;
+mod query;
+mod sarif;
+mod table;
+
+pub use curves::{
+    all_curves, block_size_curve, carveout_from_percent, registers_curve, shared_memory_curve,
+    Axis, Curve, CurveInput, CurvePoint, Step,
+};
+pub use html::render_html;
+pub use markdown::render_markdown;
+pub use model::{
+    Finding, Headroom, KernelRow, Location, LocationKind, ReadError, Report, SCHEMA_VERSION,
+};
+pub use query::{parse_sort_key, Column, Query, UnknownColumn};
+pub use sarif::render_sarif;
+pub use table::{format_bytes, format_occupancy, render_finding_text, render_text, summary_line};
+
+use crate::arch::ArchFacts;
+use crate::calc::{self, KernelFacts, Launch};
+
+/// The report as JSON (`{"schema_version": 1, "kernels": [...], "findings": [...]}`), pretty
+/// printed, ending with a newline. This is the text the build writes and `report` reads.
+pub fn render_json(report: &Report) -> String {
+    let mut text = serde_json::to_string_pretty(report).unwrap_or_else(|_| "{}".to_string());
+    text.push('\n');
+    text
+}
+
+/// Saturates a byte count into the calculator's `u32`.
+fn bytes_u32(bytes: u64) -> u32 {
+    u32::try_from(bytes).unwrap_or(u32::MAX)
+}
+
+/// The launch a row is evaluated for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowLaunch {
+    /// Threads per block.
+    pub block: u32,
+    /// Dynamic shared memory per block.
+    pub dynamic_smem_bytes: u64,
+    /// Carveout preference in percent; `None`: the driver's default.
+    pub carveout_percent: Option<u32>,
+}
+
+impl KernelRow {
+    /// A computed row from what ptxas reported for one function on one architecture, with the
+    /// compiled launch bounds from the PTX when known. The arch is resolved by
+    /// [`crate::arch::lookup`] (`sm_90a` → `sm_90`); an unknown arch is an error.
+    pub fn from_record(
+        record: &crate::ptxas::KernelRecord,
+        ptx: Option<&crate::ptxas::PtxEntry>,
+        launch: RowLaunch,
+    ) -> Result<KernelRow, crate::arch::UnknownArch> {
+        let arch = crate::arch::lookup(&record.arch)?;
+        let bounds = ptx.and_then(|entry| entry.reqntid.as_ref().or(entry.maxntid.as_ref()));
+        let max_threads_per_block = bounds.map(|dimensions| {
+            dimensions
+                .iter()
+                .map(|&value| value.max(1))
+                .product::<u32>()
+        });
+        let mut row = KernelRow {
+            crate_name: None,
+            name: record.name.clone(),
+            demangled: record
+                .demangled
+                .clone()
+                .unwrap_or_else(|| record.name.clone()),
+            arch: arch.name.to_string(),
+            entry: record.entry,
+            registers: record.registers.unwrap_or(0),
+            barriers: record.barriers.unwrap_or(u32::from(record.entry)),
+            static_smem_bytes: record.static_smem_bytes,
+            stack_frame_bytes: record.stack_frame_bytes.unwrap_or(0),
+            spill_store_bytes: record.spill_store_bytes.unwrap_or(0),
+            spill_load_bytes: record.spill_load_bytes.unwrap_or(0),
+            max_threads_per_block,
+            min_blocks_per_sm: ptx.and_then(|entry| entry.minnctapersm),
+            block: launch.block,
+            dynamic_smem_bytes: launch.dynamic_smem_bytes,
+            carveout_percent: launch.carveout_percent,
+            max_dynamic_smem_bytes: None,
+            blocks_per_sm: 0,
+            warps_per_sm: 0,
+            occupancy: 0.0,
+            limiters: Vec::new(),
+            headroom: Headroom::default(),
+            source: None,
+            declaration: None,
+        };
+        row.compute(arch);
+        Ok(row)
+    }
+
+    /// The calculator's view of the kernel.
+    pub fn kernel_facts(&self) -> KernelFacts {
+        KernelFacts {
+            registers_per_thread: self.registers,
+            static_smem_bytes: bytes_u32(self.static_smem_bytes),
+            barriers: self.barriers,
+            max_threads_per_block: self.max_threads_per_block,
+            max_dynamic_smem_bytes: self.max_dynamic_smem_bytes.map(bytes_u32),
+        }
+    }
+
+    /// The calculator's view of the launch.
+    pub fn launch(&self) -> Launch {
+        Launch {
+            block_threads: self.block,
+            dynamic_smem_bytes: bytes_u32(self.dynamic_smem_bytes),
+            carveout: carveout_from_percent(self.carveout_percent),
+        }
+    }
+
+    /// The input of the curves.
+    pub fn curve_input(&self) -> CurveInput {
+        CurveInput {
+            kernel: self.kernel_facts(),
+            launch: self.launch(),
+        }
+    }
+
+    /// Fills the computed columns (blocks, warps, occupancy, limiters, headroom) from the row's
+    /// inputs (registers, shared memory, barriers, bounds, launch) with the calculator. The
+    /// engine and `check` build rows with the compiler's facts and call this; nothing else
+    /// writes these fields. Device functions (not `entry`) get zeros and no limiters.
+    pub fn compute(&mut self, arch: &ArchFacts) {
+        if !self.entry {
+            self.blocks_per_sm = 0;
+            self.warps_per_sm = 0;
+            self.occupancy = 0.0;
+            self.limiters.clear();
+            self.headroom = Headroom::default();
+            return;
+        }
+        let kernel = self.kernel_facts();
+        let launch = self.launch();
+        let answer = calc::occupancy(arch, &kernel, &launch);
+        self.blocks_per_sm = answer.blocks_per_sm;
+        self.warps_per_sm = answer.warps_per_sm;
+        self.occupancy = answer.occupancy;
+        self.limiters = answer
+            .limiters
+            .iter()
+            .map(|limiter| limiter.name().to_string())
+            .collect();
+        self.headroom = headroom_of(arch, &kernel, &launch, &answer);
+    }
+}
+
+/// The calculator's headroom, with `None` where the resource never costs a block in that
+/// direction (checked by evaluating one step beyond the margin).
+fn headroom_of(
+    arch: &ArchFacts,
+    kernel: &KernelFacts,
+    launch: &Launch,
+    answer: &calc::Occupancy,
+) -> Headroom {
+    if answer.blocks_per_sm == 0 {
+        return Headroom::default();
+    }
+    let current = answer.blocks_per_sm;
+    let margin = answer.headroom;
+    let more_registers = kernel
+        .registers_per_thread
+        .saturating_add(margin.registers_addable)
+        .saturating_add(1);
+    let register_cliff = more_registers <= arch.max_regs_per_thread_accepted
+        && calc::blocks_per_sm(
+            arch,
+            &KernelFacts {
+                registers_per_thread: more_registers,
+                ..*kernel
+            },
+            launch,
+        ) < current;
+    let more_smem = Launch {
+        dynamic_smem_bytes: launch
+            .dynamic_smem_bytes
+            .saturating_add(margin.smem_addable_bytes)
+            .saturating_add(1),
+        ..*launch
+    };
+    let opted_in = KernelFacts {
+        max_dynamic_smem_bytes: None,
+        ..*kernel
+    };
+    let smem_cliff = calc::blocks_per_sm(arch, &opted_in, &more_smem) < current;
+    Headroom {
+        spare_registers_per_thread: register_cliff.then_some(margin.registers_addable),
+        registers_per_thread_to_gain_block: margin.registers_to_gain_block,
+        spare_smem_bytes: smem_cliff.then_some(u64::from(margin.smem_addable_bytes)),
+        smem_bytes_to_gain_block: margin.smem_to_gain_block_bytes.map(u64::from),
+    }
+}
+
+mod example;
+pub use example::example_report;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,296 @@
+//! The report model: what one build (or one `cargo occupancy check`) found, as plain serde types.
+//!
+//! This is the schema of `$OUT_DIR/occupancy.json` and `target/occupancy/<crate>.json`, of
+//! `cargo occupancy check --json`, and the input of every renderer in [`crate::report`]. It is
+//! versioned by [`SCHEMA_VERSION`]; readers reject other versions with an error that says which
+//! tool version wrote the file. Keys are stable: scripts read them.
+//!
+//! A [`Report`] holds one [`KernelRow`] per kernel and architecture (what ptxas reported plus what
+//! the calculator made of it for the declared or requested launch) and the [`Finding`]s of the
+//! lints. Sizes are bytes, counts are plain integers, occupancy is a fraction in 0..=1.
+
+use serde::{Deserialize, Serialize};
+
+use crate::lint::{Level, LintId};
+
+/// The version of the report schema written and read by this crate.
+///
+/// History: 1: first version.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything one build or check found: kernels × architectures, and findings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// [`SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// One row per kernel and architecture.
+    pub kernels: Vec<KernelRow>,
+    /// Every finding, allowed ones included (renderers decide what to show).
+    pub findings: Vec<Finding>,
+}
+
+impl Default for Report {
+    fn default() -> Self {
+        Report {
+            schema_version: SCHEMA_VERSION,
+            kernels: Vec::new(),
+            findings: Vec::new(),
+        }
+    }
+}
+
+/// A report file whose schema this version cannot read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// Not JSON of the report's shape.
+    #[error("not an occupancy report: {0}")]
+    Malformed(#[from] serde_json::Error),
+    /// Written by a different version of the schema.
+    #[error(
+        "occupancy report schema version {found} is not supported (this tool reads version {expected}); \
+         rebuild the crate with this version of occupancy-build, or use the matching cargo-occupancy"
+    )]
+    Version {
+        /// The file's `schema_version`.
+        found: u64,
+        /// [`SCHEMA_VERSION`].
+        expected: u32,
+    },
+}
+
+impl Report {
+    /// Parses a report written by a build or by `check --json`, checking the schema version first
+    /// so that a future schema gets a version error rather than a confusing field error.
+    pub fn from_json(text: &str) -> Result<Report, ReadError> {
+        let value: serde_json::Value = serde_json::from_str(text)?;
+        match value
+            .get("schema_version")
+            .and_then(serde_json::Value::as_u64)
+        {
+            Some(found) if found != u64::from(SCHEMA_VERSION) => {
+                return Err(ReadError::Version {
+                    found,
+                    expected: SCHEMA_VERSION,
+                })
+            }
+            _ => {}
+        }
+        Ok(serde_json::from_value(value)?)
+    }
+
+    /// Puts several reports (one per crate) into one.
+    pub fn merge(reports: impl IntoIterator<Item = Report>) -> Report {
+        let mut merged = Report::default();
+        for report in reports {
+            merged.kernels.extend(report.kernels);
+            merged.findings.extend(report.findings);
+        }
+        merged
+    }
+
+    /// Whether a finding at level deny stands: the gate fails.
+    pub fn has_deny(&self) -> bool {
+        self.findings
+            .iter()
+            .any(|finding| finding.level == Level::Deny)
+    }
+
+    /// Number of findings at `level`.
+    pub fn count(&self, level: Level) -> usize {
+        self.findings
+            .iter()
+            .filter(|finding| finding.level == level)
+            .count()
+    }
+
+    /// The findings that concern `row` (same crate, kernel and architecture, or the kernel on
+    /// every architecture when the finding names none).
+    pub fn findings_for<'a>(
+        &'a self,
+        row: &'a KernelRow,
+    ) -> impl Iterator<Item = &'a Finding> + 'a {
+        self.findings
+            .iter()
+            .filter(move |finding| finding.concerns(row))
+    }
+}
+
+/// One kernel on one architecture: what the compiler decided and what the calculator made of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelRow {
+    /// The Rust crate whose build compiled the kernel; absent for `cargo occupancy check`.
+    #[serde(rename = "crate", default, skip_serializing_if = "Option::is_none")]
+    pub crate_name: Option<String>,
+    /// The symbol (mangled for C++ kernels): the name the driver and cudarc look up.
+    pub name: String,
+    /// The demangled name (equal to `name` for `extern "C"` kernels).
+    pub demangled: String,
+    /// Canonical architecture name, `"sm_90"`.
+    pub arch: String,
+    /// Whether this is an entry (`__global__`) function; device functions have no occupancy.
+    pub entry: bool,
+    /// Registers per thread.
+    pub registers: u32,
+    /// Named barriers the kernel uses (1 for a plain `__syncthreads`).
+    pub barriers: u32,
+    /// Static shared memory per block.
+    pub static_smem_bytes: u64,
+    /// Stack frame per thread.
+    pub stack_frame_bytes: u64,
+    /// Register spill stores per thread.
+    pub spill_store_bytes: u64,
+    /// Register spill loads per thread.
+    pub spill_load_bytes: u64,
+    /// The compiled max threads per block (`.maxntid`/`.reqntid`, from `__launch_bounds__`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_threads_per_block: Option<u32>,
+    /// The compiled min blocks per SM (`.minnctapersm`, from `__launch_bounds__`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_blocks_per_sm: Option<u32>,
+    /// The launch evaluated: threads per block.
+    pub block: u32,
+    /// The launch evaluated: dynamic shared memory per block.
+    pub dynamic_smem_bytes: u64,
+    /// The launch evaluated: shared memory carveout preference in percent; `None` is the
+    /// driver's default.
+    #[serde(default)]
+    pub carveout_percent: Option<u32>,
+    /// The dynamic shared memory the kernel opted into
+    /// (`cudaFuncAttributeMaxDynamicSharedMemorySize`); `None`: exactly what the launch needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_dynamic_smem_bytes: Option<u64>,
+    /// Resident blocks per SM for this launch (0: the launch cannot start).
+    pub blocks_per_sm: u32,
+    /// Resident warps per SM.
+    pub warps_per_sm: u32,
+    /// Theoretical occupancy: resident warps / the SM's maximum, 0..=1.
+    pub occupancy: f64,
+    /// The resources that bind (`warps`, `blocks`, `registers`, `shared_memory`, `barriers`,
+    /// `launch_bounds`), as the calculator names them.
+    pub limiters: Vec<String>,
+    /// How far the next occupancy cliff is.
+    pub headroom: Headroom,
+    /// Where the kernel is defined (the .cu file or the PTX `.entry`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Location>,
+    /// Where the kernel is declared (the `#[occupancy::kernel]` attribute), when declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declaration: Option<Location>,
+}
+
+impl KernelRow {
+    /// The name people read: the demangled one.
+    pub fn display_name(&self) -> &str {
+        if self.demangled.is_empty() {
+            &self.name
+        } else {
+            &self.demangled
+        }
+    }
+
+    /// Total spill bytes (stores + loads) per thread.
+    pub fn spill_bytes(&self) -> u64 {
+        self.spill_store_bytes + self.spill_load_bytes
+    }
+
+    /// Where a finding about this kernel should point: the Rust declaration, else the source.
+    pub fn primary_location(&self) -> Option<&Location> {
+        self.declaration.as_ref().or(self.source.as_ref())
+    }
+}
+
+/// How far the kernel is from the next occupancy cliff, at its launch, computed with the
+/// calculator. `None`: that resource cannot change the block count in that direction (for
+/// example, registers do not bind anywhere up to the architecture's maximum, or nothing can be
+/// removed to gain a block because another resource binds).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Headroom {
+    /// Registers per thread that can be added before a resident block is lost.
+    pub spare_registers_per_thread: Option<u32>,
+    /// Registers per thread that must be removed to gain a resident block.
+    pub registers_per_thread_to_gain_block: Option<u32>,
+    /// Bytes of shared memory per block that can be added before a resident block is lost.
+    pub spare_smem_bytes: Option<u64>,
+    /// Bytes of shared memory per block that must be removed to gain a resident block.
+    pub smem_bytes_to_gain_block: Option<u64>,
+}
+
+/// What a location points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LocationKind {
+    /// The `#[occupancy::kernel]` attribute in a Rust file.
+    RustAttribute,
+    /// The `__global__` function in a .cu file.
+    CudaKernel,
+    /// The `.entry` directive in a PTX file.
+    PtxEntry,
+    /// A line of a compiler log.
+    Log,
+}
+
+/// A place in a file. Paths are as the writer saw them (relative to the workspace root when the
+/// file is inside it); lines and columns start at 1.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Location {
+    /// What the location points at.
+    pub kind: LocationKind,
+    /// The file.
+    pub path: String,
+    /// 1-based line; 0 when only the file is known.
+    pub line: u32,
+    /// 1-based column; 0 when unknown.
+    pub column: u32,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.line, self.column) {
+            (0, _) => write!(formatter, "{}", self.path),
+            (line, 0) => write!(formatter, "{}:{line}", self.path),
+            (line, column) => write!(formatter, "{}:{line}:{column}", self.path),
+        }
+    }
+}
+
+/// One lint finding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Which lint.
+    pub lint: LintId,
+    /// The level it was resolved to (default, crate, environment, kernel).
+    pub level: Level,
+    /// The crate, for builds.
+    #[serde(rename = "crate", default, skip_serializing_if = "Option::is_none")]
+    pub crate_name: Option<String>,
+    /// The kernel's symbol, when the finding is about one kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// The architecture, when the finding is about one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    /// One line: what is wrong, with the numbers.
+    pub message: String,
+    /// Supporting facts (what ptxas reported, which resource binds).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// What to change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
+    /// The Rust attribute, or the .cu kernel when the kernel is not declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<Location>,
+}
+
+impl Finding {
+    /// Whether the finding is about `row`.
+    pub fn concerns(&self, row: &KernelRow) -> bool {
+        let same_crate = match (&self.crate_name, &row.crate_name) {
+            (Some(finding_crate), Some(row_crate)) => finding_crate == row_crate,
+            _ => true,
+        };
+        let same_kernel = self.kernel.as_deref() == Some(row.name.as_str());
+        let same_arch = self.arch.as_deref().map_or(true, |arch| arch == row.arch);
+        same_crate && same_kernel && same_arch
+    }
+}

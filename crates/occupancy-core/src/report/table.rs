@@ -1,0 +1,291 @@
+//! The kernel table as text (a terminal) and the cell formatting shared with Markdown and HTML.
+
+use super::model::{Finding, KernelRow, Report};
+use crate::lint::Level;
+
+/// Bytes for people: `0`, `512 B`, `48 KiB`, `1.5 KiB`.
+pub fn format_bytes(bytes: u64) -> String {
+    if bytes == 0 {
+        "0".to_string()
+    } else if bytes < 1024 {
+        format!("{bytes} B")
+    } else if bytes % 1024 == 0 {
+        format!("{} KiB", bytes / 1024)
+    } else {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    }
+}
+
+/// Occupancy as a percentage with one decimal: `62.5%`.
+pub fn format_occupancy(occupancy: f64) -> String {
+    format!("{:.1}%", occupancy * 100.0)
+}
+
+/// `store/load` spill bytes, or `0`.
+pub fn format_spills(row: &KernelRow) -> String {
+    if row.spill_bytes() == 0 {
+        "0".to_string()
+    } else {
+        format!("{}/{}", row.spill_store_bytes, row.spill_load_bytes)
+    }
+}
+
+/// Shared memory per block: static, plus dynamic when the launch has some.
+pub fn format_smem(row: &KernelRow) -> String {
+    if row.dynamic_smem_bytes == 0 {
+        format_bytes(row.static_smem_bytes)
+    } else {
+        format!(
+            "{}+{}",
+            format_bytes(row.static_smem_bytes),
+            format_bytes(row.dynamic_smem_bytes)
+        )
+    }
+}
+
+/// The limiters, joined by `+`; `-` for device functions.
+pub fn format_limiters(row: &KernelRow) -> String {
+    if !row.entry {
+        return "-".to_string();
+    }
+    if row.limiters.is_empty() {
+        "-".to_string()
+    } else {
+        row.limiters.join("+")
+    }
+}
+
+/// Headroom to the next cliff: spare registers per thread and spare shared memory per block
+/// before a resident block is lost (`∞` when that resource never binds up to the arch limit).
+pub fn format_headroom(row: &KernelRow) -> String {
+    if !row.entry || row.blocks_per_sm == 0 {
+        return "-".to_string();
+    }
+    let registers = match row.headroom.spare_registers_per_thread {
+        Some(spare) => format!("+{spare} reg"),
+        None => "reg ∞".to_string(),
+    };
+    let smem = match row.headroom.spare_smem_bytes {
+        Some(spare) => format!("+{} smem", format_bytes(spare)),
+        None => "smem ∞".to_string(),
+    };
+    format!("{registers}, {smem}")
+}
+
+/// The findings of a row as `deny: spills, warn: occupancy_cliff`, allow-level ones left out.
+pub fn format_findings<'a>(findings: impl Iterator<Item = &'a Finding>) -> String {
+    let mut parts: Vec<String> = findings
+        .filter(|finding| finding.level != Level::Allow)
+        .map(|finding| format!("{}: {}", finding.level, finding.lint))
+        .collect();
+    parts.sort();
+    parts.dedup();
+    parts.join(", ")
+}
+
+/// The kernel name shortened for a table cell (templates make names long).
+pub fn short_name(name: &str, max_chars: usize) -> String {
+    if name.chars().count() <= max_chars {
+        name.to_string()
+    } else {
+        let kept: String = name.chars().take(max_chars.saturating_sub(1)).collect();
+        format!("{kept}…")
+    }
+}
+
+/// The header and cells of the kernel table, shared by the text and Markdown renderers.
+/// The crate column is present only when some row has a crate.
+pub fn table_cells(
+    report: &Report,
+    max_name_chars: usize,
+) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let with_crate = report.kernels.iter().any(|row| row.crate_name.is_some());
+    let mut header = Vec::new();
+    if with_crate {
+        header.push("crate");
+    }
+    header.extend([
+        "kernel",
+        "arch",
+        "block",
+        "regs",
+        "spills st/ld",
+        "stack",
+        "smem",
+        "bar",
+        "blocks/SM",
+        "occupancy",
+        "limiter",
+        "headroom",
+        "findings",
+    ]);
+    let rows = report
+        .kernels
+        .iter()
+        .map(|row| {
+            let mut cells = Vec::new();
+            if with_crate {
+                cells.push(row.crate_name.clone().unwrap_or_default());
+            }
+            cells.push(short_name(row.display_name(), max_name_chars));
+            cells.push(row.arch.clone());
+            cells.push(if row.entry {
+                row.block.to_string()
+            } else {
+                "-".to_string()
+            });
+            // ptxas prints no register line for device functions.
+            cells.push(if row.entry || row.registers > 0 {
+                row.registers.to_string()
+            } else {
+                "-".to_string()
+            });
+            cells.push(format_spills(row));
+            cells.push(format_bytes(row.stack_frame_bytes));
+            cells.push(format_smem(row));
+            cells.push(row.barriers.to_string());
+            cells.push(if row.entry {
+                row.blocks_per_sm.to_string()
+            } else {
+                "-".to_string()
+            });
+            cells.push(if row.entry {
+                format_occupancy(row.occupancy)
+            } else {
+                "-".to_string()
+            });
+            cells.push(format_limiters(row));
+            cells.push(format_headroom(row));
+            cells.push(format_findings(report.findings_for(row)));
+            cells
+        })
+        .collect();
+    (header, rows)
+}
+
+/// Whether a column holds numbers (right-aligned).
+fn numeric(header: &str) -> bool {
+    matches!(
+        header,
+        "block" | "regs" | "spills st/ld" | "stack" | "smem" | "bar" | "blocks/SM" | "occupancy"
+    )
+}
+
+/// Renders the report for a terminal: the kernel table, then every warn and deny finding in
+/// rustc's shape (`deny[spills]: message` / `  --> path:line:col` / notes / help), then a summary.
+pub fn render_text(report: &Report) -> String {
+    let mut out = String::new();
+    if report.kernels.is_empty() {
+        out.push_str("no kernels\n");
+    } else {
+        let (header, rows) = table_cells(report, 48);
+        let widths: Vec<usize> = header
+            .iter()
+            .enumerate()
+            .map(|(index, title)| {
+                rows.iter()
+                    .map(|cells| cells[index].chars().count())
+                    .chain([title.chars().count()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |cells: &[String]| {
+            let mut text = String::new();
+            for (index, cell) in cells.iter().enumerate() {
+                let pad = widths[index] - cell.chars().count();
+                if index > 0 {
+                    text.push_str("  ");
+                }
+                if numeric(header[index]) {
+                    text.push_str(&" ".repeat(pad));
+                    text.push_str(cell);
+                } else {
+                    text.push_str(cell);
+                    if index + 1 < cells.len() {
+                        text.push_str(&" ".repeat(pad));
+                    }
+                }
+            }
+            text.trim_end().to_string()
+        };
+        out.push_str(&line(
+            &header
+                .iter()
+                .map(|title| title.to_string())
+                .collect::<Vec<_>>(),
+        ));
+        out.push('\n');
+        for cells in &rows {
+            out.push_str(&line(cells));
+            out.push('\n');
+        }
+    }
+    let shown: Vec<&Finding> = report
+        .findings
+        .iter()
+        .filter(|finding| finding.level != Level::Allow)
+        .collect();
+    for finding in &shown {
+        out.push('\n');
+        out.push_str(&render_finding_text(finding));
+    }
+    out.push('\n');
+    out.push_str(&summary_line(report));
+    out.push('\n');
+    out
+}
+
+/// One finding in rustc's shape.
+pub fn render_finding_text(finding: &Finding) -> String {
+    let mut out = format!("{}[{}]: {}\n", finding.level, finding.lint, finding.message);
+    if let Some(location) = &finding.location {
+        out.push_str(&format!("  --> {location}\n"));
+    }
+    for note in &finding.notes {
+        out.push_str(&format!("   = note: {note}\n"));
+    }
+    if let Some(help) = &finding.help {
+        out.push_str(&format!("   = help: {help}\n"));
+    }
+    out
+}
+
+/// `3 kernels × archs, 1 deny, 2 warn` style summary.
+pub fn summary_line(report: &Report) -> String {
+    let count_of = |entry: bool| {
+        let mut names: Vec<(&Option<String>, &str)> = report
+            .kernels
+            .iter()
+            .filter(|row| row.entry == entry)
+            .map(|row| (&row.crate_name, row.name.as_str()))
+            .collect();
+        names.sort();
+        names.dedup();
+        names.len()
+    };
+    let kernel_count = count_of(true);
+    let device_function_count = count_of(false);
+    let mut archs: Vec<&str> = report.kernels.iter().map(|row| row.arch.as_str()).collect();
+    archs.sort();
+    archs.dedup();
+    let plural = |count: usize, word: &str| {
+        if count == 1 {
+            format!("{count} {word}")
+        } else {
+            format!("{count} {word}s")
+        }
+    };
+    let device_functions = match device_function_count {
+        0 => String::new(),
+        1 => " (+1 device function)".to_string(),
+        count => format!(" (+{count} device functions)"),
+    };
+    format!(
+        "{}{device_functions} on {}: {} deny, {} warn",
+        plural(kernel_count, "kernel"),
+        plural(archs.len(), "arch"),
+        report.count(Level::Deny),
+        report.count(Level::Warn)
+    )
+}

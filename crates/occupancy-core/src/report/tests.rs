@@ -1,0 +1,433 @@
+use super::*;
+use crate::arch::lookup;
+use crate::lint::{Level, LintId};
+
+fn example() -> Report {
+    example_report()
+}
+
+#[test]
+fn example_rows_are_the_calculator_answers() {
+    for row in &example().kernels {
+        let arch = lookup(&row.arch).unwrap();
+        let mut recomputed = row.clone();
+        recomputed.blocks_per_sm = 999;
+        recomputed.compute(arch);
+        assert_eq!(&recomputed, row);
+        if row.entry {
+            let answer = crate::calc::occupancy(arch, &row.kernel_facts(), &row.launch());
+            assert_eq!(row.blocks_per_sm, answer.blocks_per_sm);
+            assert_eq!(row.occupancy, answer.occupancy);
+        }
+    }
+}
+
+#[test]
+fn hand_checked_rows() {
+    let report = example();
+    let find = |name: &str, arch: &str| {
+        report
+            .kernels
+            .iter()
+            .find(|row| row.name == name && row.arch == arch)
+            .unwrap()
+    };
+    // 256 threads = 8 warps; 10 registers never bind; 64 warp slots → 8 blocks, 100%.
+    let saxpy = find("saxpy", "sm_90");
+    assert_eq!(
+        (saxpy.blocks_per_sm, saxpy.occupancy, saxpy.limiters.clone()),
+        (8, 1.0, vec!["warps".to_string()])
+    );
+    // 128 registers × 32 = 4096 per warp × 8 warps = 32768 per block: 2 of 65536.
+    let gemm = find("_Z11sgemm_tiledILi128ELi8EEviiiPKfS1_Pf", "sm_80");
+    assert_eq!((gemm.blocks_per_sm, gemm.occupancy), (2, 0.25));
+    assert_eq!(gemm.limiters, vec!["registers".to_string()]);
+    // 40 registers: 1280 per warp, 12 warps per sub-partition → 48 warps → 6 blocks; 41 loses one.
+    let histogram = find("histogram", "sm_90");
+    assert_eq!(histogram.blocks_per_sm, 6);
+    assert_eq!(histogram.headroom.spare_registers_per_thread, Some(0));
+    let device_function = find("_Z9warp_sumf", "sm_90");
+    assert_eq!(
+        (
+            device_function.blocks_per_sm,
+            device_function.limiters.len()
+        ),
+        (0, 0)
+    );
+}
+
+#[test]
+fn headroom_is_none_when_registers_never_bind() {
+    let report = example();
+    let mut row = report
+        .kernels
+        .iter()
+        .find(|row| row.name == "saxpy" && row.arch == "sm_90")
+        .unwrap()
+        .clone();
+    // One warp per block and 40000 B of shared memory: 5 blocks by shared memory (228 KiB over
+    // 40000 + 1024 reserved, in 128 B units); even 255 registers (8192 per warp, 2 warps per
+    // sub-partition) allow 8, so no register count costs a block.
+    row.block = 32;
+    row.static_smem_bytes = 40000;
+    row.compute(lookup("sm_90").unwrap());
+    assert_eq!(row.blocks_per_sm, 5);
+    assert_eq!(row.limiters, vec!["shared_memory".to_string()]);
+    assert_eq!(row.headroom.spare_registers_per_thread, None);
+    assert!(row.headroom.spare_smem_bytes.is_some());
+    assert!(format_text_headroom(&row).contains("reg ∞"));
+}
+
+fn format_text_headroom(row: &KernelRow) -> String {
+    table::format_headroom(row)
+}
+
+#[test]
+fn json_round_trips_and_has_the_contract_keys() {
+    let report = example();
+    let text = render_json(&report);
+    let back = Report::from_json(&text).unwrap();
+    assert_eq!(back, report);
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let row = &value["kernels"][0];
+    for key in [
+        "name",
+        "demangled",
+        "arch",
+        "entry",
+        "registers",
+        "barriers",
+        "static_smem_bytes",
+        "stack_frame_bytes",
+        "spill_store_bytes",
+        "spill_load_bytes",
+        "blocks_per_sm",
+        "occupancy",
+        "limiters",
+    ] {
+        assert!(row.get(key).is_some(), "missing key {key} in {row}");
+    }
+    assert!(value["findings"].is_array());
+}
+
+#[test]
+fn reading_rejects_other_schema_versions_and_garbage() {
+    let error =
+        Report::from_json(r#"{"schema_version": 7, "kernels": [], "findings": []}"#).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("schema version 7 is not supported"),
+        "{error}"
+    );
+    let error = Report::from_json("not json").unwrap_err();
+    assert!(
+        error.to_string().starts_with("not an occupancy report"),
+        "{error}"
+    );
+    let error =
+        Report::from_json(r#"{"schema_version": 1, "kernels": [{"name": 3}], "findings": []}"#)
+            .unwrap_err();
+    assert!(
+        error.to_string().starts_with("not an occupancy report"),
+        "{error}"
+    );
+}
+
+#[test]
+fn text_snapshot() {
+    insta::assert_snapshot!(render_text(&example()));
+}
+
+#[test]
+fn markdown_snapshot() {
+    insta::assert_snapshot!(render_markdown(&example()));
+}
+
+#[test]
+fn sarif_snapshot() {
+    insta::assert_snapshot!(render_sarif(&example(), "0.0.0-test"));
+}
+
+#[test]
+fn json_snapshot() {
+    insta::assert_snapshot!(render_json(&example()));
+}
+
+#[test]
+fn html_snapshot_of_one_kernel() {
+    let report = Query {
+        kernels: vec!["histogram".into()],
+        archs: vec!["sm_90".into()],
+        ..Query::default()
+    }
+    .apply(&example());
+    assert_eq!(report.kernels.len(), 1);
+    insta::assert_snapshot!(render_html(&report, "histo"));
+}
+
+#[test]
+fn html_has_three_charts_per_entry_kernel_and_nothing_from_the_network() {
+    let report = example();
+    let html = render_html(&report, "workspace");
+    let entries = report.kernels.iter().filter(|row| row.entry).count();
+    assert_eq!(html.matches("<svg class=\"chart\"").count(), 3 * entries);
+    for forbidden in ["http://", "https://", "src=", "@import", "url("] {
+        let outside_svg_namespace = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+        assert!(
+            !outside_svg_namespace.contains(forbidden),
+            "page references {forbidden}"
+        );
+    }
+    // Names with C++ template brackets are escaped.
+    assert!(html.contains("sgemm_tiled&lt;128, 8&gt;"));
+    assert!(!html.contains("sgemm_tiled<128"));
+}
+
+#[test]
+fn sarif_results_point_at_the_attribute_with_the_cu_kernel_related() {
+    let sarif: serde_json::Value = serde_json::from_str(&render_sarif(&example(), "0")).unwrap();
+    let run = &sarif["runs"][0];
+    assert_eq!(
+        run["tool"]["driver"]["rules"].as_array().unwrap().len(),
+        LintId::ALL.len()
+    );
+    let results = run["results"].as_array().unwrap();
+    // Allow-level findings are left out.
+    assert_eq!(
+        results.len(),
+        example()
+            .findings
+            .iter()
+            .filter(|f| f.level != Level::Allow)
+            .count()
+    );
+    let spill = &results[0];
+    assert_eq!(spill["ruleId"], "spills");
+    assert_eq!(spill["level"], "error");
+    let rule_index = spill["ruleIndex"].as_u64().unwrap() as usize;
+    assert_eq!(run["tool"]["driver"]["rules"][rule_index]["id"], "spills");
+    let physical = &spill["locations"][0]["physicalLocation"];
+    assert_eq!(
+        physical["artifactLocation"]["uri"],
+        "gemm-kernels/src/lib.rs"
+    );
+    assert_eq!(physical["region"]["startLine"], 27);
+    assert_eq!(
+        spill["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "gemm-kernels/kernels/reduce.cu"
+    );
+    assert_eq!(
+        spill["locations"][0]["logicalLocations"][0]["name"],
+        "reduce_spills(float const*, float*, int)"
+    );
+}
+
+#[test]
+fn query_filters_and_sorts() {
+    let report = example();
+    let by_occupancy = Query {
+        sort: vec![parse_sort_key("-occupancy").unwrap()],
+        ..Query::default()
+    }
+    .apply(&report);
+    let occupancies: Vec<f64> = by_occupancy
+        .kernels
+        .iter()
+        .map(|row| row.occupancy)
+        .collect();
+    let mut sorted = occupancies.clone();
+    sorted.sort_by(|a, b| b.total_cmp(a));
+    assert_eq!(occupancies, sorted);
+
+    let only_spills = Query {
+        lints: vec![LintId::Spills],
+        ..Query::default()
+    }
+    .apply(&report);
+    assert!(only_spills
+        .kernels
+        .iter()
+        .all(|row| row.name == "_Z13reduce_spillsPKfPfi"));
+    assert_eq!(only_spills.kernels.len(), 2);
+    assert!(only_spills
+        .findings
+        .iter()
+        .all(|finding| finding.lint == LintId::Spills));
+
+    let one_crate = Query {
+        crates: vec!["histo".into()],
+        archs: vec!["90".into()],
+        ..Query::default()
+    }
+    .apply(&report);
+    assert_eq!(one_crate.kernels.len(), 1);
+    assert_eq!(one_crate.findings.len(), 1);
+
+    let by_registers = Query {
+        sort: vec![parse_sort_key("regs").unwrap()],
+        ..Query::default()
+    }
+    .apply(&report);
+    let registers: Vec<u32> = by_registers
+        .kernels
+        .iter()
+        .map(|row| row.registers)
+        .collect();
+    assert!(
+        registers.windows(2).all(|pair| pair[0] <= pair[1]),
+        "{registers:?}"
+    );
+
+    assert!("nonsense"
+        .parse::<Column>()
+        .unwrap_err()
+        .to_string()
+        .contains("the columns are: crate, kernel"));
+}
+
+#[test]
+fn explanation_of_a_register_bound_kernel() {
+    let report = example();
+    let gemm = report
+        .kernels
+        .iter()
+        .find(|row| row.name.contains("sgemm") && row.arch == "sm_90")
+        .unwrap();
+    let explanation = explain::explain(lookup("sm_90").unwrap(), gemm);
+    // Registers bind at 2 blocks; warps would allow 8.
+    assert_eq!(explanation.next_limit, Some((8, vec!["warps".to_string()])));
+    // __launch_bounds__(256, 3) needs ≤ 80 registers: 80 × 32 = 2560 per warp, 6 per sub-partition.
+    let three = &explanation.register_knobs[0];
+    assert_eq!(three.blocks_per_sm, 3);
+    assert!(
+        three
+            .change
+            .starts_with("__launch_bounds__(256, 3) or max_registers = 80"),
+        "{}",
+        three.change
+    );
+    // Every knob's figures are the calculator's for the changed input.
+    for knob in &explanation.register_knobs {
+        let budget: u32 = knob
+            .change
+            .split("max_registers = ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .map_or(0, |n| n.parse().unwrap_or(0));
+        if budget > 0 {
+            let kernel = crate::calc::KernelFacts {
+                registers_per_thread: budget,
+                ..gemm.kernel_facts()
+            };
+            assert_eq!(
+                knob.blocks_per_sm,
+                crate::calc::blocks_per_sm(lookup("sm_90").unwrap(), &kernel, &gemm.launch())
+            );
+        }
+    }
+    insta::assert_snapshot!(explain::render_explanation_text(&explanation));
+}
+
+#[test]
+fn explanation_of_an_unlaunchable_kernel_says_so() {
+    let report = example();
+    let mut gemm = report
+        .kernels
+        .iter()
+        .find(|row| row.name.contains("sgemm") && row.arch == "sm_90")
+        .unwrap()
+        .clone();
+    gemm.block = 512; // above the kernel's __launch_bounds__(256)
+    let explanation = explain::explain(lookup("sm_90").unwrap(), &gemm);
+    assert_eq!(explanation.row.blocks_per_sm, 0);
+    assert!(
+        explanation.assessment[0].contains("cannot start"),
+        "{:?}",
+        explanation.assessment
+    );
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arbitrary_row() -> impl Strategy<Value = KernelRow> {
+        let archs = crate::arch::all()
+            .iter()
+            .map(|facts| facts.name)
+            .collect::<Vec<_>>();
+        (
+            proptest::sample::select(archs),
+            0u32..=300,
+            0u32..=2100,
+            0u64..=300_000,
+            0u64..=300_000,
+            0u32..=20,
+            proptest::option::of(0u32..=1100),
+            proptest::option::of(0u32..=110),
+            any::<bool>(),
+        )
+            .prop_map(
+                |(
+                    arch,
+                    registers,
+                    block,
+                    static_smem,
+                    dynamic_smem,
+                    barriers,
+                    max_threads,
+                    carveout,
+                    entry,
+                )| {
+                    let mut row = example_report().kernels[0].clone();
+                    row.arch = arch.to_string();
+                    row.registers = registers;
+                    row.block = block;
+                    row.static_smem_bytes = static_smem;
+                    row.dynamic_smem_bytes = dynamic_smem;
+                    row.barriers = barriers;
+                    row.max_threads_per_block = max_threads;
+                    row.carveout_percent = carveout;
+                    row.entry = entry;
+                    row.name = "k<\"&'>".to_string();
+                    row.demangled = "void k<\"&'>(int)".to_string();
+                    row.compute(lookup(arch).unwrap());
+                    row
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// Any kernel (unlaunchable ones, 0-thread blocks, carveouts above 100 included)
+        /// renders in every format and can be explained, without a panic, and the HTML keeps
+        /// its three charts per entry kernel with names escaped.
+        #[test]
+        fn every_renderer_takes_any_row(row in arbitrary_row()) {
+            let report = Report { kernels: vec![row.clone()], findings: Vec::new(), ..Report::default() };
+            let _ = render_text(&report);
+            let _ = render_markdown(&report);
+            prop_assert!(serde_json::from_str::<serde_json::Value>(&render_sarif(&report, "0")).is_ok());
+            prop_assert_eq!(Report::from_json(&render_json(&report)).unwrap(), report.clone());
+            let html = render_html(&report, "t");
+            prop_assert_eq!(html.matches("<svg class=\"chart\"").count(), if row.entry { 3 } else { 0 });
+            prop_assert!(!html.contains("k<\""));
+            if row.entry {
+                let explanation = explain::explain(lookup(&row.arch).unwrap(), &row);
+                let text = explain::render_explanation_text(&explanation);
+                prop_assert!(text.contains("What binds"));
+                for knob in explanation.register_knobs.iter().chain(&explanation.block_knobs) {
+                    prop_assert!(knob.occupancy >= 0.0 && knob.occupancy <= 1.0);
+                }
+            }
+        }
+
+        /// Bytes that are not a report give an error, never a panic.
+        #[test]
+        fn reading_arbitrary_text_never_panics(text in ".{0,200}") {
+            let _ = Report::from_json(&text);
+        }
+    }
+}
