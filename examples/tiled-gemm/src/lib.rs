@@ -18,7 +18,15 @@ extern "C" {
         max_spill_bytes = 0,
         allow(low_occupancy)
     )]
-    fn tiled_gemm_sgemm(a: *const f32, b: *const f32, c: *mut f32, m: c_int, n: c_int, k: c_int, stream: *mut c_void) -> c_int;
+    fn tiled_gemm_sgemm(
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        m: c_int,
+        n: c_int,
+        k: c_int,
+        stream: *mut c_void,
+    ) -> c_int;
 }
 
 extern "C" {
@@ -70,14 +78,38 @@ pub fn sgemm(a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Result<Vec<f
     assert_eq!(a.len(), m * k, "a is m x k");
     assert_eq!(b.len(), k * n, "b is k x n");
     let bytes = |len: usize| len * std::mem::size_of::<f32>();
-    let (a_device, b_device, c_device) = (DeviceBuffer::new(bytes(a.len()))?, DeviceBuffer::new(bytes(b.len()))?, DeviceBuffer::new(bytes(m * n))?);
+    let (a_device, b_device, c_device) = (
+        DeviceBuffer::new(bytes(a.len()))?,
+        DeviceBuffer::new(bytes(b.len()))?,
+        DeviceBuffer::new(bytes(m * n))?,
+    );
     let mut c = vec![0.0f32; m * n];
     // SAFETY: every buffer holds the bytes copied, and the launcher reads/writes within m, n, k.
     unsafe {
-        check(tiled_gemm_upload(a_device.0, a.as_ptr().cast(), bytes(a.len())))?;
-        check(tiled_gemm_upload(b_device.0, b.as_ptr().cast(), bytes(b.len())))?;
-        check(tiled_gemm_sgemm(a_device.0.cast(), b_device.0.cast(), c_device.0.cast(), m as c_int, n as c_int, k as c_int, std::ptr::null_mut()))?;
-        check(tiled_gemm_download(c.as_mut_ptr().cast(), c_device.0, bytes(c.len())))?;
+        check(tiled_gemm_upload(
+            a_device.0,
+            a.as_ptr().cast(),
+            bytes(a.len()),
+        ))?;
+        check(tiled_gemm_upload(
+            b_device.0,
+            b.as_ptr().cast(),
+            bytes(b.len()),
+        ))?;
+        check(tiled_gemm_sgemm(
+            a_device.0.cast(),
+            b_device.0.cast(),
+            c_device.0.cast(),
+            m as c_int,
+            n as c_int,
+            k as c_int,
+            std::ptr::null_mut(),
+        ))?;
+        check(tiled_gemm_download(
+            c.as_mut_ptr().cast(),
+            c_device.0,
+            bytes(c.len()),
+        ))?;
     }
     Ok(c)
 }
@@ -87,7 +119,9 @@ mod tests {
     #[test]
     fn matches_the_cpu_when_a_gpu_is_present() {
         if !super::gpu_available() {
-            eprintln!("no CUDA device: skipping the GPU comparison (the build itself was the check)");
+            eprintln!(
+                "no CUDA device: skipping the GPU comparison (the build itself was the check)"
+            );
             return;
         }
         let (m, n, k) = (200, 300, 70);
@@ -97,7 +131,10 @@ mod tests {
         for row in 0..m {
             for col in 0..n {
                 let expected: f32 = (0..k).map(|i| a[row * k + i] * b[i * n + col]).sum();
-                assert!((c[row * n + col] - expected).abs() < 1e-3, "c[{row}][{col}]");
+                assert!(
+                    (c[row * n + col] - expected).abs() < 1e-3,
+                    "c[{row}][{col}]"
+                );
             }
         }
     }
