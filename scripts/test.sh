@@ -7,4 +7,11 @@ cd "$root"
 scripts/setup-cuda.sh
 scripts/setup-test-deps.sh
 source <(scripts/setup-cuda.sh --env)
-cargo test --workspace --locked "$@"
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --workspace --locked "$@" 2>&1 | tee "$log" || status=$?
+# cargo's last line is the last crate's doc-test count (often 0): close with the whole run's totals.
+awk '/^test result:/ { passed += $4; failed += $6; ignored += $8 }
+     END { printf "summary: %d passed, %d failed, %d skipped\n", passed, failed, ignored }' "$log"
+exit "$status"
