@@ -707,13 +707,12 @@ fn spill_free_help(
             let mut row = KernelRow::from_record(record, kernel.ptx.as_ref(), launch).ok()?;
             row.max_threads_per_block = Some(threads);
             row.compute(arch::lookup(arch).ok()?);
-            let occupancy = &row;
             return Some(format!(
                 "`min_blocks_per_sm = {candidate}` lets ptxas keep `{}` spill-free on {arch} ({} registers per thread, {} blocks per SM, {:.0}% occupancy; checked by re-running ptxas on this PTX)",
                 kernel.name,
-                record.registers.unwrap_or(0),
-                occupancy.blocks_per_sm,
-                occupancy.occupancy * 100.0
+                row.registers,
+                row.blocks_per_sm,
+                row.occupancy * 100.0
             ));
         }
     }

@@ -566,20 +566,6 @@ pub struct BaselineNumbers {
     pub occupancy: f64,
 }
 
-impl BaselineNumbers {
-    /// The numbers of a compiled kernel.
-    pub fn of(record: &KernelRecord, occupancy: &Occupancy) -> BaselineNumbers {
-        BaselineNumbers {
-            registers: record.registers.unwrap_or(0),
-            spill_store_bytes: record.spill_store_bytes.unwrap_or(0),
-            spill_load_bytes: record.spill_load_bytes.unwrap_or(0),
-            stack_frame_bytes: record.stack_frame_bytes.unwrap_or(0),
-            static_smem_bytes: record.static_smem_bytes,
-            occupancy: occupancy.occupancy,
-        }
-    }
-}
-
 /// `regression`: any number worse than the baseline's.
 pub fn regression(
     kernel_name: &str,

@@ -45,7 +45,7 @@ pub fn render_json(report: &Report) -> String {
 }
 
 /// Saturates a byte count into the calculator's `u32`.
-fn bytes_u32(bytes: u64) -> u32 {
+pub(crate) fn bytes_u32(bytes: u64) -> u32 {
     u32::try_from(bytes).unwrap_or(u32::MAX)
 }
 

@@ -124,6 +124,14 @@ impl Report {
         merged
     }
 
+    /// The findings a reader is shown: warn and deny (allowed ones are kept in the model for
+    /// scripts, and left out of every rendering).
+    pub fn shown_findings(&self) -> impl Iterator<Item = &Finding> {
+        self.findings
+            .iter()
+            .filter(|finding| finding.level != Level::Allow)
+    }
+
     /// The findings at deny level.
     pub fn denied(&self) -> impl Iterator<Item = &Finding> {
         self.findings
