@@ -1,43 +1,17 @@
 //! `cargo occupancy calc | arch | sweep` on the built binary: output shapes, the batch contract,
 //! both invocation forms, and bad input (exit 2 with a clear message, never a panic).
 
-use serde_json::Value;
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn binary() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cargo-occupancy"))
-}
+use common::{binary, run_with_stdin, stderr, stdout};
+use serde_json::Value;
+use std::process::Output;
 
 fn run(args: &[&str]) -> Output {
     binary()
         .args(args)
         .output()
         .expect("running cargo-occupancy")
-}
-
-fn run_with_stdin(args: &[&str], stdin: &str) -> Output {
-    let mut child = binary()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("running cargo-occupancy");
-    let mut pipe = child.stdin.take().unwrap();
-    let input = stdin.to_string();
-    let writer = std::thread::spawn(move || pipe.write_all(input.as_bytes()));
-    let output = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
-    output
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).unwrap()
 }
 
 fn json(output: &Output) -> Value {

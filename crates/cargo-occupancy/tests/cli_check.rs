@@ -1,17 +1,13 @@
 //! `cargo occupancy check` on the project's kernel corpus with the real nvcc (scripts/setup-cuda.sh
 //! installs it; these tests fail, never skip, without it), plus logs and every exit code.
 
+mod common;
+
+use common::{binary, repo_root, stderr, stdout};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use occupancy_core::report::Report;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
 
 fn cache_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("check-cache")
@@ -32,7 +28,7 @@ fn check(args: &[&str]) -> Output {
 }
 
 fn check_with_env(args: &[&str], env: &[(&str, Option<&str>)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cargo-occupancy"));
+    let mut command = binary();
     command
         .args(["occupancy", "check", "--cache-dir"])
         .arg(cache_dir())
@@ -45,14 +41,6 @@ fn check_with_env(args: &[&str], env: &[(&str, Option<&str>)]) -> Output {
         };
     }
     command.output().expect("run cargo-occupancy")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 fn corpus_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {

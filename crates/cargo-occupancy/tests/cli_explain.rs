@@ -1,28 +1,15 @@
 //! `cargo occupancy explain`: facts from build reports, a ptxas log, or the command line.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
+use common::{cargo_occupancy_in, fixtures, stderr, stdout};
+use std::process::Output;
 
 fn explain(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cargo-occupancy"))
-        .arg("occupancy")
-        .arg("explain")
-        .args(args)
-        .current_dir(fixtures())
-        .output()
-        .expect("run cargo-occupancy")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
+    let args: Vec<&str> = std::iter::once("explain")
+        .chain(args.iter().copied())
+        .collect();
+    cargo_occupancy_in(&args, &fixtures())
 }
 
 #[test]

@@ -1,30 +1,12 @@
 //! `cargo occupancy report`: reads the reports builds wrote, sorts, filters, renders.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use common::{binary, cargo_occupancy_in as cargo_occupancy, fixtures, stderr, stdout};
+use std::path::Path;
+use std::process::Output;
 
 use occupancy_core::report::{example_report, render_json, Report};
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
-
-fn cargo_occupancy(args: &[&str], current_dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cargo-occupancy"))
-        .arg("occupancy")
-        .args(args)
-        .current_dir(current_dir)
-        .output()
-        .expect("run cargo-occupancy")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
 
 fn report(args: &[&str]) -> Output {
     let dir = fixtures().join("reports");
@@ -174,36 +156,6 @@ fn kernel_filter_as_sarif_and_html() {
 }
 
 #[test]
-fn build_helper_reports_are_converted() {
-    let dir = fixtures().join("build-schema");
-    let output = cargo_occupancy(
-        &["report", "--dir", dir.to_str().unwrap(), "--json"],
-        &fixtures(),
-    );
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let parsed = Report::from_json(&stdout(&output)).unwrap();
-    assert_eq!(parsed.kernels.len(), 2);
-    let sm_80 = parsed
-        .kernels
-        .iter()
-        .find(|row| row.arch == "sm_80")
-        .unwrap();
-    // 48000 B static + 1 KiB reserved = 49024 B per block; 164 KiB configured on sm_80 (the
-    // largest carveout): 3 blocks, as the build computed.
-    assert_eq!((sm_80.blocks_per_sm, sm_80.occupancy), (3, 0.375));
-    assert_eq!(sm_80.crate_name.as_deref(), Some("tiles"));
-    assert_eq!(
-        sm_80
-            .declaration
-            .as_ref()
-            .map(|location| location.to_string()),
-        Some("src/lib.rs:12:1".into())
-    );
-    assert_eq!(parsed.findings.len(), 1);
-    assert_eq!(parsed.findings[0].lint.as_str(), "low_occupancy");
-}
-
-#[test]
 fn inside_a_workspace_the_target_directory_comes_from_cargo_metadata() {
     let workspace = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("report-workspace-{}", std::process::id()));
@@ -222,7 +174,7 @@ fn inside_a_workspace_the_target_directory_comes_from_cargo_metadata() {
         reports.join("histo.json"),
     )
     .unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_cargo-occupancy"))
+    let output = binary()
         .args(["occupancy", "report"])
         .env("CARGO_TARGET_DIR", workspace.join("custom-target"))
         .current_dir(&workspace)

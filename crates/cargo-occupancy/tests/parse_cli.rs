@@ -1,39 +1,20 @@
 //! `cargo occupancy parse` run as a binary on real compiler logs (the fixtures of
 //! `occupancy-core`), on stdin, and on garbage.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use common::{run_with_stdin, stderr, stdout};
+use std::process::Output;
+
+fn cargo_occupancy(args: &[&str], stdin: Option<&str>) -> Output {
+    run_with_stdin(args, stdin.unwrap_or(""))
+}
 
 fn fixture(name: &str) -> String {
     format!(
         "{}/../occupancy-core/tests/fixtures/ptxas/{name}",
         env!("CARGO_MANIFEST_DIR")
     )
-}
-
-fn cargo_occupancy(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cargo-occupancy"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.unwrap_or("").as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).unwrap()
 }
 
 #[test]

@@ -1,11 +1,15 @@
 //! The committed baseline (`occupancy.lock`): each kernel's registers, spills, stack, static
 //! shared memory and occupancy per architecture. Worse than the baseline is the `regression`
 //! lint; `OCCUPANCY_BLESS=1` rewrites the file. JSON with sorted keys, so diffs are reviewable.
+//!
+//! The baseline is a committed excerpt of the build's report, not a second computation: its
+//! numbers are read from the report's rows ([`Baseline::of_report`], [`numbers_of`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use occupancy_core::lint::evaluate::BaselineNumbers;
+use occupancy_core::report::{KernelRow, Report};
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
@@ -18,7 +22,36 @@ pub struct Baseline {
     pub kernels: BTreeMap<String, BTreeMap<String, BaselineNumbers>>,
 }
 
+/// The numbers the baseline keeps of one report row.
+pub fn numbers_of(row: &KernelRow) -> BaselineNumbers {
+    BaselineNumbers {
+        registers: row.registers,
+        spill_store_bytes: row.spill_store_bytes,
+        spill_load_bytes: row.spill_load_bytes,
+        stack_frame_bytes: row.stack_frame_bytes,
+        static_smem_bytes: row.static_smem_bytes,
+        occupancy: row.occupancy,
+    }
+}
+
 impl Baseline {
+    /// The baseline of a build's report: every entry kernel on every architecture it was
+    /// checked on.
+    pub fn of_report(report: &Report) -> Baseline {
+        let mut baseline = Baseline {
+            schema_version: 1,
+            kernels: BTreeMap::new(),
+        };
+        for row in report.kernels.iter().filter(|row| row.entry) {
+            baseline
+                .kernels
+                .entry(row.name.clone())
+                .or_default()
+                .insert(row.arch.clone(), numbers_of(row));
+        }
+        baseline
+    }
+
     /// Reads the baseline; `None` when the file does not exist (no regression checks).
     pub fn load(path: &Path) -> Result<Option<Baseline>, Error> {
         let text = match std::fs::read_to_string(path) {

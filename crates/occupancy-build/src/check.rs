@@ -12,8 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use occupancy_core::arch::{self, ArchFacts};
-use occupancy_core::calc::{self, KernelFacts, Launch};
-use occupancy_core::lint::evaluate::{self, BaselineNumbers, CompiledOnArch, LevelSources};
+use occupancy_core::lint::evaluate::{self, CompiledOnArch, LevelSources};
 use occupancy_core::lint::{Level, LintId};
 use occupancy_core::ptxas::{self, KernelRecord, PtxEntry};
 use occupancy_core::spec::{self, DeclaredKernel};
@@ -21,13 +20,14 @@ use occupancy_core::spec::{self, DeclaredKernel};
 use crate::baseline::Baseline;
 use crate::compile::{render_command, CompiledSource};
 use crate::diagnostics::{self, SourceText};
-use crate::engine::{write_json, CargoLines, Context};
+use crate::engine::{CargoLines, Context};
 use crate::fsutil::{write_atomic, write_if_changed};
-use crate::report::{
-    ArchResult, Declaration, Finding, KernelReport, Location, Report, SourceReport,
-};
+use crate::report::{for_build, write_reports};
 use crate::toolchain::Toolchain;
 use crate::{Build, Error};
+use occupancy_core::report::{
+    Finding, KernelRow, Location, LocationKind, Report, RowLaunch, SourceFile,
+};
 
 /// A declaration found in the package's Rust sources.
 #[derive(Debug, Clone)]
@@ -47,9 +47,10 @@ pub struct Declarations {
 impl Declarations {
     fn location(&self, declared: &Declared) -> Location {
         Location {
+            kind: LocationKind::RustAttribute,
             path: self.sources[declared.source_index].display_path.clone(),
-            line: declared.kernel.attribute.start.line,
-            column: declared.kernel.attribute.start.column,
+            line: u32::try_from(declared.kernel.attribute.start.line).unwrap_or(u32::MAX),
+            column: u32::try_from(declared.kernel.attribute.start.column).unwrap_or(u32::MAX),
         }
     }
 }
@@ -136,15 +137,13 @@ pub fn scan_declarations(
             }
             Err(error) => {
                 for diagnostic in error.diagnostics {
-                    let finding = Finding {
-                        lint: "declaration".into(),
-                        level: "deny".into(),
-                        kernel: String::new(),
+                    let finding = diagnostics::Diagnostic {
+                        id: "declaration",
+                        deny: true,
+                        message: &diagnostic.message,
                         arch: None,
-                        message: diagnostic.message.clone(),
-                        notes: Vec::new(),
+                        notes: &[],
                         help: None,
-                        location: None,
                     };
                     let span = (
                         (diagnostic.span.start.line, diagnostic.span.start.column),
@@ -320,19 +319,6 @@ fn parse_compiled<'a>(
     Ok(kernels)
 }
 
-fn kernel_facts(record: &KernelRecord, ptx: Option<&PtxEntry>) -> KernelFacts {
-    KernelFacts {
-        registers_per_thread: record.registers.unwrap_or(0),
-        static_smem_bytes: u32::try_from(record.static_smem_bytes).unwrap_or(u32::MAX),
-        // CUDA 11 and older print no barrier count; the driver assumes one barrier.
-        barriers: record.barriers.unwrap_or(1),
-        max_threads_per_block: ptx
-            .and_then(|ptx| ptx.maxntid.as_ref().or(ptx.reqntid.as_ref()))
-            .map(|dims| dims.iter().product()),
-        max_dynamic_smem_bytes: None,
-    }
-}
-
 fn parse_levels(
     entries: &BTreeMap<String, String>,
     what: &str,
@@ -373,9 +359,9 @@ pub fn check(
     declarations: &Declarations,
     cargo: &mut CargoLines,
 ) -> Result<Report, Error> {
-    let mut report = Report::empty(context, toolchain);
+    let mut report = for_build(context, Some(toolchain.release.clone()), None);
     for source in compiled {
-        report.sources.push(SourceReport {
+        report.sources.push(SourceFile {
             path: display_path(&context.manifest_dir, &source.source),
             from_cache: source.from_cache,
         });
@@ -412,10 +398,6 @@ pub fn check(
     if baseline_path.exists() {
         cargo.rerun_if_changed(&baseline_path);
     }
-    let mut new_baseline = Baseline {
-        schema_version: 1,
-        kernels: BTreeMap::new(),
-    };
 
     // Match declarations to compiled kernels: exact symbol, else a unique demangled base name.
     let mut matched: BTreeMap<usize, usize> = BTreeMap::new(); // kernel index -> declaration index
@@ -493,8 +475,23 @@ pub fn check(
                 });
             }
         }
-        let mut arch_results = Vec::new();
-        let mut evaluated = Vec::new();
+        let source_location = Location {
+            kind: match kernel.source.kind {
+                crate::SourceKind::Ptx => LocationKind::PtxEntry,
+                _ => LocationKind::CudaKernel,
+            },
+            path: display_path(&context.manifest_dir, &kernel.source.source),
+            line: 0,
+            column: 0,
+        };
+        let launch = RowLaunch {
+            block: block_threads,
+            dynamic_smem_bytes: u64::from(dynamic_smem_bytes),
+            carveout_percent: None,
+        };
+        // One row per target arch, computed by the report model (the one place the computed
+        // columns come from); the lints read the same rows.
+        let mut rows: Vec<(&'static ArchFacts, &KernelRecord, KernelRow)> = Vec::new();
         for (arch_name, record) in &kernel.records {
             if arch_filter
                 .as_ref()
@@ -505,46 +502,28 @@ pub fn check(
             let facts: &'static ArchFacts = arch::lookup(arch_name).map_err(|error| Error::Config {
                 message: format!("{error}: occupancy-core has no facts for {arch_name}; remove it from the target archs"),
             })?;
-            let launch = Launch {
-                block_threads,
-                dynamic_smem_bytes,
-                ..Launch::new(block_threads)
-            };
-            let occupancy =
-                calc::occupancy(facts, &kernel_facts(record, kernel.ptx.as_ref()), &launch);
-            arch_results.push(ArchResult {
-                arch: arch_name.clone(),
-                registers: record.registers.unwrap_or(0),
-                barriers: record.barriers.unwrap_or(0),
-                stack_frame_bytes: record.stack_frame_bytes.unwrap_or(0),
-                spill_store_bytes: record.spill_store_bytes.unwrap_or(0),
-                spill_load_bytes: record.spill_load_bytes.unwrap_or(0),
-                static_smem_bytes: record.static_smem_bytes,
-                maxntid: kernel.ptx.as_ref().and_then(|ptx| ptx.maxntid.clone()),
-                minnctapersm: kernel.ptx.as_ref().and_then(|ptx| ptx.minnctapersm),
-                maxnreg: kernel.ptx.as_ref().and_then(|ptx| ptx.maxnreg),
-                block_threads,
-                blocks_per_sm: occupancy.blocks_per_sm,
-                occupancy: occupancy.occupancy,
-                limiters: occupancy
-                    .limiters
-                    .iter()
-                    .map(|limiter| limiter.name().to_string())
-                    .collect(),
-            });
-            let numbers = BaselineNumbers::of(record, &occupancy);
-            new_baseline
-                .kernels
-                .entry(kernel.name.clone())
-                .or_default()
-                .insert(arch_name.clone(), numbers);
+            let mut row = KernelRow::from_record(record, kernel.ptx.as_ref(), launch).map_err(
+                |error| Error::Config {
+                    message: format!("{error}: occupancy-core has no facts for {arch_name}; remove it from the target archs"),
+                },
+            )?;
+            row.crate_name = Some(context.crate_name.clone());
+            row.source = Some(source_location.clone());
+            if let Some((declared, _)) = declared {
+                row.declaration = Some(declarations.location(declared));
+                row.rust_name = Some(declared.kernel.rust_name.clone());
+            }
+            rows.push((facts, record, row));
+        }
+        for (_, _, row) in &rows {
+            let numbers = crate::baseline::numbers_of(row);
             if let Some(before) = baseline
                 .as_ref()
                 .and_then(|baseline| baseline.kernels.get(&kernel.name))
-                .and_then(|archs| archs.get(arch_name))
+                .and_then(|archs| archs.get(&row.arch))
             {
                 if let Some(finding) =
-                    evaluate::regression(&kernel.name, arch_name, before, &numbers)
+                    evaluate::regression(&kernel.name, &row.arch, before, &numbers)
                 {
                     raw_findings.push((
                         finding,
@@ -553,10 +532,13 @@ pub fn check(
                     ));
                 }
             }
-            evaluated.push((facts, record, occupancy));
         }
         match declared {
             Some((declared, declaration_index)) => {
+                let evaluated: Vec<_> = rows
+                    .iter()
+                    .map(|(facts, record, row)| (*facts, *record, row.occupancy_on(facts)))
+                    .collect();
                 let on: Vec<CompiledOnArch<'_>> = evaluated
                     .iter()
                     .map(|(facts, record, occupancy)| CompiledOnArch {
@@ -582,28 +564,14 @@ pub fn check(
                 }
             }
             None => raw_findings.push((
-                evaluate::undeclared_kernel(
-                    &kernel.name,
-                    &display_path(&context.manifest_dir, &kernel.source.source),
-                ),
+                evaluate::undeclared_kernel(&kernel.name, &source_location.path),
                 None,
                 kernel.name.clone(),
             )),
         }
-        report.kernels.push(KernelReport {
-            name: kernel.name.clone(),
-            demangled: kernel.demangled.clone(),
-            source: display_path(&context.manifest_dir, &kernel.source.source),
-            declaration: declared.map(|(declared, _)| Declaration {
-                rust_name: declared.kernel.rust_name.clone(),
-                location: declarations.location(declared),
-                block_threads,
-                dynamic_smem_bytes,
-                min_blocks_per_sm: declared.kernel.spec.min_blocks_per_sm,
-                max_registers: declared.kernel.spec.max_registers,
-            }),
-            archs: arch_results,
-        });
+        report
+            .kernels
+            .extend(rows.into_iter().map(|(_, _, row)| row));
     }
     let compiled_names: Vec<&str> = kernels.iter().map(|kernel| kernel.name.as_str()).collect();
     for &declaration_index in &unmatched_declarations {
@@ -635,9 +603,10 @@ pub fn check(
             continue;
         }
         let finding = Finding {
-            lint: finding.lint.as_str().to_string(),
-            level: level.as_str().to_string(),
-            kernel: kernel_name,
+            lint: finding.lint,
+            level,
+            crate_name: Some(context.crate_name.clone()),
+            kernel: Some(kernel_name),
             arch: finding.arch,
             message: finding.message,
             notes: finding.notes,
@@ -654,7 +623,7 @@ pub fn check(
                         (span.end.line, span.end.column),
                     )
                 });
-                rendered_denials.push(diagnostics::render(&finding, source));
+                rendered_denials.push(diagnostics::render(&(&finding).into(), source));
             }
             _ => cargo.warning(&format!("occupancy: {}", diagnostics::one_line(&finding))),
         }
@@ -662,7 +631,10 @@ pub fn check(
     }
 
     if bless {
-        write_atomic(&baseline_path, new_baseline.to_text().as_bytes())?;
+        write_atomic(
+            &baseline_path,
+            Baseline::of_report(&report).to_text().as_bytes(),
+        )?;
         cargo.warning(&format!(
             "occupancy: OCCUPANCY_BLESS is set: wrote the baseline {}",
             display_path(&context.manifest_dir, &baseline_path)
@@ -681,36 +653,6 @@ pub fn check(
         return Err(Error::Denied { rendered, count });
     }
     Ok(report)
-}
-
-/// `$OUT_DIR/occupancy.json` and `target/occupancy/<crate>.json`.
-pub fn write_reports(context: &Context, report: &Report) -> Result<(), Error> {
-    write_json(&context.out_dir.join("occupancy.json"), report)?;
-    if let Some(target_dir) = target_dir(&context.out_dir) {
-        write_json(
-            &target_dir
-                .join("occupancy")
-                .join(format!("{}.json", context.crate_name)),
-            report,
-        )?;
-    }
-    Ok(())
-}
-
-/// The cargo target directory above `OUT_DIR` (`<target>[/<triple>]/<profile>/build/<pkg>/out`):
-/// the nearest ancestor with cargo's `CACHEDIR.TAG`, else the profile directory's parent.
-pub fn target_dir(out_dir: &Path) -> Option<PathBuf> {
-    let build_dir = out_dir
-        .ancestors()
-        .find(|dir| dir.file_name().is_some_and(|name| name == "build"))?;
-    let profile_dir = build_dir.parent()?;
-    profile_dir
-        .ancestors()
-        .skip(1)
-        .take(2)
-        .find(|dir| dir.join("CACHEDIR.TAG").exists())
-        .map(Path::to_path_buf)
-        .or_else(|| profile_dir.parent().map(Path::to_path_buf))
 }
 
 /// For a spilling kernel compiled with `min_blocks_per_sm = B`: re-runs ptxas on the same PTX
@@ -756,21 +698,21 @@ fn spill_free_help(
             .iter()
             .find(|record| record.entry && record.name == kernel.name && record.arch == arch)?;
         if record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0) == 0 {
-            let facts = arch::lookup(arch).ok()?;
             let threads = declared.spec.block.threads();
-            let launch = Launch {
-                dynamic_smem_bytes: declared.spec.dynamic_smem_bytes,
-                ..Launch::new(threads)
+            let launch = RowLaunch {
+                block: threads,
+                dynamic_smem_bytes: u64::from(declared.spec.dynamic_smem_bytes),
+                carveout_percent: None,
             };
-            let mut kernel_facts = kernel_facts(record, kernel.ptx.as_ref());
-            kernel_facts.max_threads_per_block = Some(threads);
-            let occupancy = calc::occupancy(facts, &kernel_facts, &launch);
+            let mut row = KernelRow::from_record(record, kernel.ptx.as_ref(), launch).ok()?;
+            row.max_threads_per_block = Some(threads);
+            row.compute(arch::lookup(arch).ok()?);
             return Some(format!(
                 "`min_blocks_per_sm = {candidate}` lets ptxas keep `{}` spill-free on {arch} ({} registers per thread, {} blocks per SM, {:.0}% occupancy; checked by re-running ptxas on this PTX)",
                 kernel.name,
-                record.registers.unwrap_or(0),
-                occupancy.blocks_per_sm,
-                occupancy.occupancy * 100.0
+                row.registers,
+                row.blocks_per_sm,
+                row.occupancy * 100.0
             ));
         }
     }
@@ -869,18 +811,5 @@ mod tests {
             .to_string();
         assert!(error.contains("ptxas's report"), "{error}");
         std::fs::remove_dir_all(dir).unwrap();
-    }
-
-    #[test]
-    fn target_dir_is_found_above_out_dir() {
-        let root = std::env::temp_dir().join(format!("occupancy-target-{}", std::process::id()));
-        let out = root.join("target/debug/build/k-123/out");
-        std::fs::create_dir_all(&out).unwrap();
-        std::fs::write(root.join("target/CACHEDIR.TAG"), "").unwrap();
-        assert_eq!(target_dir(&out), Some(root.join("target")));
-        let cross = root.join("target/x86_64-unknown-linux-gnu/release/build/k-1/out");
-        std::fs::create_dir_all(&cross).unwrap();
-        assert_eq!(target_dir(&cross), Some(root.join("target")));
-        std::fs::remove_dir_all(root).unwrap();
     }
 }

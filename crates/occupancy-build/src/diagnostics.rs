@@ -5,7 +5,35 @@
 
 use annotate_snippets::{Level, Renderer, Snippet};
 
-use crate::report::{Finding, Location};
+use occupancy_core::lint::Level as LintLevel;
+use occupancy_core::report::Finding;
+
+/// What a diagnostic says: a finding of the report, or a problem found before the lints ran
+/// (an attribute that does not parse, id `declaration`).
+#[derive(Debug, Clone, Copy)]
+pub struct Diagnostic<'a> {
+    /// The lint id, or `declaration`.
+    pub id: &'a str,
+    /// An error (deny) or a warning.
+    pub deny: bool,
+    pub message: &'a str,
+    pub arch: Option<&'a str>,
+    pub notes: &'a [String],
+    pub help: Option<&'a str>,
+}
+
+impl<'a> From<&'a Finding> for Diagnostic<'a> {
+    fn from(finding: &'a Finding) -> Self {
+        Diagnostic {
+            id: finding.lint.as_str(),
+            deny: finding.level == LintLevel::Deny,
+            message: &finding.message,
+            arch: finding.arch.as_deref(),
+            notes: &finding.notes,
+            help: finding.help.as_deref(),
+        }
+    }
+}
 
 /// A Rust source file a diagnostic points into.
 #[derive(Debug, Clone)]
@@ -45,17 +73,17 @@ pub fn byte_range(
 }
 
 /// Renders one finding; `source` and `span` place it at the attribute when it was declared.
-pub fn render(finding: &Finding, source: Option<Placement<'_>>) -> String {
-    let level = if finding.level == "deny" {
+pub fn render(finding: &Diagnostic<'_>, source: Option<Placement<'_>>) -> String {
+    let level = if finding.deny {
         Level::Error
     } else {
         Level::Warning
     };
-    let label = match &finding.arch {
+    let label = match finding.arch {
         Some(arch) => format!("declared here; checked on {arch}"),
         None => "declared here".to_string(),
     };
-    let mut message = level.title(&finding.message).id(&finding.lint);
+    let mut message = level.title(finding.message).id(finding.id);
     if let Some((source, start, end)) = source {
         let range = byte_range(&source.text, start, end);
         message = message.snippet(
@@ -72,7 +100,7 @@ pub fn render(finding: &Finding, source: Option<Placement<'_>>) -> String {
         .map(|note| Level::Note.title(note))
         .collect();
     message = message.footers(notes);
-    if let Some(help) = &finding.help {
+    if let Some(help) = finding.help {
         message = message.footer(Level::Help.title(help));
     }
     let rendered = Renderer::plain().render(message).to_string();
@@ -84,9 +112,9 @@ pub fn one_line(finding: &Finding) -> String {
     let location = finding
         .location
         .as_ref()
-        .map(|Location { path, line, column }| format!(" ({path}:{line}:{column})"))
+        .map(|location| format!(" ({location})"))
         .unwrap_or_default();
-    let level = if finding.level == "deny" {
+    let level = if finding.level == LintLevel::Deny {
         "error"
     } else {
         "warning"
@@ -109,20 +137,22 @@ mod tests {
     fn renders_like_rustc() {
         let source = SourceText { display_path: "src/lib.rs".into(), text: "extern \"C\" {\n    #[occupancy::kernel(block = 256, min_blocks_per_sm = 8)]\n    fn hot();\n}\n".into() };
         let finding = Finding {
-            lint: "spills".into(),
-            level: "deny".into(),
-            kernel: "hot".into(),
+            lint: occupancy_core::lint::LintId::Spills,
+            level: LintLevel::Deny,
+            crate_name: None,
+            kernel: Some("hot".into()),
             arch: Some("sm_90".into()),
             message: "kernel `hot` spills 80 bytes".into(),
             notes: vec!["ptxas reported 32 registers".into()],
             help: Some("`min_blocks_per_sm = 4` keeps it spill-free".into()),
-            location: Some(Location {
+            location: Some(occupancy_core::report::Location {
+                kind: occupancy_core::report::LocationKind::RustAttribute,
                 path: "src/lib.rs".into(),
                 line: 2,
                 column: 5,
             }),
         };
-        let rendered = render(&finding, Some((&source, (2, 5), (2, 61))));
+        let rendered = render(&(&finding).into(), Some((&source, (2, 5), (2, 61))));
         insta::assert_snapshot!(rendered);
         assert_eq!(
             one_line(&finding),

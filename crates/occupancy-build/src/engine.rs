@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::compile::{compile_source, CompileSettings, CompiledSource, Product, SourceKind};
 use crate::config::{self, Metadata};
-use crate::fsutil::{write_atomic, write_if_changed};
+use crate::fsutil::write_if_changed;
 use crate::targets::{self, ArchInputs, ArchSource, SmArch};
 use crate::toolchain::Toolchain;
 use crate::{jobs, Build, Cudart, Error, Output};
@@ -293,7 +293,7 @@ fn run_in(
         ptx_files: Vec::new(),
         ptx_module: None,
         library: None,
-        report: Report::empty(context, &toolchain),
+        report: crate::report::for_build(context, Some(toolchain.release.clone()), None),
     };
     match product {
         Product::Ptx => write_ptx_products(context, &compiled, &mut output)?,
@@ -314,9 +314,9 @@ fn run_in(
                 "occupancy: {reason}: kernels were compiled but nothing was checked"
             ));
         }
-        let mut report = Report::skipped(context, reason);
-        report.cuda_release = Some(toolchain.release.clone());
-        crate::check::write_reports(context, &report)?;
+        let report =
+            crate::report::for_build(context, Some(toolchain.release.clone()), Some(reason));
+        crate::report::write_reports(context, &report)?;
         report
     };
     Ok(output)
@@ -409,7 +409,11 @@ fn placeholder_output(build: &Build, context: &Context, product: Product) -> Res
         ptx_files: Vec::new(),
         ptx_module: None,
         library: None,
-        report: Report::skipped(context, context.skip_reason.clone().unwrap_or_default()),
+        report: crate::report::for_build(
+            context,
+            None,
+            Some(context.skip_reason.clone().unwrap_or_default()),
+        ),
     };
     if product == Product::Ptx {
         let mut module = String::from(
@@ -548,15 +552,6 @@ impl CargoLines {
             }
         }
     }
-}
-
-/// Writes `value` as pretty JSON atomically.
-pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), Error> {
-    let mut text = serde_json::to_vec_pretty(value).map_err(|error| Error::Tool {
-        message: format!("serialising {}: {error}", path.display()),
-    })?;
-    text.push(b'\n');
-    write_atomic(path, &text)
 }
 
 #[cfg(test)]

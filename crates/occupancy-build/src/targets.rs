@@ -106,6 +106,20 @@ pub enum ArchSource {
     Default,
 }
 
+impl ArchSource {
+    /// The name reports use (the serde name): `builder`, `occupancy_archs_env`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArchSource::Builder => "builder",
+            ArchSource::OccupancyArchsEnv => "occupancy_archs_env",
+            ArchSource::CudaComputeCapEnv => "cuda_compute_cap_env",
+            ArchSource::Metadata => "metadata",
+            ArchSource::InstalledGpu => "installed_gpu",
+            ArchSource::Default => "default",
+        }
+    }
+}
+
 /// The inputs to arch resolution, in precedence order.
 #[derive(Debug, Default)]
 pub struct ArchInputs<'a> {

@@ -20,7 +20,7 @@ use std::sync::Mutex;
 
 use occupancy_build::{Build, CompiledSource, Product, Toolchain, TrackedEnv};
 use occupancy_core::lint::evaluate::{
-    evaluate_declared, resolve_level, CompiledOnArch, LevelSources,
+    evaluate_launch, resolve_level, CompiledOnArch, LaunchOrigin, LevelSources,
 };
 use occupancy_core::lint::{Level, LintId};
 use occupancy_core::ptxas::{parse_log, parse_ptx_directives, KernelRecord, PtxEntry};
@@ -563,8 +563,8 @@ fn kernel_line(source: &str, record: &KernelRecord) -> u32 {
 }
 
 /// The lints of every kernel, evaluated by the build gate's own evaluation
-/// (`occupancy_core::lint::evaluate::evaluate_declared`): each compiled kernel is treated as
-/// declared with the launch of the command line (`--block`, `--dynamic-smem`) and the defaults of
+/// (`occupancy_core::lint::evaluate::evaluate_launch`, worded for a launch from the command
+/// line): each compiled kernel is checked with the launch of the command line (`--block`, `--dynamic-smem`) and the defaults of
 /// every limit (no spills, no stack, no minimum occupancy). `bounds_mismatch` is left out: there
 /// is no declaration for the compiled bounds to disagree with.
 fn evaluate(checked: &[Checked], levels: &Levels) -> Vec<Finding> {
@@ -593,8 +593,7 @@ fn evaluate(checked: &[Checked], levels: &Levels) -> Vec<Finding> {
             let Ok(arch) = occupancy_core::arch::lookup(&item.row.arch) else {
                 continue;
             };
-            let occupancy =
-                occupancy_core::calc::occupancy(arch, &item.row.kernel_facts(), &item.row.launch());
+            let occupancy = item.row.occupancy_on(arch);
             evaluated.push((arch, item, occupancy));
         }
         let on: Vec<CompiledOnArch<'_>> = evaluated
@@ -616,7 +615,7 @@ fn evaluate(checked: &[Checked], levels: &Levels) -> Vec<Finding> {
                 text.to_string()
             }
         };
-        for finding in evaluate_declared(&spec, &on) {
+        for finding in evaluate_launch(&spec, &on, LaunchOrigin::CommandLine) {
             if finding.lint == LintId::BoundsMismatch {
                 continue;
             }

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use occupancy_core::arch;
 use occupancy_core::report::explain::{explain, render_explanation_text};
-use occupancy_core::report::{Headroom, KernelRow, RowLaunch};
+use occupancy_core::report::{KernelRow, RowLaunch};
 
 use super::report::{fail, load_dir, report_dir, row_from_record, UsageError};
 
@@ -159,30 +159,12 @@ fn rows(args: &Args) -> Result<Vec<KernelRow>, UsageError> {
 
 fn direct_row(args: &Args, arch_name: &str, registers: u32) -> KernelRow {
     KernelRow {
-        crate_name: None,
-        name: args.kernel.clone(),
-        demangled: args.kernel.clone(),
-        arch: arch_name.to_string(),
-        entry: true,
         registers,
         barriers: args.barriers.unwrap_or(1),
         static_smem_bytes: args.static_smem.unwrap_or(0),
-        stack_frame_bytes: 0,
-        spill_store_bytes: 0,
-        spill_load_bytes: 0,
         max_threads_per_block: args.max_threads,
-        min_blocks_per_sm: None,
-        block: args.block.unwrap_or(256),
         dynamic_smem_bytes: args.dynamic_smem.unwrap_or(0),
-        carveout_percent: None,
-        max_dynamic_smem_bytes: None,
-        blocks_per_sm: 0,
-        warps_per_sm: 0,
-        occupancy: 0.0,
-        limiters: Vec::new(),
-        headroom: Headroom::default(),
-        source: None,
-        declaration: None,
+        ..KernelRow::new(&args.kernel, arch_name, args.block.unwrap_or(256))
     }
 }
 

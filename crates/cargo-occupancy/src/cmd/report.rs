@@ -3,16 +3,16 @@
 //! sortable by any column, filterable by crate, kernel, arch or lint, in every output format.
 //!
 //! Also home of what `check` and `explain` share with it: finding the target directory (cargo
-//! metadata), reading report files (either schema the build helper has written), and writing a
-//! report in the format asked for.
+//! metadata), reading report files (the one report model, which the build helper writes), and
+//! writing a report in the format asked for.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use occupancy_core::lint::{Level, LintId};
+use occupancy_core::lint::LintId;
 use occupancy_core::report::{
-    parse_sort_key, render_html, render_json, render_markdown, render_sarif, render_text, Finding,
-    KernelRow, Location, LocationKind, Query, Report, RowLaunch,
+    parse_sort_key, render_html, render_json, render_markdown, render_sarif, render_text,
+    KernelRow, Query, Report, RowLaunch,
 };
 
 /// `cargo occupancy report` arguments.
@@ -182,116 +182,11 @@ pub fn load_dir(dir: &Path) -> Result<Report, UsageError> {
         let text = std::fs::read_to_string(&path)
             .map_err(|error| UsageError(format!("cannot read {}: {error}", path.display())))?;
         reports.push(
-            parse_report(&text)
-                .map_err(|message| UsageError(format!("{}: {message}", path.display())))?,
+            Report::from_json(&text)
+                .map_err(|error| UsageError(format!("{}: {error}", path.display())))?,
         );
     }
     Ok(Report::merge(reports))
-}
-
-/// Parses a report file: the core schema (`cargo occupancy check --json`), or the one the build
-/// helper writes (`crate_name` and per-kernel `archs`), converted.
-pub fn parse_report(text: &str) -> Result<Report, String> {
-    let value: serde_json::Value = serde_json::from_str(text)
-        .map_err(|error| format!("not an occupancy report (invalid JSON: {error})"))?;
-    // The build helper's layout nests results per kernel (`kernels[].archs`); the core layout
-    // has one flat row per kernel and arch.
-    let nested = match value.get("kernels").and_then(serde_json::Value::as_array) {
-        Some(kernels) if !kernels.is_empty() => kernels[0].get("archs").is_some(),
-        _ => value.get("crate_name").is_some(),
-    };
-    if nested {
-        let build: occupancy_build::report::Report = serde_json::from_value(value)
-            .map_err(|error| format!("not an occupancy report: {error}"))?;
-        if build.schema_version != occupancy_build::report::SCHEMA_VERSION {
-            return Err(format!(
-                "report schema version {} is not supported (this tool reads version {}); rebuild with the matching occupancy-build",
-                build.schema_version,
-                occupancy_build::report::SCHEMA_VERSION
-            ));
-        }
-        return from_build_report(&build);
-    }
-    Report::from_json(text).map_err(|error| error.to_string())
-}
-
-/// Converts the build helper's report into the report model. The computed columns are
-/// recomputed by the same calculator from the same inputs.
-pub fn from_build_report(build: &occupancy_build::report::Report) -> Result<Report, String> {
-    let mut report = Report::default();
-    for kernel in &build.kernels {
-        for result in &kernel.archs {
-            let arch =
-                occupancy_core::arch::lookup(&result.arch).map_err(|error| error.to_string())?;
-            let declaration = kernel.declaration.as_ref();
-            let mut row = KernelRow {
-                crate_name: Some(build.crate_name.clone()),
-                name: kernel.name.clone(),
-                demangled: kernel
-                    .demangled
-                    .clone()
-                    .unwrap_or_else(|| kernel.name.clone()),
-                arch: arch.name.to_string(),
-                entry: true,
-                registers: result.registers,
-                barriers: result.barriers,
-                static_smem_bytes: result.static_smem_bytes,
-                stack_frame_bytes: result.stack_frame_bytes,
-                spill_store_bytes: result.spill_store_bytes,
-                spill_load_bytes: result.spill_load_bytes,
-                max_threads_per_block: result
-                    .maxntid
-                    .as_ref()
-                    .map(|dimensions| dimensions.iter().map(|&v| v.max(1)).product()),
-                min_blocks_per_sm: result.minnctapersm,
-                block: result.block_threads,
-                dynamic_smem_bytes: declaration
-                    .map_or(0, |declaration| u64::from(declaration.dynamic_smem_bytes)),
-                carveout_percent: None,
-                max_dynamic_smem_bytes: None,
-                blocks_per_sm: 0,
-                warps_per_sm: 0,
-                occupancy: 0.0,
-                limiters: Vec::new(),
-                headroom: Default::default(),
-                source: Some(Location {
-                    kind: LocationKind::CudaKernel,
-                    path: kernel.source.clone(),
-                    line: 0,
-                    column: 0,
-                }),
-                declaration: declaration.map(|declaration| Location {
-                    kind: LocationKind::RustAttribute,
-                    path: declaration.location.path.clone(),
-                    line: u32::try_from(declaration.location.line).unwrap_or(0),
-                    column: u32::try_from(declaration.location.column).unwrap_or(0),
-                }),
-            };
-            row.compute(arch);
-            report.kernels.push(row);
-        }
-    }
-    for finding in &build.findings {
-        let lint: LintId = finding.lint.parse().map_err(|error| format!("{error}"))?;
-        let level: Level = finding.level.parse().map_err(|error| format!("{error}"))?;
-        report.findings.push(Finding {
-            lint,
-            level,
-            crate_name: Some(build.crate_name.clone()),
-            kernel: Some(finding.kernel.clone()),
-            arch: finding.arch.clone(),
-            message: finding.message.clone(),
-            notes: finding.notes.clone(),
-            help: finding.help.clone(),
-            location: finding.location.as_ref().map(|location| Location {
-                kind: LocationKind::RustAttribute,
-                path: location.path.clone(),
-                line: u32::try_from(location.line).unwrap_or(0),
-                column: u32::try_from(location.column).unwrap_or(0),
-            }),
-        });
-    }
-    Ok(report)
 }
 
 /// Builds the query of `--crate/--kernel/--arch/--lint/--sort`.

@@ -120,25 +120,92 @@ pub fn ptxas_note(record: &KernelRecord) -> String {
     )
 }
 
+/// Where the launch and limits a kernel is checked against came from. The lints are the same
+/// either way; only the wording of their messages and help lines differs (what to edit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchOrigin {
+    /// An `#[occupancy::kernel(...)]` declaration: the user edits its keys.
+    Declaration,
+    /// `cargo occupancy check` flags (`--block`, `--dynamic-smem`) with the default limits: the
+    /// user changes flags or levels (`--allow`/`--warn`).
+    CommandLine,
+}
+
+impl LaunchOrigin {
+    /// `block = 256` as the user wrote it.
+    fn block_setting(self, threads: u32) -> String {
+        match self {
+            LaunchOrigin::Declaration => format!("`block = {threads}`"),
+            LaunchOrigin::CommandLine => format!("`--block {threads}`"),
+        }
+    }
+
+    /// `at most 0 declared` / `at most 0 allowed`.
+    fn limit(self, max: u64) -> String {
+        match self {
+            LaunchOrigin::Declaration => format!("at most {max} declared"),
+            LaunchOrigin::CommandLine => format!("at most {max} allowed"),
+        }
+    }
+
+    /// How a user silences `lint` for this kernel: `allow(lint)` in the attribute, or the flag.
+    fn allow(self, lint: LintId) -> String {
+        match self {
+            LaunchOrigin::Declaration => format!("`allow({})`", lint.as_str()),
+            LaunchOrigin::CommandLine => format!("`--allow {}`", lint.as_str()),
+        }
+    }
+
+    /// How a user accepts a finding of `lint` as it is.
+    fn accept(self, declaration_key: &str, lint: LintId) -> String {
+        match self {
+            LaunchOrigin::Declaration => format!("declare `{declaration_key}`"),
+            LaunchOrigin::CommandLine => {
+                format!(
+                    "accept it with `--warn {0}` or `--allow {0}`",
+                    lint.as_str()
+                )
+            }
+        }
+    }
+}
+
 /// Every lint that concerns a declared, compiled kernel on its target architectures.
 /// `spills` gets a generic help here; a caller that can re-run ptxas replaces it with a verified
 /// `min_blocks_per_sm` (see occupancy-build).
 pub fn evaluate_declared(spec: &KernelSpec, on_archs: &[CompiledOnArch<'_>]) -> Vec<Finding> {
+    evaluate_launch(spec, on_archs, LaunchOrigin::Declaration)
+}
+
+/// [`evaluate_declared`] for a launch from `origin`: the same lints, worded for where the launch
+/// came from (`cargo occupancy check` passes [`LaunchOrigin::CommandLine`]).
+pub fn evaluate_launch(
+    spec: &KernelSpec,
+    on_archs: &[CompiledOnArch<'_>],
+    origin: LaunchOrigin,
+) -> Vec<Finding> {
     let mut findings = Vec::new();
     let block_threads = spec.block.threads();
     if block_threads % 32 != 0 {
+        let block_of = match origin {
+            LaunchOrigin::Declaration => format!("the declared block of {block_threads} threads"),
+            LaunchOrigin::CommandLine => {
+                format!("the block of {block_threads} threads (`--block {block_threads}`)")
+            }
+        };
         findings.push(Finding {
             lint: LintId::PartialWarp,
             arch: None,
-            message: format!("the declared block of {block_threads} threads is not a multiple of the warp size (32)"),
+            message: format!("{block_of} is not a multiple of the warp size (32)"),
             notes: vec![format!(
                 "{} warps are scheduled per block; {} lanes of the last one idle in every block",
                 block_threads.div_ceil(32),
                 block_threads.div_ceil(32) * 32 - block_threads
             )],
             help: Some(format!(
-                "round the block up to {} and guard the extra threads, or `allow(partial_warp)`",
-                block_threads.div_ceil(32) * 32
+                "round the block up to {} and guard the extra threads, or {}",
+                block_threads.div_ceil(32) * 32,
+                origin.allow(LintId::PartialWarp)
             )),
         });
     }
@@ -148,18 +215,28 @@ pub fn evaluate_declared(spec: &KernelSpec, on_archs: &[CompiledOnArch<'_>]) -> 
         let spilled = spill_bytes(record);
         let max_spill = u64::from(spec.max_spill_bytes.unwrap_or(0));
         if spilled > max_spill {
-            let mut help = String::from("lower `min_blocks_per_sm` or raise `max_registers` so ptxas has more registers, or reduce live values");
+            let mut help = match origin {
+                LaunchOrigin::Declaration => String::from("lower `min_blocks_per_sm` or raise `max_registers` so ptxas has more registers, or reduce live values"),
+                LaunchOrigin::CommandLine => String::from("give ptxas more registers (a lower minimum blocks per SM in `__launch_bounds__`, or a higher `-maxrregcount`), or reduce live values"),
+            };
             if spec.max_spill_bytes.is_none() {
-                help.push_str(", or accept spills with `max_spill_bytes = N`");
+                help.push_str(", or ");
+                help.push_str(&match origin {
+                    LaunchOrigin::Declaration => {
+                        "accept spills with `max_spill_bytes = N`".to_string()
+                    }
+                    LaunchOrigin::CommandLine => origin.accept("", LintId::Spills),
+                });
             }
             findings.push(Finding {
                 lint: LintId::Spills,
                 arch: Some(arch.clone()),
                 message: format!(
-                    "kernel `{}` spills {spilled} bytes to local memory on {arch} ({} stores + {} loads; at most {max_spill} declared)",
+                    "kernel `{}` spills {spilled} bytes to local memory on {arch} ({} stores + {} loads; {})",
                     record.name,
                     record.spill_store_bytes.unwrap_or(0),
-                    record.spill_load_bytes.unwrap_or(0)
+                    record.spill_load_bytes.unwrap_or(0),
+                    origin.limit(max_spill)
                 ),
                 notes: bound_notes(spec, on).into_iter().chain([ptxas_note(record), occupancy_note(on)]).collect(),
                 help: Some(help),
@@ -190,7 +267,7 @@ pub fn evaluate_declared(spec: &KernelSpec, on_archs: &[CompiledOnArch<'_>]) -> 
                 });
             }
         }
-        unlaunchable(spec, on, &mut findings);
+        unlaunchable(spec, on, origin, &mut findings);
         bounds_mismatch(spec, on, &mut findings);
         let stack = record.stack_frame_bytes.unwrap_or(0);
         let max_stack = u64::from(spec.max_stack_bytes.unwrap_or(0));
@@ -198,9 +275,16 @@ pub fn evaluate_declared(spec: &KernelSpec, on_archs: &[CompiledOnArch<'_>]) -> 
             findings.push(Finding {
                 lint: LintId::StackFrame,
                 arch: Some(arch.clone()),
-                message: format!("kernel `{}` has a {stack}-byte stack frame on {arch} (at most {max_stack} declared)", record.name),
+                message: format!(
+                    "kernel `{}` has a {stack}-byte stack frame on {arch} ({})",
+                    record.name,
+                    origin.limit(max_stack)
+                ),
                 notes: vec![ptxas_note(record)],
-                help: Some("inline callees (`__forceinline__`), index local arrays with constants, or declare `max_stack_bytes = N`".into()),
+                help: Some(format!(
+                    "inline callees (`__forceinline__`), index local arrays with constants, or {}",
+                    origin.accept("max_stack_bytes = N", LintId::StackFrame)
+                )),
             });
         }
         let local_bytes = record.local_memory_bytes.unwrap_or(0);
@@ -232,7 +316,7 @@ pub fn evaluate_declared(spec: &KernelSpec, on_archs: &[CompiledOnArch<'_>]) -> 
                 });
             }
         }
-        occupancy_cliff(on, &mut findings);
+        occupancy_cliff(on, origin, &mut findings);
     }
     findings
 }
@@ -268,7 +352,12 @@ pub fn register_budget(arch: &ArchFacts, threads: u32, blocks: u32) -> u32 {
     per_thread.min(u64::from(arch.max_regs_per_thread)) as u32
 }
 
-fn unlaunchable(spec: &KernelSpec, on: &CompiledOnArch<'_>, findings: &mut Vec<Finding>) {
+fn unlaunchable(
+    spec: &KernelSpec,
+    on: &CompiledOnArch<'_>,
+    origin: LaunchOrigin,
+    findings: &mut Vec<Finding>,
+) {
     let record = on.record;
     let arch = on.arch.name;
     let threads = spec.block.threads();
@@ -281,9 +370,20 @@ fn unlaunchable(spec: &KernelSpec, on: &CompiledOnArch<'_>, findings: &mut Vec<F
             findings.push(Finding {
                 lint: LintId::Unlaunchable,
                 arch: Some(arch.to_string()),
-                message: format!("kernel `{}` was compiled for at most {max} threads per block, but is declared with `block = {threads}`", record.name),
+                message: format!(
+                    "kernel `{}` was compiled for at most {max} threads per block, but is {} with {}",
+                    record.name,
+                    match origin {
+                        LaunchOrigin::Declaration => "declared",
+                        LaunchOrigin::CommandLine => "checked",
+                    },
+                    origin.block_setting(threads)
+                ),
                 notes: vec![format!("the PTX of `{}` says `.maxntid`/`.reqntid` {max}", record.name)],
-                help: Some(format!("launch at most {max} threads, or take `__launch_bounds__` from the declaration (occupancy_bounds.h)")),
+                help: Some(match origin {
+                    LaunchOrigin::Declaration => format!("launch at most {max} threads, or take `__launch_bounds__` from the declaration (occupancy_bounds.h)"),
+                    LaunchOrigin::CommandLine => format!("check the launch you use: `--block {max}` or less, or raise `__launch_bounds__` in the source"),
+                }),
             });
             return;
         }
@@ -297,9 +397,15 @@ fn unlaunchable(spec: &KernelSpec, on: &CompiledOnArch<'_>, findings: &mut Vec<F
         findings.push(Finding {
             lint: LintId::Unlaunchable,
             arch: Some(arch.to_string()),
-            message: format!("the declared launch of kernel `{}` cannot start on {arch}: {reason}", record.name),
+            message: match origin {
+                LaunchOrigin::Declaration => format!("the declared launch of kernel `{}` cannot start on {arch}: {reason}", record.name),
+                LaunchOrigin::CommandLine => format!("kernel `{}` cannot start on {arch} with {}: {reason}", record.name, origin.block_setting(threads)),
+            },
             notes: vec![ptxas_note(record)],
-            help: Some("make the block smaller, cap registers (`min_blocks_per_sm`, `max_registers`), lower `dynamic_smem`, or drop the arch from `archs`".into()),
+            help: Some(match origin {
+                LaunchOrigin::Declaration => "make the block smaller, cap registers (`min_blocks_per_sm`, `max_registers`), lower `dynamic_smem`, or drop the arch from `archs`".into(),
+                LaunchOrigin::CommandLine => "check a smaller block (`--block`), cap registers (`__launch_bounds__`, `-maxrregcount`), lower `--dynamic-smem`, or leave the arch out (`--arch`)".into(),
+            }),
         });
     }
 }
@@ -360,7 +466,8 @@ fn bounds_mismatch(spec: &KernelSpec, on: &CompiledOnArch<'_>, findings: &mut Ve
     }
 }
 
-fn occupancy_cliff(on: &CompiledOnArch<'_>, findings: &mut Vec<Finding>) {
+fn occupancy_cliff(on: &CompiledOnArch<'_>, origin: LaunchOrigin, findings: &mut Vec<Finding>) {
+    let allow = origin.allow(LintId::OccupancyCliff);
     let occupancy = on.occupancy;
     if occupancy.blocks_per_sm == 0 {
         return;
@@ -389,7 +496,10 @@ fn occupancy_cliff(on: &CompiledOnArch<'_>, findings: &mut Vec<Finding>) {
                 on.arch.name
             ),
             notes: vec![occupancy_note(on)],
-            help: Some(format!("cap registers at the current count (`max_registers = {registers}`) to keep this occupancy, or `allow(occupancy_cliff)`")),
+            help: Some(match origin {
+                LaunchOrigin::Declaration => format!("cap registers at the current count (`max_registers = {registers}`) to keep this occupancy, or {allow}"),
+                LaunchOrigin::CommandLine => format!("cap registers at the current count (`__maxnreg__({registers})` or `-maxrregcount {registers}`) to keep this occupancy, or {allow}"),
+            }),
         });
     }
     let smem_bind = occupancy.block_limits.shared_memory == Some(occupancy.blocks_per_sm);
@@ -404,9 +514,9 @@ fn occupancy_cliff(on: &CompiledOnArch<'_>, findings: &mut Vec<Finding>) {
                 on.arch.name
             ),
             notes: vec![occupancy_note(on)],
-            help: Some(
-                "keep shared memory per block where it is, or `allow(occupancy_cliff)`".into(),
-            ),
+            help: Some(format!(
+                "keep shared memory per block where it is, or {allow}"
+            )),
         });
     }
 }
@@ -454,20 +564,6 @@ pub struct BaselineNumbers {
     pub stack_frame_bytes: u64,
     pub static_smem_bytes: u64,
     pub occupancy: f64,
-}
-
-impl BaselineNumbers {
-    /// The numbers of a compiled kernel.
-    pub fn of(record: &KernelRecord, occupancy: &Occupancy) -> BaselineNumbers {
-        BaselineNumbers {
-            registers: record.registers.unwrap_or(0),
-            spill_store_bytes: record.spill_store_bytes.unwrap_or(0),
-            spill_load_bytes: record.spill_load_bytes.unwrap_or(0),
-            stack_frame_bytes: record.stack_frame_bytes.unwrap_or(0),
-            static_smem_bytes: record.static_smem_bytes,
-            occupancy: occupancy.occupancy,
-        }
-    }
 }
 
 /// `regression`: any number worse than the baseline's.
@@ -618,6 +714,60 @@ mod tests {
         assert!(evaluate_declared(&spec, &on)
             .iter()
             .all(|finding| finding.lint != LintId::Spills));
+    }
+
+    #[test]
+    fn a_command_line_launch_gets_the_same_lints_worded_with_flags() {
+        let record = record(SPILLING);
+        let arch = lookup("sm_90").unwrap();
+        // 250 threads: a partial warp too, whose message names the block.
+        let spec = KernelSpec::with_block(BlockDim::linear(250));
+        let result = occupancy(arch, &facts(&record), &Launch::new(250));
+        let on = [CompiledOnArch {
+            arch,
+            record: &record,
+            ptx: None,
+            occupancy: &result,
+        }];
+        let declared = evaluate_declared(&spec, &on);
+        let command_line = evaluate_launch(&spec, &on, LaunchOrigin::CommandLine);
+        let lints = |findings: &[Finding]| findings.iter().map(|f| f.lint).collect::<Vec<_>>();
+        assert_eq!(lints(&declared), lints(&command_line));
+        assert!(lints(&command_line).contains(&LintId::Spills));
+        assert!(lints(&command_line).contains(&LintId::PartialWarp));
+        for finding in &command_line {
+            let text = format!(
+                "{} {}",
+                finding.message,
+                finding.help.as_deref().unwrap_or("")
+            );
+            for attribute_word in ["declared", "min_blocks_per_sm", "max_spill_bytes", "allow("] {
+                assert!(!text.contains(attribute_word), "{attribute_word}: {text}");
+            }
+        }
+        let spills = command_line
+            .iter()
+            .find(|finding| finding.lint == LintId::Spills)
+            .unwrap();
+        assert!(
+            spills.message.contains("at most 0 allowed"),
+            "{}",
+            spills.message
+        );
+        assert!(
+            spills.help.as_deref().unwrap().contains("`--allow spills`"),
+            "{:?}",
+            spills.help
+        );
+        let partial = command_line
+            .iter()
+            .find(|finding| finding.lint == LintId::PartialWarp)
+            .unwrap();
+        assert!(
+            partial.message.contains("`--block 250`"),
+            "{}",
+            partial.message
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! kernel one register from a cliff, and a device function), with findings as the engine words
 //! them. The computed columns are filled by [`KernelRow::compute`], never written by hand.
 
-use super::model::{Finding, Headroom, KernelRow, Location, LocationKind, Report};
+use super::model::{Finding, KernelRow, Location, LocationKind, Report};
 use crate::arch;
 use crate::lint::{Level, LintId};
 
@@ -37,9 +37,7 @@ fn location(kind: LocationKind, (path, line): (&str, u32)) -> Location {
 fn row(example: &Example, arch_name: &str) -> KernelRow {
     let mut row = KernelRow {
         crate_name: Some(example.crate_name.to_string()),
-        name: example.name.to_string(),
         demangled: example.demangled.to_string(),
-        arch: arch_name.to_string(),
         entry: example.entry,
         registers: example.registers,
         barriers: u32::from(example.entry),
@@ -49,19 +47,11 @@ fn row(example: &Example, arch_name: &str) -> KernelRow {
         spill_load_bytes: example.spill_bytes.1,
         max_threads_per_block: example.max_threads_per_block,
         min_blocks_per_sm: example.min_blocks_per_sm,
-        block: example.block,
-        dynamic_smem_bytes: 0,
-        carveout_percent: None,
-        max_dynamic_smem_bytes: None,
-        blocks_per_sm: 0,
-        warps_per_sm: 0,
-        occupancy: 0.0,
-        limiters: Vec::new(),
-        headroom: Headroom::default(),
         source: Some(location(LocationKind::CudaKernel, example.source)),
         declaration: example
             .declaration
             .map(|place| location(LocationKind::RustAttribute, place)),
+        ..KernelRow::new(example.name, arch_name, example.block)
     };
     if let Ok(facts) = arch::lookup(arch_name) {
         row.compute(facts);

@@ -10,6 +10,7 @@
 
 use std::fmt::Write as _;
 
+use super::bytes_u32;
 use super::curves::{all_curves, Axis, Curve};
 use super::html::format_x;
 use super::model::KernelRow;
@@ -358,10 +359,6 @@ pub fn explain(arch: &'static ArchFacts, row: &KernelRow) -> Explanation {
         curves,
         assessment,
     }
-}
-
-fn bytes_u32(bytes: u64) -> u32 {
-    u32::try_from(bytes).unwrap_or(u32::MAX)
 }
 
 /// Removes `remove` bytes, from dynamic shared memory first.

@@ -312,11 +312,7 @@ fn render_table(out: &mut String, report: &Report) {
 }
 
 fn render_findings(out: &mut String, report: &Report) {
-    let shown: Vec<&Finding> = report
-        .findings
-        .iter()
-        .filter(|finding| finding.level != Level::Allow)
-        .collect();
+    let shown: Vec<&Finding> = report.shown_findings().collect();
     if shown.is_empty() {
         return;
     }

@@ -52,11 +52,7 @@ pub fn render_markdown(report: &Report) -> String {
         }
         out.push('\n');
     }
-    let shown: Vec<&Finding> = report
-        .findings
-        .iter()
-        .filter(|finding| finding.level != Level::Allow)
-        .collect();
+    let shown: Vec<&Finding> = report.shown_findings().collect();
     if !shown.is_empty() {
         out.push_str("### Findings\n\n");
         for finding in shown {

@@ -26,7 +26,8 @@ pub use curves::{
 pub use html::render_html;
 pub use markdown::render_markdown;
 pub use model::{
-    Finding, Headroom, KernelRow, Location, LocationKind, ReadError, Report, SCHEMA_VERSION,
+    Finding, Headroom, KernelRow, Location, LocationKind, ReadError, Report, SourceFile,
+    SCHEMA_VERSION,
 };
 pub use query::{parse_sort_key, Column, Query, UnknownColumn};
 pub use sarif::render_sarif;
@@ -44,7 +45,7 @@ pub fn render_json(report: &Report) -> String {
 }
 
 /// Saturates a byte count into the calculator's `u32`.
-fn bytes_u32(bytes: u64) -> u32 {
+pub(crate) fn bytes_u32(bytes: u64) -> u32 {
     u32::try_from(bytes).unwrap_or(u32::MAX)
 }
 
@@ -60,6 +61,41 @@ pub struct RowLaunch {
 }
 
 impl KernelRow {
+    /// A row of an entry kernel `name` on `arch` launched with `block` threads, with no
+    /// resources (0 registers, 1 barrier, no shared memory, stack or spills), no bounds and no
+    /// locations, and nothing computed: callers set what they know with struct-update syntax,
+    /// then call [`KernelRow::compute`].
+    pub fn new(name: &str, arch: &str, block: u32) -> KernelRow {
+        KernelRow {
+            crate_name: None,
+            name: name.to_string(),
+            demangled: name.to_string(),
+            arch: arch.to_string(),
+            entry: true,
+            registers: 0,
+            barriers: 1,
+            static_smem_bytes: 0,
+            stack_frame_bytes: 0,
+            spill_store_bytes: 0,
+            spill_load_bytes: 0,
+            max_threads_per_block: None,
+            min_blocks_per_sm: None,
+            max_registers: None,
+            block,
+            dynamic_smem_bytes: 0,
+            carveout_percent: None,
+            max_dynamic_smem_bytes: None,
+            blocks_per_sm: 0,
+            warps_per_sm: 0,
+            occupancy: 0.0,
+            limiters: Vec::new(),
+            headroom: Headroom::default(),
+            source: None,
+            declaration: None,
+            rust_name: None,
+        }
+    }
+
     /// A computed row from what ptxas reported for one function on one architecture, with the
     /// compiled launch bounds from the PTX when known. The arch is resolved by
     /// [`crate::arch::lookup`] (`sm_90a` → `sm_90`); an unknown arch is an error.
@@ -77,13 +113,10 @@ impl KernelRow {
                 .product::<u32>()
         });
         let mut row = KernelRow {
-            crate_name: None,
-            name: record.name.clone(),
             demangled: record
                 .demangled
                 .clone()
                 .unwrap_or_else(|| record.name.clone()),
-            arch: arch.name.to_string(),
             entry: record.entry,
             registers: record.registers.unwrap_or(0),
             barriers: record.barriers.unwrap_or(u32::from(record.entry)),
@@ -93,17 +126,10 @@ impl KernelRow {
             spill_load_bytes: record.spill_load_bytes.unwrap_or(0),
             max_threads_per_block,
             min_blocks_per_sm: ptx.and_then(|entry| entry.minnctapersm),
-            block: launch.block,
+            max_registers: ptx.and_then(|entry| entry.maxnreg),
             dynamic_smem_bytes: launch.dynamic_smem_bytes,
             carveout_percent: launch.carveout_percent,
-            max_dynamic_smem_bytes: None,
-            blocks_per_sm: 0,
-            warps_per_sm: 0,
-            occupancy: 0.0,
-            limiters: Vec::new(),
-            headroom: Headroom::default(),
-            source: None,
-            declaration: None,
+            ..KernelRow::new(&record.name, arch.name, launch.block)
         };
         row.compute(arch);
         Ok(row)
@@ -129,6 +155,12 @@ impl KernelRow {
         }
     }
 
+    /// The calculator's answer for the row's launch on `arch` (what [`KernelRow::compute`]
+    /// stores), for callers that need more than the stored columns (the lint evaluation).
+    pub fn occupancy_on(&self, arch: &ArchFacts) -> calc::Occupancy {
+        calc::occupancy(arch, &self.kernel_facts(), &self.launch())
+    }
+
     /// The input of the curves.
     pub fn curve_input(&self) -> CurveInput {
         CurveInput {
@@ -152,7 +184,7 @@ impl KernelRow {
         }
         let kernel = self.kernel_facts();
         let launch = self.launch();
-        let answer = calc::occupancy(arch, &kernel, &launch);
+        let answer = self.occupancy_on(arch);
         self.blocks_per_sm = answer.blocks_per_sm;
         self.warps_per_sm = answer.warps_per_sm;
         self.occupancy = answer.occupancy;

@@ -23,9 +23,29 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub struct Report {
     /// [`SCHEMA_VERSION`] of the writer.
     pub schema_version: u32,
+    /// The package whose build wrote the report (`CARGO_PKG_NAME`); absent for
+    /// `cargo occupancy check` and for merged reports.
+    #[serde(rename = "crate", default, skip_serializing_if = "Option::is_none")]
+    pub crate_name: Option<String>,
+    /// nvcc's release (`13.0`), when something was compiled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_release: Option<String>,
+    /// The target architectures of the build (`sm_90`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub archs: Vec<String>,
+    /// Where the build's architectures came from (`builder`, `occupancy_archs`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch_source: Option<String>,
+    /// Why nothing was checked (`OCCUPANCY_SKIP`, docs.rs); absent when the checks ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    /// Every compiled source of the build.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<SourceFile>,
     /// One row per kernel and architecture.
     pub kernels: Vec<KernelRow>,
-    /// Every finding, allowed ones included (renderers decide what to show).
+    /// The findings: `check` keeps allowed ones (renderers decide what to show); a build's
+    /// report keeps warn and deny ones.
     pub findings: Vec<Finding>,
 }
 
@@ -33,10 +53,25 @@ impl Default for Report {
     fn default() -> Self {
         Report {
             schema_version: SCHEMA_VERSION,
+            crate_name: None,
+            cuda_release: None,
+            archs: Vec::new(),
+            arch_source: None,
+            skipped: None,
+            sources: Vec::new(),
             kernels: Vec::new(),
             findings: Vec::new(),
         }
     }
+}
+
+/// One compiled source file of a build.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceFile {
+    /// Relative to the package root.
+    pub path: String,
+    /// True when the result was replayed from the per-file cache.
+    pub from_cache: bool,
 }
 
 /// A report file whose schema this version cannot read.
@@ -78,7 +113,8 @@ impl Report {
         Ok(serde_json::from_value(value)?)
     }
 
-    /// Puts several reports (one per crate) into one.
+    /// Puts several reports (one per crate) into one: kernels and findings (which name their
+    /// crate) are kept; the per-build fields (crate, release, archs, sources) are not.
     pub fn merge(reports: impl IntoIterator<Item = Report>) -> Report {
         let mut merged = Report::default();
         for report in reports {
@@ -86,6 +122,21 @@ impl Report {
             merged.findings.extend(report.findings);
         }
         merged
+    }
+
+    /// The findings a reader is shown: warn and deny (allowed ones are kept in the model for
+    /// scripts, and left out of every rendering).
+    pub fn shown_findings(&self) -> impl Iterator<Item = &Finding> {
+        self.findings
+            .iter()
+            .filter(|finding| finding.level != Level::Allow)
+    }
+
+    /// The findings at deny level.
+    pub fn denied(&self) -> impl Iterator<Item = &Finding> {
+        self.findings
+            .iter()
+            .filter(|finding| finding.level == Level::Deny)
     }
 
     /// Whether a finding at level deny stands: the gate fails.
@@ -147,6 +198,9 @@ pub struct KernelRow {
     /// The compiled min blocks per SM (`.minnctapersm`, from `__launch_bounds__`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_blocks_per_sm: Option<u32>,
+    /// The compiled register limit (`.maxnreg`, from `__maxnreg__`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_registers: Option<u32>,
     /// The launch evaluated: threads per block.
     pub block: u32,
     /// The launch evaluated: dynamic shared memory per block.
@@ -176,6 +230,9 @@ pub struct KernelRow {
     /// Where the kernel is declared (the `#[occupancy::kernel]` attribute), when declared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub declaration: Option<Location>,
+    /// The Rust item the declaration is attached to, when declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rust_name: Option<String>,
 }
 
 impl KernelRow {

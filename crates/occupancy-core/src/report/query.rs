@@ -210,9 +210,9 @@ impl Query {
             .cloned()
             .collect();
         Report {
-            schema_version: report.schema_version,
             kernels,
             findings,
+            ..report.clone()
         }
     }
 }

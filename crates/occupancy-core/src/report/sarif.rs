@@ -150,9 +150,7 @@ fn result(report: &Report, finding: &Finding) -> Value {
 pub fn render_sarif(report: &Report, tool_version: &str) -> String {
     let rules: Vec<Value> = LintId::ALL.iter().map(|id| rule(*id)).collect();
     let results: Vec<Value> = report
-        .findings
-        .iter()
-        .filter(|finding| finding.level != Level::Allow)
+        .shown_findings()
         .map(|finding| result(report, finding))
         .collect();
     let log = json!({

@@ -221,12 +221,7 @@ pub fn render_text(report: &Report) -> String {
             out.push('\n');
         }
     }
-    let shown: Vec<&Finding> = report
-        .findings
-        .iter()
-        .filter(|finding| finding.level != Level::Allow)
-        .collect();
-    for finding in &shown {
+    for finding in report.shown_findings() {
         out.push('\n');
         out.push_str(&render_finding_text(finding));
     }
