@@ -36,3 +36,44 @@ pub fn nvcc() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| cuda_home().join("bin/nvcc"))
 }
+
+/// Where the end-to-end tests copy and build fixture crates; they share `target/e2e/target` so the
+/// workspace crates compile once for all of them.
+pub fn e2e_root() -> PathBuf {
+    repo_root().join("target").join("e2e")
+}
+
+/// Copies a fixture crate's folder (recursively) to where a test builds it.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Variables a developer's shell may hold that change what occupancy-build does (target archs,
+/// opt-outs, blessing, lint levels, compiler wrappers). An end-to-end build starts without them,
+/// so it tests only what the test itself sets afterwards.
+pub const BUILD_ENVIRONMENT_OVERRIDES: &[&str] = &[
+    "OCCUPANCY_ARCHS",
+    "CUDA_COMPUTE_CAP",
+    "OCCUPANCY_SKIP",
+    "OCCUPANCY_BLESS",
+    "OCCUPANCY_LINT_SPILLS",
+    "RUSTC_WRAPPER",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "DOCS_RS",
+];
+
+/// Removes [`BUILD_ENVIRONMENT_OVERRIDES`] from a command's environment.
+pub fn clear_build_environment(command: &mut std::process::Command) {
+    for variable in BUILD_ENVIRONMENT_OVERRIDES {
+        command.env_remove(variable);
+    }
+}

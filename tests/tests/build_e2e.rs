@@ -5,33 +5,16 @@
 //! its dependencies compile once. nvcc runs through tests/fixtures/nvcc-logger.sh, which logs each
 //! invocation, so the tests can count what was compiled.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use occupancy_tests::{nvcc, repo_root};
+use occupancy_tests::{clear_build_environment, copy_dir, e2e_root, nvcc, repo_root};
 
 /// A copy of a fixture crate under target/e2e/work/<instance>, with its own package name.
 struct Fixture {
     dir: PathBuf,
     nvcc_log: PathBuf,
     name: String,
-}
-
-fn e2e_root() -> PathBuf {
-    repo_root().join("target").join("e2e")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 impl Fixture {
@@ -81,16 +64,7 @@ impl Fixture {
             .env("OCCUPANCY_TEST_REAL_NVCC", nvcc())
             .env("OCCUPANCY_TEST_NVCC_LOG", &self.nvcc_log)
             .env("CUDA_HOME", occupancy_tests::cuda_home());
-        for variable in [
-            "OCCUPANCY_ARCHS",
-            "CUDA_COMPUTE_CAP",
-            "OCCUPANCY_SKIP",
-            "OCCUPANCY_BLESS",
-            "RUSTC_WRAPPER",
-            "DOCS_RS",
-        ] {
-            command.env_remove(variable);
-        }
+        clear_build_environment(&mut command);
         for (name, value) in env {
             command.env(name, value);
         }

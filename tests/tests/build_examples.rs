@@ -8,24 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use occupancy_tests::{cuda_home, nvcc, repo_root};
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let name = entry.file_name();
-        if name == "target" || name == "Cargo.lock" {
-            continue;
-        }
-        let target = to.join(&name);
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
+use occupancy_tests::{clear_build_environment, copy_dir, cuda_home, nvcc, repo_root};
 
 fn example(name: &str) -> PathBuf {
     let dir = repo_root().join("target/e2e/examples").join(name);
@@ -52,16 +35,7 @@ fn cargo(dir: &Path, args: &[&str]) -> Output {
         .env("CARGO_TARGET_DIR", repo_root().join("target/e2e/target"))
         .env("NVCC", nvcc())
         .env("CUDA_HOME", cuda_home());
-    for variable in [
-        "OCCUPANCY_ARCHS",
-        "CUDA_COMPUTE_CAP",
-        "OCCUPANCY_SKIP",
-        "OCCUPANCY_BLESS",
-        "RUSTC_WRAPPER",
-        "DOCS_RS",
-    ] {
-        command.env_remove(variable);
-    }
+    clear_build_environment(&mut command);
     command.output().expect("cargo runs")
 }
 

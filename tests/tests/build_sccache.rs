@@ -23,14 +23,10 @@
 //! dependencies are compiled once for both.
 
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use occupancy_tests::{cuda_home, nvcc, repo_root};
-
-fn e2e_root() -> PathBuf {
-    repo_root().join("target").join("e2e")
-}
+use occupancy_tests::{clear_build_environment, copy_dir, cuda_home, e2e_root, nvcc, repo_root};
 
 /// The sccache binary: `OCCUPANCY_SCCACHE`, else the one scripts/setup-cuda.sh installs.
 fn sccache_binary() -> PathBuf {
@@ -177,19 +173,6 @@ struct Fixture {
     name: String,
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 impl Fixture {
     fn new(instance: &str) -> Fixture {
         let dir = e2e_root().join("work").join(instance);
@@ -241,26 +224,11 @@ impl Fixture {
             .env("CARGO_TARGET_DIR", e2e_root().join("target"))
             .env("NVCC", nvcc())
             .env("CUDA_HOME", cuda_home());
-        match server {
-            Some(server) => {
-                // `cc` puts sccache in front of nvcc when RUSTC_WRAPPER names it.
-                command.env("RUSTC_WRAPPER", &server.binary);
-                server.apply_env(&mut command);
-            }
-            None => {
-                command.env_remove("RUSTC_WRAPPER");
-            }
-        }
-        for variable in [
-            "OCCUPANCY_ARCHS",
-            "CUDA_COMPUTE_CAP",
-            "OCCUPANCY_SKIP",
-            "OCCUPANCY_BLESS",
-            "OCCUPANCY_LINT_SPILLS",
-            "RUSTC_WORKSPACE_WRAPPER",
-            "DOCS_RS",
-        ] {
-            command.env_remove(variable);
+        clear_build_environment(&mut command);
+        if let Some(server) = server {
+            // `cc` puts sccache in front of nvcc when RUSTC_WRAPPER names it.
+            command.env("RUSTC_WRAPPER", &server.binary);
+            server.apply_env(&mut command);
         }
         if let Some(archs) = archs {
             command.env("OCCUPANCY_ARCHS", archs);
