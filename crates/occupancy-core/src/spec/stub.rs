@@ -138,48 +138,25 @@ impl KernelStub {
         attribute_span: Span,
     ) -> syn::Result<Resolution> {
         match self {
-            KernelStub::Function(function) => {
-                reject_second_attribute(&function.attrs)?;
-                let parsed = grammar::parse_spec(args, attribute_span)?;
-                let kernel_name = symbol_name(&parsed.spec, &function.sig.ident, &function.attrs);
-                let kernel = StubKernel {
-                    kind: StubKind::Function,
-                    ident: function.sig.ident.clone(),
-                    visibility: function.vis.clone(),
-                    spec: parsed.spec,
-                    kernel_name,
-                    attribute_span,
-                };
-                Ok(Resolution {
-                    item: Some(function.into_token_stream()),
-                    kernels: vec![ResolvedKernel {
-                        kernel,
-                        keys: parsed.keys,
-                        attribute_span,
-                    }],
-                })
-            }
-            KernelStub::BodylessFunction(function) => {
-                reject_second_attribute(&function.attrs)?;
-                let parsed = grammar::parse_spec(args, attribute_span)?;
-                let kernel_name = symbol_name(&parsed.spec, &function.sig.ident, &function.attrs);
-                let kernel = StubKernel {
-                    kind: StubKind::BodylessFunction,
-                    ident: function.sig.ident.clone(),
-                    visibility: function.vis.clone(),
-                    spec: parsed.spec,
-                    kernel_name,
-                    attribute_span,
-                };
-                Ok(Resolution {
-                    item: None,
-                    kernels: vec![ResolvedKernel {
-                        kernel,
-                        keys: parsed.keys,
-                        attribute_span,
-                    }],
-                })
-            }
+            KernelStub::Function(function) => resolve_function(
+                StubKind::Function,
+                &function.sig,
+                &function.vis,
+                &function.attrs,
+                Some(function.to_token_stream()),
+                args,
+                attribute_span,
+            ),
+            // A body-less fn is not valid Rust on its own: the declaration's const replaces it.
+            KernelStub::BodylessFunction(function) => resolve_function(
+                StubKind::BodylessFunction,
+                &function.sig,
+                &function.vis,
+                &function.attrs,
+                None,
+                args,
+                attribute_span,
+            ),
             KernelStub::ExternBlock(block) => resolve_extern_block(block, args, attribute_span),
         }
     }
@@ -266,6 +243,37 @@ fn symbol_name(spec: &KernelSpec, ident: &syn::Ident, attrs: &[syn::Attribute]) 
         }
     }
     syn::ext::IdentExt::unraw(ident).to_string()
+}
+
+/// One fn stub (with or without a body): its declaration, and the tokens kept in its place.
+fn resolve_function(
+    kind: StubKind,
+    signature: &syn::Signature,
+    visibility: &syn::Visibility,
+    attrs: &[syn::Attribute],
+    item: Option<TokenStream>,
+    args: TokenStream,
+    attribute_span: Span,
+) -> syn::Result<Resolution> {
+    reject_second_attribute(attrs)?;
+    let parsed = grammar::parse_spec(args, attribute_span)?;
+    let kernel_name = symbol_name(&parsed.spec, &signature.ident, attrs);
+    let kernel = StubKernel {
+        kind,
+        ident: signature.ident.clone(),
+        visibility: visibility.clone(),
+        spec: parsed.spec,
+        kernel_name,
+        attribute_span,
+    };
+    Ok(Resolution {
+        item,
+        kernels: vec![ResolvedKernel {
+            kernel,
+            keys: parsed.keys,
+            attribute_span,
+        }],
+    })
 }
 
 fn resolve_extern_block(
