@@ -15,10 +15,10 @@ fn example(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     copy_dir(&repo_root().join("examples").join(name), &dir);
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
-    let crates = format!("{}/crates/", repo_root().display());
+    let crates = format!("{}/occupancy", repo_root().display());
     std::fs::write(
         dir.join("Cargo.toml"),
-        manifest.replace("../../crates/", &crates),
+        manifest.replace("../../occupancy", &crates),
     )
     .unwrap();
     std::fs::copy(repo_root().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();

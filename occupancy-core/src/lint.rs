@@ -1,0 +1,556 @@
+//! Lints: the registry of every check the build gate can report, and their levels.
+//!
+//! This module is the single list of lint ids, their default levels and their documentation.
+//! `docs/lints.md` is rendered from it ([`render_lints_markdown`]) and a test fails when the
+//! committed file drifts. Users set levels in clippy's words, most specific wins:
+//!
+//! 1. per kernel, in the attribute: `#[occupancy::kernel(block = 256, warn(spills))]`;
+//! 2. by environment: `OCCUPANCY_LINT_SPILLS=warn` ([`LintId::env_var`]);
+//! 3. per crate: `[package.metadata.occupancy.lints]` then `[workspace.metadata.occupancy.lints]`
+//!    with `spills = "warn"` ([`LintId::as_str`] is the key);
+//! 4. the default ([`LintId::default_level`]).
+//!
+//! What this module must not do: evaluate anything. Turning compiler reports into findings is
+//! the evaluation part of the build gate, which lives below the registry (see the seam at the
+//! end of this file) and must take its ids, levels and texts from here.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// How a finding of a lint is treated, in clippy's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// Not reported (still recorded in the JSON report).
+    Allow,
+    /// Reported as a `cargo:warning`; the build goes on.
+    Warn,
+    /// Reported as an error; the build fails.
+    Deny,
+}
+
+impl Level {
+    /// Every level, from least to most severe.
+    pub const ALL: [Level; 3] = [Level::Allow, Level::Warn, Level::Deny];
+
+    /// The word used in attributes, config files and environment variables.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Level::Allow => "allow",
+            Level::Warn => "warn",
+            Level::Deny => "deny",
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+/// A level word that is not `allow`, `warn` or `deny`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown lint level `{given}`: write `allow`, `warn` or `deny`{hint}")]
+pub struct UnknownLevel {
+    /// What was written.
+    pub given: String,
+    hint: String,
+}
+
+impl FromStr for Level {
+    type Err = UnknownLevel;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "allow" => Ok(Level::Allow),
+            "warn" => Ok(Level::Warn),
+            "deny" => Ok(Level::Deny),
+            other => {
+                let lowered = other.trim().to_ascii_lowercase();
+                let hint = match lowered.as_str() {
+                    "forbid" => " (`forbid` is not supported; `deny` fails the build)".to_owned(),
+                    "error" => " (did you mean `deny`?)".to_owned(),
+                    "warning" => " (did you mean `warn`?)".to_owned(),
+                    "off" | "ignore" | "none" => " (did you mean `allow`?)".to_owned(),
+                    _ => {
+                        match did_you_mean(&lowered, Level::ALL.iter().map(|level| level.as_str()))
+                        {
+                            Some(suggestion) => format!(" (did you mean `{suggestion}`?)"),
+                            None => String::new(),
+                        }
+                    }
+                };
+                Err(UnknownLevel {
+                    given: other.to_owned(),
+                    hint,
+                })
+            }
+        }
+    }
+}
+
+/// Every lint the build gate can report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LintId {
+    /// Spill bytes above the declared `max_spill_bytes` (default 0).
+    Spills,
+    /// Theoretical occupancy below the declared `min_occupancy`.
+    LowOccupancy,
+    /// The declared launch cannot start on an architecture.
+    Unlaunchable,
+    /// The kernel was not compiled with the declared launch bounds.
+    BoundsMismatch,
+    /// A declared kernel is not in any compiled output.
+    MissingKernel,
+    /// Stack frame above the declared `max_stack_bytes` (or any stack when none is declared).
+    StackFrame,
+    /// The kernel uses local memory (arrays indexed at run time, large structs).
+    LocalMemory,
+    /// A few registers or bytes more would cost a resident block.
+    OccupancyCliff,
+    /// The declared block is not a multiple of the warp size (32 threads).
+    PartialWarp,
+    /// A compiled kernel has no `#[occupancy::kernel]` declaration.
+    UndeclaredKernel,
+    /// Worse than the committed baseline.
+    Regression,
+}
+
+/// The documentation of one lint, as it appears in `docs/lints.md` and in `cargo occupancy explain`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LintInfo {
+    /// The id, as in [`LintId`].
+    pub id: LintId,
+    /// One line: what the lint reports.
+    pub summary: &'static str,
+    /// Why a finding is bad for the crate.
+    pub why_bad: &'static str,
+    /// A declaration (and situation) that triggers it.
+    pub example: &'static str,
+    /// What to change.
+    pub fix: &'static str,
+}
+
+impl LintId {
+    /// Every lint, in the order they are documented.
+    pub const ALL: [LintId; 11] = [
+        LintId::Spills,
+        LintId::LowOccupancy,
+        LintId::Unlaunchable,
+        LintId::BoundsMismatch,
+        LintId::MissingKernel,
+        LintId::StackFrame,
+        LintId::LocalMemory,
+        LintId::OccupancyCliff,
+        LintId::PartialWarp,
+        LintId::UndeclaredKernel,
+        LintId::Regression,
+    ];
+
+    /// The id as written in attributes (`warn(spills)`), config keys and JSON.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LintId::Spills => "spills",
+            LintId::LowOccupancy => "low_occupancy",
+            LintId::Unlaunchable => "unlaunchable",
+            LintId::BoundsMismatch => "bounds_mismatch",
+            LintId::MissingKernel => "missing_kernel",
+            LintId::StackFrame => "stack_frame",
+            LintId::LocalMemory => "local_memory",
+            LintId::OccupancyCliff => "occupancy_cliff",
+            LintId::PartialWarp => "partial_warp",
+            LintId::UndeclaredKernel => "undeclared_kernel",
+            LintId::Regression => "regression",
+        }
+    }
+
+    /// The level a finding gets when nothing overrides it.
+    pub const fn default_level(self) -> Level {
+        match self {
+            LintId::Spills
+            | LintId::LowOccupancy
+            | LintId::Unlaunchable
+            | LintId::BoundsMismatch
+            | LintId::MissingKernel
+            | LintId::Regression => Level::Deny,
+            LintId::StackFrame
+            | LintId::LocalMemory
+            | LintId::OccupancyCliff
+            | LintId::PartialWarp => Level::Warn,
+            LintId::UndeclaredKernel => Level::Allow,
+        }
+    }
+
+    /// The environment variable that sets this lint's level for a whole build, e.g.
+    /// `OCCUPANCY_LINT_SPILLS=warn`.
+    pub fn env_var(self) -> String {
+        format!("OCCUPANCY_LINT_{}", self.as_str().to_ascii_uppercase())
+    }
+
+    /// The line to write in Cargo.toml under `[package.metadata.occupancy.lints]`
+    /// (or `[workspace.metadata.occupancy.lints]`) to set `level` for a whole crate.
+    pub fn config_line(self, level: Level) -> String {
+        format!("{} = \"{}\"", self.as_str(), level.as_str())
+    }
+
+    /// The lint's documentation.
+    pub const fn info(self) -> LintInfo {
+        let (summary, why_bad, example, fix) = match self {
+            LintId::Spills => (
+                "ptxas spilled registers to local memory: spill bytes above the declared `max_spill_bytes` (default 0).",
+                "Spilled values live in local memory, which is cached device memory: every spill store and load is a memory round trip in the kernel's hot path, often costing more than the occupancy the register cap bought.",
+                "`#[occupancy::kernel(block = 256, min_blocks_per_sm = 8)]` on a kernel that needs 96 registers per thread: 8 blocks of 256 threads leave ptxas 32 registers, so it spills.",
+                "Lower `min_blocks_per_sm` (the diagnostic names the largest value that keeps the kernel spill-free), raise `max_registers`, reduce live values in the kernel, or accept the spills with `max_spill_bytes = N`.",
+            ),
+            LintId::LowOccupancy => (
+                "Theoretical occupancy on some target architecture is below the declared `min_occupancy`.",
+                "Too few resident warps leave the SM idle while warps wait on memory; the kernel runs at a fraction of the bandwidth or throughput the crate expects.",
+                "`#[occupancy::kernel(block = 256, min_occupancy = 0.5)]` on a kernel using 128 registers per thread: on sm_90 only 2 blocks (512 of 2048 threads, 25%) fit.",
+                "Reduce registers (`min_blocks_per_sm` or `max_registers`), shared memory or block size; or lower `min_occupancy`, or `allow(low_occupancy)` when low occupancy is deliberate (register tiling).",
+            ),
+            LintId::Unlaunchable => (
+                "The declared launch cannot start on some target architecture.",
+                "The launch fails at run time (too many resources requested for launch, or invalid argument), on exactly the GPUs named, usually far from where the kernel was changed.",
+                "`#[occupancy::kernel(block = 1024)]` on a kernel using 72 registers per thread: 1024 x 72 = 73728 registers, above the 65536 per block.",
+                "Make the block smaller, cap registers with `min_blocks_per_sm` or `max_registers`, or lower `dynamic_smem`; or drop the architecture from `archs`.",
+            ),
+            LintId::BoundsMismatch => (
+                "The compiled kernel's launch bounds (`.maxntid`, `.minnctapersm`, `.maxnreg`) differ from the declaration.",
+                "The declaration is what the crate launches with; a kernel compiled for other bounds either spends registers the launch cannot use or cannot be launched with the declared block.",
+                "`#[occupancy::kernel(block = 256, min_blocks_per_sm = 4)]` while the .cu kernel says `__launch_bounds__(128)`.",
+                "Take the bounds from the declaration: `__launch_bounds__(OCCUPANCY_BOUNDS_<kernel>)` from the generated `occupancy_bounds.h`, or edit one side to match the other.",
+            ),
+            LintId::MissingKernel => (
+                "A declared kernel was not found in any compiled output.",
+                "Nothing about the kernel could be checked: a renamed or removed kernel, a C++ name without `extern \"C\"`, or a file not handed to the builder would otherwise pass silently.",
+                "`#[occupancy::kernel(block = 256)] fn saxpy();` while the .cu file defines `saxpy_f32`.",
+                "Set `name = \"...\"` to the compiled symbol (the mangled name for C++ kernels), declare the kernel `extern \"C\"`, or add its file to the builder.",
+            ),
+            LintId::StackFrame => (
+                "The kernel's stack frame is above the declared `max_stack_bytes` (any stack when none is declared).",
+                "Stack lives in local memory: each thread's frame costs memory traffic and, for deep call chains or recursion, device memory reserved per resident thread.",
+                "A kernel calling a non-inlined device function with a 64-byte local array: ptxas reports `64 bytes stack frame`.",
+                "Inline the callee (`__forceinline__`), keep arrays indexed by constants so they stay in registers, or declare `max_stack_bytes = N`.",
+            ),
+            LintId::LocalMemory => (
+                "The kernel uses local memory (`ld.local`/`st.local`) beyond register spills.",
+                "Local memory is device memory behind the L1 cache; arrays indexed at run time and large structs placed there turn register reads into memory traffic.",
+                "`float acc[16]; acc[threadIdx.x % 16] += x;`: the run-time index forces `acc` into local memory.",
+                "Index local arrays with compile-time constants (unrolled loops), use shared memory for per-block scratch, or `allow(local_memory)`.",
+            ),
+            LintId::OccupancyCliff => (
+                "A few more registers or bytes of shared memory would cost a resident block on some architecture.",
+                "The next small change to the kernel (one more live variable) silently drops occupancy by a whole block; knowing the margin keeps that drop a decision, not an accident.",
+                "A 256-thread kernel at 64 registers on sm_90: 4 blocks fit; at 65 registers (allocated as 72) only 3 do.",
+                "Leave it as a warning to watch, cap registers at the current value (`max_registers = 64`), or `allow(occupancy_cliff)`.",
+            ),
+            LintId::PartialWarp => (
+                "The declared block is not a multiple of the warp size (32 threads).",
+                "Threads are scheduled in warps of 32: the last warp of each block runs partly empty, and the idle lanes still take registers and issue slots.",
+                "`#[occupancy::kernel(block = 100)]`: 4 warps are allocated, 28 lanes idle in every block.",
+                "Round the block up to a multiple of 32 and guard the extra threads with a bounds check, or `allow(partial_warp)`.",
+            ),
+            LintId::UndeclaredKernel => (
+                "A compiled kernel has no `#[occupancy::kernel]` declaration.",
+                "An undeclared kernel is only checked against the architecture's hard limits, not against the crate's intent; new kernels can slip in unchecked.",
+                "A .cu file defines `__global__ void transpose(...)` but no Rust stub declares it.",
+                "Declare it next to its Rust stub with `#[occupancy::kernel(...)]`, or leave this lint at its default `allow`.",
+            ),
+            LintId::Regression => (
+                "A kernel is worse than the committed baseline (`occupancy.lock`): more registers, spills or stack, or lower occupancy.",
+                "Regressions in resource use are invisible in review and show up as slowdowns much later; the baseline makes every one a visible diff.",
+                "The baseline records 40 registers and 50% occupancy on sm_80; a change makes it 48 registers and 37.5%.",
+                "Fix the kernel, or accept the new numbers with `OCCUPANCY_BLESS=1 cargo build` (or `cargo occupancy bless`) and commit the updated baseline.",
+            ),
+        };
+        LintInfo {
+            id: self,
+            summary,
+            why_bad,
+            example,
+            fix,
+        }
+    }
+}
+
+impl fmt::Display for LintId {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+/// A lint name that is not in the registry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown lint `{given}`{}", suggestion_text(.suggestion))]
+pub struct UnknownLint {
+    /// What was written.
+    pub given: String,
+    /// The closest lint id, if one is close enough to be a likely typo.
+    pub suggestion: Option<LintId>,
+}
+
+fn suggestion_text(suggestion: &Option<LintId>) -> String {
+    match suggestion {
+        Some(id) => format!(": did you mean `{id}`?"),
+        None => format!(
+            "; the lints are: {}",
+            LintId::ALL
+                .iter()
+                .map(|id| id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+impl FromStr for LintId {
+    type Err = UnknownLint;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if let Some(id) = LintId::ALL.into_iter().find(|id| id.as_str() == text) {
+            return Ok(id);
+        }
+        let normalized = text.trim().to_ascii_lowercase().replace('-', "_");
+        let suggestion = LintId::ALL
+            .into_iter()
+            .find(|id| id.as_str() == normalized)
+            .or_else(|| {
+                let candidate =
+                    did_you_mean(&normalized, LintId::ALL.iter().map(|id| id.as_str()))?;
+                LintId::ALL.into_iter().find(|id| id.as_str() == candidate)
+            });
+        Err(UnknownLint {
+            given: text.to_owned(),
+            suggestion,
+        })
+    }
+}
+
+/// The candidate closest to `given` by edit distance, when close enough to be a typo.
+///
+/// Shared by every "did you mean" in the toolkit (keys, lint ids, levels).
+pub fn did_you_mean<'a>(
+    given: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let allowed_distance = (given.chars().count() / 3).max(2);
+    candidates
+        .into_iter()
+        .map(|candidate| (edit_distance(given, candidate), candidate))
+        .filter(|(distance, _)| *distance <= allowed_distance)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
+}
+
+/// Levenshtein distance in characters.
+pub fn edit_distance(left: &str, right: &str) -> usize {
+    let right_chars: Vec<char> = right.chars().collect();
+    let mut previous_row: Vec<usize> = (0..=right_chars.len()).collect();
+    for (left_index, left_char) in left.chars().enumerate() {
+        let mut current_row = Vec::with_capacity(right_chars.len() + 1);
+        current_row.push(left_index + 1);
+        for (right_index, right_char) in right_chars.iter().enumerate() {
+            let substitution = previous_row[right_index] + usize::from(left_char != *right_char);
+            let deletion = previous_row[right_index + 1] + 1;
+            let insertion = current_row[right_index] + 1;
+            current_row.push(substitution.min(deletion).min(insertion));
+        }
+        previous_row = current_row;
+    }
+    previous_row[right_chars.len()]
+}
+
+/// Renders `docs/lints.md` from the registry. A test compares the committed file with this;
+/// `OCCUPANCY_BLESS_DOCS=1 cargo test -p occupancy-core --test lints_doc` rewrites it.
+pub fn render_lints_markdown() -> String {
+    let mut out = String::new();
+    out.push_str("# Lints\n\n");
+    out.push_str("<!-- Generated from occupancy-core/src/lint.rs by `render_lints_markdown`; a test fails when this file drifts.\n");
+    out.push_str("     Regenerate with: OCCUPANCY_BLESS_DOCS=1 cargo test -p occupancy-core --test lints_doc -->\n\n");
+    out.push_str("Every finding of the build gate belongs to one of these lints. Each has a level, in clippy's words:\n");
+    out.push_str("`allow` (recorded in the JSON report only), `warn` (a `cargo:warning`, the build goes on) or\n");
+    out.push_str("`deny` (an error, the build fails).\n\n");
+    out.push_str("## Setting levels\n\n");
+    out.push_str("The most specific setting wins:\n\n");
+    out.push_str("1. per kernel, in the declaration: `#[occupancy::kernel(block = 256, warn(spills), allow(low_occupancy, partial_warp))]`;\n");
+    out.push_str(
+        "2. for one build, by environment variable: `OCCUPANCY_LINT_SPILLS=warn cargo build`;\n",
+    );
+    out.push_str("3. per crate, in Cargo.toml:\n\n");
+    out.push_str("   ```toml\n   [package.metadata.occupancy.lints]\n   spills = \"warn\"\n   partial_warp = \"allow\"\n   ```\n\n");
+    out.push_str(
+        "   or for every crate of a workspace under `[workspace.metadata.occupancy.lints]`;\n",
+    );
+    out.push_str("4. the default level below.\n\n");
+    out.push_str("| lint | default | environment variable | summary |\n|---|---|---|---|\n");
+    for id in LintId::ALL {
+        out.push_str(&format!(
+            "| [`{id}`](#{id}) | {} | `{}` | {} |\n",
+            id.default_level(),
+            id.env_var(),
+            id.info().summary
+        ));
+    }
+    for id in LintId::ALL {
+        let info = id.info();
+        out.push_str(&format!("\n## {id}\n\n"));
+        out.push_str(&format!("Default level: **{}**.\n\n", id.default_level()));
+        out.push_str(&format!("{}\n\n", info.summary));
+        out.push_str(&format!("**Why is this bad?** {}\n\n", info.why_bad));
+        out.push_str(&format!("**Example.** {}\n\n", info.example));
+        out.push_str(&format!("**Fix.** {}\n\n", info.fix));
+        let other_level = if id.default_level() == Level::Deny {
+            Level::Warn
+        } else {
+            Level::Deny
+        };
+        out.push_str(&format!(
+            "**Configure.** Per kernel: `{other_level}({id})` in the attribute. Per crate: `{}` under `[package.metadata.occupancy.lints]`. Per build: `{}={other_level}`.\n",
+            id.config_line(other_level),
+            id.env_var()
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_through_from_str_display_and_serde() {
+        for id in LintId::ALL {
+            assert_eq!(id.as_str().parse::<LintId>(), Ok(id));
+            assert_eq!(id.to_string(), id.as_str());
+            assert_eq!(
+                serde_json::to_string(&id).unwrap(),
+                format!("\"{}\"", id.as_str())
+            );
+            assert_eq!(
+                serde_json::from_str::<LintId>(&format!("\"{id}\"")).unwrap(),
+                id
+            );
+        }
+    }
+
+    #[test]
+    fn all_lists_every_variant_once() {
+        let mut ids: Vec<&str> = LintId::ALL.iter().map(|id| id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 11);
+    }
+
+    #[test]
+    fn default_levels_are_the_documented_ones() {
+        let defaults: Vec<(&str, Level)> = LintId::ALL
+            .iter()
+            .map(|id| (id.as_str(), id.default_level()))
+            .collect();
+        assert_eq!(
+            defaults,
+            [
+                ("spills", Level::Deny),
+                ("low_occupancy", Level::Deny),
+                ("unlaunchable", Level::Deny),
+                ("bounds_mismatch", Level::Deny),
+                ("missing_kernel", Level::Deny),
+                ("stack_frame", Level::Warn),
+                ("local_memory", Level::Warn),
+                ("occupancy_cliff", Level::Warn),
+                ("partial_warp", Level::Warn),
+                ("undeclared_kernel", Level::Allow),
+                ("regression", Level::Deny),
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_lint_suggests_the_closest_id() {
+        let error = "spill".parse::<LintId>().unwrap_err();
+        assert_eq!(error.suggestion, Some(LintId::Spills));
+        assert_eq!(
+            error.to_string(),
+            "unknown lint `spill`: did you mean `spills`?"
+        );
+        assert_eq!(
+            "low-occupancy".parse::<LintId>().unwrap_err().suggestion,
+            Some(LintId::LowOccupancy)
+        );
+        assert_eq!(
+            "occupancy_clif".parse::<LintId>().unwrap_err().suggestion,
+            Some(LintId::OccupancyCliff)
+        );
+        let far = "banana".parse::<LintId>().unwrap_err();
+        assert_eq!(far.suggestion, None);
+        assert!(
+            far.to_string()
+                .contains("the lints are: spills, low_occupancy"),
+            "{far}"
+        );
+    }
+
+    #[test]
+    fn levels_parse_and_suggest() {
+        for level in Level::ALL {
+            assert_eq!(level.as_str().parse::<Level>(), Ok(level));
+        }
+        assert_eq!(
+            "forbid".parse::<Level>().unwrap_err().to_string(),
+            "unknown lint level `forbid`: write `allow`, `warn` or `deny` (`forbid` is not supported; `deny` fails the build)"
+        );
+        assert!("wran"
+            .parse::<Level>()
+            .unwrap_err()
+            .to_string()
+            .ends_with("(did you mean `warn`?)"));
+        assert!("error"
+            .parse::<Level>()
+            .unwrap_err()
+            .to_string()
+            .ends_with("(did you mean `deny`?)"));
+    }
+
+    #[test]
+    fn env_var_and_config_line() {
+        assert_eq!(LintId::Spills.env_var(), "OCCUPANCY_LINT_SPILLS");
+        assert_eq!(
+            LintId::OccupancyCliff.env_var(),
+            "OCCUPANCY_LINT_OCCUPANCY_CLIFF"
+        );
+        assert_eq!(LintId::Spills.config_line(Level::Warn), "spills = \"warn\"");
+    }
+
+    #[test]
+    fn every_lint_is_documented() {
+        for id in LintId::ALL {
+            let info = id.info();
+            assert_eq!(info.id, id);
+            for text in [info.summary, info.why_bad, info.example, info.fix] {
+                assert!(text.len() > 20 && !text.contains('\n'), "{id}: {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn edit_distance_basics() {
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("block", "block"), 0);
+        assert_eq!(did_you_mean("blok", ["block", "name"]), Some("block"));
+        assert_eq!(did_you_mean("zzzzzz", ["block", "name"]), None);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Evaluation seam: findings (a lint id, a level resolved from the settings above, a kernel, an
+// arch, numbers and a message) are produced by the build gate's evaluation, added below this
+// line or in a `lint::eval` submodule. It must take ids, default levels and texts from the
+// registry above and never hard-code a second list.
+// ---------------------------------------------------------------------------------------------
+
+pub mod evaluate;

@@ -1,0 +1,638 @@
+use proc_macro2::TokenStream;
+use proptest::prelude::*;
+
+use super::*;
+
+fn parse(text: &str) -> syn::Result<KernelSpec> {
+    KernelSpec::parse_args(text.parse::<TokenStream>().expect("test input tokenizes"))
+}
+
+fn error(text: &str) -> String {
+    match parse(text) {
+        Ok(spec) => panic!("`{text}` parsed as {spec:?}"),
+        Err(error) => error
+            .into_iter()
+            .map(|error| error.to_string())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+#[test]
+fn parses_every_key() {
+    let spec = parse(
+        r#"block = (32, 8), min_blocks_per_sm = 4, max_registers = 64, dynamic_smem = 16384,
+           min_occupancy = "50%", max_spill_bytes = 0, max_stack_bytes = 128, max_registers_per_thread = 96,
+           name = "_Z5saxpyifPKfPf", archs = ["sm_80", "sm_90a", "compute_120"],
+           allow(low_occupancy, partial_warp), warn(spills), deny(stack_frame),"#,
+    )
+    .unwrap();
+    let mut expected = KernelSpec::with_block(BlockDim { x: 32, y: 8, z: 1 });
+    expected.min_blocks_per_sm = Some(4);
+    expected.max_registers = Some(64);
+    expected.dynamic_smem_bytes = 16384;
+    expected.min_occupancy = Some(0.5);
+    expected.max_spill_bytes = Some(0);
+    expected.max_stack_bytes = Some(128);
+    expected.max_registers_per_thread = Some(96);
+    expected.name = Some("_Z5saxpyifPKfPf".to_owned());
+    expected.archs = Some(vec!["sm_80".into(), "sm_90a".into(), "compute_120".into()]);
+    expected.lint_levels = [
+        (LintId::LowOccupancy, Level::Allow),
+        (LintId::PartialWarp, Level::Allow),
+        (LintId::Spills, Level::Warn),
+        (LintId::StackFrame, Level::Deny),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(spec, expected);
+    assert_eq!(
+        spec.to_string(),
+        "block = (32, 8), min_blocks_per_sm = 4, max_registers = 64, dynamic_smem = 16384, min_occupancy = 0.5, \
+         max_spill_bytes = 0, max_stack_bytes = 128, max_registers_per_thread = 96, name = \"_Z5saxpyifPKfPf\", \
+         archs = [\"sm_80\", \"sm_90a\", \"compute_120\"], allow(low_occupancy, partial_warp), warn(spills), deny(stack_frame)"
+    );
+}
+
+#[test]
+fn block_forms() {
+    assert_eq!(parse("block = 256").unwrap().block, BlockDim::linear(256));
+    assert_eq!(
+        parse("block = (16, 16)").unwrap().block,
+        BlockDim { x: 16, y: 16, z: 1 }
+    );
+    assert_eq!(
+        parse("block = (8, 8, 4)").unwrap().block,
+        BlockDim { x: 8, y: 8, z: 4 }
+    );
+    assert_eq!(parse("block = 1024").unwrap().block.threads(), 1024);
+    // Not a multiple of 32: allowed here, the `partial_warp` lint reports it later.
+    assert_eq!(parse("block = 100").unwrap().block, BlockDim::linear(100));
+    assert_eq!(
+        parse("min_occupancy = 1, block = 64")
+            .unwrap()
+            .min_occupancy,
+        Some(1.0)
+    );
+}
+
+#[test]
+fn errors_say_what_to_edit() {
+    let cases = [
+        ("", "missing `block`"),
+        (
+            "block = 1025",
+            "1025 threads along x is more than any GPU allows",
+        ),
+        ("block = 0", "at least 1 thread along x"),
+        ("block = -32", "must be positive"),
+        ("block = (64, 32)", "2048 threads, more than the 1024"),
+        ("block = (1, 1, 65)", "65 threads along z"),
+        ("block = (1, 2, 3, 4)", "1 to 3 dimensions"),
+        ("block = 256u32", "remove the `u32` suffix"),
+        ("block = BLOCK", "values must be literals"),
+        ("block = \"256\"", "expects an integer, found a string"),
+        (
+            "block = 256, block = 128",
+            "duplicate key `block`: it is already set to `256`",
+        ),
+        ("blok = 256", "unknown key `blok`: did you mean `block`?"),
+        ("threads = 256", "did you mean `block`?"),
+        ("block = 256, spills = 0", "`spills` is a lint, not a key"),
+        (
+            "block = 256, min_blocks_per_sm = 33",
+            "no GPU keeps more than 32 blocks",
+        ),
+        (
+            "block = 256, min_blocks_per_sm = 0",
+            "smallest allowed value is 1",
+        ),
+        ("block = 256, min_occupancy = 0", "out of range"),
+        ("block = 256, min_occupancy = 1.5", "out of range"),
+        ("block = 256, min_occupancy = \"150%\"", "out of range"),
+        ("block = 256, min_occupancy = \"half\"", "write a fraction"),
+        ("block = 256, max_registers = 256", "at most 255 registers"),
+        ("block = 256, name = \"\"", "`name` is empty"),
+        ("block = 256, name = saxpy", "expects a string"),
+        ("block = 256, archs = [\"sm90\"]", "did you mean \"sm_90\"?"),
+        ("block = 256, archs = [\"volta\"]", "write `sm_NN`"),
+        (
+            "block = 256, archs = \"sm_80\"",
+            "write a list: `archs = [\"sm_80\"]`",
+        ),
+        ("block = 256, archs = []", "would check nothing"),
+        (
+            "block = 256, archs = [\"sm_80\", \"sm_80\"]",
+            "listed twice",
+        ),
+        (
+            "block = 256, allow(spill)",
+            "unknown lint `spill`: did you mean `spills`?",
+        ),
+        (
+            "block = 256, allow(spills), deny(spills)",
+            "lint `spills` already has a level in this attribute (`allow(spills)`)",
+        ),
+        ("block = 256, allow()", "names no lint"),
+        (
+            "block = 256, forbid(spills)",
+            "`forbid` is not a lint level",
+        ),
+        ("block = 256, warn = spills", "takes a list of lints"),
+        ("block", "`block` needs a value"),
+    ];
+    for (input, expected) in cases {
+        let message = error(input);
+        assert!(
+            message.contains(expected),
+            "`{input}`: expected `{expected}` in:\n{message}"
+        );
+        assert!(
+            message.contains("docs/declaring-kernels.md#"),
+            "`{input}` names no docs section:\n{message}"
+        );
+    }
+}
+
+#[test]
+fn value_errors_are_all_reported_at_once() {
+    let message = error("block = 2048, min_occupancy = 2.0, allow(spill)");
+    assert_eq!(message.lines().count(), 3, "{message}");
+}
+
+#[test]
+fn arch_names() {
+    for valid in [
+        "sm_50",
+        "sm_80",
+        "sm_90a",
+        "sm_100f",
+        "sm_120a",
+        "compute_90",
+        "compute_100a",
+    ] {
+        assert_eq!(check_arch_name(valid), Ok(()), "{valid}");
+    }
+    assert_eq!(check_arch_name("sm90"), Err(Some("sm_90".to_owned())));
+    assert_eq!(check_arch_name("SM_80"), Err(Some("sm_80".to_owned())));
+    assert_eq!(check_arch_name("90"), Err(Some("sm_90".to_owned())));
+    assert_eq!(
+        check_arch_name("compute90a"),
+        Err(Some("compute_90a".to_owned()))
+    );
+    assert_eq!(check_arch_name("sm_9"), Err(None));
+    assert_eq!(check_arch_name("sm_080"), Err(None));
+    assert_eq!(check_arch_name("sm_90b"), Err(None));
+}
+
+/// GitHub's anchor for a Markdown heading.
+fn heading_anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|character| character.is_alphanumeric() || matches!(character, '-' | '_' | ' '))
+        .map(|character| if character == ' ' { '-' } else { character })
+        .collect()
+}
+
+#[test]
+fn every_docs_link_in_messages_has_a_section() {
+    let docs = include_str!("../../../docs/declaring-kernels.md");
+    let anchors: Vec<String> = docs
+        .lines()
+        .filter(|line| line.starts_with('#'))
+        .map(|line| heading_anchor(line.trim_start_matches('#')))
+        .collect();
+    let mut linked: Vec<&str> = SpecKey::VALUE_KEYS
+        .iter()
+        .map(|key| key.docs_anchor())
+        .collect();
+    linked.extend([
+        "lint-levels",
+        "keys",
+        "stub-styles",
+        "extern-c-declarations",
+    ]);
+    for anchor in linked {
+        assert!(
+            anchors.iter().any(|known| known == anchor),
+            "docs/declaring-kernels.md has no section #{anchor}; it has {anchors:?}"
+        );
+    }
+    // And every anchor the code links is one of those.
+    for source in [
+        include_str!("grammar.rs"),
+        include_str!("stub.rs"),
+        include_str!("scan.rs"),
+    ] {
+        for linked in source
+            .split("docs_link(\"")
+            .skip(1)
+            .chain(source.split("DOCS_PATH}#").skip(1))
+        {
+            let anchor: String = linked
+                .chars()
+                .take_while(|character| {
+                    character.is_alphanumeric() || matches!(character, '-' | '_')
+                })
+                .collect();
+            if anchor.is_empty() {
+                continue; // the helpers' own `{anchor}` placeholders
+            }
+            assert!(
+                anchors.contains(&anchor),
+                "code links #{anchor}, which docs/declaring-kernels.md lacks"
+            );
+        }
+    }
+}
+
+fn arb_block() -> impl Strategy<Value = BlockDim> {
+    (1u32..=1024)
+        .prop_flat_map(|x| (Just(x), 1u32..=1024 / x))
+        .prop_flat_map(|(x, y)| (Just(x), Just(y), 1u32..=(1024 / (x * y)).min(64)))
+        .prop_map(|(x, y, z)| BlockDim { x, y, z })
+}
+
+fn arb_arch() -> impl Strategy<Value = String> {
+    (
+        prop_oneof!["sm_", "compute_"],
+        10u32..=130,
+        prop_oneof!["", "a", "f"],
+    )
+        .prop_map(|(prefix, number, suffix)| format!("{prefix}{number}{suffix}"))
+}
+
+fn arb_spec() -> impl Strategy<Value = KernelSpec> {
+    (
+        arb_block(),
+        proptest::option::of(1u32..=32),
+        proptest::option::of(1u32..=255),
+        any::<u32>(),
+        proptest::option::of(
+            (1u64..=1_000_000).prop_map(|millionths| millionths as f64 / 1_000_000.0),
+        ),
+        (
+            proptest::option::of(any::<u32>()),
+            proptest::option::of(any::<u32>()),
+            proptest::option::of(1u32..=255),
+        ),
+        proptest::option::of("[A-Za-z_][A-Za-z0-9_$<>:, ]{0,30}[A-Za-z0-9_>]"),
+        proptest::option::of(proptest::collection::btree_set(arb_arch(), 1..4)),
+        proptest::collection::btree_map(0usize..11, 0usize..3, 0..11),
+    )
+        .prop_map(
+            |(
+                block,
+                min_blocks,
+                max_registers,
+                smem,
+                occupancy,
+                (spill, stack, registers),
+                name,
+                archs,
+                lints,
+            )| {
+                KernelSpec {
+                    block,
+                    min_blocks_per_sm: min_blocks,
+                    max_registers,
+                    dynamic_smem_bytes: smem,
+                    min_occupancy: occupancy,
+                    max_spill_bytes: spill,
+                    max_stack_bytes: stack,
+                    max_registers_per_thread: registers,
+                    name,
+                    archs: archs.map(|archs| archs.into_iter().collect()),
+                    lint_levels: lints
+                        .into_iter()
+                        .map(|(lint, level)| (LintId::ALL[lint], Level::ALL[level]))
+                        .collect(),
+                }
+            },
+        )
+}
+
+proptest! {
+    #[test]
+    fn display_reparses_equal(spec in arb_spec()) {
+        let printed = spec.to_string();
+        let reparsed = parse(&printed).map_err(|error| TestCaseError::fail(format!("{printed}: {error}")))?;
+        prop_assert_eq!(reparsed, spec);
+    }
+
+    #[test]
+    fn scanner_reads_what_the_macro_path_reads(spec in arb_spec()) {
+        let printed = spec.to_string();
+        let source = format!("#[occupancy::kernel({printed})]\nfn kernel_stub(x: *const f32);\n");
+        let declared = scan_source(&source).map_err(|error| TestCaseError::fail(error.to_string()))?;
+        prop_assert_eq!(declared.len(), 1);
+        prop_assert_eq!(&declared[0].spec, &spec);
+    }
+
+    #[test]
+    fn arbitrary_arguments_never_panic(text in "[a-z_ =(),\"0-9.%\\[\\]]{0,60}") {
+        if let Ok(tokens) = text.parse::<TokenStream>() {
+            let _ = KernelSpec::parse_args(tokens);
+        }
+    }
+}
+
+#[test]
+fn scan_finds_every_stub_style_with_spans() {
+    let source = r#"use occupancy::kernel;
+
+#[occupancy::kernel(block = 256, min_blocks_per_sm = 4)]
+fn saxpy(n: u32, a: f32, x: *const f32, y: *mut f32);
+
+#[kernel(block = (16, 16), name = "_Z9transposePfPKf")]
+pub fn transpose(out: *mut f32, input: *const f32) {}
+
+#[occupancy::kernel(block = 128, warn(spills))]
+unsafe extern "C" {
+    pub fn launch_reduce(n: usize);
+}
+
+mod nested {
+    #[occupancy::kernel]
+    extern "C" {
+        #[occupancy::kernel(block = 64)]
+        fn first();
+        fn not_a_kernel();
+        #[kernel(block = 32, max_stack_bytes = 0)]
+        #[link_name = "second_impl"]
+        fn second();
+    }
+    // `kernel` is not imported in this module: this is someone else's attribute.
+    #[kernel]
+    pub unsafe fn rust_cuda_kernel() {}
+}
+"#;
+    let declared = scan_source(source).unwrap();
+    let summary: Vec<(&str, &str, StubKind, String, usize)> = declared
+        .iter()
+        .map(|kernel| {
+            (
+                kernel.rust_name.as_str(),
+                kernel.kernel_name.as_str(),
+                kernel.stub,
+                kernel.module_path.join("::"),
+                kernel.attribute.start.line,
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (
+                "saxpy",
+                "saxpy",
+                StubKind::BodylessFunction,
+                String::new(),
+                3
+            ),
+            (
+                "transpose",
+                "_Z9transposePfPKf",
+                StubKind::Function,
+                String::new(),
+                6
+            ),
+            (
+                "launch_reduce",
+                "launch_reduce",
+                StubKind::ExternBlock,
+                String::new(),
+                9
+            ),
+            (
+                "first",
+                "first",
+                StubKind::ForeignFunction,
+                "nested".to_owned(),
+                17
+            ),
+            (
+                "second",
+                "second_impl",
+                StubKind::ForeignFunction,
+                "nested".to_owned(),
+                20
+            ),
+        ]
+    );
+    assert_eq!(declared[0].const_name, "SAXPY_OCCUPANCY");
+    assert_eq!(
+        declared[0].attribute,
+        SourceSpan {
+            start: LineColumn { line: 3, column: 1 },
+            end: LineColumn {
+                line: 3,
+                column: 57
+            }
+        }
+    );
+    assert_eq!(
+        declared[0].key_span(SpecKey::MinBlocksPerSm),
+        Some(SourceSpan {
+            start: LineColumn {
+                line: 3,
+                column: 34
+            },
+            end: LineColumn {
+                line: 3,
+                column: 55
+            }
+        })
+    );
+    assert_eq!(
+        declared[1].span_for(SpecKey::Block).start,
+        LineColumn {
+            line: 6,
+            column: 10
+        }
+    );
+    assert_eq!(
+        declared[1].span_for(SpecKey::MinOccupancy),
+        declared[1].attribute
+    );
+    assert_eq!(
+        declared[2]
+            .key_span(SpecKey::Lint(LintId::Spills))
+            .unwrap()
+            .start,
+        LineColumn {
+            line: 9,
+            column: 39
+        }
+    );
+    assert_eq!(
+        declared[4].attribute.start,
+        LineColumn {
+            line: 20,
+            column: 9
+        }
+    );
+}
+
+#[test]
+fn scan_reports_the_macros_errors_with_locations() {
+    let source = "#[occupancy::kernel(block = 256, min_ocupancy = 0.5)]\nfn a();\n\n#[occupancy::kernel(block = 2048)]\nfn b() {}\n";
+    let error = scan_source(source).unwrap_err();
+    assert_eq!(error.diagnostics.len(), 2, "{error}");
+    assert_eq!(
+        error.diagnostics[0].span.start,
+        LineColumn {
+            line: 1,
+            column: 34
+        }
+    );
+    assert!(error.diagnostics[0]
+        .message
+        .contains("did you mean `min_occupancy`?"));
+    assert_eq!(
+        error.diagnostics[1].span.start,
+        LineColumn {
+            line: 4,
+            column: 29
+        }
+    );
+    let macro_message = error_message_of_macro_path("block = 2048");
+    assert_eq!(error.diagnostics[1].message, macro_message);
+}
+
+fn error_message_of_macro_path(args: &str) -> String {
+    error(args)
+}
+
+#[test]
+fn scan_rejects_misplaced_attributes() {
+    let in_unmarked_block =
+        "unsafe extern \"C\" {\n    #[occupancy::kernel(block = 256)]\n    fn a();\n}\n";
+    let error = scan_source(in_unmarked_block).unwrap_err();
+    assert!(
+        error.diagnostics[0]
+            .message
+            .contains("needs a bare #[occupancy::kernel] on the block"),
+        "{error}"
+    );
+    assert_eq!(
+        error.diagnostics[0].span.start,
+        LineColumn { line: 2, column: 5 }
+    );
+
+    let two_fns = "#[occupancy::kernel(block = 256)]\nextern \"C\" { fn a(); fn b(); }\n";
+    let message = scan_source(two_fns).unwrap_err().to_string();
+    assert!(message.starts_with("2:25: #[occupancy::kernel(...)] on an extern block declares its one fn, but this block has 2"), "{message}");
+
+    let on_struct = "#[occupancy::kernel(block = 256)]\nstruct Launch;\n";
+    assert!(scan_source(on_struct)
+        .unwrap_err()
+        .to_string()
+        .contains("goes on the Rust stub of a kernel"));
+
+    let extern_bodyless = "#[occupancy::kernel(block = 256)]\nextern \"C\" fn a();\n";
+    assert!(scan_source(extern_bodyless)
+        .unwrap_err()
+        .to_string()
+        .contains("body-less `extern` fn"));
+
+    let on_method =
+        "struct S;\nimpl S {\n    #[occupancy::kernel(block = 256)]\n    fn launch(&self) {}\n}\n";
+    let message = scan_source(on_method).unwrap_err().to_string();
+    assert!(
+        message.starts_with(
+            "3:5: #[occupancy::kernel] on a method is out of the build helper's reach"
+        ),
+        "{message}"
+    );
+
+    let in_body = "fn outer() {\n    #[occupancy::kernel(block = 256)]\n    fn inner();\n}\n";
+    let message = scan_source(in_body).unwrap_err().to_string();
+    assert!(
+        message.starts_with("2:5: #[occupancy::kernel] inside a fn body"),
+        "{message}"
+    );
+
+    let not_rust = "fn (";
+    assert!(scan_source(not_rust).is_err());
+}
+
+#[test]
+fn scan_follows_imports_per_module() {
+    let source = "use occupancy::kernel as declare;\n#[declare(block = 32)]\nfn a();\nmod inner {\n    use occupancy::*;\n    #[kernel(block = 64)]\n    fn b();\n}\n#[kernel(block = 1)]\nfn not_ours() {}\n";
+    let names: Vec<String> = scan_source(source)
+        .unwrap()
+        .into_iter()
+        .map(|kernel| kernel.rust_name)
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+}
+
+#[test]
+fn declarations_round_trip_through_json() {
+    let source = "#[occupancy::kernel(block = (32, 8), min_occupancy = \"50%\", archs = [\"sm_90\"], warn(spills))]\nfn k();\n";
+    let declared = scan_source(source).unwrap();
+    let json = serde_json::to_string(&declared).unwrap();
+    assert!(
+        json.contains("\"lint_levels\":{\"spills\":\"warn\"}"),
+        "{json}"
+    );
+    assert!(json.contains("\"stub\":\"bodyless_function\""), "{json}");
+    let back: Vec<DeclaredKernel> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, declared);
+}
+
+proptest! {
+    /// For any argument text, the scanner reports exactly the macro path's messages.
+    #[test]
+    fn scanner_and_macro_path_agree_on_errors(
+        entries in proptest::collection::vec(
+            prop_oneof![
+                Just("block = 256".to_owned()),
+                Just("block = (32, 64)".to_owned()),
+                Just("blok = 1".to_owned()),
+                Just("min_occupancy = 0".to_owned()),
+                Just("min_occupancy = \"75%\"".to_owned()),
+                Just("min_blocks_per_sm = 40".to_owned()),
+                Just("archs = [\"sm_86\", \"sm86\"]".to_owned()),
+                Just("name = \"\"".to_owned()),
+                Just("allow(spills, partial_warp)".to_owned()),
+                Just("deny(spils)".to_owned()),
+                Just("max_registers = 0".to_owned()),
+                Just("dynamic_smem = -1".to_owned()),
+            ],
+            0..6,
+        )
+    ) {
+        let args = entries.join(", ");
+        let macro_path: Result<KernelSpec, Vec<String>> =
+            parse(&args).map_err(|error| error.into_iter().map(|error| error.to_string()).collect());
+        let source = format!("#[occupancy::kernel({args})]\nfn k();\n");
+        let scanned: Result<KernelSpec, Vec<String>> = scan_source(&source)
+            .map(|mut declared| declared.remove(0).spec)
+            .map_err(|error| error.diagnostics.into_iter().map(|diagnostic| diagnostic.message).collect());
+        prop_assert_eq!(scanned, macro_path);
+    }
+}
+
+#[test]
+fn scanner_diagnostics_snapshot() {
+    let source = r#"use occupancy::kernel;
+
+#[kernel(block = 2048, min_ocupancy = 0.5)]
+fn a();
+
+mod inner {
+    #[occupancy::kernel(block = 256, allow(spill), archs = ["sm90"])]
+    pub fn b() {}
+
+    unsafe extern "C" {
+        #[occupancy::kernel(block = 128)]
+        fn c();
+    }
+}
+"#;
+    insta::assert_snapshot!(scan_source(source).unwrap_err().to_string());
+}
