@@ -17,6 +17,7 @@
 //! `occupancy-core`), or print anything outside the `cargo:` protocol and the failure diagnostics.
 
 mod baseline;
+mod cache;
 mod check;
 mod compile;
 mod config;

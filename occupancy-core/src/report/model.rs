@@ -39,6 +39,11 @@ pub struct Report {
     /// Why nothing was checked (`OCCUPANCY_SKIP`, docs.rs); absent when the checks ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
+    /// Why the build that wrote this report failed (nvcc failed, a setting is wrong, ...):
+    /// then nothing was checked and `kernels` is empty; absent when the build got as far as
+    /// its checks. A reader must not take a failed build's report for a clean one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
     /// Every compiled source of the build.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<SourceFile>,
@@ -58,6 +63,7 @@ impl Default for Report {
             archs: Vec::new(),
             arch_source: None,
             skipped: None,
+            failed: None,
             sources: Vec::new(),
             kernels: Vec::new(),
             findings: Vec::new(),
