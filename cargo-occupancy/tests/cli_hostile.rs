@@ -17,7 +17,11 @@ fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("reports")).unwrap();
     std::fs::create_dir_all(dir.join("empty-dir")).unwrap();
-    std::fs::copy(fixtures().join("logs/cmake-build.log"), dir.join("build.log")).unwrap();
+    std::fs::copy(
+        fixtures().join("logs/cmake-build.log"),
+        dir.join("build.log"),
+    )
+    .unwrap();
     std::fs::copy(
         fixtures().join("reports/histo.json"),
         dir.join("reports/histo.json"),
@@ -93,8 +97,12 @@ fn defects(message: &str, args: &[&str]) -> Vec<String> {
 
 #[test]
 fn the_defect_scan_catches_each_defect() {
-    assert!(defects("error: the the file", &[]).iter().any(|d| d.contains("repeats")));
-    assert!(defects("error: bad name ``", &[]).iter().any(|d| d.contains("empty quote")));
+    assert!(defects("error: the the file", &[])
+        .iter()
+        .any(|d| d.contains("repeats")));
+    assert!(defects("error: bad name ``", &[])
+        .iter()
+        .any(|d| d.contains("empty quote")));
     assert!(defects("oops", &[]).iter().any(|d| d.contains("error: ")));
     assert!(defects("error: set OCCUPANCY_SKIP=1", &["check"]).len() == 1);
     assert!(defects("error: `a.log` is not a log", &["parse"]).is_empty());
@@ -115,33 +123,116 @@ const CORPUS: &[(&[&str], &str)] = &[
     (&["check", "kernel.cu"], "nvcc"),
     (&["explain", "k", "--log", "empty-dir"], "empty-dir"),
     (&["explain", "k", "--log", "empty.log"], "empty.log"),
-    (&["explain", "nosuchkernel", "--log", "build.log"], "nosuchkernel"),
+    (
+        &["explain", "nosuchkernel", "--log", "build.log"],
+        "nosuchkernel",
+    ),
     (&["report", "--dir", "empty-dir"], "empty-dir"),
     (&["report", "--dir", "missing-dir"], "missing-dir"),
     (&["report", "--dir", "build.log"], "build.log"),
     (&["report", "--dir", "bad-reports"], "bad.json"),
     // Outputs that would replace inputs.
-    (&["check", "build.log", "--html", "build.log"], "would replace the input build.log"),
-    (&["check", "build.log", "--html", "./build.log"], "would replace the input build.log"),
-    (&["check", "build.log", "--html", "link.html"], "would replace the input build.log"),
-    (&["check", "build.log", "--html", "empty-dir"], "is a directory"),
-    (&["check", "build.log", "--html", "missing-dir/r.html"], "missing-dir"),
-    (&["check", "build.log", "--cache-dir", "."], "holds the input build.log"),
-    (&["report", "--dir", "reports", "--html", "reports/histo.json"], "is inside the input directory reports"),
+    (
+        &["check", "build.log", "--html", "build.log"],
+        "would replace the input build.log",
+    ),
+    (
+        &["check", "build.log", "--html", "./build.log"],
+        "would replace the input build.log",
+    ),
+    (
+        &["check", "build.log", "--html", "link.html"],
+        "would replace the input build.log",
+    ),
+    (
+        &["check", "build.log", "--html", "empty-dir"],
+        "is a directory",
+    ),
+    (
+        &["check", "build.log", "--html", "missing-dir/r.html"],
+        "missing-dir",
+    ),
+    (
+        &["check", "build.log", "--cache-dir", "."],
+        "holds the input build.log",
+    ),
+    (
+        &["report", "--dir", "reports", "--html", "reports/histo.json"],
+        "is inside the input directory reports",
+    ),
     // Numbers out of range, negative, NaN; unknown names.
     (&["check", "build.log", "--block", "0"], "--block"),
-    (&["check", "build.log", "--dynamic-smem", "18446744073709551615"], "--dynamic-smem"),
+    (
+        &[
+            "check",
+            "build.log",
+            "--dynamic-smem",
+            "18446744073709551615",
+        ],
+        "--dynamic-smem",
+    ),
     (&["check", "build.log", "--arch", "sm_999"], "sm_999"),
     (&["check", "build.log", "--deny", "spils"], "spils"),
-    (&["explain", "k", "--registers", "4294967295", "--arch", "sm_90"], "--registers"),
-    (&["explain", "k", "--registers", "32", "--arch", "sm_90", "--static-smem", "NaN"], "NaN"),
-    (&["explain", "k", "--registers", "32", "--arch", "sm_90", "--carveout", "NaN"], "NaN"),
+    (
+        &[
+            "explain",
+            "k",
+            "--registers",
+            "4294967295",
+            "--arch",
+            "sm_90",
+        ],
+        "--registers",
+    ),
+    (
+        &[
+            "explain",
+            "k",
+            "--registers",
+            "32",
+            "--arch",
+            "sm_90",
+            "--static-smem",
+            "NaN",
+        ],
+        "NaN",
+    ),
+    (
+        &[
+            "explain",
+            "k",
+            "--registers",
+            "32",
+            "--arch",
+            "sm_90",
+            "--carveout",
+            "NaN",
+        ],
+        "NaN",
+    ),
     (&["explain", "k", "--registers", "32"], "--arch"),
     (&["calc", "--arch", "sm_999", "--block", "256"], "sm_999"),
     (&["calc", "--arch", "sm_90", "--block", "-1"], "-1"),
-    (&["calc", "--arch", "sm_90", "--block", "4294967296"], "4294967296"),
-    (&["calc", "--arch", "sm_90", "--block", "256", "--carveout", "NaN"], "NaN"),
-    (&["sweep", "--arch", "sm_90", "--block", "1..=4294967296"], "4294967296"),
+    (
+        &["calc", "--arch", "sm_90", "--block", "4294967296"],
+        "4294967296",
+    ),
+    (
+        &[
+            "calc",
+            "--arch",
+            "sm_90",
+            "--block",
+            "256",
+            "--carveout",
+            "NaN",
+        ],
+        "NaN",
+    ),
+    (
+        &["sweep", "--arch", "sm_90", "--block", "1..=4294967296"],
+        "4294967296",
+    ),
     (&["arch", "sm_999"], "sm_999"),
     (&["report", "--dir", "reports", "--sort", "speed"], "speed"),
     (&["report", "--dir", "reports", "--lint", "spil"], "spil"),
@@ -182,7 +273,10 @@ fn every_bad_input_gets_one_exact_error_and_exit_2() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     assert_eq!(std::fs::read(dir.join("build.log")).unwrap(), original);
-    assert_eq!(std::fs::read_link(dir.join("link.html")).unwrap(), Path::new("build.log"));
+    assert_eq!(
+        std::fs::read_link(dir.join("link.html")).unwrap(),
+        Path::new("build.log")
+    );
 }
 
 #[test]
@@ -190,15 +284,35 @@ fn report_files_are_validated_like_flags() {
     let dir = scratch("reports");
     let original = std::fs::read_to_string(dir.join("reports/histo.json")).unwrap();
     let cases = [
-        ("\"arch\": \"sm_90\"", "\"arch\": \"sm_999\"", "unknown architecture `sm_999`"),
-        ("\"registers\": 40", "\"registers\": 4294967295", ".registers: 4294967295 is more"),
-        ("\"registers\": 40", "\"registers\": -1", "invalid value: integer `-1`"),
-        ("\"barriers\": 1", "\"barriers\": 99", ".barriers: 99 is more"),
+        (
+            "\"arch\": \"sm_90\"",
+            "\"arch\": \"sm_999\"",
+            "unknown architecture `sm_999`",
+        ),
+        (
+            "\"registers\": 40",
+            "\"registers\": 4294967295",
+            ".registers: 4294967295 is more",
+        ),
+        (
+            "\"registers\": 40",
+            "\"registers\": -1",
+            "invalid value: integer `-1`",
+        ),
+        (
+            "\"barriers\": 1",
+            "\"barriers\": 99",
+            ".barriers: 99 is more",
+        ),
         ("\"lint\": \"", "\"lint\": \"x", "unknown variant"),
     ];
     for (from, to, expected) in cases {
         assert!(original.contains(from), "fixture lacks {from}");
-        std::fs::write(dir.join("reports/histo.json"), original.replacen(from, to, 1)).unwrap();
+        std::fs::write(
+            dir.join("reports/histo.json"),
+            original.replacen(from, to, 1),
+        )
+        .unwrap();
         let output = run_in(&dir, &["report", "--dir", "reports"]);
         let message = stderr(&output);
         assert_eq!(output.status.code(), Some(2), "{to}: {message}");
@@ -228,8 +342,15 @@ fn a_non_utf8_path_is_read_and_named() {
 #[test]
 fn an_html_report_is_written_whole_beside_its_inputs() {
     let dir = scratch("html");
-    let output = run_in(&dir, &["check", "build.log", "--html", "report.html", "--json"]);
-    assert!(matches!(output.status.code(), Some(0 | 1)), "{}", stderr(&output));
+    let output = run_in(
+        &dir,
+        &["check", "build.log", "--html", "report.html", "--json"],
+    );
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "{}",
+        stderr(&output)
+    );
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.trim_end().ends_with("</html>"));
     let leftovers: Vec<_> = std::fs::read_dir(&dir)
@@ -245,7 +366,16 @@ fn explain_with_shared_memory_beyond_every_gpu_finishes() {
     let dir = scratch("explain");
     let output = run_in(
         &dir,
-        &["explain", "k", "--registers", "32", "--arch", "sm_90", "--dynamic-smem", "4294967295"],
+        &[
+            "explain",
+            "k",
+            "--registers",
+            "32",
+            "--arch",
+            "sm_90",
+            "--dynamic-smem",
+            "4294967295",
+        ],
     );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
