@@ -1,7 +1,7 @@
 //! Declared intent: the typed model of `#[occupancy::kernel(...)]` and its one grammar.
 //!
-//! The proc macro (`occupancy-macros`, through [`KernelSpec::parse_args`] and [`KernelStub`]) and
-//! the build helper (`occupancy-build`, through [`scan_source`]) both read declarations with the
+//! The proc macro (`occupancy-macros`, through `KernelSpec::parse_args` and `KernelStub`) and
+//! the build helper (`occupancy-build`, through `scan_source`) both read declarations with the
 //! code in this module, so the two can never disagree about what an attribute means.
 //!
 //! What this module does: parse and validate the attribute's arguments (syntax, types, ranges
@@ -15,8 +15,8 @@
 
 //!
 //! The types here (the declaration, its keys, the limits) are always available: the lints read
-//! them. The grammar that needs `syn` ([`KernelSpec::parse_args`], [`scan_source`],
-//! [`KernelStub`]) is behind the `spec` feature.
+//! them. The grammar that needs `syn` (`KernelSpec::parse_args`, `scan_source`,
+//! `KernelStub`) is behind the `spec` feature.
 
 #[cfg(feature = "spec")]
 mod grammar;
