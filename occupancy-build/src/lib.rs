@@ -20,6 +20,8 @@ mod baseline;
 mod check;
 mod compile;
 mod config;
+#[cfg(test)]
+mod config_fuzz;
 mod diagnostics;
 pub mod engine;
 mod env;
