@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use occupancy_build::{Build, CompiledSource, Product, Toolchain, TrackedEnv};
+use occupancy_build::{Build, CompiledSource, Product, Toolchain, TrackedEnv, NVCC_WHEELS};
 use occupancy_core::lint::evaluate::{
     evaluate_launch, resolve_level, CompiledOnArch, LaunchOrigin, LevelSources,
 };
@@ -28,6 +28,7 @@ use occupancy_core::report::{Finding, KernelRow, Location, LocationKind, Report,
 use occupancy_core::spec::{BlockDim, KernelSpec};
 
 use super::report::{emit, fail, row_from_record, OutputArgs, UsageError};
+use crate::outputs::{check_outputs, Output};
 
 /// `cargo occupancy check` arguments.
 #[derive(clap::Args, Debug)]
@@ -47,7 +48,7 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub block: Option<u32>,
     /// Dynamic shared memory per block of the launch, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = crate::flags::smem_bytes)]
     pub dynamic_smem: u64,
     /// Make a lint deny-level (repeatable).
     #[arg(long = "deny", value_name = "LINT")]
@@ -98,6 +99,7 @@ fn run_inner(args: &Args) -> Result<Report, UsageError> {
     if args.block == Some(0) {
         return Err(UsageError("--block must be at least 1 thread".into()));
     }
+    check_outputs(&outputs(args), &input_paths(args))?;
     let levels = Levels::from_args(args)?;
     for arch in &args.archs {
         occupancy_core::arch::lookup(arch)
@@ -163,6 +165,31 @@ fn run_inner(args: &Args) -> Result<Report, UsageError> {
         .join(" ");
     emit(&report, &args.output, &title)?;
     Ok(report)
+}
+
+/// What `check` writes: `--html` and the `--cache-dir` it compiles into.
+fn outputs(args: &Args) -> Vec<Output<'_>> {
+    let mut outputs = args.output.outputs();
+    outputs.extend(args.cache_dir.iter().map(|dir| Output {
+        flag: "--cache-dir",
+        path: dir,
+        is_dir: true,
+    }));
+    outputs
+}
+
+/// What `check` reads: the paths, and the files named by nvcc arguments (`-include file`, a
+/// linked object), which an output must not replace either. Include directories (`-I.`) are not
+/// claimed whole: a report beside the sources is fine, a report over one of them is not.
+fn input_paths(args: &Args) -> Vec<&Path> {
+    let mut inputs: Vec<&Path> = args.paths.iter().map(PathBuf::as_path).collect();
+    inputs.extend(
+        args.nvcc_args
+            .iter()
+            .map(Path::new)
+            .filter(|path| path.is_file()),
+    );
+    inputs
 }
 
 /// Expands directories and classifies every path; unreadable paths are errors.
@@ -310,7 +337,7 @@ fn compile(args: &Args, inputs: &[&Input]) -> Result<Vec<CompiledSource>, UsageE
         ))
     })?;
     let env = TrackedEnv::new();
-    let toolchain = Toolchain::find(&env, false).map_err(|error| UsageError(error.to_string()))?;
+    let toolchain = Toolchain::find(&env, false).map_err(toolchain_error)?;
     let builds: Vec<Build> = inputs
         .iter()
         .map(|input| {
@@ -384,6 +411,20 @@ fn compile(args: &Args, inputs: &[&Input]) -> Result<Vec<CompiledSource>, UsageE
         return Err(UsageError(errors.join("\n\n")));
     }
     Ok(compiled)
+}
+
+/// The build's toolchain error in `check`'s words: the build's "nvcc not found" suggests
+/// `OCCUPANCY_SKIP`, which only a build reads; `check` can read ptxas logs instead.
+fn toolchain_error(error: occupancy_build::Error) -> UsageError {
+    match error {
+        occupancy_build::Error::NvccNotFound { looked } => UsageError(format!(
+            "nvcc, the CUDA compiler, was not found (looked at: {looked}); `check` needs it for .cu and .ptx inputs.\n\
+             Install the CUDA toolkit and set CUDA_HOME, or `pip install {NVCC_WHEELS}` and set \
+             CUDA_HOME=<site-packages>/nvidia/cu13, or point NVCC at the nvcc executable; \
+             or check a ptxas log (`nvcc -Xptxas -v` output) instead of the sources."
+        )),
+        other => UsageError(other.to_string()),
+    }
 }
 
 fn input_path(input: &Input) -> String {

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use occupancy_core::lint::LintId;
+
+use crate::outputs::{check_outputs, Output};
 use occupancy_core::report::{
     parse_sort_key, render_html, render_json, render_markdown, render_sarif, render_text,
     KernelRow, Query, Report, RowLaunch,
@@ -65,6 +67,20 @@ pub struct OutputArgs {
     pub html: Option<PathBuf>,
 }
 
+impl OutputArgs {
+    /// The files these options write (only `--html`; the formats go to standard output).
+    pub fn outputs(&self) -> Vec<Output<'_>> {
+        self.html
+            .iter()
+            .map(|path| Output {
+                flag: "--html",
+                path,
+                is_dir: false,
+            })
+            .collect()
+    }
+}
+
 /// An error that ends the command with exit code 2 and this message.
 #[derive(Debug)]
 pub struct UsageError(pub String);
@@ -100,12 +116,7 @@ pub fn emit(report: &Report, output: &OutputArgs, title: &str) -> Result<(), Usa
     };
     if let Some(path) = &output.html {
         let html = render_html(report, title);
-        std::fs::write(path, html).map_err(|error| {
-            UsageError(format!(
-                "cannot write the HTML report to {}: {error}",
-                path.display()
-            ))
-        })?;
+        crate::outputs::write_atomically("--html", path, html.as_bytes())?;
         if !(output.json || output.sarif || output.markdown) {
             eprintln!("wrote {}", path.display());
         }
@@ -258,6 +269,7 @@ pub fn run(args: Args) -> ExitCode {
 fn run_inner(args: &Args) -> Result<bool, UsageError> {
     let query = query(args)?;
     let dir = report_dir(args.dir.as_deref(), args.manifest_path.as_deref())?;
+    check_outputs(&args.output.outputs(), &[dir.as_path()])?;
     let reports = load_reports(&dir)?;
     let wanted = |report: &Report| {
         args.crates.is_empty()

@@ -97,15 +97,29 @@ pub enum ReadError {
         /// [`SCHEMA_VERSION`].
         expected: u32,
     },
+    /// Of the report's shape, but a value no build writes (an unknown arch, a count out of range).
+    #[error("not a valid occupancy report: {0}")]
+    Invalid(#[from] super::validate::InvalidValue),
 }
 
 impl Report {
     /// Parses a report written by a build or by `check --json`, checking the schema version first
     /// so that a future schema gets a version error rather than a confusing field error.
+    ///
+    /// Parsed straight into the model (not through `serde_json::Value`, which would keep the last
+    /// of two duplicate keys without a word), then every value is checked by
+    /// [`super::validate::validate`]: unknown archs, counts out of range and a NaN occupancy are
+    /// errors that name the row and key.
     pub fn from_json(text: &str) -> Result<Report, ReadError> {
-        let value: serde_json::Value = serde_json::from_str(text)?;
-        match value
-            .get("schema_version")
+        /// Only the version, read first; every other key is ignored here.
+        #[derive(Deserialize)]
+        struct Version {
+            schema_version: Option<serde_json::Value>,
+        }
+        let version: Version = serde_json::from_str(text)?;
+        match version
+            .schema_version
+            .as_ref()
             .and_then(serde_json::Value::as_u64)
         {
             Some(found) if found != u64::from(SCHEMA_VERSION) => {
@@ -116,7 +130,9 @@ impl Report {
             }
             _ => {}
         }
-        Ok(serde_json::from_value(value)?)
+        let report: Report = serde_json::from_str(text)?;
+        super::validate::validate(&report)?;
+        Ok(report)
     }
 
     /// Puts several reports (one per crate) into one: kernels and findings (which name their
