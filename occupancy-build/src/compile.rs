@@ -79,6 +79,9 @@ pub struct CompiledSource {
     /// Set when the compiler cache in front of nvcc (`RUSTC_WRAPPER`, e.g. sccache) failed this
     /// compile and nvcc alone succeeded: what the cache printed, for a warning.
     pub wrapper_failure: Option<String>,
+    /// The virtual arch of the PTX every row's SASS comes from (`compute_80`): the lowest
+    /// target for a `.cu`, the `.target` of a `.ptx_file`.
+    pub ptx_target: Option<String>,
 }
 
 /// Compiles (or replays) one source.
@@ -91,7 +94,9 @@ pub fn compile_source(
     let slot = Slot::new(&settings.cache_root, &file_stem(source), &config);
     let current_key = |dependencies: &[PathBuf]| cache_key(settings, &config, dependencies).ok();
     if let Some(entry) = slot.lookup(current_key) {
-        return Ok(compiled_from_entry(source, kind, entry, true, None));
+        return Ok(compiled_from_entry(
+            settings, source, kind, entry, true, None,
+        ));
     }
     let staging = slot.staging()?;
     let work = staging.dir.join("keep");
@@ -125,6 +130,7 @@ pub fn compile_source(
         .collect();
     let entry = slot.publish(staging, key, fresh.dependencies, &named)?;
     Ok(compiled_from_entry(
+        settings,
         source,
         kind,
         entry,
@@ -133,14 +139,36 @@ pub fn compile_source(
     ))
 }
 
+/// `compute_80` from a PTX file's `.target sm_80[, ...]` directive (read from its header only).
+fn ptx_file_target(path: &Path) -> Option<String> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).ok()?;
+    let line = std::io::BufReader::new(file)
+        .lines()
+        .take(200)
+        .map_while(Result::ok)
+        .find(|line| line.trim_start().starts_with(".target"))?;
+    let target = line.trim_start().strip_prefix(".target")?.trim();
+    let first = target
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .next()?;
+    Some(first.replacen("sm_", "compute_", 1))
+}
+
 fn compiled_from_entry(
+    settings: &CompileSettings,
     source: &Path,
     kind: SourceKind,
     entry: Entry,
     from_cache: bool,
     wrapper_failure: Option<String>,
 ) -> CompiledSource {
+    let ptx_target = match kind {
+        SourceKind::Cuda => settings.archs.first().map(|lowest| lowest.virtual_name()),
+        SourceKind::Ptx => ptx_file_target(source),
+    };
     CompiledSource {
+        ptx_target,
         source: source.to_path_buf(),
         kind,
         ptx: match kind {

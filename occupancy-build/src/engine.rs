@@ -24,7 +24,10 @@ pub struct Context {
     pub manifest_dir: PathBuf,
     pub crate_name: String,
     pub metadata: Metadata,
+    /// Every arch checked: the targets, then the JIT-only ones (sorted; the lowest is a target).
     pub archs: Vec<SmArch>,
+    /// Archs checked only as what the driver's JIT makes of the shipped PTX (`jit_archs`).
+    pub jit_archs: Vec<SmArch>,
     pub arch_source: ArchSource,
     /// `OCCUPANCY_SKIP=1` or `DOCS_RS`: compile if possible, check nothing, say so.
     pub skip_reason: Option<String>,
@@ -72,6 +75,7 @@ pub fn context(build: &Build) -> Result<Context, Error> {
         targets::query_installed_gpus,
         &nvcc,
     )?;
+    let (archs, jit_archs) = with_jit_archs(build, &metadata, archs, &nvcc)?;
     let skip_reason = if env.flag("OCCUPANCY_SKIP") {
         Some("OCCUPANCY_SKIP is set".to_string())
     } else if env.get("DOCS_RS").is_some() {
@@ -85,9 +89,46 @@ pub fn context(build: &Build) -> Result<Context, Error> {
         crate_name,
         metadata,
         archs,
+        jit_archs,
         arch_source,
         skip_reason,
     })
+}
+
+/// The target archs plus the GPUs the shipped PTX must also run on (`.jit_arch(...)`, else
+/// `jit_archs` in the metadata), sorted; and the JIT-only ones. The PTX targets the lowest
+/// target arch, so a JIT arch below it could not load the PTX at all: an error.
+fn with_jit_archs(
+    build: &Build,
+    metadata: &Metadata,
+    mut archs: Vec<SmArch>,
+    nvcc: &dyn Fn() -> Option<crate::NvccArchs>,
+) -> Result<(Vec<SmArch>, Vec<SmArch>), Error> {
+    let (names, setting) = if build.jit_archs.is_empty() {
+        (
+            metadata.jit_archs.clone().unwrap_or_default(),
+            "`jit_archs` in [package.metadata.occupancy]",
+        )
+    } else {
+        (build.jit_archs.clone(), "`.jit_arch(...)`")
+    };
+    let jit = targets::parse_list(&names.join(","), setting, nvcc)?;
+    let lowest = archs.first().copied();
+    if let (Some(lowest), Some(older)) = (lowest, jit.iter().find(|arch| Some(**arch) < lowest)) {
+        return Err(Error::Config {
+            message: format!(
+                "{setting}: {older} is older than the lowest target arch {lowest}, whose PTX ({}) ships; that PTX cannot be JIT-compiled for {older}: add {older} to the target archs instead",
+                lowest.virtual_name()
+            ),
+        });
+    }
+    let jit_only: Vec<SmArch> = jit
+        .into_iter()
+        .filter(|arch| !archs.contains(arch))
+        .collect();
+    archs.extend(jit_only.iter().copied());
+    archs.sort();
+    Ok((archs, jit_only))
 }
 
 /// Compiles every source of the build (in parallel, cached) and returns them in order.

@@ -511,6 +511,7 @@ fn rows_of_compiled(
     for record in &parsed.kernels {
         let ptx = entries.iter().find(|entry| entry.name == record.name);
         let mut row = row_from_record(record, ptx, launch)?;
+        row.ptx_target = compiled.ptx_target.clone();
         let line = kernel_line(&source_text, record);
         let kind = if compiled
             .source
