@@ -341,9 +341,7 @@ fn run_in(
             // Files this build script writes (occupancy_bounds.h) are outputs, not inputs: their
             // own inputs (the declarations in src/) are tracked, and watching them would rerun
             // the script on every build.
-            if !dependency.starts_with(&context.out_dir)
-                && !dependency.starts_with(&toolchain.cuda_home)
-            {
+            if is_tracked_dependency(dependency, &context.out_dir, &toolchain.cuda_home) {
                 cargo.rerun_if_changed(dependency);
             }
         }
@@ -390,6 +388,13 @@ fn run_in(
         report
     };
     Ok(output)
+}
+
+/// Whether a file nvcc read gets its own `rerun-if-changed`: not the files this build script
+/// writes (occupancy_bounds.h in OUT_DIR: their inputs are tracked), not the toolkit's headers
+/// (the toolkit is tracked by its identity files); every user header is.
+fn is_tracked_dependency(path: &Path, out_dir: &Path, cuda_home: &Path) -> bool {
+    !path.starts_with(out_dir) && !path.starts_with(cuda_home)
 }
 
 /// Variables cargo itself sets for a build script: a change to one already reruns it.
@@ -628,6 +633,31 @@ impl CargoLines {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn toolkit_headers_are_not_tracked_one_by_one() {
+        let (out, cuda) = (Path::new("/t/out"), Path::new("/opt/cuda"));
+        assert!(!is_tracked_dependency(
+            Path::new("/opt/cuda/include/cuda_fp16.hpp"),
+            out,
+            cuda
+        ));
+        assert!(!is_tracked_dependency(
+            Path::new("/t/out/occupancy_bounds.h"),
+            out,
+            cuda
+        ));
+        assert!(is_tracked_dependency(
+            Path::new("/src/kernels/common.cuh"),
+            out,
+            cuda
+        ));
+        assert!(is_tracked_dependency(
+            Path::new("/usr/include/stdio.h"),
+            out,
+            cuda
+        ));
+    }
 
     #[test]
     fn one_file_under_several_names_is_one_source() {

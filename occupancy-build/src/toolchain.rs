@@ -317,6 +317,27 @@ mod tests {
     }
 
     #[test]
+    fn the_toolkit_is_identified_by_its_compilers_and_version_file() {
+        let home = std::env::temp_dir().join(format!("occupancy-toolkit-{}", std::process::id()));
+        for file in ["bin/nvcc", "bin/ptxas", "nvvm/bin/cicc", "version.json"] {
+            std::fs::create_dir_all(home.join(file).parent().unwrap()).unwrap();
+            std::fs::write(home.join(file), "x").unwrap();
+        }
+        let files = identity_files(&home.join("bin/nvcc"), &home);
+        assert_eq!(files.len(), 4, "{files:?}");
+        let before = fingerprint(&files);
+        std::fs::write(home.join("bin/ptxas"), "a newer ptxas").unwrap();
+        assert_ne!(
+            before,
+            fingerprint(&files),
+            "a new ptxas changes every cache key"
+        );
+        std::fs::remove_file(home.join("version.json")).unwrap();
+        assert_eq!(identity_files(&home.join("bin/nvcc"), &home).len(), 3);
+        let _ = std::fs::remove_dir_all(home);
+    }
+
+    #[test]
     fn nvcc_pointing_nowhere_is_named() {
         let mut env = TrackedEnv::new();
         env.set("NVCC", Some("/nonexistent/nvcc"));
