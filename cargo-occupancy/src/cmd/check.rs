@@ -209,6 +209,7 @@ fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, UsageError> {
             }
             inputs.extend(found);
         } else {
+            crate::inputs::check_input_file("the input", path)?;
             inputs.push(classify(path));
         }
     }

@@ -171,6 +171,7 @@ fn direct_row(args: &Args, arch_name: &str, registers: u32) -> KernelRow {
 fn rows_from_logs(args: &Args) -> Result<Vec<KernelRow>, UsageError> {
     let mut rows = Vec::new();
     for path in &args.logs {
+        crate::inputs::check_input_file("the ptxas log", path)?;
         let text = std::fs::read_to_string(path).map_err(|error| {
             UsageError(format!(
                 "cannot read the ptxas log {}: {error}",

@@ -69,6 +69,7 @@ pub fn run(args: Args) -> ExitCode {
 }
 
 fn read_log(path: &PathBuf) -> Result<occupancy_core::ptxas::ParseOutput, String> {
+    crate::inputs::check_input_file("the ptxas log", path).map_err(|error| error.0)?;
     let name = path.display().to_string();
     let mut parser = LogParser::new();
     let mut buffer = vec![0u8; 1 << 16];
