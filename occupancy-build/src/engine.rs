@@ -33,10 +33,9 @@ pub struct Context {
 /// Resolves the context of a build from the builder and the (tracked) environment.
 pub fn context(build: &Build) -> Result<Context, Error> {
     let env = &build.env;
+    let nvcc = || crate::NvccArchs::installed(env);
     if let Some(first) = build.arch_errors.first() {
-        return Err(Error::Config {
-            message: format!("in `.arch(...)`: {first}"),
-        });
+        return Err(targets::unknown("in `.arch(...)`", first.clone(), &nvcc));
     }
     let out_dir = match &build.out_dir {
         Some(dir) => dir.clone(),
@@ -71,6 +70,7 @@ pub fn context(build: &Build) -> Result<Context, Error> {
             metadata: metadata.archs.clone(),
         },
         targets::query_installed_gpus,
+        &nvcc,
     )?;
     let skip_reason = if env.flag("OCCUPANCY_SKIP") {
         Some("OCCUPANCY_SKIP is set".to_string())

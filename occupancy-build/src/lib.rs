@@ -28,6 +28,7 @@ mod env;
 mod error;
 mod fsutil;
 mod jobs;
+mod nvcc_archs;
 pub mod report;
 pub mod targets;
 mod toolchain;
@@ -38,7 +39,8 @@ use std::path::{Path, PathBuf};
 pub use compile::{CompiledSource, Product, SourceKind};
 pub use env::TrackedEnv;
 pub use error::Error;
-pub use targets::{ArchSource, SmArch};
+pub use nvcc_archs::{explain_unknown, NvccArchs};
+pub use targets::{Arch, ArchSource, SmArch};
 pub use toolchain::{Toolchain, NVCC_WHEELS};
 
 /// How the CUDA runtime is linked into a crate that uses [`Build::compile_lib`].
@@ -60,7 +62,7 @@ pub struct Build {
     source_dirs: Vec<PathBuf>,
     ptx_files: Vec<PathBuf>,
     archs: Vec<SmArch>,
-    arch_errors: Vec<String>,
+    arch_errors: Vec<occupancy_core::arch::UnknownArch>,
     flags: Vec<OsString>,
     includes: Vec<PathBuf>,
     defines: Vec<(String, Option<String>)>,
@@ -142,12 +144,13 @@ impl Build {
         self
     }
 
-    /// Adds a target architecture (`"sm_90"`, `"90"`, `"9.0"`). Calling this overrides
-    /// `OCCUPANCY_ARCHS`, `CUDA_COMPUTE_CAP` and Cargo.toml metadata.
+    /// Adds a target architecture in [`Arch`]'s grammar (`"sm_90"`, `"sm_90a"`, `"sm_100f"`,
+    /// `"compute_90"`, `"90"`, `"9.0"`); an unknown name fails the build naming `.arch(...)`.
+    /// Calling this overrides `OCCUPANCY_ARCHS`, `CUDA_COMPUTE_CAP` and Cargo.toml metadata.
     pub fn arch(&mut self, arch: &str) -> &mut Build {
         match SmArch::parse(arch) {
             Ok(arch) => self.archs.push(arch),
-            Err(error) => self.arch_errors.push(error.to_string()),
+            Err(error) => self.arch_errors.push(error),
         }
         self
     }

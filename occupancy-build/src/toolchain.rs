@@ -150,7 +150,7 @@ fn executable_name() -> &'static str {
     }
 }
 
-fn locate_nvcc(env: &TrackedEnv) -> Result<PathBuf, Error> {
+pub(crate) fn locate_nvcc(env: &TrackedEnv) -> Result<PathBuf, Error> {
     let mut looked = Vec::new();
     if let Some(nvcc) = env.get("NVCC") {
         let path = PathBuf::from(&nvcc);

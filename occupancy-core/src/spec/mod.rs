@@ -292,53 +292,14 @@ impl fmt::Display for SpecKey {
     }
 }
 
-/// Checks an architecture name syntactically: `sm_NN`, `sm_NNa`, `sm_NNf`, `compute_NN`,
-/// `compute_NNa`, `compute_NNf`, where NN is a compute capability of two or three digits
-/// (`sm_80`, `sm_90a`, `sm_100f`, `compute_120`). Whether the toolkit knows the arch is decided
-/// elsewhere. On error, returns a suggestion when one is obvious (`sm90` → `sm_90`).
+/// Checks an architecture name against [`crate::arch::Arch`]'s grammar, the one every input
+/// uses: `sm_90`, `sm_90a`, `sm_100f`, `compute_90`, `90`, `9.0`, for architectures nvcc has
+/// (`sm_999` and `sm_89a` are refused). On error, returns the suggestion when one is obvious
+/// (`sm90` → `sm_90`).
 pub fn check_arch_name(arch: &str) -> Result<(), Option<String>> {
-    if is_valid_arch_name(arch) {
-        return Ok(());
-    }
-    let lowered = arch
-        .trim()
-        .to_ascii_lowercase()
-        .replace(['-', '.', ' '], "");
-    let digits_and_suffix = lowered
-        .strip_prefix("compute_")
-        .map(|rest| ("compute_", rest))
-        .or_else(|| {
-            lowered
-                .strip_prefix("compute")
-                .map(|rest| ("compute_", rest))
-        })
-        .or_else(|| lowered.strip_prefix("sm_").map(|rest| ("sm_", rest)))
-        .or_else(|| lowered.strip_prefix("sm").map(|rest| ("sm_", rest)))
-        .or_else(|| {
-            lowered
-                .strip_prefix("arch=")
-                .map(|rest| ("sm_", rest.trim_start_matches("sm_")))
-        })
-        .unwrap_or(("sm_", lowered.as_str()));
-    let candidate = format!(
-        "{}{}",
-        digits_and_suffix.0,
-        digits_and_suffix.1.trim_start_matches('_')
-    );
-    Err(Some(candidate).filter(|candidate| is_valid_arch_name(candidate)))
-}
-
-fn is_valid_arch_name(arch: &str) -> bool {
-    let Some(rest) = arch
-        .strip_prefix("sm_")
-        .or_else(|| arch.strip_prefix("compute_"))
-    else {
-        return false;
-    };
-    let digits = rest.strip_suffix(['a', 'f']).unwrap_or(rest);
-    (2..=3).contains(&digits.len())
-        && digits.bytes().all(|byte| byte.is_ascii_digit())
-        && !digits.starts_with('0')
+    crate::arch::Arch::parse(arch)
+        .map(|_| ())
+        .map_err(|error| error.suggestion)
 }
 
 #[cfg(all(test, feature = "spec"))]
