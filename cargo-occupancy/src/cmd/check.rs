@@ -221,7 +221,19 @@ fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, UsageError> {
             inputs.push(classify(path));
         }
     }
+    // `check dir dir/a.cu` or `check a.cu ./a.cu` name one file twice: check it once.
+    let mut seen = std::collections::BTreeSet::new();
+    inputs.retain(|input| {
+        let path = input_path_buf(input);
+        seen.insert(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()))
+    });
     Ok(inputs)
+}
+
+fn input_path_buf(input: &Input) -> &Path {
+    match input {
+        Input::Cuda(path) | Input::Ptx(path) | Input::Log(path) => path,
+    }
 }
 
 fn classify(path: &Path) -> Input {
@@ -483,19 +495,32 @@ fn rows_of_compiled(
     compiled: &CompiledSource,
     launch: RowLaunch,
 ) -> Result<Vec<Checked>, UsageError> {
-    let parsed = parse_log(&compiled.compiler_log).map_err(|error| {
-        UsageError(format!(
-            "cannot read ptxas's report for {}: {error}",
-            compiled.source.display()
-        ))
-    })?;
     let ptx_text = std::fs::read_to_string(&compiled.ptx).unwrap_or_default();
     let entries = parse_ptx_directives(&ptx_text);
+    let parsed = match parse_log(&compiled.compiler_log) {
+        Ok(parsed) => parsed,
+        // Device functions only (a helper file in a scanned directory): nothing to check in
+        // it, which is no reason to stop checking the others.
+        Err(occupancy_core::ptxas::ParseError::NoKernels { .. }) if entries.is_empty() => {
+            eprintln!(
+                "note: {} defines no kernel (device functions only): nothing to check in it",
+                compiled.source.display()
+            );
+            return Ok(Vec::new());
+        }
+        Err(error) => {
+            return Err(UsageError(format!(
+                "cannot read ptxas's report for {}: {error}",
+                compiled.source.display()
+            )))
+        }
+    };
     let source_text = std::fs::read_to_string(&compiled.source).unwrap_or_default();
     let mut rows = Vec::new();
     for record in &parsed.kernels {
         let ptx = entries.iter().find(|entry| entry.name == record.name);
         let mut row = row_from_record(record, ptx, launch)?;
+        row.ptx_target = compiled.ptx_target.clone();
         let line = kernel_line(&source_text, record);
         let kind = if compiled
             .source

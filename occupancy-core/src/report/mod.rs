@@ -34,7 +34,9 @@ pub use model::{
 };
 pub use query::{parse_sort_key, Column, Query, UnknownColumn};
 pub use sarif::render_sarif;
-pub use table::{format_bytes, format_occupancy, render_finding_text, render_text, summary_line};
+pub use table::{
+    format_bytes, format_occupancy, program_note, render_finding_text, render_text, summary_line,
+};
 pub use validate::{validate, InvalidValue, MAX_BARRIERS_PER_BLOCK};
 
 use crate::arch::ArchFacts;
@@ -75,6 +77,7 @@ impl KernelRow {
             name: name.to_string(),
             demangled: name.to_string(),
             arch: arch.to_string(),
+            ptx_target: None,
             entry: true,
             registers: 0,
             barriers: 1,
