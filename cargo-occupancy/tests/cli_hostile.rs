@@ -116,6 +116,13 @@ const CORPUS: &[(&[&str], &str)] = &[
     (&["parse", "empty.log"], "empty.log"),
     (&["parse", "binary.log"], "binary.log"),
     (&["parse", "missing.log"], "missing.log"),
+    // Endless input: refused before a byte is read, not read until memory runs out.
+    (&["parse", "/dev/zero"], "/dev/zero is a device"),
+    (&["check", "/dev/zero"], "/dev/zero is a device"),
+    (
+        &["explain", "k", "--log", "/dev/zero"],
+        "/dev/zero is a device",
+    ),
     (&["check", "empty-dir"], "empty-dir"),
     (&["check", "empty.log"], "empty.log"),
     (&["check", "binary.log"], "binary.log"),

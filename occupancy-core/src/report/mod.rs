@@ -13,6 +13,7 @@
 mod curves;
 pub mod explain;
 mod html;
+mod index;
 mod markdown;
 mod model;
 mod query;
@@ -25,6 +26,7 @@ pub use curves::{
     Axis, Curve, CurveInput, CurvePoint, Step,
 };
 pub use html::render_html;
+pub use index::{FindingIndex, RowIndex};
 pub use markdown::render_markdown;
 pub use model::{
     Finding, Headroom, KernelRow, Location, LocationKind, ReadError, Report, SourceFile,

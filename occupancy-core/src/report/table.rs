@@ -1,5 +1,6 @@
 //! The kernel table as text (a terminal) and the cell formatting shared with Markdown and HTML.
 
+use super::index::FindingIndex;
 use super::model::{Finding, KernelRow, Report};
 use crate::lint::Level;
 
@@ -119,6 +120,7 @@ pub fn table_cells(
         "headroom",
         "findings",
     ]);
+    let index = FindingIndex::new(report);
     let rows = report
         .kernels
         .iter()
@@ -156,7 +158,7 @@ pub fn table_cells(
             });
             cells.push(format_limiters(row));
             cells.push(format_headroom(row));
-            cells.push(format_findings(report.findings_for(row)));
+            cells.push(format_findings(index.findings_for(row).iter().copied()));
             cells
         })
         .collect();
