@@ -457,11 +457,13 @@ fn tick_step(axis: Axis, max: u64) -> u64 {
         Axis::Registers => &[8, 16, 32, 64],
         Axis::SharedMemory => &[1024, 2048, 4096, 8192, 16384, 32768, 65536],
     };
+    // Beyond the largest candidate (a report's 4 GiB of shared memory), a power of two that
+    // still gives at most 8 ticks: the axis never draws more than 9 labels.
     candidates
         .iter()
         .copied()
         .find(|step| max / step <= 8)
-        .unwrap_or(*candidates.last().unwrap_or(&1))
+        .unwrap_or_else(|| max.div_ceil(8).next_power_of_two())
 }
 
 fn tick_label(axis: Axis, x: u64) -> String {
