@@ -171,24 +171,22 @@ fn direct_row(args: &Args, arch_name: &str, registers: u32) -> KernelRow {
 fn rows_from_logs(args: &Args) -> Result<Vec<KernelRow>, UsageError> {
     let mut rows = Vec::new();
     for path in &args.logs {
-        crate::inputs::check_input_file("the ptxas log", path)?;
-        let text = std::fs::read_to_string(path).map_err(|error| {
-            UsageError(format!(
-                "cannot read the ptxas log {}: {error}",
-                path.display()
-            ))
-        })?;
-        let parsed = occupancy_core::ptxas::parse_log(&text)
-            .map_err(|error| UsageError(format!("{}: {error}", path.display())))?;
-        for record in parsed.kernels.iter().filter(|record| record.entry) {
-            // Without PTX the compiled bounds are unknown; the launch is the user's or 256.
-            let launch = RowLaunch {
-                block: args.block.unwrap_or(256),
-                dynamic_smem_bytes: 0,
-                carveout_percent: None,
-            };
-            rows.push(row_from_record(record, None, launch)?);
+        // Without PTX the compiled bounds are unknown; the launch is the user's or 256.
+        let launch = RowLaunch {
+            block: args.block.unwrap_or(256),
+            dynamic_smem_bytes: 0,
+            carveout_percent: None,
+        };
+        let output = super::log_input::read_log(path, |record| {
+            rows.push(row_from_record(&record, None, launch).map_err(|error| error.0)?);
+            Ok(())
+        })
+        .map_err(UsageError)?;
+        let name = path.display().to_string();
+        for note in super::log_input::reading_notes(&name, &output) {
+            eprintln!("note: {note}");
         }
+        super::log_input::compile_errors(&name, &output).map_err(UsageError)?;
     }
     Ok(rows)
 }

@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 
 use super::curves::{all_curves, Axis, Curve};
+use super::index::FindingIndex;
 use super::model::{Finding, KernelRow, Report};
 use super::table::{
     format_bytes, format_findings, format_headroom, format_limiters, format_occupancy, format_smem,
@@ -153,8 +154,7 @@ fn verdict(report: &Report) -> (&'static str, &'static str) {
     }
 }
 
-fn row_level(report: &Report, row: &KernelRow) -> &'static str {
-    let findings: Vec<&Finding> = report.findings_for(row).collect();
+fn row_level(findings: &[&Finding]) -> &'static str {
     if findings.iter().any(|finding| finding.level == Level::Deny) {
         "deny"
     } else if findings.iter().any(|finding| finding.level == Level::Warn) {
@@ -227,8 +227,9 @@ fn render_table(out: &mut String, report: &Report) {
         let _ = write!(out, "<th data-column=\"{column}\">{}</th>", escape(title));
     }
     out.push_str("</tr></thead>\n<tbody>\n");
+    let finding_index = FindingIndex::new(report);
     for (index, row) in report.kernels.iter().enumerate() {
-        render_table_row(out, report, index, row, with_crate);
+        render_table_row(out, index, row, with_crate, finding_index.findings_for(row));
     }
     out.push_str("</tbody>\n</table></div>\n");
 }
@@ -236,12 +237,12 @@ fn render_table(out: &mut String, report: &Report) {
 /// One `<tr>` of the kernels table: every column with its sort key.
 fn render_table_row(
     out: &mut String,
-    report: &Report,
     index: usize,
     row: &KernelRow,
     with_crate: bool,
+    row_findings: &[&Finding],
 ) {
-    let _ = write!(out, "<tr class=\"{}\">", row_level(report, row));
+    let _ = write!(out, "<tr class=\"{}\">", row_level(row_findings));
     let text = |out: &mut String, sort: &str, shown: &str| {
         let _ = write!(
             out,
@@ -317,7 +318,7 @@ fn render_table_row(
         "<td data-sort=\"{spare}\">{}</td>",
         escape(&format_headroom(row))
     );
-    let findings = format_findings(report.findings_for(row));
+    let findings = format_findings(row_findings.iter().copied());
     text(out, &findings, &findings);
     out.push_str("</tr>\n");
 }

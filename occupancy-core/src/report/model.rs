@@ -39,6 +39,11 @@ pub struct Report {
     /// Why nothing was checked (`OCCUPANCY_SKIP`, docs.rs); absent when the checks ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
+    /// Why the build that wrote this report failed (nvcc failed, a setting is wrong, ...):
+    /// then nothing was checked and `kernels` is empty; absent when the build got as far as
+    /// its checks. A reader must not take a failed build's report for a clean one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
     /// Every compiled source of the build.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<SourceFile>,
@@ -58,6 +63,7 @@ impl Default for Report {
             archs: Vec::new(),
             arch_source: None,
             skipped: None,
+            failed: None,
             sources: Vec::new(),
             kernels: Vec::new(),
             findings: Vec::new(),
@@ -192,8 +198,14 @@ pub struct KernelRow {
     pub name: String,
     /// The demangled name (equal to `name` for `extern "C"` kernels).
     pub demangled: String,
-    /// Canonical architecture name, `"sm_90"`.
+    /// Canonical architecture name, `"sm_90"`: the SASS this row's numbers are ptxas's for.
     pub arch: String,
+    /// The PTX the SASS was assembled from (`"compute_80"`): with a lower target than `arch`,
+    /// the row is what the driver's JIT makes of shipped PTX on that GPU, which can differ from
+    /// a native compile (other registers; code behind `__CUDA_ARCH__ >= ...` absent). `None`
+    /// when unknown (rows read from a ptxas log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ptx_target: Option<String>,
     /// Whether this is an entry (`__global__`) function; device functions have no occupancy.
     pub entry: bool,
     /// Registers per thread.
