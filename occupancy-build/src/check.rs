@@ -18,7 +18,7 @@ use occupancy_core::ptxas::{self, KernelRecord, PtxEntry};
 use occupancy_core::spec::{self, DeclaredKernel};
 
 use crate::baseline::Baseline;
-use crate::compile::{render_command, CompiledSource};
+use crate::compile::{render_command, CompiledSource, Program};
 use crate::diagnostics::{self, SourceText};
 use crate::engine::{CargoLines, Context};
 use crate::fsutil::{write_atomic, write_if_changed};
@@ -250,8 +250,21 @@ struct CompiledKernel<'a> {
     name: String,
     demangled: Option<String>,
     source: &'a CompiledSource,
+    /// The entry in the first program that defines it (launch-bound defaults).
     ptx: Option<PtxEntry>,
     records: BTreeMap<String, KernelRecord>,
+    /// Per arch: the program its SASS came from and the entry in that program's PTX.
+    programs: BTreeMap<String, (&'a Program, PtxEntry)>,
+}
+
+impl CompiledKernel<'_> {
+    /// The PTX entry this arch's SASS was assembled from.
+    fn ptx_on(&self, arch: &str) -> Option<&PtxEntry> {
+        self.programs
+            .get(arch)
+            .map(|(_, entry)| entry)
+            .or(self.ptx.as_ref())
+    }
 }
 
 fn parse_compiled<'a>(
@@ -265,14 +278,18 @@ fn parse_compiled<'a>(
             file: source.source.clone(),
             message,
         };
-        let ptx_text = std::fs::read_to_string(&source.ptx).map_err(|error| Error::Io {
-            path: source.ptx.clone(),
-            error,
-        })?;
-        let entries = ptxas::parse_ptx_directives(&ptx_text);
+        let mut programs = Vec::new();
+        for program in &source.programs {
+            let ptx_text = std::fs::read_to_string(&program.ptx).map_err(|error| Error::Io {
+                path: program.ptx.clone(),
+                error,
+            })?;
+            programs.push((program, ptxas::parse_ptx_directives(&ptx_text)));
+        }
+        let no_entries = programs.iter().all(|(_, entries)| entries.is_empty());
         let parsed = match ptxas::parse_log(&source.compiler_log) {
             Ok(parsed) => parsed,
-            Err(ptxas::ParseError::NoKernels { .. }) if entries.is_empty() => continue,
+            Err(ptxas::ParseError::NoKernels { .. }) if no_entries => continue,
             Err(error) => return Err(unreadable(format!("ptxas's report: {error}"))),
         };
         if let Some(diagnostic) = parsed.diagnostics.first() {
@@ -289,28 +306,38 @@ fn parse_compiled<'a>(
                     name: record.name.clone(),
                     demangled: record.demangled.clone(),
                     source,
-                    ptx: entries
+                    ptx: programs
                         .iter()
+                        .flat_map(|(_, entries)| entries)
                         .find(|entry| entry.name == record.name)
                         .cloned(),
                     records: BTreeMap::new(),
+                    programs: BTreeMap::new(),
                 });
             kernel.records.insert(record.arch.clone(), record);
         }
-        // Fail closed: every entry in the PTX must have a report on every target arch.
-        for entry in &entries {
-            let Some(kernel) = by_name.get(&entry.name) else {
-                return Err(unreadable(format!(
-                    "the PTX defines kernel `{}` but ptxas reported nothing for it",
-                    entry.name
-                )));
-            };
-            for arch in &archs {
-                if !kernel.records.contains_key(arch) {
+        // Fail closed: every entry of a program must have a report on every arch assembled
+        // from that program (and only there: a kernel behind `__CUDA_ARCH__ >= 900` exists
+        // in the compute_90 program alone).
+        for (program, entries) in &programs {
+            let program_archs = program.archs.iter().filter(|arch| archs.contains(*arch));
+            for entry in entries {
+                let Some(kernel) = by_name.get_mut(&entry.name) else {
                     return Err(unreadable(format!(
-                        "ptxas reported nothing for kernel `{}` on {arch}",
+                        "the PTX defines kernel `{}` but ptxas reported nothing for it",
                         entry.name
                     )));
+                };
+                for arch in program_archs.clone() {
+                    if !kernel.records.contains_key(arch) {
+                        return Err(unreadable(format!(
+                            "ptxas reported nothing for kernel `{}` on {arch}",
+                            entry.name
+                        )));
+                    }
+                    kernel
+                        .programs
+                        .insert(arch.clone(), (*program, entry.clone()));
                 }
             }
         }
@@ -502,13 +529,16 @@ pub fn check(
             let facts: &'static ArchFacts = arch::lookup(arch_name).map_err(|error| Error::Config {
                 message: format!("{error}: occupancy-core has no facts for {arch_name}; remove it from the target archs"),
             })?;
-            let mut row = KernelRow::from_record(record, kernel.ptx.as_ref(), launch).map_err(
-                |error| Error::Config {
+            let mut row = KernelRow::from_record(record, kernel.ptx_on(arch_name), launch)
+                .map_err(|error| Error::Config {
                     message: format!("{error}: occupancy-core has no facts for {arch_name}; remove it from the target archs"),
                 },
             )?;
             row.crate_name = Some(context.crate_name.clone());
-            row.ptx_target = kernel.source.ptx_target.clone();
+            row.ptx_target = match kernel.programs.get(arch_name) {
+                Some((program, _)) => program.ptx_target.clone(),
+                None => kernel.source.ptx_target.clone(),
+            };
             row.source = Some(source_location.clone());
             if let Some((declared, _)) = declared {
                 row.declaration = Some(declarations.location(declared));
@@ -545,7 +575,7 @@ pub fn check(
                     .map(|(facts, record, occupancy)| CompiledOnArch {
                         arch: facts,
                         record,
-                        ptx: kernel.ptx.as_ref(),
+                        ptx: kernel.ptx_on(&record.arch),
                         occupancy,
                     })
                     .collect();
@@ -677,7 +707,11 @@ fn spill_free_help(
 ) -> Option<String> {
     let arch = arch?;
     let blocks = declared.spec.min_blocks_per_sm?;
-    let ptx_text = std::fs::read_to_string(&kernel.source.ptx).ok()?;
+    let ptx_path = kernel
+        .programs
+        .get(arch)
+        .map_or(&kernel.source.ptx, |(program, _)| &program.ptx);
+    let ptx_text = std::fs::read_to_string(ptx_path).ok()?;
     let directive = minnctapersm_position(&ptx_text, &kernel.name)?;
     let probe_dir = context.out_dir.join("occupancy").join("probe");
     std::fs::create_dir_all(&probe_dir).ok()?;
@@ -714,7 +748,7 @@ fn spill_free_help(
                 dynamic_smem_bytes: u64::from(declared.spec.dynamic_smem_bytes),
                 carveout_percent: None,
             };
-            let mut row = KernelRow::from_record(record, kernel.ptx.as_ref(), launch).ok()?;
+            let mut row = KernelRow::from_record(record, kernel.ptx_on(arch), launch).ok()?;
             row.max_threads_per_block = Some(threads);
             row.compute(arch::lookup(arch).ok()?);
             return Some(format!(
@@ -765,6 +799,7 @@ mod tests {
                 .map(|arch| crate::SmArch::parse(arch).unwrap())
                 .collect(),
             jit_archs: Vec::new(),
+            ptx_per_arch: false,
             arch_source: crate::ArchSource::Builder,
             skip_reason: None,
         }
@@ -780,6 +815,11 @@ mod tests {
         CompiledSource {
             source: dir.join("k.cu"),
             kind: crate::SourceKind::Cuda,
+            programs: vec![Program {
+                ptx_target: Some("compute_80".into()),
+                ptx: ptx.clone(),
+                archs: vec!["sm_80".into(), "sm_90".into()],
+            }],
             ptx,
             binary: None,
             compiler_log: log.to_string(),

@@ -9,13 +9,18 @@
 //!   ptxas itself, which is what measuring resources costs; no source is compiled twice.
 //! * `.compile_lib()`: `nvcc -c -arch=compute_<lowest> -code=sm_<a>,...,compute_<lowest> -Xptxas -v
 //!   --keep`: the object the crate links (SASS per arch plus PTX for newer GPUs), the same report,
-//!   and the PTX kept for the launch-bound checks.
+//!   and the PTX kept for the launch-bound checks. Its sm_90 SASS is ptxas's work on the
+//!   compute_80 PTX, like the JIT's, so those rows say `ptx_target = compute_80` too.
+//! * `.ptx_per_arch(true)`: the same commands with one `-gencode arch=compute_<t>,code=[sm_<t>,...]`
+//!   per target arch instead: cicc runs once per target, each arch's SASS (and each JIT arch's,
+//!   from the highest target not above it) comes from its own PTX, kept as
+//!   `<stem>.compute_<t>.ptx`, and ptxas's report is still that one compile's.
 //! * `.ptx_file()` (PTX made elsewhere): `nvcc -cubin -arch=sm_<a> -Xptxas -v` per architecture.
 //!
 //! `-MD -MF` makes nvcc list every header it read. The cache entry of a source (in OUT_DIR) is
-//! keyed by nvcc's version, the full command line, the architectures, and the contents of the
-//! source and of every header of its previous compile, so touching one of N files recompiles
-//! that one, and the ptxas report is replayed from the entry on a hit. This module runs nvcc and
+//! keyed by nvcc's version, the full command line, the architectures, the program mode and the
+//! JIT archs, and the contents of the source and of every header of its previous compile, so
+//! touching one of N files recompiles that one, and the ptxas report is replayed from the entry on a hit. This module runs nvcc and
 //! reads and writes files; it does not interpret the report.
 
 use std::ffi::OsString;
@@ -59,6 +64,49 @@ pub struct CompileSettings {
     pub product: Product,
     /// `$OUT_DIR/occupancy/cache`.
     pub cache_root: PathBuf,
+    /// One PTX per target arch (`.ptx_per_arch(true)`) instead of one for the lowest.
+    pub ptx_per_arch: bool,
+    /// The archs of `archs` checked only as JIT targets of the shipped PTX (`jit_archs`).
+    pub jit_archs: Vec<SmArch>,
+}
+
+/// One PTX program of a source and the archs whose SASS ptxas assembled from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Program {
+    /// The PTX's virtual arch (`compute_90`); for a `.ptx_file`, its `.target` if readable.
+    pub ptx_target: Option<String>,
+    /// The PTX text's path.
+    pub ptx: PathBuf,
+    /// `sm_90` (and any JIT arch that loads this PTX), as ptxas names them in its report.
+    pub archs: Vec<String>,
+}
+
+impl CompileSettings {
+    /// The PTX programs a `.cu` source compiles to, as (virtual arch, SASS archs from it):
+    /// one from the lowest target for every arch, or per arch (`ptx_per_arch`) one per target arch, each
+    /// JIT arch going to the highest target not above it (the PTX the driver picks there).
+    pub fn program_archs(&self) -> Vec<(SmArch, Vec<SmArch>)> {
+        let targets: Vec<SmArch> = self
+            .archs
+            .iter()
+            .filter(|arch| !self.jit_archs.contains(arch))
+            .copied()
+            .collect();
+        if !self.ptx_per_arch {
+            return targets
+                .first()
+                .map(|lowest| vec![(*lowest, self.archs.clone())])
+                .unwrap_or_default();
+        }
+        let mut programs: Vec<(SmArch, Vec<SmArch>)> =
+            targets.iter().map(|arch| (*arch, vec![*arch])).collect();
+        for jit in &self.jit_archs {
+            if let Some(program) = programs.iter_mut().rev().find(|(target, _)| target <= jit) {
+                program.1.push(*jit);
+            }
+        }
+        programs
+    }
 }
 
 /// The result of compiling one source (fresh or from the cache).
@@ -79,9 +127,13 @@ pub struct CompiledSource {
     /// Set when the compiler cache in front of nvcc (`RUSTC_WRAPPER`, e.g. sccache) failed this
     /// compile and nvcc alone succeeded: what the cache printed, for a warning.
     pub wrapper_failure: Option<String>,
-    /// The virtual arch of the PTX every row's SASS comes from (`compute_80`): the lowest
-    /// target for a `.cu`, the `.target` of a `.ptx_file`.
+    /// The virtual arch of the shipped PTX `ptx` (`compute_80`): the lowest target for a
+    /// `.cu`, the `.target` of a `.ptx_file`.
     pub ptx_target: Option<String>,
+    /// Every PTX program and the archs whose rows come from it: one for a `.ptx_file` or a
+    /// default build (the lowest target's PTX for every arch), one per target arch with
+    /// `ptx_per_arch`. The first is `ptx`.
+    pub programs: Vec<Program>,
 }
 
 /// Compiles (or replays) one source.
@@ -107,10 +159,13 @@ pub fn compile_source(
     let fresh = run_nvcc(settings, source, kind, &work)?;
     // The products move to the staging root under fixed names; nvcc's intermediates go.
     let stem = file_stem(source);
-    let mut products: Vec<(&str, String)> = Vec::new();
+    let mut products: Vec<(String, String)> = Vec::new();
     if kind == SourceKind::Cuda {
-        rename(&fresh.ptx, &staging.dir.join(format!("{stem}.ptx")))?;
-        products.push(("ptx", format!("{stem}.ptx")));
+        for (target, ptx) in &fresh.ptx {
+            let name = format!("{stem}.{target}.ptx");
+            rename(ptx, &staging.dir.join(&name))?;
+            products.push((ptx_role(target), name));
+        }
     }
     if let Some(binary) = &fresh.binary {
         let name = binary
@@ -118,15 +173,15 @@ pub fn compile_source(
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_else(|| format!("{stem}.bin"));
         rename(binary, &staging.dir.join(&name))?;
-        products.push(("binary", name));
+        products.push(("binary".into(), name));
     }
     crate::fsutil::write_atomic(&staging.dir.join("nvcc.log"), fresh.compiler_log.as_bytes())?;
-    products.push(("log", "nvcc.log".into()));
+    products.push(("log".into(), "nvcc.log".into()));
     let _ = std::fs::remove_dir_all(&work);
     let key = cache_key(settings, &config, &fresh.dependencies)?;
     let named: Vec<(&str, &str)> = products
         .iter()
-        .map(|(role, name)| (*role, name.as_str()))
+        .map(|(role, name)| (role.as_str(), name.as_str()))
         .collect();
     let entry = slot.publish(staging, key, fresh.dependencies, &named)?;
     Ok(compiled_from_entry(
@@ -163,24 +218,44 @@ fn compiled_from_entry(
     from_cache: bool,
     wrapper_failure: Option<String>,
 ) -> CompiledSource {
-    let ptx_target = match kind {
-        SourceKind::Cuda => settings.archs.first().map(|lowest| lowest.virtual_name()),
-        SourceKind::Ptx => ptx_file_target(source),
+    let programs: Vec<Program> = match kind {
+        SourceKind::Cuda => settings
+            .program_archs()
+            .into_iter()
+            .map(|(target, archs)| Program {
+                ptx_target: Some(target.virtual_name()),
+                ptx: entry
+                    .path(&ptx_role(&target.virtual_name()))
+                    .unwrap_or_default(),
+                archs: archs.iter().map(ToString::to_string).collect(),
+            })
+            .collect(),
+        SourceKind::Ptx => vec![Program {
+            ptx_target: ptx_file_target(source),
+            ptx: source.to_path_buf(),
+            archs: settings.archs.iter().map(ToString::to_string).collect(),
+        }],
     };
+    let shipped = programs.first().cloned();
     CompiledSource {
-        ptx_target,
+        ptx_target: shipped
+            .as_ref()
+            .and_then(|program| program.ptx_target.clone()),
         source: source.to_path_buf(),
         kind,
-        ptx: match kind {
-            SourceKind::Cuda => entry.path("ptx").unwrap_or_default(),
-            SourceKind::Ptx => source.to_path_buf(),
-        },
+        ptx: shipped.map(|program| program.ptx).unwrap_or_default(),
+        programs,
         binary: entry.path("binary"),
         compiler_log: entry.log,
         dependencies: entry.manifest.dependencies,
         from_cache,
         wrapper_failure,
     }
+}
+
+/// The cache role of the PTX for one virtual arch (`ptx.compute_90`).
+fn ptx_role(target: &str) -> String {
+    format!("ptx.{target}")
 }
 
 fn rename(from: &Path, to: &Path) -> Result<(), Error> {
@@ -191,26 +266,45 @@ fn rename(from: &Path, to: &Path) -> Result<(), Error> {
 }
 
 struct FreshOutput {
-    ptx: PathBuf,
+    /// (virtual arch, PTX path) per program; empty for a `.ptx_file`.
+    ptx: Vec<(String, PathBuf)>,
     binary: Option<PathBuf>,
     compiler_log: String,
     dependencies: Vec<PathBuf>,
     wrapper_failure: Option<String>,
 }
 
+/// `-arch=compute_<lowest> -code=sm_<a>,...` for one program, else one `-gencode` per program
+/// (`ptx_per_arch`): `arch=compute_<t>,code=[sm_<t>,<its JIT archs>(,compute_<t>)]`.
 fn arch_args(settings: &CompileSettings, with_ptx: bool) -> Vec<OsString> {
-    let lowest = settings
-        .archs
-        .first()
-        .expect("at least one arch is resolved before compiling");
-    let mut codes: Vec<String> = settings.archs.iter().map(ToString::to_string).collect();
-    if with_ptx {
-        codes.push(lowest.virtual_name());
+    let programs = settings.program_archs();
+    let codes = |target: &SmArch, archs: &[SmArch]| {
+        let mut codes: Vec<String> = archs.iter().map(ToString::to_string).collect();
+        if with_ptx {
+            codes.push(target.virtual_name());
+        }
+        codes.join(",")
+    };
+    if let [(target, archs)] = programs.as_slice() {
+        return vec![
+            format!("-arch={}", target.virtual_name()).into(),
+            format!("-code={}", codes(target, archs)).into(),
+        ];
     }
-    vec![
-        format!("-arch={}", lowest.virtual_name()).into(),
-        format!("-code={}", codes.join(",")).into(),
-    ]
+    programs
+        .iter()
+        .flat_map(|(target, archs)| {
+            [
+                OsString::from("-gencode"),
+                format!(
+                    "arch={},code=[{}]",
+                    target.virtual_name(),
+                    codes(target, archs)
+                )
+                .into(),
+            ]
+        })
+        .collect()
 }
 
 /// The nvcc arguments for one source, without the wrapper and host args (shared with the cache key).
@@ -338,23 +432,36 @@ fn run_nvcc(
     let stem = file_stem(source);
     match kind {
         SourceKind::Cuda => {
-            let ptx = work.join(format!("{stem}.ptx"));
+            // --keep names one program's files `<stem>.ptx`, several `<stem>.compute_90.ptx`.
+            let programs = settings.program_archs();
+            let kept = |extension: &str, target: &SmArch| match programs.len() {
+                1 => work.join(format!("{stem}.{extension}")),
+                _ => work.join(format!("{stem}.{}.{extension}", target.virtual_name())),
+            };
+            let ptx: Vec<(String, PathBuf)> = programs
+                .iter()
+                .map(|(target, _)| (target.virtual_name(), kept("ptx", target)))
+                .collect();
             let binary = match settings.product {
                 Product::Ptx => work.join(format!("{stem}.fatbin")),
                 Product::Object => work.join(format!("{stem}.o")),
             };
-            let deps_path = match settings.product {
-                Product::Object => work.join("deps.d"),
-                Product::Ptx => work.join(format!("{stem}.cpp1.ii")),
+            let deps_path = match (settings.product, programs.first()) {
+                (Product::Ptx, Some((lowest, _))) => kept("cpp1.ii", lowest),
+                _ => work.join("deps.d"),
             };
-            for (path, what) in [
-                (&ptx, "the PTX kept by --keep"),
+            let mut expected: Vec<(&PathBuf, &str)> = ptx
+                .iter()
+                .map(|(_, path)| (path, "the PTX kept by --keep"))
+                .collect();
+            expected.extend([
                 (&binary, "the output"),
                 (
                     &deps_path,
                     "the dependency list (-MF file, or the preprocessed .cpp1.ii)",
                 ),
-            ] {
+            ]);
+            for (path, what) in expected {
                 if !path.is_file() {
                     return Err(Error::UnreadableOutput {
                         file: source.to_path_buf(),
@@ -392,7 +499,7 @@ fn run_nvcc(
             })
         }
         SourceKind::Ptx => Ok(FreshOutput {
-            ptx: source.to_path_buf(),
+            ptx: Vec::new(),
             binary: None,
             compiler_log,
             dependencies: vec![absolute(source)],
@@ -509,7 +616,7 @@ impl KeyHasher {
 /// the slot, so two configurations of one source (other `-D`, archs, toolkit) never share one.
 fn config_key(settings: &CompileSettings, source: &Path, kind: SourceKind) -> String {
     let mut hasher = KeyHasher::default();
-    hasher.field(b"occupancy-build cache v2");
+    hasher.field(b"occupancy-build cache v3");
     hasher.field(settings.toolchain.version_text.as_bytes());
     hasher.field(settings.toolchain.fingerprint.as_bytes());
     hasher.field(settings.toolchain.nvcc.as_os_str().as_encoded_bytes());
@@ -518,6 +625,15 @@ fn config_key(settings: &CompileSettings, source: &Path, kind: SourceKind) -> St
     }
     hasher.field(format!("{kind:?} {:?}", settings.product).as_bytes());
     for arch in &settings.archs {
+        hasher.field(arch.to_string().as_bytes());
+    }
+    // The mode and the JIT archs decide which PTX each arch's SASS comes from.
+    hasher.field(if settings.ptx_per_arch {
+        b"ptx per arch"
+    } else {
+        b"one ptx"
+    });
+    for arch in &settings.jit_archs {
         hasher.field(arch.to_string().as_bytes());
     }
     hasher.field(absolute(source).as_os_str().as_encoded_bytes());
@@ -648,6 +764,8 @@ mod key_tests {
             user_args: user_args.iter().map(OsString::from).collect(),
             product: Product::Ptx,
             cache_root: PathBuf::from("/cache"),
+            ptx_per_arch: false,
+            jit_archs: Vec::new(),
         }
     }
 
@@ -679,6 +797,66 @@ mod key_tests {
             slot_dir(&settings(&["-DWIDTH=1"], &["sm_80"])),
             slot_dir(&settings(&["-DWIDTH=2"], &["sm_80"])),
             "two -D configurations never share a slot"
+        );
+    }
+
+    fn arch(name: &str) -> SmArch {
+        SmArch::parse(name).unwrap()
+    }
+
+    #[test]
+    fn the_program_mode_and_the_jit_archs_name_their_own_slot() {
+        let source = Path::new("/src/k.cu");
+        let two = settings(&[], &["sm_80", "sm_90"]);
+        let per_arch = CompileSettings {
+            ptx_per_arch: true,
+            ..two.clone()
+        };
+        let jit = CompileSettings {
+            jit_archs: vec![arch("sm_90")],
+            ..two.clone()
+        };
+        let key = |settings: &CompileSettings| config_key(settings, source, SourceKind::Cuda);
+        assert_ne!(key(&two), key(&per_arch));
+        assert_ne!(key(&two), key(&jit));
+        assert_ne!(key(&per_arch), key(&jit));
+    }
+
+    #[test]
+    fn ptx_per_arch_gives_each_target_its_own_program_and_jit_archs_the_highest_below() {
+        let settings = CompileSettings {
+            ptx_per_arch: true,
+            jit_archs: vec![arch("sm_89"), arch("sm_120")],
+            ..settings(&[], &["sm_80", "sm_89", "sm_90", "sm_120"])
+        };
+        assert_eq!(
+            settings.program_archs(),
+            vec![
+                (arch("sm_80"), vec![arch("sm_80"), arch("sm_89")]),
+                (arch("sm_90"), vec![arch("sm_90"), arch("sm_120")]),
+            ]
+        );
+        let args: Vec<String> = arch_args(&settings, true)
+            .iter()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "-gencode",
+                "arch=compute_80,code=[sm_80,sm_89,compute_80]",
+                "-gencode",
+                "arch=compute_90,code=[sm_90,sm_120,compute_90]"
+            ]
+        );
+        let one = CompileSettings {
+            ptx_per_arch: false,
+            ..settings
+        };
+        assert_eq!(
+            one.program_archs(),
+            vec![(arch("sm_80"), one.archs.clone())],
+            "one program: the lowest target's PTX for every arch"
         );
     }
 }

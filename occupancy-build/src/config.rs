@@ -17,6 +17,8 @@ pub struct Metadata {
     /// `jit_archs = ["sm_120"]`: GPUs the shipped PTX must also run on, checked on what ptxas
     /// (the driver's JIT) makes of that PTX there.
     pub jit_archs: Option<Vec<String>>,
+    /// `ptx_per_arch = true`: one PTX per target arch (see `Build::ptx_per_arch`).
+    pub ptx_per_arch: Option<bool>,
     /// `[...metadata.occupancy.lints] spills = "warn"`: lint name to level word.
     pub lints: BTreeMap<String, String>,
     /// `[...metadata.occupancy.kernels.<name>.lints]`: per-kernel levels.
@@ -32,6 +34,7 @@ pub struct Metadata {
 const KNOWN_KEYS: &[&str] = &[
     "archs",
     "jit_archs",
+    "ptx_per_arch",
     "lints",
     "kernels",
     "baseline",
@@ -111,6 +114,9 @@ fn apply(metadata: &mut Metadata, table: &toml::Value, section: &str) -> Result<
                     string_list(value)
                         .ok_or_else(|| wrong("a list of strings, e.g. [\"sm_120\"]"))?,
                 )
+            }
+            "ptx_per_arch" => {
+                metadata.ptx_per_arch = Some(value.as_bool().ok_or_else(|| wrong("true or false"))?)
             }
             "reports" => {
                 let formats = string_list(value)
@@ -253,6 +259,29 @@ mod tests {
         let error = load(&root).unwrap_err().to_string();
         assert!(
             error.contains("unknown key `arch`") && error.contains("archs"),
+            "{error}"
+        );
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn ptx_per_arch_is_a_bool_and_a_wrong_value_names_the_key() {
+        let root = temp_dir("per-arch");
+        let write = |value: &str| {
+            std::fs::write(
+                root.join("Cargo.toml"),
+                format!(
+                    "[package]\nname=\"k\"\n[package.metadata.occupancy]\nptx_per_arch={value}\n"
+                ),
+            )
+            .unwrap()
+        };
+        write("true");
+        assert_eq!(load(&root).unwrap().ptx_per_arch, Some(true));
+        write("\"yes\"");
+        let error = load(&root).unwrap_err().to_string();
+        assert!(
+            error.contains("[package.metadata.occupancy] `ptx_per_arch` must be true or false"),
             "{error}"
         );
         std::fs::remove_dir_all(root).unwrap();

@@ -28,6 +28,8 @@ pub struct Context {
     pub archs: Vec<SmArch>,
     /// Archs checked only as what the driver's JIT makes of the shipped PTX (`jit_archs`).
     pub jit_archs: Vec<SmArch>,
+    /// One PTX per target arch (`.ptx_per_arch(true)`, else `ptx_per_arch` in the metadata).
+    pub ptx_per_arch: bool,
     pub arch_source: ArchSource,
     /// `OCCUPANCY_SKIP=1` or `DOCS_RS`: compile if possible, check nothing, say so.
     pub skip_reason: Option<String>,
@@ -76,6 +78,10 @@ pub fn context(build: &Build) -> Result<Context, Error> {
         &nvcc,
     )?;
     let (archs, jit_archs) = with_jit_archs(build, &metadata, archs, &nvcc)?;
+    let ptx_per_arch = build
+        .ptx_per_arch
+        .or(metadata.ptx_per_arch)
+        .unwrap_or(false);
     let skip_reason = if env.flag("OCCUPANCY_SKIP") {
         Some("OCCUPANCY_SKIP is set".to_string())
     } else if env.get("DOCS_RS").is_some() {
@@ -90,6 +96,7 @@ pub fn context(build: &Build) -> Result<Context, Error> {
         metadata,
         archs,
         jit_archs,
+        ptx_per_arch,
         arch_source,
         skip_reason,
     })
@@ -148,6 +155,8 @@ pub fn compile_all(
             .collect(),
         product,
         cache_root: context.out_dir.join("occupancy").join("cache"),
+        ptx_per_arch: context.ptx_per_arch,
+        jit_archs: context.jit_archs.clone(),
     };
     let mut inputs: Vec<(PathBuf, SourceKind)> = Vec::new();
     for file in &build.cuda_sources(&context.manifest_dir) {
@@ -466,6 +475,9 @@ fn write_ptx_products(
             destination.display().to_string()
         ));
         all.push(format!("({stem:?}, {constant})"));
+        if context.ptx_per_arch && source.kind == SourceKind::Cuda {
+            module.push_str(&per_arch_ptx(context, source, &stem, output)?);
+        }
         output.ptx_files.push((stem, destination));
     }
     module.push_str(&format!(
@@ -476,6 +488,90 @@ fn write_ptx_products(
     write_if_changed(&module_path, module.as_bytes())?;
     output.ptx_module = Some(module_path);
     Ok(())
+}
+
+/// A `ptx_per_arch` source's per-arch PTX: `$OUT_DIR/<stem>.compute_90.ptx`, a constant each
+/// (`SAXPY_SM_90`) and the picker `fn saxpy(major, minor) -> Option<&'static str>`.
+fn per_arch_ptx(
+    context: &Context,
+    source: &CompiledSource,
+    stem: &str,
+    output: &mut Output,
+) -> Result<String, Error> {
+    let constant = const_name(stem);
+    let mut module = String::new();
+    let mut choices = Vec::new();
+    for program in &source.programs {
+        let Some(target) = program.ptx_target.as_deref() else {
+            continue;
+        };
+        let Ok(arch) = SmArch::parse(target) else {
+            continue;
+        };
+        let text = crate::fsutil::read(&program.ptx)?;
+        let destination = context.out_dir.join(format!("{stem}.{target}.ptx"));
+        write_if_changed(&destination, &text)?;
+        let arch_constant = format!("{constant}_{}", const_name(&arch.to_string()));
+        module.push_str(&format!(
+            "/// PTX compiled from `{}` for {arch} ({target}).\n#[allow(dead_code)]\npub const {arch_constant}: &str = include_str!({:?});\n",
+            source.source.display(),
+            destination.display().to_string()
+        ));
+        choices.push((arch, arch_constant));
+        output
+            .ptx_files
+            .push((format!("{stem}.{arch}"), destination));
+    }
+    module.push_str(&picker(&source.source, stem, choices));
+    Ok(module)
+}
+
+/// The picker over a source's per-arch PTX: the PTX compiled for the highest target arch the
+/// GPU can load (an `a` target only on its exact capability, an `f` target on its family), as
+/// the driver picks from a fatbin; `None` on a GPU older than every target.
+fn picker(source: &Path, stem: &str, mut choices: Vec<(SmArch, String)>) -> String {
+    use occupancy_core::arch::Variant;
+    choices.sort_by_key(|(arch, _)| std::cmp::Reverse((arch.number(), arch.variant())));
+    let mut body = String::from("    let capability = major * 10 + minor;\n");
+    for (arch, constant) in &choices {
+        let number = arch.number();
+        let condition = match arch.variant() {
+            Variant::Portable => format!("capability >= {number}"),
+            Variant::ArchSpecific => format!("capability == {number}"),
+            Variant::FamilySpecific => {
+                format!(
+                    "capability / 10 == {} && capability >= {number}",
+                    number / 10
+                )
+            }
+        };
+        body.push_str(&format!(
+            "    if {condition} {{\n        return Some({constant});\n    }}\n"
+        ));
+    }
+    body.push_str("    None\n");
+    let name = picker_name(stem);
+    format!(
+        "/// The PTX of `{}` to load on a GPU of compute capability `major.minor`: the one compiled\n/// for the highest target arch that GPU can load; `None` when it is older than every target.\n#[allow(dead_code)]\npub fn {name}(major: u32, minor: u32) -> Option<&'static str> {{\n{body}}}\n",
+        source.display()
+    )
+}
+
+/// `saxpy` for `saxpy.cu`: the stem as a lowercase identifier, `_ptx` appended to a keyword.
+fn picker_name(stem: &str) -> String {
+    const KEYWORDS: &[&str] = &[
+        "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum",
+        "extern", "false", "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod",
+        "move", "mut", "pub", "ref", "return", "self", "static", "struct", "super", "trait",
+        "true", "try", "type", "unsafe", "use", "where", "while", "abstract", "become", "box",
+        "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield",
+    ];
+    let name = const_name(stem).to_ascii_lowercase();
+    if KEYWORDS.contains(&name.as_str()) {
+        format!("{name}_ptx")
+    } else {
+        name
+    }
 }
 
 /// Without nvcc under OCCUPANCY_SKIP/docs.rs: empty PTX constants so the crate still compiles.
@@ -509,6 +605,9 @@ fn placeholder_output(build: &Build, context: &Context, product: Product) -> Res
                 "#[allow(dead_code)]\npub const {}: &str = \"\";\n",
                 const_name(&stem)
             ));
+            if context.ptx_per_arch && build.cuda_sources(&context.manifest_dir).contains(file) {
+                module.push_str(&placeholder_per_arch(context, file, &stem));
+            }
             all.push(format!("({stem:?}, {})", const_name(&stem)));
         }
         module.push_str(&format!(
@@ -520,6 +619,25 @@ fn placeholder_output(build: &Build, context: &Context, product: Product) -> Res
         output.ptx_module = Some(module_path);
     }
     Ok(output)
+}
+
+/// The empty per-arch constants and picker of a `ptx_per_arch` source, so the crate compiles.
+fn placeholder_per_arch(context: &Context, source: &Path, stem: &str) -> String {
+    let mut module = String::new();
+    let mut choices = Vec::new();
+    for arch in context
+        .archs
+        .iter()
+        .filter(|arch| !context.jit_archs.contains(arch))
+    {
+        let constant = format!("{}_{}", const_name(stem), const_name(&arch.to_string()));
+        module.push_str(&format!(
+            "#[allow(dead_code)]\npub const {constant}: &str = \"\";\n"
+        ));
+        choices.push((*arch, constant));
+    }
+    module.push_str(&picker(source, stem, choices));
+    module
 }
 
 fn archive(
@@ -677,6 +795,35 @@ mod tests {
             .collect();
         assert_eq!(unique, [dir.join("a.cu"), dir.join("b.cu")]);
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn the_picker_loads_a_targets_only_where_the_driver_would() {
+        let arch = |name: &str| SmArch::parse(name).unwrap();
+        let choices = vec![
+            (arch("sm_80"), "K_SM_80".to_string()),
+            (arch("sm_90a"), "K_SM_90A".to_string()),
+            (arch("sm_100f"), "K_SM_100F".to_string()),
+            (arch("sm_90"), "K_SM_90".to_string()),
+        ];
+        let text = picker(Path::new("k.cu"), "type", choices);
+        let conditions: Vec<&str> = text
+            .lines()
+            .filter_map(|line| line.trim().strip_prefix("if "))
+            .collect();
+        assert_eq!(
+            conditions,
+            [
+                "capability / 10 == 10 && capability >= 100 {",
+                "capability == 90 {",
+                "capability >= 90 {",
+                "capability >= 80 {"
+            ]
+        );
+        assert!(
+            text.contains("pub fn type_ptx(major: u32, minor: u32)"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -37,7 +37,7 @@ mod toolchain;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-pub use compile::{CompiledSource, Product, SourceKind};
+pub use compile::{CompiledSource, Product, Program, SourceKind};
 pub use env::TrackedEnv;
 pub use error::Error;
 pub use nvcc_archs::{explain_unknown, NvccArchs};
@@ -64,6 +64,7 @@ pub struct Build {
     ptx_files: Vec<PathBuf>,
     archs: Vec<SmArch>,
     jit_archs: Vec<String>,
+    ptx_per_arch: Option<bool>,
     arch_errors: Vec<occupancy_core::arch::UnknownArch>,
     flags: Vec<OsString>,
     includes: Vec<PathBuf>,
@@ -105,6 +106,7 @@ impl Build {
             ptx_files: Vec::new(),
             archs: Vec::new(),
             jit_archs: Vec::new(),
+            ptx_per_arch: None,
             arch_errors: Vec::new(),
             flags: Vec::new(),
             includes: Vec::new(),
@@ -164,6 +166,21 @@ impl Build {
     /// the lowest target arch, whose PTX ships. Overrides `jit_archs` in Cargo.toml metadata.
     pub fn jit_arch(&mut self, arch: &str) -> &mut Build {
         self.jit_archs.push(arch.to_string());
+        self
+    }
+
+    /// Whether each target arch gets its own PTX, compiled for it (default false: one PTX, for
+    /// the lowest target arch, which ptxas assembles for every arch as the driver's JIT would).
+    ///
+    /// With `true`, `sm_90` rows describe a `compute_90` compile: code behind
+    /// `__CUDA_ARCH__ >= 900` exists there and register counts are those of a native build;
+    /// [`compile_ptx`](Build::compile_ptx) then ships one PTX per arch (`SAXPY_SM_90`) and a
+    /// picker, `fn saxpy(major, minor)`, and [`compile_lib`](Build::compile_lib) embeds each
+    /// arch's SASS from its own PTX. A [`jit_arch`](Build::jit_arch) is checked on the highest
+    /// PTX not above it, the one the driver loads there. Overrides `ptx_per_arch` in Cargo.toml
+    /// metadata. (Not `native`: nvcc's `-arch=native` means the GPUs of the build machine.)
+    pub fn ptx_per_arch(&mut self, ptx_per_arch: bool) -> &mut Build {
+        self.ptx_per_arch = Some(ptx_per_arch);
         self
     }
 
