@@ -7,10 +7,10 @@
 //! the findings decide the exit code: 0 clean, 1 a deny finding stands, 2 usage or tool errors
 //! (nvcc missing or failing, unreadable input).
 //!
-//! The engine's `compile_and_check` is not used as a whole: it evaluates only declared kernels
-//! (undeclared ones get the allow-level `undeclared_kernel`), and a check of plain CUDA code has
-//! no declarations. So this calls its compile step (`engine::compile_all`) and the same
-//! evaluation with the command line's launch standing in for a declaration.
+//! The engine's `compile_and_check` is not used as a whole: a check of plain CUDA code has no
+//! declarations and no crate. So this calls its compile step (`engine::compile_all`) and the
+//! gate's one evaluate-then-level step (`occupancy_core::lint::evaluate::check_kernel`) with the
+//! command line's launch standing in for a declaration.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -19,11 +19,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use occupancy_build::{Build, CompiledSource, Product, Toolchain, TrackedEnv};
-use occupancy_core::lint::evaluate::{
-    evaluate_launch, resolve_level, CompiledOnArch, LaunchOrigin, LevelSources,
-};
+use occupancy_core::lint::evaluate::{check_kernel, CompiledOnArch, Launch, LevelSources};
 use occupancy_core::lint::{Level, LintId};
-use occupancy_core::ptxas::{parse_log, parse_ptx_directives, KernelRecord, PtxEntry};
+use occupancy_core::ptxas::{
+    entry_source_lines, parse_log, parse_ptx_directives, KernelRecord, PtxEntry,
+};
 use occupancy_core::report::{Finding, KernelRow, Location, LocationKind, Report, RowLaunch};
 use occupancy_core::spec::{BlockDim, KernelSpec};
 
@@ -226,9 +226,9 @@ struct Checked {
 }
 
 /// Lint levels: the registry's defaults, `OCCUPANCY_LINT_<ID>` variables, then
-/// `--allow/--warn/--deny` (last wins), resolved by `occupancy_core::lint::evaluate::resolve_level`.
+/// `--allow/--warn/--deny` (last wins), resolved by the gate's own `check_kernel`.
 struct Levels {
-    overrides: Vec<(LintId, Level)>,
+    settings: std::collections::BTreeMap<LintId, Level>,
 }
 
 impl Levels {
@@ -246,28 +246,35 @@ impl Levels {
                 overrides.push((lint, level));
             }
         }
-        Ok(Levels { overrides })
+        Ok(Levels::new(&overrides))
     }
 
-    fn level(&self, lint: LintId) -> Level {
-        let mut settings: std::collections::BTreeMap<LintId, Level> =
-            std::collections::BTreeMap::new();
-        if let Some(level) = std::env::var(lint.env_var())
-            .ok()
-            .and_then(|value| value.trim().parse().ok())
-        {
-            settings.insert(lint, level);
+    fn new(overrides: &[(LintId, Level)]) -> Levels {
+        let mut settings = std::collections::BTreeMap::new();
+        for lint in LintId::ALL {
+            if let Some(level) = std::env::var(lint.env_var())
+                .ok()
+                .and_then(|value| value.trim().parse::<Level>().ok())
+            {
+                settings.insert(lint, level);
+            }
         }
-        for (id, level) in &self.overrides {
+        for (id, level) in overrides {
             settings.insert(*id, *level);
         }
-        resolve_level(
-            lint,
-            &LevelSources {
-                environment: Some(&settings),
-                ..LevelSources::default()
-            },
-        )
+        Levels { settings }
+    }
+
+    fn sources(&self) -> LevelSources<'_> {
+        LevelSources {
+            environment: Some(&self.settings),
+            ..LevelSources::default()
+        }
+    }
+
+    #[cfg(test)]
+    fn level(&self, lint: LintId) -> Level {
+        occupancy_core::lint::evaluate::resolve_level(lint, &self.sources())
     }
 }
 
@@ -441,12 +448,12 @@ fn rows_of_compiled(
     })?;
     let ptx_text = std::fs::read_to_string(&compiled.ptx).unwrap_or_default();
     let entries = parse_ptx_directives(&ptx_text);
+    let source_lines = entry_source_lines(&ptx_text);
     let source_text = std::fs::read_to_string(&compiled.source).unwrap_or_default();
     let mut rows = Vec::new();
     for record in &parsed.kernels {
         let ptx = entries.iter().find(|entry| entry.name == record.name);
         let mut row = row_from_record(record, ptx, launch)?;
-        let line = kernel_line(&source_text, record);
         let kind = if compiled
             .source
             .extension()
@@ -456,9 +463,20 @@ fn rows_of_compiled(
         } else {
             LocationKind::CudaKernel
         };
+        // Where the kernel is defined: the PTX's `-lineinfo` (a macro's invocation, a header's
+        // line) for a .cu source, else the first line naming it in the source.
+        let (path, line) = match source_lines.get(&record.name) {
+            Some(defined_at) if kind == LocationKind::CudaKernel => {
+                (display_path(Path::new(&defined_at.file)), defined_at.line)
+            }
+            _ => (
+                display_path(&compiled.source),
+                kernel_line(&source_text, record),
+            ),
+        };
         row.source = Some(Location {
             kind,
-            path: display_path(&compiled.source),
+            path,
             line,
             column: if line > 0 { 1 } else { 0 },
         });
@@ -615,13 +633,11 @@ fn evaluate(checked: &[Checked], levels: &Levels) -> Vec<Finding> {
                 text.to_string()
             }
         };
-        for finding in evaluate_launch(&spec, &on, LaunchOrigin::CommandLine) {
-            if finding.lint == LintId::BoundsMismatch {
-                continue;
-            }
+        for leveled in check_kernel(Launch::CommandLine(&spec), &on, &levels.sources()) {
+            let finding = leveled.finding;
             findings.push(Finding {
                 lint: finding.lint,
-                level: levels.level(finding.lint),
+                level: leveled.level,
                 crate_name: None,
                 kernel: Some(first.row.name.clone()),
                 arch: finding.arch,
@@ -667,12 +683,10 @@ mod tests {
 
     #[test]
     fn levels_override_defaults_last_wins() {
-        let levels = Levels {
-            overrides: vec![
-                (LintId::Spills, Level::Warn),
-                (LintId::StackFrame, Level::Deny),
-            ],
-        };
+        let levels = Levels::new(&[
+            (LintId::Spills, Level::Warn),
+            (LintId::StackFrame, Level::Deny),
+        ]);
         assert_eq!(levels.level(LintId::Spills), Level::Warn);
         assert_eq!(levels.level(LintId::StackFrame), Level::Deny);
         assert_eq!(levels.level(LintId::Unlaunchable), Level::Deny);

@@ -305,6 +305,7 @@ fn arb_spec() -> impl Strategy<Value = KernelSpec> {
                     max_registers_per_thread: registers,
                     name,
                     archs: archs.map(|archs| archs.into_iter().collect()),
+                    family: None,
                     lint_levels: lints
                         .into_iter()
                         .map(|(lint, level)| (LintId::ALL[lint], Level::ALL[level]))
