@@ -1168,4 +1168,158 @@ mod tests {
         assert!(error.contains("ptxas's report"), "{error}");
         std::fs::remove_dir_all(dir).unwrap();
     }
+
+    fn declarations_of(text: &str) -> Declarations {
+        Declarations {
+            kernels: spec::scan_source(text)
+                .unwrap()
+                .into_iter()
+                .map(|kernel| Declared {
+                    kernel,
+                    source_index: 0,
+                })
+                .collect(),
+            sources: vec![SourceText {
+                display_path: "src/lib.rs".into(),
+                text: text.into(),
+            }],
+        }
+    }
+
+    fn kernels_named<'a>(source: &'a CompiledSource, names: &[&str]) -> Vec<CompiledKernel<'a>> {
+        names
+            .iter()
+            .map(|name| CompiledKernel {
+                name: (*name).to_string(),
+                demangled: None,
+                source,
+                ptx: None,
+                defined_at: None,
+                records: BTreeMap::new(),
+            })
+            .collect()
+    }
+
+    const FAMILIES: &str = "#[occupancy::kernel(family = \"affine_*\", block = 256)]\nfn affine();\n\n#[occupancy::kernel(block = 128)]\nfn affine_f64();\n\n#[occupancy::kernel(family = \"cast_*\", block = 64)]\nfn cast();\n";
+
+    #[test]
+    fn families_match_by_pattern_and_exact_declarations_win() {
+        let dir = std::env::temp_dir().join(format!("occupancy-match-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let source = compiled(&dir, "");
+        let kernels = kernels_named(&source, &["affine_f32", "affine_f64", "uneg_f32"]);
+        let declarations = declarations_of(FAMILIES);
+        let matching = match_declarations(&kernels, &declarations).unwrap();
+        let declared = |kernel: usize| {
+            matching
+                .by_kernel
+                .get(&kernel)
+                .map(|&index| declarations.kernels[index].kernel.rust_name.as_str())
+        };
+        assert_eq!(declared(0), Some("affine"));
+        assert_eq!(declared(1), Some("affine_f64"));
+        assert_eq!(declared(2), None);
+        // `cast_*` matches nothing: reported as missing at its attribute.
+        let unmatched: Vec<&str> = matching
+            .unmatched
+            .iter()
+            .map(|&index| declarations.kernels[index].kernel.rust_name.as_str())
+            .collect();
+        assert_eq!(unmatched, ["cast"]);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn two_patterns_matching_one_kernel_is_an_error_naming_both() {
+        let dir = std::env::temp_dir().join(format!("occupancy-two-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let source = compiled(&dir, "");
+        let kernels = kernels_named(&source, &["affine_f32"]);
+        let declarations = declarations_of(
+            "#[occupancy::kernel(family = \"affine_*\", block = 256)]\nfn affine();\n#[occupancy::kernel(family = \"*_f32\", block = 256)]\nfn f32s();\n",
+        );
+        let error = match_declarations(&kernels, &declarations)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            error.contains("kernel `affine_f32` matches two family declarations")
+                && error.contains("`family = \"affine_*\"` (src/lib.rs:1:1)")
+                && error.contains("`family = \"*_f32\"` (src/lib.rs:3:1)"),
+            "{error}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_kernel_table_naming_no_kernel_is_an_error_with_a_suggestion() {
+        let dir = std::env::temp_dir().join(format!("occupancy-tables-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let source = compiled(&dir, "");
+        let kernels = kernels_named(&source, &["spill", "saxpy"]);
+        let declarations = declarations_of(FAMILIES);
+        let mut context = context_for(&["sm_90"], &dir);
+        context.metadata.package_kernel_tables = vec!["saxpy".into(), "affine".into()];
+        check_kernel_tables(&context, &kernels, &declarations).unwrap();
+        context.metadata.package_kernel_tables.push("spil".into());
+        let error = check_kernel_tables(&context, &kernels, &declarations)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("[package.metadata.occupancy.kernels.spil] names no compiled kernel")
+                && error.contains("did you mean `spill`?"),
+            "{error}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn the_bounds_header_has_one_macro_per_family() {
+        let dir = std::env::temp_dir().join(format!("occupancy-header-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let context = context_for(&["sm_90"], &dir);
+        let declarations = declarations_of(
+            "#[occupancy::kernel(family = \"uneg_*\", block = 256, min_blocks_per_sm = 4)]\nfn uneg();\n#[occupancy::kernel(block = 128)]\nfn saxpy();\n",
+        );
+        let header =
+            std::fs::read_to_string(write_bounds_header(&context, &declarations).unwrap()).unwrap();
+        for line in [
+            "#define OCCUPANCY_BOUNDS_FAMILY(family) OCCUPANCY_BOUNDS_FAMILY_##family",
+            "#define OCCUPANCY_BOUNDS_FAMILY_uneg __launch_bounds__(256, 4)",
+            "#define OCCUPANCY_BLOCK_THREADS_FAMILY_uneg 256",
+            "#define OCCUPANCY_BOUNDS_saxpy __launch_bounds__(128)",
+        ] {
+            assert!(header.contains(line), "{line}\n{header}");
+        }
+        assert!(!header.contains("OCCUPANCY_BOUNDS_uneg_*"), "{header}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn kernels_are_located_by_line_info_and_undeclared_blocks_respect_bounds() {
+        let dir = std::env::temp_dir().join(format!("occupancy-locate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let source = compiled(&dir, "");
+        let mut context = context_for(&["sm_90"], &dir);
+        let mut kernels = kernels_named(&source, &["uneg_f32"]);
+        kernels[0].defined_at = Some(EntrySourceLine {
+            file: dir.join("kernels/unary.cu").display().to_string(),
+            line: 8,
+        });
+        let location = kernel_location(&context, &kernels[0]);
+        assert_eq!(
+            (location.path.as_str(), location.line),
+            ("kernels/unary.cu", 8)
+        );
+        assert_eq!(undeclared_block(&context, &kernels[0]), 256);
+        context.metadata.block_threads = Some(1024);
+        assert_eq!(undeclared_block(&context, &kernels[0]), 1024);
+        kernels[0].ptx = ptxas::parse_ptx_directives(
+            ".visible .entry uneg_f32(\n)\n.maxntid 512, 1, 1\n{\nret;\n}\n",
+        )
+        .into_iter()
+        .next();
+        assert_eq!(undeclared_block(&context, &kernels[0]), 512);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }
