@@ -420,97 +420,19 @@ pub fn check(
             .by_kernel
             .get(&kernel_index)
             .map(|&index| (&declarations.kernels[index], index));
-        let rows = kernel_rows(context, kernel, declared, declarations)?;
-        let level_sources = levels.sources(declared.map(|(declared, _)| declared), &kernel.name);
-        for (_, _, row) in &rows {
-            let numbers = crate::baseline::numbers_of(row);
-            if let Some(before) = baseline
-                .as_ref()
-                .and_then(|baseline| baseline.kernels.get(&kernel.name))
-                .and_then(|archs| archs.get(&row.arch))
-            {
-                if let Some(finding) =
-                    evaluate::regression(&kernel.name, &row.arch, before, &numbers)
-                {
-                    gathered.extend(Gathered::leveled(
-                        finding,
-                        &level_sources,
-                        declared.map(|(_, index)| index),
-                        &kernel.name,
-                        declared.is_none(),
-                    ));
-                }
-            }
-        }
-        let evaluated: Vec<_> = rows
-            .iter()
-            .map(|(facts, record, row)| (*facts, *record, row.occupancy_on(facts)))
-            .collect();
-        let on: Vec<CompiledOnArch<'_>> = evaluated
-            .iter()
-            .map(|(facts, record, occupancy)| CompiledOnArch {
-                arch: facts,
-                record,
-                ptx: kernel.ptx.as_ref(),
-                occupancy,
-            })
-            .collect();
-        match declared {
-            Some((declared, declaration_index)) => {
-                let spec = &declared.kernel.spec;
-                for mut leveled in
-                    evaluate::check_kernel(Launch::Declared(spec), &on, &level_sources)
-                {
-                    if leveled.finding.lint == LintId::Spills {
-                        if let Some(help) = spill_free_help(
-                            toolchain,
-                            context,
-                            kernel,
-                            &declared.kernel,
-                            leveled.finding.arch.as_deref(),
-                        ) {
-                            leveled.finding.help = Some(help);
-                        }
-                    }
-                    gathered.push(Gathered {
-                        leveled,
-                        declaration: Some(declaration_index),
-                        kernel: kernel.name.clone(),
-                        undeclared: false,
-                    });
-                }
-            }
-            None => {
-                let block = rows
-                    .first()
-                    .map_or(evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS, |(_, _, row)| {
-                        row.block
-                    });
-                let spec = KernelSpec::with_block(BlockDim::linear(block));
-                for leveled in
-                    evaluate::check_kernel(Launch::Undeclared(&spec), &on, &level_sources)
-                {
-                    gathered.push(Gathered {
-                        leveled,
-                        declaration: None,
-                        kernel: kernel.name.clone(),
-                        undeclared: true,
-                    });
-                }
-                let source = rows.first().and_then(|(_, _, row)| row.source.clone());
-                let source_text = source.map_or_else(String::new, |source| source.to_string());
-                gathered.extend(Gathered::leveled(
-                    evaluate::undeclared_kernel(&kernel.name, &source_text),
-                    &level_sources,
-                    None,
-                    &kernel.name,
-                    true,
-                ));
-            }
-        }
-        report
-            .kernels
-            .extend(rows.into_iter().map(|(_, _, row)| row));
+        let (found, rows) = check_one_kernel(
+            &CheckInputs {
+                context,
+                toolchain,
+                declarations,
+                levels: &levels,
+                baseline: baseline.as_ref(),
+            },
+            kernel,
+            declared,
+        )?;
+        gathered.extend(found);
+        report.kernels.extend(rows);
     }
     let compiled_names: Vec<&str> = kernels.iter().map(|kernel| kernel.name.as_str()).collect();
     for &declaration_index in &matching.unmatched {
@@ -552,6 +474,115 @@ pub fn check(
         return Err(Error::Denied { rendered, count });
     }
     Ok(report)
+}
+
+/// What checking one kernel needs besides the kernel.
+struct CheckInputs<'a> {
+    context: &'a Context,
+    toolchain: &'a Toolchain,
+    declarations: &'a Declarations,
+    levels: &'a Levels,
+    baseline: Option<&'a Baseline>,
+}
+
+/// One compiled kernel: its report rows, and its findings (regressions against the baseline,
+/// then its declaration's lints, or an undeclared kernel's hard failures at the crate's launch).
+fn check_one_kernel(
+    inputs: &CheckInputs<'_>,
+    kernel: &CompiledKernel<'_>,
+    declared: Option<(&Declared, usize)>,
+) -> Result<(Vec<Gathered>, Vec<KernelRow>), Error> {
+    let CheckInputs {
+        context,
+        toolchain,
+        declarations,
+        levels,
+        baseline,
+    } = *inputs;
+    let mut found: Vec<Gathered> = Vec::new();
+    let rows = kernel_rows(context, kernel, declared, declarations)?;
+    let level_sources = levels.sources(declared.map(|(declared, _)| declared), &kernel.name);
+    for (_, _, row) in &rows {
+        let numbers = crate::baseline::numbers_of(row);
+        if let Some(before) = baseline
+            .as_ref()
+            .and_then(|baseline| baseline.kernels.get(&kernel.name))
+            .and_then(|archs| archs.get(&row.arch))
+        {
+            if let Some(finding) = evaluate::regression(&kernel.name, &row.arch, before, &numbers) {
+                found.extend(Gathered::leveled(
+                    finding,
+                    &level_sources,
+                    declared.map(|(_, index)| index),
+                    &kernel.name,
+                    declared.is_none(),
+                ));
+            }
+        }
+    }
+    let evaluated: Vec<_> = rows
+        .iter()
+        .map(|(facts, record, row)| (*facts, *record, row.occupancy_on(facts)))
+        .collect();
+    let on: Vec<CompiledOnArch<'_>> = evaluated
+        .iter()
+        .map(|(facts, record, occupancy)| CompiledOnArch {
+            arch: facts,
+            record,
+            ptx: kernel.ptx.as_ref(),
+            occupancy,
+        })
+        .collect();
+    match declared {
+        Some((declared, declaration_index)) => {
+            let spec = &declared.kernel.spec;
+            for mut leveled in evaluate::check_kernel(Launch::Declared(spec), &on, &level_sources) {
+                if leveled.finding.lint == LintId::Spills {
+                    if let Some(help) = spill_free_help(
+                        toolchain,
+                        context,
+                        kernel,
+                        &declared.kernel,
+                        leveled.finding.arch.as_deref(),
+                    ) {
+                        leveled.finding.help = Some(help);
+                    }
+                }
+                found.push(Gathered {
+                    leveled,
+                    declaration: Some(declaration_index),
+                    kernel: kernel.name.clone(),
+                    undeclared: false,
+                });
+            }
+        }
+        None => {
+            let block = rows
+                .first()
+                .map_or(evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS, |(_, _, row)| {
+                    row.block
+                });
+            let spec = KernelSpec::with_block(BlockDim::linear(block));
+            for leveled in evaluate::check_kernel(Launch::Undeclared(&spec), &on, &level_sources) {
+                found.push(Gathered {
+                    leveled,
+                    declaration: None,
+                    kernel: kernel.name.clone(),
+                    undeclared: true,
+                });
+            }
+            let source = rows.first().and_then(|(_, _, row)| row.source.clone());
+            let source_text = source.map_or_else(String::new, |source| source.to_string());
+            found.extend(Gathered::leveled(
+                evaluate::undeclared_kernel(&kernel.name, &source_text),
+                &level_sources,
+                None,
+                &kernel.name,
+                true,
+            ));
+        }
+    }
+    Ok((found, rows.into_iter().map(|(_, _, row)| row).collect()))
 }
 
 /// A finding of this build with its level, and what it concerns.
@@ -998,17 +1029,23 @@ fn render_findings(
     rendered_denials
 }
 
-/// `target/occupancy/<crate>.json` as a user finds it (relative to the package when inside it).
+/// `target/occupancy/<crate>.json` as a user finds it: relative to the directory holding
+/// `target/` when that is the package's or one of its ancestors (the workspace root).
 fn report_display_path(context: &Context) -> String {
-    let path = crate::report::target_dir(&context.out_dir).map_or_else(
-        || context.out_dir.join("occupancy.json"),
-        |target| {
-            target
-                .join("occupancy")
-                .join(format!("{}.json", context.crate_name))
-        },
-    );
-    display_path(&context.manifest_dir, &path)
+    let Some(target) = crate::report::target_dir(&context.out_dir) else {
+        return context.out_dir.join("occupancy.json").display().to_string();
+    };
+    let path = target
+        .join("occupancy")
+        .join(format!("{}.json", context.crate_name));
+    match target.parent() {
+        Some(root) if context.manifest_dir.starts_with(root) => path
+            .strip_prefix(root)
+            .unwrap_or(&path)
+            .display()
+            .to_string(),
+        _ => path.display().to_string(),
+    }
 }
 
 /// For a spilling kernel compiled with `min_blocks_per_sm = B`: re-runs ptxas on the same PTX
