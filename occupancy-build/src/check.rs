@@ -924,6 +924,7 @@ fn kernel_rows<'a>(
         let mut row = KernelRow::from_record(record, kernel.ptx.as_ref(), launch)
             .map_err(|error| no_facts(&error))?;
         row.crate_name = Some(context.crate_name.clone());
+        row.ptx_target = kernel.source.ptx_target.clone();
         row.source = Some(source_location.clone());
         if let Some((declared, _)) = declared {
             row.declaration = Some(declarations.location(declared));
@@ -962,6 +963,15 @@ fn render_findings(
             .declaration
             .map(|index| &declarations.kernels[index]);
         let LeveledFinding { finding, level } = &gathered.leveled;
+        let mut notes = finding.notes.clone();
+        let ptx_target = report
+            .kernels
+            .iter()
+            .find(|row| row.name == gathered.kernel && Some(&row.arch) == finding.arch.as_ref())
+            .and_then(|row| row.ptx_target.as_deref());
+        if let (Some(arch), Some(ptx_target)) = (&finding.arch, ptx_target) {
+            notes.push(occupancy_core::report::program_note(arch, ptx_target));
+        }
         let finding = Finding {
             lint: finding.lint,
             level: *level,
@@ -969,7 +979,7 @@ fn render_findings(
             kernel: Some(gathered.kernel.clone()),
             arch: finding.arch.clone(),
             message: finding.message.clone(),
-            notes: finding.notes.clone(),
+            notes,
             help: finding.help.clone(),
             location: match declared {
                 Some(declared) => Some(declarations.location(declared)),
@@ -1147,6 +1157,7 @@ mod tests {
                 .iter()
                 .map(|arch| crate::SmArch::parse(arch).unwrap())
                 .collect(),
+            jit_archs: Vec::new(),
             arch_source: crate::ArchSource::Builder,
             skip_reason: None,
         }
@@ -1168,6 +1179,7 @@ mod tests {
             dependencies: Vec::new(),
             from_cache: false,
             wrapper_failure: None,
+            ptx_target: Some("compute_80".into()),
         }
     }
 

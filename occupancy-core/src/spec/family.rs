@@ -39,6 +39,7 @@ pub fn family_matches(pattern: &str, symbol: &str) -> bool {
 
 /// The characters a pattern may hold: those of compiled symbols (C identifiers and Itanium
 /// mangled names), and `*`.
+#[cfg_attr(not(feature = "spec"), allow(dead_code))]
 pub(crate) fn is_pattern_char(character: char) -> bool {
     character.is_ascii_alphanumeric() || matches!(character, '_' | '$' | '.' | '*')
 }
