@@ -214,3 +214,48 @@ fn a_library_embeds_each_arch_from_the_ptx_its_rows_name() {
     );
     assert!(per_arch.library.unwrap().is_file());
 }
+
+#[test]
+fn without_nvcc_under_occupancy_skip_the_per_arch_module_still_compiles() {
+    let (pkg, out) = package(
+        "skip",
+        "[package.metadata.occupancy]\nptx_per_arch = true\n",
+    );
+    let mut env = occupancy_build::TrackedEnv::new();
+    env.set("OCCUPANCY_SKIP", Some("1"));
+    for name in ["NVCC", "CUDA_HOME", "CUDA_PATH", "RUSTC_WRAPPER"] {
+        env.set(name, None);
+    }
+    env.set("PATH", Some(out.to_str().unwrap()));
+    let output = build(&pkg, &out).env(env).try_compile_ptx().unwrap();
+    let module = output.ptx_module.unwrap();
+    let main = out.join("skip_main.rs");
+    std::fs::write(
+        &main,
+        format!(
+            "include!({:?});\nfn main() {{\n    assert_eq!(k(9, 0), Some(K_SM_90));\n    assert_eq!((K, K_SM_80, K_SM_90), (\"\", \"\", \"\"));\n}}\n",
+            module.display().to_string()
+        ),
+    )
+    .unwrap();
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let compiled = std::process::Command::new(rustc)
+        .args(["--edition", "2021", "-o"])
+        .arg(out.join("skip_main"))
+        .arg(&main)
+        .output()
+        .unwrap();
+    assert!(
+        compiled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+    let ran = std::process::Command::new(out.join("skip_main"))
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+}
