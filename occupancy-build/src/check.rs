@@ -17,7 +17,7 @@ use occupancy_core::lint::{Level, LintId};
 use occupancy_core::ptxas::{self, KernelRecord, PtxEntry};
 use occupancy_core::spec::{self, DeclaredKernel};
 
-use crate::baseline::Baseline;
+use crate::baseline::{Baseline, ToolchainStamp};
 use crate::compile::{render_command, CompiledSource};
 use crate::diagnostics::{self, SourceText};
 use crate::engine::{CargoLines, Context};
@@ -390,11 +390,8 @@ pub fn check(
             .clone()
             .unwrap_or_else(|| PathBuf::from("occupancy.lock")),
     );
-    let baseline = if bless {
-        None
-    } else {
-        Baseline::load(&baseline_path)?
-    };
+    // Loaded when blessing too: blessing keeps the entries of archs this build did not check.
+    let baseline = Baseline::load(&baseline_path)?;
     if baseline_path.exists() {
         cargo.rerun_if_changed(&baseline_path);
     }
@@ -515,24 +512,6 @@ pub fn check(
             }
             rows.push((facts, record, row));
         }
-        for (_, _, row) in &rows {
-            let numbers = crate::baseline::numbers_of(row);
-            if let Some(before) = baseline
-                .as_ref()
-                .and_then(|baseline| baseline.kernels.get(&kernel.name))
-                .and_then(|archs| archs.get(&row.arch))
-            {
-                if let Some(finding) =
-                    evaluate::regression(&kernel.name, &row.arch, before, &numbers)
-                {
-                    raw_findings.push((
-                        finding,
-                        declared.map(|(_, index)| index),
-                        kernel.name.clone(),
-                    ));
-                }
-            }
-        }
         match declared {
             Some((declared, declaration_index)) => {
                 let evaluated: Vec<_> = rows
@@ -573,6 +552,33 @@ pub fn check(
             .kernels
             .extend(rows.into_iter().map(|(_, _, row)| row));
     }
+    let stamp = (bless || baseline.is_some()).then(|| ToolchainStamp::of_build(build, toolchain));
+    let mut toolchain_changes = Vec::new();
+    if let (Some(baseline), Some(stamp), false) = (&baseline, &stamp, bless) {
+        let comparison = crate::baseline::compare(baseline, &Baseline::of_report(&report, stamp));
+        for line in &comparison.toolchain_changes {
+            cargo.warning(&format!(
+                "occupancy: the toolchain changed since the baseline: {line}"
+            ));
+            toolchain_changes.push(format!(
+                "note: the toolchain changed since the baseline: {line}\n"
+            ));
+        }
+        for (kernel_name, finding) in comparison.findings {
+            let declaration = kernel_name.as_ref().and_then(|name| {
+                declarations
+                    .kernels
+                    .iter()
+                    .position(|declared| &declared.kernel.kernel_name == name)
+                    .or_else(|| {
+                        let index = kernels.iter().position(|kernel| &kernel.name == name)?;
+                        matched.get(&index).copied()
+                    })
+            });
+            // An arch-wide finding (another toolchain) concerns no kernel: an empty name.
+            raw_findings.push((finding, declaration, kernel_name.unwrap_or_default()));
+        }
+    }
     let compiled_names: Vec<&str> = kernels.iter().map(|kernel| kernel.name.as_str()).collect();
     for &declaration_index in &unmatched_declarations {
         let declared = &declarations.kernels[declaration_index];
@@ -606,7 +612,7 @@ pub fn check(
             lint: finding.lint,
             level,
             crate_name: Some(context.crate_name.clone()),
-            kernel: Some(kernel_name),
+            kernel: (!kernel_name.is_empty()).then_some(kernel_name),
             arch: finding.arch,
             message: finding.message,
             notes: finding.notes,
@@ -630,11 +636,9 @@ pub fn check(
         report.findings.push(finding);
     }
 
-    if bless {
-        write_atomic(
-            &baseline_path,
-            Baseline::of_report(&report).to_text().as_bytes(),
-        )?;
+    if let (true, Some(stamp)) = (bless, &stamp) {
+        let blessed = Baseline::blessed(baseline, Baseline::of_report(&report, stamp));
+        write_atomic(&baseline_path, blessed.to_text().as_bytes())?;
         cargo.warning(&format!(
             "occupancy: OCCUPANCY_BLESS is set: wrote the baseline {}",
             display_path(&context.manifest_dir, &baseline_path)
@@ -643,7 +647,9 @@ pub fn check(
     write_reports(context, &report)?;
     if !rendered_denials.is_empty() {
         let count = rendered_denials.len();
-        let mut rendered = rendered_denials.join("\n");
+        // A toolchain change is said first: it may explain every regression below.
+        let mut rendered = toolchain_changes.concat();
+        rendered.push_str(&rendered_denials.join("\n"));
         rendered.push_str(&format!(
             "\nerror: occupancy checks failed for `{}`: {count} error{} (full report: {})\n",
             context.crate_name,

@@ -118,6 +118,11 @@ pub enum LintId {
     UndeclaredKernel,
     /// Worse than the committed baseline.
     Regression,
+    /// Better than, or otherwise different from, the committed baseline: it no longer says
+    /// what the code compiles to.
+    BaselineStale,
+    /// An `expect(...)` in a declaration whose finding no longer occurs.
+    UnfulfilledExpectation,
 }
 
 /// The documentation of one lint, as it appears in `docs/lints.md` and in `cargo occupancy explain`.
@@ -137,7 +142,7 @@ pub struct LintInfo {
 
 impl LintId {
     /// Every lint, in the order they are documented.
-    pub const ALL: [LintId; 11] = [
+    pub const ALL: [LintId; 13] = [
         LintId::Spills,
         LintId::LowOccupancy,
         LintId::Unlaunchable,
@@ -149,6 +154,8 @@ impl LintId {
         LintId::PartialWarp,
         LintId::UndeclaredKernel,
         LintId::Regression,
+        LintId::BaselineStale,
+        LintId::UnfulfilledExpectation,
     ];
 
     /// The id as written in attributes (`warn(spills)`), config keys and JSON.
@@ -165,6 +172,8 @@ impl LintId {
             LintId::PartialWarp => "partial_warp",
             LintId::UndeclaredKernel => "undeclared_kernel",
             LintId::Regression => "regression",
+            LintId::BaselineStale => "baseline_stale",
+            LintId::UnfulfilledExpectation => "unfulfilled_expectation",
         }
     }
 
@@ -176,11 +185,13 @@ impl LintId {
             | LintId::Unlaunchable
             | LintId::BoundsMismatch
             | LintId::MissingKernel
-            | LintId::Regression => Level::Deny,
+            | LintId::Regression
+            | LintId::UnfulfilledExpectation => Level::Deny,
             LintId::StackFrame
             | LintId::LocalMemory
             | LintId::OccupancyCliff
-            | LintId::PartialWarp => Level::Warn,
+            | LintId::PartialWarp
+            | LintId::BaselineStale => Level::Warn,
             LintId::UndeclaredKernel => Level::Allow,
         }
     }
@@ -265,6 +276,18 @@ impl LintId {
                 "Regressions in resource use are invisible in review and show up as slowdowns much later; the baseline makes every one a visible diff.",
                 "The baseline records 40 registers and 50% occupancy on sm_80; a change makes it 48 registers and 37.5%.",
                 "Fix the kernel, or accept the new numbers with `OCCUPANCY_BLESS=1 cargo build` (or `cargo occupancy bless`) and commit the updated baseline.",
+            ),
+            LintId::BaselineStale => (
+                "The committed baseline (`occupancy.lock`) no longer equals what the code compiles to: a kernel got better, is new or gone, or the toolchain changed.",
+                "A one-way baseline lets improvements rot: the next regression back to the old numbers passes unnoticed, and the file stops reading like the history of the kernels.",
+                "The baseline records 48 registers on sm_90; a change makes it 40 (occupancy 50% -> 62.5%), and the file still says 48.",
+                "Run `OCCUPANCY_BLESS=1 cargo build` and commit the baseline with the change; in CI set `baseline_stale = \"deny\"` (or `OCCUPANCY_LINT_BASELINE_STALE=deny`) so the committed file always matches.",
+            ),
+            LintId::UnfulfilledExpectation => (
+                "A declaration expects a finding (`expect(spills, reason = \"...\")`) that no longer occurs.",
+                "An exception that outlives its cause hides the next real finding of the same lint; like Rust's `#[expect]`, it must be removed when it is no longer needed.",
+                "`#[occupancy::kernel(block = 256, expect(spills, reason = \"tracked in #12\"))]` on a kernel that no longer spills on any target arch.",
+                "Remove the `expect(...)` from the declaration (the finding is gone), or keep it as `allow(...)` if the exception should stay without being checked.",
             ),
         };
         LintInfo {
@@ -442,7 +465,7 @@ mod tests {
         let mut ids: Vec<&str> = LintId::ALL.iter().map(|id| id.as_str()).collect();
         ids.sort_unstable();
         ids.dedup();
-        assert_eq!(ids.len(), 11);
+        assert_eq!(ids.len(), 13);
     }
 
     #[test]
@@ -465,6 +488,8 @@ mod tests {
                 ("partial_warp", Level::Warn),
                 ("undeclared_kernel", Level::Allow),
                 ("regression", Level::Deny),
+                ("baseline_stale", Level::Warn),
+                ("unfulfilled_expectation", Level::Deny),
             ]
         );
     }
