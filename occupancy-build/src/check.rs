@@ -45,7 +45,7 @@ pub struct Declarations {
 }
 
 impl Declarations {
-    fn location(&self, declared: &Declared) -> Location {
+    pub(crate) fn location(&self, declared: &Declared) -> Location {
         Location {
             kind: LocationKind::RustAttribute,
             path: self.sources[declared.source_index].display_path.clone(),
@@ -645,6 +645,7 @@ pub fn check(
         ));
     }
     write_reports(context, &report)?;
+    crate::facts::write(context, &crate::facts::of_report(&report, declarations))?;
     if !rendered_denials.is_empty() {
         let count = rendered_denials.len();
         // A toolchain change is said first: it may explain every regression below.

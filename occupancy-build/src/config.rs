@@ -22,11 +22,21 @@ pub struct Metadata {
     pub baseline: Option<PathBuf>,
     /// `reports = ["json"]`.
     pub reports: Option<Vec<String>>,
+    /// `unchecked = "why"`: the attribute's opt-out for crates without an occupancy build
+    /// (read by the macro; a crate whose build runs is checked anyway).
+    pub unchecked: Option<String>,
     /// Files read (for `rerun-if-changed`).
     pub files_read: Vec<PathBuf>,
 }
 
-const KNOWN_KEYS: &[&str] = &["archs", "lints", "kernels", "baseline", "reports"];
+const KNOWN_KEYS: &[&str] = &[
+    "archs",
+    "lints",
+    "kernels",
+    "baseline",
+    "reports",
+    "unchecked",
+];
 
 /// Reads the package manifest at `manifest_dir/Cargo.toml` and its workspace root's, if any.
 pub fn load(manifest_dir: &Path) -> Result<Metadata, Error> {
@@ -112,6 +122,19 @@ fn apply(metadata: &mut Metadata, table: &toml::Value, section: &str) -> Result<
                 metadata.baseline = Some(PathBuf::from(
                     value.as_str().ok_or_else(|| wrong("a path string"))?,
                 ))
+            }
+            "unchecked" => {
+                metadata.unchecked = Some(
+                    value
+                        .as_str()
+                        .filter(|reason| !reason.trim().is_empty())
+                        .ok_or_else(|| {
+                            wrong(
+                                "a non-empty string saying why the crate's kernels are not checked",
+                            )
+                        })?
+                        .to_string(),
+                )
             }
             "lints" => {
                 for (lint, level) in level_table(value, section, "lints")? {
