@@ -366,6 +366,15 @@ pub fn check(
             from_cache: source.from_cache,
         });
     }
+    if context.metadata.require_reasons != Some(false) {
+        let missing = crate::expectations::missing_reasons(declarations);
+        if !missing.is_empty() {
+            return Err(Error::Denied {
+                count: missing.len(),
+                rendered: missing.join("\n"),
+            });
+        }
+    }
     let kernels = parse_compiled(compiled, context)?;
     let crate_levels = parse_levels(
         &context.metadata.lints,
@@ -589,24 +598,42 @@ pub fn check(
         ));
     }
 
+    let fulfilled = crate::expectations::fulfilled(declarations, &raw_findings);
+    raw_findings.extend(crate::expectations::unfulfilled(declarations, &fulfilled));
+
     // Levels, rendering, cargo lines.
     let mut rendered_denials = Vec::new();
-    for (finding, declaration_index, kernel_name) in raw_findings {
+    for (mut finding, declaration_index, kernel_name) in raw_findings {
         let declared = declaration_index.map(|index| &declarations.kernels[index]);
         let kernel_config = kernel_levels.get(&kernel_name).or_else(|| {
             declared.and_then(|declared| kernel_levels.get(&declared.kernel.rust_name))
         });
-        let level = evaluate::resolve_level(
-            finding.lint,
-            &LevelSources {
-                attribute: declared.map(|declared| &declared.kernel.spec.lint_levels),
-                kernel_config,
-                environment: Some(&environment_levels),
-                crate_config: Some(&crate_levels),
-            },
-        );
-        if level == Level::Allow {
+        let spec = declared.map(|declared| &declared.kernel.spec);
+        // An expected finding is fulfilled: kept in the report with its reason, not reported.
+        let expected = spec.is_some_and(|spec| spec.expected_lints.contains(&finding.lint));
+        let reason = spec.and_then(|spec| spec.lint_reasons.get(&finding.lint).cloned());
+        let level = if expected {
+            Level::Allow
+        } else {
+            evaluate::resolve_level(
+                finding.lint,
+                &LevelSources {
+                    attribute: spec.map(|spec| &spec.lint_levels),
+                    kernel_config,
+                    environment: Some(&environment_levels),
+                    crate_config: Some(&crate_levels),
+                },
+            )
+        };
+        if level == Level::Allow && reason.is_none() {
             continue;
+        }
+        if let Some(reason) = &reason {
+            let word = if expected { "expect" } else { level.as_str() };
+            finding.notes.push(format!(
+                "`{word}({})` in the declaration: {reason}",
+                finding.lint
+            ));
         }
         let finding = Finding {
             lint: finding.lint,
@@ -618,6 +645,7 @@ pub fn check(
             notes: finding.notes,
             help: finding.help,
             location: declared.map(|declared| declarations.location(declared)),
+            reason,
         };
         match level {
             Level::Deny => {
@@ -631,7 +659,10 @@ pub fn check(
                 });
                 rendered_denials.push(diagnostics::render(&(&finding).into(), source));
             }
-            _ => cargo.warning(&format!("occupancy: {}", diagnostics::one_line(&finding))),
+            Level::Warn => {
+                cargo.warning(&format!("occupancy: {}", diagnostics::one_line(&finding)))
+            }
+            Level::Allow => {}
         }
         report.findings.push(finding);
     }

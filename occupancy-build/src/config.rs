@@ -25,6 +25,9 @@ pub struct Metadata {
     /// `unchecked = "why"`: the attribute's opt-out for crates without an occupancy build
     /// (read by the macro; a crate whose build runs is checked anyway).
     pub unchecked: Option<String>,
+    /// `require_reasons = false`: allow `allow(...)`/`expect(...)` of deny-by-default lints
+    /// without a `reason` (default: required).
+    pub require_reasons: Option<bool>,
     /// Files read (for `rerun-if-changed`).
     pub files_read: Vec<PathBuf>,
 }
@@ -36,6 +39,7 @@ const KNOWN_KEYS: &[&str] = &[
     "baseline",
     "reports",
     "unchecked",
+    "require_reasons",
 ];
 
 /// Reads the package manifest at `manifest_dir/Cargo.toml` and its workspace root's, if any.
@@ -122,6 +126,10 @@ fn apply(metadata: &mut Metadata, table: &toml::Value, section: &str) -> Result<
                 metadata.baseline = Some(PathBuf::from(
                     value.as_str().ok_or_else(|| wrong("a path string"))?,
                 ))
+            }
+            "require_reasons" => {
+                metadata.require_reasons =
+                    Some(value.as_bool().ok_or_else(|| wrong("true or false"))?)
             }
             "unchecked" => {
                 metadata.unchecked = Some(

@@ -24,6 +24,7 @@ mod diagnostics;
 pub mod engine;
 mod env;
 mod error;
+mod expectations;
 mod facts;
 mod fsutil;
 mod jobs;

@@ -121,6 +121,11 @@ fn declaration_const(kernel: &StubKernel, lookup: &Lookup) -> syn::Result<TokenS
         };
         quote!((#lint, #level))
     });
+    let expected_lints = spec.expected_lints.iter().map(|lint| lint.as_str());
+    let lint_reasons = spec.lint_reasons.iter().map(|(lint, reason)| {
+        let lint = lint.as_str();
+        quote!((#lint, #reason))
+    });
     let doc = format!(
         "Declared launch and limits of kernel `{kernel_name}` (from `#[occupancy::kernel({spec})]` on `{rust_name}`)."
     );
@@ -154,6 +159,8 @@ fn declaration_const(kernel: &StubKernel, lookup: &Lookup) -> syn::Result<TokenS
             max_registers_per_thread: #max_registers_per_thread,
             archs: #archs,
             lint_levels: &[#(#lint_levels),*],
+            expected_lints: &[#(#expected_lints),*],
+            lint_reasons: &[#(#lint_reasons),*],
             source: #location,
             compiled: #compiled,
             not_checked: #not_checked,

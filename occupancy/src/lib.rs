@@ -105,6 +105,10 @@ pub struct KernelDeclaration {
     pub archs: Option<&'static [&'static str]>,
     /// Per-kernel lint levels, as `(lint id, level)`.
     pub lint_levels: &'static [(&'static str, LintLevel)],
+    /// `expect(...)`: lints whose finding the build requires (it fails when one no longer occurs).
+    pub expected_lints: &'static [&'static str],
+    /// `reason = "..."` of a lint's level or expectation, as `(lint id, reason)`.
+    pub lint_reasons: &'static [(&'static str, &'static str)],
     /// Where the attribute is.
     pub source: SourceLocation,
     /// What the crate's occupancy build compiled and checked, one entry per target

@@ -631,6 +631,7 @@ fn evaluate(checked: &[Checked], levels: &Levels) -> Vec<Finding> {
                 notes: finding.notes.iter().map(|note| readable(note)).collect(),
                 help: finding.help,
                 location: first.row.source.clone(),
+                reason: None,
             });
         }
     }
