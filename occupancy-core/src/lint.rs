@@ -221,7 +221,7 @@ impl LintId {
                 "Theoretical occupancy on some target architecture is below the declared `min_occupancy`.",
                 "Too few resident warps leave the SM idle while warps wait on memory; the kernel runs at a fraction of the bandwidth or throughput the crate expects.",
                 "`#[occupancy::kernel(block = 256, min_occupancy = 0.5)]` on a kernel using 128 registers per thread: on sm_90 only 2 blocks (512 of 2048 threads, 25%) fit.",
-                "Reduce registers (`min_blocks_per_sm` or `max_registers`), shared memory or block size; or lower `min_occupancy`, or `allow(low_occupancy)` when low occupancy is deliberate (register tiling).",
+                "Reduce registers (`min_blocks_per_sm` or `max_registers`), shared memory or block size; or lower `min_occupancy`, or `expect(low_occupancy, reason = \"...\")` when low occupancy is deliberate (register tiling).",
             ),
             LintId::Unlaunchable => (
                 "The declared launch cannot start on some target architecture.",
@@ -399,7 +399,9 @@ pub fn render_lints_markdown() -> String {
     out.push_str("`deny` (an error, the build fails).\n\n");
     out.push_str("## Setting levels\n\n");
     out.push_str("The most specific setting wins:\n\n");
-    out.push_str("1. per kernel, in the declaration: `#[occupancy::kernel(block = 256, warn(spills), allow(low_occupancy, partial_warp))]`;\n");
+    out.push_str("1. per kernel, in the declaration: `#[occupancy::kernel(block = 256, warn(spills), allow(low_occupancy, partial_warp, reason = \"register tiling\"))]`\n");
+    out.push_str("   (allowing a lint that denies by default needs a `reason`; `expect(lint, reason = \"...\")` also fails the build once the finding is gone,\n");
+    out.push_str("   see [declaring-kernels.md](declaring-kernels.md#expect));\n");
     out.push_str(
         "2. for one build, by environment variable: `OCCUPANCY_LINT_SPILLS=warn cargo build`;\n",
     );
