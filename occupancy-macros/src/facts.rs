@@ -106,7 +106,11 @@ fn unseen_message(kernel: &StubKernel, crate_name: &str, facts: &BuildFacts) -> 
          Write the attribute out in a scanned file, or add its file with `.declarations(\"path/to/file.rs\")`. The build saw: {}",
         kernel.kernel_name,
         kernel.rust_name(),
-        if seen.is_empty() { "no declaration".to_string() } else { seen.join(", ") }
+        match seen.len() {
+            0 => "no declaration".to_string(),
+            1..=4 => seen.join(", "),
+            more => format!("{} and {} more", seen[..3].join(", "), more - 3),
+        }
     )
 }
 

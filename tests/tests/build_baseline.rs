@@ -72,7 +72,11 @@ fn text(output: &Output) -> String {
 }
 
 fn assert_success(output: &Output) {
-    assert!(output.status.success(), "cargo build failed:\n{}", text(output));
+    assert!(
+        output.status.success(),
+        "cargo build failed:\n{}",
+        text(output)
+    );
 }
 
 fn assert_failure(output: &Output, what: &str) {
@@ -82,10 +86,9 @@ fn assert_failure(output: &Output, what: &str) {
 #[test]
 fn blessing_one_arch_keeps_the_others_and_their_regressions_still_fail() {
     let fixture = Fixture::new("regress", "baseline-subset");
-    assert_success(&fixture.cargo_build(&[
-        ("OCCUPANCY_ARCHS", "sm_80,sm_90"),
-        ("OCCUPANCY_BLESS", "1"),
-    ]));
+    assert_success(
+        &fixture.cargo_build(&[("OCCUPANCY_ARCHS", "sm_80,sm_90"), ("OCCUPANCY_BLESS", "1")]),
+    );
     let both = fixture.lock();
     assert!(both["kernels"]["reduce"]["sm_90"].is_object(), "{both}");
     assert_eq!(both["toolchains"]["sm_90"]["nvcc"], "13.0.88", "{both}");
@@ -93,13 +96,19 @@ fn blessing_one_arch_keeps_the_others_and_their_regressions_still_fail() {
     // The case: an sm_80-only bless must keep sm_90's entry as it was.
     assert_success(&fixture.cargo_build(&[("OCCUPANCY_ARCHS", "sm_80"), ("OCCUPANCY_BLESS", "1")]));
     let after = fixture.lock();
-    assert_eq!(after["kernels"]["reduce"]["sm_90"], both["kernels"]["reduce"]["sm_90"]);
+    assert_eq!(
+        after["kernels"]["reduce"]["sm_90"],
+        both["kernels"]["reduce"]["sm_90"]
+    );
     assert_eq!(after["toolchains"]["sm_90"], both["toolchains"]["sm_90"]);
 
     // ...so the next sm_90 regression still fails (the metadata's archs: sm_90).
     fixture.edit("kernels/reduce.cu", "#define LIVE 8", "#define LIVE 40");
     let output = fixture.cargo_build(&[]);
-    assert_failure(&output, "an sm_90 regression after an sm_80 bless must fail");
+    assert_failure(
+        &output,
+        "an sm_90 regression after an sm_80 bless must fail",
+    );
     let stderr = text(&output);
     assert!(
         stderr.contains("error[regression]: kernel `reduce` is worse than the baseline on sm_90"),
@@ -116,8 +125,16 @@ fn a_lock_from_another_toolchain_is_reported_first_and_named_as_the_cause() {
     let fixture = Fixture::new("regress", "baseline-toolchain");
     assert_success(&fixture.cargo_build(&[("OCCUPANCY_BLESS", "1")]));
     // As if the lock had been blessed with an older nvcc.
-    fixture.edit("occupancy.lock", "\"nvcc\": \"13.0.88\"", "\"nvcc\": \"12.9.41\"");
-    fixture.edit("occupancy.lock", "\"ptxas\": \"13.0.88\"", "\"ptxas\": \"12.9.41\"");
+    fixture.edit(
+        "occupancy.lock",
+        "\"nvcc\": \"13.0.88\"",
+        "\"nvcc\": \"12.9.41\"",
+    );
+    fixture.edit(
+        "occupancy.lock",
+        "\"ptxas\": \"13.0.88\"",
+        "\"ptxas\": \"12.9.41\"",
+    );
     let output = fixture.cargo_build(&[]);
     assert_success(&output);
     let stderr = text(&output);
@@ -126,7 +143,9 @@ fn a_lock_from_another_toolchain_is_reported_first_and_named_as_the_cause() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("warning[baseline_stale]: the baseline for sm_90 was made with another toolchain"),
+        stderr.contains(
+            "warning[baseline_stale]: the baseline for sm_90 was made with another toolchain"
+        ),
         "{stderr}"
     );
 
@@ -138,9 +157,13 @@ fn a_lock_from_another_toolchain_is_reported_first_and_named_as_the_cause() {
         .find("note: the toolchain changed since the baseline: nvcc 12.9.41 -> 13.0.88 on sm_90: 1 kernel changed, 1 worse, 0 better")
         .unwrap_or_else(|| panic!("the summary is printed:\n{stderr}"));
     let regression = stderr.find("error[regression]").expect("the regression");
-    assert!(summary < regression, "the toolchain change is said first:\n{stderr}");
     assert!(
-        stderr.contains("cause: the toolchain changed since the baseline (nvcc 12.9.41 -> 13.0.88)"),
+        summary < regression,
+        "the toolchain change is said first:\n{stderr}"
+    );
+    assert!(
+        stderr
+            .contains("cause: the toolchain changed since the baseline (nvcc 12.9.41 -> 13.0.88)"),
         "{stderr}"
     );
 }
@@ -157,18 +180,28 @@ fn an_improvement_is_a_stale_baseline_and_ci_can_deny_it() {
     assert_success(&output);
     let stderr = text(&output);
     assert!(
-        stderr.contains("warning[baseline_stale]: kernel `reduce` is better than the baseline on sm_90"),
+        stderr.contains(
+            "warning[baseline_stale]: kernel `reduce` is better than the baseline on sm_90"
+        ),
         "{stderr}"
     );
     let output = fixture.cargo_build(&[("OCCUPANCY_LINT_BASELINE_STALE", "deny")]);
     assert_failure(&output, "CI denies a stale baseline");
-    assert!(text(&output).contains("error[baseline_stale]"), "{}", text(&output));
+    assert!(
+        text(&output).contains("error[baseline_stale]"),
+        "{}",
+        text(&output)
+    );
 
     // Blessing makes the file equal to what the code compiles to: nothing left to say.
     assert_success(&fixture.cargo_build(&[("OCCUPANCY_BLESS", "1")]));
     let output = fixture.cargo_build(&[("OCCUPANCY_LINT_BASELINE_STALE", "deny")]);
     assert_success(&output);
-    assert!(!text(&output).contains("baseline_stale"), "{}", text(&output));
+    assert!(
+        !text(&output).contains("baseline_stale"),
+        "{}",
+        text(&output)
+    );
 }
 
 #[test]
@@ -202,10 +235,19 @@ fn an_expectation_holds_while_the_kernel_spills_and_fails_once_it_does_not() {
     }
 
     // Without a reason, an expectation of a deny lint is refused, at the lint.
-    fixture.edit("src/lib.rs", ", reason = \"8 blocks per SM matter more; tracked in #15\"", "");
+    fixture.edit(
+        "src/lib.rs",
+        ", reason = \"8 blocks per SM matter more; tracked in #15\"",
+        "",
+    );
     let output = fixture.cargo_build(&[]);
     assert_failure(&output, "expect(spills) of a deny lint needs a reason");
-    assert!(text(&output).contains("error[missing_reason]: `expect(spills)` on kernel `hot` needs a reason"), "{}", text(&output));
+    assert!(
+        text(&output)
+            .contains("error[missing_reason]: `expect(spills)` on kernel `hot` needs a reason"),
+        "{}",
+        text(&output)
+    );
 
     // The spill is gone: the expectation is not needed any more, and the build says so.
     fixture.edit(
@@ -220,7 +262,10 @@ fn an_expectation_holds_while_the_kernel_spills_and_fails_once_it_does_not() {
         stderr.contains("error[unfulfilled_expectation]: kernel `hot` expects `spills` (reason: 8 blocks per SM matter more), but no `spills` finding occurred on any target arch"),
         "{stderr}"
     );
-    assert!(stderr.contains("--> src/lib.rs:9:5"), "at the attribute:\n{stderr}");
+    assert!(
+        stderr.contains("--> src/lib.rs:9:5"),
+        "at the attribute:\n{stderr}"
+    );
 }
 
 #[test]
@@ -246,5 +291,8 @@ fn a_declaration_the_scanner_cannot_see_does_not_compile() {
         "{stderr}"
     );
     assert!(stderr.contains("extra/hidden.rs:1:1"), "{stderr}");
-    assert!(stderr.contains("The build saw: `saxpy` (src/lib.rs:"), "{stderr}");
+    assert!(
+        stderr.contains("The build saw: `saxpy` (src/lib.rs:"),
+        "{stderr}"
+    );
 }

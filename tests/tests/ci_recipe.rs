@@ -27,7 +27,9 @@ fn workflow_steps() -> Vec<(String, String)> {
             name = rest.strip_prefix("name: ").unwrap_or(rest).to_string();
         } else if line.trim() == "run: |" {
             script = Some(String::new());
-        } else if let (Some(script), Some(body)) = (script.as_mut(), line.strip_prefix("          ")) {
+        } else if let (Some(script), Some(body)) =
+            (script.as_mut(), line.strip_prefix("          "))
+        {
             script.push_str(body);
             script.push('\n');
         } else if script.is_some() && !line.starts_with("          ") {
@@ -56,7 +58,10 @@ impl Runner {
         let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))
             .unwrap()
             .replace("@REPO@", &repo_root().display().to_string())
-            .replace("name = \"fixture-regress\"", &format!("name = \"e2e-{instance}\""));
+            .replace(
+                "name = \"fixture-regress\"",
+                &format!("name = \"e2e-{instance}\""),
+            );
         std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
         std::fs::copy(repo_root().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
         let bin = dir.join("runner-bin");
@@ -119,7 +124,10 @@ impl Runner {
             .filter(|(name, _)| !name.starts_with("Install nvcc"))
             .map(|(name, script)| {
                 let script = script.replace("${{ github.event.pull_request.number }}", "7");
-                assert!(!script.contains("${{"), "an unhandled expression in {name}: {script}");
+                assert!(
+                    !script.contains("${{"),
+                    "an unhandled expression in {name}: {script}"
+                );
                 let output = self.shell(&script);
                 (name, output)
             })
@@ -138,7 +146,11 @@ fn cli_binary() -> PathBuf {
         .current_dir(repo_root())
         .output()
         .expect("cargo runs");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join("target"));
@@ -179,12 +191,19 @@ fn the_documented_workflow_gates_reports_comments_and_diffs_the_baseline() {
 
     let clean = runner.run_workflow();
     for (name, output) in &clean {
-        assert!(output.status.success(), "step `{name}` failed:\n{}", text(output));
+        assert!(
+            output.status.success(),
+            "step `{name}` failed:\n{}",
+            text(output)
+        );
     }
     let sarif: serde_json::Value = serde_json::from_str(&runner.read("occupancy.sarif")).unwrap();
     assert_eq!(sarif["version"], "2.1.0", "{sarif}");
     assert!(runner.read("occupancy.md").contains("e2e-ci-recipe"));
-    assert!(runner.read("occupancy-lock.diff").is_empty(), "an unchanged baseline");
+    assert!(
+        runner.read("occupancy-lock.diff").is_empty(),
+        "an unchanged baseline"
+    );
     assert_eq!(
         std::fs::read_to_string(&runner.gh_log).unwrap(),
         "pr comment 7 --body-file occupancy.md\n"
@@ -197,9 +216,15 @@ fn the_documented_workflow_gates_reports_comments_and_diffs_the_baseline() {
     std::fs::write(&source, kernel.replace("#define LIVE 8", "#define LIVE 40")).unwrap();
     let worse = runner.run_workflow();
     let build = step(&worse, "Build");
-    assert!(!build.status.success(), "a regression fails the job:\n{}", text(build));
     assert!(
-        runner.read("occupancy-build.log").contains("error[regression]: kernel `reduce` is worse than the baseline on sm_90"),
+        !build.status.success(),
+        "a regression fails the job:\n{}",
+        text(build)
+    );
+    assert!(
+        runner
+            .read("occupancy-build.log")
+            .contains("error[regression]: kernel `reduce` is worse than the baseline on sm_90"),
         "{}",
         runner.read("occupancy-build.log")
     );
@@ -208,10 +233,15 @@ fn the_documented_workflow_gates_reports_comments_and_diffs_the_baseline() {
         assert!(output.status.success(), "{prefix}:\n{}", text(output));
     }
     let comment = runner.read("occupancy.md");
-    assert!(comment.contains("### occupancy.lock if blessed"), "{comment}");
+    assert!(
+        comment.contains("### occupancy.lock if blessed"),
+        "{comment}"
+    );
     assert!(comment.contains("\"registers\""), "{comment}");
     assert!(
-        std::fs::read_to_string(&runner.summary).unwrap().contains("occupancy.lock"),
+        std::fs::read_to_string(&runner.summary)
+            .unwrap()
+            .contains("occupancy.lock"),
         "the job summary shows the diff"
     );
 }
