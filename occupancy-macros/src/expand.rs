@@ -6,7 +6,7 @@ use occupancy_core::spec::{KernelStub, StubKernel, StubKind};
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
-use crate::facts::{self, Checked, Lookup};
+use crate::facts::{self, Lookup, Status};
 
 pub(crate) fn kernel(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let stub = KernelStub::parse(item)?;
@@ -35,12 +35,12 @@ fn optional_u32(value: Option<u32>) -> TokenStream {
 fn checked_fields(lookup: &Lookup) -> (TokenStream, TokenStream) {
     let file = lookup.file_read.display().to_string();
     let (compiled, not_checked) = match &lookup.checked {
-        Checked::Checked { compiled } => (compiled.iter().map(compiled_facts).collect(), None),
-        Checked::Skipped { reason } => (
+        Status::Checked { compiled } => (compiled.iter().map(compiled_facts).collect(), None),
+        Status::Skipped { reason } => (
             Vec::new(),
             Some(format!("the build checked nothing: {reason}")),
         ),
-        Checked::OptedOut { reason } => (Vec::new(), Some(format!("unchecked: {reason}"))),
+        Status::OptedOut { reason } => (Vec::new(), Some(format!("unchecked: {reason}"))),
     };
     let not_checked = match not_checked {
         Some(reason) => quote!(::core::option::Option::Some(#reason)),

@@ -17,7 +17,7 @@ use occupancy_core::spec::StubKernel;
 
 /// What the build knows about one declaration.
 #[derive(Debug)]
-pub(crate) enum Checked {
+pub(crate) enum Status {
     /// The build checked the kernel: its facts per arch.
     Checked { compiled: Vec<CompiledFacts> },
     /// The build ran but checked nothing (`OCCUPANCY_SKIP`, docs.rs, `.check(false)`).
@@ -29,7 +29,7 @@ pub(crate) enum Checked {
 /// The answer, and the file it came from (to be tracked).
 #[derive(Debug)]
 pub(crate) struct Lookup {
-    pub checked: Checked,
+    pub checked: Status,
     pub file_read: PathBuf,
 }
 
@@ -74,10 +74,10 @@ fn from_facts(kernel: &StubKernel, path: &Path, crate_name: &str) -> Result<Look
         &facts.skipped,
         facts.declaration(&kernel.rust_name(), &kernel.kernel_name),
     ) {
-        (Some(reason), _) => Checked::Skipped {
+        (Some(reason), _) => Status::Skipped {
             reason: reason.clone(),
         },
-        (None, Some(declared)) => Checked::Checked {
+        (None, Some(declared)) => Status::Checked {
             compiled: declared.compiled.clone(),
         },
         (None, None) => return Err(unseen_message(kernel, crate_name, &facts)),
@@ -144,7 +144,7 @@ fn opted_out(manifest_dir: Option<&Path>) -> Result<Option<Lookup>, String> {
     match setting {
         None => Ok(None),
         Some(toml::Value::String(reason)) if !reason.trim().is_empty() => Ok(Some(Lookup {
-            checked: Checked::OptedOut {
+            checked: Status::OptedOut {
                 reason: reason.clone(),
             },
             file_read: manifest,
@@ -199,7 +199,7 @@ mod tests {
         let dir = temp_dir("unseen");
         std::fs::write(dir.join(FACTS_FILE), facts(None, &["saxpy"]).to_json()).unwrap();
         let seen = lookup_in(&kernel("fn saxpy();"), Some(&dir), None, "k").unwrap();
-        assert!(matches!(seen.checked, Checked::Checked { .. }), "{seen:?}");
+        assert!(matches!(seen.checked, Status::Checked { .. }), "{seen:?}");
         let error = lookup_in(&kernel("fn hidden();"), Some(&dir), None, "k").unwrap_err();
         assert!(
             error.starts_with("kernel `hidden` (fn `hidden`) was not checked"),
@@ -214,7 +214,7 @@ mod tests {
         .unwrap();
         let skipped = lookup_in(&kernel("fn hidden();"), Some(&dir), None, "k").unwrap();
         assert!(
-            matches!(skipped.checked, Checked::Skipped { .. }),
+            matches!(skipped.checked, Status::Skipped { .. }),
             "{skipped:?}"
         );
         std::fs::write(dir.join(FACTS_FILE), "{").unwrap();
@@ -243,7 +243,7 @@ mod tests {
         .unwrap();
         let opted = lookup_in(&kernel("fn saxpy();"), None, Some(&dir), "k").unwrap();
         assert!(
-            matches!(opted.checked, Checked::OptedOut { ref reason } if reason == "checked by the host crate")
+            matches!(opted.checked, Status::OptedOut { ref reason } if reason == "checked by the host crate")
         );
         std::fs::write(
             dir.join("Cargo.toml"),
