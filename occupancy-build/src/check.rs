@@ -514,6 +514,7 @@ pub fn check(
                 },
             )?;
             row.crate_name = Some(context.crate_name.clone());
+            row.ptx_target = kernel.source.ptx_target.clone();
             row.source = Some(source_location.clone());
             if let Some((declared, _)) = declared {
                 row.declaration = Some(declarations.location(declared));
@@ -603,7 +604,7 @@ pub fn check(
 
     // Levels, rendering, cargo lines.
     let mut rendered_denials = Vec::new();
-    for (mut finding, declaration_index, kernel_name) in raw_findings {
+    for (finding, declaration_index, kernel_name) in raw_findings {
         let declared = declaration_index.map(|index| &declarations.kernels[index]);
         let kernel_config = kernel_levels.get(&kernel_name).or_else(|| {
             declared.and_then(|declared| kernel_levels.get(&declared.kernel.rust_name))
@@ -628,12 +629,21 @@ pub fn check(
         if level == Level::Allow && reason.is_none() {
             continue;
         }
+        let mut notes = finding.notes;
         if let Some(reason) = &reason {
             let word = if expected { "expect" } else { level.as_str() };
-            finding.notes.push(format!(
+            notes.push(format!(
                 "`{word}({})` in the declaration: {reason}",
                 finding.lint
             ));
+        }
+        let ptx_target = report
+            .kernels
+            .iter()
+            .find(|row| row.name == kernel_name && Some(&row.arch) == finding.arch.as_ref())
+            .and_then(|row| row.ptx_target.as_deref());
+        if let (Some(arch), Some(ptx_target)) = (&finding.arch, ptx_target) {
+            notes.push(occupancy_core::report::program_note(arch, ptx_target));
         }
         let finding = Finding {
             lint: finding.lint,
@@ -642,7 +652,7 @@ pub fn check(
             kernel: (!kernel_name.is_empty()).then_some(kernel_name),
             arch: finding.arch,
             message: finding.message,
-            notes: finding.notes,
+            notes,
             help: finding.help,
             location: declared.map(|declared| declarations.location(declared)),
             reason,
@@ -792,6 +802,7 @@ mod tests {
                 .iter()
                 .map(|arch| crate::SmArch::parse(arch).unwrap())
                 .collect(),
+            jit_archs: Vec::new(),
             arch_source: crate::ArchSource::Builder,
             skip_reason: None,
         }
@@ -813,6 +824,7 @@ mod tests {
             dependencies: Vec::new(),
             from_cache: false,
             wrapper_failure: None,
+            ptx_target: Some("compute_80".into()),
         }
     }
 
