@@ -95,7 +95,9 @@ impl Runner {
         command
             .current_dir(&self.dir)
             .env("PATH", path)
-            .env("CARGO_TARGET_DIR", e2e_root().join("target"))
+            // Its own target dir: `cargo occupancy report` reads every report under it, as in a
+            // repository's CI, not the other end-to-end fixtures' (some of which fail on purpose).
+            .env("CARGO_TARGET_DIR", e2e_root().join("ci-target"))
             .env("CARGO_NET_OFFLINE", "true")
             .env("NVCC", nvcc())
             .env("CUDA_HOME", cuda_home())
