@@ -27,6 +27,8 @@ mod diagnostics;
 pub mod engine;
 mod env;
 mod error;
+mod expectations;
+mod facts;
 mod fsutil;
 mod jobs;
 mod nvcc_archs;

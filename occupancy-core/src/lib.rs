@@ -50,6 +50,7 @@
 
 pub mod arch;
 pub mod calc;
+pub mod facts;
 pub mod lint;
 pub mod ptxas;
 pub mod report;

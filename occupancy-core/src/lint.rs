@@ -120,6 +120,11 @@ pub enum LintId {
     UndeclaredKernel,
     /// Worse than the committed baseline.
     Regression,
+    /// Better than, or otherwise different from, the committed baseline: it no longer says
+    /// what the code compiles to.
+    BaselineStale,
+    /// An `expect(...)` in a declaration whose finding no longer occurs.
+    UnfulfilledExpectation,
 }
 
 /// The documentation of one lint, as it appears in `docs/lints.md` and in `cargo occupancy explain`.
@@ -139,7 +144,7 @@ pub struct LintInfo {
 
 impl LintId {
     /// Every lint, in the order they are documented.
-    pub const ALL: [LintId; 12] = [
+    pub const ALL: [LintId; 14] = [
         LintId::Spills,
         LintId::LowOccupancy,
         LintId::TooManyRegisters,
@@ -152,6 +157,8 @@ impl LintId {
         LintId::PartialWarp,
         LintId::UndeclaredKernel,
         LintId::Regression,
+        LintId::BaselineStale,
+        LintId::UnfulfilledExpectation,
     ];
 
     /// The id as written in attributes (`warn(spills)`), config keys and JSON.
@@ -169,6 +176,8 @@ impl LintId {
             LintId::PartialWarp => "partial_warp",
             LintId::UndeclaredKernel => "undeclared_kernel",
             LintId::Regression => "regression",
+            LintId::BaselineStale => "baseline_stale",
+            LintId::UnfulfilledExpectation => "unfulfilled_expectation",
         }
     }
 
@@ -181,11 +190,13 @@ impl LintId {
             | LintId::Unlaunchable
             | LintId::BoundsMismatch
             | LintId::MissingKernel
-            | LintId::Regression => Level::Deny,
+            | LintId::Regression
+            | LintId::UnfulfilledExpectation => Level::Deny,
             LintId::StackFrame
             | LintId::LocalMemory
             | LintId::OccupancyCliff
-            | LintId::PartialWarp => Level::Warn,
+            | LintId::PartialWarp
+            | LintId::BaselineStale => Level::Warn,
             LintId::UndeclaredKernel => Level::Allow,
         }
     }
@@ -215,7 +226,7 @@ impl LintId {
                 "Theoretical occupancy on some target architecture is below the declared `min_occupancy`.",
                 "Too few resident warps leave the SM idle while warps wait on memory; the kernel runs at a fraction of the bandwidth or throughput the crate expects.",
                 "`#[occupancy::kernel(block = 256, min_occupancy = 0.5)]` on a kernel using 128 registers per thread: on sm_90 only 2 blocks (512 of 2048 threads, 25%) fit.",
-                "Reduce registers (`min_blocks_per_sm` or `max_registers`), shared memory or block size; or lower `min_occupancy`, or `allow(low_occupancy)` when low occupancy is deliberate (register tiling).",
+                "Reduce registers (`min_blocks_per_sm` or `max_registers`), shared memory or block size; or lower `min_occupancy`, or `expect(low_occupancy, reason = \"...\")` when low occupancy is deliberate (register tiling).",
             ),
             LintId::TooManyRegisters => (
                 "The kernel uses more registers per thread than the declared `max_registers_per_thread`.",
@@ -276,6 +287,18 @@ impl LintId {
                 "Regressions in resource use are invisible in review and show up as slowdowns much later; the baseline makes every one a visible diff.",
                 "The baseline records 40 registers and 50% occupancy on sm_80; a change makes it 48 registers and 37.5%.",
                 "Fix the kernel, or accept the new numbers with `OCCUPANCY_BLESS=1 cargo build` (or `cargo occupancy bless`) and commit the updated baseline.",
+            ),
+            LintId::BaselineStale => (
+                "The committed baseline (`occupancy.lock`) no longer equals what the code compiles to: a kernel got better, is new or gone, or the toolchain changed.",
+                "A one-way baseline lets improvements rot: the next regression back to the old numbers passes unnoticed, and the file stops reading like the history of the kernels.",
+                "The baseline records 48 registers on sm_90; a change makes it 40 (occupancy 50% -> 62.5%), and the file still says 48.",
+                "Run `OCCUPANCY_BLESS=1 cargo build` and commit the baseline with the change; in CI set `baseline_stale = \"deny\"` (or `OCCUPANCY_LINT_BASELINE_STALE=deny`) so the committed file always matches.",
+            ),
+            LintId::UnfulfilledExpectation => (
+                "A declaration expects a finding (`expect(spills, reason = \"...\")`) that no longer occurs.",
+                "An exception that outlives its cause hides the next real finding of the same lint; like Rust's `#[expect]`, it must be removed when it is no longer needed.",
+                "`#[occupancy::kernel(block = 256, expect(spills, reason = \"tracked in #12\"))]` on a kernel that no longer spills on any target arch.",
+                "Remove the `expect(...)` from the declaration (the finding is gone), or keep it as `allow(...)` if the exception should stay without being checked.",
             ),
         };
         LintInfo {
@@ -417,7 +440,9 @@ pub fn render_lints_markdown() -> String {
     out.push_str("`deny` (an error, the build fails).\n\n");
     out.push_str("## Setting levels\n\n");
     out.push_str("The most specific setting wins:\n\n");
-    out.push_str("1. per kernel, in the declaration: `#[occupancy::kernel(block = 256, warn(spills), allow(low_occupancy, partial_warp))]`;\n");
+    out.push_str("1. per kernel, in the declaration: `#[occupancy::kernel(block = 256, warn(spills), allow(low_occupancy, partial_warp, reason = \"register tiling\"))]`\n");
+    out.push_str("   (allowing a lint that denies by default needs a `reason`; `expect(lint, reason = \"...\")` also fails the build once the finding is gone,\n");
+    out.push_str("   see [declaring-kernels.md](declaring-kernels.md#expect));\n");
     out.push_str(
         "2. for one build, by environment variable: `OCCUPANCY_LINT_SPILLS=warn cargo build`;\n",
     );
@@ -484,7 +509,7 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), LintId::ALL.len());
-        assert_eq!(ids.len(), 12);
+        assert_eq!(ids.len(), 14);
     }
 
     #[test]
@@ -508,6 +533,8 @@ mod tests {
                 ("partial_warp", Level::Warn),
                 ("undeclared_kernel", Level::Allow),
                 ("regression", Level::Deny),
+                ("baseline_stale", Level::Warn),
+                ("unfulfilled_expectation", Level::Deny),
             ]
         );
     }

@@ -117,6 +117,30 @@ fn saxpy_builds_its_ptx_for_cudarc() {
         "{}",
         text(&run)
     );
+    // The binary prints the compiled facts the attribute put into SAXPY_OCCUPANCY: they must be
+    // the report's numbers, row for row.
+    let printed: Vec<String> = String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .filter(|line| line.starts_with("saxpy compiled for "))
+        .map(str::to_string)
+        .collect();
+    let rows = report["kernels"].as_array().unwrap();
+    let expected: Vec<String> = rows
+        .iter()
+        .map(|row| {
+            let blocks = row["blocks_per_sm"].as_u64().unwrap();
+            format!(
+                "saxpy compiled for {}: {} registers, {blocks} blocks of {} threads per SM ({:.1}% occupancy), persistent grid on 132 SMs: Some({})",
+                row["arch"].as_str().unwrap(),
+                row["registers"],
+                row["block"],
+                row["occupancy"].as_f64().unwrap() * 100.0,
+                blocks * 132
+            )
+        })
+        .collect();
+    assert_eq!(printed, expected, "{}", text(&run));
+    assert_eq!(rows.len(), 2, "sm_80 and sm_90: {report}");
     assert_eq!(report["kernels"][0]["name"], "saxpy");
     assert_eq!(report["kernels"][0]["block"], 256);
     assert_eq!(report["kernels"][0]["rust_name"], "saxpy");

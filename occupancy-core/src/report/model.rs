@@ -365,6 +365,9 @@ pub struct Finding {
     /// The Rust attribute, or the .cu kernel when the kernel is not declared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<Location>,
+    /// Why the declaration set this lint's level or expects it (`reason = "..."`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl Finding {
