@@ -12,4 +12,5 @@ pub mod calc;
 pub mod lint;
 pub mod ptxas;
 pub mod report;
+pub mod sass;
 pub mod spec;
