@@ -14,6 +14,7 @@
 pub mod callee;
 pub mod cfg;
 pub mod facts;
+pub mod lints;
 pub mod parse;
 
 pub use callee::{describe_callee, KnownCallee};
@@ -21,6 +22,7 @@ pub use facts::{
     access_width_bits, kernel_facts, CallFacts, LineFacts, LocalKind, LoopFacts, SassFacts,
     SetMaxRegFacts,
 };
+pub use lints::{evaluate_sass, hottest_spill_note, SassLintInputs};
 pub use parse::{parse_nvdisasm, Instruction, SassSection, SourceLine};
 
 /// The disassembly could not be read.
