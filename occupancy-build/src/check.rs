@@ -367,6 +367,19 @@ pub fn check(
         });
     }
     let kernels = parse_compiled(compiled, context)?;
+    let spilled: BTreeSet<(String, String)> = kernels
+        .iter()
+        .flat_map(|kernel| {
+            kernel
+                .records
+                .iter()
+                .filter(|(_, record)| {
+                    record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0) > 0
+                })
+                .map(|(arch, _)| (kernel.name.clone(), arch.clone()))
+        })
+        .collect();
+    let evidence = crate::sass::read_build_evidence(build, toolchain, compiled, &spilled, cargo)?;
     let crate_levels = parse_levels(
         &context.metadata.lints,
         "[package.metadata.occupancy.lints]",
@@ -509,6 +522,7 @@ pub fn check(
             )?;
             row.crate_name = Some(context.crate_name.clone());
             row.source = Some(source_location.clone());
+            row.sass = evidence.facts_of(&kernel.name, arch_name, &context.manifest_dir);
             if let Some((declared, _)) = declared {
                 row.declaration = Some(declarations.location(declared));
                 row.rust_name = Some(declared.kernel.rust_name.clone());
@@ -550,6 +564,10 @@ pub fn check(
                     .collect();
                 for mut finding in evaluate::evaluate_declared(&declared.kernel.spec, &on) {
                     if finding.lint == LintId::Spills {
+                        crate::sass::note_hottest_spill(
+                            &mut finding,
+                            rows.iter().map(|(_, _, row)| row),
+                        );
                         if let Some(help) = spill_free_help(
                             toolchain,
                             context,
@@ -561,6 +579,11 @@ pub fn check(
                         }
                     }
                     raw_findings.push((finding, Some(declaration_index), kernel.name.clone()));
+                }
+                for (_, _, row) in &rows {
+                    for finding in evidence.findings(&kernel.source.source, row) {
+                        raw_findings.push((finding, Some(declaration_index), kernel.name.clone()));
+                    }
                 }
             }
             None => raw_findings.push((

@@ -2,7 +2,7 @@
 //!
 //! One nvcc process per source file, every target architecture in it:
 //!
-//! * `.compile_ptx()`: `nvcc -fatbin -arch=compute_<lowest> -code=sm_<a>,sm_<b> -Xptxas -v --keep`.
+//! * `.compile_ptx()`: `nvcc -fatbin -arch=compute_<lowest> -code=sm_<a>,sm_<b> -lineinfo -Xptxas -v --keep`.
 //!   cicc runs once and writes the PTX we ship (kept by `--keep`); ptxas assembles that same PTX
 //!   for every target architecture, which is exactly what the driver's JIT will do with it at run
 //!   time, and prints the resource report on stderr. The only work beyond a plain `nvcc -ptx` is
@@ -249,6 +249,15 @@ fn nvcc_args(
                     args.push("-c".into());
                     args.extend(arch_args(settings, true));
                 }
+            }
+            // Line tables for the SASS stage (crate::sass); they do not change the code. `-G`
+            // carries its own, and nvcc warns when both are given.
+            if !settings
+                .user_args
+                .iter()
+                .any(|arg| arg == "-G" || arg == "--device-debug")
+            {
+                args.push("-lineinfo".into());
             }
             args.extend([
                 "-Xptxas".into(),

@@ -27,6 +27,7 @@ mod error;
 mod fsutil;
 mod jobs;
 pub mod report;
+mod sass;
 pub mod targets;
 mod toolchain;
 

@@ -93,6 +93,7 @@ impl KernelRow {
             source: None,
             declaration: None,
             rust_name: None,
+            sass: None,
         }
     }
 

@@ -55,6 +55,9 @@ pub struct LoopFacts {
     pub line: Option<u32>,
     /// Instructions in the loop, nested loops included.
     pub instructions: u32,
+    /// Every `LDL`/`STL` in the loop, whatever it is for.
+    pub local_loads: u32,
+    pub local_stores: u32,
     pub spill_loads: u32,
     pub spill_stores: u32,
     pub local_array_accesses: u32,
@@ -301,6 +304,11 @@ fn count_kernel_access(
     }
     for_each_enclosing(cfg, innermost, |found| {
         let facts_loop = &mut facts.loops[found];
+        if store {
+            facts_loop.local_stores += 1;
+        } else {
+            facts_loop.local_loads += 1;
+        }
         match (kind, store) {
             (LocalKind::Spill, true) => facts_loop.spill_stores += 1,
             (LocalKind::Spill, false) => facts_loop.spill_loads += 1,
@@ -339,6 +347,8 @@ fn loop_skeletons(section: &SassSection, cfg: &ControlFlow) -> Vec<LoopFacts> {
                     .iter()
                     .map(|block| (cfg.blocks[*block].end - cfg.blocks[*block].start) as u32)
                     .sum(),
+                local_loads: 0,
+                local_stores: 0,
                 spill_loads: 0,
                 spill_stores: 0,
                 local_array_accesses: 0,

@@ -349,6 +349,8 @@ mod tests {
             file: Some("k.cu".into()),
             line: Some(8),
             instructions: 20,
+            local_loads: 2,
+            local_stores: 0,
             spill_loads: 2,
             spill_stores: 0,
             local_array_accesses: 0,

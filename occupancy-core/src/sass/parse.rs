@@ -133,7 +133,11 @@ impl ParseState {
         }
         if let Some(rest) = line.strip_prefix(".target") {
             self.arch = rest.split_whitespace().next().map(str::to_owned);
-        } else if let Some(rest) = line.strip_prefix(".section") {
+        } else if let Some(rest) = line
+            .strip_prefix(".section")
+            .filter(|rest| rest.starts_with([' ', '\t']))
+        {
+            // `.section .text.k,...`, not `.sectioninfo @"SHI_REGISTERS=32"`.
             self.start_section(rest);
         } else if let Some(location) = line.strip_prefix("//##") {
             self.current_line = self.source_line(location);
@@ -285,6 +289,7 @@ mod tests {
     const SAMPLE: &str = r#"	.target	sm_90
 //--------------------- .text.k --------------------------
 	.section	.text.k,"ax",@progbits
+	.sectioninfo	@"SHI_REGISTERS=32"
         .other          k,@"STO_CUDA_ENTRY STV_DEFAULT"
 k:
 .text.k:
