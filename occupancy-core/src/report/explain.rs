@@ -629,6 +629,15 @@ pub fn render_explanation_text(explanation: &Explanation) -> String {
     }
     out.push('\n');
 
+    let machine_code = super::sass::explain_lines(row);
+    if !machine_code.is_empty() {
+        out.push_str("What the machine code (SASS) says:\n");
+        for line in &machine_code {
+            let _ = writeln!(out, "  - {line}");
+        }
+        out.push('\n');
+    }
+
     for curve in &explanation.curves {
         out.push_str(&render_curve_text(curve));
         out.push('\n');

@@ -17,6 +17,7 @@ mod markdown;
 mod model;
 mod query;
 mod sarif;
+pub mod sass;
 mod table;
 
 pub use curves::{

@@ -221,6 +221,7 @@ pub fn render_text(report: &Report) -> String {
             out.push('\n');
         }
     }
+    out.push_str(&super::sass::render_sass_text(&report.kernels));
     for finding in report.shown_findings() {
         out.push('\n');
         out.push_str(&render_finding_text(finding));
