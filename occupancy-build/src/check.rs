@@ -379,7 +379,26 @@ pub fn check(
                 .map(|(arch, _)| (kernel.name.clone(), arch.clone()))
         })
         .collect();
-    let evidence = crate::sass::read_build_evidence(build, toolchain, compiled, &spilled, cargo)?;
+    let local_memory: BTreeSet<String> = kernels
+        .iter()
+        .filter(|kernel| {
+            kernel.records.values().any(|record| {
+                record.stack_frame_bytes.unwrap_or(0) > 0
+                    || record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0)
+                        > 0
+                    || record.local_memory_bytes.unwrap_or(0) > 0
+            })
+        })
+        .map(|kernel| kernel.name.clone())
+        .collect();
+    let evidence = crate::sass::read_build_evidence(
+        build,
+        toolchain,
+        compiled,
+        &spilled,
+        &local_memory,
+        cargo,
+    )?;
     let crate_levels = parse_levels(
         &context.metadata.lints,
         "[package.metadata.occupancy.lints]",

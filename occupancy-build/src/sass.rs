@@ -76,11 +76,13 @@ pub fn locate_tool(
 
 /// Reads the SASS of every compiled source that has a binary.
 /// `spills_reported(kernel, arch)`: ptxas reported spill bytes for it.
+/// `uses_local_memory(kernel)`: ptxas reported a stack frame, spills or local memory for it.
 pub fn read_evidence(
     env: &TrackedEnv,
     toolchain: &Toolchain,
     compiled: &[CompiledSource],
     spills_reported: &dyn Fn(&str, &str) -> bool,
+    uses_local_memory: &dyn Fn(&str) -> bool,
 ) -> Result<SassEvidence, Error> {
     let mut evidence = SassEvidence::default();
     for source in compiled {
@@ -105,6 +107,10 @@ pub fn read_evidence(
         let Some(binary) = &source.binary else {
             continue;
         };
+        let ptx = std::fs::read_to_string(&source.ptx).unwrap_or_default();
+        if !needs_disassembly(&ptx, uses_local_memory) {
+            continue;
+        }
         for facts in facts_of_binary(&cuobjdump, &nvdisasm, source, binary, spills_reported)? {
             let arch = facts.arch.clone().unwrap_or_default();
             evidence.facts.insert((facts.kernel.clone(), arch), facts);
@@ -119,11 +125,16 @@ pub fn read_build_evidence(
     toolchain: &Toolchain,
     compiled: &[CompiledSource],
     spilled: &BTreeSet<(String, String)>,
+    local_memory: &BTreeSet<String>,
     cargo: &mut crate::engine::CargoLines,
 ) -> Result<SassEvidence, Error> {
-    let evidence = read_evidence(&build.env, toolchain, compiled, &|kernel, arch| {
-        spilled.contains(&(kernel.to_owned(), arch.to_owned()))
-    })?;
+    let evidence = read_evidence(
+        &build.env,
+        toolchain,
+        compiled,
+        &|kernel, arch| spilled.contains(&(kernel.to_owned(), arch.to_owned())),
+        &|kernel| local_memory.contains(kernel),
+    )?;
     if let Some(reason) = &evidence.unavailable {
         cargo.warning(&format!(
             "occupancy: {reason}: the SASS lints (spill_in_loop, local_array, call, fp64, setmaxnreg_ignored, setmaxnreg_budget) were not checked"
@@ -186,6 +197,29 @@ pub fn note_hottest_spill<'a>(finding: &mut Finding, rows: impl Iterator<Item = 
     if let Some(note) = facts.and_then(sass::hottest_spill_note) {
         finding.notes.push(note);
     }
+}
+
+/// PTX operations whose SASS can hold a `CALL` or FP64 instructions: `call`, double precision,
+/// and the IEEE division, square root and reciprocal that ptxas expands into subroutines.
+const PTX_TRIGGERS: [&str; 6] = ["call", "f64", "div.rn", "sqrt.rn", "rcp.rn", "setmaxnreg"];
+
+/// Whether a source's SASS can show anything the SASS lints report. nvdisasm costs about 0.2 s
+/// of CPU per cubin however small, so a source is disassembled only when a kernel in it uses
+/// local memory (every `LDL`/`STL` is in ptxas's stack frame) or its PTX has an operation
+/// that becomes a `CALL`, FP64 or `USETMAXREG` (one linear scan of the PTX).
+pub fn needs_disassembly(ptx: &str, uses_local_memory: &dyn Fn(&str) -> bool) -> bool {
+    let kernel_uses_local_memory = ptx.lines().any(|line| {
+        line.trim_start()
+            .strip_prefix(".visible .entry ")
+            .or_else(|| line.trim_start().strip_prefix(".entry "))
+            .and_then(|rest| rest.split(['(', ' ']).next())
+            .is_some_and(uses_local_memory)
+    });
+    kernel_uses_local_memory
+        || ptx.lines().any(|line| {
+            let code = line.split("//").next().unwrap_or("").trim_start();
+            !code.starts_with('.') && PTX_TRIGGERS.iter().any(|trigger| code.contains(trigger))
+        })
 }
 
 fn cache_path(binary: &Path) -> PathBuf {
@@ -281,7 +315,10 @@ fn disassemble(
             .iter()
             .map(|cubin| {
                 scope.spawn(move || {
-                    run_tool(Command::new(nvdisasm).args(["-c", "-g"]).arg(cubin), source)
+                    run_tool(
+                        Command::new(nvdisasm).args(["-c", "-g", "-ndf"]).arg(cubin),
+                        source,
+                    )
                 })
             })
             .collect();
@@ -313,6 +350,19 @@ fn disassemble(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_sources_whose_sass_can_matter_are_disassembled() {
+        let clean = ".visible .entry saxpy(\n{\n\tfma.rn.f32 %f1, %f2, %f3, %f4;\n\tret;\n}\n";
+        assert!(!needs_disassembly(clean, &|_| false));
+        assert!(needs_disassembly(clean, &|kernel| kernel == "saxpy"));
+        let double = clean.replace("fma.rn.f32", "fma.rn.f64");
+        assert!(needs_disassembly(&double, &|_| false));
+        let call = clean.replace("ret;", "call.uni helper, ();");
+        assert!(needs_disassembly(&call, &|_| false));
+        let divide = clean.replace("fma.rn.f32 %f1, %f2, %f3, %f4", "div.rn.f32 %f1, %f2, %f3");
+        assert!(needs_disassembly(&divide, &|_| false));
+    }
 
     #[test]
     fn the_cache_sits_beside_the_binary() {
