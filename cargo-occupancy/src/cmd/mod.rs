@@ -3,6 +3,7 @@ pub mod arch;
 pub mod calc;
 pub mod check;
 pub mod explain;
+pub mod log_input;
 pub mod parse;
 pub mod report;
 pub mod sweep;
