@@ -403,6 +403,7 @@ pub fn check(
         }
     }
     let kernels = parse_compiled(compiled, context)?;
+    let evidence = read_sass_evidence(build, toolchain, compiled, &kernels, cargo)?;
     let levels = Levels::read(build, context)?;
     let bless = build.env.flag("OCCUPANCY_BLESS");
     let baseline_path = context.manifest_dir.join(
@@ -432,6 +433,7 @@ pub fn check(
                 toolchain,
                 declarations,
                 levels: &levels,
+                evidence: &evidence,
             },
             kernel,
             declared,
@@ -503,12 +505,49 @@ pub fn check(
     Ok(report)
 }
 
+/// Reads the SASS of the sources whose kernels can have machine-code findings: those with spills
+/// (per kernel and arch) or any local memory (stack frames, local arrays).
+fn read_sass_evidence(
+    build: &Build,
+    toolchain: &Toolchain,
+    compiled: &[CompiledSource],
+    kernels: &[CompiledKernel<'_>],
+    cargo: &mut CargoLines,
+) -> Result<crate::sass::SassEvidence, Error> {
+    let spills = |record: &KernelRecord| {
+        record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0) > 0
+    };
+    let spilled: BTreeSet<(String, String)> = kernels
+        .iter()
+        .flat_map(|kernel| {
+            kernel
+                .records
+                .iter()
+                .filter(|(_, record)| spills(record))
+                .map(|(arch, _)| (kernel.name.clone(), arch.clone()))
+        })
+        .collect();
+    let local_memory: BTreeSet<String> = kernels
+        .iter()
+        .filter(|kernel| {
+            kernel.records.values().any(|record| {
+                record.stack_frame_bytes.unwrap_or(0) > 0
+                    || spills(record)
+                    || record.local_memory_bytes.unwrap_or(0) > 0
+            })
+        })
+        .map(|kernel| kernel.name.clone())
+        .collect();
+    crate::sass::read_build_evidence(build, toolchain, compiled, &spilled, &local_memory, cargo)
+}
+
 /// What checking one kernel needs besides the kernel.
 struct CheckInputs<'a> {
     context: &'a Context,
     toolchain: &'a Toolchain,
     declarations: &'a Declarations,
     levels: &'a Levels,
+    evidence: &'a crate::sass::SassEvidence,
 }
 
 /// One compiled kernel: its report rows, and its findings (its declaration's lints, or an
@@ -524,9 +563,13 @@ fn check_one_kernel(
         toolchain,
         declarations,
         levels,
+        evidence,
     } = *inputs;
     let mut found: Vec<Gathered> = Vec::new();
-    let rows = kernel_rows(context, kernel, declared, declarations)?;
+    let mut rows = kernel_rows(context, kernel, declared, declarations)?;
+    for (_, _, row) in &mut rows {
+        row.sass = evidence.facts_of(&kernel.name, &row.arch, &context.manifest_dir);
+    }
     // Expected lints and lints allowed with a reason are evaluated as warnings here, so that
     // `expectations::settle` sees them; it sets their level back to allow.
     let attribute_levels = declared.map(|(declared, _)| crate::expectations::evaluated_levels(&declared.kernel.spec));
@@ -552,6 +595,10 @@ fn check_one_kernel(
             let spec = &declared.kernel.spec;
             for mut leveled in evaluate::check_kernel(Launch::Declared(spec), &on, &level_sources) {
                 if leveled.finding.lint == LintId::Spills {
+                    crate::sass::note_hottest_spill(
+                        &mut leveled.finding,
+                        rows.iter().map(|(_, _, row)| row),
+                    );
                     if let Some(help) = spill_free_help(
                         toolchain,
                         context,
@@ -595,6 +642,19 @@ fn check_one_kernel(
                 None,
                 &kernel.name,
                 true,
+            ));
+        }
+    }
+    // The machine-code lints, for declared and undeclared kernels alike (undeclared ones are
+    // summarized with the others of their lint).
+    for (_, _, row) in &rows {
+        for finding in evidence.findings(&kernel.source.source, row) {
+            found.extend(Gathered::leveled(
+                finding,
+                &level_sources,
+                declared.map(|(_, index)| index),
+                &kernel.name,
+                declared.is_none(),
             ));
         }
     }

@@ -33,6 +33,7 @@ mod fsutil;
 mod jobs;
 mod nvcc_archs;
 pub mod report;
+mod sass;
 pub mod targets;
 mod toolchain;
 

@@ -54,4 +54,5 @@ pub mod facts;
 pub mod lint;
 pub mod ptxas;
 pub mod report;
+pub mod sass;
 pub mod spec;

@@ -66,6 +66,11 @@ fn spill_gate_fails_to_build_naming_the_kernel_and_the_declaration() {
         stderr.contains("`min_blocks_per_sm = 4` lets ptxas keep `stencil48` spill-free"),
         "{stderr}"
     );
+    // The SASS names the line of the hottest spill (the unrolled 48-point sum).
+    assert!(
+        stderr.contains("note: the hottest spill is at kernels/stencil.cu:17:"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -390,6 +390,7 @@ fn render_kernel(out: &mut String, index: usize, row: &KernelRow) {
         );
         return;
     };
+    out.push_str(&super::sass::render_loop_nest_html(row));
     out.push_str("<div class=\"charts\">\n");
     for curve in all_curves(facts, &row.curve_input()) {
         out.push_str("<figure>");

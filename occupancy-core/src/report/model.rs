@@ -261,6 +261,10 @@ pub struct KernelRow {
     /// The Rust item the declaration is attached to, when declared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rust_name: Option<String>,
+    /// What the kernel's SASS on this architecture says (local loads and stores per loop and
+    /// source line, calls, FP64, `setmaxnreg`), when the build read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sass: Option<crate::sass::SassFacts>,
 }
 
 impl KernelRow {

@@ -223,6 +223,7 @@ pub fn render_text(report: &Report) -> String {
             out.push('\n');
         }
     }
+    out.push_str(&super::sass::render_sass_text(&report.kernels));
     out.push_str(&render_findings_text(
         &report.shown_findings().collect::<Vec<_>>(),
     ));
