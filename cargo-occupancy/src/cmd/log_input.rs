@@ -68,6 +68,13 @@ pub fn reading_notes(name: &str, output: &ParseOutput) -> Vec<String> {
             output.long_lines_skipped
         ));
     }
+    if output.diagnostics_not_kept > 0 {
+        notes.push(format!(
+            "{name}: {} more line(s) that looked like ptxas's were not understood (only the first {} are listed)",
+            output.diagnostics_not_kept,
+            output.diagnostics.len()
+        ));
+    }
     notes
 }
 
