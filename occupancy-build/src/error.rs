@@ -31,6 +31,15 @@ pub enum Error {
     /// A tool could not be started or answered strangely.
     #[error("occupancy-build: {message}")]
     Tool { message: String },
+    /// An architecture name the table does not know, in the setting that gave it; `explanation`
+    /// says whether the installed nvcc knows it (then occupancy needs an update).
+    #[error("occupancy-build: {setting}: {explanation}")]
+    UnknownArch {
+        setting: String,
+        explanation: String,
+        #[source]
+        unknown: occupancy_core::arch::UnknownArch,
+    },
     /// A configuration value is wrong.
     #[error("occupancy-build: {message}")]
     Config { message: String },

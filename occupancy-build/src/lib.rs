@@ -17,15 +17,19 @@
 //! `occupancy-core`), or print anything outside the `cargo:` protocol and the failure diagnostics.
 
 mod baseline;
+mod cache;
 mod check;
 mod compile;
 mod config;
+#[cfg(test)]
+mod config_fuzz;
 mod diagnostics;
 pub mod engine;
 mod env;
 mod error;
 mod fsutil;
 mod jobs;
+mod nvcc_archs;
 pub mod report;
 pub mod targets;
 mod toolchain;
@@ -36,7 +40,8 @@ use std::path::{Path, PathBuf};
 pub use compile::{CompiledSource, Product, SourceKind};
 pub use env::TrackedEnv;
 pub use error::Error;
-pub use targets::{ArchSource, SmArch};
+pub use nvcc_archs::{explain_unknown, NvccArchs};
+pub use targets::{Arch, ArchSource, SmArch};
 pub use toolchain::{Toolchain, NVCC_WHEELS};
 
 /// How the CUDA runtime is linked into a crate that uses [`Build::compile_lib`].
@@ -58,7 +63,8 @@ pub struct Build {
     source_dirs: Vec<PathBuf>,
     ptx_files: Vec<PathBuf>,
     archs: Vec<SmArch>,
-    arch_errors: Vec<String>,
+    jit_archs: Vec<String>,
+    arch_errors: Vec<occupancy_core::arch::UnknownArch>,
     flags: Vec<OsString>,
     includes: Vec<PathBuf>,
     defines: Vec<(String, Option<String>)>,
@@ -98,6 +104,7 @@ impl Build {
             source_dirs: Vec::new(),
             ptx_files: Vec::new(),
             archs: Vec::new(),
+            jit_archs: Vec::new(),
             arch_errors: Vec::new(),
             flags: Vec::new(),
             includes: Vec::new(),
@@ -140,13 +147,23 @@ impl Build {
         self
     }
 
-    /// Adds a target architecture (`"sm_90"`, `"90"`, `"9.0"`). Calling this overrides
-    /// `OCCUPANCY_ARCHS`, `CUDA_COMPUTE_CAP` and Cargo.toml metadata.
+    /// Adds a target architecture in [`Arch`]'s grammar (`"sm_90"`, `"sm_90a"`, `"sm_100f"`,
+    /// `"compute_90"`, `"90"`, `"9.0"`); an unknown name fails the build naming `.arch(...)`.
+    /// Calling this overrides `OCCUPANCY_ARCHS`, `CUDA_COMPUTE_CAP` and Cargo.toml metadata.
     pub fn arch(&mut self, arch: &str) -> &mut Build {
         match SmArch::parse(arch) {
             Ok(arch) => self.archs.push(arch),
-            Err(error) => self.arch_errors.push(error.to_string()),
+            Err(error) => self.arch_errors.push(error),
         }
+        self
+    }
+
+    /// Names a GPU the shipped PTX must also run on (`"sm_120"`): ptxas assembles the PTX for it
+    /// as the driver's JIT will, and the kernels are checked there like on a target arch (a
+    /// launch that fits sm_90 may not fit sm_120's shared memory). It must not be older than
+    /// the lowest target arch, whose PTX ships. Overrides `jit_archs` in Cargo.toml metadata.
+    pub fn jit_arch(&mut self, arch: &str) -> &mut Build {
+        self.jit_archs.push(arch.to_string());
         self
     }
 

@@ -6,85 +6,47 @@
 //! then [`DEFAULT_ARCHS`]. This module parses and orders; it runs `nvidia-smi` only through the
 //! closure its caller passes.
 
-use std::fmt;
+use occupancy_core::arch::UnknownArch;
 
+use crate::nvcc_archs::{explain_unknown, NvccArchs};
 use crate::Error;
+
+pub use occupancy_core::arch::Arch;
+
+/// The build's name for [`Arch`], the one architecture type of `occupancy-core` (kept so that
+/// `occupancy_build::SmArch` keeps compiling).
+pub type SmArch = Arch;
 
 /// The list used when nothing else names an architecture: Ampere (A100) and Hopper (H100), the
 /// two data-centre generations most CUDA crates target today.
 pub const DEFAULT_ARCHS: &[&str] = &["sm_80", "sm_90"];
 
-/// One real GPU architecture, `sm_90` or `sm_90a`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-pub struct SmArch {
-    /// Major * 10 + minor: 90 for sm_90, 120 for sm_120.
-    pub number: u32,
-    /// Architecture-specific suffix (`a` or `f`), empty for the portable target.
-    pub suffix: String,
+/// Parses a comma, semicolon or space separated list in [`Arch`]'s grammar; duplicates are
+/// removed, order is sorted. An unknown name is an error naming `setting`, and says whether the
+/// installed nvcc (asked through `nvcc` only then) knows it.
+pub fn parse_list(
+    text: &str,
+    setting: &str,
+    nvcc: &dyn Fn() -> Option<NvccArchs>,
+) -> Result<Vec<Arch>, Error> {
+    let mut archs = Vec::new();
+    for item in text.split(|c: char| c == ',' || c == ';' || c.is_whitespace()) {
+        if !item.is_empty() {
+            archs.push(Arch::parse(item).map_err(|error| unknown(setting, error, nvcc))?);
+        }
+    }
+    archs.sort();
+    archs.dedup();
+    Ok(archs)
 }
 
-impl SmArch {
-    /// Parses `sm_90`, `sm_90a`, `compute_90`, `90`, `9.0`.
-    pub fn parse(text: &str) -> Result<SmArch, Error> {
-        let trimmed = text.trim();
-        let bad = || {
-            Error::Config {
-            message: format!(
-                "`{trimmed}` is not a GPU architecture; write `sm_90`, `90` or `9.0` (several: `80,90`)"
-            ),
-        }
-        };
-        let body = trimmed
-            .strip_prefix("sm_")
-            .or_else(|| trimmed.strip_prefix("compute_"))
-            .unwrap_or(trimmed);
-        if let Some((major, minor)) = body.split_once('.') {
-            let major: u32 = major.parse().map_err(|_| bad())?;
-            let minor: u32 = minor.parse().map_err(|_| bad())?;
-            if minor > 9 || major == 0 {
-                return Err(bad());
-            }
-            return Ok(SmArch {
-                number: major * 10 + minor,
-                suffix: String::new(),
-            });
-        }
-        let digits_end = body
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(body.len());
-        let (digits, suffix) = body.split_at(digits_end);
-        let number: u32 = digits.parse().map_err(|_| bad())?;
-        if !(10..=999).contains(&number) || !matches!(suffix, "" | "a" | "f") {
-            return Err(bad());
-        }
-        Ok(SmArch {
-            number,
-            suffix: suffix.to_string(),
-        })
-    }
-
-    /// Parses a comma or space separated list; duplicates are removed, order is sorted.
-    pub fn parse_list(text: &str) -> Result<Vec<SmArch>, Error> {
-        let mut archs = Vec::new();
-        for item in text.split(|c: char| c == ',' || c == ';' || c.is_whitespace()) {
-            if !item.is_empty() {
-                archs.push(SmArch::parse(item)?);
-            }
-        }
-        archs.sort();
-        archs.dedup();
-        Ok(archs)
-    }
-
-    /// `compute_90`: the virtual architecture nvcc generates PTX for.
-    pub fn virtual_name(&self) -> String {
-        format!("compute_{}{}", self.number, self.suffix)
-    }
-}
-
-impl fmt::Display for SmArch {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(formatter, "sm_{}{}", self.number, self.suffix)
+/// The build error of an unknown name in `setting`.
+pub fn unknown(setting: &str, error: UnknownArch, nvcc: &dyn Fn() -> Option<NvccArchs>) -> Error {
+    let listing = error.newer_than_table.and_then(|_| nvcc());
+    Error::UnknownArch {
+        setting: setting.to_string(),
+        explanation: explain_unknown(&error, listing.as_ref()),
+        unknown: error,
     }
 }
 
@@ -123,17 +85,19 @@ impl ArchSource {
 /// The inputs to arch resolution, in precedence order.
 #[derive(Debug, Default)]
 pub struct ArchInputs<'a> {
-    pub builder: &'a [SmArch],
+    pub builder: &'a [Arch],
     pub occupancy_archs_env: Option<String>,
     pub cuda_compute_cap_env: Option<String>,
     pub metadata: Option<Vec<String>>,
 }
 
-/// Resolves the target list; `query_gpu` is called only when nothing earlier decided.
+/// Resolves the target list; `query_gpu` is called only when nothing earlier decided, `nvcc`
+/// only to explain an unknown architecture.
 pub fn resolve(
     inputs: ArchInputs<'_>,
     query_gpu: impl FnOnce() -> Option<String>,
-) -> Result<(Vec<SmArch>, ArchSource), Error> {
+    nvcc: &dyn Fn() -> Option<NvccArchs>,
+) -> Result<(Vec<Arch>, ArchSource), Error> {
     if !inputs.builder.is_empty() {
         let mut archs = inputs.builder.to_vec();
         archs.sort();
@@ -141,45 +105,38 @@ pub fn resolve(
         return Ok((archs, ArchSource::Builder));
     }
     if let Some(text) = inputs.occupancy_archs_env {
-        return non_empty(
-            SmArch::parse_list(&text)?,
-            ArchSource::OccupancyArchsEnv,
-            "OCCUPANCY_ARCHS",
-        );
+        let archs = parse_list(&text, "OCCUPANCY_ARCHS", nvcc)?;
+        return non_empty(archs, ArchSource::OccupancyArchsEnv, "OCCUPANCY_ARCHS");
     }
     if let Some(text) = inputs.cuda_compute_cap_env {
-        return non_empty(
-            SmArch::parse_list(&text)?,
-            ArchSource::CudaComputeCapEnv,
-            "CUDA_COMPUTE_CAP",
-        );
+        let archs = parse_list(&text, "CUDA_COMPUTE_CAP", nvcc)?;
+        return non_empty(archs, ArchSource::CudaComputeCapEnv, "CUDA_COMPUTE_CAP");
     }
     if let Some(list) = inputs.metadata {
-        return non_empty(
-            SmArch::parse_list(&list.join(","))?,
-            ArchSource::Metadata,
-            "archs in [package.metadata.occupancy]",
-        );
+        let setting = "archs in [package.metadata.occupancy]";
+        let archs = parse_list(&list.join(","), setting, nvcc)?;
+        return non_empty(archs, ArchSource::Metadata, setting);
     }
     if let Some(text) = query_gpu() {
-        if let Ok(archs) = SmArch::parse_list(&text) {
-            if !archs.is_empty() {
-                return Ok((archs, ArchSource::InstalledGpu));
-            }
+        let setting =
+            "the GPU nvidia-smi reports (set OCCUPANCY_ARCHS to choose the architectures)";
+        let archs = parse_list(&text, setting, nvcc)?;
+        if !archs.is_empty() {
+            return Ok((archs, ArchSource::InstalledGpu));
         }
     }
     let archs = DEFAULT_ARCHS
         .iter()
-        .map(|name| SmArch::parse(name))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|name| Arch::parse(name).expect("the default archs are in the table"))
+        .collect();
     Ok((archs, ArchSource::Default))
 }
 
 fn non_empty(
-    archs: Vec<SmArch>,
+    archs: Vec<Arch>,
     source: ArchSource,
     what: &str,
-) -> Result<(Vec<SmArch>, ArchSource), Error> {
+) -> Result<(Vec<Arch>, ArchSource), Error> {
     if archs.is_empty() {
         return Err(Error::Config {
             message: format!(
@@ -224,15 +181,80 @@ mod tests {
         ] {
             assert_eq!(SmArch::parse(text).unwrap().to_string(), expected, "{text}");
         }
-        for bad in ["", "sm_", "sm_9", "ninety", "9.10", "sm_90x", "0.5"] {
+        for bad in [
+            "", "sm_", "sm_9", "ninety", "9.10", "sm_90x", "0.5", "sm90", "sm_89a", "sm_999",
+        ] {
             assert!(SmArch::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    fn no_nvcc() -> Option<NvccArchs> {
+        None
+    }
+
+    /// `.arch("sm90")` failed while `--arch sm90` worked, and `sm_89a`, `sm_090` reached nvcc:
+    /// every setting now goes through the one grammar and names itself when it fails.
+    #[test]
+    fn a_bad_name_names_the_setting_and_suggests() {
+        for (setting, inputs) in [
+            (
+                "OCCUPANCY_ARCHS",
+                ArchInputs {
+                    occupancy_archs_env: Some("sm_80,sm90".into()),
+                    ..Default::default()
+                },
+            ),
+            (
+                "CUDA_COMPUTE_CAP",
+                ArchInputs {
+                    cuda_compute_cap_env: Some("09.0".into()),
+                    ..Default::default()
+                },
+            ),
+            (
+                "archs in [package.metadata.occupancy]",
+                ArchInputs {
+                    metadata: Some(vec!["sm_89a".into()]),
+                    ..Default::default()
+                },
+            ),
+        ] {
+            let error = resolve(inputs, || None, &no_nvcc).unwrap_err().to_string();
+            assert!(error.contains(setting), "{error}");
+            assert!(error.contains("did you mean"), "{error}");
+            assert!(error.contains("sm_90/sm_90a"), "{error}");
+        }
+    }
+
+    #[test]
+    fn an_arch_newer_than_the_table_asks_the_installed_nvcc() {
+        let nvcc = || {
+            Some(NvccArchs {
+                nvcc: "/usr/local/cuda-14/bin/nvcc".into(),
+                version: "Build cuda_14.0".into(),
+                listed: vec!["compute_130".into()],
+            })
+        };
+        let inputs = ArchInputs {
+            occupancy_archs_env: Some("sm_130".into()),
+            ..Default::default()
+        };
+        let error = resolve(inputs, || None, &nvcc).unwrap_err().to_string();
+        assert!(error.contains("OCCUPANCY_ARCHS"), "{error}");
+        assert!(
+            error.contains("/usr/local/cuda-14/bin/nvcc (Build cuda_14.0) knows compute_130"),
+            "{error}"
+        );
+        assert!(error.contains("update occupancy"), "{error}");
+        // A GPU the table lacks is an error too, not a silent fall back to the defaults.
+        let error = resolve(ArchInputs::default(), || Some("13.0\n".into()), &nvcc).unwrap_err();
+        assert!(error.to_string().contains("nvidia-smi"), "{error}");
     }
 
     #[test]
     fn lists_sort_and_dedup() {
         assert_eq!(
-            names(&SmArch::parse_list("90, 80;sm_90 8.0").unwrap()),
+            names(&parse_list("90, 80;sm_90 8.0", "test", &no_nvcc).unwrap()),
             ["sm_80", "sm_90"]
         );
     }
@@ -252,13 +274,14 @@ mod tests {
                 ..all()
             },
             || None,
+            &no_nvcc,
         )
         .unwrap();
         assert_eq!(
             (names(&archs), source),
             (vec!["sm_75".to_string()], ArchSource::Builder)
         );
-        let (archs, source) = resolve(all(), || None).unwrap();
+        let (archs, source) = resolve(all(), || None, &no_nvcc).unwrap();
         assert_eq!(
             (names(&archs), source),
             (vec!["sm_86".to_string()], ArchSource::OccupancyArchsEnv)
@@ -269,6 +292,7 @@ mod tests {
                 ..all()
             },
             || None,
+            &no_nvcc,
         )
         .unwrap();
         assert_eq!(
@@ -282,18 +306,24 @@ mod tests {
                 ..all()
             },
             || panic!("the GPU is not queried when metadata decides"),
+            &no_nvcc,
         )
         .unwrap();
         assert_eq!(
             (names(&archs), source),
             (vec!["sm_70".to_string()], ArchSource::Metadata)
         );
-        let (archs, source) = resolve(ArchInputs::default(), || Some("9.0\n9.0\n".into())).unwrap();
+        let (archs, source) = resolve(
+            ArchInputs::default(),
+            || Some("9.0\n9.0\n".into()),
+            &no_nvcc,
+        )
+        .unwrap();
         assert_eq!(
             (names(&archs), source),
             (vec!["sm_90".to_string()], ArchSource::InstalledGpu)
         );
-        let (archs, source) = resolve(ArchInputs::default(), || None).unwrap();
+        let (archs, source) = resolve(ArchInputs::default(), || None, &no_nvcc).unwrap();
         assert_eq!(
             (names(&archs), source),
             (
@@ -311,6 +341,7 @@ mod tests {
                 ..Default::default()
             },
             || None,
+            &no_nvcc,
         )
         .unwrap_err();
         assert!(

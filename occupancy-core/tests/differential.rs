@@ -1,6 +1,11 @@
 //! Differential test: our calculator against NVIDIA's `cuda_occupancy.h`, compiled at test time
 //! with g++ (`differential_harness.cpp`), fed the same device facts from `occupancy_core::arch`.
 //!
+//! The header is the newest release (CUDA 13.5, installed by `scripts/setup-cuda.sh` into
+//! `.cache/cuda/venv-oracle`, separately from the nvcc 13.0 the builds use). A header that lacks
+//! an architecture of the table answers "unknown device" for it, and a header whose rules moved
+//! answers differently: both fail here, so a new release cannot drift past unnoticed.
+//!
 //! At least 1,000,000 random occupancy queries per run across every arch (barriers, carveouts,
 //! opt-in shared memory, launch bounds and out-of-range sizes in the mix), plus max-potential
 //! block size and available-dynamic-shared-memory queries: 0 mismatches allowed.
@@ -58,7 +63,9 @@ fn header_path() -> PathBuf {
     if let Some(path) = std::env::var_os("OCCUPANCY_CUDA_OCCUPANCY_H") {
         return PathBuf::from(path);
     }
-    if let Some(cuda_home) = std::env::var_os("CUDA_HOME") {
+    if let Some(cuda_home) =
+        std::env::var_os("OCCUPANCY_ORACLE_CUDA_HOME").or_else(|| std::env::var_os("CUDA_HOME"))
+    {
         return PathBuf::from(cuda_home)
             .join("include")
             .join("cuda_occupancy.h");
@@ -516,9 +523,11 @@ fn matches_cuda_occupancy_h_on_every_arch() {
     );
     assert!(
         mismatches.is_empty(),
-        "{} of {} queries differ from cuda_occupancy.h (seed {seed}); first ones:\n{}",
+        "{} of {} queries differ from cuda_occupancy.h at {} (seed {seed}); the oracle must be the \
+         newest header (scripts/setup-cuda.sh installs it); first ones:\n{}",
         mismatches.len(),
         queries.len(),
+        header_path().display(),
         mismatches
             .iter()
             .filter(|text| !text.is_empty())

@@ -21,7 +21,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use occupancy_build::{Build, CompiledSource, Product, Toolchain, TrackedEnv};
+use occupancy_build::{Build, CompiledSource, Product, Toolchain, TrackedEnv, NVCC_WHEELS};
 use occupancy_core::lint::evaluate::{
     evaluate_launch, resolve_level, CompiledOnArch, LaunchOrigin, LevelSources,
 };
@@ -32,6 +32,7 @@ use occupancy_core::spec::{BlockDim, KernelSpec};
 
 use super::log_input;
 use super::report::{emit, fail, row_from_record, OutputArgs, UsageError};
+use crate::outputs::{check_outputs, Output};
 
 /// `cargo occupancy check` arguments.
 #[derive(clap::Args, Debug)]
@@ -51,7 +52,7 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub block: Option<u32>,
     /// Dynamic shared memory per block of the launch, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = crate::flags::smem_bytes)]
     pub dynamic_smem: u64,
     /// Make a lint deny-level (repeatable).
     #[arg(long = "deny", value_name = "LINT")]
@@ -102,6 +103,7 @@ fn run_inner(args: &Args) -> Result<Report, UsageError> {
     if args.block == Some(0) {
         return Err(UsageError("--block must be at least 1 thread".into()));
     }
+    check_outputs(&outputs(args), &input_paths(args))?;
     let levels = Levels::from_args(args)?;
     for arch in &args.archs {
         occupancy_core::arch::lookup(arch)
@@ -173,6 +175,31 @@ fn run_inner(args: &Args) -> Result<Report, UsageError> {
     Ok(report)
 }
 
+/// What `check` writes: `--html` and the `--cache-dir` it compiles into.
+fn outputs(args: &Args) -> Vec<Output<'_>> {
+    let mut outputs = args.output.outputs();
+    outputs.extend(args.cache_dir.iter().map(|dir| Output {
+        flag: "--cache-dir",
+        path: dir,
+        is_dir: true,
+    }));
+    outputs
+}
+
+/// What `check` reads: the paths, and the files named by nvcc arguments (`-include file`, a
+/// linked object), which an output must not replace either. Include directories (`-I.`) are not
+/// claimed whole: a report beside the sources is fine, a report over one of them is not.
+fn input_paths(args: &Args) -> Vec<&Path> {
+    let mut inputs: Vec<&Path> = args.paths.iter().map(PathBuf::as_path).collect();
+    inputs.extend(
+        args.nvcc_args
+            .iter()
+            .map(Path::new)
+            .filter(|path| path.is_file()),
+    );
+    inputs
+}
+
 /// Expands directories and classifies every path; unreadable paths are errors.
 fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, UsageError> {
     let mut inputs = Vec::new();
@@ -190,10 +217,23 @@ fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, UsageError> {
             }
             inputs.extend(found);
         } else {
+            crate::inputs::check_input_file("the input", path)?;
             inputs.push(classify(path));
         }
     }
+    // `check dir dir/a.cu` or `check a.cu ./a.cu` name one file twice: check it once.
+    let mut seen = std::collections::BTreeSet::new();
+    inputs.retain(|input| {
+        let path = input_path_buf(input);
+        seen.insert(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()))
+    });
     Ok(inputs)
+}
+
+fn input_path_buf(input: &Input) -> &Path {
+    match input {
+        Input::Cuda(path) | Input::Ptx(path) | Input::Log(path) => path,
+    }
 }
 
 fn classify(path: &Path) -> Input {
@@ -306,7 +346,7 @@ fn compile(args: &Args, inputs: &[&Input]) -> Result<Vec<CompiledSource>, UsageE
         ))
     })?;
     let env = TrackedEnv::new();
-    let toolchain = Toolchain::find(&env, false).map_err(|error| UsageError(error.to_string()))?;
+    let toolchain = Toolchain::find(&env, false).map_err(toolchain_error)?;
     let builds: Vec<Build> = inputs
         .iter()
         .map(|input| {
@@ -382,6 +422,20 @@ fn compile(args: &Args, inputs: &[&Input]) -> Result<Vec<CompiledSource>, UsageE
     Ok(compiled)
 }
 
+/// The build's toolchain error in `check`'s words: the build's "nvcc not found" suggests
+/// `OCCUPANCY_SKIP`, which only a build reads; `check` can read ptxas logs instead.
+fn toolchain_error(error: occupancy_build::Error) -> UsageError {
+    match error {
+        occupancy_build::Error::NvccNotFound { looked } => UsageError(format!(
+            "nvcc, the CUDA compiler, was not found (looked at: {looked}); `check` needs it for .cu and .ptx inputs.\n\
+             Install the CUDA toolkit and set CUDA_HOME, or `pip install {NVCC_WHEELS}` and set \
+             CUDA_HOME=<site-packages>/nvidia/cu13, or point NVCC at the nvcc executable; \
+             or check a ptxas log (`nvcc -Xptxas -v` output) instead of the sources."
+        )),
+        other => UsageError(other.to_string()),
+    }
+}
+
 fn input_path(input: &Input) -> String {
     match input {
         Input::Cuda(path) | Input::Ptx(path) | Input::Log(path) => path.display().to_string(),
@@ -441,19 +495,32 @@ fn rows_of_compiled(
     compiled: &CompiledSource,
     launch: RowLaunch,
 ) -> Result<Vec<Checked>, UsageError> {
-    let parsed = parse_log(&compiled.compiler_log).map_err(|error| {
-        UsageError(format!(
-            "cannot read ptxas's report for {}: {error}",
-            compiled.source.display()
-        ))
-    })?;
     let ptx_text = std::fs::read_to_string(&compiled.ptx).unwrap_or_default();
     let entries = parse_ptx_directives(&ptx_text);
+    let parsed = match parse_log(&compiled.compiler_log) {
+        Ok(parsed) => parsed,
+        // Device functions only (a helper file in a scanned directory): nothing to check in
+        // it, which is no reason to stop checking the others.
+        Err(occupancy_core::ptxas::ParseError::NoKernels { .. }) if entries.is_empty() => {
+            eprintln!(
+                "note: {} defines no kernel (device functions only): nothing to check in it",
+                compiled.source.display()
+            );
+            return Ok(Vec::new());
+        }
+        Err(error) => {
+            return Err(UsageError(format!(
+                "cannot read ptxas's report for {}: {error}",
+                compiled.source.display()
+            )))
+        }
+    };
     let source_text = std::fs::read_to_string(&compiled.source).unwrap_or_default();
     let mut rows = Vec::new();
     for record in &parsed.kernels {
         let ptx = entries.iter().find(|entry| entry.name == record.name);
         let mut row = row_from_record(record, ptx, launch)?;
+        row.ptx_target = compiled.ptx_target.clone();
         let line = kernel_line(&source_text, record);
         let kind = if compiled
             .source

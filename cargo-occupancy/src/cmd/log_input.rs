@@ -22,6 +22,7 @@ pub fn read_log(
     path: &Path,
     mut on_kernel: impl FnMut(KernelRecord) -> Result<(), String>,
 ) -> Result<ParseOutput, String> {
+    crate::inputs::check_input_file("the ptxas log", path).map_err(|error| error.0)?;
     let name = path.display().to_string();
     let mut reader: Box<dyn Read> = if name == "-" {
         Box::new(std::io::stdin().lock())

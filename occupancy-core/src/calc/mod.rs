@@ -562,7 +562,8 @@ fn zero_block_reason(
         } else {
             reasons.push(format!(
                 "{registers} registers per thread for {block} threads allocate {} registers per block (warps rounded up to {} sub-partitions), over {}'s {} registers per block",
-                resources.allocated_registers_per_block,
+                // Counted in 64 bits: the stored figure saturates at u32::MAX for huge blocks.
+                registers_per_warp(arch, registers) * u64::from(warps_per_block(arch, block)),
                 arch.register_check_sub_partitions,
                 arch.name,
                 arch.regs_per_block
@@ -764,8 +765,9 @@ pub fn max_potential_block_size(
     best
 }
 
-/// `cudaOccupancyAvailableDynamicSMemPerBlock`: the most dynamic shared memory per block that
-/// still lets `blocks_per_sm` blocks of `block_threads` reside. An unset opt-in
+/// `cudaOccupancyAvailableDynamicSMemPerBlock` (CUDA 13.5): the most dynamic shared memory per
+/// block that still lets `blocks_per_sm` blocks of `block_threads` reside, after the static shared
+/// memory and (from 8.0) the driver's reserved bytes per block. An unset opt-in
 /// ([`KernelFacts::max_dynamic_smem_bytes`]) counts as the arch's opt-in maximum.
 pub fn available_dynamic_smem_per_block(
     arch: &ArchFacts,
@@ -808,8 +810,11 @@ pub fn available_dynamic_smem_per_block(
         u64::from(preferred)
     };
     let available = (per_sm / u64::from(blocks_per_sm) / unit * unit).min(limit_per_block);
+    // From 8.0 the driver reserves shared memory per block; CUDA 13.5's header subtracts it here
+    // (13.0's did not).
     let available = available
         .saturating_sub(u64::from(kernel.static_smem_bytes))
+        .saturating_sub(u64::from(arch.reserved_smem_per_block))
         .min(u64::from(kernel.max_dynamic_smem_bytes.unwrap_or(0)));
     Ok(saturate(available))
 }

@@ -196,10 +196,17 @@ fn available_dynamic_smem() {
         available_dynamic_smem_per_block(hopper, &facts, 128, 1, Carveout::Default),
         Ok(232_448)
     );
-    // Two blocks share 228 KB: 116736 B each, the reserved KB not subtracted (as the driver).
+    // Two blocks share 228 KB: 116736 B each, less the 1 KB the driver reserves per block
+    // (cuda_occupancy.h 13.5 subtracts it from 8.0 on; 13.0 answered 116736).
     assert_eq!(
         available_dynamic_smem_per_block(hopper, &facts, 128, 2, Carveout::Default),
-        Ok(116_736)
+        Ok(115_712)
+    );
+    // Before 8.0 nothing is reserved.
+    let volta = lookup("sm_70").unwrap();
+    assert_eq!(
+        available_dynamic_smem_per_block(volta, &facts, 128, 2, Carveout::Default),
+        Ok(49_152)
     );
     assert_eq!(
         available_dynamic_smem_per_block(hopper, &facts, 128, 0, Carveout::Default),
@@ -353,4 +360,17 @@ proptest! {
         let _ = occupancy(arch, &facts, &launch);
         let _ = available_dynamic_smem_per_block(arch, &facts, block, barriers, Carveout::Percent(percent));
     }
+}
+
+#[test]
+fn the_reason_counts_registers_past_32_bits() {
+    let arch = crate::arch::lookup("sm_90").unwrap();
+    let kernel = KernelFacts {
+        registers_per_thread: 255,
+        ..KernelFacts::default()
+    };
+    let answer = occupancy(arch, &kernel, &Launch::new(u32::MAX));
+    let reason = answer.reason.unwrap();
+    // 8192 registers per warp (255 × 32 rounded to 256) × 134217728 warps.
+    assert!(reason.contains("allocate 1099511627776 registers per block"), "{reason}");
 }

@@ -19,6 +19,7 @@ mod model;
 mod query;
 mod sarif;
 mod table;
+mod validate;
 
 pub use curves::{
     all_curves, block_size_curve, carveout_from_percent, registers_curve, shared_memory_curve,
@@ -33,7 +34,10 @@ pub use model::{
 };
 pub use query::{parse_sort_key, Column, Query, UnknownColumn};
 pub use sarif::render_sarif;
-pub use table::{format_bytes, format_occupancy, render_finding_text, render_text, summary_line};
+pub use table::{
+    format_bytes, format_occupancy, program_note, render_finding_text, render_text, summary_line,
+};
+pub use validate::{validate, InvalidValue, MAX_BARRIERS_PER_BLOCK};
 
 use crate::arch::ArchFacts;
 use crate::calc::{self, KernelFacts, Launch};
@@ -73,6 +77,7 @@ impl KernelRow {
             name: name.to_string(),
             demangled: name.to_string(),
             arch: arch.to_string(),
+            ptx_target: None,
             entry: true,
             registers: 0,
             barriers: 1,

@@ -13,7 +13,7 @@ use syn::spanned::Spanned;
 use syn::{Expr, Lit};
 
 use super::{
-    check_arch_name, BlockDim, KernelSpec, SpecKey, MAX_BLOCKS_PER_SM_ANY_ARCH, MAX_BLOCK_DIMS,
+    BlockDim, KernelSpec, SpecKey, MAX_BLOCKS_PER_SM_ANY_ARCH, MAX_BLOCK_DIMS,
     MAX_REGISTERS_PER_THREAD_ANY_ARCH, MAX_THREADS_PER_BLOCK,
 };
 use crate::lint::{did_you_mean, Level, LintId};
@@ -725,6 +725,7 @@ fn parse_archs(expr: &Expr) -> syn::Result<Vec<String>> {
         ));
     }
     let mut archs: Vec<String> = Vec::with_capacity(array.elems.len());
+    let mut seen: Vec<crate::arch::Arch> = Vec::with_capacity(array.elems.len());
     for element in &array.elems {
         let Expr::Lit(syn::ExprLit {
             lit: Lit::Str(text),
@@ -741,25 +742,31 @@ fn parse_archs(expr: &Expr) -> syn::Result<Vec<String>> {
             ));
         };
         let arch = text.value();
-        if let Err(suggestion) = check_arch_name(&arch) {
-            let hint = match suggestion {
-                Some(suggestion) => format!("did you mean \"{suggestion}\"?"),
-                None => "write `sm_NN` (e.g. \"sm_80\", \"sm_90a\", \"sm_100f\") or `compute_NN`"
-                    .to_owned(),
-            };
+        let parsed = match crate::arch::Arch::parse(&arch) {
+            Ok(parsed) => parsed,
+            Err(error) => {
+                let hint = match error.suggestion {
+                    Some(suggestion) => format!("did you mean \"{suggestion}\"?"),
+                    None => format!("known: {}", crate::arch::known_names()),
+                };
+                return Err(error_at(
+                    text,
+                    key,
+                    format!("unknown arch \"{arch}\": {hint}"),
+                ));
+            }
+        };
+        if let Some(index) = seen.iter().position(|earlier| *earlier == parsed) {
             return Err(error_at(
                 text,
                 key,
-                format!("unknown arch \"{arch}\": {hint}"),
+                format!(
+                    "\"{arch}\" is listed twice in `archs` (as \"{}\" too): remove one",
+                    archs[index]
+                ),
             ));
         }
-        if archs.contains(&arch) {
-            return Err(error_at(
-                text,
-                key,
-                format!("\"{arch}\" is listed twice in `archs`: remove one"),
-            ));
-        }
+        seen.push(parsed);
         archs.push(arch);
     }
     Ok(archs)

@@ -1,7 +1,7 @@
 //! Declared intent: the typed model of `#[occupancy::kernel(...)]` and its one grammar.
 //!
-//! The proc macro (`occupancy-macros`, through [`KernelSpec::parse_args`] and [`KernelStub`]) and
-//! the build helper (`occupancy-build`, through [`scan_source`]) both read declarations with the
+//! The proc macro (`occupancy-macros`, through `KernelSpec::parse_args` and `KernelStub`) and
+//! the build helper (`occupancy-build`, through `scan_source`) both read declarations with the
 //! code in this module, so the two can never disagree about what an attribute means.
 //!
 //! What this module does: parse and validate the attribute's arguments (syntax, types, ranges
@@ -13,8 +13,16 @@
 //! Every error message says what to edit and names the section of `docs/declaring-kernels.md`
 //! that documents the key.
 
+//!
+//! The types here (the declaration, its keys, the limits) are always available: the lints read
+//! them. The grammar that needs `syn` (`KernelSpec::parse_args`, `scan_source`,
+//! `KernelStub`) is behind the `spec` feature.
+
+#[cfg(feature = "spec")]
 mod grammar;
+#[cfg(feature = "spec")]
 mod scan;
+#[cfg(feature = "spec")]
 mod stub;
 
 use std::collections::BTreeMap;
@@ -24,9 +32,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::lint::{Level, LintId};
 
+#[cfg(feature = "spec")]
 pub use scan::{
     scan_source, DeclaredKernel, KeySpan, LineColumn, ScanError, SourceSpan, SpecDiagnostic,
 };
+#[cfg(feature = "spec")]
 pub use stub::{KernelStub, StubKernel, StubKind};
 
 /// The documentation file every error message points into.
@@ -130,6 +140,7 @@ impl KernelSpec {
     /// Parses and validates the arguments of `#[occupancy::kernel(...)]` (the tokens inside the
     /// parentheses). This is what the proc macro calls; errors carry the span of the offending
     /// token and a message that says what to edit.
+    #[cfg(feature = "spec")]
     pub fn parse_args(tokens: proc_macro2::TokenStream) -> syn::Result<KernelSpec> {
         grammar::parse_spec(tokens, proc_macro2::Span::call_site()).map(|parsed| parsed.spec)
     }
@@ -281,54 +292,15 @@ impl fmt::Display for SpecKey {
     }
 }
 
-/// Checks an architecture name syntactically: `sm_NN`, `sm_NNa`, `sm_NNf`, `compute_NN`,
-/// `compute_NNa`, `compute_NNf`, where NN is a compute capability of two or three digits
-/// (`sm_80`, `sm_90a`, `sm_100f`, `compute_120`). Whether the toolkit knows the arch is decided
-/// elsewhere. On error, returns a suggestion when one is obvious (`sm90` → `sm_90`).
+/// Checks an architecture name against [`crate::arch::Arch`]'s grammar, the one every input
+/// uses: `sm_90`, `sm_90a`, `sm_100f`, `compute_90`, `90`, `9.0`, for architectures nvcc has
+/// (`sm_999` and `sm_89a` are refused). On error, returns the suggestion when one is obvious
+/// (`sm90` → `sm_90`).
 pub fn check_arch_name(arch: &str) -> Result<(), Option<String>> {
-    if is_valid_arch_name(arch) {
-        return Ok(());
-    }
-    let lowered = arch
-        .trim()
-        .to_ascii_lowercase()
-        .replace(['-', '.', ' '], "");
-    let digits_and_suffix = lowered
-        .strip_prefix("compute_")
-        .map(|rest| ("compute_", rest))
-        .or_else(|| {
-            lowered
-                .strip_prefix("compute")
-                .map(|rest| ("compute_", rest))
-        })
-        .or_else(|| lowered.strip_prefix("sm_").map(|rest| ("sm_", rest)))
-        .or_else(|| lowered.strip_prefix("sm").map(|rest| ("sm_", rest)))
-        .or_else(|| {
-            lowered
-                .strip_prefix("arch=")
-                .map(|rest| ("sm_", rest.trim_start_matches("sm_")))
-        })
-        .unwrap_or(("sm_", lowered.as_str()));
-    let candidate = format!(
-        "{}{}",
-        digits_and_suffix.0,
-        digits_and_suffix.1.trim_start_matches('_')
-    );
-    Err(Some(candidate).filter(|candidate| is_valid_arch_name(candidate)))
+    crate::arch::Arch::parse(arch)
+        .map(|_| ())
+        .map_err(|error| error.suggestion)
 }
 
-fn is_valid_arch_name(arch: &str) -> bool {
-    let Some(rest) = arch
-        .strip_prefix("sm_")
-        .or_else(|| arch.strip_prefix("compute_"))
-    else {
-        return false;
-    };
-    let digits = rest.strip_suffix(['a', 'f']).unwrap_or(rest);
-    (2..=3).contains(&digits.len())
-        && digits.bytes().all(|byte| byte.is_ascii_digit())
-        && !digits.starts_with('0')
-}
-
-#[cfg(test)]
+#[cfg(all(test, feature = "spec"))]
 mod tests;

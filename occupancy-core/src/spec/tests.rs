@@ -115,7 +115,19 @@ fn errors_say_what_to_edit() {
         ("block = 256, name = \"\"", "`name` is empty"),
         ("block = 256, name = saxpy", "expects a string"),
         ("block = 256, archs = [\"sm90\"]", "did you mean \"sm_90\"?"),
-        ("block = 256, archs = [\"volta\"]", "write `sm_NN`"),
+        ("block = 256, archs = [\"volta\"]", "known: sm_50"),
+        (
+            "block = 256, archs = [\"sm_999\"]",
+            "unknown arch \"sm_999\": known: sm_50",
+        ),
+        (
+            "block = 256, archs = [\"sm_89a\"]",
+            "did you mean \"sm_89\"?",
+        ),
+        (
+            "block = 256, archs = [\"90\", \"compute_90\"]",
+            "\"compute_90\" is listed twice in `archs` (as \"90\" too)",
+        ),
         (
             "block = 256, archs = \"sm_80\"",
             "write a list: `archs = [\"sm_80\"]`",
@@ -173,16 +185,23 @@ fn arch_names() {
     ] {
         assert_eq!(check_arch_name(valid), Ok(()), "{valid}");
     }
+    // The one grammar of `occupancy_core::arch::Arch`: the CUDA_COMPUTE_CAP-style numbers are
+    // accepted here as everywhere else.
+    assert_eq!(check_arch_name("90"), Ok(()));
+    assert_eq!(check_arch_name("9.0"), Ok(()));
     assert_eq!(check_arch_name("sm90"), Err(Some("sm_90".to_owned())));
     assert_eq!(check_arch_name("SM_80"), Err(Some("sm_80".to_owned())));
-    assert_eq!(check_arch_name("90"), Err(Some("sm_90".to_owned())));
     assert_eq!(
         check_arch_name("compute90a"),
         Err(Some("compute_90a".to_owned()))
     );
     assert_eq!(check_arch_name("sm_9"), Err(None));
-    assert_eq!(check_arch_name("sm_080"), Err(None));
-    assert_eq!(check_arch_name("sm_90b"), Err(None));
+    assert_eq!(check_arch_name("sm_080"), Err(Some("sm_80".to_owned())));
+    assert_eq!(check_arch_name("sm_90b"), Err(Some("sm_90".to_owned())));
+    // Well-formed, but nvcc has no such architecture or variant: nvcc would have got them.
+    assert_eq!(check_arch_name("sm_999"), Err(None));
+    assert_eq!(check_arch_name("sm_89a"), Err(Some("sm_89".to_owned())));
+    assert_eq!(check_arch_name("sm_90f"), Err(Some("sm_90".to_owned())));
 }
 
 /// GitHub's anchor for a Markdown heading.
@@ -255,13 +274,23 @@ fn arb_block() -> impl Strategy<Value = BlockDim> {
         .prop_map(|(x, y, z)| BlockDim { x, y, z })
 }
 
-fn arb_arch() -> impl Strategy<Value = String> {
-    (
-        prop_oneof!["sm_", "compute_"],
-        10u32..=130,
-        prop_oneof!["", "a", "f"],
-    )
-        .prop_map(|(prefix, number, suffix)| format!("{prefix}{number}{suffix}"))
+/// Architectures nvcc has, each once, with a spelling index for [`arb_spelling`].
+fn arb_archs() -> impl Strategy<Value = std::collections::BTreeMap<crate::arch::Arch, usize>> {
+    let archs: Vec<crate::arch::Arch> = crate::arch::Arch::every().collect();
+    proptest::collection::btree_map(proptest::sample::select(archs), 0usize..4, 1..4)
+}
+
+/// One of the spellings the one grammar accepts for `arch`.
+fn arb_spelling(arch: crate::arch::Arch, spelling: usize) -> String {
+    {
+        let portable = arch.variant() == crate::arch::Variant::Portable;
+        match spelling {
+            1 => arch.virtual_name(),
+            2 if portable => arch.number().to_string(),
+            3 if portable => format!("{}.{}", arch.number() / 10, arch.number() % 10),
+            _ => arch.to_string(),
+        }
+    }
 }
 
 fn arb_spec() -> impl Strategy<Value = KernelSpec> {
@@ -279,7 +308,7 @@ fn arb_spec() -> impl Strategy<Value = KernelSpec> {
             proptest::option::of(1u32..=255),
         ),
         proptest::option::of("[A-Za-z_][A-Za-z0-9_$<>:, ]{0,30}[A-Za-z0-9_>]"),
-        proptest::option::of(proptest::collection::btree_set(arb_arch(), 1..4)),
+        proptest::option::of(arb_archs()),
         proptest::collection::btree_map(0usize..11, 0usize..3, 0..11),
     )
         .prop_map(
@@ -304,7 +333,12 @@ fn arb_spec() -> impl Strategy<Value = KernelSpec> {
                     max_stack_bytes: stack,
                     max_registers_per_thread: registers,
                     name,
-                    archs: archs.map(|archs| archs.into_iter().collect()),
+                    archs: archs.map(|archs| {
+                        archs
+                            .into_iter()
+                            .map(|(arch, spelling)| arb_spelling(arch, spelling))
+                            .collect()
+                    }),
                     lint_levels: lints
                         .into_iter()
                         .map(|(lint, level)| (LintId::ALL[lint], Level::ALL[level]))
