@@ -28,7 +28,8 @@ pub fn read_log(
         Box::new(std::io::stdin().lock())
     } else {
         Box::new(
-            std::fs::File::open(path).map_err(|error| format!("cannot read `{name}`: {error}"))?,
+            std::fs::File::open(path)
+                .map_err(|error| format!("cannot read the ptxas log {name}: {error}"))?,
         )
     };
     let mut parser = LogParser::new();
@@ -38,7 +39,7 @@ pub fn read_log(
             Ok(0) => break,
             Ok(count) => parser.feed(&buffer[..count]),
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(format!("cannot read `{name}`: {error}")),
+            Err(error) => return Err(format!("cannot read the ptxas log {name}: {error}")),
         }
         for record in parser.take_finished_kernels() {
             on_kernel(record)?;
