@@ -140,7 +140,7 @@ fn usage_errors_exit_2() {
     let missing = cargo_occupancy(&["parse", "/nonexistent/build.log"], None);
     assert_eq!(missing.status.code(), Some(2));
     assert!(
-        stderr(&missing).contains("cannot read the ptxas log /nonexistent/build.log"),
+        stderr(&missing).contains("cannot read `/nonexistent/build.log`"),
         "{}",
         stderr(&missing)
     );

@@ -29,7 +29,7 @@ pub fn read_log(
     } else {
         Box::new(
             std::fs::File::open(path)
-                .map_err(|error| format!("cannot read the ptxas log {name}: {error}"))?,
+                .map_err(|error| format!("cannot read `{name}`: {error}"))?,
         )
     };
     let mut parser = LogParser::new();
@@ -39,7 +39,7 @@ pub fn read_log(
             Ok(0) => break,
             Ok(count) => parser.feed(&buffer[..count]),
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(format!("cannot read the ptxas log {name}: {error}")),
+            Err(error) => return Err(format!("cannot read `{name}`: {error}")),
         }
         for record in parser.take_finished_kernels() {
             on_kernel(record)?;
