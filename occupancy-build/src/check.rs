@@ -12,10 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use occupancy_core::arch::{self, ArchFacts};
-use occupancy_core::lint::evaluate::{self, CompiledOnArch, LevelSources};
+use occupancy_core::lint::evaluate::{self, CompiledOnArch, Launch, LevelSources, LeveledFinding};
 use occupancy_core::lint::{Level, LintId};
-use occupancy_core::ptxas::{self, KernelRecord, PtxEntry};
-use occupancy_core::spec::{self, DeclaredKernel};
+use occupancy_core::ptxas::{self, EntrySourceLine, KernelRecord, PtxEntry};
+use occupancy_core::spec::{self, BlockDim, DeclaredKernel, KernelSpec};
 
 use crate::baseline::Baseline;
 use crate::compile::{render_command, CompiledSource};
@@ -197,51 +197,74 @@ pub fn write_bounds_header(
          //   OCCUPANCY_BOUNDS_K               __launch_bounds__(...) and __maxnreg__(...) as declared\n\
          #pragma once\n",
     );
+    header.push_str(
+        "// For each kernel family F (`family = \"pattern_*\"` on the Rust stub `F`), the same macros with\n\
+         // FAMILY_F in place of K, and OCCUPANCY_BOUNDS_FAMILY(F) for use inside the C macro that\n\
+         // generates the family: every instance compiles, declared on its own or not.\n\
+         #define OCCUPANCY_BOUNDS_FAMILY(family) OCCUPANCY_BOUNDS_FAMILY_##family\n",
+    );
     let mut kernels: Vec<&Declared> = declarations.kernels.iter().collect();
     kernels.sort_by(|left, right| left.kernel.kernel_name.cmp(&right.kernel.kernel_name));
     for declared in kernels {
-        let name = &declared.kernel.kernel_name;
-        if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        let (suffix, what) = match &declared.kernel.spec.family {
+            Some(pattern) => (
+                format!("FAMILY_{}", declared.kernel.rust_name),
+                format!("family `{pattern}`"),
+            ),
+            None => (declared.kernel.kernel_name.clone(), String::new()),
+        };
+        if !suffix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
             continue;
         }
-        let spec = &declared.kernel.spec;
-        let threads = spec.block.threads();
         let location = declarations.location(declared);
-        header.push_str(&format!(
-            "\n// {name}: declared at {}:{}:{}\n",
-            location.path, location.line, location.column
-        ));
-        header.push_str(&format!(
-            "#define OCCUPANCY_BLOCK_THREADS_{name} {threads}\n"
-        ));
-        let launch_bounds = match spec.min_blocks_per_sm {
-            Some(blocks) => {
-                header.push_str(&format!(
-                    "#define OCCUPANCY_MIN_BLOCKS_PER_SM_{name} {blocks}\n"
-                ));
-                format!("{threads}, {blocks}")
-            }
-            None => format!("{threads}"),
+        let what = if what.is_empty() {
+            suffix.clone()
+        } else {
+            format!("{suffix} ({what})")
         };
         header.push_str(&format!(
-            "#define OCCUPANCY_LAUNCH_BOUNDS_{name} {launch_bounds}\n"
+            "\n// {what}: declared at {}:{}:{}\n",
+            location.path, location.line, location.column
         ));
-        let mut bounds = format!("__launch_bounds__({launch_bounds})");
-        if let Some(registers) = spec.max_registers {
-            header.push_str(&format!(
-                "#define OCCUPANCY_MAX_REGISTERS_{name} {registers}\n"
-            ));
-            bounds = match spec.min_blocks_per_sm {
-                // __maxnreg__ cannot be combined with a minimum block count.
-                Some(_) => bounds,
-                None => format!("__launch_bounds__({threads}) __maxnreg__({registers})"),
-            };
-        }
-        header.push_str(&format!("#define OCCUPANCY_BOUNDS_{name} {bounds}\n"));
+        header.push_str(&bounds_macros(&suffix, &declared.kernel.spec));
     }
     let path = context.out_dir.join("occupancy_bounds.h");
     write_if_changed(&path, header.as_bytes())?;
     Ok(path)
+}
+
+/// The `#define`s of one declaration: `OCCUPANCY_BLOCK_THREADS_<suffix>`, ...,
+/// `OCCUPANCY_BOUNDS_<suffix>`.
+fn bounds_macros(suffix: &str, spec: &occupancy_core::spec::KernelSpec) -> String {
+    let threads = spec.block.threads();
+    let mut text = format!("#define OCCUPANCY_BLOCK_THREADS_{suffix} {threads}\n");
+    let launch_bounds = match spec.min_blocks_per_sm {
+        Some(blocks) => {
+            text.push_str(&format!(
+                "#define OCCUPANCY_MIN_BLOCKS_PER_SM_{suffix} {blocks}\n"
+            ));
+            format!("{threads}, {blocks}")
+        }
+        None => format!("{threads}"),
+    };
+    text.push_str(&format!(
+        "#define OCCUPANCY_LAUNCH_BOUNDS_{suffix} {launch_bounds}\n"
+    ));
+    let mut bounds = format!("__launch_bounds__({launch_bounds})");
+    if let Some(registers) = spec.max_registers {
+        text.push_str(&format!(
+            "#define OCCUPANCY_MAX_REGISTERS_{suffix} {registers}\n"
+        ));
+        if spec.min_blocks_per_sm.is_none() {
+            // __maxnreg__ cannot be combined with a minimum block count.
+            bounds = format!("__launch_bounds__({threads}) __maxnreg__({registers})");
+        }
+    }
+    text.push_str(&format!("#define OCCUPANCY_BOUNDS_{suffix} {bounds}\n"));
+    text
 }
 
 /// A compiled entry function on every arch it was compiled for.
@@ -251,6 +274,8 @@ struct CompiledKernel<'a> {
     demangled: Option<String>,
     source: &'a CompiledSource,
     ptx: Option<PtxEntry>,
+    /// Where the kernel is defined, from the PTX's `-lineinfo` (`.file`/`.loc`).
+    defined_at: Option<EntrySourceLine>,
     records: BTreeMap<String, KernelRecord>,
 }
 
@@ -270,6 +295,7 @@ fn parse_compiled<'a>(
             error,
         })?;
         let entries = ptxas::parse_ptx_directives(&ptx_text);
+        let mut source_lines = ptxas::entry_source_lines(&ptx_text);
         let parsed = match ptxas::parse_log(&source.compiler_log) {
             Ok(parsed) => parsed,
             Err(ptxas::ParseError::NoKernels { .. }) if entries.is_empty() => continue,
@@ -293,6 +319,7 @@ fn parse_compiled<'a>(
                         .iter()
                         .find(|entry| entry.name == record.name)
                         .cloned(),
+                    defined_at: source_lines.remove(&record.name),
                     records: BTreeMap::new(),
                 });
             kernel.records.insert(record.arch.clone(), record);
@@ -367,21 +394,7 @@ pub fn check(
         });
     }
     let kernels = parse_compiled(compiled, context)?;
-    let crate_levels = parse_levels(
-        &context.metadata.lints,
-        "[package.metadata.occupancy.lints]",
-    )?;
-    let mut kernel_levels = BTreeMap::new();
-    for (kernel, entries) in &context.metadata.kernel_lints {
-        kernel_levels.insert(
-            kernel.clone(),
-            parse_levels(
-                entries,
-                &format!("[package.metadata.occupancy.kernels.{kernel}.lints]"),
-            )?,
-        );
-    }
-    let environment_levels = env_levels(build)?;
+    let levels = Levels::read(build, context)?;
     let bless = build.env.flag("OCCUPANCY_BLESS");
     let baseline_path = context.manifest_dir.join(
         context
@@ -398,247 +411,45 @@ pub fn check(
     if baseline_path.exists() {
         cargo.rerun_if_changed(&baseline_path);
     }
+    check_kernel_tables(context, &kernels, declarations)?;
+    let matching = match_declarations(&kernels, declarations)?;
 
-    // Match declarations to compiled kernels: exact symbol, else a unique demangled base name.
-    let mut matched: BTreeMap<usize, usize> = BTreeMap::new(); // kernel index -> declaration index
-    let mut unmatched_declarations = Vec::new();
-    for (declaration_index, declared) in declarations.kernels.iter().enumerate() {
-        let wanted = &declared.kernel.kernel_name;
-        let exact = kernels.iter().position(|kernel| &kernel.name == wanted);
-        let by_demangled = || {
-            let candidates: Vec<usize> = kernels
-                .iter()
-                .enumerate()
-                .filter(|(_, kernel)| {
-                    kernel
-                        .demangled
-                        .as_deref()
-                        .and_then(|name| name.split('(').next())
-                        .map(|base| base.rsplit("::").next() == Some(wanted) || base == wanted)
-                        == Some(true)
-                })
-                .map(|(index, _)| index)
-                .collect();
-            (candidates.len() == 1).then(|| candidates[0])
-        };
-        match exact.or_else(by_demangled) {
-            Some(index) => {
-                matched.insert(index, declaration_index);
-            }
-            None => unmatched_declarations.push(declaration_index),
-        }
-    }
-
-    let mut raw_findings: Vec<(evaluate::Finding, Option<usize>, String)> = Vec::new(); // finding, declaration, kernel name
+    let mut gathered: Vec<Gathered> = Vec::new();
     for (kernel_index, kernel) in kernels.iter().enumerate() {
-        let declared = matched
+        let declared = matching
+            .by_kernel
             .get(&kernel_index)
             .map(|&index| (&declarations.kernels[index], index));
-        let spec = declared.map(|(declared, _)| &declared.kernel.spec);
-        let block_threads = spec
-            .map(|spec| spec.block.threads())
-            .or_else(|| {
-                kernel
-                    .ptx
-                    .as_ref()
-                    .and_then(|ptx| ptx.maxntid.as_ref().or(ptx.reqntid.as_ref()))
-                    .map(|dims| dims.iter().product())
-            })
-            .unwrap_or(256);
-        let dynamic_smem_bytes = spec.map_or(0, |spec| spec.dynamic_smem_bytes);
-        let arch_filter: Option<BTreeSet<String>> =
-            spec.and_then(|spec| spec.archs.as_ref()).map(|archs| {
-                archs
-                    .iter()
-                    .filter_map(|name| crate::SmArch::parse(name).ok())
-                    .map(|arch| arch.to_string())
-                    .collect()
-            });
-        if let (Some(filter), Some((declared, _))) = (&arch_filter, declared) {
-            let not_built: Vec<&String> = filter
-                .iter()
-                .filter(|arch| !kernel.records.contains_key(*arch))
-                .collect();
-            if !not_built.is_empty() {
-                let location = declarations.location(declared);
-                return Err(Error::Config {
-                    message: format!(
-                        "{}:{}:{}: kernel `{}` declares `archs` {:?}, but the build does not target {:?} (it targets {}); add them to the crate's archs or drop them from the attribute",
-                        location.path,
-                        location.line,
-                        location.column,
-                        kernel.name,
-                        filter,
-                        not_built,
-                        kernel.records.keys().cloned().collect::<Vec<_>>().join(", ")
-                    ),
-                });
-            }
-        }
-        let source_location = Location {
-            kind: match kernel.source.kind {
-                crate::SourceKind::Ptx => LocationKind::PtxEntry,
-                _ => LocationKind::CudaKernel,
+        let (found, rows) = check_one_kernel(
+            &CheckInputs {
+                context,
+                toolchain,
+                declarations,
+                levels: &levels,
+                baseline: baseline.as_ref(),
             },
-            path: display_path(&context.manifest_dir, &kernel.source.source),
-            line: 0,
-            column: 0,
-        };
-        let launch = RowLaunch {
-            block: block_threads,
-            dynamic_smem_bytes: u64::from(dynamic_smem_bytes),
-            carveout_percent: None,
-        };
-        // One row per target arch, computed by the report model (the one place the computed
-        // columns come from); the lints read the same rows.
-        let mut rows: Vec<(&'static ArchFacts, &KernelRecord, KernelRow)> = Vec::new();
-        for (arch_name, record) in &kernel.records {
-            if arch_filter
-                .as_ref()
-                .is_some_and(|filter| !filter.contains(arch_name))
-            {
-                continue;
-            }
-            let facts: &'static ArchFacts = arch::lookup(arch_name).map_err(|error| Error::Config {
-                message: format!("{error}: occupancy-core has no facts for {arch_name}; remove it from the target archs"),
-            })?;
-            let mut row = KernelRow::from_record(record, kernel.ptx.as_ref(), launch).map_err(
-                |error| Error::Config {
-                    message: format!("{error}: occupancy-core has no facts for {arch_name}; remove it from the target archs"),
-                },
-            )?;
-            row.crate_name = Some(context.crate_name.clone());
-            row.ptx_target = kernel.source.ptx_target.clone();
-            row.source = Some(source_location.clone());
-            if let Some((declared, _)) = declared {
-                row.declaration = Some(declarations.location(declared));
-                row.rust_name = Some(declared.kernel.rust_name.clone());
-            }
-            rows.push((facts, record, row));
-        }
-        for (_, _, row) in &rows {
-            let numbers = crate::baseline::numbers_of(row);
-            if let Some(before) = baseline
-                .as_ref()
-                .and_then(|baseline| baseline.kernels.get(&kernel.name))
-                .and_then(|archs| archs.get(&row.arch))
-            {
-                if let Some(finding) =
-                    evaluate::regression(&kernel.name, &row.arch, before, &numbers)
-                {
-                    raw_findings.push((
-                        finding,
-                        declared.map(|(_, index)| index),
-                        kernel.name.clone(),
-                    ));
-                }
-            }
-        }
-        match declared {
-            Some((declared, declaration_index)) => {
-                let evaluated: Vec<_> = rows
-                    .iter()
-                    .map(|(facts, record, row)| (*facts, *record, row.occupancy_on(facts)))
-                    .collect();
-                let on: Vec<CompiledOnArch<'_>> = evaluated
-                    .iter()
-                    .map(|(facts, record, occupancy)| CompiledOnArch {
-                        arch: facts,
-                        record,
-                        ptx: kernel.ptx.as_ref(),
-                        occupancy,
-                    })
-                    .collect();
-                for mut finding in evaluate::evaluate_declared(&declared.kernel.spec, &on) {
-                    if finding.lint == LintId::Spills {
-                        if let Some(help) = spill_free_help(
-                            toolchain,
-                            context,
-                            kernel,
-                            &declared.kernel,
-                            finding.arch.as_deref(),
-                        ) {
-                            finding.help = Some(help);
-                        }
-                    }
-                    raw_findings.push((finding, Some(declaration_index), kernel.name.clone()));
-                }
-            }
-            None => raw_findings.push((
-                evaluate::undeclared_kernel(&kernel.name, &source_location.path),
-                None,
-                kernel.name.clone(),
-            )),
-        }
-        report
-            .kernels
-            .extend(rows.into_iter().map(|(_, _, row)| row));
+            kernel,
+            declared,
+        )?;
+        gathered.extend(found);
+        report.kernels.extend(rows);
     }
     let compiled_names: Vec<&str> = kernels.iter().map(|kernel| kernel.name.as_str()).collect();
-    for &declaration_index in &unmatched_declarations {
+    for &declaration_index in &matching.unmatched {
         let declared = &declarations.kernels[declaration_index];
-        raw_findings.push((
-            evaluate::missing_kernel(&declared.kernel.kernel_name, &compiled_names),
+        let finding = match &declared.kernel.spec.family {
+            Some(pattern) => evaluate::family_matches_nothing(pattern, &compiled_names),
+            None => evaluate::missing_kernel(&declared.kernel.kernel_name, &compiled_names),
+        };
+        gathered.extend(Gathered::leveled(
+            finding,
+            &levels.sources(Some(declared), &declared.kernel.kernel_name),
             Some(declaration_index),
-            declared.kernel.kernel_name.clone(),
+            &declared.kernel.kernel_name,
+            false,
         ));
     }
-
-    // Levels, rendering, cargo lines.
-    let mut rendered_denials = Vec::new();
-    for (finding, declaration_index, kernel_name) in raw_findings {
-        let declared = declaration_index.map(|index| &declarations.kernels[index]);
-        let kernel_config = kernel_levels.get(&kernel_name).or_else(|| {
-            declared.and_then(|declared| kernel_levels.get(&declared.kernel.rust_name))
-        });
-        let level = evaluate::resolve_level(
-            finding.lint,
-            &LevelSources {
-                attribute: declared.map(|declared| &declared.kernel.spec.lint_levels),
-                kernel_config,
-                environment: Some(&environment_levels),
-                crate_config: Some(&crate_levels),
-            },
-        );
-        if level == Level::Allow {
-            continue;
-        }
-        let mut notes = finding.notes;
-        let ptx_target = report
-            .kernels
-            .iter()
-            .find(|row| row.name == kernel_name && Some(&row.arch) == finding.arch.as_ref())
-            .and_then(|row| row.ptx_target.as_deref());
-        if let (Some(arch), Some(ptx_target)) = (&finding.arch, ptx_target) {
-            notes.push(occupancy_core::report::program_note(arch, ptx_target));
-        }
-        let finding = Finding {
-            lint: finding.lint,
-            level,
-            crate_name: Some(context.crate_name.clone()),
-            kernel: Some(kernel_name),
-            arch: finding.arch,
-            message: finding.message,
-            notes,
-            help: finding.help,
-            location: declared.map(|declared| declarations.location(declared)),
-        };
-        match level {
-            Level::Deny => {
-                let source = declared.map(|declared| {
-                    let span = declared.kernel.attribute;
-                    (
-                        &declarations.sources[declared.source_index],
-                        (span.start.line, span.start.column),
-                        (span.end.line, span.end.column),
-                    )
-                });
-                rendered_denials.push(diagnostics::render(&(&finding).into(), source));
-            }
-            _ => cargo.warning(&format!("occupancy: {}", diagnostics::one_line(&finding))),
-        }
-        report.findings.push(finding);
-    }
+    let rendered_denials = render_findings(gathered, context, declarations, &mut report, cargo);
 
     if bless {
         write_atomic(
@@ -663,6 +474,588 @@ pub fn check(
         return Err(Error::Denied { rendered, count });
     }
     Ok(report)
+}
+
+/// What checking one kernel needs besides the kernel.
+struct CheckInputs<'a> {
+    context: &'a Context,
+    toolchain: &'a Toolchain,
+    declarations: &'a Declarations,
+    levels: &'a Levels,
+    baseline: Option<&'a Baseline>,
+}
+
+/// One compiled kernel: its report rows, and its findings (regressions against the baseline,
+/// then its declaration's lints, or an undeclared kernel's hard failures at the crate's launch).
+fn check_one_kernel(
+    inputs: &CheckInputs<'_>,
+    kernel: &CompiledKernel<'_>,
+    declared: Option<(&Declared, usize)>,
+) -> Result<(Vec<Gathered>, Vec<KernelRow>), Error> {
+    let CheckInputs {
+        context,
+        toolchain,
+        declarations,
+        levels,
+        baseline,
+    } = *inputs;
+    let mut found: Vec<Gathered> = Vec::new();
+    let rows = kernel_rows(context, kernel, declared, declarations)?;
+    let level_sources = levels.sources(declared.map(|(declared, _)| declared), &kernel.name);
+    for (_, _, row) in &rows {
+        let numbers = crate::baseline::numbers_of(row);
+        if let Some(before) = baseline
+            .as_ref()
+            .and_then(|baseline| baseline.kernels.get(&kernel.name))
+            .and_then(|archs| archs.get(&row.arch))
+        {
+            if let Some(finding) = evaluate::regression(&kernel.name, &row.arch, before, &numbers) {
+                found.extend(Gathered::leveled(
+                    finding,
+                    &level_sources,
+                    declared.map(|(_, index)| index),
+                    &kernel.name,
+                    declared.is_none(),
+                ));
+            }
+        }
+    }
+    let evaluated: Vec<_> = rows
+        .iter()
+        .map(|(facts, record, row)| (*facts, *record, row.occupancy_on(facts)))
+        .collect();
+    let on: Vec<CompiledOnArch<'_>> = evaluated
+        .iter()
+        .map(|(facts, record, occupancy)| CompiledOnArch {
+            arch: facts,
+            record,
+            ptx: kernel.ptx.as_ref(),
+            occupancy,
+        })
+        .collect();
+    match declared {
+        Some((declared, declaration_index)) => {
+            let spec = &declared.kernel.spec;
+            for mut leveled in evaluate::check_kernel(Launch::Declared(spec), &on, &level_sources) {
+                if leveled.finding.lint == LintId::Spills {
+                    if let Some(help) = spill_free_help(
+                        toolchain,
+                        context,
+                        kernel,
+                        &declared.kernel,
+                        leveled.finding.arch.as_deref(),
+                    ) {
+                        leveled.finding.help = Some(help);
+                    }
+                }
+                found.push(Gathered {
+                    leveled,
+                    declaration: Some(declaration_index),
+                    kernel: kernel.name.clone(),
+                    undeclared: false,
+                });
+            }
+        }
+        None => {
+            let block = rows
+                .first()
+                .map_or(evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS, |(_, _, row)| {
+                    row.block
+                });
+            let spec = KernelSpec::with_block(BlockDim::linear(block));
+            for leveled in evaluate::check_kernel(Launch::Undeclared(&spec), &on, &level_sources) {
+                found.push(Gathered {
+                    leveled,
+                    declaration: None,
+                    kernel: kernel.name.clone(),
+                    undeclared: true,
+                });
+            }
+            let source = rows.first().and_then(|(_, _, row)| row.source.clone());
+            let source_text = source.map_or_else(String::new, |source| source.to_string());
+            found.extend(Gathered::leveled(
+                evaluate::undeclared_kernel(&kernel.name, &source_text),
+                &level_sources,
+                None,
+                &kernel.name,
+                true,
+            ));
+        }
+    }
+    Ok((found, rows.into_iter().map(|(_, _, row)| row).collect()))
+}
+
+/// A finding of this build with its level, and what it concerns.
+struct Gathered {
+    leveled: LeveledFinding,
+    /// The declaration it is shown at.
+    declaration: Option<usize>,
+    /// The compiled kernel (or the declared name, for `missing_kernel`).
+    kernel: String,
+    /// About an undeclared kernel: summarized with the others of its lint, not shown one by one.
+    undeclared: bool,
+}
+
+impl Gathered {
+    /// A finding made outside `check_kernel` (regression, missing or undeclared kernel), given
+    /// its level from the same sources; `None` when it is allowed.
+    fn leveled(
+        finding: evaluate::Finding,
+        sources: &LevelSources<'_>,
+        declaration: Option<usize>,
+        kernel: &str,
+        undeclared: bool,
+    ) -> Option<Gathered> {
+        let level = evaluate::resolve_level(finding.lint, sources);
+        (level != Level::Allow).then(|| Gathered {
+            leveled: LeveledFinding { finding, level },
+            declaration,
+            kernel: kernel.to_string(),
+            undeclared,
+        })
+    }
+}
+
+/// The crate's lint levels: Cargo.toml (crate-wide and per kernel) and the environment.
+struct Levels {
+    crate_levels: BTreeMap<LintId, Level>,
+    kernel_levels: BTreeMap<String, BTreeMap<LintId, Level>>,
+    environment_levels: BTreeMap<LintId, Level>,
+}
+
+impl Levels {
+    fn read(build: &Build, context: &Context) -> Result<Levels, Error> {
+        let crate_levels = parse_levels(
+            &context.metadata.lints,
+            "[package.metadata.occupancy.lints]",
+        )?;
+        let mut kernel_levels = BTreeMap::new();
+        for (kernel, entries) in &context.metadata.kernel_lints {
+            kernel_levels.insert(
+                kernel.clone(),
+                parse_levels(
+                    entries,
+                    &format!("[package.metadata.occupancy.kernels.{kernel}.lints]"),
+                )?,
+            );
+        }
+        Ok(Levels {
+            crate_levels,
+            kernel_levels,
+            environment_levels: env_levels(build)?,
+        })
+    }
+
+    /// Where the levels of `kernel_name`'s findings come from, most specific first.
+    fn sources<'a>(
+        &'a self,
+        declared: Option<&'a Declared>,
+        kernel_name: &str,
+    ) -> LevelSources<'a> {
+        let kernel_config = self.kernel_levels.get(kernel_name).or_else(|| {
+            declared.and_then(|declared| self.kernel_levels.get(&declared.kernel.rust_name))
+        });
+        LevelSources {
+            attribute: declared.map(|declared| &declared.kernel.spec.lint_levels),
+            kernel_config,
+            environment: Some(&self.environment_levels),
+            crate_config: Some(&self.crate_levels),
+        }
+    }
+}
+
+/// Which declaration checks which compiled kernel.
+struct Matching {
+    /// Kernel index -> declaration index.
+    by_kernel: BTreeMap<usize, usize>,
+    /// Declarations that matched no compiled kernel (exact names and families).
+    unmatched: Vec<usize>,
+}
+
+/// Matches declarations to compiled kernels: an exact declaration by symbol (else a unique
+/// demangled base name); every kernel no exact declaration took, by the one family pattern that
+/// matches it. Exact beats pattern; two patterns matching one kernel is an error naming both.
+fn match_declarations(
+    kernels: &[CompiledKernel<'_>],
+    declarations: &Declarations,
+) -> Result<Matching, Error> {
+    let mut by_kernel: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut unmatched = Vec::new();
+    let mut families = Vec::new();
+    for (declaration_index, declared) in declarations.kernels.iter().enumerate() {
+        if declared.kernel.spec.family.is_some() {
+            families.push(declaration_index);
+            continue;
+        }
+        let wanted = &declared.kernel.kernel_name;
+        let exact = kernels.iter().position(|kernel| &kernel.name == wanted);
+        let by_demangled = || {
+            let candidates: Vec<usize> = kernels
+                .iter()
+                .enumerate()
+                .filter(|(_, kernel)| {
+                    kernel
+                        .demangled
+                        .as_deref()
+                        .and_then(|name| name.split('(').next())
+                        .map(|base| base.rsplit("::").next() == Some(wanted) || base == wanted)
+                        == Some(true)
+                })
+                .map(|(index, _)| index)
+                .collect();
+            (candidates.len() == 1).then(|| candidates[0])
+        };
+        match exact.or_else(by_demangled) {
+            Some(index) => {
+                by_kernel.insert(index, declaration_index);
+            }
+            None => unmatched.push(declaration_index),
+        }
+    }
+    for &family_index in &families {
+        let pattern = declarations.kernels[family_index]
+            .kernel
+            .kernel_name
+            .as_str();
+        let mut matched_any = false;
+        for (kernel_index, kernel) in kernels.iter().enumerate() {
+            if !spec::family_matches(pattern, &kernel.name) {
+                continue;
+            }
+            matched_any = true;
+            match by_kernel.get(&kernel_index) {
+                None => {
+                    by_kernel.insert(kernel_index, family_index);
+                }
+                Some(&other) if declarations.kernels[other].kernel.spec.family.is_some() => {
+                    return Err(two_families(declarations, kernel, other, family_index));
+                }
+                Some(_) => {} // an exact declaration beats the pattern
+            }
+        }
+        if !matched_any {
+            unmatched.push(family_index);
+        }
+    }
+    Ok(Matching {
+        by_kernel,
+        unmatched,
+    })
+}
+
+fn two_families(
+    declarations: &Declarations,
+    kernel: &CompiledKernel<'_>,
+    first: usize,
+    second: usize,
+) -> Error {
+    let describe = |index: usize| {
+        let declared = &declarations.kernels[index];
+        let location = declarations.location(declared);
+        format!(
+            "`family = \"{}\"` ({}:{}:{})",
+            declared.kernel.kernel_name, location.path, location.line, location.column
+        )
+    };
+    Error::Config {
+        message: format!(
+            "kernel `{}` matches two family declarations, {} and {}: make the patterns disjoint, or declare `{}` on its own (an exact declaration beats every pattern)",
+            kernel.name,
+            describe(first),
+            describe(second),
+            kernel.name
+        ),
+    }
+}
+
+/// Every `[package.metadata.occupancy.kernels.<name>]` table must name a compiled kernel or a
+/// declaration (Rust name, symbol or family pattern): a misspelt name would silently set nothing.
+fn check_kernel_tables(
+    context: &Context,
+    kernels: &[CompiledKernel<'_>],
+    declarations: &Declarations,
+) -> Result<(), Error> {
+    let known: Vec<&str> = kernels
+        .iter()
+        .map(|kernel| kernel.name.as_str())
+        .chain(declarations.kernels.iter().flat_map(|declared| {
+            [
+                declared.kernel.rust_name.as_str(),
+                declared.kernel.kernel_name.as_str(),
+            ]
+        }))
+        .collect();
+    for name in &context.metadata.package_kernel_tables {
+        if known.contains(&name.as_str()) {
+            continue;
+        }
+        let close =
+            occupancy_core::lint::closest_names(name, known.iter().copied(), evaluate::NAMES_SHOWN);
+        let hint = match close.as_slice() {
+            [] => format!(
+                "; the build compiled {} kernel{}",
+                kernels.len(),
+                if kernels.len() == 1 { "" } else { "s" }
+            ),
+            [one] => format!(": did you mean `{one}`?"),
+            more => format!(
+                ": did you mean one of {}?",
+                more.iter()
+                    .map(|name| format!("`{name}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        return Err(Error::Config {
+            message: format!(
+                "[package.metadata.occupancy.kernels.{name}] names no compiled kernel and no declaration{hint} (a kernel table is keyed by the compiled symbol or the Rust name)"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Where a compiled kernel is defined: the PTX's line information (`-lineinfo`) for a `.cu`
+/// source, so a kernel made by a C macro points at the macro's invocation and one in a header
+/// at the header's line; else the source file (line 0).
+fn kernel_location(context: &Context, kernel: &CompiledKernel<'_>) -> Location {
+    let kind = match kernel.source.kind {
+        crate::SourceKind::Ptx => LocationKind::PtxEntry,
+        _ => LocationKind::CudaKernel,
+    };
+    match (&kernel.defined_at, kind) {
+        (Some(defined_at), LocationKind::CudaKernel) => Location {
+            kind,
+            path: display_path(&context.manifest_dir, Path::new(&defined_at.file)),
+            line: defined_at.line,
+            column: 1,
+        },
+        _ => Location {
+            kind,
+            path: display_path(&context.manifest_dir, &kernel.source.source),
+            line: 0,
+            column: 0,
+        },
+    }
+}
+
+/// The block an undeclared kernel is checked at: the crate's `block` (default
+/// [`evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS`]), or the kernel's compiled maximum
+/// (`__launch_bounds__`) when that is smaller: it cannot be launched with more.
+fn undeclared_block(context: &Context, kernel: &CompiledKernel<'_>) -> u32 {
+    let crate_block = context
+        .metadata
+        .block_threads
+        .unwrap_or(evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS);
+    let compiled_max = kernel
+        .ptx
+        .as_ref()
+        .and_then(|ptx| ptx.maxntid.as_ref().or(ptx.reqntid.as_ref()))
+        .map(|dims| dims.iter().product::<u32>());
+    compiled_max.map_or(crate_block, |max| max.min(crate_block))
+}
+
+type ArchRow<'a> = (&'static ArchFacts, &'a KernelRecord, KernelRow);
+
+/// One report row per target arch of `kernel` (those its declaration keeps), computed by the
+/// report model (the one place the computed columns come from); the lints read the same rows.
+fn kernel_rows<'a>(
+    context: &Context,
+    kernel: &'a CompiledKernel<'_>,
+    declared: Option<(&Declared, usize)>,
+    declarations: &Declarations,
+) -> Result<Vec<ArchRow<'a>>, Error> {
+    let spec = declared.map(|(declared, _)| &declared.kernel.spec);
+    let block_threads = spec.map_or_else(
+        || undeclared_block(context, kernel),
+        |spec| spec.block.threads(),
+    );
+    let dynamic_smem_bytes = spec.map_or(0, |spec| spec.dynamic_smem_bytes);
+    let arch_filter: Option<BTreeSet<String>> =
+        spec.and_then(|spec| spec.archs.as_ref()).map(|archs| {
+            archs
+                .iter()
+                .filter_map(|name| crate::SmArch::parse(name).ok())
+                .map(|arch| arch.to_string())
+                .collect()
+        });
+    if let (Some(filter), Some((declared, _))) = (&arch_filter, declared) {
+        let not_built: Vec<&String> = filter
+            .iter()
+            .filter(|arch| !kernel.records.contains_key(*arch))
+            .collect();
+        if !not_built.is_empty() {
+            let location = declarations.location(declared);
+            return Err(Error::Config {
+                message: format!(
+                    "{}:{}:{}: kernel `{}` declares `archs` {:?}, but the build does not target {:?} (it targets {}); add them to the crate's archs or drop them from the attribute",
+                    location.path,
+                    location.line,
+                    location.column,
+                    kernel.name,
+                    filter,
+                    not_built,
+                    kernel.records.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            });
+        }
+    }
+    let source_location = kernel_location(context, kernel);
+    let launch = RowLaunch {
+        block: block_threads,
+        dynamic_smem_bytes: u64::from(dynamic_smem_bytes),
+        carveout_percent: None,
+    };
+    let mut rows = Vec::new();
+    for (arch_name, record) in &kernel.records {
+        if arch_filter
+            .as_ref()
+            .is_some_and(|filter| !filter.contains(arch_name))
+        {
+            continue;
+        }
+        let no_facts = |error: &dyn std::fmt::Display| {
+            Error::Config {
+            message: format!("{error}: occupancy-core has no facts for {arch_name}; remove it from the target archs"),
+        }
+        };
+        let facts: &'static ArchFacts =
+            arch::lookup(arch_name).map_err(|error| no_facts(&error))?;
+        let mut row = KernelRow::from_record(record, kernel.ptx.as_ref(), launch)
+            .map_err(|error| no_facts(&error))?;
+        row.crate_name = Some(context.crate_name.clone());
+        row.ptx_target = kernel.source.ptx_target.clone();
+        row.source = Some(source_location.clone());
+        if let Some((declared, _)) = declared {
+            row.declaration = Some(declarations.location(declared));
+            row.rust_name = Some(declared.kernel.rust_name.clone());
+        }
+        rows.push((facts, record, row));
+    }
+    Ok(rows)
+}
+
+/// Puts every finding in the report; prints warnings as `cargo:warning` lines and returns the
+/// rendered errors. Findings about undeclared kernels are summarized: one line per lint and
+/// level, the full list in the report.
+fn render_findings(
+    gathered: Vec<Gathered>,
+    context: &Context,
+    declarations: &Declarations,
+    report: &mut Report,
+    cargo: &mut CargoLines,
+) -> Vec<String> {
+    let mut rendered_denials = Vec::new();
+    let summaries = evaluate::summarize(
+        gathered
+            .iter()
+            .filter(|gathered| gathered.undeclared)
+            .map(|gathered| (&gathered.leveled, gathered.kernel.as_str())),
+    );
+    let sources: BTreeMap<&str, Location> = report
+        .kernels
+        .iter()
+        .filter_map(|row| Some((row.name.as_str(), row.source.clone()?)))
+        .collect();
+    let mut findings = Vec::new();
+    for gathered in &gathered {
+        let declared = gathered
+            .declaration
+            .map(|index| &declarations.kernels[index]);
+        let LeveledFinding { finding, level } = &gathered.leveled;
+        let mut notes = finding.notes.clone();
+        let ptx_target = report
+            .kernels
+            .iter()
+            .find(|row| row.name == gathered.kernel && Some(&row.arch) == finding.arch.as_ref())
+            .and_then(|row| row.ptx_target.as_deref());
+        if let (Some(arch), Some(ptx_target)) = (&finding.arch, ptx_target) {
+            notes.push(occupancy_core::report::program_note(arch, ptx_target));
+        }
+        let finding = Finding {
+            lint: finding.lint,
+            level: *level,
+            crate_name: Some(context.crate_name.clone()),
+            kernel: Some(gathered.kernel.clone()),
+            arch: finding.arch.clone(),
+            message: finding.message.clone(),
+            notes,
+            help: finding.help.clone(),
+            location: match declared {
+                Some(declared) => Some(declarations.location(declared)),
+                None => sources.get(gathered.kernel.as_str()).cloned(),
+            },
+        };
+        if !gathered.undeclared {
+            match level {
+                Level::Deny => {
+                    let source = declared.map(|declared| {
+                        let span = declared.kernel.attribute;
+                        (
+                            &declarations.sources[declared.source_index],
+                            (span.start.line, span.start.column),
+                            (span.end.line, span.end.column),
+                        )
+                    });
+                    rendered_denials.push(diagnostics::render(&(&finding).into(), source));
+                }
+                _ => cargo.warning(&format!("occupancy: {}", diagnostics::one_line(&finding))),
+            }
+        }
+        findings.push(finding);
+    }
+    let report_path = report_display_path(context);
+    for summary in &summaries {
+        let message = summary.message(&report_path);
+        let notes: Vec<String> = summary
+            .kernels
+            .iter()
+            .take(evaluate::NAMES_SHOWN)
+            .filter_map(|kernel| {
+                Some(format!(
+                    "`{kernel}` is defined at {}",
+                    sources.get(kernel.as_str())?
+                ))
+            })
+            .collect();
+        let help = format!(
+            "declare each kernel next to its Rust stub with `#[occupancy::kernel(block = ...)]` (one `family = \"prefix_*\"` declaration covers a family), set the launch undeclared kernels are checked at with `block = N` under `[package.metadata.occupancy]`, or set `{}` under `[package.metadata.occupancy.lints]`",
+            summary.lint.config_line(Level::Warn)
+        );
+        let diagnostic = diagnostics::Diagnostic {
+            id: summary.lint.as_str(),
+            deny: summary.level == Level::Deny,
+            message: &message,
+            arch: None,
+            notes: &notes,
+            help: Some(&help),
+        };
+        match summary.level {
+            Level::Deny => rendered_denials.push(diagnostics::render(&diagnostic, None)),
+            _ => cargo.warning(&format!("occupancy: warning[{}]: {message}", summary.lint)),
+        }
+    }
+    report.findings.extend(findings);
+    rendered_denials
+}
+
+/// `target/occupancy/<crate>.json` as a user finds it: relative to the directory holding
+/// `target/` when that is the package's or one of its ancestors (the workspace root).
+fn report_display_path(context: &Context) -> String {
+    let Some(target) = crate::report::target_dir(&context.out_dir) else {
+        return context.out_dir.join("occupancy.json").display().to_string();
+    };
+    let path = target
+        .join("occupancy")
+        .join(format!("{}.json", context.crate_name));
+    match target.parent() {
+        Some(root) if context.manifest_dir.starts_with(root) => path
+            .strip_prefix(root)
+            .unwrap_or(&path)
+            .display()
+            .to_string(),
+        _ => path.display().to_string(),
+    }
 }
 
 /// For a spilling kernel compiled with `min_blocks_per_sm = B`: re-runs ptxas on the same PTX
@@ -822,6 +1215,160 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("ptxas's report"), "{error}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    fn declarations_of(text: &str) -> Declarations {
+        Declarations {
+            kernels: spec::scan_source(text)
+                .unwrap()
+                .into_iter()
+                .map(|kernel| Declared {
+                    kernel,
+                    source_index: 0,
+                })
+                .collect(),
+            sources: vec![SourceText {
+                display_path: "src/lib.rs".into(),
+                text: text.into(),
+            }],
+        }
+    }
+
+    fn kernels_named<'a>(source: &'a CompiledSource, names: &[&str]) -> Vec<CompiledKernel<'a>> {
+        names
+            .iter()
+            .map(|name| CompiledKernel {
+                name: (*name).to_string(),
+                demangled: None,
+                source,
+                ptx: None,
+                defined_at: None,
+                records: BTreeMap::new(),
+            })
+            .collect()
+    }
+
+    const FAMILIES: &str = "#[occupancy::kernel(family = \"affine_*\", block = 256)]\nfn affine();\n\n#[occupancy::kernel(block = 128)]\nfn affine_f64();\n\n#[occupancy::kernel(family = \"cast_*\", block = 64)]\nfn cast();\n";
+
+    #[test]
+    fn families_match_by_pattern_and_exact_declarations_win() {
+        let dir = std::env::temp_dir().join(format!("occupancy-match-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let source = compiled(&dir, "");
+        let kernels = kernels_named(&source, &["affine_f32", "affine_f64", "uneg_f32"]);
+        let declarations = declarations_of(FAMILIES);
+        let matching = match_declarations(&kernels, &declarations).unwrap();
+        let declared = |kernel: usize| {
+            matching
+                .by_kernel
+                .get(&kernel)
+                .map(|&index| declarations.kernels[index].kernel.rust_name.as_str())
+        };
+        assert_eq!(declared(0), Some("affine"));
+        assert_eq!(declared(1), Some("affine_f64"));
+        assert_eq!(declared(2), None);
+        // `cast_*` matches nothing: reported as missing at its attribute.
+        let unmatched: Vec<&str> = matching
+            .unmatched
+            .iter()
+            .map(|&index| declarations.kernels[index].kernel.rust_name.as_str())
+            .collect();
+        assert_eq!(unmatched, ["cast"]);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn two_patterns_matching_one_kernel_is_an_error_naming_both() {
+        let dir = std::env::temp_dir().join(format!("occupancy-two-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let source = compiled(&dir, "");
+        let kernels = kernels_named(&source, &["affine_f32"]);
+        let declarations = declarations_of(
+            "#[occupancy::kernel(family = \"affine_*\", block = 256)]\nfn affine();\n#[occupancy::kernel(family = \"*_f32\", block = 256)]\nfn f32s();\n",
+        );
+        let error = match_declarations(&kernels, &declarations)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            error.contains("kernel `affine_f32` matches two family declarations")
+                && error.contains("`family = \"affine_*\"` (src/lib.rs:1:1)")
+                && error.contains("`family = \"*_f32\"` (src/lib.rs:3:1)"),
+            "{error}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_kernel_table_naming_no_kernel_is_an_error_with_a_suggestion() {
+        let dir = std::env::temp_dir().join(format!("occupancy-tables-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let source = compiled(&dir, "");
+        let kernels = kernels_named(&source, &["spill", "saxpy"]);
+        let declarations = declarations_of(FAMILIES);
+        let mut context = context_for(&["sm_90"], &dir);
+        context.metadata.package_kernel_tables = vec!["saxpy".into(), "affine".into()];
+        check_kernel_tables(&context, &kernels, &declarations).unwrap();
+        context.metadata.package_kernel_tables.push("spil".into());
+        let error = check_kernel_tables(&context, &kernels, &declarations)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("[package.metadata.occupancy.kernels.spil] names no compiled kernel")
+                && error.contains("did you mean `spill`?"),
+            "{error}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn the_bounds_header_has_one_macro_per_family() {
+        let dir = std::env::temp_dir().join(format!("occupancy-header-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let context = context_for(&["sm_90"], &dir);
+        let declarations = declarations_of(
+            "#[occupancy::kernel(family = \"uneg_*\", block = 256, min_blocks_per_sm = 4)]\nfn uneg();\n#[occupancy::kernel(block = 128)]\nfn saxpy();\n",
+        );
+        let header =
+            std::fs::read_to_string(write_bounds_header(&context, &declarations).unwrap()).unwrap();
+        for line in [
+            "#define OCCUPANCY_BOUNDS_FAMILY(family) OCCUPANCY_BOUNDS_FAMILY_##family",
+            "#define OCCUPANCY_BOUNDS_FAMILY_uneg __launch_bounds__(256, 4)",
+            "#define OCCUPANCY_BLOCK_THREADS_FAMILY_uneg 256",
+            "#define OCCUPANCY_BOUNDS_saxpy __launch_bounds__(128)",
+        ] {
+            assert!(header.contains(line), "{line}\n{header}");
+        }
+        assert!(!header.contains("OCCUPANCY_BOUNDS_uneg_*"), "{header}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn kernels_are_located_by_line_info_and_undeclared_blocks_respect_bounds() {
+        let dir = std::env::temp_dir().join(format!("occupancy-locate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let source = compiled(&dir, "");
+        let mut context = context_for(&["sm_90"], &dir);
+        let mut kernels = kernels_named(&source, &["uneg_f32"]);
+        kernels[0].defined_at = Some(EntrySourceLine {
+            file: dir.join("kernels/unary.cu").display().to_string(),
+            line: 8,
+        });
+        let location = kernel_location(&context, &kernels[0]);
+        assert_eq!(
+            (location.path.as_str(), location.line),
+            ("kernels/unary.cu", 8)
+        );
+        assert_eq!(undeclared_block(&context, &kernels[0]), 256);
+        context.metadata.block_threads = Some(1024);
+        assert_eq!(undeclared_block(&context, &kernels[0]), 1024);
+        kernels[0].ptx = ptxas::parse_ptx_directives(
+            ".visible .entry uneg_f32(\n)\n.maxntid 512, 1, 1\n{\nret;\n}\n",
+        )
+        .into_iter()
+        .next();
+        assert_eq!(undeclared_block(&context, &kernels[0]), 512);
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -234,7 +234,10 @@ fn nvcc_args(
                     args.extend(arch_args(settings, true));
                 }
             }
+            // -lineinfo: `.file`/`.loc` in the PTX say where each kernel is defined (a macro's
+            // invocation, a header's line); it adds line tables only, not code.
             args.extend([
+                "-lineinfo".into(),
                 "-Xptxas".into(),
                 "-v".into(),
                 "--keep".into(),

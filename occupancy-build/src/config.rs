@@ -21,16 +21,22 @@ pub struct Metadata {
     pub lints: BTreeMap<String, String>,
     /// `[...metadata.occupancy.kernels.<name>.lints]`: per-kernel levels.
     pub kernel_lints: BTreeMap<String, BTreeMap<String, String>>,
+    /// The `<name>`s of `[package.metadata.occupancy.kernels.<name>]` (not the workspace's, whose
+    /// kernels may live in other members): each must name a kernel of this package.
+    pub package_kernel_tables: Vec<String>,
     /// `baseline = "occupancy.lock"` (relative to the package root).
     pub baseline: Option<PathBuf>,
     /// `reports = ["json"]`.
     pub reports: Option<Vec<String>>,
+    /// `block = 1024`: threads per block at which undeclared kernels are checked.
+    pub block_threads: Option<u32>,
     /// Files read (for `rerun-if-changed`).
     pub files_read: Vec<PathBuf>,
 }
 
 const KNOWN_KEYS: &[&str] = &[
     "archs",
+    "block",
     "jit_archs",
     "lints",
     "kernels",
@@ -124,6 +130,18 @@ fn apply(metadata: &mut Metadata, table: &toml::Value, section: &str) -> Result<
                 }
                 metadata.reports = Some(formats)
             }
+            "block" => {
+                let threads = value
+                    .as_integer()
+                    .filter(|threads| {
+                        (1..=i64::from(occupancy_core::spec::MAX_THREADS_PER_BLOCK))
+                            .contains(threads)
+                    })
+                    .ok_or_else(|| {
+                        wrong("threads per block, an integer from 1 to 1024, e.g. `block = 1024`")
+                    })?;
+                metadata.block_threads = Some(threads as u32);
+            }
             "baseline" => {
                 metadata.baseline = Some(PathBuf::from(
                     value.as_str().ok_or_else(|| wrong("a path string"))?,
@@ -139,6 +157,9 @@ fn apply(metadata: &mut Metadata, table: &toml::Value, section: &str) -> Result<
                     .as_table()
                     .ok_or_else(|| wrong("a table of kernel names"))?;
                 for (kernel, settings) in kernels {
+                    if section.starts_with("[package") {
+                        metadata.package_kernel_tables.push(kernel.clone());
+                    }
                     let sub = format!("{section} kernels.{kernel}");
                     let settings = settings.as_table().ok_or_else(|| Error::Config {
                         message: format!("{sub} must be a table with `lints`"),
@@ -157,12 +178,15 @@ fn apply(metadata: &mut Metadata, table: &toml::Value, section: &str) -> Result<
                 }
             }
             other => {
+                let hint = occupancy_core::lint::did_you_mean(other, KNOWN_KEYS.iter().copied())
+                    .map(|key| format!("did you mean `{key}`? "))
+                    .unwrap_or_default();
                 return Err(Error::Config {
                     message: format!(
-                        "{section}: unknown key `{other}` (known keys: {})",
+                        "{section}: unknown key `{other}` ({hint}known keys: {})",
                         KNOWN_KEYS.join(", ")
                     ),
-                })
+                });
             }
         }
     }
@@ -239,6 +263,30 @@ mod tests {
         );
         assert_eq!(metadata.kernel_lints["saxpy"]["low_occupancy"], "allow");
         assert_eq!(metadata.files_read.len(), 2);
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn block_is_read_from_the_workspace_and_checked() {
+        let root = temp_dir("block");
+        std::fs::write(
+            root.join("Cargo.toml"),
+            "[workspace]\nmembers=[\"k\"]\n[workspace.metadata.occupancy]\nblock=1024\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join("k")).unwrap();
+        std::fs::write(root.join("k/Cargo.toml"), "[package]\nname=\"k\"\n").unwrap();
+        assert_eq!(load(&root.join("k")).unwrap().block_threads, Some(1024));
+        std::fs::write(
+            root.join("k/Cargo.toml"),
+            "[package]\nname=\"k\"\n[package.metadata.occupancy]\nblock=2048\n",
+        )
+        .unwrap();
+        let error = load(&root.join("k")).unwrap_err().to_string();
+        assert!(
+            error.contains("[package.metadata.occupancy] `block` must be threads per block"),
+            "{error}"
+        );
         std::fs::remove_dir_all(root).unwrap();
     }
 

@@ -100,6 +100,8 @@ pub enum LintId {
     Spills,
     /// Theoretical occupancy below the declared `min_occupancy`.
     LowOccupancy,
+    /// More registers per thread than the declared `max_registers_per_thread`.
+    TooManyRegisters,
     /// The declared launch cannot start on an architecture.
     Unlaunchable,
     /// The kernel was not compiled with the declared launch bounds.
@@ -137,9 +139,10 @@ pub struct LintInfo {
 
 impl LintId {
     /// Every lint, in the order they are documented.
-    pub const ALL: [LintId; 11] = [
+    pub const ALL: [LintId; 12] = [
         LintId::Spills,
         LintId::LowOccupancy,
+        LintId::TooManyRegisters,
         LintId::Unlaunchable,
         LintId::BoundsMismatch,
         LintId::MissingKernel,
@@ -156,6 +159,7 @@ impl LintId {
         match self {
             LintId::Spills => "spills",
             LintId::LowOccupancy => "low_occupancy",
+            LintId::TooManyRegisters => "too_many_registers",
             LintId::Unlaunchable => "unlaunchable",
             LintId::BoundsMismatch => "bounds_mismatch",
             LintId::MissingKernel => "missing_kernel",
@@ -173,6 +177,7 @@ impl LintId {
         match self {
             LintId::Spills
             | LintId::LowOccupancy
+            | LintId::TooManyRegisters
             | LintId::Unlaunchable
             | LintId::BoundsMismatch
             | LintId::MissingKernel
@@ -211,6 +216,12 @@ impl LintId {
                 "Too few resident warps leave the SM idle while warps wait on memory; the kernel runs at a fraction of the bandwidth or throughput the crate expects.",
                 "`#[occupancy::kernel(block = 256, min_occupancy = 0.5)]` on a kernel using 128 registers per thread: on sm_90 only 2 blocks (512 of 2048 threads, 25%) fit.",
                 "Reduce registers (`min_blocks_per_sm` or `max_registers`), shared memory or block size; or lower `min_occupancy`, or `allow(low_occupancy)` when low occupancy is deliberate (register tiling).",
+            ),
+            LintId::TooManyRegisters => (
+                "The kernel uses more registers per thread than the declared `max_registers_per_thread`.",
+                "Registers per thread decide how many warps fit on an SM; a kernel that grows past the budget its authors set loses occupancy (or spills once capped) without anyone deciding it.",
+                "`#[occupancy::kernel(block = 256, max_registers_per_thread = 64)]` on a kernel that ptxas compiles to 72 registers per thread.",
+                "Reduce live values, cap registers at compile time with `max_registers = N` (ptxas may spill), raise `max_registers_per_thread`, or `allow(too_many_registers)`.",
             ),
             LintId::Unlaunchable => (
                 "The declared launch cannot start on some target architecture.",
@@ -256,9 +267,9 @@ impl LintId {
             ),
             LintId::UndeclaredKernel => (
                 "A compiled kernel has no `#[occupancy::kernel]` declaration.",
-                "An undeclared kernel is only checked against the architecture's hard limits, not against the crate's intent; new kernels can slip in unchecked.",
+                "An undeclared kernel is only checked for spills, unlaunchable launches and stack frames, at the crate's default launch (`block` under `[package.metadata.occupancy]`, 256 threads when unset, or the kernel's smaller `__launch_bounds__`), not against the crate's intent; findings of many undeclared kernels are shown as one summary per lint, the full list in the report.",
                 "A .cu file defines `__global__ void transpose(...)` but no Rust stub declares it.",
-                "Declare it next to its Rust stub with `#[occupancy::kernel(...)]`, or leave this lint at its default `allow`.",
+                "Declare it next to its Rust stub with `#[occupancy::kernel(...)]` (one `family = \"prefix_*\"` declaration covers a macro-generated family), or leave this lint at its default `allow`.",
             ),
             LintId::Regression => (
                 "A kernel is worse than the committed baseline (`occupancy.lock`): more registers, spills or stack, or lower occupancy.",
@@ -332,36 +343,66 @@ impl FromStr for LintId {
 
 /// The candidate closest to `given` by edit distance, when close enough to be a typo.
 ///
-/// Shared by every "did you mean" in the toolkit (keys, lint ids, levels).
+/// Shared by every "did you mean" in the toolkit (keys, lint ids, levels, kernel names). Ties
+/// go to the candidate listed first.
 pub fn did_you_mean<'a>(
     given: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
-    let allowed_distance = (given.chars().count() / 3).max(2);
-    candidates
-        .into_iter()
-        .map(|candidate| (edit_distance(given, candidate), candidate))
-        .filter(|(distance, _)| *distance <= allowed_distance)
-        .min_by_key(|(distance, _)| *distance)
-        .map(|(_, candidate)| candidate)
+    closest_names(given, candidates, 1).into_iter().next()
 }
 
-/// Levenshtein distance in characters.
+/// At most `limit` candidates close enough to `given` to be a typo of it, closest first (ties in
+/// the order given). What a "did you mean" lists, so a list of 600 names is never printed whole.
+pub fn closest_names<'a>(
+    given: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+    limit: usize,
+) -> Vec<&'a str> {
+    let allowed_distance = (given.chars().count() / 3).max(2);
+    let mut close: Vec<(usize, usize, &'a str)> = candidates
+        .into_iter()
+        .enumerate()
+        .map(|(order, candidate)| (edit_distance(given, candidate), order, candidate))
+        .filter(|(distance, _, _)| *distance <= allowed_distance)
+        .collect();
+    close.sort_unstable();
+    close.dedup_by_key(|(_, _, candidate)| *candidate);
+    close
+        .into_iter()
+        .take(limit)
+        .map(|(_, _, candidate)| candidate)
+        .collect()
+}
+
+/// Edit distance in characters: insertions, deletions, substitutions and transpositions of two
+/// neighbours each count 1 (optimal string alignment), so `f23` is one edit from `f32`.
 pub fn edit_distance(left: &str, right: &str) -> usize {
-    let right_chars: Vec<char> = right.chars().collect();
-    let mut previous_row: Vec<usize> = (0..=right_chars.len()).collect();
-    for (left_index, left_char) in left.chars().enumerate() {
-        let mut current_row = Vec::with_capacity(right_chars.len() + 1);
-        current_row.push(left_index + 1);
-        for (right_index, right_char) in right_chars.iter().enumerate() {
-            let substitution = previous_row[right_index] + usize::from(left_char != *right_char);
-            let deletion = previous_row[right_index + 1] + 1;
-            let insertion = current_row[right_index] + 1;
-            current_row.push(substitution.min(deletion).min(insertion));
+    let left: Vec<char> = left.chars().collect();
+    let right: Vec<char> = right.chars().collect();
+    let width = right.len() + 1;
+    // Three rows: two back (for transpositions), one back, current.
+    let mut before_previous = vec![0; width];
+    let mut previous: Vec<usize> = (0..width).collect();
+    for left_index in 1..=left.len() {
+        let mut current = vec![left_index; width];
+        for right_index in 1..width {
+            let same = left[left_index - 1] == right[right_index - 1];
+            let mut best = (previous[right_index - 1] + usize::from(!same))
+                .min(previous[right_index] + 1)
+                .min(current[right_index - 1] + 1);
+            if left_index > 1
+                && right_index > 1
+                && left[left_index - 1] == right[right_index - 2]
+                && left[left_index - 2] == right[right_index - 1]
+            {
+                best = best.min(before_previous[right_index - 2] + 1);
+            }
+            current[right_index] = best;
         }
-        previous_row = current_row;
+        before_previous = std::mem::replace(&mut previous, current);
     }
-    previous_row[right_chars.len()]
+    previous[right.len()]
 }
 
 /// Renders `docs/lints.md` from the registry. A test compares the committed file with this;
@@ -442,7 +483,8 @@ mod tests {
         let mut ids: Vec<&str> = LintId::ALL.iter().map(|id| id.as_str()).collect();
         ids.sort_unstable();
         ids.dedup();
-        assert_eq!(ids.len(), 11);
+        assert_eq!(ids.len(), LintId::ALL.len());
+        assert_eq!(ids.len(), 12);
     }
 
     #[test]
@@ -456,6 +498,7 @@ mod tests {
             [
                 ("spills", Level::Deny),
                 ("low_occupancy", Level::Deny),
+                ("too_many_registers", Level::Deny),
                 ("unlaunchable", Level::Deny),
                 ("bounds_mismatch", Level::Deny),
                 ("missing_kernel", Level::Deny),
@@ -543,6 +586,40 @@ mod tests {
         assert_eq!(edit_distance("block", "block"), 0);
         assert_eq!(did_you_mean("blok", ["block", "name"]), Some("block"));
         assert_eq!(did_you_mean("zzzzzz", ["block", "name"]), None);
+    }
+
+    #[test]
+    fn transpositions_are_one_edit_so_the_typo_picks_its_kernel() {
+        assert_eq!(edit_distance("f23", "f32"), 1);
+        assert_eq!(edit_distance("ab", "ba"), 1);
+        // `where_u32_f16` is listed first and two substitutions away; the transposition wins.
+        let names = ["where_u32_f16", "where_u32_f32", "where_u8_f32"];
+        assert_eq!(did_you_mean("where_u32_f23", names), Some("where_u32_f32"));
+    }
+
+    #[test]
+    fn closest_names_lists_a_few_closest_first() {
+        let many: Vec<String> = (0..600).map(|index| format!("kernel_{index}")).collect();
+        let close = closest_names("kernel_1O", many.iter().map(String::as_str), 3);
+        assert_eq!(close.len(), 3, "{close:?}");
+        assert!(close.contains(&"kernel_10"), "{close:?}");
+        assert!(
+            close
+                .iter()
+                .all(|name| edit_distance("kernel_1O", name) == 1),
+            "{close:?}"
+        );
+        assert!(closest_names("zzzzzzzz", many.iter().map(String::as_str), 3).is_empty());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn edit_distance_is_a_symmetric_bounded_metric(left in "[a-c_]{0,8}", right in "[a-c_]{0,8}") {
+            let distance = edit_distance(&left, &right);
+            proptest::prop_assert_eq!(distance, edit_distance(&right, &left));
+            proptest::prop_assert!(distance <= left.chars().count().max(right.chars().count()));
+            proptest::prop_assert_eq!(distance == 0, left == right);
+        }
     }
 }
 

@@ -9,10 +9,10 @@
 //! through the streaming reader `parse` uses (`log_input`); a kernel a log has on one requested
 //! arch but not another is a `missing_kernel` finding.
 //!
-//! The engine's `compile_and_check` is not used as a whole: it evaluates only declared kernels
-//! (undeclared ones get the allow-level `undeclared_kernel`), and a check of plain CUDA code has
-//! no declarations. So this calls its compile step (`engine::compile_all`) and the same
-//! evaluation with the command line's launch standing in for a declaration.
+//! The engine's `compile_and_check` is not used as a whole: a check of plain CUDA code has no
+//! declarations and no crate. So this calls its compile step (`engine::compile_all`) and the
+//! gate's one evaluate-then-level step (`occupancy_core::lint::evaluate::check_kernel`) with the
+//! command line's launch standing in for a declaration.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{IsTerminal, Write};
@@ -22,11 +22,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use occupancy_build::{Build, CompiledSource, Product, Toolchain, TrackedEnv, NVCC_WHEELS};
-use occupancy_core::lint::evaluate::{
-    evaluate_launch, resolve_level, CompiledOnArch, LaunchOrigin, LevelSources,
-};
+use occupancy_core::lint::evaluate::{check_kernel, CompiledOnArch, Launch, LevelSources};
 use occupancy_core::lint::{Level, LintId};
-use occupancy_core::ptxas::{parse_log, parse_ptx_directives, KernelRecord, PtxEntry};
+use occupancy_core::ptxas::{
+    entry_source_lines, parse_log, parse_ptx_directives, KernelRecord, PtxEntry,
+};
 use occupancy_core::report::{Finding, KernelRow, Location, LocationKind, Report, RowLaunch};
 use occupancy_core::spec::{BlockDim, KernelSpec};
 
@@ -274,9 +274,9 @@ struct Checked {
 }
 
 /// Lint levels: the registry's defaults, `OCCUPANCY_LINT_<ID>` variables, then
-/// `--allow/--warn/--deny` (last wins), resolved by `occupancy_core::lint::evaluate::resolve_level`.
+/// `--allow/--warn/--deny` (last wins), resolved by the gate's own `check_kernel`.
 struct Levels {
-    overrides: Vec<(LintId, Level)>,
+    settings: std::collections::BTreeMap<LintId, Level>,
 }
 
 impl Levels {
@@ -294,28 +294,34 @@ impl Levels {
                 overrides.push((lint, level));
             }
         }
-        Ok(Levels { overrides })
+        Ok(Levels::new(&overrides))
+    }
+
+    fn new(overrides: &[(LintId, Level)]) -> Levels {
+        let mut settings = std::collections::BTreeMap::new();
+        for lint in LintId::ALL {
+            if let Some(level) = std::env::var(lint.env_var())
+                .ok()
+                .and_then(|value| value.trim().parse::<Level>().ok())
+            {
+                settings.insert(lint, level);
+            }
+        }
+        for (id, level) in overrides {
+            settings.insert(*id, *level);
+        }
+        Levels { settings }
+    }
+
+    fn sources(&self) -> LevelSources<'_> {
+        LevelSources {
+            environment: Some(&self.settings),
+            ..LevelSources::default()
+        }
     }
 
     fn level(&self, lint: LintId) -> Level {
-        let mut settings: std::collections::BTreeMap<LintId, Level> =
-            std::collections::BTreeMap::new();
-        if let Some(level) = std::env::var(lint.env_var())
-            .ok()
-            .and_then(|value| value.trim().parse().ok())
-        {
-            settings.insert(lint, level);
-        }
-        for (id, level) in &self.overrides {
-            settings.insert(*id, *level);
-        }
-        resolve_level(
-            lint,
-            &LevelSources {
-                environment: Some(&settings),
-                ..LevelSources::default()
-            },
-        )
+        occupancy_core::lint::evaluate::resolve_level(lint, &self.sources())
     }
 }
 
@@ -497,6 +503,7 @@ fn rows_of_compiled(
 ) -> Result<Vec<Checked>, UsageError> {
     let ptx_text = std::fs::read_to_string(&compiled.ptx).unwrap_or_default();
     let entries = parse_ptx_directives(&ptx_text);
+    let source_lines = entry_source_lines(&ptx_text);
     let parsed = match parse_log(&compiled.compiler_log) {
         Ok(parsed) => parsed,
         // Device functions only (a helper file in a scanned directory): nothing to check in
@@ -521,7 +528,6 @@ fn rows_of_compiled(
         let ptx = entries.iter().find(|entry| entry.name == record.name);
         let mut row = row_from_record(record, ptx, launch)?;
         row.ptx_target = compiled.ptx_target.clone();
-        let line = kernel_line(&source_text, record);
         let kind = if compiled
             .source
             .extension()
@@ -531,9 +537,20 @@ fn rows_of_compiled(
         } else {
             LocationKind::CudaKernel
         };
+        // Where the kernel is defined: the PTX's `-lineinfo` (a macro's invocation, a header's
+        // line) for a .cu source, else the first line naming it in the source.
+        let (path, line) = match source_lines.get(&record.name) {
+            Some(defined_at) if kind == LocationKind::CudaKernel => {
+                (display_path(Path::new(&defined_at.file)), defined_at.line)
+            }
+            _ => (
+                display_path(&compiled.source),
+                kernel_line(&source_text, record),
+            ),
+        };
         row.source = Some(Location {
             kind,
-            path: display_path(&compiled.source),
+            path,
             line,
             column: if line > 0 { 1 } else { 0 },
         });
@@ -698,7 +715,7 @@ fn kernel_line(source: &str, record: &KernelRecord) -> u32 {
 }
 
 /// The lints of every kernel, evaluated by the build gate's own evaluation
-/// (`occupancy_core::lint::evaluate::evaluate_launch`, worded for a launch from the command
+/// (`occupancy_core::lint::evaluate::check_kernel`, worded for a launch from the command
 /// line): each compiled kernel is checked with the launch of the command line (`--block`, `--dynamic-smem`) and the defaults of
 /// every limit (no spills, no stack, no minimum occupancy). `bounds_mismatch` is left out: there
 /// is no declaration for the compiled bounds to disagree with.
@@ -750,13 +767,11 @@ fn evaluate(checked: &[Checked], levels: &Levels) -> Vec<Finding> {
                 text.to_string()
             }
         };
-        for finding in evaluate_launch(&spec, &on, LaunchOrigin::CommandLine) {
-            if finding.lint == LintId::BoundsMismatch {
-                continue;
-            }
+        for leveled in check_kernel(Launch::CommandLine(&spec), &on, &levels.sources()) {
+            let finding = leveled.finding;
             findings.push(Finding {
                 lint: finding.lint,
-                level: levels.level(finding.lint),
+                level: leveled.level,
                 crate_name: None,
                 kernel: Some(first.row.name.clone()),
                 arch: finding.arch,
@@ -802,12 +817,10 @@ mod tests {
 
     #[test]
     fn levels_override_defaults_last_wins() {
-        let levels = Levels {
-            overrides: vec![
-                (LintId::Spills, Level::Warn),
-                (LintId::StackFrame, Level::Deny),
-            ],
-        };
+        let levels = Levels::new(&[
+            (LintId::Spills, Level::Warn),
+            (LintId::StackFrame, Level::Deny),
+        ]);
         assert_eq!(levels.level(LintId::Spills), Level::Warn);
         assert_eq!(levels.level(LintId::StackFrame), Level::Deny);
         assert_eq!(levels.level(LintId::Unlaunchable), Level::Deny);

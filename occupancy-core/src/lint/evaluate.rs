@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::arch::ArchFacts;
 use crate::calc::{Limiter, Occupancy};
-use crate::lint::{did_you_mean, Level, LintId};
+use crate::lint::{closest_names, Level, LintId};
 use crate::ptxas::{KernelRecord, PtxEntry};
 use crate::spec::KernelSpec;
 
@@ -129,6 +129,10 @@ pub enum LaunchOrigin {
     /// `cargo occupancy check` flags (`--block`, `--dynamic-smem`) with the default limits: the
     /// user changes flags or levels (`--allow`/`--warn`).
     CommandLine,
+    /// A kernel with no declaration, checked at the crate's default launch
+    /// (`[package.metadata.occupancy] block`) with the default limits: the user declares the
+    /// kernel, or sets the crate's level of the lint.
+    CrateDefault,
 }
 
 impl LaunchOrigin {
@@ -137,6 +141,9 @@ impl LaunchOrigin {
         match self {
             LaunchOrigin::Declaration => format!("`block = {threads}`"),
             LaunchOrigin::CommandLine => format!("`--block {threads}`"),
+            LaunchOrigin::CrateDefault => {
+                format!("the crate's default launch of {threads} threads (`[package.metadata.occupancy] block`)")
+            }
         }
     }
 
@@ -145,6 +152,7 @@ impl LaunchOrigin {
         match self {
             LaunchOrigin::Declaration => format!("at most {max} declared"),
             LaunchOrigin::CommandLine => format!("at most {max} allowed"),
+            LaunchOrigin::CrateDefault => format!("at most {max} allowed for an undeclared kernel"),
         }
     }
 
@@ -153,6 +161,10 @@ impl LaunchOrigin {
         match self {
             LaunchOrigin::Declaration => format!("`allow({})`", lint.as_str()),
             LaunchOrigin::CommandLine => format!("`--allow {}`", lint.as_str()),
+            LaunchOrigin::CrateDefault => format!(
+                "`{}` under `[package.metadata.occupancy.kernels.<name>.lints]`",
+                lint.config_line(Level::Allow)
+            ),
         }
     }
 
@@ -166,6 +178,10 @@ impl LaunchOrigin {
                     lint.as_str()
                 )
             }
+            LaunchOrigin::CrateDefault => format!(
+                "declare the kernel with `{declaration_key}`, or set `{}` under `[package.metadata.occupancy.lints]`",
+                lint.config_line(Level::Warn)
+            ),
         }
     }
 }
@@ -189,9 +205,10 @@ pub fn evaluate_launch(
     if block_threads % 32 != 0 {
         let block_of = match origin {
             LaunchOrigin::Declaration => format!("the declared block of {block_threads} threads"),
-            LaunchOrigin::CommandLine => {
-                format!("the block of {block_threads} threads (`--block {block_threads}`)")
-            }
+            LaunchOrigin::CommandLine | LaunchOrigin::CrateDefault => format!(
+                "the block of {block_threads} threads ({})",
+                origin.block_setting(block_threads)
+            ),
         };
         findings.push(Finding {
             lint: LintId::PartialWarp,
@@ -215,19 +232,7 @@ pub fn evaluate_launch(
         let spilled = spill_bytes(record);
         let max_spill = u64::from(spec.max_spill_bytes.unwrap_or(0));
         if spilled > max_spill {
-            let mut help = match origin {
-                LaunchOrigin::Declaration => String::from("lower `min_blocks_per_sm` or raise `max_registers` so ptxas has more registers, or reduce live values"),
-                LaunchOrigin::CommandLine => String::from("give ptxas more registers (a lower minimum blocks per SM in `__launch_bounds__`, or a higher `-maxrregcount`), or reduce live values"),
-            };
-            if spec.max_spill_bytes.is_none() {
-                help.push_str(", or ");
-                help.push_str(&match origin {
-                    LaunchOrigin::Declaration => {
-                        "accept spills with `max_spill_bytes = N`".to_string()
-                    }
-                    LaunchOrigin::CommandLine => origin.accept("", LintId::Spills),
-                });
-            }
+            let help = spill_help(spec, on, origin);
             findings.push(Finding {
                 lint: LintId::Spills,
                 arch: Some(arch.clone()),
@@ -305,20 +310,60 @@ pub fn evaluate_launch(
             let registers = record.registers.unwrap_or(0);
             if registers > max {
                 findings.push(Finding {
-                    lint: LintId::LowOccupancy,
+                    lint: LintId::TooManyRegisters,
                     arch: Some(arch.clone()),
                     message: format!(
                         "kernel `{}` uses {registers} registers per thread on {arch}, above the declared `max_registers_per_thread = {max}`",
                         record.name
                     ),
                     notes: vec![ptxas_note(record), occupancy_note(on)],
-                    help: Some(format!("cap registers at compile time with `max_registers = {max}` (ptxas may spill), or raise the threshold")),
+                    help: Some(format!("cap registers at compile time with `max_registers = {max}` (ptxas may spill), raise the threshold, or `allow(too_many_registers)`")),
                 });
             }
         }
         occupancy_cliff(on, origin, &mut findings);
     }
     findings
+}
+
+/// What to change about a spilling kernel: only advice that can work. No "raise
+/// `max_registers`" when ptxas already has the most registers a thread can have, no "lower
+/// `min_blocks_per_sm`" when none was declared.
+fn spill_help(spec: &KernelSpec, on: &CompiledOnArch<'_>, origin: LaunchOrigin) -> String {
+    let hardware_max = on.arch.max_regs_per_thread;
+    let registers = on.record.registers.unwrap_or(0);
+    let mut help = if registers >= hardware_max {
+        format!(
+            "ptxas already gives `{}` the most registers a thread can have on {} ({hardware_max}): reduce live values (fewer unrolled iterations, smaller per-thread arrays, or split the kernel)",
+            on.record.name, on.arch.name
+        )
+    } else {
+        match origin {
+            LaunchOrigin::Declaration => {
+                let mut more_registers = Vec::new();
+                if spec.min_blocks_per_sm.is_some_and(|blocks| blocks > 1) {
+                    more_registers.push("lower `min_blocks_per_sm`".to_string());
+                }
+                if spec.max_registers.is_some_and(|cap| cap < hardware_max) {
+                    more_registers.push(format!("raise `max_registers` (at most {hardware_max})"));
+                }
+                if more_registers.is_empty() {
+                    "reduce live values, or launch smaller blocks (a smaller `block` with a matching `__launch_bounds__` leaves ptxas more registers per thread)".to_string()
+                } else {
+                    format!("{} so ptxas has more registers, or reduce live values", more_registers.join(" or "))
+                }
+            }
+            LaunchOrigin::CommandLine | LaunchOrigin::CrateDefault => String::from("give ptxas more registers (a lower minimum blocks per SM in `__launch_bounds__`, or a higher `-maxrregcount`), or reduce live values"),
+        }
+    };
+    if spec.max_spill_bytes.is_none() {
+        help.push_str(", or ");
+        help.push_str(&match origin {
+            LaunchOrigin::Declaration => "accept spills with `max_spill_bytes = N`".to_string(),
+            other => other.accept("max_spill_bytes = N", LintId::Spills),
+        });
+    }
+    help
 }
 
 fn bound_notes(spec: &KernelSpec, on: &CompiledOnArch<'_>) -> Vec<String> {
@@ -375,7 +420,7 @@ fn unlaunchable(
                     record.name,
                     match origin {
                         LaunchOrigin::Declaration => "declared",
-                        LaunchOrigin::CommandLine => "checked",
+                        LaunchOrigin::CommandLine | LaunchOrigin::CrateDefault => "checked",
                     },
                     origin.block_setting(threads)
                 ),
@@ -383,6 +428,7 @@ fn unlaunchable(
                 help: Some(match origin {
                     LaunchOrigin::Declaration => format!("launch at most {max} threads, or take `__launch_bounds__` from the declaration (occupancy_bounds.h)"),
                     LaunchOrigin::CommandLine => format!("check the launch you use: `--block {max}` or less, or raise `__launch_bounds__` in the source"),
+                    LaunchOrigin::CrateDefault => format!("declare the kernel with the block it is launched with (at most {max}), or lower the crate's `block`"),
                 }),
             });
             return;
@@ -399,12 +445,13 @@ fn unlaunchable(
             arch: Some(arch.to_string()),
             message: match origin {
                 LaunchOrigin::Declaration => format!("the declared launch of kernel `{}` cannot start on {arch}: {reason}", record.name),
-                LaunchOrigin::CommandLine => format!("kernel `{}` cannot start on {arch} with {}: {reason}", record.name, origin.block_setting(threads)),
+                LaunchOrigin::CommandLine | LaunchOrigin::CrateDefault => format!("kernel `{}` cannot start on {arch} with {}: {reason}", record.name, origin.block_setting(threads)),
             },
             notes: vec![ptxas_note(record)],
             help: Some(match origin {
                 LaunchOrigin::Declaration => "make the block smaller, cap registers (`min_blocks_per_sm`, `max_registers`), lower `dynamic_smem`, or drop the arch from `archs`".into(),
                 LaunchOrigin::CommandLine => "check a smaller block (`--block`), cap registers (`__launch_bounds__`, `-maxrregcount`), lower `--dynamic-smem`, or leave the arch out (`--arch`)".into(),
+                LaunchOrigin::CrateDefault => "declare the kernel with the block it is launched with, cap its registers (`__launch_bounds__`), or lower the crate's `block`".into(),
             }),
         });
     }
@@ -480,9 +527,13 @@ fn occupancy_cliff(on: &CompiledOnArch<'_>, origin: LaunchOrigin, findings: &mut
     let registers = on.record.registers.unwrap_or(0);
     let register_limit = occupancy.block_limits.registers;
     let registers_bind = register_limit == Some(occupancy.blocks_per_sm);
+    // The count that loses a block must be one ptxas can assign (at most 255 per thread): a
+    // kernel at 255 registers cannot grow, so capping it at 255 would change nothing.
+    let losing_registers = registers + occupancy.headroom.registers_addable + 1;
     if !register_capped
         && registers_bind
         && registers > 0
+        && losing_registers <= on.arch.max_regs_per_thread
         && occupancy.headroom.registers_addable < CLIFF_REGISTERS
     {
         findings.push(Finding {
@@ -498,7 +549,7 @@ fn occupancy_cliff(on: &CompiledOnArch<'_>, origin: LaunchOrigin, findings: &mut
             notes: vec![occupancy_note(on)],
             help: Some(match origin {
                 LaunchOrigin::Declaration => format!("cap registers at the current count (`max_registers = {registers}`) to keep this occupancy, or {allow}"),
-                LaunchOrigin::CommandLine => format!("cap registers at the current count (`__maxnreg__({registers})` or `-maxrregcount {registers}`) to keep this occupancy, or {allow}"),
+                LaunchOrigin::CommandLine | LaunchOrigin::CrateDefault => format!("cap registers at the current count (`__maxnreg__({registers})` or `-maxrregcount {registers}`) to keep this occupancy, or {allow}"),
             }),
         });
     }
@@ -521,22 +572,72 @@ fn occupancy_cliff(on: &CompiledOnArch<'_>, origin: LaunchOrigin, findings: &mut
     }
 }
 
-/// `missing_kernel`: declared, but no compiled entry has its name; suggests a close one.
+/// Names a "did you mean" or a note lists at most.
+pub const NAMES_SHOWN: usize = 5;
+
+/// `name1, name2, name3 (+595 more)`: at most [`NAMES_SHOWN`] names of a list.
+pub fn few_names(names: &[&str]) -> String {
+    let mut text = names
+        .iter()
+        .take(NAMES_SHOWN)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > NAMES_SHOWN {
+        text.push_str(&format!(" (+{} more)", names.len() - NAMES_SHOWN));
+    }
+    text
+}
+
+/// `missing_kernel`: declared, but no compiled entry has its name; suggests the closest one (by
+/// edit distance) and lists a few close names, never all of them.
 pub fn missing_kernel(kernel_name: &str, compiled_names: &[&str]) -> Finding {
-    let suggestion = did_you_mean(kernel_name, compiled_names.iter().copied());
+    let close = closest_names(kernel_name, compiled_names.iter().copied(), NAMES_SHOWN);
+    let note = if compiled_names.is_empty() {
+        "no kernel was compiled".to_string()
+    } else if close.len() > 1 {
+        format!(
+            "close compiled names: {} ({} kernels compiled)",
+            close.join(", "),
+            compiled_names.len()
+        )
+    } else {
+        format!(
+            "{} kernel{} compiled: {}",
+            compiled_names.len(),
+            if compiled_names.len() == 1 { "" } else { "s" },
+            few_names(compiled_names)
+        )
+    };
     Finding {
         lint: LintId::MissingKernel,
         arch: None,
         message: format!("declared kernel `{kernel_name}` is not in any compiled output"),
-        notes: vec![if compiled_names.is_empty() {
-            "no kernel was compiled".to_string()
-        } else {
-            format!("compiled kernels: {}", compiled_names.join(", "))
-        }],
-        help: Some(match suggestion {
+        notes: vec![note],
+        help: Some(match close.first() {
             Some(name) => format!("did you mean `name = \"{name}\"`?"),
             None => "set `name = \"...\"` to the compiled symbol (mangled for C++ kernels), declare the kernel `extern \"C\"`, or add its file to the builder".into(),
         }),
+    }
+}
+
+/// `missing_kernel` for a family: its pattern matches no compiled kernel.
+pub fn family_matches_nothing(pattern: &str, compiled_names: &[&str]) -> Finding {
+    Finding {
+        lint: LintId::MissingKernel,
+        arch: None,
+        message: format!("kernel family `{pattern}` matches no compiled kernel"),
+        notes: vec![if compiled_names.is_empty() {
+            "no kernel was compiled".to_string()
+        } else {
+            format!(
+                "{} kernel{} compiled: {}",
+                compiled_names.len(),
+                if compiled_names.len() == 1 { "" } else { "s" },
+                few_names(compiled_names)
+            )
+        }],
+        help: Some("fix the pattern (`*` stands for any run of characters; the rest must match the compiled symbol exactly), or remove the declaration".into()),
     }
 }
 
@@ -650,6 +751,157 @@ pub fn resolve_level(lint: LintId, sources: &LevelSources<'_>) -> Level {
     .flatten()
     .find_map(|levels| levels.get(&lint).copied())
     .unwrap_or_else(|| lint.default_level())
+}
+
+/// The lints an undeclared kernel is checked for: the hard failures that need no declared
+/// intent (`docs/lints.md` promises them). Occupancy thresholds, cliffs and bounds need a
+/// declaration.
+pub const UNDECLARED_LINTS: [LintId; 3] =
+    [LintId::Spills, LintId::Unlaunchable, LintId::StackFrame];
+
+/// The block an undeclared kernel is checked at when the crate sets none: the common launch of
+/// CUDA crates, and what `cargo occupancy check` assumes without `--block`.
+pub const DEFAULT_UNDECLARED_BLOCK_THREADS: u32 = 256;
+
+/// What a kernel is checked against.
+#[derive(Debug, Clone, Copy)]
+pub enum Launch<'a> {
+    /// Its `#[occupancy::kernel]` declaration (or the family declaration that covers it).
+    Declared(&'a KernelSpec),
+    /// No declaration: the crate's default launch (`[package.metadata.occupancy] block`), with
+    /// the default limits, for [`UNDECLARED_LINTS`] only.
+    Undeclared(&'a KernelSpec),
+    /// `cargo occupancy check`'s `--block`/`--dynamic-smem`, with the default limits. No
+    /// `bounds_mismatch`: there is no declaration for the compiled bounds to disagree with.
+    CommandLine(&'a KernelSpec),
+}
+
+/// A finding with its level resolved (never `allow`: those are dropped).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeveledFinding {
+    /// What was found.
+    pub finding: Finding,
+    /// `warn` or `deny`.
+    pub level: Level,
+}
+
+/// The one evaluate-then-level step of the gate, shared by the build (`occupancy-build`) and
+/// `cargo occupancy check`: every lint for `launch` on `on_archs`, each given its level from
+/// `levels`; allowed findings are dropped.
+pub fn check_kernel(
+    launch: Launch<'_>,
+    on_archs: &[CompiledOnArch<'_>],
+    levels: &LevelSources<'_>,
+) -> Vec<LeveledFinding> {
+    let findings = match launch {
+        Launch::Declared(spec) => evaluate_declared(spec, on_archs),
+        Launch::Undeclared(spec) => evaluate_launch(spec, on_archs, LaunchOrigin::CrateDefault)
+            .into_iter()
+            .filter(|finding| UNDECLARED_LINTS.contains(&finding.lint))
+            .collect(),
+        Launch::CommandLine(spec) => evaluate_launch(spec, on_archs, LaunchOrigin::CommandLine)
+            .into_iter()
+            .filter(|finding| finding.lint != LintId::BoundsMismatch)
+            .collect(),
+    };
+    findings
+        .into_iter()
+        .map(|finding| LeveledFinding {
+            level: resolve_level(finding.lint, levels),
+            finding,
+        })
+        .filter(|leveled| leveled.level != Level::Allow)
+        .collect()
+}
+
+/// One line for many kernels with the same lint at the same level: what the build prints for
+/// undeclared kernels instead of one diagnostic each (the full list is in the report).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FindingSummary {
+    /// The lint.
+    pub lint: LintId,
+    /// Its level.
+    pub level: Level,
+    /// The kernels, each once, in the order first found.
+    pub kernels: Vec<String>,
+    /// The architectures concerned, each once, in the order first found.
+    pub archs: Vec<String>,
+}
+
+impl FindingSummary {
+    /// `3 undeclared kernels spill to local memory on sm_90: a, b, c (+2 more, see REPORT)`.
+    pub fn message(&self, report_path: &str) -> String {
+        let count = self.kernels.len();
+        let (one, many) = match self.lint {
+            LintId::Spills => (
+                "spills registers to local memory",
+                "spill registers to local memory",
+            ),
+            LintId::Unlaunchable => (
+                "cannot start at the crate's default launch",
+                "cannot start at the crate's default launch",
+            ),
+            LintId::StackFrame => ("has a stack frame", "have a stack frame"),
+            LintId::UndeclaredKernel => (
+                "is compiled without a declaration",
+                "are compiled without a declaration",
+            ),
+            _ => ("has findings", "have findings"),
+        };
+        let names: Vec<&str> = self.kernels.iter().map(String::as_str).collect();
+        let list = if count > NAMES_SHOWN {
+            format!(
+                "{} (+{} more, see {report_path})",
+                names[..NAMES_SHOWN].join(", "),
+                count - NAMES_SHOWN
+            )
+        } else {
+            format!("{} (details in {report_path})", names.join(", "))
+        };
+        let archs = if self.archs.is_empty() {
+            String::new()
+        } else {
+            format!(" on {}", self.archs.join(", "))
+        };
+        if count == 1 {
+            format!("1 undeclared kernel {one}{archs}: {list}")
+        } else {
+            format!("{count} undeclared kernels {many}{archs}: {list}")
+        }
+    }
+}
+
+/// Groups findings by (lint, level), in the order first seen.
+pub fn summarize<'a>(
+    findings: impl IntoIterator<Item = (&'a LeveledFinding, &'a str)>,
+) -> Vec<FindingSummary> {
+    let mut summaries: Vec<FindingSummary> = Vec::new();
+    for (leveled, kernel) in findings {
+        let index = match summaries.iter().position(|summary| {
+            summary.lint == leveled.finding.lint && summary.level == leveled.level
+        }) {
+            Some(index) => index,
+            None => {
+                summaries.push(FindingSummary {
+                    lint: leveled.finding.lint,
+                    level: leveled.level,
+                    kernels: Vec::new(),
+                    archs: Vec::new(),
+                });
+                summaries.len() - 1
+            }
+        };
+        let summary = &mut summaries[index];
+        if !summary.kernels.iter().any(|known| known == kernel) {
+            summary.kernels.push(kernel.to_string());
+        }
+        if let Some(arch) = &leveled.finding.arch {
+            if !summary.archs.contains(arch) {
+                summary.archs.push(arch.clone());
+            }
+        }
+    }
+    summaries
 }
 
 #[cfg(test)]
@@ -898,5 +1150,238 @@ mod tests {
             finding.help.as_deref(),
             Some("did you mean `name = \"saxpy\"`?")
         );
+    }
+
+    fn on_sm_90<'a>(record: &'a KernelRecord, result: &'a Occupancy) -> [CompiledOnArch<'a>; 1] {
+        [CompiledOnArch {
+            arch: lookup("sm_90").unwrap(),
+            record,
+            ptx: None,
+            occupancy: result,
+        }]
+    }
+
+    #[test]
+    fn undeclared_kernels_get_only_the_hard_failures_at_the_default_launch() {
+        // Spills 80 bytes, 16 bytes of stack, and a partial warp: only spills and stack_frame.
+        let log = SPILLING.replace("0 bytes stack frame", "16 bytes stack frame");
+        let record = record(&log);
+        let spec = KernelSpec::with_block(BlockDim::linear(250));
+        let result = occupancy(lookup("sm_90").unwrap(), &facts(&record), &Launch::new(250));
+        let on = on_sm_90(&record, &result);
+        let found = check_kernel(
+            super::Launch::Undeclared(&spec),
+            &on,
+            &LevelSources::default(),
+        );
+        let lints: Vec<(LintId, Level)> = found
+            .iter()
+            .map(|leveled| (leveled.finding.lint, leveled.level))
+            .collect();
+        assert_eq!(
+            lints,
+            [
+                (LintId::Spills, Level::Deny),
+                (LintId::StackFrame, Level::Warn)
+            ]
+        );
+        let spills = &found[0].finding;
+        assert!(
+            spills
+                .message
+                .contains("at most 0 allowed for an undeclared kernel"),
+            "{}",
+            spills.message
+        );
+        assert!(
+            spills
+                .help
+                .as_deref()
+                .unwrap()
+                .contains("declare the kernel"),
+            "{:?}",
+            spills.help
+        );
+        // A crate-wide level applies to them as to any finding.
+        let crate_config = BTreeMap::from([(LintId::Spills, Level::Allow)]);
+        let sources = LevelSources {
+            crate_config: Some(&crate_config),
+            ..LevelSources::default()
+        };
+        assert!(
+            check_kernel(super::Launch::Undeclared(&spec), &on, &sources)
+                .iter()
+                .all(|leveled| leveled.finding.lint != LintId::Spills)
+        );
+    }
+
+    #[test]
+    fn an_undeclared_kernel_too_big_for_the_crate_block_is_unlaunchable() {
+        // 72 registers x 1024 threads = 73728 registers, over the 65536 of a block.
+        let record = record(
+            &SPILLING
+                .replace("Used 32", "Used 72")
+                .replace("40 bytes", "0 bytes"),
+        );
+        let spec = KernelSpec::with_block(BlockDim::linear(1024));
+        let result = occupancy(
+            lookup("sm_90").unwrap(),
+            &facts(&record),
+            &Launch::new(1024),
+        );
+        let found = check_kernel(
+            super::Launch::Undeclared(&spec),
+            &on_sm_90(&record, &result),
+            &LevelSources::default(),
+        );
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].finding.lint, LintId::Unlaunchable);
+        assert!(
+            found[0]
+                .finding
+                .message
+                .contains("the crate's default launch of 1024 threads"),
+            "{}",
+            found[0].finding.message
+        );
+    }
+
+    #[test]
+    fn summaries_name_a_few_kernels_and_count_the_rest() {
+        let finding = |arch: &str| LeveledFinding {
+            finding: Finding {
+                lint: LintId::Spills,
+                arch: Some(arch.to_string()),
+                message: String::new(),
+                notes: Vec::new(),
+                help: None,
+            },
+            level: Level::Deny,
+        };
+        let names: Vec<String> = (0..8).map(|index| format!("k{index}")).collect();
+        let findings: Vec<(LeveledFinding, &str)> = names
+            .iter()
+            .flat_map(|name| {
+                [
+                    (finding("sm_80"), name.as_str()),
+                    (finding("sm_90"), name.as_str()),
+                ]
+            })
+            .collect();
+        let summaries = summarize(findings.iter().map(|(leveled, name)| (leveled, *name)));
+        assert_eq!(summaries.len(), 1);
+        assert_eq!(
+            summaries[0].message("target/occupancy/k.json"),
+            "8 undeclared kernels spill registers to local memory on sm_80, sm_90: k0, k1, k2, k3, k4 (+3 more, see target/occupancy/k.json)"
+        );
+        let one = summarize(findings[..1].iter().map(|(leveled, name)| (leveled, *name)));
+        assert_eq!(
+            one[0].message("r.json"),
+            "1 undeclared kernel spills registers to local memory on sm_80: k0 (details in r.json)"
+        );
+    }
+
+    #[test]
+    fn no_cliff_and_no_raise_at_the_hardware_register_maximum() {
+        // 255 registers at 256 threads on sm_90: 1 block; the next count (256) is one no
+        // compiler assigns, so capping at 255 would change nothing.
+        let log = SPILLING.replace("Used 32", "Used 255");
+        let record = record(&log);
+        let mut spec = KernelSpec::with_block(BlockDim::linear(256));
+        spec.max_registers = Some(255);
+        let result = occupancy(lookup("sm_90").unwrap(), &facts(&record), &Launch::new(256));
+        assert_eq!(result.blocks_per_sm, 1);
+        let findings = evaluate_declared(&spec, &on_sm_90(&record, &result));
+        assert!(
+            findings
+                .iter()
+                .all(|finding| finding.lint != LintId::OccupancyCliff),
+            "{findings:#?}"
+        );
+        let spills = findings
+            .iter()
+            .find(|finding| finding.lint == LintId::Spills)
+            .unwrap();
+        let help = spills.help.as_deref().unwrap();
+        assert!(!help.contains("raise `max_registers`"), "{help}");
+        assert!(!help.contains("min_blocks_per_sm"), "{help}");
+        assert!(
+            help.contains("the most registers a thread can have on sm_90 (255)"),
+            "{help}"
+        );
+    }
+
+    #[test]
+    fn spill_help_names_only_keys_that_were_declared() {
+        let record = record(SPILLING);
+        let result = occupancy(lookup("sm_90").unwrap(), &facts(&record), &Launch::new(256));
+        let on = on_sm_90(&record, &result);
+        let help_for = |spec: &KernelSpec| {
+            evaluate_declared(spec, &on)
+                .into_iter()
+                .find(|finding| finding.lint == LintId::Spills)
+                .and_then(|finding| finding.help)
+                .unwrap()
+        };
+        let mut spec = KernelSpec::with_block(BlockDim::linear(256));
+        spec.min_blocks_per_sm = Some(8);
+        assert!(
+            help_for(&spec).starts_with("lower `min_blocks_per_sm` so ptxas"),
+            "{}",
+            help_for(&spec)
+        );
+        spec.min_blocks_per_sm = None;
+        spec.max_registers = Some(32);
+        assert!(
+            help_for(&spec).starts_with("raise `max_registers` (at most 255)"),
+            "{}",
+            help_for(&spec)
+        );
+    }
+
+    #[test]
+    fn max_registers_per_thread_has_its_own_lint() {
+        let record = record(
+            &SPILLING
+                .replace("Used 32", "Used 72")
+                .replace("40 bytes", "0 bytes"),
+        );
+        let mut spec = KernelSpec::with_block(BlockDim::linear(256));
+        spec.max_registers_per_thread = Some(64);
+        spec.lint_levels.insert(LintId::LowOccupancy, Level::Allow);
+        let result = occupancy(lookup("sm_90").unwrap(), &facts(&record), &Launch::new(256));
+        let on = on_sm_90(&record, &result);
+        let sources = LevelSources {
+            attribute: Some(&spec.lint_levels),
+            ..LevelSources::default()
+        };
+        // `allow(low_occupancy)` does not silence it.
+        let found = check_kernel(super::Launch::Declared(&spec), &on, &sources);
+        assert!(
+            found
+                .iter()
+                .any(|leveled| leveled.finding.lint == LintId::TooManyRegisters
+                    && leveled.level == Level::Deny),
+            "{found:#?}"
+        );
+    }
+
+    #[test]
+    fn missing_kernels_list_a_few_close_names_not_all() {
+        // `where_u32_f16` comes first and is two edits away; the transposition is one.
+        let names: Vec<String> = ["where_u32_f16", "where_u8_f32", "where_u32_f32"]
+            .into_iter()
+            .map(String::from)
+            .chain((0..597).map(|index| format!("affine_{index}")))
+            .collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let finding = missing_kernel("where_u32_f23", &refs);
+        assert_eq!(
+            finding.help.as_deref(),
+            Some("did you mean `name = \"where_u32_f32\"`?")
+        );
+        let notes = finding.notes.join("\n");
+        assert!(notes.len() < 300, "{notes}");
+        assert!(notes.contains("600 kernels compiled"), "{notes}");
     }
 }

@@ -224,10 +224,9 @@ pub fn render_text(report: &Report) -> String {
             out.push('\n');
         }
     }
-    for finding in report.shown_findings() {
-        out.push('\n');
-        out.push_str(&render_finding_text(finding));
-    }
+    out.push_str(&render_findings_text(
+        &report.shown_findings().collect::<Vec<_>>(),
+    ));
     out.push('\n');
     if let Some(line) = programs_line(report) {
         out.push_str(&line);
@@ -236,6 +235,77 @@ pub fn render_text(report: &Report) -> String {
     out.push_str(&summary_line(report));
     out.push('\n');
     out
+}
+
+/// Findings of one lint at one level shown in full; past this, the first is shown and the rest
+/// summarized in one line (a crate with hundreds of kernels gets a few lines per lint).
+pub const FINDINGS_SHOWN_PER_LINT: usize = 5;
+
+/// Every finding in rustc's shape, in order; a lint with more than [`FINDINGS_SHOWN_PER_LINT`]
+/// findings at one level shows its first, then one summary line naming a few of its kernels.
+fn render_findings_text(findings: &[&Finding]) -> String {
+    let group_of = |finding: &Finding| (finding.level, finding.lint);
+    let mut groups: Vec<((Level, crate::lint::LintId), Vec<&Finding>)> = Vec::new();
+    for finding in findings {
+        match groups.iter_mut().find(|(key, _)| *key == group_of(finding)) {
+            Some((_, members)) => members.push(finding),
+            None => groups.push((group_of(finding), vec![finding])),
+        }
+    }
+    let mut out = String::new();
+    for finding in findings {
+        let (_, members) = groups
+            .iter()
+            .find(|(key, _)| *key == group_of(finding))
+            .expect("every finding is in its group");
+        let first = std::ptr::eq(members[0], *finding);
+        if members.len() <= FINDINGS_SHOWN_PER_LINT || first {
+            out.push('\n');
+            out.push_str(&render_finding_text(finding));
+        }
+        if members.len() > FINDINGS_SHOWN_PER_LINT && first {
+            out.push_str(&group_summary_line(members));
+        }
+    }
+    out
+}
+
+/// `warn[occupancy_cliff]: 211 more like this, 118 kernels in all on sm_80, sm_90: a, b, c, d, e (+113 more; --json lists every finding)`.
+fn group_summary_line(members: &[&Finding]) -> String {
+    let mut kernels: Vec<&str> = Vec::new();
+    let mut archs: Vec<&str> = Vec::new();
+    for finding in members {
+        if let Some(kernel) = finding.kernel.as_deref() {
+            if !kernels.contains(&kernel) {
+                kernels.push(kernel);
+            }
+        }
+        if let Some(arch) = finding.arch.as_deref() {
+            if !archs.contains(&arch) {
+                archs.push(arch);
+            }
+        }
+    }
+    let shown = kernels.len().min(FINDINGS_SHOWN_PER_LINT);
+    let more = if kernels.len() > shown {
+        format!(" (+{} more)", kernels.len() - shown)
+    } else {
+        String::new()
+    };
+    let on = if archs.is_empty() {
+        String::new()
+    } else {
+        format!(" on {}", archs.join(", "))
+    };
+    format!(
+        "{}[{}]: {} more like this; {} kernel{} in all{on}: {}{more} (`--json` or `--sarif` lists every finding)\n",
+        members[0].level,
+        members[0].lint,
+        members.len() - 1,
+        kernels.len(),
+        if kernels.len() == 1 { "" } else { "s" },
+        kernels[..shown].join(", ")
+    )
 }
 
 /// Which program a row describes, for a note: `sm_90 SASS from compute_80 PTX, as the driver

@@ -451,3 +451,28 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn many_findings_of_one_lint_print_one_example_and_one_summary() {
+    let mut report = example();
+    let template = report.findings[0].clone();
+    report.findings.clear();
+    for index in 0..300 {
+        let mut finding = template.clone();
+        finding.kernel = Some(format!("kernel_{index}"));
+        finding.message = format!("message {index}");
+        report.findings.push(finding);
+    }
+    let text = render_text(&report);
+    assert!(text.contains("message 0"), "{text}");
+    assert!(!text.contains("message 1\n"), "{text}");
+    let summary = text
+        .lines()
+        .find(|line| line.contains("299 more like this"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        summary.contains("300 kernels in all") && summary.contains("kernel_4 (+295 more)"),
+        "{summary}"
+    );
+    assert!(text.lines().count() < 40, "{text}");
+}

@@ -112,6 +112,20 @@ pub(crate) fn parse_spec(tokens: TokenStream, attribute_span: Span) -> syn::Resu
         ));
         return Err(combine(errors));
     };
+    if spec.family.is_some() && spec.name.is_some() {
+        if let Some(family) = keys
+            .iter()
+            .find(|occurrence| occurrence.key == SpecKey::Family)
+        {
+            errors.push(syn::Error::new(
+                family.start,
+                format!(
+                    "`family` and `name` cannot both be set: `family` declares every kernel matching a pattern, `name` one kernel; keep one (see {})",
+                    SpecKey::Family.docs_link()
+                ),
+            ));
+        }
+    }
     if !errors.is_empty() {
         return Err(combine(errors));
     }
@@ -275,6 +289,7 @@ impl State {
             }
             SpecKey::Name => spec.name = Some(parse_name(value)?),
             SpecKey::Archs => spec.archs = Some(parse_archs(value)?),
+            SpecKey::Family => spec.family = Some(parse_family(value)?),
             SpecKey::Lint(_) => unreachable!("lint levels are parsed by lint_list"),
         }
         Ok(())
@@ -392,6 +407,7 @@ fn example_value(key: SpecKey) -> &'static str {
         SpecKey::MaxRegistersPerThread => "64",
         SpecKey::Name => "\"kernel_symbol\"",
         SpecKey::Archs => "[\"sm_80\", \"sm_90\"]",
+        SpecKey::Family => "\"affine_*\"",
         SpecKey::Lint(_) => "warn(spills)",
     }
 }
@@ -699,6 +715,46 @@ fn parse_name(expr: &Expr) -> syn::Result<String> {
         ));
     }
     Ok(name)
+}
+
+fn parse_family(expr: &Expr) -> syn::Result<String> {
+    let key = SpecKey::Family;
+    let Expr::Lit(syn::ExprLit {
+        lit: Lit::Str(text),
+        ..
+    }) = expr
+    else {
+        return Err(not_a_literal(expr, key, "a string pattern"));
+    };
+    let pattern = text.value();
+    if pattern.is_empty() {
+        return Err(error_at(text, key, "`family` is empty: write a pattern of compiled symbols such as `family = \"affine_*\"`"));
+    }
+    if let Some(bad) = pattern
+        .chars()
+        .find(|character| !super::family::is_pattern_char(*character))
+    {
+        return Err(error_at(
+            text,
+            key,
+            format!("`family = \"{pattern}\"` holds `{}`: a pattern is a compiled symbol's characters (letters, digits, `_`, `$`, `.`) and `*` for any run of them; `*` is the only wildcard", bad.escape_default()),
+        ));
+    }
+    if !pattern.contains('*') {
+        return Err(error_at(
+            text,
+            key,
+            format!("`family = \"{pattern}\"` has no `*`, so it names one kernel: write `name = \"{pattern}\"`, or add `*` where the family's names differ (e.g. `\"{pattern}_*\"`)"),
+        ));
+    }
+    if pattern.chars().all(|character| character == '*') {
+        return Err(error_at(
+            text,
+            key,
+            format!("`family = \"{pattern}\"` matches every kernel: set the launch of undeclared kernels with `block = N` under `[package.metadata.occupancy]` instead"),
+        ));
+    }
+    Ok(pattern)
 }
 
 fn parse_archs(expr: &Expr) -> syn::Result<Vec<String>> {

@@ -18,6 +18,7 @@
 //! them. The grammar that needs `syn` (`KernelSpec::parse_args`, `scan_source`,
 //! `KernelStub`) is behind the `spec` feature.
 
+mod family;
 #[cfg(feature = "spec")]
 mod grammar;
 #[cfg(feature = "spec")]
@@ -32,6 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::lint::{Level, LintId};
 
+pub use family::family_matches;
 #[cfg(feature = "spec")]
 pub use scan::{
     scan_source, DeclaredKernel, KeySpan, LineColumn, ScanError, SourceSpan, SpecDiagnostic,
@@ -115,6 +117,10 @@ pub struct KernelSpec {
     pub name: Option<String>,
     /// `archs`: this kernel's target architectures, overriding the crate's list.
     pub archs: Option<Vec<String>>,
+    /// `family = "affine_*"`: the declaration covers every compiled kernel whose symbol matches
+    /// this pattern (`*` is any run of characters), not one kernel.
+    #[serde(default)]
+    pub family: Option<String>,
     /// `allow(...)`, `warn(...)`, `deny(...)`: per-kernel lint levels.
     pub lint_levels: BTreeMap<LintId, Level>,
 }
@@ -133,6 +139,7 @@ impl KernelSpec {
             max_registers_per_thread: None,
             name: None,
             archs: None,
+            family: None,
             lint_levels: BTreeMap::new(),
         }
     }
@@ -190,6 +197,9 @@ impl fmt::Display for KernelSpec {
         if let Some(name) = &self.name {
             write!(formatter, ", name = {name:?}")?;
         }
+        if let Some(family) = &self.family {
+            write!(formatter, ", family = {family:?}")?;
+        }
         if let Some(archs) = &self.archs {
             let quoted: Vec<String> = archs.iter().map(|arch| format!("{arch:?}")).collect();
             write!(formatter, ", archs = [{}]", quoted.join(", "))?;
@@ -233,13 +243,15 @@ pub enum SpecKey {
     Name,
     /// `archs = [...]`
     Archs,
+    /// `family = "pattern_*"`
+    Family,
     /// The lint's name inside `allow(...)`, `warn(...)` or `deny(...)`.
     Lint(LintId),
 }
 
 impl SpecKey {
     /// Every `key = value` key, in documentation order.
-    pub const VALUE_KEYS: [SpecKey; 10] = [
+    pub const VALUE_KEYS: [SpecKey; 11] = [
         SpecKey::Block,
         SpecKey::MinBlocksPerSm,
         SpecKey::MaxRegisters,
@@ -250,6 +262,7 @@ impl SpecKey {
         SpecKey::MaxRegistersPerThread,
         SpecKey::Name,
         SpecKey::Archs,
+        SpecKey::Family,
     ];
 
     /// The key as written in the attribute (`lint levels` for lint entries).
@@ -265,6 +278,7 @@ impl SpecKey {
             SpecKey::MaxRegistersPerThread => "max_registers_per_thread",
             SpecKey::Name => "name",
             SpecKey::Archs => "archs",
+            SpecKey::Family => "family",
             SpecKey::Lint(_) => "lint levels",
         }
     }

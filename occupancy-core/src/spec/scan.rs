@@ -82,7 +82,7 @@ pub struct DeclaredKernel {
     /// The Rust item's name (the fn, without a raw prefix).
     pub rust_name: String,
     /// The compiled kernel's symbol: `name = "..."`, else `#[link_name]`/`#[export_name]`, else
-    /// the Rust name.
+    /// the Rust name; for a family (`family = "affine_*"`), the pattern.
     pub kernel_name: String,
     /// The const the macro generates beside the item, e.g. `SAXPY_OCCUPANCY`.
     pub const_name: String,

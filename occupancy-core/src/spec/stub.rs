@@ -51,7 +51,7 @@ pub struct StubKernel {
     /// The declaration.
     pub spec: KernelSpec,
     /// The compiled kernel's symbol: `name = "..."`, else `#[link_name]`/`#[export_name]`,
-    /// else the Rust name.
+    /// else the Rust name; for a family (`family = "affine_*"`), the pattern.
     pub kernel_name: String,
     /// The attribute that declares this kernel: the macro's own (`Span::call_site()`), or for
     /// [`StubKind::ForeignFunction`] the declaration on the fn inside the block.
@@ -224,7 +224,7 @@ pub(crate) fn attribute_args(attr: &syn::Attribute) -> syn::Result<TokenStream> 
 }
 
 fn symbol_name(spec: &KernelSpec, ident: &syn::Ident, attrs: &[syn::Attribute]) -> String {
-    if let Some(name) = &spec.name {
+    if let Some(name) = spec.family.as_ref().or(spec.name.as_ref()) {
         return name.clone();
     }
     for attr in attrs {

@@ -339,6 +339,7 @@ fn arb_spec() -> impl Strategy<Value = KernelSpec> {
                             .map(|(arch, spelling)| arb_spelling(arch, spelling))
                             .collect()
                     }),
+                    family: None,
                     lint_levels: lints
                         .into_iter()
                         .map(|(lint, level)| (LintId::ALL[lint], Level::ALL[level]))
