@@ -5,6 +5,9 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod cmd;
+mod flags;
+mod inputs;
+mod outputs;
 
 /// Cargo invokes `cargo-occupancy occupancy <args>`; a user may also run `cargo-occupancy <args>`.
 #[derive(Parser, Debug)]

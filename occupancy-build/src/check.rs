@@ -508,6 +508,7 @@ pub fn check(
                 },
             )?;
             row.crate_name = Some(context.crate_name.clone());
+            row.ptx_target = kernel.source.ptx_target.clone();
             row.source = Some(source_location.clone());
             if let Some((declared, _)) = declared {
                 row.declaration = Some(declarations.location(declared));
@@ -602,6 +603,15 @@ pub fn check(
         if level == Level::Allow {
             continue;
         }
+        let mut notes = finding.notes;
+        let ptx_target = report
+            .kernels
+            .iter()
+            .find(|row| row.name == kernel_name && Some(&row.arch) == finding.arch.as_ref())
+            .and_then(|row| row.ptx_target.as_deref());
+        if let (Some(arch), Some(ptx_target)) = (&finding.arch, ptx_target) {
+            notes.push(occupancy_core::report::program_note(arch, ptx_target));
+        }
         let finding = Finding {
             lint: finding.lint,
             level,
@@ -609,7 +619,7 @@ pub fn check(
             kernel: Some(kernel_name),
             arch: finding.arch,
             message: finding.message,
-            notes: finding.notes,
+            notes,
             help: finding.help,
             location: declared.map(|declared| declarations.location(declared)),
         };
@@ -754,6 +764,7 @@ mod tests {
                 .iter()
                 .map(|arch| crate::SmArch::parse(arch).unwrap())
                 .collect(),
+            jit_archs: Vec::new(),
             arch_source: crate::ArchSource::Builder,
             skip_reason: None,
         }
@@ -775,6 +786,7 @@ mod tests {
             dependencies: Vec::new(),
             from_cache: false,
             wrapper_failure: None,
+            ptx_target: Some("compute_80".into()),
         }
     }
 

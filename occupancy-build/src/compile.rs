@@ -23,7 +23,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::fsutil::{parse_dep_file, parse_line_markers, write_atomic};
+use crate::cache::{hex, Entry, Slot};
+use crate::fsutil::{parse_dep_file, parse_line_markers};
 use crate::targets::SmArch;
 use crate::toolchain::Toolchain;
 use crate::Error;
@@ -78,19 +79,10 @@ pub struct CompiledSource {
     /// Set when the compiler cache in front of nvcc (`RUSTC_WRAPPER`, e.g. sccache) failed this
     /// compile and nvcc alone succeeded: what the cache printed, for a warning.
     pub wrapper_failure: Option<String>,
+    /// The virtual arch of the PTX every row's SASS comes from (`compute_80`): the lowest
+    /// target for a `.cu`, the `.target` of a `.ptx_file`.
+    pub ptx_target: Option<String>,
 }
-
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-struct Manifest {
-    schema: u32,
-    key: String,
-    dependencies: Vec<PathBuf>,
-    ptx: String,
-    binary: Option<String>,
-    log: String,
-}
-
-const MANIFEST_SCHEMA: u32 = 1;
 
 /// Compiles (or replays) one source.
 pub fn compile_source(
@@ -98,111 +90,103 @@ pub fn compile_source(
     source: &Path,
     kind: SourceKind,
 ) -> Result<CompiledSource, Error> {
-    let entry = entry_dir(settings, source, kind);
-    let manifest_path = entry.join("manifest.json");
-    if let Some(hit) = replay(settings, source, kind, &entry, &manifest_path) {
-        return Ok(hit);
+    let config = config_key(settings, source, kind);
+    let slot = Slot::new(&settings.cache_root, &file_stem(source), &config);
+    let current_key = |dependencies: &[PathBuf]| cache_key(settings, &config, dependencies).ok();
+    if let Some(entry) = slot.lookup(current_key) {
+        return Ok(compiled_from_entry(
+            settings, source, kind, entry, true, None,
+        ));
     }
-    let work = entry.join(format!("work-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&work);
+    let staging = slot.staging()?;
+    let work = staging.dir.join("keep");
     std::fs::create_dir_all(&work).map_err(|error| Error::Io {
         path: work.clone(),
         error,
     })?;
-    let result = run_nvcc(settings, source, kind, &work);
-    let compiled = match result {
-        Ok(compiled) => compiled,
-        Err(error) => {
-            let _ = std::fs::remove_dir_all(&work);
-            return Err(error);
-        }
-    };
-    // Move the products out of the work dir into the entry under fixed names, then record them.
+    let fresh = run_nvcc(settings, source, kind, &work)?;
+    // The products move to the staging root under fixed names; nvcc's intermediates go.
     let stem = file_stem(source);
-    let ptx_name = format!("{stem}.ptx");
-    let ptx = entry.join(&ptx_name);
+    let mut products: Vec<(&str, String)> = Vec::new();
     if kind == SourceKind::Cuda {
-        rename(&compiled.ptx, &ptx)?;
+        rename(&fresh.ptx, &staging.dir.join(format!("{stem}.ptx")))?;
+        products.push(("ptx", format!("{stem}.ptx")));
     }
-    let binary_name = compiled
-        .binary
-        .as_ref()
-        .and_then(|path| path.file_name())
-        .map(|name| name.to_string_lossy().into_owned());
-    if let (Some(binary), Some(name)) = (&compiled.binary, &binary_name) {
-        rename(binary, &entry.join(name))?;
+    if let Some(binary) = &fresh.binary {
+        let name = binary
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_else(|| format!("{stem}.bin"));
+        rename(binary, &staging.dir.join(&name))?;
+        products.push(("binary", name));
     }
-    let log_path = entry.join("nvcc.log");
-    write_atomic(&log_path, compiled.compiler_log.as_bytes())?;
+    crate::fsutil::write_atomic(&staging.dir.join("nvcc.log"), fresh.compiler_log.as_bytes())?;
+    products.push(("log", "nvcc.log".into()));
     let _ = std::fs::remove_dir_all(&work);
-    let key = cache_key(settings, source, kind, &compiled.dependencies)?;
-    let manifest = Manifest {
-        schema: MANIFEST_SCHEMA,
-        key,
-        dependencies: compiled.dependencies.clone(),
-        ptx: ptx_name,
-        binary: binary_name.clone(),
-        log: "nvcc.log".into(),
+    let key = cache_key(settings, &config, &fresh.dependencies)?;
+    let named: Vec<(&str, &str)> = products
+        .iter()
+        .map(|(role, name)| (*role, name.as_str()))
+        .collect();
+    let entry = slot.publish(staging, key, fresh.dependencies, &named)?;
+    Ok(compiled_from_entry(
+        settings,
+        source,
+        kind,
+        entry,
+        false,
+        fresh.wrapper_failure,
+    ))
+}
+
+/// `compute_80` from a PTX file's `.target sm_80[, ...]` directive (read from its header only).
+fn ptx_file_target(path: &Path) -> Option<String> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).ok()?;
+    let line = std::io::BufReader::new(file)
+        .lines()
+        .take(200)
+        .map_while(Result::ok)
+        .find(|line| line.trim_start().starts_with(".target"))?;
+    let target = line.trim_start().strip_prefix(".target")?.trim();
+    let first = target
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .next()?;
+    Some(first.replacen("sm_", "compute_", 1))
+}
+
+fn compiled_from_entry(
+    settings: &CompileSettings,
+    source: &Path,
+    kind: SourceKind,
+    entry: Entry,
+    from_cache: bool,
+    wrapper_failure: Option<String>,
+) -> CompiledSource {
+    let ptx_target = match kind {
+        SourceKind::Cuda => settings.archs.first().map(|lowest| lowest.virtual_name()),
+        SourceKind::Ptx => ptx_file_target(source),
     };
-    let manifest_json = serde_json::to_vec_pretty(&manifest).expect("the manifest is plain data");
-    write_atomic(&manifest_path, &manifest_json)?;
-    Ok(CompiledSource {
+    CompiledSource {
+        ptx_target,
         source: source.to_path_buf(),
         kind,
-        ptx: if kind == SourceKind::Cuda {
-            ptx
-        } else {
-            source.to_path_buf()
+        ptx: match kind {
+            SourceKind::Cuda => entry.path("ptx").unwrap_or_default(),
+            SourceKind::Ptx => source.to_path_buf(),
         },
-        binary: binary_name.map(|name| entry.join(name)),
-        compiler_log: compiled.compiler_log,
-        dependencies: compiled.dependencies,
-        from_cache: false,
-        wrapper_failure: compiled.wrapper_failure,
-    })
+        binary: entry.path("binary"),
+        compiler_log: entry.log,
+        dependencies: entry.manifest.dependencies,
+        from_cache,
+        wrapper_failure,
+    }
 }
 
 fn rename(from: &Path, to: &Path) -> Result<(), Error> {
     std::fs::rename(from, to).map_err(|error| Error::Io {
         path: to.to_path_buf(),
         error,
-    })
-}
-
-fn replay(
-    settings: &CompileSettings,
-    source: &Path,
-    kind: SourceKind,
-    entry: &Path,
-    manifest_path: &Path,
-) -> Option<CompiledSource> {
-    let manifest: Manifest = serde_json::from_slice(&std::fs::read(manifest_path).ok()?).ok()?;
-    if manifest.schema != MANIFEST_SCHEMA || manifest.dependencies.is_empty() {
-        return None;
-    }
-    let key = cache_key(settings, source, kind, &manifest.dependencies).ok()?;
-    if key != manifest.key {
-        return None;
-    }
-    let ptx = if kind == SourceKind::Cuda {
-        entry.join(&manifest.ptx)
-    } else {
-        source.to_path_buf()
-    };
-    let binary = manifest.binary.as_ref().map(|name| entry.join(name));
-    if !ptx.is_file() || binary.as_ref().is_some_and(|binary| !binary.is_file()) {
-        return None;
-    }
-    let compiler_log = std::fs::read_to_string(entry.join(&manifest.log)).ok()?;
-    Some(CompiledSource {
-        source: source.to_path_buf(),
-        kind,
-        ptx,
-        binary,
-        compiler_log,
-        dependencies: manifest.dependencies,
-        from_cache: true,
-        wrapper_failure: None,
     })
 }
 
@@ -459,21 +443,6 @@ fn file_stem(source: &Path) -> String {
         .unwrap_or_else(|| "source".into())
 }
 
-fn entry_dir(settings: &CompileSettings, source: &Path, kind: SourceKind) -> PathBuf {
-    let mut hasher = Sha256::new();
-    hasher.update(absolute(source).as_os_str().as_encoded_bytes());
-    hasher.update(format!("{kind:?}{:?}", settings.product));
-    let digest = hasher.finalize();
-    let short: String = digest
-        .iter()
-        .take(6)
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
-    settings
-        .cache_root
-        .join(format!("{}-{short}", file_stem(source)))
-}
-
 /// Every identifier starting with `OCCUPANCY_` in a source text.
 fn occupancy_identifiers(text: &str) -> Vec<String> {
     let mut found = Vec::new();
@@ -521,30 +490,55 @@ fn is_system_header(settings: &CompileSettings, path: &Path) -> bool {
         || path.starts_with("/usr/lib")
 }
 
-/// The cache key: everything that can change nvcc's output or report for this source.
-fn cache_key(
-    settings: &CompileSettings,
-    source: &Path,
-    kind: SourceKind,
-    dependencies: &[PathBuf],
-) -> Result<String, Error> {
-    let mut hasher = Sha256::new();
-    let mut field = |bytes: &[u8]| {
-        hasher.update((bytes.len() as u64).to_le_bytes());
-        hasher.update(bytes);
-    };
-    field(b"occupancy-build cache v1");
-    field(settings.toolchain.version_text.as_bytes());
-    field(settings.toolchain.nvcc.as_os_str().as_encoded_bytes());
-    for arg in &settings.toolchain.host_args {
-        field(arg.as_encoded_bytes());
+/// Length-prefixed fields into one SHA-256, so no two field lists hash alike.
+#[derive(Default)]
+struct KeyHasher(Sha256);
+
+impl KeyHasher {
+    fn field(&mut self, bytes: &[u8]) {
+        self.0.update((bytes.len() as u64).to_le_bytes());
+        self.0.update(bytes);
     }
+
+    fn finish(self) -> String {
+        hex(&self.0.finalize())
+    }
+}
+
+/// The configuration half of the key: everything but the content of the files read. It names
+/// the slot, so two configurations of one source (other `-D`, archs, toolkit) never share one.
+fn config_key(settings: &CompileSettings, source: &Path, kind: SourceKind) -> String {
+    let mut hasher = KeyHasher::default();
+    hasher.field(b"occupancy-build cache v2");
+    hasher.field(settings.toolchain.version_text.as_bytes());
+    hasher.field(settings.toolchain.fingerprint.as_bytes());
+    hasher.field(settings.toolchain.nvcc.as_os_str().as_encoded_bytes());
+    for arg in &settings.toolchain.host_args {
+        hasher.field(arg.as_encoded_bytes());
+    }
+    hasher.field(format!("{kind:?} {:?}", settings.product).as_bytes());
+    for arch in &settings.archs {
+        hasher.field(arch.to_string().as_bytes());
+    }
+    hasher.field(absolute(source).as_os_str().as_encoded_bytes());
     // The arguments with a fixed work dir, so the key does not depend on the process id.
     for args in nvcc_args(settings, source, kind, Path::new("/work")) {
         for arg in args {
-            field(arg.as_encoded_bytes());
+            hasher.field(arg.as_encoded_bytes());
         }
     }
+    hasher.finish()
+}
+
+/// The full key: the configuration and the content of every file the compile read.
+fn cache_key(
+    settings: &CompileSettings,
+    config: &str,
+    dependencies: &[PathBuf],
+) -> Result<String, Error> {
+    let mut hasher = KeyHasher::default();
+    hasher.field(config.as_bytes());
+    let mut field = |bytes: &[u8]| hasher.field(bytes);
     let mut sorted: Vec<&PathBuf> = dependencies.iter().collect();
     sorted.sort();
     let generated_header = settings
@@ -602,8 +596,7 @@ fn cache_key(
             field(&Sha256::digest(&contents));
         }
     }
-    let digest = hasher.finalize();
-    Ok(digest.iter().map(|byte| format!("{byte:02x}")).collect())
+    Ok(hasher.finish())
 }
 
 #[cfg(test)]
@@ -628,6 +621,64 @@ mod tests {
         assert!(
             selected_definitions(header, &pasted).is_none(),
             "token pasting: the whole header counts"
+        );
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+
+    fn settings(user_args: &[&str], archs: &[&str]) -> CompileSettings {
+        CompileSettings {
+            toolchain: Toolchain {
+                nvcc: PathBuf::from("/cuda/bin/nvcc"),
+                cuda_home: PathBuf::from("/cuda"),
+                wrapper: None,
+                host_args: Vec::new(),
+                version_text: "Cuda compilation tools, release 13.0, V13.0.88".into(),
+                release: "13.0".into(),
+                identity_files: Vec::new(),
+                fingerprint: "/cuda/bin/ptxas 100 1\n".into(),
+            },
+            archs: archs
+                .iter()
+                .map(|arch| SmArch::parse(arch).unwrap())
+                .collect(),
+            user_args: user_args.iter().map(OsString::from).collect(),
+            product: Product::Ptx,
+            cache_root: PathBuf::from("/cache"),
+        }
+    }
+
+    #[test]
+    fn every_setting_that_decides_the_output_names_its_own_slot() {
+        let source = Path::new("/src/k.cu");
+        let key = |settings: &CompileSettings| config_key(settings, source, SourceKind::Cuda);
+        let base = key(&settings(&["-DWIDTH=1"], &["sm_80"]));
+        assert_eq!(base, key(&settings(&["-DWIDTH=1"], &["sm_80"])), "stable");
+        let mut other_ptxas = settings(&["-DWIDTH=1"], &["sm_80"]);
+        other_ptxas.toolchain.fingerprint = "/cuda/bin/ptxas 101 2\n".into();
+        let variants = [
+            key(&settings(&["-DWIDTH=2"], &["sm_80"])),
+            key(&settings(&["-DWIDTH=1"], &["sm_80", "sm_90"])),
+            key(&other_ptxas),
+            config_key(
+                &settings(&["-DWIDTH=1"], &["sm_80"]),
+                Path::new("/src/j.cu"),
+                SourceKind::Cuda,
+            ),
+        ];
+        for variant in variants {
+            assert_ne!(base, variant);
+        }
+        let slot_dir = |settings: &CompileSettings| {
+            format!("{:?}", Slot::new(&settings.cache_root, "k", &key(settings)))
+        };
+        assert_ne!(
+            slot_dir(&settings(&["-DWIDTH=1"], &["sm_80"])),
+            slot_dir(&settings(&["-DWIDTH=2"], &["sm_80"])),
+            "two -D configurations never share a slot"
         );
     }
 }

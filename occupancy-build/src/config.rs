@@ -14,6 +14,9 @@ use crate::Error;
 pub struct Metadata {
     /// `archs = ["sm_80", "sm_90"]`.
     pub archs: Option<Vec<String>>,
+    /// `jit_archs = ["sm_120"]`: GPUs the shipped PTX must also run on, checked on what ptxas
+    /// (the driver's JIT) makes of that PTX there.
+    pub jit_archs: Option<Vec<String>>,
     /// `[...metadata.occupancy.lints] spills = "warn"`: lint name to level word.
     pub lints: BTreeMap<String, String>,
     /// `[...metadata.occupancy.kernels.<name>.lints]`: per-kernel levels.
@@ -26,7 +29,14 @@ pub struct Metadata {
     pub files_read: Vec<PathBuf>,
 }
 
-const KNOWN_KEYS: &[&str] = &["archs", "lints", "kernels", "baseline", "reports"];
+const KNOWN_KEYS: &[&str] = &[
+    "archs",
+    "jit_archs",
+    "lints",
+    "kernels",
+    "baseline",
+    "reports",
+];
 
 /// Reads the package manifest at `manifest_dir/Cargo.toml` and its workspace root's, if any.
 pub fn load(manifest_dir: &Path) -> Result<Metadata, Error> {
@@ -94,6 +104,12 @@ fn apply(metadata: &mut Metadata, table: &toml::Value, section: &str) -> Result<
                 metadata.archs = Some(
                     string_list(value)
                         .ok_or_else(|| wrong("a list of strings, e.g. [\"sm_80\", \"sm_90\"]"))?,
+                )
+            }
+            "jit_archs" => {
+                metadata.jit_archs = Some(
+                    string_list(value)
+                        .ok_or_else(|| wrong("a list of strings, e.g. [\"sm_120\"]"))?,
                 )
             }
             "reports" => {

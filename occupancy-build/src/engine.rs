@@ -24,7 +24,10 @@ pub struct Context {
     pub manifest_dir: PathBuf,
     pub crate_name: String,
     pub metadata: Metadata,
+    /// Every arch checked: the targets, then the JIT-only ones (sorted; the lowest is a target).
     pub archs: Vec<SmArch>,
+    /// Archs checked only as what the driver's JIT makes of the shipped PTX (`jit_archs`).
+    pub jit_archs: Vec<SmArch>,
     pub arch_source: ArchSource,
     /// `OCCUPANCY_SKIP=1` or `DOCS_RS`: compile if possible, check nothing, say so.
     pub skip_reason: Option<String>,
@@ -72,6 +75,7 @@ pub fn context(build: &Build) -> Result<Context, Error> {
         targets::query_installed_gpus,
         &nvcc,
     )?;
+    let (archs, jit_archs) = with_jit_archs(build, &metadata, archs, &nvcc)?;
     let skip_reason = if env.flag("OCCUPANCY_SKIP") {
         Some("OCCUPANCY_SKIP is set".to_string())
     } else if env.get("DOCS_RS").is_some() {
@@ -85,9 +89,46 @@ pub fn context(build: &Build) -> Result<Context, Error> {
         crate_name,
         metadata,
         archs,
+        jit_archs,
         arch_source,
         skip_reason,
     })
+}
+
+/// The target archs plus the GPUs the shipped PTX must also run on (`.jit_arch(...)`, else
+/// `jit_archs` in the metadata), sorted; and the JIT-only ones. The PTX targets the lowest
+/// target arch, so a JIT arch below it could not load the PTX at all: an error.
+fn with_jit_archs(
+    build: &Build,
+    metadata: &Metadata,
+    mut archs: Vec<SmArch>,
+    nvcc: &dyn Fn() -> Option<crate::NvccArchs>,
+) -> Result<(Vec<SmArch>, Vec<SmArch>), Error> {
+    let (names, setting) = if build.jit_archs.is_empty() {
+        (
+            metadata.jit_archs.clone().unwrap_or_default(),
+            "`jit_archs` in [package.metadata.occupancy]",
+        )
+    } else {
+        (build.jit_archs.clone(), "`.jit_arch(...)`")
+    };
+    let jit = targets::parse_list(&names.join(","), setting, nvcc)?;
+    let lowest = archs.first().copied();
+    if let (Some(lowest), Some(older)) = (lowest, jit.iter().find(|arch| Some(**arch) < lowest)) {
+        return Err(Error::Config {
+            message: format!(
+                "{setting}: {older} is older than the lowest target arch {lowest}, whose PTX ({}) ships; that PTX cannot be JIT-compiled for {older}: add {older} to the target archs instead",
+                lowest.virtual_name()
+            ),
+        });
+    }
+    let jit_only: Vec<SmArch> = jit
+        .into_iter()
+        .filter(|arch| !archs.contains(arch))
+        .collect();
+    archs.extend(jit_only.iter().copied());
+    archs.sort();
+    Ok((archs, jit_only))
 }
 
 /// Compiles every source of the build (in parallel, cached) and returns them in order.
@@ -121,6 +162,9 @@ pub fn compile_all(
             SourceKind::Ptx,
         ));
     }
+    // One file named twice (`.file(x)` and a `.source_dir` holding x, `a.cu` and `./a.cu`) is
+    // one source: compiling it twice would race on its cache slot and its OUT_DIR products.
+    let inputs = unique_sources(inputs);
     if inputs.is_empty() {
         return Err(Error::Config {
             message: "no CUDA sources: add some with `.file(...)`, `.files(...)`, `.source_dir(...)` or `.ptx_file(...)`".into(),
@@ -165,6 +209,18 @@ pub fn compile_all(
     }
 }
 
+/// The inputs without repeats of one file under another name, first mention kept.
+fn unique_sources(mut inputs: Vec<(PathBuf, SourceKind)>) -> Vec<(PathBuf, SourceKind)> {
+    let mut seen = BTreeSet::new();
+    inputs.retain(|(path, _)| seen.insert(canonical(path)));
+    inputs
+}
+
+/// The path with symlinks and `.`/`..` resolved: one name per file.
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 fn resolve_source(manifest_dir: &Path, file: &Path) -> Result<PathBuf, Error> {
     let path = if file.is_absolute() {
         file.to_path_buf()
@@ -205,6 +261,13 @@ pub fn run(build: &Build, product: Product, library_name: Option<&str>) -> Resul
             message: String::new(),
         }),
     };
+    if let (Ok(context), Err(error)) = (&context, &result) {
+        // A denied build wrote its report with the findings; any other failure checked
+        // nothing, and the report must say so rather than keep the last good run's numbers.
+        if !matches!(error, Error::Denied { .. }) {
+            let _ = crate::report::write_failed(context, &crate::report::failure_summary(error));
+        }
+    }
     // Whatever happened, cargo must rerun us when an input we read changes.
     match &context {
         Ok(context) => {
@@ -268,12 +331,17 @@ fn run_in(
     let declarations = crate::check::scan_declarations(build, context, cargo)?;
     crate::check::write_bounds_header(context, &declarations)?;
     let compiled = compile_all(build, &toolchain, context, product)?;
+    // The toolkit is tracked by its identity (nvcc, ptxas, cicc, version.json), not by the
+    // hundreds of its headers a source includes; NVCC/CUDA_HOME are tracked as variables.
+    for file in &toolchain.identity_files {
+        cargo.rerun_if_changed(file);
+    }
     for source in &compiled {
         for dependency in &source.dependencies {
             // Files this build script writes (occupancy_bounds.h) are outputs, not inputs: their
             // own inputs (the declarations in src/) are tracked, and watching them would rerun
             // the script on every build.
-            if !dependency.starts_with(&context.out_dir) {
+            if is_tracked_dependency(dependency, &context.out_dir, &toolchain.cuda_home) {
                 cargo.rerun_if_changed(dependency);
             }
         }
@@ -320,6 +388,13 @@ fn run_in(
         report
     };
     Ok(output)
+}
+
+/// Whether a file nvcc read gets its own `rerun-if-changed`: not the files this build script
+/// writes (occupancy_bounds.h in OUT_DIR: their inputs are tracked), not the toolkit's headers
+/// (the toolkit is tracked by its identity files); every user header is.
+fn is_tracked_dependency(path: &Path, out_dir: &Path, cuda_home: &Path) -> bool {
+    !path.starts_with(out_dir) && !path.starts_with(cuda_home)
 }
 
 /// Variables cargo itself sets for a build script: a change to one already reruns it.
@@ -415,6 +490,7 @@ fn placeholder_output(build: &Build, context: &Context, product: Product) -> Res
             Some(context.skip_reason.clone().unwrap_or_default()),
         ),
     };
+    crate::report::write_reports(context, &output.report)?;
     if product == Product::Ptx {
         let mut module = String::from(
             "// @generated by occupancy-build: nvcc was not available, every module is empty.\n",
@@ -557,6 +633,51 @@ impl CargoLines {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn toolkit_headers_are_not_tracked_one_by_one() {
+        let (out, cuda) = (Path::new("/t/out"), Path::new("/opt/cuda"));
+        assert!(!is_tracked_dependency(
+            Path::new("/opt/cuda/include/cuda_fp16.hpp"),
+            out,
+            cuda
+        ));
+        assert!(!is_tracked_dependency(
+            Path::new("/t/out/occupancy_bounds.h"),
+            out,
+            cuda
+        ));
+        assert!(is_tracked_dependency(
+            Path::new("/src/kernels/common.cuh"),
+            out,
+            cuda
+        ));
+        assert!(is_tracked_dependency(
+            Path::new("/usr/include/stdio.h"),
+            out,
+            cuda
+        ));
+    }
+
+    #[test]
+    fn one_file_under_several_names_is_one_source() {
+        let dir = std::env::temp_dir().join(format!("occupancy-unique-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("a.cu"), "").unwrap();
+        std::fs::write(dir.join("b.cu"), "").unwrap();
+        let inputs = vec![
+            (dir.join("a.cu"), SourceKind::Cuda),
+            (dir.join("./a.cu"), SourceKind::Cuda),
+            (dir.join("sub/../a.cu"), SourceKind::Cuda),
+            (dir.join("b.cu"), SourceKind::Cuda),
+        ];
+        let unique: Vec<PathBuf> = unique_sources(inputs)
+            .into_iter()
+            .map(|(path, _)| path)
+            .collect();
+        assert_eq!(unique, [dir.join("a.cu"), dir.join("b.cu")]);
+        let _ = std::fs::remove_dir_all(dir);
+    }
 
     #[test]
     fn const_names_are_rust_identifiers() {

@@ -20,7 +20,13 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), Error> {
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let temp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
+    // Unique per process and call: threads of one process (the CLI) may write one path at once.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let temp = dir.join(format!(
+        ".{file_name}.{}-{}.tmp",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    ));
     let result = (|| {
         let mut file = std::fs::File::create(&temp)?;
         file.write_all(contents)?;

@@ -17,9 +17,12 @@
 //! `occupancy-core`), or print anything outside the `cargo:` protocol and the failure diagnostics.
 
 mod baseline;
+mod cache;
 mod check;
 mod compile;
 mod config;
+#[cfg(test)]
+mod config_fuzz;
 mod diagnostics;
 pub mod engine;
 mod env;
@@ -60,6 +63,7 @@ pub struct Build {
     source_dirs: Vec<PathBuf>,
     ptx_files: Vec<PathBuf>,
     archs: Vec<SmArch>,
+    jit_archs: Vec<String>,
     arch_errors: Vec<occupancy_core::arch::UnknownArch>,
     flags: Vec<OsString>,
     includes: Vec<PathBuf>,
@@ -100,6 +104,7 @@ impl Build {
             source_dirs: Vec::new(),
             ptx_files: Vec::new(),
             archs: Vec::new(),
+            jit_archs: Vec::new(),
             arch_errors: Vec::new(),
             flags: Vec::new(),
             includes: Vec::new(),
@@ -150,6 +155,15 @@ impl Build {
             Ok(arch) => self.archs.push(arch),
             Err(error) => self.arch_errors.push(error),
         }
+        self
+    }
+
+    /// Names a GPU the shipped PTX must also run on (`"sm_120"`): ptxas assembles the PTX for it
+    /// as the driver's JIT will, and the kernels are checked there like on a target arch (a
+    /// launch that fits sm_90 may not fit sm_120's shared memory). It must not be older than
+    /// the lowest target arch, whose PTX ships. Overrides `jit_archs` in Cargo.toml metadata.
+    pub fn jit_arch(&mut self, arch: &str) -> &mut Build {
+        self.jit_archs.push(arch.to_string());
         self
     }
 

@@ -30,6 +30,28 @@ pub fn for_build(
     }
 }
 
+/// Replaces the build's reports with one that says the build failed and why, so the last good
+/// run's numbers do not stand in for a build that did not check anything.
+pub fn write_failed(context: &Context, why: &str) -> Result<(), Error> {
+    let mut report = for_build(context, None, None);
+    report.failed = Some(why.to_string());
+    write_reports(context, &report)
+}
+
+/// The first line of an error, for a report's `failed` (the whole message goes to the build's
+/// stderr).
+pub fn failure_summary(error: &Error) -> String {
+    let text = error.to_string();
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("the build failed");
+    line.strip_prefix("occupancy-build: ")
+        .unwrap_or(line)
+        .to_string()
+}
+
 /// Writes `$OUT_DIR/occupancy.json` and `target/occupancy/<crate>.json` atomically.
 pub fn write_reports(context: &Context, report: &Report) -> Result<(), Error> {
     let text = occupancy_core::report::render_json(report);

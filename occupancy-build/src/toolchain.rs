@@ -32,6 +32,12 @@ pub struct Toolchain {
     pub version_text: String,
     /// `13.0` from `release 13.0, V13.0.88`.
     pub release: String,
+    /// The toolkit's identity files (nvcc, ptxas, cicc, `version.json`), as far as they exist:
+    /// cargo reruns the build script when one changes, instead of watching hundreds of headers.
+    pub identity_files: Vec<PathBuf>,
+    /// Path, size and mtime of each identity file: part of every cache key, so a new ptxas or
+    /// cicc under an unchanged nvcc still invalidates the cache.
+    pub fingerprint: String,
 }
 
 impl Toolchain {
@@ -84,6 +90,8 @@ impl Toolchain {
                 version_text.push_str(&format!("\n{variable}={value}"));
             }
         }
+        let identity_files = identity_files(&nvcc, &cuda_home);
+        let fingerprint = fingerprint(&identity_files);
         Ok(Toolchain {
             nvcc,
             cuda_home,
@@ -91,6 +99,8 @@ impl Toolchain {
             host_args,
             version_text,
             release,
+            identity_files,
+            fingerprint,
         })
     }
 
@@ -140,6 +150,36 @@ impl Toolchain {
                     .unwrap_or(false)
         })
     }
+}
+
+/// The files that identify a toolkit: a new release or patch replaces at least one of them.
+fn identity_files(nvcc: &Path, cuda_home: &Path) -> Vec<PathBuf> {
+    let ptxas = format!("ptxas{}", std::env::consts::EXE_SUFFIX);
+    let cicc = format!("cicc{}", std::env::consts::EXE_SUFFIX);
+    [
+        nvcc.to_path_buf(),
+        cuda_home.join("bin").join(ptxas),
+        cuda_home.join("nvvm").join("bin").join(cicc),
+        cuda_home.join("version.json"),
+    ]
+    .into_iter()
+    .filter(|path| path.is_file())
+    .collect()
+}
+
+fn fingerprint(files: &[PathBuf]) -> String {
+    files
+        .iter()
+        .map(|path| {
+            let metadata = std::fs::metadata(path).ok();
+            let size = metadata.as_ref().map_or(0, std::fs::Metadata::len);
+            let modified = metadata
+                .and_then(|metadata| metadata.modified().ok())
+                .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |duration| duration.as_nanos());
+            format!("{} {size} {modified}\n", path.display())
+        })
+        .collect()
 }
 
 fn executable_name() -> &'static str {
@@ -274,6 +314,27 @@ mod tests {
                 "{name} read and tracked"
             );
         }
+    }
+
+    #[test]
+    fn the_toolkit_is_identified_by_its_compilers_and_version_file() {
+        let home = std::env::temp_dir().join(format!("occupancy-toolkit-{}", std::process::id()));
+        for file in ["bin/nvcc", "bin/ptxas", "nvvm/bin/cicc", "version.json"] {
+            std::fs::create_dir_all(home.join(file).parent().unwrap()).unwrap();
+            std::fs::write(home.join(file), "x").unwrap();
+        }
+        let files = identity_files(&home.join("bin/nvcc"), &home);
+        assert_eq!(files.len(), 4, "{files:?}");
+        let before = fingerprint(&files);
+        std::fs::write(home.join("bin/ptxas"), "a newer ptxas").unwrap();
+        assert_ne!(
+            before,
+            fingerprint(&files),
+            "a new ptxas changes every cache key"
+        );
+        std::fs::remove_file(home.join("version.json")).unwrap();
+        assert_eq!(identity_files(&home.join("bin/nvcc"), &home).len(), 3);
+        let _ = std::fs::remove_dir_all(home);
     }
 
     #[test]

@@ -44,7 +44,12 @@ fn every_fixture_parses_without_diagnostics_and_matches_its_snapshot() {
             "{name}: {:#?}",
             output.diagnostics
         );
-        insta::assert_json_snapshot!(name, snapshot_records(&output.kernels));
+        assert!(output.kernels.iter().all(|record| record.entry), "{name}");
+        assert!(output.callees.iter().all(|record| !record.entry), "{name}");
+        // Kernels and callees merged back in log order: the snapshots of the log as a whole.
+        let mut records = [output.kernels, output.callees].concat();
+        records.sort_by_key(|record| record.line_number);
+        insta::assert_json_snapshot!(name, snapshot_records(&records));
     }
 }
 
@@ -109,14 +114,15 @@ fn multiarch_log_has_every_arch_and_named_barriers() {
 #[test]
 fn msbuild_prefixed_log_keeps_device_functions_between_entries() {
     let output = parse_log(&fixture("cuda9_msbuild_sm50.log")).unwrap();
-    let kinds: Vec<(&str, bool)> = output
-        .kernels
+    let mut records = [output.kernels.clone(), output.callees].concat();
+    records.sort_by_key(|record| record.line_number);
+    let kinds: Vec<(&str, bool)> = records
         .iter()
         .map(|record| (record.name.as_str(), record.entry))
         .collect();
     assert_eq!(kinds.len(), 4);
     assert_eq!(kinds[2], ("cudaMalloc", false));
-    assert!(output.kernels.iter().all(|record| record.arch == "sm_50"));
+    assert!(records.iter().all(|record| record.arch == "sm_50"));
     assert_eq!(output.kernels[0].cumulative_stack_bytes, Some(312));
 }
 
@@ -193,7 +199,11 @@ fn every_cut_of_a_real_log_is_records_or_a_truncation_naming_a_kernel() {
                 "cut at {cut}"
             ),
             Err(ParseError::Truncated { name, .. }) => {
-                assert!(full.kernels.iter().any(|record| record.name == name))
+                assert!(full
+                    .kernels
+                    .iter()
+                    .chain(&full.callees)
+                    .any(|record| record.name == name))
             }
             Err(ParseError::NoKernels { .. }) => {}
             Err(other) => panic!("cut at {cut}: {other}"),

@@ -9,7 +9,7 @@
 
 use occupancy_core::ptxas::{
     cuobjdump_reserved_shared_bytes, parse_cuobjdump_resource_usage, parse_log,
-    parse_ptx_directives, CuobjdumpFunction, KernelRecord,
+    parse_ptx_directives, CuobjdumpFunction, KernelRecord, ParseOutput,
 };
 use occupancy_tests::{cuda_home, nvcc, repo_root};
 use std::path::{Path, PathBuf};
@@ -167,9 +167,10 @@ fn legacy_build(name: &str, source: &str) -> Build {
 
 impl Build {
     fn with_legacy_objects(self, objects: Vec<(PathBuf, String)>) -> Build {
-        let records = parse_log(&self.log)
-            .unwrap_or_else(|error| panic!("{}: {error}\n{}", self.name, self.log))
-            .kernels;
+        let records = in_log_order(
+            parse_log(&self.log)
+                .unwrap_or_else(|error| panic!("{}: {error}\n{}", self.name, self.log)),
+        );
         for (cubin, arch) in objects {
             let dump = cuobjdump(&cubin);
             let of_arch: Vec<KernelRecord> = records
@@ -182,6 +183,13 @@ impl Build {
         }
         self
     }
+}
+
+/// Entry kernels and callees (device functions) merged back in log order.
+fn in_log_order(output: ParseOutput) -> Vec<KernelRecord> {
+    let mut records = [output.kernels, output.callees].concat();
+    records.sort_by_key(|record| record.line_number);
+    records
 }
 
 fn cuobjdump(object: &Path) -> Vec<CuobjdumpFunction> {
@@ -379,15 +387,12 @@ fn corpus_reports_parse_snapshot_and_match_cuobjdump() {
         } else {
             assert!(build.succeeded, "{} failed:\n{}", build.name, build.log);
         }
+        assert!(output.kernels.iter().all(|record| record.entry));
+        let records = in_log_order(output);
         if let Some((object, bare_arch)) = &build.object {
-            cross_check(
-                build,
-                &output.kernels,
-                &cuobjdump(object),
-                bare_arch.as_deref(),
-            );
+            cross_check(build, &records, &cuobjdump(object), bare_arch.as_deref());
         }
-        insta::assert_json_snapshot!(build.name.clone(), snapshot_value(build, &output.kernels));
+        insta::assert_json_snapshot!(build.name.clone(), snapshot_value(build, &records));
     }
     let capped = builds
         .iter()

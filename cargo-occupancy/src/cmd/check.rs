@@ -5,20 +5,23 @@
 //! every kernel is evaluated on every target architecture for the launch given by `--block` and
 //! `--dynamic-smem` by the build gate's lint evaluation (`occupancy_core::lint::evaluate`), and
 //! the findings decide the exit code: 0 clean, 1 a deny finding stands, 2 usage or tool errors
-//! (nvcc missing or failing, unreadable input).
+//! (nvcc missing or failing, unreadable input, a log that holds a compiler error). Logs are read
+//! through the streaming reader `parse` uses (`log_input`); a kernel a log has on one requested
+//! arch but not another is a `missing_kernel` finding.
 //!
 //! The engine's `compile_and_check` is not used as a whole: it evaluates only declared kernels
 //! (undeclared ones get the allow-level `undeclared_kernel`), and a check of plain CUDA code has
 //! no declarations. So this calls its compile step (`engine::compile_all`) and the same
 //! evaluation with the command line's launch standing in for a declaration.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use occupancy_build::{Build, CompiledSource, Product, Toolchain, TrackedEnv};
+use occupancy_build::{Build, CompiledSource, Product, Toolchain, TrackedEnv, NVCC_WHEELS};
 use occupancy_core::lint::evaluate::{
     evaluate_launch, resolve_level, CompiledOnArch, LaunchOrigin, LevelSources,
 };
@@ -27,7 +30,9 @@ use occupancy_core::ptxas::{parse_log, parse_ptx_directives, KernelRecord, PtxEn
 use occupancy_core::report::{Finding, KernelRow, Location, LocationKind, Report, RowLaunch};
 use occupancy_core::spec::{BlockDim, KernelSpec};
 
+use super::log_input;
 use super::report::{emit, fail, row_from_record, OutputArgs, UsageError};
+use crate::outputs::{check_outputs, Output};
 
 /// `cargo occupancy check` arguments.
 #[derive(clap::Args, Debug)]
@@ -47,7 +52,7 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub block: Option<u32>,
     /// Dynamic shared memory per block of the launch, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = crate::flags::smem_bytes)]
     pub dynamic_smem: u64,
     /// Make a lint deny-level (repeatable).
     #[arg(long = "deny", value_name = "LINT")]
@@ -98,6 +103,7 @@ fn run_inner(args: &Args) -> Result<Report, UsageError> {
     if args.block == Some(0) {
         return Err(UsageError("--block must be at least 1 thread".into()));
     }
+    check_outputs(&outputs(args), &input_paths(args))?;
     let levels = Levels::from_args(args)?;
     for arch in &args.archs {
         occupancy_core::arch::lookup(arch)
@@ -119,12 +125,15 @@ fn run_inner(args: &Args) -> Result<Report, UsageError> {
             checked.extend(rows_of_compiled(&compiled, launch)?);
         }
     }
+    let mut log_findings = Vec::new();
     for input in &inputs {
         if let Input::Log(path) = input {
-            checked.extend(rows_of_log(path, launch, &args.archs)?);
+            let (rows, missing) = rows_of_log(path, launch, &args.archs, &levels)?;
+            checked.extend(rows);
+            log_findings.extend(missing);
         }
     }
-    if checked.is_empty() {
+    if checked.is_empty() && log_findings.is_empty() {
         return Err(UsageError("no kernels found in the given paths".into()));
     }
     if args.block.is_none() {
@@ -149,7 +158,8 @@ fn run_inner(args: &Args) -> Result<Report, UsageError> {
             .map_or((u32::MAX, u32::MAX), |facts| (facts.major, facts.minor));
         (path, line, row.name.clone(), arch)
     });
-    let findings = evaluate(&checked, &levels);
+    let mut findings = evaluate(&checked, &levels);
+    findings.extend(log_findings);
     let report = Report {
         kernels: checked.into_iter().map(|checked| checked.row).collect(),
         findings,
@@ -163,6 +173,31 @@ fn run_inner(args: &Args) -> Result<Report, UsageError> {
         .join(" ");
     emit(&report, &args.output, &title)?;
     Ok(report)
+}
+
+/// What `check` writes: `--html` and the `--cache-dir` it compiles into.
+fn outputs(args: &Args) -> Vec<Output<'_>> {
+    let mut outputs = args.output.outputs();
+    outputs.extend(args.cache_dir.iter().map(|dir| Output {
+        flag: "--cache-dir",
+        path: dir,
+        is_dir: true,
+    }));
+    outputs
+}
+
+/// What `check` reads: the paths, and the files named by nvcc arguments (`-include file`, a
+/// linked object), which an output must not replace either. Include directories (`-I.`) are not
+/// claimed whole: a report beside the sources is fine, a report over one of them is not.
+fn input_paths(args: &Args) -> Vec<&Path> {
+    let mut inputs: Vec<&Path> = args.paths.iter().map(PathBuf::as_path).collect();
+    inputs.extend(
+        args.nvcc_args
+            .iter()
+            .map(Path::new)
+            .filter(|path| path.is_file()),
+    );
+    inputs
 }
 
 /// Expands directories and classifies every path; unreadable paths are errors.
@@ -182,10 +217,23 @@ fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, UsageError> {
             }
             inputs.extend(found);
         } else {
+            crate::inputs::check_input_file("the input", path)?;
             inputs.push(classify(path));
         }
     }
+    // `check dir dir/a.cu` or `check a.cu ./a.cu` name one file twice: check it once.
+    let mut seen = std::collections::BTreeSet::new();
+    inputs.retain(|input| {
+        let path = input_path_buf(input);
+        seen.insert(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()))
+    });
     Ok(inputs)
+}
+
+fn input_path_buf(input: &Input) -> &Path {
+    match input {
+        Input::Cuda(path) | Input::Ptx(path) | Input::Log(path) => path,
+    }
 }
 
 fn classify(path: &Path) -> Input {
@@ -298,7 +346,7 @@ fn compile(args: &Args, inputs: &[&Input]) -> Result<Vec<CompiledSource>, UsageE
         ))
     })?;
     let env = TrackedEnv::new();
-    let toolchain = Toolchain::find(&env, false).map_err(|error| UsageError(error.to_string()))?;
+    let toolchain = Toolchain::find(&env, false).map_err(toolchain_error)?;
     let builds: Vec<Build> = inputs
         .iter()
         .map(|input| {
@@ -374,6 +422,20 @@ fn compile(args: &Args, inputs: &[&Input]) -> Result<Vec<CompiledSource>, UsageE
     Ok(compiled)
 }
 
+/// The build's toolchain error in `check`'s words: the build's "nvcc not found" suggests
+/// `OCCUPANCY_SKIP`, which only a build reads; `check` can read ptxas logs instead.
+fn toolchain_error(error: occupancy_build::Error) -> UsageError {
+    match error {
+        occupancy_build::Error::NvccNotFound { looked } => UsageError(format!(
+            "nvcc, the CUDA compiler, was not found (looked at: {looked}); `check` needs it for .cu and .ptx inputs.\n\
+             Install the CUDA toolkit and set CUDA_HOME, or `pip install {NVCC_WHEELS}` and set \
+             CUDA_HOME=<site-packages>/nvidia/cu13, or point NVCC at the nvcc executable; \
+             or check a ptxas log (`nvcc -Xptxas -v` output) instead of the sources."
+        )),
+        other => UsageError(other.to_string()),
+    }
+}
+
 fn input_path(input: &Input) -> String {
     match input {
         Input::Cuda(path) | Input::Ptx(path) | Input::Log(path) => path.display().to_string(),
@@ -433,19 +495,32 @@ fn rows_of_compiled(
     compiled: &CompiledSource,
     launch: RowLaunch,
 ) -> Result<Vec<Checked>, UsageError> {
-    let parsed = parse_log(&compiled.compiler_log).map_err(|error| {
-        UsageError(format!(
-            "cannot read ptxas's report for {}: {error}",
-            compiled.source.display()
-        ))
-    })?;
     let ptx_text = std::fs::read_to_string(&compiled.ptx).unwrap_or_default();
     let entries = parse_ptx_directives(&ptx_text);
+    let parsed = match parse_log(&compiled.compiler_log) {
+        Ok(parsed) => parsed,
+        // Device functions only (a helper file in a scanned directory): nothing to check in
+        // it, which is no reason to stop checking the others.
+        Err(occupancy_core::ptxas::ParseError::NoKernels { .. }) if entries.is_empty() => {
+            eprintln!(
+                "note: {} defines no kernel (device functions only): nothing to check in it",
+                compiled.source.display()
+            );
+            return Ok(Vec::new());
+        }
+        Err(error) => {
+            return Err(UsageError(format!(
+                "cannot read ptxas's report for {}: {error}",
+                compiled.source.display()
+            )))
+        }
+    };
     let source_text = std::fs::read_to_string(&compiled.source).unwrap_or_default();
     let mut rows = Vec::new();
     for record in &parsed.kernels {
         let ptx = entries.iter().find(|entry| entry.name == record.name);
         let mut row = row_from_record(record, ptx, launch)?;
+        row.ptx_target = compiled.ptx_target.clone();
         let line = kernel_line(&source_text, record);
         let kind = if compiled
             .source
@@ -471,40 +546,100 @@ fn rows_of_compiled(
     Ok(rows)
 }
 
-/// Rows of a ptxas log file (CMake, make, a CI log).
+/// Rows of a ptxas log file (CMake, make, a CI log), read through the shared streaming reader
+/// (`log_input`), and a `missing_kernel` finding for each kernel the log has on some
+/// architecture but not on a requested one. A log holding a compiler error is an error of the
+/// run: its kernels' numbers are not a passing compile's.
 fn rows_of_log(
     path: &Path,
     launch: RowLaunch,
     archs: &[String],
-) -> Result<Vec<Checked>, UsageError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| UsageError(format!("cannot read {}: {error}", path.display())))?;
-    let parsed =
-        parse_log(&text).map_err(|error| UsageError(format!("{}: {error}", path.display())))?;
+    levels: &Levels,
+) -> Result<(Vec<Checked>, Vec<Finding>), UsageError> {
     let wanted: Vec<&str> = archs
         .iter()
         .filter_map(|arch| occupancy_core::arch::lookup(arch).ok())
         .map(|facts| facts.name)
         .collect();
+    let log = display_path(path);
+    // Kernel → (display name, the architectures the log has it for).
+    let mut seen: BTreeMap<String, (String, BTreeSet<String>)> = BTreeMap::new();
     let mut rows = Vec::new();
-    for record in &parsed.kernels {
-        let mut row = row_from_record(record, None::<&PtxEntry>, launch)?;
+    let output = log_input::read_log(path, |record| {
+        if !record.errors.is_empty() {
+            return Ok(()); // reported below as the run's error
+        }
+        let mut row =
+            row_from_record(&record, None::<&PtxEntry>, launch).map_err(|error| error.0)?;
+        seen.entry(record.name.clone())
+            .or_insert_with(|| (row.demangled.clone(), BTreeSet::new()))
+            .1
+            .insert(row.arch.clone());
         if !wanted.is_empty() && !wanted.contains(&row.arch.as_str()) {
-            continue;
+            return Ok(());
         }
         row.source = Some(Location {
             kind: LocationKind::Log,
-            path: display_path(path),
+            path: log.clone(),
             line: u32::try_from(record.line_number).unwrap_or(0),
             column: 0,
         });
         rows.push(Checked {
             row,
-            record: record.clone(),
+            record,
             ptx: None,
         });
+        Ok(())
+    })
+    .map_err(UsageError)?;
+    let name = path.display().to_string();
+    for note in log_input::reading_notes(&name, &output) {
+        eprintln!("note: {note}");
     }
-    Ok(rows)
+    for diagnostic in &output.diagnostics {
+        eprintln!("warning: {name}:{diagnostic}");
+    }
+    log_input::compile_errors(&name, &output).map_err(UsageError)?;
+    let missing =
+        missing_on_requested_archs(&seen, &wanted, &log, levels.level(LintId::MissingKernel));
+    Ok((rows, missing))
+}
+
+/// `missing_kernel` for every kernel of the log that has no record for a requested arch.
+fn missing_on_requested_archs(
+    seen: &BTreeMap<String, (String, BTreeSet<String>)>,
+    wanted: &[&str],
+    log: &str,
+    level: Level,
+) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (kernel, (shown, present)) in seen {
+        for arch in wanted.iter().filter(|arch| !present.contains(**arch)) {
+            let present: Vec<&str> = present.iter().map(String::as_str).collect();
+            findings.push(Finding {
+                lint: LintId::MissingKernel,
+                level,
+                crate_name: None,
+                kernel: Some(kernel.clone()),
+                arch: Some((*arch).to_string()),
+                message: format!(
+                    "kernel `{shown}` has no ptxas record for {arch} in {log}, though `--arch {arch}` asks for it (the log has it for {})",
+                    present.join(", ")
+                ),
+                notes: Vec::new(),
+                help: Some(format!(
+                    "compile for {arch} too (nvcc -gencode arch=compute_XX,code={arch}) and check the new log, or leave `--arch {arch}` out"
+                )),
+                location: Some(Location {
+                    kind: LocationKind::Log,
+                    path: log.to_string(),
+                    line: 0,
+                    column: 0,
+                }),
+            });
+        }
+    }
+    findings
 }
 
 /// The path as given relative to the current directory when inside it.

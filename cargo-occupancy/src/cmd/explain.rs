@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub block: Option<u32>,
     /// Dynamic shared memory per block in bytes.
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", value_parser = crate::flags::smem_bytes)]
     pub dynamic_smem: Option<u64>,
     /// Shared memory carveout preference: `default` or a percentage 0..=100.
     #[arg(long, value_name = "default|PERCENT")]
@@ -36,14 +36,14 @@ pub struct Args {
     /// Read the kernel's facts from a ptxas `-v` log (`nvcc -Xptxas -v` output; repeatable).
     #[arg(long = "log", value_name = "FILE")]
     pub logs: Vec<PathBuf>,
-    /// Give the facts directly: registers per thread (needs --arch).
-    #[arg(long, value_name = "N")]
+    /// Give the facts directly: registers per thread (needs --arch; at most 255).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=255))]
     pub registers: Option<u32>,
     /// With --registers: static shared memory per block in bytes.
-    #[arg(long, value_name = "BYTES", requires = "registers")]
+    #[arg(long, value_name = "BYTES", requires = "registers", value_parser = crate::flags::smem_bytes)]
     pub static_smem: Option<u64>,
-    /// With --registers: barriers the kernel uses (default 1).
-    #[arg(long, value_name = "N", requires = "registers")]
+    /// With --registers: barriers the kernel uses (default 1; at most 16).
+    #[arg(long, value_name = "N", requires = "registers", value_parser = clap::value_parser!(u32).range(0..=16))]
     pub barriers: Option<u32>,
     /// With --registers: the `__launch_bounds__` maximum threads per block.
     #[arg(long, value_name = "N", requires = "registers")]
@@ -171,23 +171,22 @@ fn direct_row(args: &Args, arch_name: &str, registers: u32) -> KernelRow {
 fn rows_from_logs(args: &Args) -> Result<Vec<KernelRow>, UsageError> {
     let mut rows = Vec::new();
     for path in &args.logs {
-        let text = std::fs::read_to_string(path).map_err(|error| {
-            UsageError(format!(
-                "cannot read the ptxas log {}: {error}",
-                path.display()
-            ))
-        })?;
-        let parsed = occupancy_core::ptxas::parse_log(&text)
-            .map_err(|error| UsageError(format!("{}: {error}", path.display())))?;
-        for record in parsed.kernels.iter().filter(|record| record.entry) {
-            // Without PTX the compiled bounds are unknown; the launch is the user's or 256.
-            let launch = RowLaunch {
-                block: args.block.unwrap_or(256),
-                dynamic_smem_bytes: 0,
-                carveout_percent: None,
-            };
-            rows.push(row_from_record(record, None, launch)?);
+        // Without PTX the compiled bounds are unknown; the launch is the user's or 256.
+        let launch = RowLaunch {
+            block: args.block.unwrap_or(256),
+            dynamic_smem_bytes: 0,
+            carveout_percent: None,
+        };
+        let output = super::log_input::read_log(path, |record| {
+            rows.push(row_from_record(&record, None, launch).map_err(|error| error.0)?);
+            Ok(())
+        })
+        .map_err(UsageError)?;
+        let name = path.display().to_string();
+        for note in super::log_input::reading_notes(&name, &output) {
+            eprintln!("note: {note}");
         }
+        super::log_input::compile_errors(&name, &output).map_err(UsageError)?;
     }
     Ok(rows)
 }

@@ -3,16 +3,23 @@
 //! (stdin) and prints one row per kernel and architecture, or `{"kernels": [...]}` with `--json`.
 //! With `--block` (and optionally `--arch`) each entry kernel gets its theoretical occupancy.
 //!
+//! Logs are read through the shared streaming reader (`log_input`, the same one `check` uses)
+//! and each row is printed as soon as it is read: memory does not grow with the log. Device
+//! functions (callees) are no rows; `--json` lists them under `callees`. A compiler error in a
+//! log ends the run with exit 2 naming it, and the kernel it names gets no row.
+//!
 //! This file only reads input, calls `occupancy_core` and prints; the parsing and the
 //! arithmetic live in `occupancy_core::ptxas` and `occupancy_core::calc`.
 
 use occupancy_core::arch::{self, ArchFacts};
 use occupancy_core::calc::{self, KernelFacts, Launch, Occupancy};
-use occupancy_core::ptxas::{Diagnostic, KernelRecord, LogParser};
+use occupancy_core::ptxas::{CompilerError, Diagnostic, KernelRecord};
 use serde::Serialize;
-use std::io::Read;
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use super::log_input;
 
 /// Read ptxas resource reports (`-Xptxas -v`, `--resource-usage`) into kernel records.
 #[derive(clap::Args, Debug)]
@@ -43,19 +50,36 @@ struct Row<'a> {
     occupancy: Option<Occupancy>,
 }
 
-#[derive(Serialize)]
-struct JsonOutput<'a> {
-    kernels: Vec<Row<'a>>,
-    diagnostics: Vec<LogDiagnostic<'a>>,
+/// What follows the streamed `kernels` array in `--json` output.
+#[derive(Serialize, Default)]
+struct JsonTail {
+    callees: Vec<LogRecord>,
+    diagnostics: Vec<LogDiagnostic>,
     warnings: Vec<String>,
-    errors: Vec<String>,
+    errors: Vec<LogError>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
 }
 
 #[derive(Serialize)]
-struct LogDiagnostic<'a> {
+struct LogRecord {
     log: String,
     #[serde(flatten)]
-    diagnostic: &'a Diagnostic,
+    record: KernelRecord,
+}
+
+#[derive(Serialize)]
+struct LogDiagnostic {
+    log: String,
+    #[serde(flatten)]
+    diagnostic: Diagnostic,
+}
+
+#[derive(Serialize)]
+struct LogError {
+    log: String,
+    #[serde(flatten)]
+    error: CompilerError,
 }
 
 pub fn run(args: Args) -> ExitCode {
@@ -68,28 +92,16 @@ pub fn run(args: Args) -> ExitCode {
     }
 }
 
-fn read_log(path: &PathBuf) -> Result<occupancy_core::ptxas::ParseOutput, String> {
-    let name = path.display().to_string();
-    let mut parser = LogParser::new();
-    let mut buffer = vec![0u8; 1 << 16];
-    let mut reader: Box<dyn Read> = if name == "-" {
-        Box::new(std::io::stdin().lock())
-    } else {
-        Box::new(
-            std::fs::File::open(path).map_err(|error| format!("cannot read `{name}`: {error}"))?,
-        )
-    };
-    loop {
-        match reader.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(count) => parser.feed(&buffer[..count]),
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(format!("cannot read `{name}`: {error}")),
-        }
-    }
-    parser.finish().map_err(|error| format!("{name}: {error}"))
+/// The launch to compute occupancy for, from `--arch`, `--block` and `--dynamic-smem-bytes`.
+struct OccupancyRequest {
+    fixed_arch: Option<&'static ArchFacts>,
+    block_threads: u32,
+    dynamic_smem_bytes: u32,
 }
 
+/// Reads every log through the shared streaming reader and prints each kernel row as soon as
+/// it is read (memory holds the open records, not the logs). A log that cannot be read or
+/// holds a compiler error ends the run with exit 2, after what was read is printed.
 fn run_inner(args: &Args) -> Result<(), String> {
     let fixed_arch: Option<&'static ArchFacts> = match &args.arch {
         Some(name) => Some(arch::lookup(name).map_err(|error| format!("--arch: {error}"))?),
@@ -98,67 +110,164 @@ fn run_inner(args: &Args) -> Result<(), String> {
     if args.block == Some(0) {
         return Err("--block must be at least 1 thread".to_string());
     }
-    let mut outputs = Vec::new();
+    let request = args.block.map(|block_threads| OccupancyRequest {
+        fixed_arch,
+        block_threads,
+        dynamic_smem_bytes: args.dynamic_smem_bytes,
+    });
+    let mut printer = Printer::new(args.json, request.is_some());
+    let mut tail = JsonTail::default();
+    let mut failure = None;
     for path in &args.logs {
-        outputs.push((path.display().to_string(), read_log(path)?));
-    }
-    let mut rows = Vec::new();
-    let mut diagnostics = Vec::new();
-    let (mut warnings, mut errors) = (Vec::new(), Vec::new());
-    for (log, output) in &outputs {
-        for record in &output.kernels {
-            let occupancy = match args.block {
-                Some(block_threads) if record.entry => Some(occupancy_of(
-                    record,
-                    fixed_arch,
-                    block_threads,
-                    args.dynamic_smem_bytes,
-                )?),
-                _ => None,
-            };
-            rows.push(Row {
-                log: log.clone(),
-                record,
-                occupancy,
-            });
+        if let Err(error) = read_one(path, request.as_ref(), &mut printer, &mut tail) {
+            failure = Some(error);
+            break;
         }
-        diagnostics.extend(output.diagnostics.iter().map(|diagnostic| LogDiagnostic {
+    }
+    if failure.is_none() {
+        let errors: Vec<String> = tail
+            .errors
+            .iter()
+            .map(|error| format!("  {}:{}", error.log, error.error))
+            .collect();
+        if !errors.is_empty() {
+            failure = Some(format!(
+                "the compile failed: the log holds {} compiler error(s); its kernels are not reported as if it had passed:\n{}",
+                errors.len(),
+                errors.join("\n")
+            ));
+        }
+    }
+    tail.error = failure.clone();
+    printer.finish(&tail)?;
+    failure.map_or(Ok(()), Err)
+}
+
+/// Streams one log into `printer`; keeps its callees, diagnostics, warnings and errors in `tail`.
+fn read_one(
+    path: &Path,
+    request: Option<&OccupancyRequest>,
+    printer: &mut Printer,
+    tail: &mut JsonTail,
+) -> Result<(), String> {
+    let log = path.display().to_string();
+    let output = log_input::read_log(path, |record| {
+        // A kernel a compiler error names gets no row: its numbers are not a passing compile's.
+        if !record.errors.is_empty() {
+            return Ok(());
+        }
+        let occupancy = request
+            .map(|request| occupancy_of(&record, request))
+            .transpose()?;
+        printer.row(&Row {
             log: log.clone(),
-            diagnostic,
+            record: &record,
+            occupancy,
+        })
+    })?;
+    for note in log_input::reading_notes(&log, &output) {
+        eprintln!("note: {note}");
+    }
+    for diagnostic in &output.diagnostics {
+        eprintln!("warning: {log}:{diagnostic}");
+    }
+    let with_log = |log: &str| log.to_string();
+    tail.callees
+        .extend(output.callees.into_iter().map(|record| LogRecord {
+            log: with_log(&log),
+            record,
         }));
-        warnings.extend(output.warnings.iter().cloned());
-        errors.extend(output.errors.iter().cloned());
-    }
-    for diagnostic in &diagnostics {
-        eprintln!("warning: {}:{}", diagnostic.log, diagnostic.diagnostic);
-    }
-    for error in &errors {
-        eprintln!("note: the compile reported: {error}");
-    }
-    if args.json {
-        let json = JsonOutput {
-            kernels: rows,
-            diagnostics,
-            warnings,
-            errors,
-        };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json).map_err(|error| error.to_string())?
-        );
-    } else {
-        print!("{}", table(&rows, args.block.is_some()));
-    }
+    tail.diagnostics.extend(
+        output
+            .diagnostics
+            .into_iter()
+            .map(|diagnostic| LogDiagnostic {
+                log: with_log(&log),
+                diagnostic,
+            }),
+    );
+    tail.warnings.extend(output.warnings);
+    tail.errors
+        .extend(output.errors.into_iter().map(|error| LogError {
+            log: with_log(&log),
+            error,
+        }));
     Ok(())
 }
 
-fn occupancy_of(
-    record: &KernelRecord,
-    fixed_arch: Option<&'static ArchFacts>,
-    block_threads: u32,
-    dynamic_smem_bytes: u32,
-) -> Result<Occupancy, String> {
-    let facts = match fixed_arch {
+/// Prints rows as they come: one JSON object per row inside `{"kernels": [...], ...}`, or a
+/// table with fixed column widths (a streamed table cannot measure rows it has not seen).
+struct Printer {
+    out: std::io::BufWriter<std::io::StdoutLock<'static>>,
+    json: bool,
+    with_occupancy: bool,
+    rows: usize,
+}
+
+impl Printer {
+    fn new(json: bool, with_occupancy: bool) -> Printer {
+        Printer {
+            out: std::io::BufWriter::new(std::io::stdout().lock()),
+            json,
+            with_occupancy,
+            rows: 0,
+        }
+    }
+
+    fn row(&mut self, row: &Row<'_>) -> Result<(), String> {
+        let text = if self.json {
+            let json = serde_json::to_string(row).map_err(|error| error.to_string())?;
+            format!(
+                "{}\n    {json}",
+                if self.rows == 0 {
+                    "{\n  \"kernels\": ["
+                } else {
+                    ","
+                }
+            )
+        } else {
+            let header = if self.rows == 0 {
+                table_line(&header_cells(self.with_occupancy))
+            } else {
+                String::new()
+            };
+            header + &table_line(&row_cells(row, self.with_occupancy))
+        };
+        self.rows += 1;
+        self.write(&text)
+    }
+
+    fn finish(mut self, tail: &JsonTail) -> Result<(), String> {
+        if self.json {
+            let head = if self.rows == 0 {
+                "{\n  \"kernels\": ["
+            } else {
+                ""
+            };
+            let tail_json =
+                serde_json::to_string_pretty(tail).map_err(|error| error.to_string())?;
+            // `{ "callees": ... }` joins the open object after the kernels array.
+            let rest = tail_json.strip_prefix('{').unwrap_or(&tail_json);
+            let text = format!("{head}\n  ],{rest}\n");
+            self.write(&text)?;
+        } else if self.rows == 0 && tail.error.is_none() {
+            let header = table_line(&header_cells(self.with_occupancy));
+            self.write(&header)?;
+        }
+        self.out
+            .flush()
+            .map_err(|error| format!("cannot write to standard output: {error}"))
+    }
+
+    fn write(&mut self, text: &str) -> Result<(), String> {
+        self.out
+            .write_all(text.as_bytes())
+            .map_err(|error| format!("cannot write to standard output: {error}"))
+    }
+}
+
+fn occupancy_of(record: &KernelRecord, request: &OccupancyRequest) -> Result<Occupancy, String> {
+    let facts = match request.fixed_arch {
         Some(facts) => facts,
         None => arch::lookup(&record.arch)
             .map_err(|error| format!("kernel `{}`: {error}; pass --arch", record.name))?,
@@ -185,90 +294,115 @@ fn occupancy_of(
         max_dynamic_smem_bytes: None,
     };
     let launch = Launch {
-        dynamic_smem_bytes,
-        ..Launch::new(block_threads)
+        dynamic_smem_bytes: request.dynamic_smem_bytes,
+        ..Launch::new(request.block_threads)
     };
     Ok(calc::occupancy(facts, &kernel, &launch))
 }
 
-fn table(rows: &[Row<'_>], with_occupancy: bool) -> String {
-    let mut header = vec![
-        "arch",
-        "kind",
-        "regs",
-        "barriers",
-        "smem B",
-        "stack B",
-        "spill st B",
-        "spill ld B",
+/// A table column: its header and width; numbers are right-aligned.
+struct Column {
+    header: &'static str,
+    width: usize,
+    left_aligned: bool,
+}
+
+const fn column(header: &'static str, width: usize, left_aligned: bool) -> Column {
+    Column {
+        header,
+        width,
+        left_aligned,
+    }
+}
+
+/// Widths fit every value ptxas and the calculator print for real kernels; a longer value
+/// widens its own row only.
+const RECORD_COLUMNS: [Column; 7] = [
+    column("arch", 7, true),
+    column("regs", 4, false),
+    column("barriers", 8, false),
+    column("smem B", 8, false),
+    column("stack B", 8, false),
+    column("spill st B", 10, false),
+    column("spill ld B", 10, false),
+];
+const OCCUPANCY_COLUMNS: [Column; 5] = [
+    column("on", 7, true),
+    column("block", 5, false),
+    column("blocks/SM", 9, false),
+    column("occupancy", 9, false),
+    column("limited by", 14, true),
+];
+
+fn columns(with_occupancy: bool) -> impl Iterator<Item = &'static Column> {
+    let occupancy: &'static [Column] = if with_occupancy {
+        &OCCUPANCY_COLUMNS
+    } else {
+        &[]
+    };
+    RECORD_COLUMNS.iter().chain(occupancy)
+}
+
+fn header_cells(with_occupancy: bool) -> Vec<String> {
+    let mut cells: Vec<String> = columns(with_occupancy)
+        .map(|column| column.header.to_string())
+        .collect();
+    cells.push("kernel".to_string());
+    cells
+}
+
+fn row_cells(row: &Row<'_>, with_occupancy: bool) -> Vec<String> {
+    let record = row.record;
+    let optional = |value: Option<u64>| value.map_or("-".to_string(), |value| value.to_string());
+    let mut cells = vec![
+        record.arch.clone(),
+        optional(record.registers.map(u64::from)),
+        optional(record.barriers.map(u64::from)),
+        record.static_smem_bytes.to_string(),
+        optional(record.stack_frame_bytes),
+        optional(record.spill_store_bytes),
+        optional(record.spill_load_bytes),
     ];
     if with_occupancy {
-        header.extend(["on", "block", "blocks/SM", "occupancy", "limited by"]);
-    }
-    header.push("kernel");
-    let optional = |value: Option<u64>| value.map_or("-".to_string(), |value| value.to_string());
-    let mut lines: Vec<Vec<String>> = vec![header.iter().map(|cell| cell.to_string()).collect()];
-    for row in rows {
-        let record = row.record;
-        let mut cells = vec![
-            record.arch.clone(),
-            if record.entry { "entry" } else { "device" }.to_string(),
-            optional(record.registers.map(u64::from)),
-            optional(record.barriers.map(u64::from)),
-            record.static_smem_bytes.to_string(),
-            optional(record.stack_frame_bytes),
-            optional(record.spill_store_bytes),
-            optional(record.spill_load_bytes),
-        ];
-        if with_occupancy {
-            match &row.occupancy {
-                Some(occupancy) => cells.extend([
-                    occupancy.arch.to_string(),
-                    occupancy.block_threads.to_string(),
-                    occupancy.blocks_per_sm.to_string(),
-                    format!("{:.1}%", occupancy.occupancy * 100.0),
-                    occupancy
-                        .limiters
-                        .iter()
-                        .map(|limiter| limiter.name())
-                        .collect::<Vec<_>>()
-                        .join("+"),
-                ]),
-                None => cells.extend((0..5).map(|_| "-".to_string())),
-            }
+        match &row.occupancy {
+            Some(occupancy) => cells.extend([
+                occupancy.arch.to_string(),
+                occupancy.block_threads.to_string(),
+                occupancy.blocks_per_sm.to_string(),
+                format!("{:.1}%", occupancy.occupancy * 100.0),
+                occupancy
+                    .limiters
+                    .iter()
+                    .map(|limiter| limiter.name())
+                    .collect::<Vec<_>>()
+                    .join("+"),
+            ]),
+            None => cells.extend((0..5).map(|_| "-".to_string())),
         }
-        cells.push(
-            record
-                .demangled
-                .clone()
-                .unwrap_or_else(|| record.name.clone()),
-        );
-        lines.push(cells);
     }
-    let columns = lines[0].len();
-    let widths: Vec<usize> = (0..columns)
-        .map(|column| {
-            lines
-                .iter()
-                .map(|line| line[column].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut text = String::new();
-    for line in &lines {
-        let mut rendered = String::new();
-        for (column, cell) in line.iter().enumerate() {
-            if column + 1 == columns {
-                rendered.push_str(cell);
-            } else if column < 2 || (with_occupancy && (column == 8 || column == 12)) {
-                rendered.push_str(&format!("{cell:<width$}  ", width = widths[column]));
-            } else {
-                rendered.push_str(&format!("{cell:>width$}  ", width = widths[column]));
-            }
+    cells.push(
+        record
+            .demangled
+            .clone()
+            .unwrap_or_else(|| record.name.clone()),
+    );
+    cells
+}
+
+/// One table line: every cell but the last (the kernel) padded to its column's width.
+fn table_line(cells: &[String]) -> String {
+    let with_occupancy = cells.len() > RECORD_COLUMNS.len() + 1;
+    let mut line = String::new();
+    for (cell, column) in cells.iter().zip(columns(with_occupancy)) {
+        let width = column.width;
+        if column.left_aligned {
+            line.push_str(&format!("{cell:<width$}  "));
+        } else {
+            line.push_str(&format!("{cell:>width$}  "));
         }
-        text.push_str(rendered.trim_end());
-        text.push('\n');
     }
-    text
+    line.push_str(cells.last().map_or("", String::as_str));
+    let mut line = line.trim_end().to_string();
+    line.push('\n');
+    line
 }

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use occupancy_core::lint::LintId;
+
+use crate::outputs::{check_outputs, Output};
 use occupancy_core::report::{
     parse_sort_key, render_html, render_json, render_markdown, render_sarif, render_text,
     KernelRow, Query, Report, RowLaunch,
@@ -65,6 +67,20 @@ pub struct OutputArgs {
     pub html: Option<PathBuf>,
 }
 
+impl OutputArgs {
+    /// The files these options write (only `--html`; the formats go to standard output).
+    pub fn outputs(&self) -> Vec<Output<'_>> {
+        self.html
+            .iter()
+            .map(|path| Output {
+                flag: "--html",
+                path,
+                is_dir: false,
+            })
+            .collect()
+    }
+}
+
 /// An error that ends the command with exit code 2 and this message.
 #[derive(Debug)]
 pub struct UsageError(pub String);
@@ -100,12 +116,7 @@ pub fn emit(report: &Report, output: &OutputArgs, title: &str) -> Result<(), Usa
     };
     if let Some(path) = &output.html {
         let html = render_html(report, title);
-        std::fs::write(path, html).map_err(|error| {
-            UsageError(format!(
-                "cannot write the HTML report to {}: {error}",
-                path.display()
-            ))
-        })?;
+        crate::outputs::write_atomically("--html", path, html.as_bytes())?;
         if !(output.json || output.sarif || output.markdown) {
             eprintln!("wrote {}", path.display());
         }
@@ -156,6 +167,11 @@ pub fn report_dir(dir: Option<&Path>, manifest_path: Option<&Path>) -> Result<Pa
 
 /// Reads every `*.json` report in `dir` (sorted by file name) into one report.
 pub fn load_dir(dir: &Path) -> Result<Report, UsageError> {
+    Ok(Report::merge(load_reports(dir)?))
+}
+
+/// Every `*.json` report in `dir`, sorted by file name.
+fn load_reports(dir: &Path) -> Result<Vec<Report>, UsageError> {
     let entries = std::fs::read_dir(dir).map_err(|error| {
         UsageError(format!(
             "no occupancy reports in {}: {error}. Build a crate whose build.rs uses occupancy-build first (`cargo build`), or use `cargo occupancy check PATHS`",
@@ -186,7 +202,28 @@ pub fn load_dir(dir: &Path) -> Result<Report, UsageError> {
                 .map_err(|error| UsageError(format!("{}: {error}", path.display())))?,
         );
     }
-    Ok(Report::merge(reports))
+    Ok(reports)
+}
+
+/// What a reader must know before trusting the table: builds that failed or checked nothing.
+/// One line per such report, for stderr.
+fn unchecked_builds(reports: &[Report]) -> Vec<String> {
+    let name = |report: &Report| report.crate_name.clone().unwrap_or_else(|| "?".into());
+    let mut lines = Vec::new();
+    for report in reports {
+        if let Some(why) = &report.failed {
+            lines.push(format!(
+                "error: crate `{}`: its last build failed, so nothing of it was checked: {why}",
+                name(report)
+            ));
+        } else if let Some(why) = &report.skipped {
+            lines.push(format!(
+                "warning: crate `{}`: its last build checked nothing: {why}",
+                name(report)
+            ));
+        }
+    }
+    lines
 }
 
 /// Builds the query of `--crate/--kernel/--arch/--lint/--sort`.
@@ -218,19 +255,37 @@ fn query(args: &Args) -> Result<Query, UsageError> {
 }
 
 /// Runs `cargo occupancy report`. Exit code 0 (the report is information; `check` and the build
-/// are the gates), 2 on usage errors or unreadable reports.
+/// are the gates), 1 when a crate's last build failed (its report holds nothing checked), 2 on
+/// usage errors or unreadable reports.
 pub fn run(args: Args) -> ExitCode {
     match run_inner(&args) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::from(1),
         Err(error) => fail(&error),
     }
 }
 
-fn run_inner(args: &Args) -> Result<(), UsageError> {
+/// Prints the report; `true` when a build behind it failed.
+fn run_inner(args: &Args) -> Result<bool, UsageError> {
     let query = query(args)?;
     let dir = report_dir(args.dir.as_deref(), args.manifest_path.as_deref())?;
-    let report = query.apply(&load_dir(&dir)?);
-    emit(&report, &args.output, "workspace")
+    check_outputs(&args.output.outputs(), &[dir.as_path()])?;
+    let reports = load_reports(&dir)?;
+    let wanted = |report: &Report| {
+        args.crates.is_empty()
+            || report
+                .crate_name
+                .as_ref()
+                .is_some_and(|name| args.crates.contains(name))
+    };
+    let unchecked: Vec<Report> = reports.iter().filter(|r| wanted(r)).cloned().collect();
+    let any_failed = unchecked.iter().any(|report| report.failed.is_some());
+    let report = query.apply(&Report::merge(reports));
+    emit(&report, &args.output, "workspace")?;
+    for line in unchecked_builds(&unchecked) {
+        eprintln!("{line}");
+    }
+    Ok(any_failed)
 }
 
 /// A row from a ptxas record, for `check` and `explain`.

@@ -581,7 +581,8 @@ fn zero_block_reason(
         } else {
             reasons.push(format!(
                 "{registers} registers per thread for {block} threads allocate {} registers per block (warps rounded up to {} sub-partitions), over {}'s {} registers per block",
-                resources.allocated_registers_per_block,
+                // Counted in 64 bits: the stored figure saturates at u32::MAX for huge blocks.
+                registers_per_warp(arch, registers) * u64::from(warps_per_block(arch, block)),
                 arch.register_check_sub_partitions,
                 arch.name,
                 arch.regs_per_block

@@ -483,3 +483,16 @@ proptest! {
         prop_assert_eq!(answer.headroom, reference_headroom(arch, &facts, &launch, &resources));
     }
 }
+
+#[test]
+fn the_reason_counts_registers_past_32_bits() {
+    let arch = crate::arch::lookup("sm_90").unwrap();
+    let kernel = KernelFacts {
+        registers_per_thread: 255,
+        ..KernelFacts::default()
+    };
+    let answer = occupancy(arch, &kernel, &Launch::new(u32::MAX));
+    let reason = answer.reason.unwrap();
+    // 8192 registers per warp (255 × 32 rounded to 256) × 134217728 warps.
+    assert!(reason.contains("allocate 1099511627776 registers per block"), "{reason}");
+}

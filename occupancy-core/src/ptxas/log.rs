@@ -14,10 +14,15 @@
 //!     136 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 //! ```
 //!
-//! Memory is proportional to the number of records (and of warnings), never to the log: lines
-//! from other tools are classified and counted, not stored.
+//! Memory is bounded by the records not yet taken (and the warnings), never by the log: lines
+//! from other tools are classified and counted, not stored; a reader that takes finished
+//! records as it goes ([`LogParser::take_finished_kernels`]) holds only the open ones; a line
+//! longer than [`MAX_LINE_BYTES`] is skipped without being held.
 
-use super::{demangle, Diagnostic, KernelRecord, ParseError, ParseOutput, RecordSource};
+use super::{
+    demangle, CompilerError, Diagnostic, KernelRecord, ParseError, ParseOutput, RecordSource,
+    MAX_LINE_BYTES,
+};
 
 /// What one line of a log was, as returned by [`LogParser::feed_line`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,11 +63,21 @@ struct Section {
     module_cmem: Vec<(u32, u64)>,
 }
 
+/// A warning or error naming a function whose record has not opened yet.
 #[derive(Debug)]
 struct PendingNote {
-    function: String,
+    /// Order of arrival, so that unclaimed warnings keep log order.
+    sequence: usize,
     text: String,
-    is_error: bool,
+    /// Index in `output.errors` for an error (its arch is filled in when a record claims it).
+    error_index: Option<usize>,
+}
+
+/// A line over [`MAX_LINE_BYTES`] being skipped: its start (for the diagnostic) and length.
+#[derive(Debug)]
+struct LongLine {
+    start: Vec<u8>,
+    bytes: usize,
 }
 
 /// Streaming parser: feed it lines ([`feed_line`](Self::feed_line)) or byte chunks
@@ -80,7 +95,12 @@ pub struct LogParser {
     last_completed: Option<usize>,
     /// Device records read before their section named its architecture (`-G` prints them first).
     awaiting_arch: Vec<usize>,
-    pending_notes: Vec<PendingNote>,
+    /// Notes by the function they name: claiming is one lookup per record.
+    pending_notes: std::collections::HashMap<String, Vec<PendingNote>>,
+    note_sequence: usize,
+    /// Entry records already handed out by [`take_finished_kernels`](Self::take_finished_kernels).
+    kernels_taken: usize,
+    long_line: Option<LongLine>,
     first_truncation: Option<ParseError>,
     /// The last record is a device function and no `Compiling entry function` or module line
     /// has come since: a `Used` line now would show it was an entry whose first line is missing.
@@ -142,10 +162,13 @@ impl LogParser {
             partial_line: Vec::new(),
             output: ParseOutput {
                 kernels: Vec::new(),
+                callees: Vec::new(),
                 diagnostics: Vec::new(),
                 warnings: Vec::new(),
                 errors: Vec::new(),
                 context_lines: 0,
+                invalid_utf8_lines: 0,
+                long_lines_skipped: 0,
                 lines: 0,
             },
             section: Section::default(),
@@ -153,27 +176,88 @@ impl LogParser {
             open_device: None,
             last_completed: None,
             awaiting_arch: Vec::new(),
-            pending_notes: Vec::new(),
+            pending_notes: std::collections::HashMap::new(),
+            note_sequence: 0,
+            kernels_taken: 0,
+            long_line: None,
             first_truncation: None,
             device_record_unconfirmed: false,
             demangled_names: std::collections::HashMap::with_hasher(NameHasherBuilder),
         }
     }
 
-    /// Feeds a chunk of bytes; lines may be split across chunks. Invalid UTF-8 is replaced.
+    /// Feeds a chunk of bytes; lines may be split across chunks.
+    ///
+    /// Invalid UTF-8 is replaced by U+FFFD, line by line, and counted
+    /// ([`ParseOutput::invalid_utf8_lines`]). A line longer than [`MAX_LINE_BYTES`] is skipped
+    /// as it streams by, never held whole ([`ParseOutput::long_lines_skipped`]).
     pub fn feed(&mut self, mut chunk: &[u8]) {
         while let Some(end) = chunk.iter().position(|&byte| byte == b'\n') {
             let (line, rest) = chunk.split_at(end);
-            if self.partial_line.is_empty() {
-                self.feed_line(&String::from_utf8_lossy(line));
+            if self.long_line.is_some() || self.partial_line.len() + line.len() > MAX_LINE_BYTES {
+                self.skip_long_line_part(line);
+                self.end_long_line();
+            } else if self.partial_line.is_empty() {
+                self.feed_bytes_line(line);
             } else {
                 let mut whole = std::mem::take(&mut self.partial_line);
                 whole.extend_from_slice(line);
-                self.feed_line(&String::from_utf8_lossy(&whole));
+                self.feed_bytes_line(&whole);
             }
             chunk = &rest[1..];
         }
-        self.partial_line.extend_from_slice(chunk);
+        if self.long_line.is_some() || self.partial_line.len() + chunk.len() > MAX_LINE_BYTES {
+            self.skip_long_line_part(chunk);
+        } else {
+            self.partial_line.extend_from_slice(chunk);
+        }
+    }
+
+    fn feed_bytes_line(&mut self, line: &[u8]) {
+        let text = String::from_utf8_lossy(line);
+        if matches!(text, std::borrow::Cow::Owned(_)) {
+            self.output.invalid_utf8_lines += 1;
+        }
+        self.feed_line(&text);
+    }
+
+    /// Takes `part` of an over-long line: keeps its first bytes for the diagnostic, counts the rest.
+    fn skip_long_line_part(&mut self, part: &[u8]) {
+        const SHOWN_BYTES: usize = 120;
+        let long_line = self.long_line.get_or_insert_with(|| {
+            let mut start = std::mem::take(&mut self.partial_line);
+            let bytes = start.len();
+            start.truncate(SHOWN_BYTES);
+            LongLine { start, bytes }
+        });
+        long_line.bytes += part.len();
+        let room = SHOWN_BYTES.saturating_sub(long_line.start.len());
+        long_line
+            .start
+            .extend_from_slice(&part[..part.len().min(room)]);
+    }
+
+    /// An over-long line ended: it counts as a line, and is named when it may have mattered
+    /// (it starts like ptxas's, or a record was open: a resource line cannot be that long).
+    fn end_long_line(&mut self) {
+        let Some(long_line) = self.long_line.take() else {
+            return;
+        };
+        self.line_number += 1;
+        self.output.long_lines_skipped += 1;
+        let start = String::from_utf8_lossy(&long_line.start);
+        let looks_like_ptxas = ascii_trim_start(strip_msbuild_prefix(ascii_trim_start(&start)))
+            .starts_with("ptxas")
+            || is_stack_line(ascii_trim_start(&start));
+        if looks_like_ptxas || self.open_entry.is_some() || self.open_device.is_some() {
+            let message = format!(
+                "line of {} bytes, longer than any ptxas line ({MAX_LINE_BYTES} bytes): skipped unread",
+                long_line.bytes
+            );
+            self.diagnostic(&format!("{start}..."), message);
+        } else {
+            self.output.context_lines += 1;
+        }
     }
 
     /// Feeds one line (without its newline) and says what it was.
@@ -189,6 +273,10 @@ impl LogParser {
         if is_stack_line(trimmed) {
             return self.stack_line(line, trimmed);
         }
+        if is_other_tool_error(trimmed) {
+            self.compiler_error(line, None);
+            return LineKind::Ptxas;
+        }
         self.output.context_lines += 1;
         LineKind::Context
     }
@@ -196,9 +284,11 @@ impl LogParser {
     /// Ends the log: returns the records, or the first record that was cut off, or the
     /// absence of any record.
     pub fn finish(mut self) -> Result<ParseOutput, ParseError> {
-        if !self.partial_line.is_empty() {
+        if self.long_line.is_some() {
+            self.end_long_line();
+        } else if !self.partial_line.is_empty() {
             let rest = std::mem::take(&mut self.partial_line);
-            self.feed_line(&String::from_utf8_lossy(&rest));
+            self.feed_bytes_line(&rest);
         }
         if let Some(open) = self.open_device.take() {
             self.truncated(&open, "its `N bytes stack frame, ...` line never came");
@@ -210,19 +300,74 @@ impl LogParser {
             return Err(error);
         }
         self.drop_records_without_arch();
-        for note in self.pending_notes {
-            if !note.is_error {
-                self.output.warnings.push(note.text);
-            }
-        }
+        let mut unclaimed: Vec<PendingNote> = self
+            .pending_notes
+            .drain()
+            .flat_map(|(_, notes)| notes)
+            .collect();
+        unclaimed.sort_by_key(|note| note.sequence);
+        self.output.warnings.extend(
+            unclaimed
+                .into_iter()
+                .filter(|note| note.error_index.is_none())
+                .map(|note| note.text),
+        );
         self.output.lines = self.line_number;
-        if self.output.kernels.is_empty() {
+        let records = std::mem::take(&mut self.output.kernels);
+        let (kernels, callees): (Vec<_>, Vec<_>) =
+            records.into_iter().partition(|record| record.entry);
+        self.output.kernels = kernels;
+        self.output.callees.extend(callees);
+        if self.output.kernels.is_empty()
+            && self.output.callees.is_empty()
+            && self.kernels_taken == 0
+        {
             return Err(ParseError::NoKernels {
                 lines: self.line_number,
-                errors: self.output.errors,
+                errors: self
+                    .output
+                    .errors
+                    .into_iter()
+                    .map(|error| error.text)
+                    .collect(),
             });
         }
         Ok(self.output)
+    }
+
+    /// Hands out the entry records that no later line can change, in log order, and keeps the
+    /// device functions among them as [`ParseOutput::callees`]: a streaming reader calls this
+    /// after each chunk so that memory holds only the records still open.
+    pub fn take_finished_kernels(&mut self) -> Vec<KernelRecord> {
+        let mut finished = self.output.kernels.len();
+        if let Some(index) = self.last_completed {
+            finished = finished.min(index);
+        }
+        if let Some(&index) = self.awaiting_arch.iter().min() {
+            finished = finished.min(index);
+        }
+        if self.device_record_unconfirmed {
+            finished = finished.min(self.output.kernels.len().saturating_sub(1));
+        }
+        if finished == 0 {
+            return Vec::new();
+        }
+        let mut kernels = Vec::new();
+        for record in self.output.kernels.drain(..finished) {
+            if record.entry {
+                kernels.push(record);
+            } else {
+                self.output.callees.push(record);
+            }
+        }
+        if let Some(index) = self.last_completed.as_mut() {
+            *index -= finished;
+        }
+        for index in &mut self.awaiting_arch {
+            *index -= finished;
+        }
+        self.kernels_taken += kernels.len();
+        kernels
     }
 
     fn diagnostic(&mut self, line: &str, message: impl Into<String>) -> LineKind {
@@ -258,61 +403,80 @@ impl LogParser {
         };
         match severity {
             Severity::Info => self.info_line(line, message),
-            Severity::Warning | Severity::Error | Severity::Fatal => {
+            Severity::Warning => {
                 self.last_completed = None;
-                let is_error = severity != Severity::Warning;
                 let text = line.trim().to_string();
-                if is_error {
-                    self.output.errors.push(text.clone());
-                }
                 match quoted_function_name(message) {
-                    Some(function) => self.note_for_function(function, text, is_error),
-                    None if is_error => {}
+                    Some(function) => self.note_for_function(function, text, None),
                     None => self.output.warnings.push(text),
                 }
+                LineKind::Ptxas
+            }
+            Severity::Error | Severity::Fatal => {
+                self.last_completed = None;
+                self.compiler_error(line, quoted_function_name(message));
                 LineKind::Ptxas
             }
         }
     }
 
-    fn note_for_function(&mut self, function: &str, text: String, is_error: bool) {
+    /// Records an error of the compiler; one that names a function joins its record.
+    fn compiler_error(&mut self, line: &str, function: Option<&str>) {
+        let text = line.trim().to_string();
+        self.output.errors.push(CompilerError {
+            line_number: self.line_number,
+            text: text.clone(),
+            function: function.map(str::to_string),
+            arch: None,
+        });
+        if let Some(function) = function {
+            let index = self.output.errors.len() - 1;
+            self.note_for_function(function, text, Some(index));
+        }
+    }
+
+    fn note_for_function(&mut self, function: &str, text: String, error_index: Option<usize>) {
         for open in [self.open_device.as_mut(), self.open_entry.as_mut()]
             .into_iter()
             .flatten()
         {
             if open.record.name == function {
-                if is_error {
-                    &mut open.record.errors
+                if let Some(index) = error_index {
+                    open.record.errors.push(text);
+                    let arch = &open.record.arch;
+                    self.output.errors[index].arch = (!arch.is_empty()).then(|| arch.clone());
                 } else {
-                    &mut open.record.warnings
+                    open.record.warnings.push(text);
                 }
-                .push(text);
                 return;
             }
         }
-        self.pending_notes.push(PendingNote {
-            function: function.to_string(),
-            text,
-            is_error,
-        });
+        self.note_sequence += 1;
+        self.pending_notes
+            .entry(function.to_string())
+            .or_default()
+            .push(PendingNote {
+                sequence: self.note_sequence,
+                text,
+                error_index,
+            });
     }
 
     fn claim_notes(&mut self, record: &mut KernelRecord) {
-        if self.pending_notes.is_empty() {
+        let Some(notes) = self.pending_notes.remove(&record.name) else {
             return;
+        };
+        for note in notes {
+            match note.error_index {
+                Some(index) => {
+                    record.errors.push(note.text);
+                    if !record.arch.is_empty() {
+                        self.output.errors[index].arch = Some(record.arch.clone());
+                    }
+                }
+                None => record.warnings.push(note.text),
+            }
         }
-        self.pending_notes.retain(|note| {
-            if note.function != record.name {
-                return true;
-            }
-            if note.is_error {
-                &mut record.errors
-            } else {
-                &mut record.warnings
-            }
-            .push(note.text.clone());
-            false
-        });
     }
 
     fn new_record(&mut self, name: &str, arch: String, entry: bool) -> KernelRecord {
@@ -413,7 +577,7 @@ impl LogParser {
                     !name.is_empty() && !name.bytes().any(|byte| byte.is_ascii_whitespace())
                 });
             match function {
-                Some(function) => self.note_for_function(function, text, false),
+                Some(function) => self.note_for_function(function, text, None),
                 None => self.output.warnings.push(text),
             }
             return LineKind::Ptxas;
@@ -423,7 +587,7 @@ impl LogParser {
             // its C7xxx advice as info; it is kept as a warning of the function it names.
             let text = ascii_trim(line).to_string();
             match quoted_function_name(message) {
-                Some(function) => self.note_for_function(function, text, false),
+                Some(function) => self.note_for_function(function, text, None),
                 None => self.output.warnings.push(text),
             }
             return LineKind::Ptxas;
@@ -703,6 +867,23 @@ impl LogParser {
     }
 }
 
+/// An error of the compile printed by a tool other than ptxas: `nvcc error   : ...`,
+/// `nvcc fatal   : ...`, the CUDA front end's `FILE(LINE): error: ...` (also `catastrophic
+/// error`) and a host compiler's `FILE:LINE:COL: error: ...` / `fatal error: ...`.
+fn is_other_tool_error(trimmed: &str) -> bool {
+    if let Some(after) = trimmed.strip_prefix("nvcc") {
+        let after = ascii_trim_start(after);
+        return ["error", "fatal"].iter().any(|severity| {
+            after
+                .strip_prefix(severity)
+                .is_some_and(|rest| ascii_trim_start(rest).starts_with(':'))
+        });
+    }
+    [": error: ", ": fatal error: ", ": catastrophic error: "]
+        .iter()
+        .any(|marker| trimmed.contains(marker))
+}
+
 /// `(C7511) ...`: a ptxas advisory code (a `C` and digits in parentheses) opens the message.
 fn is_advisory_code(message: &str) -> bool {
     let Some(rest) = message.strip_prefix("(C") else {
@@ -897,7 +1078,8 @@ ptxas info    : Compile time = 10.567 ms
     #[test]
     fn reads_entries_device_functions_and_sections() {
         let output = parse_log(TWO_ARCHS).unwrap();
-        assert_eq!(output.kernels.len(), 3);
+        assert_eq!(output.kernels.len(), 2);
+        assert_eq!(output.callees.len(), 1);
         let spill = &output.kernels[0];
         assert_eq!(
             (
@@ -924,7 +1106,7 @@ ptxas info    : Compile time = 10.567 ms
             spill.demangled.as_deref(),
             Some("void ns::spill<3>(float*, float const*)")
         );
-        let device = &output.kernels[1];
+        let device = &output.callees[0];
         assert_eq!(
             (
                 device.name.as_str(),
@@ -934,7 +1116,7 @@ ptxas info    : Compile time = 10.567 ms
             ),
             ("_Z3devPfi", "sm_75", false, None)
         );
-        let smem = &output.kernels[2];
+        let smem = &output.kernels[1];
         assert_eq!(
             (
                 smem.arch.as_str(),
@@ -952,8 +1134,9 @@ ptxas info    : Compile time = 10.567 ms
     fn device_functions_printed_before_their_entries_take_the_section_arch() {
         let log = "ptxas info    : 0 bytes gmem\nptxas info    : Function properties for _Z3devPfi\n    128 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Compiling entry function 'k' for 'sm_80'\nptxas info    : Function properties for k\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 24 registers, used 4 barriers\n";
         let output = parse_log(log).unwrap();
-        assert_eq!(output.kernels[0].arch, "sm_80");
-        assert!(!output.kernels[0].entry);
+        assert_eq!(output.callees[0].arch, "sm_80");
+        assert!(!output.callees[0].entry);
+        assert_eq!(output.kernels.len(), 1);
     }
 
     #[test]
@@ -1037,5 +1220,121 @@ ptxas info    : Compile time = 10.567 ms
             Some((Severity::Info, "Used"))
         );
         assert_eq!(split_severity(" nothing here"), None);
+    }
+
+    /// Issue 10.4: ptxas's `Function properties` for a callee is no kernel: no record among
+    /// the kernels on any arch, kept once per arch among the callees with its frame.
+    #[test]
+    fn device_functions_are_callees_not_kernels() {
+        let section = |arch: &str| {
+            format!("ptxas info    : 0 bytes gmem\nptxas info    : Function properties for __internal_trig_reduction_slowpathd\n    40 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Compiling entry function 'k' for '{arch}'\nptxas info    : Function properties for k\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 24 registers, used 0 barriers\n")
+        };
+        let output = parse_log(&(section("sm_80") + &section("sm_90"))).unwrap();
+        let kernels: Vec<(&str, &str)> = output
+            .kernels
+            .iter()
+            .map(|record| (record.name.as_str(), record.arch.as_str()))
+            .collect();
+        assert_eq!(kernels, [("k", "sm_80"), ("k", "sm_90")]);
+        assert!(output.kernels.iter().all(|record| record.entry));
+        let callees: Vec<(&str, Option<u64>)> = output
+            .callees
+            .iter()
+            .map(|record| (record.arch.as_str(), record.stack_frame_bytes))
+            .collect();
+        assert_eq!(callees, [("sm_80", Some(40)), ("sm_90", Some(40))]);
+    }
+
+    /// Issue 11.4: errors come back with the kernel and arch they name.
+    #[test]
+    fn errors_name_their_kernel_and_arch() {
+        let log = "ptxas error   : Entry function 'too_big' uses too much shared data (0x27100 bytes, 0xc000 max)\nptxas info    : 0 bytes gmem\nptxas info    : Compiling entry function 'too_big' for 'sm_80'\nptxas info    : Function properties for too_big\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 12 registers, used 1 barriers, 160000 bytes smem\nptxas fatal   : Ptx assembly aborted due to errors\n";
+        let output = parse_log(log).unwrap();
+        assert_eq!(output.errors.len(), 2);
+        let first = &output.errors[0];
+        assert_eq!(
+            (
+                first.line_number,
+                first.function.as_deref(),
+                first.arch.as_deref()
+            ),
+            (1, Some("too_big"), Some("sm_80"))
+        );
+        assert_eq!(output.errors[1].function, None);
+        assert_eq!(output.kernels[0].errors.len(), 1);
+        assert!(
+            first.to_string().contains("kernel `too_big` on sm_80"),
+            "{first}"
+        );
+    }
+
+    #[test]
+    fn nvcc_and_front_end_errors_are_errors_and_make_lines_are_not() {
+        let log = format!("{TWO_ARCHS}nvcc fatal   : Unsupported gpu architecture 'compute_999'\nk.cu(3): error: identifier \"x\" is undefined\nhost.cpp:1:2: fatal error: y.h: No such file\nnvcc error   : 'ptxas' died due to signal 11\nmake: *** [Makefile:3: all] Error 1\nno errors: here\n");
+        let output = parse_log(&log).unwrap();
+        let lines: Vec<usize> = output
+            .errors
+            .iter()
+            .map(|error| error.line_number)
+            .collect();
+        assert_eq!(lines, [15, 16, 17, 18]);
+        assert_eq!(output.context_lines, 2);
+    }
+
+    /// Issue 11.7: a line over the limit is skipped as it streams by, and named when it looks
+    /// like ptxas's; the records around it are read.
+    #[test]
+    fn over_long_lines_are_skipped_in_chunks() {
+        let mut parser = LogParser::new();
+        parser.feed(b"ptxas info    : 0 bytes gmem\n");
+        parser.feed(b"ptxas info    : Used ");
+        let filler = vec![b'7'; 64 << 10];
+        for _ in 0..(2 * MAX_LINE_BYTES / filler.len()) {
+            parser.feed(&filler);
+            assert!(parser.partial_line.len() <= MAX_LINE_BYTES);
+            assert!(parser.long_line.as_ref().map_or(0, |long| long.start.len()) <= 120);
+        }
+        parser.feed(b"\n");
+        parser.feed(&vec![b'x'; MAX_LINE_BYTES + 1]);
+        parser.feed(b"\n");
+        parser.feed(TWO_ARCHS.as_bytes());
+        let output = parser.finish().unwrap();
+        assert_eq!(output.long_lines_skipped, 2);
+        assert_eq!(output.diagnostics.len(), 1, "{:?}", output.diagnostics);
+        assert_eq!(output.diagnostics[0].line_number, 2);
+        assert!(output.diagnostics[0].message.contains("skipped unread"));
+        assert_eq!(output.kernels.len(), 2);
+        assert_eq!(output.lines, 3 + TWO_ARCHS.lines().count());
+    }
+
+    /// Issue 11.10: one policy for invalid UTF-8: each line read lossily, and counted.
+    #[test]
+    fn invalid_utf8_is_read_lossily_and_counted() {
+        let mut bytes = TWO_ARCHS.as_bytes().to_vec();
+        bytes.extend_from_slice(b"gcc: \xff\xfe note\n");
+        let mut parser = LogParser::new();
+        parser.feed(&bytes);
+        let output = parser.finish().unwrap();
+        assert_eq!(output.invalid_utf8_lines, 1);
+        assert_eq!(output.kernels.len(), 2);
+    }
+
+    /// Taking finished records as the log streams gives the same records as parsing it whole,
+    /// and never hands out a record a later line still changes (a `Compile time` line).
+    #[test]
+    fn taking_finished_records_while_streaming_changes_nothing() {
+        let whole = parse_log(TWO_ARCHS).unwrap();
+        for chunk_size in [1, 13, 100] {
+            let mut parser = LogParser::new();
+            let mut taken = Vec::new();
+            for chunk in TWO_ARCHS.as_bytes().chunks(chunk_size) {
+                parser.feed(chunk);
+                taken.extend(parser.take_finished_kernels());
+            }
+            let rest = parser.finish().unwrap();
+            taken.extend(rest.kernels.clone());
+            assert_eq!(taken, whole.kernels);
+            assert_eq!(rest.callees, whole.callees);
+        }
     }
 }

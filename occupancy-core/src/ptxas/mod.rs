@@ -120,20 +120,61 @@ impl std::fmt::Display for Diagnostic {
 /// Everything read from one log.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ParseOutput {
-    /// One record per function and architecture, in log order.
+    /// One record per entry function (`__global__` kernel) and architecture, in log order.
+    /// A streaming reader that took records with [`LogParser::take_finished_kernels`] finds
+    /// only the rest here.
     pub kernels: Vec<KernelRecord>,
+    /// Device functions (callees, `.func` in PTX) with their own stack frame, per architecture,
+    /// in log order: not kernels (nothing launches them, they have no occupancy), kept so that
+    /// later stages can name a callee's frame.
+    pub callees: Vec<KernelRecord>,
     /// ptxas-looking lines that were not understood or out of place.
     pub diagnostics: Vec<Diagnostic>,
     /// ptxas warnings that concern no single function found in the log, verbatim.
     pub warnings: Vec<String>,
-    /// ptxas errors and fatal messages (the compile failed), verbatim. Errors that name a
-    /// function are also attached to its record.
-    pub errors: Vec<String>,
+    /// The compiler's errors (ptxas `error`/`fatal`, nvcc `error`/`fatal`, front-end
+    /// `FILE(LINE): error:`): the compile failed. An error that names a function is also
+    /// attached to that function's record.
+    pub errors: Vec<CompilerError>,
     /// Lines from other tools (nvcc, the host compiler, make): counted, passed through by
     /// [`LogParser::feed_line`]'s return value, not stored.
     pub context_lines: usize,
+    /// Lines that were not valid UTF-8 and were read with U+FFFD in place of the bad bytes
+    /// (one policy for every command: lossy per line, with a note).
+    pub invalid_utf8_lines: usize,
+    /// Lines longer than [`MAX_LINE_BYTES`], skipped unread (no ptxas line is that long); a
+    /// [`Diagnostic`] names each one that looked like ptxas's or came inside a record.
+    pub long_lines_skipped: usize,
     /// Lines read.
     pub lines: usize,
+}
+
+/// The longest line the streaming reader holds: longer lines are skipped in bounded chunks.
+/// ptxas's longest lines carry one mangled name (templates reach tens of kilobytes).
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// One error of the compiler found in a log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CompilerError {
+    /// 1-based line of the log.
+    pub line_number: usize,
+    /// The line, verbatim (trimmed).
+    pub text: String,
+    /// The function it names (`Entry function 'too_big' uses too much shared data`), if any.
+    pub function: Option<String>,
+    /// The architecture of the record of that function, when the log has one.
+    pub arch: Option<String>,
+}
+
+impl std::fmt::Display for CompilerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line_number, self.text)?;
+        match (&self.function, &self.arch) {
+            (Some(function), Some(arch)) => write!(f, " (kernel `{function}` on {arch})"),
+            (Some(function), None) => write!(f, " (kernel `{function}`)"),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// A log that cannot give trustworthy records.

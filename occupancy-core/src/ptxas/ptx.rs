@@ -43,76 +43,138 @@ pub struct PtxEntry {
 }
 
 /// Reads every `.entry` of a PTX module with its launch directives.
+///
+/// One forward pass: each search starts where the previous one stopped (after an entry's body or
+/// a declaration's `;`), so the time is linear in the size of the PTX.
 pub fn parse_ptx_directives(ptx_text: &str) -> Vec<PtxEntry> {
     let text = strip_comments(ptx_text);
     let mut entries = Vec::new();
     let mut rest = text.as_str();
     while let Some(at) = find_entry_keyword(rest) {
         rest = &rest[at + ".entry".len()..];
-        let header_end = rest.find('{').unwrap_or(rest.len());
-        let body_start = (header_end + 1).min(rest.len());
-        let header = rest[..header_end].trim_start();
-        let name_end = header
-            .find(|c: char| c == '(' || c.is_whitespace() || c == ';')
-            .unwrap_or(header.len());
-        let name = &header[..name_end];
-        let after_params = match header.find('(') {
-            Some(open) => header[open..]
-                .find(')')
-                .map_or("", |close| &header[open + close + 1..]),
-            None => &header[name_end..],
-        };
-        // A declaration (`.entry k(...);`) has no body: go on after its `;`.
-        if name.is_empty() || after_params.trim_start().starts_with(';') {
-            rest = &rest[1..];
-            continue;
-        }
-        let mut entry = PtxEntry {
-            name: name.to_string(),
-            demangled: demangle(name),
-            ..PtxEntry::default()
-        };
-        for directive in after_params
-            .lines()
-            .flat_map(|line| line.split(';'))
-            .map(str::trim)
-            .filter(|d| !d.is_empty())
-        {
-            let (keyword, arguments) = directive
-                .split_once(char::is_whitespace)
-                .unwrap_or((directive, ""));
-            let numbers = || -> Option<Vec<u32>> {
-                arguments
-                    .split(',')
-                    .map(|n| n.trim().parse().ok())
-                    .collect()
-            };
-            let single = || {
-                numbers()
-                    .filter(|values| values.len() == 1)
-                    .map(|values| values[0])
-            };
-            let known = match keyword {
-                ".maxntid" => numbers().map(|v| entry.maxntid = Some(v)),
-                ".reqntid" => numbers().map(|v| entry.reqntid = Some(v)),
-                ".reqnctapercluster" => numbers().map(|v| entry.reqnctapercluster = Some(v)),
-                ".minnctapersm" => single().map(|v| entry.minnctapersm = Some(v)),
-                ".maxnreg" => single().map(|v| entry.maxnreg = Some(v)),
-                ".maxclusterrank" => single().map(|v| entry.maxclusterrank = Some(v)),
-                ".explicitcluster" if arguments.is_empty() => {
-                    entry.explicitcluster = true;
-                    Some(())
-                }
-                _ => None,
-            };
-            if known.is_none() {
-                entry.other_directives.push(directive.to_string());
+        match entry_header(rest) {
+            EntryHeader::Declaration { resume_at } => rest = &rest[resume_at..],
+            EntryHeader::Definition {
+                name,
+                directives,
+                body_start,
+            } => {
+                entries.push(entry_with_directives(name, directives));
+                rest = skip_body(&rest[body_start..]);
+            }
+            EntryHeader::Unterminated { name, directives } => {
+                entries.push(entry_with_directives(name, directives));
+                break;
             }
         }
-        entries.push(entry);
-        rest = skip_body(&rest[body_start..]);
     }
     entries
+}
+
+/// What follows an `.entry` keyword.
+enum EntryHeader<'a> {
+    /// `.entry k(...);` or a nameless `.entry`: nothing to read; go on at `resume_at`.
+    Declaration { resume_at: usize },
+    /// `.entry k(...) DIRECTIVES {`: the body starts at `body_start`.
+    Definition {
+        name: &'a str,
+        directives: &'a str,
+        body_start: usize,
+    },
+    /// An entry whose `{` never comes (the PTX is cut off): its directives run to the end.
+    Unterminated { name: &'a str, directives: &'a str },
+}
+
+/// Splits the text after `.entry` into name, parameters and directives. Every search is
+/// bounded by the entry's own `{` (parameters hold no `{` or `;`).
+fn entry_header(rest: &str) -> EntryHeader<'_> {
+    let name_start = rest.len() - rest.trim_start().len();
+    let name_end = rest[name_start..]
+        .find(|c: char| c == '(' || c == '{' || c == ';' || c.is_whitespace())
+        .map_or(rest.len(), |end| name_start + end);
+    let name = &rest[name_start..name_end];
+    if name.is_empty() {
+        return EntryHeader::Declaration { resume_at: 0 };
+    }
+    let mut params_end = name_end;
+    if rest[name_end..].trim_start().starts_with('(') {
+        let open = name_end + rest[name_end..].find('(').expect("checked above");
+        params_end = match rest[open..].find([')', '{', ';']) {
+            Some(end) if rest.as_bytes()[open + end] == b')' => open + end + 1,
+            Some(end) => open + end,
+            None => rest.len(),
+        };
+    }
+    let tail = &rest[params_end..];
+    if tail.trim_start().starts_with(';') {
+        let semicolon = params_end + tail.find(';').expect("checked above");
+        return EntryHeader::Declaration {
+            resume_at: semicolon + 1,
+        };
+    }
+    match tail.find('{') {
+        Some(brace) => EntryHeader::Definition {
+            name,
+            directives: &tail[..brace],
+            body_start: params_end + brace + 1,
+        },
+        None => EntryHeader::Unterminated {
+            name,
+            directives: tail,
+        },
+    }
+}
+
+/// The entry `name` with the performance-tuning directives written in `directives`.
+fn entry_with_directives(name: &str, directives: &str) -> PtxEntry {
+    let mut entry = PtxEntry {
+        name: name.to_string(),
+        demangled: demangle(name),
+        ..PtxEntry::default()
+    };
+    for directive in directives
+        .lines()
+        .flat_map(|line| line.split(';'))
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+    {
+        if !read_directive(&mut entry, directive) {
+            entry.other_directives.push(directive.to_string());
+        }
+    }
+    entry
+}
+
+/// Reads one known directive into `entry`; `false` when it is not one this parser knows.
+fn read_directive(entry: &mut PtxEntry, directive: &str) -> bool {
+    let (keyword, arguments) = directive
+        .split_once(char::is_whitespace)
+        .unwrap_or((directive, ""));
+    let numbers = || -> Option<Vec<u32>> {
+        arguments
+            .split(',')
+            .map(|n| n.trim().parse().ok())
+            .collect()
+    };
+    let single = || {
+        numbers()
+            .filter(|values| values.len() == 1)
+            .map(|values| values[0])
+    };
+    let known = match keyword {
+        ".maxntid" => numbers().map(|v| entry.maxntid = Some(v)),
+        ".reqntid" => numbers().map(|v| entry.reqntid = Some(v)),
+        ".reqnctapercluster" => numbers().map(|v| entry.reqnctapercluster = Some(v)),
+        ".minnctapersm" => single().map(|v| entry.minnctapersm = Some(v)),
+        ".maxnreg" => single().map(|v| entry.maxnreg = Some(v)),
+        ".maxclusterrank" => single().map(|v| entry.maxclusterrank = Some(v)),
+        ".explicitcluster" if arguments.is_empty() => {
+            entry.explicitcluster = true;
+            Some(())
+        }
+        _ => None,
+    };
+    known.is_some()
 }
 
 /// Finds `.entry` as a whole word.
@@ -148,32 +210,76 @@ fn skip_body(text: &str) -> &str {
     ""
 }
 
-fn strip_comments(text: &str) -> String {
+/// PTX without its comments, in one pass: `// ...` up to the end of its line is removed, a
+/// `/* ... */` becomes one space followed by the line breaks it held (so line numbers stay), an
+/// unterminated `/*` turns the rest into one space. A `"string"` (to its closing quote or the end of its line)
+/// is kept whole: `.file 1 "C://x.cu"` holds no comment.
+///
+/// Each byte is looked at once: the scan never searches ahead from a position it will scan again
+/// (a search for `/*` from every `//` was quadratic on PTX full of `// begin inline asm` lines).
+pub(crate) fn strip_comments(text: &str) -> String {
+    let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    loop {
-        let line_comment = rest.find("//");
-        let block_comment = rest.find("/*");
-        match (line_comment, block_comment) {
-            (Some(line), block) if block.map_or(true, |block| line < block) => {
-                out.push_str(&rest[..line]);
-                rest = rest[line..]
-                    .find('\n')
-                    .map_or("", |end| &rest[line + end..]);
+    let mut copied_to = 0;
+    let mut at = 0;
+    while let Some(offset) = bytes[at..]
+        .iter()
+        .position(|&byte| byte == b'/' || byte == b'"')
+    {
+        let special = at + offset;
+        match (bytes[special], bytes.get(special + 1)) {
+            (b'"', _) => {
+                at = string_end(bytes, special + 1);
+                continue;
             }
-            (_, Some(block)) => {
-                out.push_str(&rest[..block]);
+            (b'/', Some(b'/')) => {
+                out.push_str(&text[copied_to..special]);
+                at = bytes[special..]
+                    .iter()
+                    .position(|&byte| byte == b'\n')
+                    .map_or(bytes.len(), |end| special + end);
+            }
+            (b'/', Some(b'*')) => {
+                out.push_str(&text[copied_to..special]);
                 out.push(' ');
-                rest = rest[block + 2..]
-                    .find("*/")
-                    .map_or("", |end| &rest[block + 2 + end + 2..]);
+                let body_start = special + 2;
+                let close = bytes[body_start..]
+                    .windows(2)
+                    .position(|pair| pair == b"*/");
+                let body_end = close.map_or(bytes.len(), |close| body_start + close);
+                if close.is_some() {
+                    let line_breaks = bytes[body_start..body_end]
+                        .iter()
+                        .filter(|&&byte| byte == b'\n')
+                        .count();
+                    out.extend(std::iter::repeat('\n').take(line_breaks));
+                }
+                at = close.map_or(bytes.len(), |_| body_end + 2);
             }
             _ => {
-                out.push_str(rest);
-                return out;
+                at = special + 1;
+                continue;
             }
         }
+        copied_to = at;
     }
+    out.push_str(&text[copied_to..]);
+    out
+}
+
+/// The index just past the string whose opening quote is before `from`: after its closing
+/// quote, or at its line break or the end of the text (a PTX string does not span lines).
+fn string_end(bytes: &[u8], from: usize) -> usize {
+    let mut at = from;
+    while let Some(&byte) = bytes.get(at) {
+        match byte {
+            b'"' => return at + 1,
+            b'\n' => return at,
+            b'\\' if bytes.get(at + 1).is_some_and(|&next| next != b'\n') => at += 2,
+            _ => at += 1,
+        }
+    }
+    at
 }
 
 #[cfg(test)]
@@ -217,5 +323,149 @@ mod tests {
         assert!(parse_ptx_directives(".entry").is_empty());
         assert!(parse_ptx_directives("/* .entry x { */").is_empty());
         let _ = parse_ptx_directives(".entry x( .maxntid {{{");
+    }
+
+    /// The obvious character-at-a-time statement of what `strip_comments` does, for the
+    /// property test below.
+    fn strip_comments_reference(text: &str) -> String {
+        let chars: Vec<char> = text.chars().collect();
+        let mut out = String::new();
+        let mut index = 0;
+        while index < chars.len() {
+            let next = chars.get(index + 1).copied();
+            match (chars[index], next) {
+                ('"', _) => {
+                    out.push('"');
+                    index += 1;
+                    while index < chars.len() && chars[index] != '\n' {
+                        out.push(chars[index]);
+                        index += 1;
+                        match chars[index - 1] {
+                            '"' => break,
+                            '\\' if index < chars.len() && chars[index] != '\n' => {
+                                out.push(chars[index]);
+                                index += 1;
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                ('/', Some('/')) => {
+                    while index < chars.len() && chars[index] != '\n' {
+                        index += 1;
+                    }
+                }
+                ('/', Some('*')) => {
+                    index += 2;
+                    let mut breaks = String::from(" ");
+                    loop {
+                        if index + 1 >= chars.len() {
+                            out.push(' '); // unterminated: the rest is one comment
+                            return out;
+                        }
+                        if chars[index] == '*' && chars[index + 1] == '/' {
+                            index += 2;
+                            break;
+                        }
+                        if chars[index] == '\n' {
+                            breaks.push('\n');
+                        }
+                        index += 1;
+                    }
+                    out.push_str(&breaks);
+                }
+                (other, _) => {
+                    out.push(other);
+                    index += 1;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn comments_go_strings_stay_and_lines_keep_their_numbers() {
+        let ptx =
+            ".file 1 \"C://x/*y*/.cu\" // note\n/* two\nlines */.entry k\n\"open // quote\n// end";
+        assert_eq!(
+            strip_comments(ptx),
+            ".file 1 \"C://x/*y*/.cu\" \n \n.entry k\n\"open // quote\n"
+        );
+        assert_eq!(strip_comments("a /* never closed\n.entry k {}"), "a  ");
+        assert_eq!(
+            strip_comments("\"esc \\\" // still\" x//y"),
+            "\"esc \\\" // still\" x"
+        );
+    }
+
+    #[test]
+    fn declarations_and_bodiless_entries_do_not_hide_later_entries() {
+        let ptx = ".extern .entry decl(.param .u32 a);\n.entry nobrackets;\n.visible .entry k(\n.param .u32 p\n)\n.maxntid 64\n{\nret;\n}\n.entry cut(\n)\n.maxnreg 32\n";
+        let entries = parse_ptx_directives(ptx);
+        let names: Vec<&str> = entries.iter().map(|entry| entry.name.as_str()).collect();
+        assert_eq!(names, ["k", "cut"]);
+        assert_eq!(entries[0].maxntid, Some(vec![64]));
+        assert_eq!(entries[1].maxnreg, Some(32));
+    }
+
+    /// PTX shaped like the inline-asm-heavy modules of issue 10 (a `// begin inline asm` line
+    /// every few lines): each entry is found with its directives.
+    #[test]
+    fn inline_asm_comment_lines_do_not_hide_entries() {
+        let mut ptx = String::new();
+        for kernel in 0..200 {
+            ptx.push_str(&format!(
+                ".visible .entry k{kernel}(\n.param .u64 p\n)\n.maxntid 128, 1, 1\n{{\n"
+            ));
+            for _ in 0..20 {
+                ptx.push_str("\t// begin inline asm\n\tmov.u32 %r1, %r2;\n\t// end inline asm\n");
+            }
+            ptx.push_str("\tret;\n}\n");
+        }
+        let entries = parse_ptx_directives(&ptx);
+        assert_eq!(entries.len(), 200);
+        assert!(entries
+            .iter()
+            .all(|entry| entry.maxntid == Some(vec![128, 1, 1])));
+    }
+
+    use proptest::prelude::*;
+
+    /// Text made of the pieces that matter to the scanner.
+    fn comment_soup() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just("//"),
+            Just("/*"),
+            Just("*/"),
+            Just("/"),
+            Just("*"),
+            Just("\""),
+            Just("\\"),
+            Just("\n"),
+            Just(" "),
+            Just(".entry k"),
+            Just("{"),
+            Just("}"),
+            Just("x"),
+            Just("é"),
+        ];
+        proptest::collection::vec(piece, 0..80).prop_map(|pieces| pieces.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn strip_comments_equals_the_reference(text in comment_soup()) {
+            prop_assert_eq!(strip_comments(&text), strip_comments_reference(&text));
+        }
+
+        #[test]
+        fn strip_comments_equals_the_reference_on_any_text(text in "[/*\"\\\\\na-z ]{0,60}") {
+            prop_assert_eq!(strip_comments(&text), strip_comments_reference(&text));
+        }
+
+        #[test]
+        fn directives_of_any_text_never_panic(text in comment_soup()) {
+            let _ = parse_ptx_directives(&text);
+        }
     }
 }

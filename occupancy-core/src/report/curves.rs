@@ -231,13 +231,16 @@ pub fn registers_curve(arch: &ArchFacts, input: &CurveInput) -> Curve {
 }
 
 /// Occupancy against shared memory per block (static + dynamic, the kernel opting in to what it
-/// needs), 0 to the arch's opt-in maximum in the arch's allocation unit.
+/// needs), 0 to the arch's opt-in maximum in the arch's allocation unit, plus the current amount
+/// as one more point when it is above that (nothing fits there; the steps stop at the maximum, so
+/// the curve has at most a few thousand points whatever the input says).
 pub fn shared_memory_curve(arch: &ArchFacts, input: &CurveInput) -> Curve {
     let current =
         u64::from(input.kernel.static_smem_bytes) + u64::from(input.launch.dynamic_smem_bytes);
-    let x_max = u64::from(arch.smem_per_block_optin).max(current);
+    let optin_max = u64::from(arch.smem_per_block_optin);
+    let x_max = optin_max.max(current);
     let unit = u64::from(arch.smem_alloc_unit.max(1));
-    let mut xs: Vec<u64> = (0..=x_max / unit).map(|units| units * unit).collect();
+    let mut xs: Vec<u64> = (0..=optin_max / unit).map(|units| units * unit).collect();
     if !xs.contains(&current) {
         xs.push(current);
         xs.sort_unstable();
@@ -297,6 +300,20 @@ mod tests {
             },
             launch: Launch::new(block),
         }
+    }
+
+    #[test]
+    fn shared_memory_beyond_every_limit_is_one_point_not_billions() {
+        let arch = lookup("sm_90").unwrap();
+        let mut huge = input(32, 256);
+        huge.kernel.static_smem_bytes = u32::MAX;
+        huge.launch.dynamic_smem_bytes = u32::MAX;
+        let curve = shared_memory_curve(arch, &huge);
+        let steps = u64::from(arch.smem_per_block_optin / arch.smem_alloc_unit);
+        assert_eq!(curve.points.len() as u64, steps + 2);
+        assert_eq!(curve.current_x, 2 * u64::from(u32::MAX));
+        assert_eq!(curve.x_max, curve.current_x);
+        assert_eq!(curve.points.last().unwrap().blocks_per_sm, 0);
     }
 
     #[test]

@@ -122,229 +122,11 @@ pub fn explain(arch: &'static ArchFacts, row: &KernelRow) -> Explanation {
     let launch = row.launch();
     let answer = calc::occupancy(arch, &kernel, &launch);
     let limits = resource_limits(arch, &kernel, &launch, &answer);
-    let next_limit = {
-        let others: Vec<&ResourceLimit> = limits
-            .iter()
-            .filter(|limit| !answer.limiters.contains(&limit.limiter))
-            .filter(|limit| limit.blocks_per_sm.is_some())
-            .collect();
-        let smallest = others.iter().filter_map(|limit| limit.blocks_per_sm).min();
-        smallest.map(|blocks| {
-            let names = others
-                .iter()
-                .filter(|limit| limit.blocks_per_sm == Some(blocks))
-                .map(|limit| limit.limiter.name().to_string())
-                .collect();
-            (blocks, names)
-        })
-    };
-
-    // Registers: `__launch_bounds__(block, N)` makes ptxas fit N blocks, i.e. cap registers at
-    // the budget for N blocks; `max_registers` (`__maxnreg__`) caps them directly.
-    let mut register_knobs = Vec::new();
-    if answer.blocks_per_sm > 0 && row.registers > 0 {
-        let ceiling = next_limit.as_ref().map_or(u32::MAX, |(blocks, _)| *blocks);
-        let mut blocks = answer.blocks_per_sm + 1;
-        while blocks <= ceiling.min(arch.max_blocks_per_sm) {
-            match register_budget_for_blocks(arch, &kernel, &launch, blocks) {
-                Some(budget) if budget < row.registers => {
-                    // A larger min-blocks with the same register budget changes nothing.
-                    if register_knobs.last().is_some_and(|previous: &KnobEffect| {
-                        previous
-                            .change
-                            .contains(&format!("max_registers = {budget} "))
-                    }) {
-                        blocks += 1;
-                        continue;
-                    }
-                    let caveat = (row.registers - budget > 0).then(|| {
-                        format!(
-                            "{} fewer registers per thread: ptxas may spill to reach it",
-                            row.registers - budget
-                        )
-                    });
-                    let reduced = KernelFacts {
-                        registers_per_thread: budget,
-                        ..kernel
-                    };
-                    let change = format!(
-                        "__launch_bounds__({}, {blocks}) or max_registers = {budget} (now {})",
-                        row.block, row.registers
-                    );
-                    register_knobs.push(effect(arch, &reduced, &launch, change, caveat));
-                }
-                _ => break,
-            }
-            blocks += 1;
-        }
-        if let Some(spare) = row.headroom.spare_registers_per_thread {
-            let more = KernelFacts {
-                registers_per_thread: row.registers + spare + 1,
-                ..kernel
-            };
-            register_knobs.push(effect(
-                arch,
-                &more,
-                &launch,
-                format!(
-                    "{} registers (+{}): the next cliff up",
-                    row.registers + spare + 1,
-                    spare + 1
-                ),
-                None,
-            ));
-        }
-    }
-
-    // Block size: halving and doubling the block, and the sizes with the most resident threads.
-    let mut block_knobs = Vec::new();
-    let max_block = kernel
-        .max_threads_per_block
-        .unwrap_or(arch.max_threads_per_block)
-        .min(arch.max_threads_per_block);
-    let mut sizes: Vec<u32> = vec![row.block / 2, row.block.saturating_mul(2)];
-    let suggestion = calc::max_potential_block_size(
-        arch,
-        &kernel,
-        |_| launch.dynamic_smem_bytes,
-        launch.carveout,
-    );
-    sizes.push(suggestion.block_threads);
-    for candidate in [64, 128, 256, 512] {
-        sizes.push(candidate);
-    }
-    sizes.retain(|&size| size >= arch.warp_size && size <= max_block && size != row.block);
-    sizes.sort_unstable();
-    sizes.dedup();
-    for size in sizes {
-        let changed = Launch {
-            block_threads: size,
-            ..launch
-        };
-        let note = (size == suggestion.block_threads)
-            .then(|| "the most resident threads (cudaOccupancyMaxPotentialBlockSize)".to_string());
-        block_knobs.push(effect(
-            arch,
-            &kernel,
-            &changed,
-            format!("block = {size}"),
-            note,
-        ));
-    }
-
-    // Shared memory: what to remove to gain a block, what can be added before losing one.
-    let mut smem_knobs = Vec::new();
-    let smem_used = row.static_smem_bytes + row.dynamic_smem_bytes;
-    if let Some(remove) = row.headroom.smem_bytes_to_gain_block {
-        let (static_bytes, dynamic_bytes) =
-            take_smem(row.static_smem_bytes, row.dynamic_smem_bytes, remove);
-        let kernel_less = KernelFacts {
-            static_smem_bytes: bytes_u32(static_bytes),
-            ..kernel
-        };
-        let launch_less = Launch {
-            dynamic_smem_bytes: bytes_u32(dynamic_bytes),
-            ..launch
-        };
-        smem_knobs.push(effect(
-            arch,
-            &kernel_less,
-            &launch_less,
-            format!(
-                "{} less shared memory per block ({} → {})",
-                format_bytes(remove),
-                format_bytes(smem_used),
-                format_bytes(smem_used - remove)
-            ),
-            None,
-        ));
-    }
-    if let Some(spare) = row.headroom.spare_smem_bytes {
-        let launch_more = Launch {
-            dynamic_smem_bytes: bytes_u32(row.dynamic_smem_bytes + spare + 1),
-            ..launch
-        };
-        let opted_in = KernelFacts {
-            max_dynamic_smem_bytes: None,
-            ..kernel
-        };
-        smem_knobs.push(effect(
-            arch,
-            &opted_in,
-            &launch_more,
-            format!(
-                "more than {} added per block (the next cliff up; up to {} is free)",
-                format_bytes(spare),
-                format_bytes(spare)
-            ),
-            None,
-        ));
-    }
-
-    // Carveout: each configuration the arch offers, by the smallest percent that selects it;
-    // neighbouring configurations with the same answer are one line. The smallest carveout that
-    // keeps the blocks leaves the most L1 cache.
-    let mut carveout_knobs: Vec<KnobEffect> = Vec::new();
-    let mut previous: Option<(u8, u32, u32)> = None; // (first percent, first config, blocks)
-    let configs: Vec<(u8, u32)> = arch
-        .smem_configs_per_sm
-        .iter()
-        .filter_map(|&config| {
-            let percent = (u64::from(config) * 100).div_ceil(u64::from(arch.smem_per_sm.max(1)));
-            u8::try_from(percent.min(100))
-                .ok()
-                .map(|percent| (percent, config))
-        })
-        .collect();
-    for &(percent, config) in &configs {
-        let changed = Launch {
-            carveout: Carveout::Percent(percent),
-            ..launch
-        };
-        let blocks = calc::blocks_per_sm(arch, &kernel, &changed);
-        let start = match previous {
-            Some((first_percent, first_config, previous_blocks)) if previous_blocks == blocks => {
-                (first_percent, first_config)
-            }
-            _ => (percent, config),
-        };
-        if previous.is_some_and(|(_, _, previous_blocks)| previous_blocks == blocks) {
-            carveout_knobs.pop();
-        }
-        previous = Some((start.0, start.1, blocks));
-        let range = if start.0 == percent {
-            format!(
-                "carveout = {percent}% ({} shared memory per SM, the rest L1)",
-                format_bytes(u64::from(config))
-            )
-        } else {
-            format!(
-                "carveout = {}%..={percent}% ({}..={} shared memory per SM, the rest L1)",
-                start.0,
-                format_bytes(u64::from(start.1)),
-                format_bytes(u64::from(config))
-            )
-        };
-        let first_launch = Launch {
-            carveout: Carveout::Percent(start.0),
-            ..launch
-        };
-        carveout_knobs.push(effect(arch, &kernel, &first_launch, range, None));
-    }
-    if let Some(smallest) = carveout_knobs
-        .iter()
-        .find(|knob| knob.blocks_per_sm >= answer.blocks_per_sm && answer.blocks_per_sm > 0)
-    {
-        let note = format!(
-            "the smallest carveout keeping {} blocks/SM, leaving the most L1",
-            answer.blocks_per_sm
-        );
-        let change = smallest.change.clone();
-        if let Some(knob) = carveout_knobs.iter_mut().find(|knob| knob.change == change) {
-            knob.caveat = Some(note);
-        }
-    }
-
+    let next_limit = next_limit(&limits, &answer);
+    let register_knobs = register_knobs(arch, &row, &kernel, &launch, &answer, next_limit.as_ref());
+    let block_knobs = block_knobs(arch, &row, &kernel, &launch);
+    let smem_knobs = smem_knobs(arch, &row, &kernel, &launch);
+    let carveout_knobs = carveout_knobs(arch, &kernel, &launch, &answer);
     let curves = all_curves(arch, &row.curve_input());
     let assessment = assess(arch, &row, &answer);
     Explanation {
@@ -359,6 +141,241 @@ pub fn explain(arch: &'static ArchFacts, row: &KernelRow) -> Explanation {
         curves,
         assessment,
     }
+}
+
+/// The blocks per SM the tightest resource that does not bind would allow, and its names.
+fn next_limit(limits: &[ResourceLimit], answer: &calc::Occupancy) -> Option<(u32, Vec<String>)> {
+    let others: Vec<&ResourceLimit> = limits
+        .iter()
+        .filter(|limit| !answer.limiters.contains(&limit.limiter))
+        .filter(|limit| limit.blocks_per_sm.is_some())
+        .collect();
+    let smallest = others.iter().filter_map(|limit| limit.blocks_per_sm).min();
+    smallest.map(|blocks| {
+        let names = others
+            .iter()
+            .filter(|limit| limit.blocks_per_sm == Some(blocks))
+            .map(|limit| limit.limiter.name().to_string())
+            .collect();
+        (blocks, names)
+    })
+}
+
+/// Registers: `__launch_bounds__(block, N)` makes ptxas fit N blocks, i.e. cap registers at the
+/// budget for N blocks; `max_registers` (`__maxnreg__`) caps them directly. Then the next cliff
+/// up, when registers can grow before a block is lost.
+fn register_knobs(
+    arch: &ArchFacts,
+    row: &KernelRow,
+    kernel: &KernelFacts,
+    launch: &Launch,
+    answer: &calc::Occupancy,
+    next_limit: Option<&(u32, Vec<String>)>,
+) -> Vec<KnobEffect> {
+    let mut knobs = Vec::new();
+    if answer.blocks_per_sm == 0 || row.registers == 0 {
+        return knobs;
+    }
+    let ceiling = next_limit.map_or(u32::MAX, |(blocks, _)| *blocks);
+    for blocks in answer.blocks_per_sm + 1..=ceiling.min(arch.max_blocks_per_sm) {
+        let Some(budget) = register_budget_for_blocks(arch, kernel, launch, blocks)
+            .filter(|&budget| budget < row.registers)
+        else {
+            break;
+        };
+        // A larger min-blocks with the same register budget changes nothing.
+        let same_budget = format!("max_registers = {budget} ");
+        if knobs
+            .last()
+            .is_some_and(|previous: &KnobEffect| previous.change.contains(&same_budget))
+        {
+            continue;
+        }
+        let caveat = format!(
+            "{} fewer registers per thread: ptxas may spill to reach it",
+            row.registers - budget
+        );
+        let reduced = KernelFacts {
+            registers_per_thread: budget,
+            ..*kernel
+        };
+        let change = format!(
+            "__launch_bounds__({}, {blocks}) or max_registers = {budget} (now {})",
+            row.block, row.registers
+        );
+        knobs.push(effect(arch, &reduced, launch, change, Some(caveat)));
+    }
+    if let Some(spare) = row.headroom.spare_registers_per_thread {
+        let more = row.registers + spare + 1;
+        let grown = KernelFacts {
+            registers_per_thread: more,
+            ..*kernel
+        };
+        let change = format!("{more} registers (+{}): the next cliff up", spare + 1);
+        knobs.push(effect(arch, &grown, launch, change, None));
+    }
+    knobs
+}
+
+/// Block size: halving and doubling the block, and the sizes with the most resident threads.
+fn block_knobs(
+    arch: &ArchFacts,
+    row: &KernelRow,
+    kernel: &KernelFacts,
+    launch: &Launch,
+) -> Vec<KnobEffect> {
+    let max_block = kernel
+        .max_threads_per_block
+        .unwrap_or(arch.max_threads_per_block)
+        .min(arch.max_threads_per_block);
+    let suggestion = calc::max_potential_block_size(
+        arch,
+        kernel,
+        |_| launch.dynamic_smem_bytes,
+        launch.carveout,
+    );
+    let mut sizes: Vec<u32> = vec![
+        row.block / 2,
+        row.block.saturating_mul(2),
+        suggestion.block_threads,
+        64,
+        128,
+        256,
+        512,
+    ];
+    sizes.retain(|&size| size >= arch.warp_size && size <= max_block && size != row.block);
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+        .into_iter()
+        .map(|size| {
+            let changed = Launch {
+                block_threads: size,
+                ..*launch
+            };
+            let note = (size == suggestion.block_threads).then(|| {
+                "the most resident threads (cudaOccupancyMaxPotentialBlockSize)".to_string()
+            });
+            effect(arch, kernel, &changed, format!("block = {size}"), note)
+        })
+        .collect()
+}
+
+/// Shared memory: what to remove to gain a block, what can be added before losing one.
+fn smem_knobs(
+    arch: &ArchFacts,
+    row: &KernelRow,
+    kernel: &KernelFacts,
+    launch: &Launch,
+) -> Vec<KnobEffect> {
+    let mut knobs = Vec::new();
+    let smem_used = row.static_smem_bytes + row.dynamic_smem_bytes;
+    if let Some(remove) = row.headroom.smem_bytes_to_gain_block {
+        let (static_bytes, dynamic_bytes) =
+            take_smem(row.static_smem_bytes, row.dynamic_smem_bytes, remove);
+        let kernel_less = KernelFacts {
+            static_smem_bytes: bytes_u32(static_bytes),
+            ..*kernel
+        };
+        let launch_less = Launch {
+            dynamic_smem_bytes: bytes_u32(dynamic_bytes),
+            ..*launch
+        };
+        let change = format!(
+            "{} less shared memory per block ({} → {})",
+            format_bytes(remove),
+            format_bytes(smem_used),
+            format_bytes(smem_used - remove)
+        );
+        knobs.push(effect(arch, &kernel_less, &launch_less, change, None));
+    }
+    if let Some(spare) = row.headroom.spare_smem_bytes {
+        let launch_more = Launch {
+            dynamic_smem_bytes: bytes_u32(row.dynamic_smem_bytes + spare + 1),
+            ..*launch
+        };
+        let opted_in = KernelFacts {
+            max_dynamic_smem_bytes: None,
+            ..*kernel
+        };
+        let change = format!(
+            "more than {} added per block (the next cliff up; up to {} is free)",
+            format_bytes(spare),
+            format_bytes(spare)
+        );
+        knobs.push(effect(arch, &opted_in, &launch_more, change, None));
+    }
+    knobs
+}
+
+/// Carveout: each configuration the arch offers, by the smallest percent that selects it;
+/// neighbouring configurations with the same answer are one line. The smallest carveout that
+/// keeps the blocks leaves the most L1 cache, and is marked.
+fn carveout_knobs(
+    arch: &ArchFacts,
+    kernel: &KernelFacts,
+    launch: &Launch,
+    answer: &calc::Occupancy,
+) -> Vec<KnobEffect> {
+    let mut knobs: Vec<KnobEffect> = Vec::new();
+    let mut previous: Option<(u8, u32, u32)> = None; // (first percent, first config, blocks)
+    for (percent, config) in carveout_configs(arch) {
+        let changed = Launch {
+            carveout: Carveout::Percent(percent),
+            ..*launch
+        };
+        let blocks = calc::blocks_per_sm(arch, kernel, &changed);
+        let (first_percent, first_config) = match previous {
+            Some((first_percent, first_config, previous_blocks)) if previous_blocks == blocks => {
+                knobs.pop();
+                (first_percent, first_config)
+            }
+            _ => (percent, config),
+        };
+        previous = Some((first_percent, first_config, blocks));
+        let range = if first_percent == percent {
+            format!(
+                "carveout = {percent}% ({} shared memory per SM, the rest L1)",
+                format_bytes(u64::from(config))
+            )
+        } else {
+            format!(
+                "carveout = {first_percent}%..={percent}% ({}..={} shared memory per SM, the rest L1)",
+                format_bytes(u64::from(first_config)),
+                format_bytes(u64::from(config))
+            )
+        };
+        let first_launch = Launch {
+            carveout: Carveout::Percent(first_percent),
+            ..*launch
+        };
+        knobs.push(effect(arch, kernel, &first_launch, range, None));
+    }
+    if answer.blocks_per_sm > 0 {
+        if let Some(smallest) = knobs
+            .iter_mut()
+            .find(|knob| knob.blocks_per_sm >= answer.blocks_per_sm)
+        {
+            smallest.caveat = Some(format!(
+                "the smallest carveout keeping {} blocks/SM, leaving the most L1",
+                answer.blocks_per_sm
+            ));
+        }
+    }
+    knobs
+}
+
+/// Each shared memory configuration of the arch with the smallest carveout percent selecting it.
+fn carveout_configs(arch: &ArchFacts) -> Vec<(u8, u32)> {
+    arch.smem_configs_per_sm
+        .iter()
+        .filter_map(|&config| {
+            let percent = (u64::from(config) * 100).div_ceil(u64::from(arch.smem_per_sm.max(1)));
+            u8::try_from(percent.min(100))
+                .ok()
+                .map(|percent| (percent, config))
+        })
+        .collect()
 }
 
 /// Removes `remove` bytes, from dynamic shared memory first.
@@ -494,9 +511,26 @@ fn assess(arch: &ArchFacts, row: &KernelRow, answer: &calc::Occupancy) -> Vec<St
 
 /// Renders an explanation as text for a terminal.
 pub fn render_explanation_text(explanation: &Explanation) -> String {
+    let mut out = String::new();
+    write_heading(&mut out, explanation);
+    write_what_binds(&mut out, explanation);
+    write_knobs(&mut out, explanation);
+    out.push_str("Is this occupancy a problem?\n");
+    for line in &explanation.assessment {
+        let _ = writeln!(out, "  - {line}");
+    }
+    out.push('\n');
+    for curve in &explanation.curves {
+        out.push_str(&render_curve_text(curve));
+        out.push('\n');
+    }
+    out
+}
+
+/// The kernel, where it was declared and defined, its resources and its occupancy.
+fn write_heading(out: &mut String, explanation: &Explanation) {
     let row = &explanation.row;
     let arch = explanation.arch;
-    let mut out = String::new();
     let _ = writeln!(
         out,
         "{} on {} ({} {}), block {}",
@@ -513,14 +547,14 @@ pub fn render_explanation_text(explanation: &Explanation) -> String {
     if let Some(source) = &row.source {
         places.push(format!("defined in {source}"));
     }
-    if let (Some(max_threads), Some(min_blocks)) =
-        (row.max_threads_per_block, row.min_blocks_per_sm)
-    {
-        places.push(format!(
+    match (row.max_threads_per_block, row.min_blocks_per_sm) {
+        (Some(max_threads), Some(min_blocks)) => places.push(format!(
             "compiled with __launch_bounds__({max_threads}, {min_blocks})"
-        ));
-    } else if let Some(max_threads) = row.max_threads_per_block {
-        places.push(format!("compiled with __launch_bounds__({max_threads})"));
+        )),
+        (Some(max_threads), None) => {
+            places.push(format!("compiled with __launch_bounds__({max_threads})"));
+        }
+        _ => {}
     }
     if !places.is_empty() {
         let _ = writeln!(out, "  {}", places.join("; "));
@@ -545,7 +579,12 @@ pub fn render_explanation_text(explanation: &Explanation) -> String {
         arch.max_warps_per_sm,
         format_occupancy(row.occupancy)
     );
+}
 
+/// Each resource's limit, the binding ones marked, and what the binding ones cost.
+fn write_what_binds(out: &mut String, explanation: &Explanation) {
+    let row = &explanation.row;
+    let arch = explanation.arch;
     out.push_str("What binds\n");
     for limit in &explanation.limits {
         let blocks = limit
@@ -564,8 +603,8 @@ pub fn render_explanation_text(explanation: &Explanation) -> String {
         );
         let _ = writeln!(out, "{}", line.trim_end());
     }
-    match &explanation.next_limit {
-        Some((blocks, names)) if row.blocks_per_sm > 0 && *blocks > row.blocks_per_sm => {
+    if let Some((blocks, names)) = &explanation.next_limit {
+        if row.blocks_per_sm > 0 && *blocks > row.blocks_per_sm {
             let gain_occupancy = f64::from(*blocks * calc::warps_per_block(arch, row.block))
                 / f64::from(arch.max_warps_per_sm);
             let _ = writeln!(
@@ -578,10 +617,12 @@ pub fn render_explanation_text(explanation: &Explanation) -> String {
                 format_occupancy(gain_occupancy.min(1.0))
             );
         }
-        _ => {}
     }
     out.push('\n');
+}
 
+/// What each knob would change, one section per knob.
+fn write_knobs(out: &mut String, explanation: &Explanation) {
     let sections: [(&str, &Vec<KnobEffect>); 4] = [
         (
             "Registers (__launch_bounds__ min blocks, max_registers)",
@@ -596,24 +637,24 @@ pub fn render_explanation_text(explanation: &Explanation) -> String {
         let _ = writeln!(out, "  {title}:");
         if knobs.is_empty() {
             let reason = match title {
-                "Carveout" => format!("{} has a fixed shared memory size", arch.name),
+                "Carveout" => format!("{} has a fixed shared memory size", explanation.arch.name),
                 "Shared memory" => "shared memory does not bind in either direction".to_string(),
                 _ => "no change of this knob gains a block; another resource binds".to_string(),
             };
             let _ = writeln!(out, "    - {reason}");
         }
         for knob in knobs {
+            let limiters = if knob.limiters.is_empty() {
+                "-".to_string()
+            } else {
+                knob.limiters.join(" + ")
+            };
             let _ = write!(
                 out,
-                "    - {}: {} blocks/SM, {} ({})",
+                "    - {}: {} blocks/SM, {} ({limiters})",
                 knob.change,
                 knob.blocks_per_sm,
                 format_occupancy(knob.occupancy),
-                if knob.limiters.is_empty() {
-                    "-".to_string()
-                } else {
-                    knob.limiters.join(" + ")
-                }
             );
             if let Some(caveat) = &knob.caveat {
                 let _ = write!(out, "; {caveat}");
@@ -622,18 +663,6 @@ pub fn render_explanation_text(explanation: &Explanation) -> String {
         }
     }
     out.push('\n');
-
-    out.push_str("Is this occupancy a problem?\n");
-    for line in &explanation.assessment {
-        let _ = writeln!(out, "  - {line}");
-    }
-    out.push('\n');
-
-    for curve in &explanation.curves {
-        out.push_str(&render_curve_text(curve));
-        out.push('\n');
-    }
-    out
 }
 
 /// One curve as text: one line per run of equal blocks per SM, with a bar, the current run

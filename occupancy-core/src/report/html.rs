@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 
 use super::curves::{all_curves, Axis, Curve};
+use super::index::FindingIndex;
 use super::model::{Finding, KernelRow, Report};
 use super::table::{
     format_bytes, format_findings, format_headroom, format_limiters, format_occupancy, format_smem,
@@ -153,8 +154,7 @@ fn verdict(report: &Report) -> (&'static str, &'static str) {
     }
 }
 
-fn row_level(report: &Report, row: &KernelRow) -> &'static str {
-    let findings: Vec<&Finding> = report.findings_for(row).collect();
+fn row_level(findings: &[&Finding]) -> &'static str {
     if findings.iter().any(|finding| finding.level == Level::Deny) {
         "deny"
     } else if findings.iter().any(|finding| finding.level == Level::Warn) {
@@ -227,8 +227,10 @@ fn render_table(out: &mut String, report: &Report) {
         let _ = write!(out, "<th data-column=\"{column}\">{}</th>", escape(title));
     }
     out.push_str("</tr></thead>\n<tbody>\n");
+    let finding_index = FindingIndex::new(report);
     for (index, row) in report.kernels.iter().enumerate() {
-        let _ = write!(out, "<tr class=\"{}\">", row_level(report, row));
+        let row_findings = finding_index.findings_for(row);
+        let _ = write!(out, "<tr class=\"{}\">", row_level(row_findings));
         let text = |out: &mut String, sort: &str, shown: &str| {
             let _ = write!(
                 out,
@@ -304,7 +306,7 @@ fn render_table(out: &mut String, report: &Report) {
             "<td data-sort=\"{spare}\">{}</td>",
             escape(&format_headroom(row))
         );
-        let findings = format_findings(report.findings_for(row));
+        let findings = format_findings(row_findings.iter().copied());
         text(out, &findings, &findings);
         out.push_str("</tr>\n");
     }

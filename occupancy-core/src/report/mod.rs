@@ -13,17 +13,20 @@
 mod curves;
 pub mod explain;
 mod html;
+mod index;
 mod markdown;
 mod model;
 mod query;
 mod sarif;
 mod table;
+mod validate;
 
 pub use curves::{
     all_curves, block_size_curve, carveout_from_percent, registers_curve, shared_memory_curve,
     Axis, Curve, CurveInput, CurvePoint, Step,
 };
 pub use html::render_html;
+pub use index::{FindingIndex, RowIndex};
 pub use markdown::render_markdown;
 pub use model::{
     Finding, Headroom, KernelRow, Location, LocationKind, ReadError, Report, SourceFile,
@@ -31,7 +34,10 @@ pub use model::{
 };
 pub use query::{parse_sort_key, Column, Query, UnknownColumn};
 pub use sarif::render_sarif;
-pub use table::{format_bytes, format_occupancy, render_finding_text, render_text, summary_line};
+pub use table::{
+    format_bytes, format_occupancy, program_note, render_finding_text, render_text, summary_line,
+};
+pub use validate::{validate, InvalidValue, MAX_BARRIERS_PER_BLOCK};
 
 use crate::arch::ArchFacts;
 use crate::calc::{self, KernelFacts, Launch};
@@ -71,6 +77,7 @@ impl KernelRow {
             name: name.to_string(),
             demangled: name.to_string(),
             arch: arch.to_string(),
+            ptx_target: None,
             entry: true,
             registers: 0,
             barriers: 1,

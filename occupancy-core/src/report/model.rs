@@ -39,6 +39,11 @@ pub struct Report {
     /// Why nothing was checked (`OCCUPANCY_SKIP`, docs.rs); absent when the checks ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
+    /// Why the build that wrote this report failed (nvcc failed, a setting is wrong, ...):
+    /// then nothing was checked and `kernels` is empty; absent when the build got as far as
+    /// its checks. A reader must not take a failed build's report for a clean one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
     /// Every compiled source of the build.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<SourceFile>,
@@ -58,6 +63,7 @@ impl Default for Report {
             archs: Vec::new(),
             arch_source: None,
             skipped: None,
+            failed: None,
             sources: Vec::new(),
             kernels: Vec::new(),
             findings: Vec::new(),
@@ -91,15 +97,29 @@ pub enum ReadError {
         /// [`SCHEMA_VERSION`].
         expected: u32,
     },
+    /// Of the report's shape, but a value no build writes (an unknown arch, a count out of range).
+    #[error("not a valid occupancy report: {0}")]
+    Invalid(#[from] super::validate::InvalidValue),
 }
 
 impl Report {
     /// Parses a report written by a build or by `check --json`, checking the schema version first
     /// so that a future schema gets a version error rather than a confusing field error.
+    ///
+    /// Parsed straight into the model (not through `serde_json::Value`, which would keep the last
+    /// of two duplicate keys without a word), then every value is checked by
+    /// [`super::validate::validate`]: unknown archs, counts out of range and a NaN occupancy are
+    /// errors that name the row and key.
     pub fn from_json(text: &str) -> Result<Report, ReadError> {
-        let value: serde_json::Value = serde_json::from_str(text)?;
-        match value
-            .get("schema_version")
+        /// Only the version, read first; every other key is ignored here.
+        #[derive(Deserialize)]
+        struct Version {
+            schema_version: Option<serde_json::Value>,
+        }
+        let version: Version = serde_json::from_str(text)?;
+        match version
+            .schema_version
+            .as_ref()
             .and_then(serde_json::Value::as_u64)
         {
             Some(found) if found != u64::from(SCHEMA_VERSION) => {
@@ -110,7 +130,9 @@ impl Report {
             }
             _ => {}
         }
-        Ok(serde_json::from_value(value)?)
+        let report: Report = serde_json::from_str(text)?;
+        super::validate::validate(&report)?;
+        Ok(report)
     }
 
     /// Puts several reports (one per crate) into one: kernels and findings (which name their
@@ -176,8 +198,14 @@ pub struct KernelRow {
     pub name: String,
     /// The demangled name (equal to `name` for `extern "C"` kernels).
     pub demangled: String,
-    /// Canonical architecture name, `"sm_90"`.
+    /// Canonical architecture name, `"sm_90"`: the SASS this row's numbers are ptxas's for.
     pub arch: String,
+    /// The PTX the SASS was assembled from (`"compute_80"`): with a lower target than `arch`,
+    /// the row is what the driver's JIT makes of shipped PTX on that GPU, which can differ from
+    /// a native compile (other registers; code behind `__CUDA_ARCH__ >= ...` absent). `None`
+    /// when unknown (rows read from a ptxas log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ptx_target: Option<String>,
     /// Whether this is an entry (`__global__`) function; device functions have no occupancy.
     pub entry: bool,
     /// Registers per thread.

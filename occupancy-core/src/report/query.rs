@@ -5,6 +5,7 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::str::FromStr;
 
+use super::index::{FindingIndex, RowIndex};
 use super::model::{KernelRow, Report};
 use crate::lint::LintId;
 
@@ -136,6 +137,7 @@ impl Query {
     /// findings about no kernel, when no kernel filter is set).
     pub fn apply(&self, report: &Report) -> Report {
         let archs: Vec<String> = self.archs.iter().map(|arch| canonical_arch(arch)).collect();
+        let finding_index = FindingIndex::new(report);
         let mut kernels: Vec<KernelRow> = report
             .kernels
             .iter()
@@ -151,8 +153,9 @@ impl Query {
                         }))
                     && (archs.is_empty() || archs.contains(&row.arch))
                     && (self.lints.is_empty()
-                        || report
+                        || finding_index
                             .findings_for(row)
+                            .iter()
                             .any(|finding| self.lints.contains(&finding.lint)))
             })
             .cloned()
@@ -176,12 +179,13 @@ impl Query {
             }
             Ordering::Equal
         });
+        let (kept_rows, all_rows) = (RowIndex::new(&kernels), RowIndex::new(&report.kernels));
         let findings = report
             .findings
             .iter()
             .filter(|finding| {
                 let lint_kept = self.lints.is_empty() || self.lints.contains(&finding.lint);
-                let about_kept_kernel = kernels.iter().any(|row| finding.concerns(row));
+                let about_kept_kernel = kept_rows.first_concerned(finding).is_some();
                 let about_no_kernel = finding.kernel.is_none()
                     && self.kernels.is_empty()
                     && (self.crates.is_empty()
@@ -195,7 +199,7 @@ impl Query {
                             .as_ref()
                             .map_or(true, |arch| archs.contains(arch)));
                 let declared_but_absent = finding.kernel.is_some()
-                    && !report.kernels.iter().any(|row| finding.concerns(row))
+                    && all_rows.first_concerned(finding).is_none()
                     && (self.kernels.is_empty()
                         || self.kernels.iter().any(|needle| {
                             finding.kernel.as_ref().is_some_and(|k| k.contains(needle))

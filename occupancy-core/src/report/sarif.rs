@@ -6,6 +6,7 @@
 
 use serde_json::{json, Value};
 
+use super::index::RowIndex;
 use super::model::{Finding, Location, Report};
 use crate::lint::{Level, LintId};
 
@@ -79,7 +80,7 @@ fn rule(id: LintId) -> Value {
     })
 }
 
-fn result(report: &Report, finding: &Finding) -> Value {
+fn result(rows: &RowIndex<'_>, finding: &Finding) -> Value {
     let rule_index = LintId::ALL
         .iter()
         .position(|id| *id == finding.lint)
@@ -97,7 +98,7 @@ fn result(report: &Report, finding: &Finding) -> Value {
         "level": sarif_level(finding.level),
         "message": { "text": text },
     });
-    let row = report.kernels.iter().find(|row| finding.concerns(row));
+    let row = rows.first_concerned(finding);
     let source = row.and_then(|row| row.source.as_ref());
     if let Some(location) = finding.location.as_ref().or(source) {
         value["locations"] = json!([physical_location(location)]);
@@ -149,9 +150,10 @@ fn result(report: &Report, finding: &Finding) -> Value {
 /// `tool_version` is the version of the tool that ran (the CLI's or the build helper's).
 pub fn render_sarif(report: &Report, tool_version: &str) -> String {
     let rules: Vec<Value> = LintId::ALL.iter().map(|id| rule(*id)).collect();
+    let rows = RowIndex::new(&report.kernels);
     let results: Vec<Value> = report
         .shown_findings()
-        .map(|finding| result(report, finding))
+        .map(|finding| result(&rows, finding))
         .collect();
     let log = json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",

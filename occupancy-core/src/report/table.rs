@@ -1,5 +1,6 @@
 //! The kernel table as text (a terminal) and the cell formatting shared with Markdown and HTML.
 
+use super::index::FindingIndex;
 use super::model::{Finding, KernelRow, Report};
 use crate::lint::Level;
 
@@ -119,6 +120,7 @@ pub fn table_cells(
         "headroom",
         "findings",
     ]);
+    let index = FindingIndex::new(report);
     let rows = report
         .kernels
         .iter()
@@ -156,7 +158,7 @@ pub fn table_cells(
             });
             cells.push(format_limiters(row));
             cells.push(format_headroom(row));
-            cells.push(format_findings(report.findings_for(row)));
+            cells.push(format_findings(index.findings_for(row).iter().copied()));
             cells
         })
         .collect();
@@ -226,9 +228,58 @@ pub fn render_text(report: &Report) -> String {
         out.push_str(&render_finding_text(finding));
     }
     out.push('\n');
+    if let Some(line) = programs_line(report) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     out.push_str(&summary_line(report));
     out.push('\n');
     out
+}
+
+/// Which program a row describes, for a note: `sm_90 SASS from compute_80 PTX, as the driver
+/// JIT-compiles the shipped PTX on sm_90` (or `... PTX, compiled natively`).
+pub fn program_note(arch: &str, ptx_target: &str) -> String {
+    let number = |name: &str| {
+        name.trim_start_matches(|c: char| !c.is_ascii_digit())
+            .trim_end_matches(|c: char| !c.is_ascii_digit())
+            .parse::<u32>()
+            .ok()
+    };
+    let how = if number(arch) == number(ptx_target) {
+        "compiled natively".to_string()
+    } else {
+        format!("as the driver JIT-compiles the shipped PTX on {arch}")
+    };
+    format!("program checked: {arch} SASS from {ptx_target} PTX, {how}")
+}
+
+/// `programs: sm_80 from compute_80 PTX, sm_90 from compute_80 PTX (JIT)`: which program each
+/// architecture's rows describe, when known.
+fn programs_line(report: &Report) -> Option<String> {
+    let mut pairs: Vec<(&str, &str)> = report
+        .kernels
+        .iter()
+        .filter_map(|row| Some((row.arch.as_str(), row.ptx_target.as_deref()?)))
+        .collect();
+    pairs.sort_by_key(|(arch, ptx)| {
+        (
+            crate::arch::lookup(arch).map_or(u32::MAX, |facts| facts.major * 10 + facts.minor),
+            *ptx,
+        )
+    });
+    pairs.dedup();
+    if pairs.is_empty() {
+        return None;
+    }
+    let described: Vec<String> = pairs
+        .iter()
+        .map(|(arch, ptx)| {
+            let jit = !program_note(arch, ptx).ends_with("compiled natively");
+            format!("{arch} from {ptx} PTX{}", if jit { " (JIT)" } else { "" })
+        })
+        .collect();
+    Some(format!("programs: {}", described.join(", ")))
 }
 
 /// One finding in rustc's shape.

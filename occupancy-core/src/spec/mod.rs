@@ -1,7 +1,7 @@
 //! Declared intent: the typed model of `#[occupancy::kernel(...)]` and its one grammar.
 //!
-//! The proc macro (`occupancy-macros`, through [`KernelSpec::parse_args`] and [`KernelStub`]) and
-//! the build helper (`occupancy-build`, through [`scan_source`]) both read declarations with the
+//! The proc macro (`occupancy-macros`, through `KernelSpec::parse_args` and `KernelStub`) and
+//! the build helper (`occupancy-build`, through `scan_source`) both read declarations with the
 //! code in this module, so the two can never disagree about what an attribute means.
 //!
 //! What this module does: parse and validate the attribute's arguments (syntax, types, ranges
@@ -13,8 +13,16 @@
 //! Every error message says what to edit and names the section of `docs/declaring-kernels.md`
 //! that documents the key.
 
+//!
+//! The types here (the declaration, its keys, the limits) are always available: the lints read
+//! them. The grammar that needs `syn` (`KernelSpec::parse_args`, `scan_source`,
+//! `KernelStub`) is behind the `spec` feature.
+
+#[cfg(feature = "spec")]
 mod grammar;
+#[cfg(feature = "spec")]
 mod scan;
+#[cfg(feature = "spec")]
 mod stub;
 
 use std::collections::BTreeMap;
@@ -24,9 +32,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::lint::{Level, LintId};
 
+#[cfg(feature = "spec")]
 pub use scan::{
     scan_source, DeclaredKernel, KeySpan, LineColumn, ScanError, SourceSpan, SpecDiagnostic,
 };
+#[cfg(feature = "spec")]
 pub use stub::{KernelStub, StubKernel, StubKind};
 
 /// The documentation file every error message points into.
@@ -130,6 +140,7 @@ impl KernelSpec {
     /// Parses and validates the arguments of `#[occupancy::kernel(...)]` (the tokens inside the
     /// parentheses). This is what the proc macro calls; errors carry the span of the offending
     /// token and a message that says what to edit.
+    #[cfg(feature = "spec")]
     pub fn parse_args(tokens: proc_macro2::TokenStream) -> syn::Result<KernelSpec> {
         grammar::parse_spec(tokens, proc_macro2::Span::call_site()).map(|parsed| parsed.spec)
     }
@@ -291,5 +302,5 @@ pub fn check_arch_name(arch: &str) -> Result<(), Option<String>> {
         .map_err(|error| error.suggestion)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "spec"))]
 mod tests;

@@ -1,0 +1,90 @@
+//! The one way every command reads a ptxas log (`parse`, `check`, `explain --log`).
+//!
+//! The file (or standard input) is streamed through `occupancy_core::ptxas::LogParser` in
+//! 64 KiB chunks; each kernel record is handed to the caller as soon as no later line can change
+//! it, so memory holds the records still open and what the caller keeps, never the file. The
+//! parser's policies hold for every command alike: invalid UTF-8 is read lossily line by line
+//! (and noted once per log), a line longer than any ptxas line is skipped in bounded chunks, and
+//! a compiler error in the log is an error of the run ([`compile_errors`]).
+
+use std::io::Read;
+use std::path::Path;
+
+use occupancy_core::ptxas::{KernelRecord, LogParser, ParseOutput, MAX_LINE_BYTES};
+
+/// How much is read at a time.
+const CHUNK_BYTES: usize = 64 << 10;
+
+/// Reads the log at `path` (`-`: standard input), calling `on_kernel` with every entry record in
+/// log order; returns the rest of what the log held (callees, diagnostics, warnings, errors).
+/// A record `on_kernel` refuses ends the read with its error.
+pub fn read_log(
+    path: &Path,
+    mut on_kernel: impl FnMut(KernelRecord) -> Result<(), String>,
+) -> Result<ParseOutput, String> {
+    crate::inputs::check_input_file("the ptxas log", path).map_err(|error| error.0)?;
+    let name = path.display().to_string();
+    let mut reader: Box<dyn Read> = if name == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(
+            std::fs::File::open(path).map_err(|error| format!("cannot read `{name}`: {error}"))?,
+        )
+    };
+    let mut parser = LogParser::new();
+    let mut buffer = vec![0u8; CHUNK_BYTES];
+    loop {
+        match reader.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(count) => parser.feed(&buffer[..count]),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(format!("cannot read `{name}`: {error}")),
+        }
+        for record in parser.take_finished_kernels() {
+            on_kernel(record)?;
+        }
+    }
+    let mut output = parser
+        .finish()
+        .map_err(|error| format!("{name}: {error}"))?;
+    for record in std::mem::take(&mut output.kernels) {
+        on_kernel(record)?;
+    }
+    Ok(output)
+}
+
+/// The notes every command prints about how a log was read: lossily decoded lines and skipped
+/// over-long lines (each skipped one that mattered is also a diagnostic).
+pub fn reading_notes(name: &str, output: &ParseOutput) -> Vec<String> {
+    let mut notes = Vec::new();
+    if output.invalid_utf8_lines > 0 {
+        notes.push(format!(
+            "{name}: {} line(s) were not valid UTF-8 and were read with U+FFFD in place of the bad bytes",
+            output.invalid_utf8_lines
+        ));
+    }
+    if output.long_lines_skipped > 0 {
+        notes.push(format!(
+            "{name}: {} line(s) longer than {MAX_LINE_BYTES} bytes were skipped unread (no ptxas line is that long)",
+            output.long_lines_skipped
+        ));
+    }
+    notes
+}
+
+/// The log's compiler errors as one error of the run, naming kernel and arch where the log does.
+pub fn compile_errors(name: &str, output: &ParseOutput) -> Result<(), String> {
+    if output.errors.is_empty() {
+        return Ok(());
+    }
+    let listed: Vec<String> = output
+        .errors
+        .iter()
+        .map(|error| format!("  {name}:{error}"))
+        .collect();
+    Err(format!(
+        "{name}: the compile failed: the log holds {} compiler error(s); a failed compile's numbers are not checked:\n{}",
+        output.errors.len(),
+        listed.join("\n")
+    ))
+}

@@ -1,0 +1,259 @@
+//! Where the CLI writes files. Every output path (`--html FILE`, `--cache-dir DIR`) is checked
+//! against every input before any work: an output never replaces an input file, never lands inside
+//! an input directory, and an output directory never holds an input, whichever way the paths are
+//! spelled (`./`, `..`, symlinks, hard links). Outputs are checked for writability up front too,
+//! so a read-only destination fails the run before a compile, and files are written atomically
+//! (a temporary file beside the destination, then a rename): a killed run leaves the old file or
+//! the new one, never half of one.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::cmd::report::UsageError;
+
+/// One output the command will write: the flag it came from and the path as given.
+#[derive(Debug, Clone, Copy)]
+pub struct Output<'a> {
+    /// The command-line flag naming it, e.g. `--html`.
+    pub flag: &'static str,
+    /// The path as the user wrote it.
+    pub path: &'a Path,
+    /// Whether the output is a directory the command writes into (else one file).
+    pub is_dir: bool,
+}
+
+/// Refuses, before any work, every output that would replace or write into an input, or that
+/// cannot be written; names the flag, the output and the input.
+pub fn check_outputs(outputs: &[Output<'_>], inputs: &[&Path]) -> Result<(), UsageError> {
+    let inputs: Vec<(&Path, PathBuf)> = inputs
+        .iter()
+        .filter_map(|input| Some((*input, std::fs::canonicalize(input).ok()?)))
+        .collect();
+    for output in outputs {
+        let resolved = resolve_output(output)?;
+        for (given, input) in &inputs {
+            if let Some(relation) = overlap(&resolved, output, input) {
+                return Err(UsageError(format!(
+                    "{} {} {relation} {}: outputs never replace inputs; write it somewhere else",
+                    output.flag,
+                    output.path.display(),
+                    given.display()
+                )));
+            }
+        }
+        if !output.is_dir {
+            check_writable_file(output, &resolved)?;
+        }
+    }
+    Ok(())
+}
+
+/// How `resolved` (the output) collides with `input` (canonical), if it does.
+fn overlap(resolved: &Path, output: &Output<'_>, input: &Path) -> Option<&'static str> {
+    if resolved == input || same_file(resolved, input) {
+        return Some(if output.is_dir {
+            "is the input directory"
+        } else {
+            "would replace the input"
+        });
+    }
+    if resolved.starts_with(input) {
+        return Some("is inside the input directory");
+    }
+    if output.is_dir && input.starts_with(resolved) {
+        return Some("holds the input");
+    }
+    None
+}
+
+/// The same file under two names (a hard link): same device and inode.
+#[cfg(unix)]
+fn same_file(left: &Path, right: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(left), std::fs::metadata(right)) {
+        (Ok(left), Ok(right)) => left.dev() == right.dev() && left.ino() == right.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(_left: &Path, _right: &Path) -> bool {
+    false
+}
+
+/// The absolute path the output will have: canonical when it exists (through symlinks), else
+/// its canonical parent joined with its file name.
+fn resolve_output(output: &Output<'_>) -> Result<PathBuf, UsageError> {
+    if let Ok(canonical) = std::fs::canonicalize(output.path) {
+        return Ok(canonical);
+    }
+    let file_name = output.path.file_name().ok_or_else(|| {
+        UsageError(format!(
+            "{} {}: name a file, not a directory",
+            output.flag,
+            output.path.display()
+        ))
+    })?;
+    let parent = parent_dir(output.path);
+    let parent = std::fs::canonicalize(parent).map_err(|error| {
+        UsageError(format!(
+            "{} {}: its directory {} cannot be used ({error}); create it or choose another path",
+            output.flag,
+            output.path.display(),
+            parent.display()
+        ))
+    })?;
+    Ok(parent.join(file_name))
+}
+
+/// The directory a path lives in (`.` for a bare file name).
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
+/// A file output must not be a directory, and its directory must take a new file.
+fn check_writable_file(output: &Output<'_>, resolved: &Path) -> Result<(), UsageError> {
+    if resolved.is_dir() {
+        return Err(UsageError(format!(
+            "{} {} is a directory: name the file to write",
+            output.flag,
+            output.path.display()
+        )));
+    }
+    let probe = temporary_sibling(resolved);
+    match File::create(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(error) => Err(UsageError(format!(
+            "{} {}: cannot write in {} ({error}); choose a writable path",
+            output.flag,
+            output.path.display(),
+            parent_dir(resolved).display()
+        ))),
+    }
+}
+
+/// `.<name>.<pid>.tmp` beside `path`.
+fn temporary_sibling(path: &Path) -> PathBuf {
+    let mut name = OsString::from(".");
+    name.push(path.file_name().unwrap_or_default());
+    name.push(format!(".{}.tmp", std::process::id()));
+    parent_dir(path).join(name)
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file beside it, synced, then renamed over it.
+pub fn write_atomically(flag: &str, path: &Path, bytes: &[u8]) -> Result<(), UsageError> {
+    let temporary = temporary_sibling(path);
+    let written = File::create(&temporary).and_then(|mut file| {
+        file.write_all(bytes)?;
+        file.sync_all()
+    });
+    let renamed = written.and_then(|()| std::fs::rename(&temporary, path));
+    renamed.map_err(|error| {
+        let _ = std::fs::remove_file(&temporary);
+        UsageError(format!(
+            "{flag} {}: cannot write it: {error}",
+            path.display()
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "cargo-occupancy-outputs-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("cu")).unwrap();
+        std::fs::write(dir.join("cu/victim.cu"), "__global__ void k() {}\n").unwrap();
+        dir
+    }
+
+    fn html(path: &Path) -> Output<'_> {
+        Output {
+            flag: "--html",
+            path,
+            is_dir: false,
+        }
+    }
+
+    #[test]
+    fn an_output_naming_an_input_in_any_spelling_is_refused() {
+        let dir = scratch("spelling");
+        let input = dir.join("cu/victim.cu");
+        std::os::unix::fs::symlink(&input, dir.join("link.html")).unwrap();
+        std::fs::hard_link(&input, dir.join("hard.html")).unwrap();
+        for spelling in [
+            input.clone(),
+            dir.join("cu/./victim.cu"),
+            dir.join("cu/../cu/victim.cu"),
+            dir.join("link.html"),
+            dir.join("hard.html"),
+        ] {
+            let error = check_outputs(&[html(&spelling)], &[&input]).unwrap_err();
+            assert!(
+                error.0.contains("would replace the input") && error.0.contains("victim.cu"),
+                "{spelling:?}: {error}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(&input).unwrap(),
+            "__global__ void k() {}\n"
+        );
+    }
+
+    #[test]
+    fn outputs_inside_input_directories_and_directories_holding_inputs_are_refused() {
+        let dir = scratch("inside");
+        let inputs_dir = dir.join("cu");
+        let inside = dir.join("cu/report.html");
+        let error = check_outputs(&[html(&inside)], &[&inputs_dir]).unwrap_err();
+        assert!(error.0.contains("is inside the input directory"), "{error}");
+        let cache = Output {
+            flag: "--cache-dir",
+            path: &dir,
+            is_dir: true,
+        };
+        let error = check_outputs(&[cache], &[&dir.join("cu/victim.cu")]).unwrap_err();
+        assert!(
+            error.0.contains("--cache-dir") && error.0.contains("holds the input"),
+            "{error}"
+        );
+        let elsewhere = dir.join("report.html");
+        check_outputs(&[html(&elsewhere)], &[&inputs_dir]).unwrap();
+    }
+
+    #[test]
+    fn unwritable_outputs_are_refused_up_front() {
+        let dir = scratch("unwritable");
+        let error = check_outputs(&[html(&dir.join("missing/report.html"))], &[]).unwrap_err();
+        assert!(
+            error.0.contains("create it or choose another path"),
+            "{error}"
+        );
+        let error = check_outputs(&[html(&dir.join("cu"))], &[]).unwrap_err();
+        assert!(error.0.contains("is a directory"), "{error}");
+    }
+
+    #[test]
+    fn atomic_writes_replace_whole_files_and_leave_no_temporary() {
+        let dir = scratch("atomic");
+        let path = dir.join("report.html");
+        write_atomically("--html", &path, b"first").unwrap();
+        write_atomically("--html", &path, b"second").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"second");
+        let names: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(names.len(), 2, "only cu/ and report.html: {names:?}");
+    }
+}

@@ -1,0 +1,265 @@
+//! `cargo occupancy check` and its compile cache under races and damage, with the real nvcc
+//! (scripts/setup-cuda.sh installs it; these tests fail, never skip, without it): concurrent
+//! runs with different `-D` on one cache dir, a truncated cached PTX, one file named twice, a
+//! device-only file in a scanned directory, and `report` on a failed build's report.
+
+mod common;
+
+use common::{binary, stderr, stdout};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use occupancy_core::report::Report;
+
+/// A fresh directory for one test (its own cache too, so tests do not share entries).
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("check-cache-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn check_in(cache: &Path, args: &[&str]) -> Output {
+    binary()
+        .args(["occupancy", "check", "--cache-dir"])
+        .arg(cache)
+        .args(args)
+        .output()
+        .expect("run cargo-occupancy")
+}
+
+/// Static shared memory and `__launch_bounds__` both follow `-DTILE`: a row that mixes two
+/// configurations (one's PTX bounds with the other's ptxas report) cannot look right.
+const CONFIGURED: &str = r#"#ifndef TILE
+#error TILE is not set
+#endif
+extern "C" __global__ void __launch_bounds__(TILE) configured(float* x) {
+  __shared__ float tile[TILE];
+  tile[threadIdx.x] = x[threadIdx.x];
+  __syncthreads();
+  x[threadIdx.x] = tile[TILE - 1 - threadIdx.x];
+}
+"#;
+
+/// The one row of `configured`, checked against the TILE it was compiled with.
+fn assert_configured(output: &Output, tile: u32, what: &str) {
+    assert_eq!(output.status.code(), Some(0), "{what}: {}", stderr(output));
+    let report = Report::from_json(&stdout(output)).unwrap();
+    assert_eq!(report.kernels.len(), 1, "{what}: {:?}", report.kernels);
+    let row = &report.kernels[0];
+    assert_eq!(
+        (row.static_smem_bytes, row.max_threads_per_block),
+        (u64::from(tile) * 4, Some(tile)),
+        "{what}: TILE={tile} got another configuration's numbers"
+    );
+}
+
+#[test]
+fn concurrent_runs_with_different_defines_never_mix() {
+    let dir = scratch("defines");
+    let cache = dir.join("cache");
+    let source = dir.join("configured.cu");
+    for round in 0..4 {
+        // A new source text each round: every run compiles and publishes, racing the others.
+        std::fs::write(&source, format!("{CONFIGURED}// round {round}\n")).unwrap();
+        let runs: Vec<(u32, std::process::Child)> = [128, 256, 128, 256]
+            .into_iter()
+            .map(|tile| {
+                let child = binary()
+                    .args(["occupancy", "check", "--cache-dir"])
+                    .arg(&cache)
+                    .arg(&source)
+                    .args(["--arch", "sm_90", "--json", "--"])
+                    .arg(format!("-DTILE={tile}"))
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                (tile, child)
+            })
+            .collect();
+        for (tile, child) in runs {
+            let output = child.wait_with_output().unwrap();
+            assert_configured(&output, tile, &format!("round {round}"));
+        }
+    }
+    // Both configurations stay cached side by side: a rerun of each is answered from its slot.
+    for tile in [128, 256] {
+        let output = check_in(
+            &cache,
+            &[
+                source.to_str().unwrap(),
+                "--arch",
+                "sm_90",
+                "--json",
+                "--",
+                &format!("-DTILE={tile}"),
+            ],
+        );
+        assert_configured(&output, tile, "warm rerun");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn files_named(dir: &Path, extension: &str, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files_named(&path, extension, found);
+        } else if path.extension().is_some_and(|ext| ext == extension) {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn a_truncated_or_emptied_cached_ptx_is_recompiled() {
+    let dir = scratch("truncated");
+    let cache = dir.join("cache");
+    let source = dir.join("configured.cu");
+    std::fs::write(&source, CONFIGURED).unwrap();
+    let args = [
+        source.to_str().unwrap(),
+        "--arch",
+        "sm_90",
+        "--json",
+        "--",
+        "-DTILE=128",
+    ];
+    let first = check_in(&cache, &args);
+    assert_configured(&first, 128, "cold");
+    for damage in ["truncated", "emptied"] {
+        let mut cached = Vec::new();
+        files_named(&cache, "ptx", &mut cached);
+        assert_eq!(cached.len(), 1, "one cached PTX: {cached:?}");
+        let text = std::fs::read(&cached[0]).unwrap();
+        let kept = if damage == "truncated" {
+            text.len() / 2
+        } else {
+            0
+        };
+        std::fs::write(&cached[0], &text[..kept]).unwrap();
+        let again = check_in(&cache, &args);
+        assert_configured(&again, 128, damage);
+        assert_eq!(
+            stdout(&again),
+            stdout(&first),
+            "{damage}: same report as the cold run"
+        );
+        let mut after = Vec::new();
+        files_named(&cache, "ptx", &mut after);
+        assert_eq!(
+            std::fs::read(&after[0]).unwrap(),
+            text,
+            "{damage}: the entry was rebuilt"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn one_file_named_twice_is_checked_once() {
+    let dir = scratch("twice");
+    let cache = dir.join("cache");
+    std::fs::create_dir_all(dir.join("kernels")).unwrap();
+    std::fs::write(
+        dir.join("kernels/a.cu"),
+        "extern \"C\" __global__ void twice(float* x) { x[threadIdx.x] += 1.0f; }\n",
+    )
+    .unwrap();
+    let kernels = dir.join("kernels");
+    let file = kernels.join("a.cu");
+    let dotted = kernels.join(".").join("a.cu");
+    for args in [
+        [kernels.to_str().unwrap(), file.to_str().unwrap()],
+        [file.to_str().unwrap(), dotted.to_str().unwrap()],
+    ] {
+        let output = check_in(&cache, &[args[0], args[1], "--arch", "sm_90", "--json"]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        let report = Report::from_json(&stdout(&output)).unwrap();
+        assert_eq!(report.kernels.len(), 1, "{args:?}: {:?}", report.kernels);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_device_only_file_in_a_directory_is_noted_and_the_rest_checked() {
+    let dir = scratch("device-only");
+    let cache = dir.join("cache");
+    std::fs::create_dir_all(dir.join("kernels")).unwrap();
+    std::fs::write(
+        dir.join("kernels/helpers.cu"),
+        "__device__ float twice(float x) { return 2.0f * x; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("kernels/scale.cu"),
+        "extern \"C\" __global__ void scale(float* x) { x[threadIdx.x] *= 3.0f; }\n",
+    )
+    .unwrap();
+    let output = check_in(
+        &cache,
+        &[
+            dir.join("kernels").to_str().unwrap(),
+            "--arch",
+            "sm_90",
+            "--json",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report = Report::from_json(&stdout(&output)).unwrap();
+    let names: Vec<&str> = report.kernels.iter().map(|row| row.name.as_str()).collect();
+    assert_eq!(names, ["scale"]);
+    assert!(
+        stderr(&output).contains("helpers.cu defines no kernel"),
+        "{}",
+        stderr(&output)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn report_says_when_a_build_failed_instead_of_zero_deny() {
+    let dir = scratch("failed-report");
+    let good = Report {
+        crate_name: Some("good".into()),
+        ..Report::default()
+    };
+    let failed = Report {
+        crate_name: Some("broken".into()),
+        failed: Some("nvcc failed to compile kernels/k.cu (exit status: 1):".into()),
+        ..Report::default()
+    };
+    for (name, report) in [("good", &good), ("broken", &failed)] {
+        std::fs::write(
+            dir.join(format!("{name}.json")),
+            occupancy_core::report::render_json(report),
+        )
+        .unwrap();
+    }
+    let report = |extra: &[&str]| {
+        binary()
+            .args(["occupancy", "report", "--dir"])
+            .arg(&dir)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let output = report(&[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("crate `broken`: its last build failed")
+            && stderr(&output).contains("nvcc failed to compile kernels/k.cu"),
+        "{}",
+        stderr(&output)
+    );
+    let only_good = report(&["--crate", "good"]);
+    assert_eq!(only_good.status.code(), Some(0), "{}", stderr(&only_good));
+    let _ = std::fs::remove_dir_all(&dir);
+}

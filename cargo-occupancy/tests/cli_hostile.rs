@@ -1,0 +1,388 @@
+//! The CLI against a hostile user (issue 11, items 6 and 10): outputs that name inputs, every kind
+//! of bad input for every subcommand, and a scan of every rendered error for the defects a
+//! message must not have (a repeated word, an empty quote, a hint the command ignores, a
+//! missing `error:`). No case needs nvcc; each must end with exit code 2 and one clear message.
+
+mod common;
+
+use common::{binary, fixtures, stderr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A scratch directory holding one input of every kind.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hostile-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("reports")).unwrap();
+    std::fs::create_dir_all(dir.join("empty-dir")).unwrap();
+    std::fs::copy(
+        fixtures().join("logs/cmake-build.log"),
+        dir.join("build.log"),
+    )
+    .unwrap();
+    std::fs::copy(
+        fixtures().join("reports/histo.json"),
+        dir.join("reports/histo.json"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("empty.log"), "").unwrap();
+    std::fs::write(dir.join("binary.log"), [0xff, 0xfe, 0x00, 0x80, b'\n']).unwrap();
+    let non_utf8_name = std::ffi::OsStr::from_bytes(b"log-\xff.log");
+    std::fs::copy(dir.join("build.log"), dir.join(non_utf8_name)).unwrap();
+    dir
+}
+
+/// `cargo occupancy ARGS` in `dir`, with nvcc out of reach, killed after 60 s (a hang fails).
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    let mut child = binary()
+        .arg("occupancy")
+        .args(args)
+        .current_dir(dir)
+        .env("PATH", "/usr/bin:/bin")
+        .env_remove("NVCC")
+        .env_remove("CUDA_HOME")
+        .env_remove("CUDA_PATH")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run cargo-occupancy");
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("cargo occupancy {args:?} did not finish in 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A rendered error's defects: each is a sentence naming what is wrong.
+fn defects(message: &str, args: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    if !message.starts_with("error: ") {
+        found.push("does not start with `error: `".to_string());
+    }
+    if message.contains("panicked") || message.contains("RUST_BACKTRACE") {
+        found.push("is a panic".to_string());
+    }
+    for empty in ["``", "''", "\"\""] {
+        if message.contains(empty) {
+            found.push(format!("has an empty quote {empty}"));
+        }
+    }
+    // Whole words (`sm_90` is one), leaving out clap's `<VALUE>` placeholders.
+    let words: Vec<String> = message
+        .split_whitespace()
+        .filter(|word| !word.starts_with('<'))
+        .map(|word| {
+            word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .to_lowercase()
+        })
+        .collect();
+    for pair in words.windows(2) {
+        let is_word = pair[0].chars().all(char::is_alphabetic);
+        if !pair[0].is_empty() && is_word && pair[0] == pair[1] {
+            found.push(format!("repeats the word `{}`", pair[0]));
+        }
+    }
+    if args.first() == Some(&"check") && message.contains("OCCUPANCY_SKIP") {
+        found.push("suggests OCCUPANCY_SKIP, which only a build reads".to_string());
+    }
+    found
+}
+
+#[test]
+fn the_defect_scan_catches_each_defect() {
+    assert!(defects("error: the the file", &[])
+        .iter()
+        .any(|d| d.contains("repeats")));
+    assert!(defects("error: bad name ``", &[])
+        .iter()
+        .any(|d| d.contains("empty quote")));
+    assert!(defects("oops", &[]).iter().any(|d| d.contains("error: ")));
+    assert!(defects("error: set OCCUPANCY_SKIP=1", &["check"]).len() == 1);
+    assert!(defects("error: `a.log` is not a log", &["parse"]).is_empty());
+}
+
+/// Bad inputs for every subcommand, each with a text the error must contain (the input's name,
+/// the flag, or the bad value).
+const CORPUS: &[(&[&str], &str)] = &[
+    // Directories where files are expected, empty and binary files, missing files.
+    (&["parse", "empty-dir"], "empty-dir"),
+    (&["parse", "empty.log"], "empty.log"),
+    (&["parse", "binary.log"], "binary.log"),
+    (&["parse", "missing.log"], "missing.log"),
+    // Endless input: refused before a byte is read, not read until memory runs out.
+    (&["parse", "/dev/zero"], "/dev/zero is a device"),
+    (&["check", "/dev/zero"], "/dev/zero is a device"),
+    (
+        &["explain", "k", "--log", "/dev/zero"],
+        "/dev/zero is a device",
+    ),
+    (&["check", "empty-dir"], "empty-dir"),
+    (&["check", "empty.log"], "empty.log"),
+    (&["check", "binary.log"], "binary.log"),
+    (&["check", "missing.log"], "missing.log"),
+    (&["check", "kernel.cu"], "nvcc"),
+    (&["explain", "k", "--log", "empty-dir"], "empty-dir"),
+    (&["explain", "k", "--log", "empty.log"], "empty.log"),
+    (
+        &["explain", "nosuchkernel", "--log", "build.log"],
+        "nosuchkernel",
+    ),
+    (&["report", "--dir", "empty-dir"], "empty-dir"),
+    (&["report", "--dir", "missing-dir"], "missing-dir"),
+    (&["report", "--dir", "build.log"], "build.log"),
+    (&["report", "--dir", "bad-reports"], "bad.json"),
+    // Outputs that would replace inputs.
+    (
+        &["check", "build.log", "--html", "build.log"],
+        "would replace the input build.log",
+    ),
+    (
+        &["check", "build.log", "--html", "./build.log"],
+        "would replace the input build.log",
+    ),
+    (
+        &["check", "build.log", "--html", "link.html"],
+        "would replace the input build.log",
+    ),
+    (
+        &["check", "build.log", "--html", "empty-dir"],
+        "is a directory",
+    ),
+    (
+        &["check", "build.log", "--html", "missing-dir/r.html"],
+        "missing-dir",
+    ),
+    (
+        &["check", "build.log", "--cache-dir", "."],
+        "holds the input build.log",
+    ),
+    (
+        &["report", "--dir", "reports", "--html", "reports/histo.json"],
+        "is inside the input directory reports",
+    ),
+    // Numbers out of range, negative, NaN; unknown names.
+    (&["check", "build.log", "--block", "0"], "--block"),
+    (
+        &[
+            "check",
+            "build.log",
+            "--dynamic-smem",
+            "18446744073709551615",
+        ],
+        "--dynamic-smem",
+    ),
+    (&["check", "build.log", "--arch", "sm_999"], "sm_999"),
+    (&["check", "build.log", "--deny", "spils"], "spils"),
+    (
+        &[
+            "explain",
+            "k",
+            "--registers",
+            "4294967295",
+            "--arch",
+            "sm_90",
+        ],
+        "--registers",
+    ),
+    (
+        &[
+            "explain",
+            "k",
+            "--registers",
+            "32",
+            "--arch",
+            "sm_90",
+            "--static-smem",
+            "NaN",
+        ],
+        "NaN",
+    ),
+    (
+        &[
+            "explain",
+            "k",
+            "--registers",
+            "32",
+            "--arch",
+            "sm_90",
+            "--carveout",
+            "NaN",
+        ],
+        "NaN",
+    ),
+    (&["explain", "k", "--registers", "32"], "--arch"),
+    (&["calc", "--arch", "sm_999", "--block", "256"], "sm_999"),
+    (&["calc", "--arch", "sm_90", "--block", "-1"], "-1"),
+    (
+        &["calc", "--arch", "sm_90", "--block", "4294967296"],
+        "4294967296",
+    ),
+    (
+        &[
+            "calc",
+            "--arch",
+            "sm_90",
+            "--block",
+            "256",
+            "--carveout",
+            "NaN",
+        ],
+        "NaN",
+    ),
+    (
+        &["sweep", "--arch", "sm_90", "--block", "1..=4294967296"],
+        "4294967296",
+    ),
+    (&["arch", "sm_999"], "sm_999"),
+    (&["report", "--dir", "reports", "--sort", "speed"], "speed"),
+    (&["report", "--dir", "reports", "--lint", "spil"], "spil"),
+];
+
+/// Reports that are JSON of the right shape but hold values no build writes.
+fn write_bad_reports(dir: &Path) {
+    let bad = dir.join("bad-reports");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::write(
+        bad.join("bad.json"),
+        r#"{"schema_version": 1, "kernels": [], "findings": [], "kernels": []}"#,
+    )
+    .unwrap();
+}
+
+#[test]
+fn every_bad_input_gets_one_exact_error_and_exit_2() {
+    let dir = scratch("corpus");
+    write_bad_reports(&dir);
+    std::os::unix::fs::symlink("build.log", dir.join("link.html")).unwrap();
+    std::fs::write(dir.join("kernel.cu"), "__global__ void k() {}\n").unwrap();
+    let original = std::fs::read(dir.join("build.log")).unwrap();
+    let mut failures = Vec::new();
+    for (args, names) in CORPUS {
+        let output = run_in(&dir, args);
+        let message = stderr(&output);
+        let mut problems = defects(&message, args);
+        if output.status.code() != Some(2) {
+            problems.push(format!("exit code {:?}, not 2", output.status.code()));
+        }
+        if !message.contains(names) {
+            problems.push(format!("does not name `{names}`"));
+        }
+        if !problems.is_empty() {
+            failures.push(format!("{args:?}: {}\n{message}", problems.join("; ")));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert_eq!(std::fs::read(dir.join("build.log")).unwrap(), original);
+    assert_eq!(
+        std::fs::read_link(dir.join("link.html")).unwrap(),
+        Path::new("build.log")
+    );
+}
+
+#[test]
+fn report_files_are_validated_like_flags() {
+    let dir = scratch("reports");
+    let original = std::fs::read_to_string(dir.join("reports/histo.json")).unwrap();
+    let cases = [
+        (
+            "\"arch\": \"sm_90\"",
+            "\"arch\": \"sm_999\"",
+            "unknown architecture `sm_999`",
+        ),
+        (
+            "\"registers\": 40",
+            "\"registers\": 4294967295",
+            ".registers: 4294967295 is more",
+        ),
+        (
+            "\"registers\": 40",
+            "\"registers\": -1",
+            "invalid value: integer `-1`",
+        ),
+        (
+            "\"barriers\": 1",
+            "\"barriers\": 99",
+            ".barriers: 99 is more",
+        ),
+        ("\"lint\": \"", "\"lint\": \"x", "unknown variant"),
+    ];
+    for (from, to, expected) in cases {
+        assert!(original.contains(from), "fixture lacks {from}");
+        std::fs::write(
+            dir.join("reports/histo.json"),
+            original.replacen(from, to, 1),
+        )
+        .unwrap();
+        let output = run_in(&dir, &["report", "--dir", "reports"]);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{to}: {message}");
+        assert!(
+            message.contains("reports/histo.json") && message.contains(expected),
+            "{to}: {message}"
+        );
+        assert!(defects(&message, &["report"]).is_empty(), "{message}");
+    }
+}
+
+#[test]
+fn a_non_utf8_path_is_read_and_named() {
+    let dir = scratch("non-utf8");
+    let name = std::ffi::OsStr::from_bytes(b"log-\xff.log");
+    let output = Command::new(env!("CARGO_BIN_EXE_cargo-occupancy"))
+        .args(["occupancy", "parse"])
+        .arg(name)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let output = run_in(&dir, &["parse", "missing-\u{fffd}.log"]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn an_html_report_is_written_whole_beside_its_inputs() {
+    let dir = scratch("html");
+    let output = run_in(
+        &dir,
+        &["check", "build.log", "--html", "report.html", "--json"],
+    );
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "{}",
+        stderr(&output)
+    );
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.trim_end().ends_with("</html>"));
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn explain_with_shared_memory_beyond_every_gpu_finishes() {
+    let dir = scratch("explain");
+    let output = run_in(
+        &dir,
+        &[
+            "explain",
+            "k",
+            "--registers",
+            "32",
+            "--arch",
+            "sm_90",
+            "--dynamic-smem",
+            "4294967295",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}

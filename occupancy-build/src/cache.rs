@@ -1,0 +1,396 @@
+//! The compile cache on disk: entries published whole and atomically, verified when read.
+//!
+//! Layout, under `$OUT_DIR/occupancy/cache` (or the CLI's `--cache-dir`):
+//!
+//! ```text
+//! <stem>-<slot>/          one slot per source and configuration (flags, defines, archs, toolkit)
+//!   current               the name of the entry published last (written atomically)
+//!   <key>/                an entry: manifest.json + the products, named by its full key
+//!   tmp-<pid>-<n>/        a compile in progress; renamed to <key>/ in one step when complete
+//! ```
+//!
+//! The full key covers the slot's configuration and the content of the source and every header
+//! it read; two configurations never share a slot, and an entry's name is its key, so a reader
+//! can only ever see one whole compile. The manifest records each product's size and SHA-256;
+//! an entry whose products do not match (truncated, emptied, edited) is not used: the caller
+//! recompiles. This module knows nothing about nvcc; it moves and verifies files.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+use sha2::{Digest, Sha256};
+
+use crate::fsutil::write_atomic;
+use crate::Error;
+
+/// Bumped when the layout or the manifest changes: older entries are then ignored.
+const MANIFEST_SCHEMA: u32 = 2;
+const POINTER: &str = "current";
+const MANIFEST: &str = "manifest.json";
+/// Entries not used for this long are removed when a newer one is published in their slot.
+const UNUSED_ENTRY_AGE: Duration = Duration::from_secs(600);
+/// Staging directories older than this belong to a process that died mid-compile.
+const ABANDONED_STAGING_AGE: Duration = Duration::from_secs(3600);
+
+/// One product file of an entry, as recorded in its manifest.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProductFile {
+    /// What the file is: `ptx`, `binary` or `log`.
+    pub role: String,
+    /// The file's name inside the entry.
+    pub name: String,
+    pub size_bytes: u64,
+    /// SHA-256 of the content, lowercase hex.
+    pub sha256: String,
+}
+
+/// What an entry holds and what it was compiled from.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Manifest {
+    pub schema: u32,
+    /// The full cache key (configuration + the content of every dependency).
+    pub key: String,
+    /// Every file the compile read (the source and its headers), absolute.
+    pub dependencies: Vec<PathBuf>,
+    pub products: Vec<ProductFile>,
+}
+
+impl Manifest {
+    /// The product with this role, if the entry has one.
+    pub fn product(&self, role: &str) -> Option<&ProductFile> {
+        self.products.iter().find(|product| product.role == role)
+    }
+}
+
+/// A verified entry: every product matched its recorded size and hash.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+    /// The `log` product's text (nvcc's stderr), already read for the verification.
+    pub log: String,
+}
+
+impl Entry {
+    /// The path of the product with this role.
+    pub fn path(&self, role: &str) -> Option<PathBuf> {
+        self.manifest
+            .product(role)
+            .map(|product| self.dir.join(&product.name))
+    }
+}
+
+/// The directory of one source under one configuration.
+#[derive(Debug, Clone)]
+pub struct Slot {
+    dir: PathBuf,
+}
+
+/// A private directory to compile into; becomes an entry by [`Slot::publish`].
+#[derive(Debug)]
+pub struct Staging {
+    pub dir: PathBuf,
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        // Published staging dirs were renamed away; anything left is a failed compile.
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Lowercase hex of a digest.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+impl Slot {
+    /// The slot for a source named `stem` under the configuration hashed as `config_key`.
+    pub fn new(cache_root: &Path, stem: &str, config_key: &str) -> Slot {
+        let short = config_key.get(..12).unwrap_or(config_key);
+        Slot {
+            dir: cache_root.join(format!("{stem}-{short}")),
+        }
+    }
+
+    /// The entry published last, if its key is still `current_key(dependencies)` and every
+    /// product verifies. `None` means: compile.
+    pub fn lookup(&self, current_key: impl Fn(&[PathBuf]) -> Option<String>) -> Option<Entry> {
+        let name = std::fs::read_to_string(self.dir.join(POINTER)).ok()?;
+        if name.is_empty() || !name.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+            return None;
+        }
+        let dir = self.dir.join(&name);
+        let manifest: Manifest =
+            serde_json::from_slice(&std::fs::read(dir.join(MANIFEST)).ok()?).ok()?;
+        if manifest.schema != MANIFEST_SCHEMA
+            || manifest.dependencies.is_empty()
+            || entry_name(&manifest.key) != name
+            || current_key(&manifest.dependencies)? != manifest.key
+        {
+            return None;
+        }
+        let entry = self.verify(&name, manifest)?;
+        // Mark it used, so a concurrent publish in this slot does not collect it.
+        if let Ok(file) = std::fs::File::open(dir.join(MANIFEST)) {
+            let _ = file.set_modified(SystemTime::now());
+        }
+        Some(entry)
+    }
+
+    /// A fresh, empty staging directory inside the slot (unique per process and call).
+    pub fn staging(&self) -> Result<Staging, Error> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = self.dir.join(format!(
+            "tmp-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|error| Error::Io {
+            path: dir.clone(),
+            error,
+        })?;
+        Ok(Staging { dir })
+    }
+
+    /// Records `products` (files already inside the staging dir) in a manifest and renames the
+    /// staging dir into place as one entry, then points `current` at it. When another process
+    /// published the same key first, its (verified) entry is used instead.
+    pub fn publish(
+        &self,
+        staging: Staging,
+        key: String,
+        dependencies: Vec<PathBuf>,
+        products: &[(&str, &str)],
+    ) -> Result<Entry, Error> {
+        let mut records = Vec::new();
+        let mut log = String::new();
+        for (role, name) in products {
+            let bytes = crate::fsutil::read(&staging.dir.join(name))?;
+            if *role == "log" {
+                log = String::from_utf8_lossy(&bytes).into_owned();
+            }
+            records.push(ProductFile {
+                role: (*role).to_string(),
+                name: (*name).to_string(),
+                size_bytes: bytes.len() as u64,
+                sha256: hex(&Sha256::digest(&bytes)),
+            });
+        }
+        let manifest = Manifest {
+            schema: MANIFEST_SCHEMA,
+            key,
+            dependencies,
+            products: records,
+        };
+        let json = serde_json::to_vec_pretty(&manifest).expect("the manifest is plain data");
+        write_atomic(&staging.dir.join(MANIFEST), &json)?;
+        let name = entry_name(&manifest.key);
+        let dir = self.dir.join(&name);
+        if std::fs::rename(&staging.dir, &dir).is_err() {
+            // Published by someone else meanwhile (rename onto a non-empty directory fails):
+            // theirs is the same key, so the same compile; use it if it verifies.
+            let key = manifest.key.clone();
+            if let Some(entry) = self.lookup_named(&name, &key) {
+                write_atomic(&self.dir.join(POINTER), name.as_bytes())?;
+                return Ok(entry);
+            }
+            // A damaged entry under our name: replace it with ours.
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::rename(&staging.dir, &dir).map_err(|error| Error::Io {
+                path: dir.clone(),
+                error,
+            })?;
+        }
+        write_atomic(&self.dir.join(POINTER), name.as_bytes())?;
+        self.collect_garbage(&name);
+        Ok(Entry { dir, manifest, log })
+    }
+
+    /// The entry `name` when its manifest has `key` and every product verifies.
+    fn lookup_named(&self, name: &str, key: &str) -> Option<Entry> {
+        let manifest: Manifest =
+            serde_json::from_slice(&std::fs::read(self.dir.join(name).join(MANIFEST)).ok()?)
+                .ok()?;
+        (manifest.schema == MANIFEST_SCHEMA && manifest.key == key).then_some(())?;
+        self.verify(name, manifest)
+    }
+
+    /// Reads every product and compares it with the manifest's size and hash.
+    fn verify(&self, name: &str, manifest: Manifest) -> Option<Entry> {
+        let dir = self.dir.join(name);
+        let mut log = None;
+        for product in &manifest.products {
+            let bytes = std::fs::read(dir.join(&product.name)).ok()?;
+            if bytes.len() as u64 != product.size_bytes
+                || hex(&Sha256::digest(&bytes)) != product.sha256
+            {
+                return None;
+            }
+            if product.role == "log" {
+                log = Some(String::from_utf8(bytes).ok()?);
+            }
+        }
+        Some(Entry {
+            dir,
+            manifest,
+            log: log?,
+        })
+    }
+
+    /// Removes entries of this slot not used for a while and abandoned staging dirs.
+    fn collect_garbage(&self, keep: &str) {
+        let Ok(children) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let now = SystemTime::now();
+        for child in children.flatten() {
+            let name = child.file_name().to_string_lossy().into_owned();
+            let path = child.path();
+            let (stamp, limit) = if name.starts_with("tmp-") {
+                (path.clone(), ABANDONED_STAGING_AGE)
+            } else if name != keep && path.is_dir() {
+                (path.join(MANIFEST), UNUSED_ENTRY_AGE)
+            } else {
+                continue;
+            };
+            let age = std::fs::metadata(&stamp)
+                .and_then(|metadata| metadata.modified())
+                .ok()
+                .and_then(|modified| now.duration_since(modified).ok());
+            if age.is_none_or(|age| age > limit) {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+        }
+    }
+}
+
+/// An entry's directory name: its key, shortened (still 128 bits).
+fn entry_name(key: &str) -> String {
+    key.get(..32).unwrap_or(key).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("occupancy-cache-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// Publishes an entry with a PTX, a binary and a log; returns the slot and the key.
+    fn published(root: &Path, ptx: &str) -> (Slot, String) {
+        let slot = Slot::new(root, "k", "0123456789abcdef");
+        let staging = slot.staging().unwrap();
+        std::fs::write(staging.dir.join("k.ptx"), ptx).unwrap();
+        std::fs::write(staging.dir.join("k.fatbin"), b"\x00fatbin").unwrap();
+        std::fs::write(
+            staging.dir.join("nvcc.log"),
+            "ptxas info : Used 8 registers",
+        )
+        .unwrap();
+        let key = format!("{:064x}", ptx.len());
+        slot.publish(
+            staging,
+            key.clone(),
+            vec![root.join("k.cu")],
+            &[
+                ("ptx", "k.ptx"),
+                ("binary", "k.fatbin"),
+                ("log", "nvcc.log"),
+            ],
+        )
+        .unwrap();
+        (slot, key)
+    }
+
+    #[test]
+    fn a_published_entry_is_found_whole_and_staging_is_gone() {
+        let root = scratch("hit");
+        let (slot, key) = published(&root, ".entry k {}");
+        let entry = slot.lookup(|_| Some(key.clone())).expect("a hit");
+        assert_eq!(
+            std::fs::read_to_string(entry.path("ptx").unwrap()).unwrap(),
+            ".entry k {}"
+        );
+        assert_eq!(entry.log, "ptxas info : Used 8 registers");
+        let names: Vec<String> = std::fs::read_dir(&slot.dir)
+            .unwrap()
+            .flatten()
+            .map(|child| child.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            !names.iter().any(|name| name.starts_with("tmp-")),
+            "{names:?}"
+        );
+        assert!(
+            slot.lookup(|_| Some("other".into())).is_none(),
+            "a changed key misses"
+        );
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[test]
+    fn a_damaged_entry_is_never_used() {
+        let root = scratch("damaged");
+        let damages: [(&str, fn(&Path)); 5] = [
+            ("truncated ptx", |path| {
+                let text = std::fs::read(path.join("k.ptx")).unwrap();
+                std::fs::write(path.join("k.ptx"), &text[..text.len() / 2]).unwrap();
+            }),
+            ("emptied ptx", |path| {
+                std::fs::write(path.join("k.ptx"), "").unwrap()
+            }),
+            ("edited log, same size", |path| {
+                std::fs::write(path.join("nvcc.log"), "ptxas info : Used 9 registers").unwrap()
+            }),
+            ("missing binary", |path| {
+                std::fs::remove_file(path.join("k.fatbin")).unwrap()
+            }),
+            ("manifest cut", |path| {
+                let text = std::fs::read(path.join(MANIFEST)).unwrap();
+                std::fs::write(path.join(MANIFEST), &text[..text.len() / 2]).unwrap();
+            }),
+        ];
+        for (what, damage) in damages {
+            let (slot, key) = published(&root, ".entry k { ret; }");
+            let entry = slot.lookup(|_| Some(key.clone())).expect("a hit before");
+            damage(&entry.dir);
+            assert!(
+                slot.lookup(|_| Some(key.clone())).is_none(),
+                "{what} was used"
+            );
+            let _ = std::fs::remove_dir_all(&slot.dir);
+        }
+        let (slot, key) = published(&root, ".entry k {}");
+        std::fs::write(slot.dir.join(POINTER), "../../elsewhere").unwrap();
+        assert!(
+            slot.lookup(|_| Some(key.clone())).is_none(),
+            "a pointer out of the slot"
+        );
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[test]
+    fn concurrent_publishers_of_one_key_leave_one_whole_entry() {
+        let root = scratch("race");
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    let (slot, key) = published(&root, ".entry k { race; }");
+                    assert!(slot.lookup(|_| Some(key.clone())).is_some());
+                });
+            }
+        });
+        let slot = Slot::new(&root, "k", "0123456789abcdef");
+        let key = format!("{:064x}", ".entry k { race; }".len());
+        assert!(slot.lookup(|_| Some(key.clone())).is_some());
+        let _ = std::fs::remove_dir_all(root);
+    }
+}

@@ -1,0 +1,161 @@
+//! The build engine end to end with the real nvcc (scripts/setup-cuda.sh installs it; these tests
+//! fail, never skip, without it): which program each row describes (`ptx_target`), GPUs named
+//! in `jit_archs` checked on the JIT result of the shipped PTX, and a failed build's report.
+
+use std::path::{Path, PathBuf};
+
+use occupancy_build::{Build, Error};
+use occupancy_core::report::Report;
+
+/// A package in a cargo-like layout: `<dir>/pkg` with Cargo.toml, src/lib.rs and kernels/, and
+/// OUT_DIR at `<dir>/target/debug/build/pkg-0/out` (with the target dir's CACHEDIR.TAG).
+fn package(name: &str, metadata: &str, lib_rs: &str, kernel: &str) -> (PathBuf, PathBuf) {
+    let dir =
+        std::env::temp_dir().join(format!("occupancy-programs-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let pkg = dir.join("pkg");
+    let out = dir.join("target/debug/build/pkg-0/out");
+    std::fs::create_dir_all(pkg.join("src")).unwrap();
+    std::fs::create_dir_all(pkg.join("kernels")).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(
+        dir.join("target/CACHEDIR.TAG"),
+        "Signature: 8a477f597d28d172789f06886806bc55\n",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("Cargo.toml"),
+        format!("[package]\nname = \"pkg\"\nversion = \"0.0.0\"\n{metadata}"),
+    )
+    .unwrap();
+    std::fs::write(pkg.join("src/lib.rs"), lib_rs).unwrap();
+    std::fs::write(pkg.join("kernels/k.cu"), kernel).unwrap();
+    (pkg, out)
+}
+
+fn build(pkg: &Path, out: &Path) -> Build {
+    let mut build = Build::new();
+    build
+        .file("kernels/k.cu")
+        .out_dir(out)
+        .manifest_dir(pkg)
+        .cargo_metadata(false);
+    build
+}
+
+const BIG_SMEM_KERNEL: &str = "extern \"C\" __global__ void big(float* x) {\n  extern __shared__ float tile[];\n  tile[threadIdx.x] = x[threadIdx.x];\n  __syncthreads();\n  x[threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x];\n}\n";
+const BIG_SMEM_DECLARATION: &str =
+    "#[occupancy::kernel(block = 256, dynamic_smem = 131072)]\nfn big(x: *mut f32);\n";
+
+#[test]
+fn every_row_names_its_ptx_target_and_sass_arch() {
+    let (pkg, out) = package("rows", "", BIG_SMEM_DECLARATION, BIG_SMEM_KERNEL);
+    let output = build(&pkg, &out)
+        .arch("sm_80")
+        .arch("sm_90")
+        .try_compile_ptx()
+        .unwrap();
+    let programs: Vec<(String, Option<String>)> = output
+        .report
+        .kernels
+        .iter()
+        .map(|row| (row.arch.clone(), row.ptx_target.clone()))
+        .collect();
+    assert_eq!(
+        programs,
+        [
+            ("sm_80".to_string(), Some("compute_80".to_string())),
+            ("sm_90".to_string(), Some("compute_80".to_string()))
+        ]
+    );
+    let text = occupancy_core::report::render_text(&output.report);
+    assert!(
+        text.contains("programs: sm_80 from compute_80 PTX, sm_90 from compute_80 PTX (JIT)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn jit_archs_check_the_shipped_ptx_where_it_must_run() {
+    // 131,072 B of dynamic shared memory fits sm_80 and sm_90, not sm_120's 101,376 B.
+    let (pkg, out) = package(
+        "jit",
+        "[package.metadata.occupancy]\njit_archs = [\"sm_120\"]\n",
+        BIG_SMEM_DECLARATION,
+        BIG_SMEM_KERNEL,
+    );
+    let error = build(&pkg, &out)
+        .arch("sm_80")
+        .arch("sm_90")
+        .try_compile_ptx()
+        .unwrap_err();
+    let Error::Denied { rendered, .. } = &error else {
+        panic!("expected a denied build, got {error}");
+    };
+    assert!(
+        rendered.contains("error[unlaunchable]") && rendered.contains("sm_120"),
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains("program checked: sm_120 SASS from compute_80 PTX, as the driver JIT-compiles the shipped PTX on sm_120"),
+        "{rendered}"
+    );
+    assert!(
+        !rendered.contains("on sm_90"),
+        "sm_80 and sm_90 fit: {rendered}"
+    );
+    // The builder's list overrides the metadata's; a JIT arch older than the PTX is refused.
+    let older = build(&pkg, &out)
+        .arch("sm_90")
+        .jit_arch("sm_80")
+        .try_compile_ptx()
+        .unwrap_err();
+    assert!(
+        older
+            .to_string()
+            .contains("sm_80 is older than the lowest target arch sm_90"),
+        "{older}"
+    );
+}
+
+#[test]
+fn a_failed_build_marks_its_report_failed() {
+    let (pkg, out) = package(
+        "failed",
+        "",
+        "",
+        "extern \"C\" __global__ void ok(float* x) { x[0] = 1.0f; }\n",
+    );
+    build(&pkg, &out).arch("sm_80").try_compile_ptx().unwrap();
+    // target/occupancy/<crate>.json (the crate name is CARGO_PKG_NAME when set: this test's).
+    let reports = out.ancestors().nth(4).unwrap().join("occupancy");
+    let written: Vec<PathBuf> = std::fs::read_dir(&reports)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    let report_path = written[0].clone();
+    let good = Report::from_json(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    assert_eq!((good.kernels.len(), good.failed.as_deref()), (1, None));
+    std::fs::write(pkg.join("kernels/k.cu"), "this is not CUDA\n").unwrap();
+    let error = build(&pkg, &out)
+        .arch("sm_80")
+        .try_compile_ptx()
+        .unwrap_err();
+    assert!(matches!(error, Error::NvccFailed { .. }), "{error}");
+    let failed = Report::from_json(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    assert!(
+        failed.kernels.is_empty(),
+        "no rows of an earlier build: {:?}",
+        failed.kernels
+    );
+    assert!(
+        failed
+            .failed
+            .as_deref()
+            .is_some_and(|why| why.contains("nvcc failed to compile")),
+        "{:?}",
+        failed.failed
+    );
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Build speed on a candle-kernels-sized crate (scripts/gen-kernel-crate.py --scale full: 11 .cu
+# files, 935 kernels, a 5 MB PTX), against plain nvcc with the same outputs and parallelism.
+#
+#   scripts/bench-kernel-crate.sh        # RUNS=3 JOBS=$(nproc) SCALE=full ARCHS=sm_80,sm_90
+#
+# Prints, per comparison, wall and CPU (user + sys of every process) medians and their ratio:
+#   clean build: compile_ptx (debug build-script code, as cargo builds it) vs the compiler work it
+#     needs: `nvcc -ptx -arch=compute_80` then `ptxas -v -arch=sm_X` per arch, per file;
+#   rerun: compile_ptx again with no CUDA source changed (the build script after a Rust-only edit):
+#     absolute seconds, target <= 0.5 s;
+#   check cold: `cargo occupancy check` (fresh cache) vs `nvcc -fatbin -arch=compute_80
+#     -code=sm_80,sm_90 -Xptxas -v` per file (the same outputs: PTX, SASS per arch, the report).
+# Files run in parallel, JOBS at a time, on both sides. BENCH_BIN / CHECK_BIN name prebuilt
+# binaries (bench_corpus example, cargo-occupancy); otherwise they are built here.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+if [[ -z "${NVCC:-}" ]] && ! command -v nvcc >/dev/null; then source <(scripts/setup-cuda.sh --env); fi
+NVCC=${NVCC:-$(command -v nvcc)}
+PTXAS=${PTXAS:-$(dirname "$NVCC")/ptxas}
+JOBS=${JOBS:-$(nproc)}
+RUNS=${RUNS:-3}
+SCALE=${SCALE:-full}
+ARCHS=${ARCHS:-sm_80,sm_90}
+work=${WORK:-$root/target/bench-kernel-crate}
+rm -rf "$work" && mkdir -p "$work"
+python3 scripts/gen-kernel-crate.py "$work/crate" --scale "$SCALE" --repo "$root"
+if [[ -z "${BENCH_BIN:-}" ]]; then
+  cargo build -q -p occupancy-build --example bench_corpus
+  BENCH_BIN=$root/target/debug/examples/bench_corpus
+fi
+if [[ -z "${CHECK_BIN:-}" ]]; then
+  cargo build -q -p cargo-occupancy
+  CHECK_BIN=$root/target/debug/cargo-occupancy
+fi
+lowest=${ARCHS%%,*}; lowest=${lowest#sm_}
+files=("$work"/crate/kernels/*.cu)
+echo "crate: ${#files[@]} files ($SCALE); archs $ARCHS; $JOBS jobs; $RUNS runs; $("$NVCC" --version | tail -2 | head -1)"
+
+measure() { # prints "wall cpu" of the command
+  local TIMEFORMAT='%R %U %S'
+  { time "$@" >/dev/null 2>&1 ; } 2>&1 | awk '{printf "%.3f %.3f\n", $1, $2 + $3}'
+}
+plain_work() { # nvcc to PTX, then ptxas -v per arch: what a checked PTX build needs
+  local out="$work/plain" && rm -rf "$out" && mkdir -p "$out"
+  printf '%s\n' "${files[@]}" | xargs -P "$JOBS" -I{} sh -c '
+    stem=$(basename {} .cu)
+    "'"$NVCC"'" -ptx -arch=compute_'"$lowest"' -O3 -o "'"$out"'/$stem.ptx" {} &&
+    for arch in $(echo '"$ARCHS"' | tr , " "); do
+      "'"$PTXAS"'" -v -arch=$arch -o "'"$out"'/$stem.$arch.cubin" "'"$out"'/$stem.ptx" || exit 1
+    done'
+}
+plain_fatbin() { # the same outputs as check: PTX kept, SASS per arch, ptxas's report
+  local out="$work/fatbin" && rm -rf "$out" && mkdir -p "$out"
+  printf '%s\n' "${files[@]}" | xargs -P "$JOBS" -I{} sh -c '
+    stem=$(basename {} .cu); mkdir -p "'"$out"'/$stem"
+    "'"$NVCC"'" -fatbin -arch=compute_'"$lowest"' -code='"$ARCHS"' -Xptxas -v --keep --keep-dir "'"$out"'/$stem" -O3 -o "'"$out"'/$stem.fatbin" {}'
+}
+ours_cold() { rm -rf "$work/ours"; NUM_JOBS=$JOBS "$BENCH_BIN" ptx "$work/crate/kernels" "$work/ours" "$ARCHS" "$work/crate/src" -O3; }
+ours_rerun() { NUM_JOBS=$JOBS "$BENCH_BIN" ptx "$work/crate/kernels" "$work/ours" "$ARCHS" "$work/crate/src" -O3; }
+check_cold() {
+  rm -rf "$work/check-cache"
+  local archs=() && for arch in ${ARCHS//,/ }; do archs+=(--arch "$arch"); done
+  "$CHECK_BIN" occupancy check "$work/crate/kernels" "${archs[@]}" --cache-dir "$work/check-cache" --json -- -O3 || [[ $? == 1 ]]
+}
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+declare -A wall cpu
+record() { # name, "wall cpu"
+  wall[$1]+="${2% *} "; cpu[$1]+="${2#* } "
+  echo "  $1: wall ${2% *} s, cpu ${2#* } s"
+}
+for run in $(seq "$RUNS"); do
+  echo "run $run"
+  record plain_work "$(measure plain_work)"
+  record ours_cold "$(measure ours_cold)"
+  record ours_rerun "$(measure ours_rerun)"
+  record plain_fatbin "$(measure plain_fatbin)"
+  record check_cold "$(measure check_cold)"
+done
+med() { printf '%s\n' $1 | median; }
+ratio() { echo "$1 / $2" | bc -l; }
+report() { # label, ours, plain
+  local ow pw oc pc
+  ow=$(med "${wall[$2]}"); pw=$(med "${wall[$3]}"); oc=$(med "${cpu[$2]}"); pc=$(med "${cpu[$3]}")
+  printf '%-44s wall %7.2fs vs %7.2fs = %.3f | cpu %7.2fs vs %7.2fs = %.3f\n' "$1" "$ow" "$pw" "$(ratio "$ow" "$pw")" "$oc" "$pc" "$(ratio "$oc" "$pc")"
+}
+echo "medians (ratio = occupancy / plain nvcc)"
+report "clean build vs nvcc -ptx + ptxas -v per arch" ours_cold plain_work
+report "check cold vs nvcc -fatbin -Xptxas -v" check_cold plain_fatbin
+printf '%-44s wall %7.3fs | cpu %7.3fs (target <= 0.5 s)\n' "rerun, no CUDA source changed" "$(med "${wall[ours_rerun]}")" "$(med "${cpu[ours_rerun]}")"
