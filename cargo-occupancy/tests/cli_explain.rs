@@ -141,7 +141,7 @@ fn errors_exit_2_with_what_to_do() {
     let missing_log = explain(&["k", "--log", "logs/absent.log"]);
     assert_eq!(missing_log.status.code(), Some(2));
     assert!(
-        stderr(&missing_log).contains("cannot read the ptxas log logs/absent.log"),
+        stderr(&missing_log).contains("cannot read `logs/absent.log`: "),
         "{}",
         stderr(&missing_log)
     );

@@ -260,7 +260,7 @@ impl Slot {
                 .and_then(|metadata| metadata.modified())
                 .ok()
                 .and_then(|modified| now.duration_since(modified).ok());
-            if age.is_none_or(|age| age > limit) {
+            if age.map_or(true, |age| age > limit) {
                 let _ = std::fs::remove_dir_all(&path);
             }
         }
@@ -339,7 +339,8 @@ mod tests {
     #[test]
     fn a_damaged_entry_is_never_used() {
         let root = scratch("damaged");
-        let damages: [(&str, fn(&Path)); 5] = [
+        type Damage = (&'static str, fn(&Path));
+        let damages: [Damage; 5] = [
             ("truncated ptx", |path| {
                 let text = std::fs::read(path.join("k.ptx")).unwrap();
                 std::fs::write(path.join("k.ptx"), &text[..text.len() / 2]).unwrap();

@@ -159,3 +159,79 @@ fn a_failed_build_marks_its_report_failed() {
         failed.failed
     );
 }
+
+#[test]
+fn the_generated_kernel_crate_builds_checks_and_replays() {
+    // scripts/gen-kernel-crate.py --scale small: the shape of issue 10's crate, 54 kernels.
+    let dir = std::env::temp_dir().join(format!("occupancy-gen-crate-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let status = std::process::Command::new("python3")
+        .arg(repo.join("scripts/gen-kernel-crate.py"))
+        .arg(dir.join("crate"))
+        .args(["--scale", "small"])
+        .arg("--repo")
+        .arg(repo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = dir.join("target/debug/build/gen-0/out");
+    std::fs::create_dir_all(&out).unwrap();
+    let run = || {
+        let mut build = Build::new();
+        build
+            .source_dir("kernels")
+            .out_dir(&out)
+            .manifest_dir(dir.join("crate"))
+            .cargo_metadata(false);
+        // The undeclared spill_probe may be a deny finding (the gate's default for spills of
+        // undeclared kernels): the report is written either way.
+        match build.try_compile_ptx() {
+            Ok(_) | Err(Error::Denied { .. }) => {}
+            Err(error) => panic!("{error}"),
+        }
+        Report::from_json(&std::fs::read_to_string(out.join("occupancy.json")).unwrap()).unwrap()
+    };
+    let cold = run();
+    assert_eq!(
+        cold.archs,
+        ["sm_80", "sm_90"],
+        "archs from the crate's metadata"
+    );
+    // 44 kernels on each arch: the 10 fp8 kernels behind __CUDA_ARCH__ >= 890 are not in
+    // compute_80 PTX, and every sm_90 row is the JIT of that PTX.
+    assert_eq!(cold.kernels.len(), 88);
+    assert!(cold
+        .kernels
+        .iter()
+        .all(|row| row.ptx_target.as_deref() == Some("compute_80")));
+    assert!(!cold.kernels.iter().any(|row| row.name.contains("f8e4m3")));
+    for arch in ["sm_80", "sm_90"] {
+        let probe = cold
+            .kernels
+            .iter()
+            .find(|row| row.name == "spill_probe" && row.arch == arch)
+            .unwrap();
+        assert!(probe.spill_store_bytes > 0, "{arch}: {probe:?}");
+    }
+    assert!(cold.sources.iter().all(|source| !source.from_cache));
+    let warm = run();
+    assert_eq!(warm.sources.len(), 11);
+    assert!(
+        warm.sources.iter().all(|source| source.from_cache),
+        "{:?}",
+        warm.sources
+    );
+    assert_eq!(
+        occupancy_core::report::render_json(&Report {
+            sources: Vec::new(),
+            ..warm
+        }),
+        occupancy_core::report::render_json(&Report {
+            sources: Vec::new(),
+            ..cold
+        }),
+        "the replay reports what the compile did"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -155,3 +155,24 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn nan_infinite_and_vanishing_occupancies_are_refused() {
+    for value in [
+        "\"NaN%\"",
+        "\"nan%\"",
+        "\"inf%\"",
+        "\"-0%\"",
+        "1e-400",
+        "\"1e999%\"",
+        "1e999",
+        "NaN",
+        "f64::NAN",
+    ] {
+        let source =
+            format!("#[occupancy::kernel(block = 256, min_occupancy = {value})]\nfn k();\n");
+        let message = scan_source(&source).expect_err(value).to_string();
+        assert!(message.starts_with("1:50: "), "{value}: {message}");
+        assert!(message.contains("min_occupancy"), "{value}: {message}");
+    }
+}

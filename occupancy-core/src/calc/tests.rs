@@ -494,5 +494,8 @@ fn the_reason_counts_registers_past_32_bits() {
     let answer = occupancy(arch, &kernel, &Launch::new(u32::MAX));
     let reason = answer.reason.unwrap();
     // 8192 registers per warp (255 × 32 rounded to 256) × 134217728 warps.
-    assert!(reason.contains("allocate 1099511627776 registers per block"), "{reason}");
+    assert!(
+        reason.contains("allocate 1099511627776 registers per block"),
+        "{reason}"
+    );
 }

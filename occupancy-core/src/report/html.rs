@@ -229,88 +229,98 @@ fn render_table(out: &mut String, report: &Report) {
     out.push_str("</tr></thead>\n<tbody>\n");
     let finding_index = FindingIndex::new(report);
     for (index, row) in report.kernels.iter().enumerate() {
-        let row_findings = finding_index.findings_for(row);
-        let _ = write!(out, "<tr class=\"{}\">", row_level(row_findings));
-        let text = |out: &mut String, sort: &str, shown: &str| {
-            let _ = write!(
-                out,
-                "<td data-sort=\"{}\">{}</td>",
-                escape(sort),
-                escape(shown)
-            );
-        };
-        let number = |out: &mut String, sort: f64, shown: &str| {
-            let _ = write!(
-                out,
-                "<td class=\"num\" data-sort=\"{sort}\">{}</td>",
-                escape(shown)
-            );
-        };
-        if with_crate {
-            let name = row.crate_name.clone().unwrap_or_default();
-            text(out, &name, &name);
-        }
-        let _ = write!(
-            out,
-            "<td class=\"name\" data-sort=\"{sort}\" title=\"{full}\"><a href=\"#k{index}\">{shown}</a></td>",
-            sort = escape(row.display_name()),
-            full = escape(&format!("{}\n{}", row.display_name(), row.name)),
-            shown = escape(row.display_name()),
-        );
-        let arch_rank = arch::lookup(&row.arch)
-            .map(|facts| facts.major * 10 + facts.minor)
-            .unwrap_or(0);
-        let _ = write!(
-            out,
-            "<td data-sort=\"{arch_rank}\">{}</td>",
-            escape(&row.arch)
-        );
-        let dash = |value: String| if row.entry { value } else { "-".to_string() };
-        number(out, f64::from(row.block), &dash(row.block.to_string()));
-        number(out, f64::from(row.registers), &row.registers.to_string());
-        number(out, row.spill_bytes() as f64, &format_spills(row));
-        number(
-            out,
-            row.stack_frame_bytes as f64,
-            &format_bytes(row.stack_frame_bytes),
-        );
-        number(
-            out,
-            (row.static_smem_bytes + row.dynamic_smem_bytes) as f64,
-            &format_smem(row),
-        );
-        number(out, f64::from(row.barriers), &row.barriers.to_string());
-        number(
-            out,
-            f64::from(row.blocks_per_sm),
-            &dash(row.blocks_per_sm.to_string()),
-        );
-        if row.entry {
-            let _ = write!(
-                out,
-                "<td class=\"num\" data-sort=\"{sort}\"><span class=\"bar\"><i style=\"width:{width:.1}%\"></i></span>{shown}</td>",
-                sort = row.occupancy,
-                width = row.occupancy * 100.0,
-                shown = format_occupancy(row.occupancy),
-            );
-        } else {
-            out.push_str("<td class=\"num\" data-sort=\"-1\">-</td>");
-        }
-        text(out, &format_limiters(row), &format_limiters(row));
-        let spare = row
-            .headroom
-            .spare_registers_per_thread
-            .map_or(f64::from(u32::MAX), f64::from);
-        let _ = write!(
-            out,
-            "<td data-sort=\"{spare}\">{}</td>",
-            escape(&format_headroom(row))
-        );
-        let findings = format_findings(row_findings.iter().copied());
-        text(out, &findings, &findings);
-        out.push_str("</tr>\n");
+        render_table_row(out, index, row, with_crate, finding_index.findings_for(row));
     }
     out.push_str("</tbody>\n</table></div>\n");
+}
+
+/// One `<tr>` of the kernels table: every column with its sort key.
+fn render_table_row(
+    out: &mut String,
+    index: usize,
+    row: &KernelRow,
+    with_crate: bool,
+    row_findings: &[&Finding],
+) {
+    let _ = write!(out, "<tr class=\"{}\">", row_level(row_findings));
+    let text = |out: &mut String, sort: &str, shown: &str| {
+        let _ = write!(
+            out,
+            "<td data-sort=\"{}\">{}</td>",
+            escape(sort),
+            escape(shown)
+        );
+    };
+    let number = |out: &mut String, sort: f64, shown: &str| {
+        let _ = write!(
+            out,
+            "<td class=\"num\" data-sort=\"{sort}\">{}</td>",
+            escape(shown)
+        );
+    };
+    if with_crate {
+        let name = row.crate_name.clone().unwrap_or_default();
+        text(out, &name, &name);
+    }
+    let _ = write!(
+        out,
+        "<td class=\"name\" data-sort=\"{sort}\" title=\"{full}\"><a href=\"#k{index}\">{shown}</a></td>",
+        sort = escape(row.display_name()),
+        full = escape(&format!("{}\n{}", row.display_name(), row.name)),
+        shown = escape(row.display_name()),
+    );
+    let arch_rank = arch::lookup(&row.arch)
+        .map(|facts| facts.major * 10 + facts.minor)
+        .unwrap_or(0);
+    let _ = write!(
+        out,
+        "<td data-sort=\"{arch_rank}\">{}</td>",
+        escape(&row.arch)
+    );
+    let dash = |value: String| if row.entry { value } else { "-".to_string() };
+    number(out, f64::from(row.block), &dash(row.block.to_string()));
+    number(out, f64::from(row.registers), &row.registers.to_string());
+    number(out, row.spill_bytes() as f64, &format_spills(row));
+    number(
+        out,
+        row.stack_frame_bytes as f64,
+        &format_bytes(row.stack_frame_bytes),
+    );
+    number(
+        out,
+        (row.static_smem_bytes + row.dynamic_smem_bytes) as f64,
+        &format_smem(row),
+    );
+    number(out, f64::from(row.barriers), &row.barriers.to_string());
+    number(
+        out,
+        f64::from(row.blocks_per_sm),
+        &dash(row.blocks_per_sm.to_string()),
+    );
+    if row.entry {
+        let _ = write!(
+            out,
+            "<td class=\"num\" data-sort=\"{sort}\"><span class=\"bar\"><i style=\"width:{width:.1}%\"></i></span>{shown}</td>",
+            sort = row.occupancy,
+            width = row.occupancy * 100.0,
+            shown = format_occupancy(row.occupancy),
+        );
+    } else {
+        out.push_str("<td class=\"num\" data-sort=\"-1\">-</td>");
+    }
+    text(out, &format_limiters(row), &format_limiters(row));
+    let spare = row
+        .headroom
+        .spare_registers_per_thread
+        .map_or(f64::from(u32::MAX), f64::from);
+    let _ = write!(
+        out,
+        "<td data-sort=\"{spare}\">{}</td>",
+        escape(&format_headroom(row))
+    );
+    let findings = format_findings(row_findings.iter().copied());
+    text(out, &findings, &findings);
+    out.push_str("</tr>\n");
 }
 
 fn render_findings(out: &mut String, report: &Report) {
@@ -448,11 +458,13 @@ fn tick_step(axis: Axis, max: u64) -> u64 {
         Axis::Registers => &[8, 16, 32, 64],
         Axis::SharedMemory => &[1024, 2048, 4096, 8192, 16384, 32768, 65536],
     };
+    // Beyond the largest candidate (a report's 4 GiB of shared memory), a power of two that
+    // still gives at most 8 ticks: the axis never draws more than 9 labels.
     candidates
         .iter()
         .copied()
         .find(|step| max / step <= 8)
-        .unwrap_or(*candidates.last().unwrap_or(&1))
+        .unwrap_or_else(|| max.div_ceil(8).next_power_of_two())
 }
 
 fn tick_label(axis: Axis, x: u64) -> String {

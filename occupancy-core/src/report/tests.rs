@@ -348,6 +348,21 @@ fn explanation_of_an_unlaunchable_kernel_says_so() {
     );
 }
 
+#[test]
+fn a_chart_of_4_gib_of_shared_memory_has_a_handful_of_ticks() {
+    let arch = lookup("sm_90").unwrap();
+    let mut row = example().kernels[0].clone();
+    row.static_smem_bytes = u64::from(u32::MAX);
+    row.dynamic_smem_bytes = u64::from(u32::MAX);
+    row.compute(arch);
+    let curve = shared_memory_curve(arch, &row.curve_input());
+    let svg = super::html::render_chart(&curve, "c");
+    let ticks = svg.matches("text-anchor=\"middle\">").count();
+    // Up to 9 tick labels and the axis title (it was 131073 labels and a 16 MB page).
+    assert!(ticks <= 10, "{ticks} x labels");
+    assert!(svg.len() < 20_000, "{} bytes", svg.len());
+}
+
 mod properties {
     use super::*;
     use proptest::prelude::*;

@@ -138,6 +138,9 @@ mod tests {
     use super::*;
     use crate::report::example_report;
 
+    /// One edit that breaks a row.
+    type Edit = Box<dyn FnOnce(&mut KernelRow)>;
+
     fn broken(edit: impl FnOnce(&mut KernelRow)) -> String {
         let mut report = example_report();
         edit(&mut report.kernels[0]);
@@ -151,7 +154,7 @@ mod tests {
 
     #[test]
     fn each_out_of_range_value_is_named_with_its_row_and_key() {
-        let cases: [(&str, Box<dyn FnOnce(&mut KernelRow)>); 8] = [
+        let cases: [(&str, Edit); 8] = [
             (
                 ".arch: unknown architecture `sm_999`",
                 Box::new(|row| row.arch = "sm_999".into()),
