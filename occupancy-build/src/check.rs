@@ -17,7 +17,7 @@ use occupancy_core::lint::{Level, LintId};
 use occupancy_core::ptxas::{self, EntrySourceLine, KernelRecord, PtxEntry};
 use occupancy_core::spec::{self, BlockDim, DeclaredKernel, KernelSpec};
 
-use crate::baseline::Baseline;
+use crate::baseline::{Baseline, ToolchainStamp};
 use crate::compile::{render_command, CompiledSource, Program};
 use crate::diagnostics::{self, SourceText};
 use crate::engine::{CargoLines, Context};
@@ -45,7 +45,7 @@ pub struct Declarations {
 }
 
 impl Declarations {
-    fn location(&self, declared: &Declared) -> Location {
+    pub(crate) fn location(&self, declared: &Declared) -> Location {
         Location {
             kind: LocationKind::RustAttribute,
             path: self.sources[declared.source_index].display_path.clone(),
@@ -423,7 +423,17 @@ pub fn check(
             from_cache: source.from_cache,
         });
     }
+    if context.metadata.require_reasons != Some(false) {
+        let missing = crate::expectations::missing_reasons(declarations);
+        if !missing.is_empty() {
+            return Err(Error::Denied {
+                count: missing.len(),
+                rendered: missing.join("\n"),
+            });
+        }
+    }
     let kernels = parse_compiled(compiled, context)?;
+    let evidence = read_sass_evidence(build, toolchain, compiled, &kernels, cargo)?;
     let levels = Levels::read(build, context)?;
     let bless = build.env.flag("OCCUPANCY_BLESS");
     let baseline_path = context.manifest_dir.join(
@@ -433,11 +443,8 @@ pub fn check(
             .clone()
             .unwrap_or_else(|| PathBuf::from("occupancy.lock")),
     );
-    let baseline = if bless {
-        None
-    } else {
-        Baseline::load(&baseline_path)?
-    };
+    // Loaded when blessing too: blessing keeps the entries of archs this build did not check.
+    let baseline = Baseline::load(&baseline_path)?;
     if baseline_path.exists() {
         cargo.rerun_if_changed(&baseline_path);
     }
@@ -456,7 +463,7 @@ pub fn check(
                 toolchain,
                 declarations,
                 levels: &levels,
-                baseline: baseline.as_ref(),
+                evidence: &evidence,
             },
             kernel,
             declared,
@@ -479,22 +486,44 @@ pub fn check(
             false,
         ));
     }
+    let stamp = (bless || baseline.is_some()).then(|| ToolchainStamp::of_build(build, toolchain));
+    let mut toolchain_changes = Vec::new();
+    if let (Some(baseline), Some(stamp), false) = (&baseline, &stamp, bless) {
+        let comparison = crate::baseline::compare(baseline, &Baseline::of_report(&report, stamp));
+        for line in &comparison.toolchain_changes {
+            cargo.warning(&format!(
+                "occupancy: the toolchain changed since the baseline: {line}"
+            ));
+            toolchain_changes.push(format!(
+                "note: the toolchain changed since the baseline: {line}\n"
+            ));
+        }
+        gathered.extend(baseline_findings(
+            comparison.findings,
+            &kernels,
+            &matching,
+            declarations,
+            &levels,
+        ));
+    }
+    crate::expectations::settle(declarations, &levels, &mut gathered);
     let rendered_denials = render_findings(gathered, context, declarations, &mut report, cargo);
 
-    if bless {
-        write_atomic(
-            &baseline_path,
-            Baseline::of_report(&report).to_text().as_bytes(),
-        )?;
+    if let (true, Some(stamp)) = (bless, &stamp) {
+        let blessed = Baseline::blessed(baseline, Baseline::of_report(&report, stamp));
+        write_atomic(&baseline_path, blessed.to_text().as_bytes())?;
         cargo.warning(&format!(
             "occupancy: OCCUPANCY_BLESS is set: wrote the baseline {}",
             display_path(&context.manifest_dir, &baseline_path)
         ));
     }
     write_reports(context, &report)?;
+    crate::facts::write(context, &crate::facts::of_report(&report, declarations))?;
     if !rendered_denials.is_empty() {
         let count = rendered_denials.len();
-        let mut rendered = rendered_denials.join("\n");
+        // A toolchain change is said first: it may explain every regression below.
+        let mut rendered = toolchain_changes.concat();
+        rendered.push_str(&rendered_denials.join("\n"));
         rendered.push_str(&format!(
             "\nerror: occupancy checks failed for `{}`: {count} error{} (full report: {})\n",
             context.crate_name,
@@ -506,17 +535,54 @@ pub fn check(
     Ok(report)
 }
 
+/// Reads the SASS of the sources whose kernels can have machine-code findings: those with spills
+/// (per kernel and arch) or any local memory (stack frames, local arrays).
+fn read_sass_evidence(
+    build: &Build,
+    toolchain: &Toolchain,
+    compiled: &[CompiledSource],
+    kernels: &[CompiledKernel<'_>],
+    cargo: &mut CargoLines,
+) -> Result<crate::sass::SassEvidence, Error> {
+    let spills = |record: &KernelRecord| {
+        record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0) > 0
+    };
+    let spilled: BTreeSet<(String, String)> = kernels
+        .iter()
+        .flat_map(|kernel| {
+            kernel
+                .records
+                .iter()
+                .filter(|(_, record)| spills(record))
+                .map(|(arch, _)| (kernel.name.clone(), arch.clone()))
+        })
+        .collect();
+    let local_memory: BTreeSet<String> = kernels
+        .iter()
+        .filter(|kernel| {
+            kernel.records.values().any(|record| {
+                record.stack_frame_bytes.unwrap_or(0) > 0
+                    || spills(record)
+                    || record.local_memory_bytes.unwrap_or(0) > 0
+            })
+        })
+        .map(|kernel| kernel.name.clone())
+        .collect();
+    crate::sass::read_build_evidence(build, toolchain, compiled, &spilled, &local_memory, cargo)
+}
+
 /// What checking one kernel needs besides the kernel.
 struct CheckInputs<'a> {
     context: &'a Context,
     toolchain: &'a Toolchain,
     declarations: &'a Declarations,
     levels: &'a Levels,
-    baseline: Option<&'a Baseline>,
+    evidence: &'a crate::sass::SassEvidence,
 }
 
-/// One compiled kernel: its report rows, and its findings (regressions against the baseline,
-/// then its declaration's lints, or an undeclared kernel's hard failures at the crate's launch).
+/// One compiled kernel: its report rows, and its findings (its declaration's lints, or an
+/// undeclared kernel's hard failures at the crate's launch). Baseline findings are made once
+/// for the whole build ([`baseline_findings`]).
 fn check_one_kernel(
     inputs: &CheckInputs<'_>,
     kernel: &CompiledKernel<'_>,
@@ -527,28 +593,19 @@ fn check_one_kernel(
         toolchain,
         declarations,
         levels,
-        baseline,
+        evidence,
     } = *inputs;
     let mut found: Vec<Gathered> = Vec::new();
-    let rows = kernel_rows(context, kernel, declared, declarations)?;
-    let level_sources = levels.sources(declared.map(|(declared, _)| declared), &kernel.name);
-    for (_, _, row) in &rows {
-        let numbers = crate::baseline::numbers_of(row);
-        if let Some(before) = baseline
-            .as_ref()
-            .and_then(|baseline| baseline.kernels.get(&kernel.name))
-            .and_then(|archs| archs.get(&row.arch))
-        {
-            if let Some(finding) = evaluate::regression(&kernel.name, &row.arch, before, &numbers) {
-                found.extend(Gathered::leveled(
-                    finding,
-                    &level_sources,
-                    declared.map(|(_, index)| index),
-                    &kernel.name,
-                    declared.is_none(),
-                ));
-            }
-        }
+    let mut rows = kernel_rows(context, kernel, declared, declarations)?;
+    for (_, _, row) in &mut rows {
+        row.sass = evidence.facts_of(&kernel.name, &row.arch, &context.manifest_dir);
+    }
+    // Expected lints and lints allowed with a reason are evaluated as warnings here, so that
+    // `expectations::settle` sees them; it sets their level back to allow.
+    let attribute_levels = declared.map(|(declared, _)| crate::expectations::evaluated_levels(&declared.kernel.spec));
+    let mut level_sources = levels.sources(declared.map(|(declared, _)| declared), &kernel.name);
+    if let Some(attribute_levels) = &attribute_levels {
+        level_sources.attribute = Some(attribute_levels);
     }
     let evaluated: Vec<_> = rows
         .iter()
@@ -568,6 +625,10 @@ fn check_one_kernel(
             let spec = &declared.kernel.spec;
             for mut leveled in evaluate::check_kernel(Launch::Declared(spec), &on, &level_sources) {
                 if leveled.finding.lint == LintId::Spills {
+                    crate::sass::note_hottest_spill(
+                        &mut leveled.finding,
+                        rows.iter().map(|(_, _, row)| row),
+                    );
                     if let Some(help) = spill_free_help(
                         toolchain,
                         context,
@@ -583,6 +644,7 @@ fn check_one_kernel(
                     declaration: Some(declaration_index),
                     kernel: kernel.name.clone(),
                     undeclared: false,
+                    reason: None,
                 });
             }
         }
@@ -599,6 +661,7 @@ fn check_one_kernel(
                     declaration: None,
                     kernel: kernel.name.clone(),
                     undeclared: true,
+                    reason: None,
                 });
             }
             let source = rows.first().and_then(|(_, _, row)| row.source.clone());
@@ -612,24 +675,39 @@ fn check_one_kernel(
             ));
         }
     }
+    // The machine-code lints, for declared and undeclared kernels alike (undeclared ones are
+    // summarized with the others of their lint).
+    for (_, _, row) in &rows {
+        for finding in evidence.findings(&kernel.source.source, row) {
+            found.extend(Gathered::leveled(
+                finding,
+                &level_sources,
+                declared.map(|(_, index)| index),
+                &kernel.name,
+                declared.is_none(),
+            ));
+        }
+    }
     Ok((found, rows.into_iter().map(|(_, _, row)| row).collect()))
 }
 
 /// A finding of this build with its level, and what it concerns.
-struct Gathered {
-    leveled: LeveledFinding,
+pub(crate) struct Gathered {
+    pub(crate) leveled: LeveledFinding,
     /// The declaration it is shown at.
-    declaration: Option<usize>,
+    pub(crate) declaration: Option<usize>,
     /// The compiled kernel (or the declared name, for `missing_kernel`).
-    kernel: String,
+    pub(crate) kernel: String,
     /// About an undeclared kernel: summarized with the others of its lint, not shown one by one.
-    undeclared: bool,
+    pub(crate) undeclared: bool,
+    /// Why the declaration allowed or expects this finding (`reason = "..."`).
+    pub(crate) reason: Option<String>,
 }
 
 impl Gathered {
     /// A finding made outside `check_kernel` (regression, missing or undeclared kernel), given
     /// its level from the same sources; `None` when it is allowed.
-    fn leveled(
+    pub(crate) fn leveled(
         finding: evaluate::Finding,
         sources: &LevelSources<'_>,
         declaration: Option<usize>,
@@ -642,12 +720,47 @@ impl Gathered {
             declaration,
             kernel: kernel.to_string(),
             undeclared,
+            reason: None,
         })
     }
 }
 
+/// The baseline's `regression` and `baseline_stale` findings, leveled like the kernel's others
+/// (an arch-wide finding, about another toolchain, concerns no kernel: an empty name).
+fn baseline_findings(
+    findings: Vec<(Option<String>, evaluate::Finding)>,
+    kernels: &[CompiledKernel<'_>],
+    matching: &Matching,
+    declarations: &Declarations,
+    levels: &Levels,
+) -> Vec<Gathered> {
+    let mut gathered = Vec::new();
+    for (kernel_name, finding) in findings {
+        let kernel_name = kernel_name.unwrap_or_default();
+        let declaration = kernels
+            .iter()
+            .position(|kernel| kernel.name == kernel_name)
+            .and_then(|index| matching.by_kernel.get(&index).copied())
+            .or_else(|| {
+                declarations
+                    .kernels
+                    .iter()
+                    .position(|declared| declared.kernel.kernel_name == kernel_name)
+            });
+        let declared = declaration.map(|index| &declarations.kernels[index]);
+        gathered.extend(Gathered::leveled(
+            finding,
+            &levels.sources(declared, &kernel_name),
+            declaration,
+            &kernel_name,
+            false,
+        ));
+    }
+    gathered
+}
+
 /// The crate's lint levels: Cargo.toml (crate-wide and per kernel) and the environment.
-struct Levels {
+pub(crate) struct Levels {
     crate_levels: BTreeMap<LintId, Level>,
     kernel_levels: BTreeMap<String, BTreeMap<LintId, Level>>,
     environment_levels: BTreeMap<LintId, Level>,
@@ -677,7 +790,7 @@ impl Levels {
     }
 
     /// Where the levels of `kernel_name`'s findings come from, most specific first.
-    fn sources<'a>(
+    pub(crate) fn sources<'a>(
         &'a self,
         declared: Option<&'a Declared>,
         kernel_name: &str,
@@ -997,6 +1110,15 @@ fn render_findings(
             .map(|index| &declarations.kernels[index]);
         let LeveledFinding { finding, level } = &gathered.leveled;
         let mut notes = finding.notes.clone();
+        if let Some(reason) = &gathered.reason {
+            let expected = declared
+                .is_some_and(|declared| declared.kernel.spec.expected_lints.contains(&finding.lint));
+            let word = if expected { "expect" } else { level.as_str() };
+            notes.push(format!(
+                "`{word}({})` in the declaration: {reason}",
+                finding.lint
+            ));
+        }
         let ptx_target = report
             .kernels
             .iter()
@@ -1009,7 +1131,7 @@ fn render_findings(
             lint: finding.lint,
             level: *level,
             crate_name: Some(context.crate_name.clone()),
-            kernel: Some(gathered.kernel.clone()),
+            kernel: (!gathered.kernel.is_empty()).then(|| gathered.kernel.clone()),
             arch: finding.arch.clone(),
             message: finding.message.clone(),
             notes,
@@ -1018,6 +1140,7 @@ fn render_findings(
                 Some(declared) => Some(declarations.location(declared)),
                 None => sources.get(gathered.kernel.as_str()).cloned(),
             },
+            reason: gathered.reason.clone(),
         };
         if !gathered.undeclared {
             match level {
@@ -1032,7 +1155,10 @@ fn render_findings(
                     });
                     rendered_denials.push(diagnostics::render(&(&finding).into(), source));
                 }
-                _ => cargo.warning(&format!("occupancy: {}", diagnostics::one_line(&finding))),
+                Level::Warn => {
+                    cargo.warning(&format!("occupancy: {}", diagnostics::one_line(&finding)))
+                }
+                Level::Allow => {}
             }
         }
         findings.push(finding);

@@ -2,7 +2,7 @@
 //!
 //! One nvcc process per source file, every target architecture in it:
 //!
-//! * `.compile_ptx()`: `nvcc -fatbin -arch=compute_<lowest> -code=sm_<a>,sm_<b> -Xptxas -v --keep`.
+//! * `.compile_ptx()`: `nvcc -fatbin -arch=compute_<lowest> -code=sm_<a>,sm_<b> -lineinfo -Xptxas -v --keep`.
 //!   cicc runs once and writes the PTX we ship (kept by `--keep`); ptxas assembles that same PTX
 //!   for every target architecture, which is exactly what the driver's JIT will do with it at run
 //!   time, and prints the resource report on stderr. The only work beyond a plain `nvcc -ptx` is
@@ -329,9 +329,17 @@ fn nvcc_args(
                 }
             }
             // -lineinfo: `.file`/`.loc` in the PTX say where each kernel is defined (a macro's
-            // invocation, a header's line); it adds line tables only, not code.
+            // invocation, a header's line), and the SASS stage (crate::sass) maps instructions to
+            // lines; it adds line tables only, not code. `-G` carries its own, and nvcc warns when
+            // both are given.
+            if !settings
+                .user_args
+                .iter()
+                .any(|arg| arg == "-G" || arg == "--device-debug")
+            {
+                args.push("-lineinfo".into());
+            }
             args.extend([
-                "-lineinfo".into(),
                 "-Xptxas".into(),
                 "-v".into(),
                 "--keep".into(),

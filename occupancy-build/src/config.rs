@@ -32,6 +32,12 @@ pub struct Metadata {
     pub reports: Option<Vec<String>>,
     /// `block = 1024`: threads per block at which undeclared kernels are checked.
     pub block_threads: Option<u32>,
+    /// `unchecked = "why"`: the attribute's opt-out for crates without an occupancy build
+    /// (read by the macro; a crate whose build runs is checked anyway).
+    pub unchecked: Option<String>,
+    /// `require_reasons = false`: allow `allow(...)`/`expect(...)` of deny-by-default lints
+    /// without a `reason` (default: required).
+    pub require_reasons: Option<bool>,
     /// Files read (for `rerun-if-changed`).
     pub files_read: Vec<PathBuf>,
 }
@@ -45,6 +51,8 @@ const KNOWN_KEYS: &[&str] = &[
     "kernels",
     "baseline",
     "reports",
+    "unchecked",
+    "require_reasons",
 ];
 
 /// Reads the package manifest at `manifest_dir/Cargo.toml` and its workspace root's, if any.
@@ -152,6 +160,23 @@ fn apply(metadata: &mut Metadata, table: &toml::Value, section: &str) -> Result<
                 metadata.baseline = Some(PathBuf::from(
                     value.as_str().ok_or_else(|| wrong("a path string"))?,
                 ))
+            }
+            "require_reasons" => {
+                metadata.require_reasons =
+                    Some(value.as_bool().ok_or_else(|| wrong("true or false"))?)
+            }
+            "unchecked" => {
+                metadata.unchecked = Some(
+                    value
+                        .as_str()
+                        .filter(|reason| !reason.trim().is_empty())
+                        .ok_or_else(|| {
+                            wrong(
+                                "a non-empty string saying why the crate's kernels are not checked",
+                            )
+                        })?
+                        .to_string(),
+                )
             }
             "lints" => {
                 for (lint, level) in level_table(value, section, "lints")? {

@@ -151,6 +151,7 @@ mod tests {
                 line: 2,
                 column: 5,
             }),
+            reason: None,
         };
         let rendered = render(&(&finding).into(), Some((&source, (2, 5), (2, 61))));
         insta::assert_snapshot!(rendered);

@@ -27,10 +27,13 @@ mod diagnostics;
 pub mod engine;
 mod env;
 mod error;
+mod expectations;
+mod facts;
 mod fsutil;
 mod jobs;
 mod nvcc_archs;
 pub mod report;
+mod sass;
 pub mod targets;
 mod toolchain;
 

@@ -126,6 +126,29 @@ impl Toolchain {
         command
     }
 
+    /// nvcc's full version, `13.0.88` from `V13.0.88` (the release when no `V` is printed).
+    pub fn nvcc_version(&self) -> String {
+        full_version(&self.version_text).unwrap_or_else(|| self.release.clone())
+    }
+
+    /// ptxas's full version (`13.0.88`), asked from the ptxas in the toolkit (`CUDA_HOME/bin`,
+    /// else beside nvcc); `unknown` when none answers, which never equals a recorded version.
+    pub fn ptxas_version(&self) -> String {
+        let candidates = [
+            Some(self.cuda_home.join("bin").join("ptxas")),
+            self.nvcc.parent().map(|dir| dir.join("ptxas")),
+        ];
+        candidates
+            .into_iter()
+            .flatten()
+            .filter(|path| path.is_file())
+            .find_map(|path| {
+                let output = Command::new(path).arg("--version").output().ok()?;
+                full_version(&String::from_utf8_lossy(&output.stdout))
+            })
+            .unwrap_or_else(|| "unknown".to_string())
+    }
+
     /// The directory holding `libcudart_static.a` / `libcudart.so`, if any.
     pub fn cudart_dir(&self) -> Option<PathBuf> {
         [
@@ -188,6 +211,16 @@ fn executable_name() -> &'static str {
     } else {
         "nvcc"
     }
+}
+
+/// `13.0.88` from a `--version` text's `V13.0.88`.
+fn full_version(text: &str) -> Option<String> {
+    let rest = text.split(", V").nth(1)?;
+    let version: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    (!version.is_empty()).then_some(version)
 }
 
 pub(crate) fn locate_nvcc(env: &TrackedEnv) -> Result<PathBuf, Error> {

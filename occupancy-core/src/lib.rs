@@ -50,7 +50,9 @@
 
 pub mod arch;
 pub mod calc;
+pub mod facts;
 pub mod lint;
 pub mod ptxas;
 pub mod report;
+pub mod sass;
 pub mod spec;

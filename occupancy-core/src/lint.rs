@@ -120,6 +120,23 @@ pub enum LintId {
     UndeclaredKernel,
     /// Worse than the committed baseline.
     Regression,
+    /// Better than, or otherwise different from, the committed baseline: it no longer says
+    /// what the code compiles to.
+    BaselineStale,
+    /// An `expect(...)` in a declaration whose finding no longer occurs.
+    UnfulfilledExpectation,
+    /// Spill loads or stores inside a loop of the kernel's machine code (SASS).
+    SpillInLoop,
+    /// A local array indexed at run time (local memory at a computed address in the SASS).
+    LocalArray,
+    /// A `setmaxnreg` ptxas dropped (warning C7508, or no `USETMAXREG` in the SASS).
+    SetmaxnregIgnored,
+    /// Warp-specialised `setmaxnreg` budgets that exceed the block's register allocation.
+    SetmaxnregBudget,
+    /// Double-precision instructions in the kernel's SASS.
+    Fp64,
+    /// Non-inlined calls in the kernel's SASS.
+    Call,
 }
 
 /// The documentation of one lint, as it appears in `docs/lints.md` and in `cargo occupancy explain`.
@@ -139,7 +156,7 @@ pub struct LintInfo {
 
 impl LintId {
     /// Every lint, in the order they are documented.
-    pub const ALL: [LintId; 12] = [
+    pub const ALL: [LintId; 20] = [
         LintId::Spills,
         LintId::LowOccupancy,
         LintId::TooManyRegisters,
@@ -152,6 +169,14 @@ impl LintId {
         LintId::PartialWarp,
         LintId::UndeclaredKernel,
         LintId::Regression,
+        LintId::BaselineStale,
+        LintId::UnfulfilledExpectation,
+        LintId::SpillInLoop,
+        LintId::LocalArray,
+        LintId::SetmaxnregIgnored,
+        LintId::SetmaxnregBudget,
+        LintId::Fp64,
+        LintId::Call,
     ];
 
     /// The id as written in attributes (`warn(spills)`), config keys and JSON.
@@ -169,6 +194,14 @@ impl LintId {
             LintId::PartialWarp => "partial_warp",
             LintId::UndeclaredKernel => "undeclared_kernel",
             LintId::Regression => "regression",
+            LintId::BaselineStale => "baseline_stale",
+            LintId::UnfulfilledExpectation => "unfulfilled_expectation",
+            LintId::SpillInLoop => "spill_in_loop",
+            LintId::LocalArray => "local_array",
+            LintId::SetmaxnregIgnored => "setmaxnreg_ignored",
+            LintId::SetmaxnregBudget => "setmaxnreg_budget",
+            LintId::Fp64 => "fp64",
+            LintId::Call => "call",
         }
     }
 
@@ -181,12 +214,19 @@ impl LintId {
             | LintId::Unlaunchable
             | LintId::BoundsMismatch
             | LintId::MissingKernel
-            | LintId::Regression => Level::Deny,
+            | LintId::Regression
+            | LintId::UnfulfilledExpectation
+            | LintId::SpillInLoop
+            | LintId::SetmaxnregIgnored
+            | LintId::SetmaxnregBudget => Level::Deny,
             LintId::StackFrame
             | LintId::LocalMemory
             | LintId::OccupancyCliff
-            | LintId::PartialWarp => Level::Warn,
-            LintId::UndeclaredKernel => Level::Allow,
+            | LintId::PartialWarp
+            | LintId::BaselineStale
+            | LintId::LocalArray
+            | LintId::Call => Level::Warn,
+            LintId::UndeclaredKernel | LintId::Fp64 => Level::Allow,
         }
     }
 
@@ -215,7 +255,7 @@ impl LintId {
                 "Theoretical occupancy on some target architecture is below the declared `min_occupancy`.",
                 "Too few resident warps leave the SM idle while warps wait on memory; the kernel runs at a fraction of the bandwidth or throughput the crate expects.",
                 "`#[occupancy::kernel(block = 256, min_occupancy = 0.5)]` on a kernel using 128 registers per thread: on sm_90 only 2 blocks (512 of 2048 threads, 25%) fit.",
-                "Reduce registers (`min_blocks_per_sm` or `max_registers`), shared memory or block size; or lower `min_occupancy`, or `allow(low_occupancy)` when low occupancy is deliberate (register tiling).",
+                "Reduce registers (`min_blocks_per_sm` or `max_registers`), shared memory or block size; or lower `min_occupancy`, or `expect(low_occupancy, reason = \"...\")` when low occupancy is deliberate (register tiling).",
             ),
             LintId::TooManyRegisters => (
                 "The kernel uses more registers per thread than the declared `max_registers_per_thread`.",
@@ -276,6 +316,54 @@ impl LintId {
                 "Regressions in resource use are invisible in review and show up as slowdowns much later; the baseline makes every one a visible diff.",
                 "The baseline records 40 registers and 50% occupancy on sm_80; a change makes it 48 registers and 37.5%.",
                 "Fix the kernel, or accept the new numbers with `OCCUPANCY_BLESS=1 cargo build` (or `cargo occupancy bless`) and commit the updated baseline.",
+            ),
+            LintId::BaselineStale => (
+                "The committed baseline (`occupancy.lock`) no longer equals what the code compiles to: a kernel got better, is new or gone, or the toolchain changed.",
+                "A one-way baseline lets improvements rot: the next regression back to the old numbers passes unnoticed, and the file stops reading like the history of the kernels.",
+                "The baseline records 48 registers on sm_90; a change makes it 40 (occupancy 50% -> 62.5%), and the file still says 48.",
+                "Run `OCCUPANCY_BLESS=1 cargo build` and commit the baseline with the change; in CI set `baseline_stale = \"deny\"` (or `OCCUPANCY_LINT_BASELINE_STALE=deny`) so the committed file always matches.",
+            ),
+            LintId::UnfulfilledExpectation => (
+                "A declaration expects a finding (`expect(spills, reason = \"...\")`) that no longer occurs.",
+                "An exception that outlives its cause hides the next real finding of the same lint; like Rust's `#[expect]`, it must be removed when it is no longer needed.",
+                "`#[occupancy::kernel(block = 256, expect(spills, reason = \"tracked in #12\"))]` on a kernel that no longer spills on any target arch.",
+                "Remove the `expect(...)` from the declaration (the finding is gone), or keep it as `allow(...)` if the exception should stay without being checked.",
+            ),
+            LintId::SpillInLoop => (
+                "Spill loads or stores sit inside a loop of the kernel's machine code (SASS), at the source lines named.",
+                "A spill inside a loop is a local-memory round trip on every iteration, which is where spills cost time; a spill outside loops runs once and stays with `spills` at its own level.",
+                "A loop that updates 48 accumulators under `__launch_bounds__(256, 8)` (32 registers): ptxas spills some of them and reloads them in the loop body on every iteration.",
+                "Give the loop more registers (lower `min_blocks_per_sm`, raise `max_registers`, move `setmaxnreg` budget to the warps that run the loop), keep fewer values live across the loop at the line named, or `allow(spill_in_loop)` when the loop is cold.",
+            ),
+            LintId::LocalArray => (
+                "A local array is indexed at run time: the SASS reads or writes local memory at a computed address, at the line named.",
+                "An array indexed by a value the compiler cannot resolve cannot live in registers; every access is a local-memory access, often inside the loop that computes the index.",
+                "`float table[32]; ... sum += table[index[i] & 31];`: ptxas places `table` in local memory and each lookup is an `LDL`.",
+                "Index with compile-time constants (unroll the loop), use shared memory for tables, select with a switch or shuffles, or `allow(local_array)`.",
+            ),
+            LintId::SetmaxnregIgnored => (
+                "ptxas dropped a `setmaxnreg`: it warned C7508 (register count at entry unknown), or the PTX has `setmaxnreg` and the SASS has no `USETMAXREG`.",
+                "Warp-specialised kernels rely on `setmaxnreg` to give consumer warps more registers; ignored, every warp keeps the entry count, and the consumers spill or the budget plan silently does nothing.",
+                "`setmaxnreg.inc.sync.aligned.u32 240;` in a kernel without `__launch_bounds__`: ptxas prints `(C7508) ... 'setmaxnreg' ignored` and emits no `USETMAXREG`.",
+                "Give the kernel launch bounds with a maximum block size (`__launch_bounds__(OCCUPANCY_BOUNDS_<kernel>)` from the declaration, or `__launch_bounds__(384, 1)`), so ptxas knows the register count at entry.",
+            ),
+            LintId::SetmaxnregBudget => (
+                "The kernel's warp-specialised `setmaxnreg` budgets need more registers than the declared block is allocated.",
+                "`setmaxnreg.inc` waits until the block's pool has the registers; if the roles' budgets add up to more than the block got at launch, the increasing warps wait forever or the plan cannot hold.",
+                "384 threads at 168 registers (64512 per block): one producer warpgroup at 40 and two consumers at 240 need 128 x (40 + 2 x 240) = 66560.",
+                "Lower the consumers' `setmaxnreg.inc` value or raise the producer's `.dec` release so that 128 x (producer + consumers x warpgroups) fits the block's allocation, or change the block size.",
+            ),
+            LintId::Fp64 => (
+                "The kernel runs double-precision instructions (`DFMA`, `DADD`, `DMUL`, ...); the finding counts them.",
+                "FP64 throughput is 1/2 of FP32 on data-centre GPUs but 1/64 on consumer ones; a stray `double` literal or `sin` instead of `sinf` can make a float kernel FP64-bound.",
+                "`out[i] = sin(x[i]);` on a `float` array promotes to double: DFMA/DMUL in the SASS and a call to the double-precision sin/cos slow path.",
+                "Use `float` literals (`1.0f`) and functions (`sinf`, `expf`), `-use_fast_math` where acceptable; or leave this lint at its default `allow` when FP64 is intended.",
+            ),
+            LintId::Call => (
+                "The kernel makes non-inlined calls (`CALL`) in its SASS; the finding names each callee and, for math-library helpers, what it is.",
+                "A call spills live registers around it to the callee's frame in local memory and blocks optimisation across it; in a loop, that cost is paid every iteration.",
+                "`sin(x)` on a double: ptxas calls `__internal_trig_reduction_slowpathd`, the double-precision sin/cos slow path, with a local-memory frame.",
+                "For math helpers, the fix the finding names (`sinf`/`__sinf`/`-use_fast_math`); for your own functions, `__forceinline__`; or `allow(call)`.",
             ),
         };
         LintInfo {
@@ -417,7 +505,9 @@ pub fn render_lints_markdown() -> String {
     out.push_str("`deny` (an error, the build fails).\n\n");
     out.push_str("## Setting levels\n\n");
     out.push_str("The most specific setting wins:\n\n");
-    out.push_str("1. per kernel, in the declaration: `#[occupancy::kernel(block = 256, warn(spills), allow(low_occupancy, partial_warp))]`;\n");
+    out.push_str("1. per kernel, in the declaration: `#[occupancy::kernel(block = 256, warn(spills), allow(low_occupancy, partial_warp, reason = \"register tiling\"))]`\n");
+    out.push_str("   (allowing a lint that denies by default needs a `reason`; `expect(lint, reason = \"...\")` also fails the build once the finding is gone,\n");
+    out.push_str("   see [declaring-kernels.md](declaring-kernels.md#expect));\n");
     out.push_str(
         "2. for one build, by environment variable: `OCCUPANCY_LINT_SPILLS=warn cargo build`;\n",
     );
@@ -484,7 +574,7 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), LintId::ALL.len());
-        assert_eq!(ids.len(), 12);
+        assert_eq!(ids.len(), 20);
     }
 
     #[test]
@@ -508,6 +598,14 @@ mod tests {
                 ("partial_warp", Level::Warn),
                 ("undeclared_kernel", Level::Allow),
                 ("regression", Level::Deny),
+                ("baseline_stale", Level::Warn),
+                ("unfulfilled_expectation", Level::Deny),
+                ("spill_in_loop", Level::Deny),
+                ("local_array", Level::Warn),
+                ("setmaxnreg_ignored", Level::Deny),
+                ("setmaxnreg_budget", Level::Deny),
+                ("fp64", Level::Allow),
+                ("call", Level::Warn),
             ]
         );
     }

@@ -1,11 +1,30 @@
 //! Property tests: whatever the bytes, the parser never panics, and reordered, cut, duplicated or
-//! interleaved real logs never produce a kernel that the real log does not have.
+//! interleaved real logs never produce a kernel that the real log does not have; mutated real
+//! logs read as a stream (records taken as they finish) give what the whole text gives, and a
+//! stream hands its records out as it goes instead of holding them to the end.
 
 use occupancy_core::ptxas::{
     parse_cuobjdump_resource_usage, parse_log, parse_ptx_directives, KernelRecord, LogParser,
 };
 use proptest::prelude::*;
 use std::collections::HashSet;
+
+/// Parses `bytes` as a stream cut into `chunk`-byte pieces, taking records as they finish.
+fn streamed(
+    bytes: &[u8],
+    chunk: usize,
+) -> (
+    Vec<KernelRecord>,
+    Result<occupancy_core::ptxas::ParseOutput, occupancy_core::ptxas::ParseError>,
+) {
+    let mut parser = LogParser::new();
+    let mut taken = Vec::new();
+    for piece in bytes.chunks(chunk.max(1)) {
+        parser.feed(piece);
+        taken.extend(parser.take_finished_kernels());
+    }
+    (taken, parser.finish())
+}
 
 const MULTIARCH: &str = include_str!("fixtures/ptxas/nvcc13_multiarch.log");
 const RDC: &str = include_str!("fixtures/ptxas/nvcc13_rdc.log");
@@ -19,7 +38,8 @@ const CUOBJDUMP: &str = include_str!("fixtures/ptxas/cuobjdump_shared_memory.txt
 /// another compilation, so for device functions only the name must be real.
 fn identities(text: &str) -> HashSet<(String, String)> {
     let mut known = HashSet::new();
-    for record in parse_log(text).unwrap().kernels {
+    let output = parse_log(text).unwrap();
+    for record in output.kernels.into_iter().chain(output.callees) {
         if record.entry {
             known.insert((record.name.clone(), record.arch.clone()));
         }
@@ -41,10 +61,11 @@ fn identity(record: &KernelRecord) -> (String, String) {
 
 /// Whole records of the real log (compile time aside, which a reordering may move).
 fn records(text: &str) -> Vec<KernelRecord> {
-    parse_log(text)
-        .unwrap()
+    let output = parse_log(text).unwrap();
+    output
         .kernels
         .into_iter()
+        .chain(output.callees)
         .map(without_time)
         .collect()
 }
@@ -96,7 +117,7 @@ proptest! {
             lines.swap(index, (state % (index as u64 + 1)) as usize);
         }
         if let Ok(output) = parse_log(&lines.join("\n")) {
-            for record in output.kernels {
+            for record in output.kernels.into_iter().chain(output.callees) {
                 prop_assert!(known.contains(&identity(&record)), "invented {} {} (entry: {})", record.name, record.arch, record.entry);
             }
         }
@@ -114,7 +135,7 @@ proptest! {
             for _ in 0..copies { kept.insert(at, kept[at]); }
         }
         if let Ok(output) = parse_log(&kept.join("\n")) {
-            for record in output.kernels {
+            for record in output.kernels.into_iter().chain(output.callees) {
                 let record = without_time(record);
                 // A duplicated module line may give a record the module figures of a nearby one;
                 // everything the calculator reads must be real.
@@ -140,7 +161,7 @@ proptest! {
             merged.extend(line);
         }
         if let Ok(output) = parse_log(&merged.join("\n")) {
-            for record in output.kernels {
+            for record in output.kernels.into_iter().chain(output.callees) {
                 prop_assert!(known.contains(&identity(&record)), "invented {} {} (entry: {})", record.name, record.arch, record.entry);
             }
         }
@@ -151,6 +172,70 @@ proptest! {
         let cut = cut.min(CUOBJDUMP.len());
         if CUOBJDUMP.is_char_boundary(cut) {
             let _ = parse_cuobjdump_resource_usage(&CUOBJDUMP[..cut]);
+        }
+    }
+
+    /// Real logs with bytes flipped, inserted and removed, streamed in random chunks: the same
+    /// kernels, callees, errors and warnings as the whole (lossily decoded) text.
+    #[test]
+    fn mutated_real_logs_stream_like_the_whole_text(
+        log in real_log(),
+        edits in proptest::collection::vec((any::<usize>(), any::<u8>(), 0u8..3), 0..12),
+        chunk in 1usize..5000,
+    ) {
+        let mut bytes = log.as_bytes().to_vec();
+        for (at, byte, kind) in edits {
+            let at = at % (bytes.len() + 1);
+            match kind {
+                0 if at < bytes.len() => bytes[at] = byte,
+                1 => bytes.insert(at, byte),
+                _ if at < bytes.len() => { bytes.remove(at); }
+                _ => {}
+            }
+        }
+        let whole = parse_log(&String::from_utf8_lossy(&bytes));
+        let (taken, rest) = streamed(&bytes, chunk);
+        match (whole, rest) {
+            (Ok(whole), Ok(rest)) => {
+                let kernels: Vec<KernelRecord> = taken.into_iter().chain(rest.kernels).collect();
+                prop_assert_eq!(kernels, whole.kernels);
+                prop_assert_eq!(rest.callees, whole.callees);
+                prop_assert_eq!(rest.errors, whole.errors);
+                prop_assert_eq!(rest.warnings, whole.warnings);
+                prop_assert_eq!(rest.diagnostics, whole.diagnostics);
+            }
+            (Err(whole), Err(rest)) => prop_assert_eq!(whole, rest),
+            (whole, rest) => prop_assert!(false, "whole {whole:?} but streamed {rest:?}"),
+        }
+    }
+
+    /// Streaming a log of many compiles hands records out as they finish: all but the last
+    /// copy's are out before the end, so memory does not hold the log's records.
+    #[test]
+    fn a_stream_hands_out_records_before_the_end(log in real_log(), copies in 2usize..6, chunk in 64usize..4096) {
+        let per_copy = parse_log(log).unwrap().kernels.len();
+        let text = log.repeat(copies);
+        let (taken, rest) = streamed(text.as_bytes(), chunk);
+        let rest = rest.unwrap();
+        prop_assert_eq!(taken.len() + rest.kernels.len(), per_copy * copies);
+        prop_assert!(rest.kernels.len() <= per_copy, "{} records held to the end", rest.kernels.len());
+    }
+
+    #[test]
+    fn cuobjdump_with_lines_dropped_or_doubled_only_names_real_functions(
+        edits in proptest::collection::vec((any::<usize>(), any::<bool>()), 0..8),
+    ) {
+        let known: HashSet<String> = parse_cuobjdump_resource_usage(CUOBJDUMP).unwrap().into_iter().map(|function| function.name).collect();
+        let mut lines: Vec<&str> = CUOBJDUMP.lines().collect();
+        for (at, double) in edits {
+            if lines.is_empty() { break; }
+            let at = at % lines.len();
+            if double { lines.insert(at, lines[at]); } else { lines.remove(at); }
+        }
+        if let Ok(functions) = parse_cuobjdump_resource_usage(&lines.join("\n")) {
+            for function in functions {
+                prop_assert!(known.contains(&function.name), "invented {}", function.name);
+            }
         }
     }
 }

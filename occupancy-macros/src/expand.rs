@@ -1,16 +1,19 @@
 //! Tokens for one `#[occupancy::kernel(...)]`: the item as written, then one const per kernel.
 
+use occupancy_core::facts::CompiledFacts;
 use occupancy_core::lint::Level;
 use occupancy_core::spec::{KernelStub, StubKernel, StubKind};
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
+
+use crate::facts::{self, Lookup, Status};
 
 pub(crate) fn kernel(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let stub = KernelStub::parse(item)?;
     let (item, kernels) = stub.declare(args)?;
     let consts = kernels
         .iter()
-        .map(declaration_const)
+        .map(|kernel| declaration_const(kernel, &facts::lookup(kernel)?))
         .collect::<syn::Result<Vec<_>>>()?;
     Ok(quote! {
         #item
@@ -28,7 +31,53 @@ fn optional_u32(value: Option<u32>) -> TokenStream {
     }
 }
 
-fn declaration_const(kernel: &StubKernel) -> syn::Result<TokenStream> {
+/// `compiled` and `not_checked` of the const, and a use of the file read so rustc tracks it.
+fn checked_fields(lookup: &Lookup) -> (TokenStream, TokenStream) {
+    let file = lookup.file_read.display().to_string();
+    let (compiled, not_checked) = match &lookup.checked {
+        Status::Checked { compiled } => (compiled.iter().map(compiled_facts).collect(), None),
+        Status::Skipped { reason } => (
+            Vec::new(),
+            Some(format!("the build checked nothing: {reason}")),
+        ),
+        Status::OptedOut { reason } => (Vec::new(), Some(format!("unchecked: {reason}"))),
+    };
+    let not_checked = match not_checked {
+        Some(reason) => quote!(::core::option::Option::Some(#reason)),
+        None => quote!(::core::option::Option::None),
+    };
+    let compiled = quote!({
+        // Tracked: when the build rewrites this file, the crate is compiled again.
+        const _: &[u8] = ::core::include_bytes!(#file);
+        &[#(#compiled),*]
+    });
+    (compiled, not_checked)
+}
+
+fn compiled_facts(facts: &CompiledFacts) -> TokenStream {
+    let arch = &facts.arch;
+    let registers = Literal::u32_unsuffixed(facts.registers);
+    let spill_bytes = Literal::u64_unsuffixed(facts.spill_bytes);
+    let stack_frame_bytes = Literal::u64_unsuffixed(facts.stack_frame_bytes);
+    let static_smem_bytes = Literal::u64_unsuffixed(facts.static_smem_bytes);
+    let block_threads = Literal::u32_unsuffixed(facts.block_threads);
+    let blocks_per_sm = Literal::u32_unsuffixed(facts.blocks_per_sm);
+    let warps_per_sm = Literal::u32_unsuffixed(facts.warps_per_sm);
+    let occupancy = Literal::f64_suffixed(facts.occupancy);
+    quote!(::occupancy::CompiledFacts {
+        arch: #arch,
+        registers: #registers,
+        spill_bytes: #spill_bytes,
+        stack_frame_bytes: #stack_frame_bytes,
+        static_smem_bytes: #static_smem_bytes,
+        block_threads: #block_threads,
+        blocks_per_sm: #blocks_per_sm,
+        warps_per_sm: #warps_per_sm,
+        occupancy: #occupancy,
+    })
+}
+
+fn declaration_const(kernel: &StubKernel, lookup: &Lookup) -> syn::Result<TokenStream> {
     let spec = &kernel.spec;
     let const_name = kernel.const_name();
     if syn::parse_str::<syn::Ident>(&const_name).is_err() {
@@ -72,6 +121,11 @@ fn declaration_const(kernel: &StubKernel) -> syn::Result<TokenStream> {
         };
         quote!((#lint, #level))
     });
+    let expected_lints = spec.expected_lints.iter().map(|lint| lint.as_str());
+    let lint_reasons = spec.lint_reasons.iter().map(|(lint, reason)| {
+        let lint = lint.as_str();
+        quote!((#lint, #reason))
+    });
     let doc = format!(
         "Declared launch and limits of kernel `{kernel_name}` (from `#[occupancy::kernel({spec})]` on `{rust_name}`)."
     );
@@ -88,6 +142,7 @@ fn declaration_const(kernel: &StubKernel) -> syn::Result<TokenStream> {
             ::occupancy::SourceLocation { file: ::core::file!(), line: ::core::line!(), column: ::core::column!() }
         }
     };
+    let (compiled, not_checked) = checked_fields(lookup);
     Ok(quote! {
         #[doc = #doc]
         #[allow(dead_code, non_upper_case_globals)]
@@ -104,7 +159,11 @@ fn declaration_const(kernel: &StubKernel) -> syn::Result<TokenStream> {
             max_registers_per_thread: #max_registers_per_thread,
             archs: #archs,
             lint_levels: &[#(#lint_levels),*],
+            expected_lints: &[#(#expected_lints),*],
+            lint_reasons: &[#(#lint_reasons),*],
             source: #location,
+            compiled: #compiled,
+            not_checked: #not_checked,
         };
     })
 }

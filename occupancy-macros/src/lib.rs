@@ -3,11 +3,14 @@
 //!
 //! This crate is the thin entry only: parsing and validation live in `occupancy_core::spec`
 //! (shared with the build helper's source scanner); here the declaration is turned into tokens.
-//! It must not grow its own grammar or checks.
+//! It must not grow its own grammar or checks. What it adds is knowledge of the build: the
+//! facts file `occupancy-build` writes (see `facts`), so a declaration the build never checked
+//! does not compile as if it had been.
 
 use proc_macro::TokenStream;
 
 mod expand;
+mod facts;
 
 /// Declares a CUDA kernel's launch and limits next to its Rust stub.
 ///

@@ -105,8 +105,56 @@ pub struct KernelDeclaration {
     pub archs: Option<&'static [&'static str]>,
     /// Per-kernel lint levels, as `(lint id, level)`.
     pub lint_levels: &'static [(&'static str, LintLevel)],
+    /// `expect(...)`: lints whose finding the build requires (it fails when one no longer occurs).
+    pub expected_lints: &'static [&'static str],
+    /// `reason = "..."` of a lint's level or expectation, as `(lint id, reason)`.
+    pub lint_reasons: &'static [(&'static str, &'static str)],
     /// Where the attribute is.
     pub source: SourceLocation,
+    /// What the crate's occupancy build compiled and checked, one entry per target
+    /// architecture (read from the build's facts file when the attribute expanded); empty when
+    /// [`not_checked`](Self::not_checked) says why.
+    pub compiled: &'static [CompiledFacts],
+    /// Why the build did not check this kernel (`OCCUPANCY_SKIP`, docs.rs, or the crate's
+    /// `unchecked = "..."` opt-out); `None` when it did.
+    pub not_checked: Option<&'static str>,
+}
+
+/// One compiled kernel on one architecture at its declared launch: the numbers the build checked
+/// (the same as its report's row). Get them with [`KernelDeclaration::compiled`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompiledFacts {
+    /// The architecture, `sm_90`.
+    pub arch: &'static str,
+    /// Registers per thread.
+    pub registers: u32,
+    /// Spill stores + spill loads, bytes.
+    pub spill_bytes: u64,
+    /// Stack frame per thread, bytes.
+    pub stack_frame_bytes: u64,
+    /// Static shared memory per block, bytes.
+    pub static_smem_bytes: u64,
+    /// Threads per block of the declared launch.
+    pub block_threads: u32,
+    /// Resident blocks per SM at the declared launch: the most a persistent grid keeps resident
+    /// on each SM.
+    pub blocks_per_sm: u32,
+    /// Resident warps per SM at the declared launch.
+    pub warps_per_sm: u32,
+    /// Theoretical occupancy, 0..=1.
+    pub occupancy: f64,
+}
+
+/// `sm_90`, `90` and `9.0` name the same architecture.
+fn same_arch(compiled: &str, asked: &str) -> bool {
+    arch_digits(compiled).eq(arch_digits(asked))
+}
+
+fn arch_digits(arch: &str) -> impl Iterator<Item = u8> + '_ {
+    arch.strip_prefix("sm_")
+        .unwrap_or(arch)
+        .bytes()
+        .filter(|byte| *byte != b'.')
 }
 
 /// Grid, block and dynamic shared memory of one launch.
@@ -178,6 +226,76 @@ impl KernelDeclaration {
             block: self.block.as_tuple(),
             dynamic_smem_bytes: self.dynamic_smem_bytes,
         }
+    }
+
+    /// What the build compiled for `arch` (`"sm_90"`, `"90"` or `"9.0"`): registers, shared
+    /// memory, blocks per SM at the declared launch. `None` when the build did not compile the
+    /// kernel for exactly that architecture (a GPU of another one runs code the driver compiles
+    /// from PTX, whose numbers the build never saw) or did not check it
+    /// ([`not_checked`](Self::not_checked)).
+    pub fn compiled(&self, arch: &str) -> Option<&'static CompiledFacts> {
+        self.compiled
+            .iter()
+            .find(|facts| same_arch(facts.arch, arch))
+    }
+
+    /// What the build compiled for a device of compute capability `major.minor`.
+    pub fn compiled_for_capability(
+        &self,
+        major: u32,
+        minor: u32,
+    ) -> Option<&'static CompiledFacts> {
+        // `sm_<major><minor>`: the last digit is the minor version.
+        self.compiled.iter().find(|facts| {
+            let digits = facts.arch.strip_prefix("sm_").unwrap_or(facts.arch);
+            digits.len() >= 2
+                && digits.bytes().all(|byte| byte.is_ascii_digit())
+                && digits[..digits.len() - 1].parse() == Ok(major)
+                && digits[digits.len() - 1..].parse() == Ok(minor)
+        })
+    }
+
+    /// The grid of a persistent kernel on `sm_count` SMs of `arch`: every block resident at
+    /// once, `blocks_per_sm * sm_count` of the declared block. `None` when the build did not
+    /// compile the kernel for `arch`, or when no block fits.
+    pub fn persistent_grid(&self, sm_count: u32, arch: &str) -> Option<u32> {
+        let facts = self.compiled(arch)?;
+        match facts.blocks_per_sm {
+            0 => None,
+            blocks => blocks.checked_mul(sm_count),
+        }
+    }
+
+    /// [`compiled`](Self::compiled) for the device of `context`: its compute capability is
+    /// read from the driver. `Ok(None)` when the build did not compile for that architecture.
+    #[cfg(feature = "cudarc")]
+    pub fn compiled_on(
+        &self,
+        context: &cudarc::driver::CudaContext,
+    ) -> Result<Option<&'static CompiledFacts>, cudarc::driver::DriverError> {
+        let (major, minor) = context.compute_capability()?;
+        Ok(u32::try_from(major)
+            .ok()
+            .zip(u32::try_from(minor).ok())
+            .and_then(|(major, minor)| self.compiled_for_capability(major, minor)))
+    }
+
+    /// [`persistent_grid`](Self::persistent_grid) for the device of `context`: its compute
+    /// capability and SM count are read from the driver.
+    #[cfg(feature = "cudarc")]
+    pub fn persistent_grid_on(
+        &self,
+        context: &cudarc::driver::CudaContext,
+    ) -> Result<Option<u32>, cudarc::driver::DriverError> {
+        use cudarc::driver::sys::CUdevice_attribute;
+        let sm_count =
+            context.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        Ok(self
+            .compiled_on(context)?
+            .and_then(|facts| match facts.blocks_per_sm {
+                0 => None,
+                blocks => blocks.checked_mul(u32::try_from(sm_count).ok()?),
+            }))
     }
 
     /// The level set for `lint` (e.g. `"spills"`) in the declaration, if any.

@@ -81,6 +81,18 @@ fn assert_same(generated: &KernelDeclaration, scanned: &DeclaredKernel) {
         .map(|(lint, lint_level)| (lint.as_str(), *lint_level))
         .collect();
     assert_eq!(generated_levels, scanned_levels, "{name}");
+    let scanned_expected: Vec<&str> = spec
+        .expected_lints
+        .iter()
+        .map(|lint| lint.as_str())
+        .collect();
+    assert_eq!(generated.expected_lints, scanned_expected, "{name}");
+    let scanned_reasons: Vec<(&str, &str)> = spec
+        .lint_reasons
+        .iter()
+        .map(|(lint, reason)| (lint.as_str(), reason.as_str()))
+        .collect();
+    assert_eq!(generated.lint_reasons, scanned_reasons, "{name}");
     assert!(
         generated.source.file.ends_with("fixtures/declarations.rs"),
         "{}",

@@ -1,8 +1,76 @@
 //! Compile-fail tests (one per kind of mistake, reviewed .stderr files) and pass tests.
 //! `TRYBUILD=overwrite cargo test -p occupancy --test ui` rewrites the .stderr files: review them.
+//!
+//! The cases compile as a crate whose occupancy build saw what `occupancy-build`'s scanner sees
+//! in these files: a facts file (`occupancy_facts.json`) listing every declaration
+//! `scan_source` finds, handed to the attribute through `OUT_DIR` as cargo would. A declaration
+//! the scanner cannot see (made by `macro_rules!`) must then fail to compile.
+
+use std::path::{Path, PathBuf};
+
+use occupancy_core::facts::{BuildFacts, DeclarationFacts, FACTS_FILE, FACTS_SCHEMA_VERSION};
+use occupancy_core::spec::scan_source;
+
+/// Every declaration the build's scanner finds in `files`.
+fn scanned(files: &[PathBuf]) -> Vec<DeclarationFacts> {
+    let mut declarations = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).unwrap();
+        // Files with syntax errors (some fail cases) hold nothing a build would check.
+        for kernel in scan_source(&text).unwrap_or_default() {
+            declarations.push(DeclarationFacts {
+                rust_name: kernel.rust_name,
+                kernel_name: kernel.kernel_name,
+                path: file
+                    .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+                    .unwrap_or(file)
+                    .display()
+                    .to_string(),
+                line: u32::try_from(kernel.attribute.start.line).unwrap(),
+                compiled: Vec::new(),
+            });
+        }
+    }
+    declarations
+}
+
+fn write_facts() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("tests/fixtures/declarations.rs")];
+    for entry in std::fs::read_dir(root.join("tests/ui")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|ext| ext == "rs") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    let mut declarations = scanned(&files);
+    // The scanner refuses this file with its own error (a real build stops there); listed so
+    // the case shows rustc's error about the unmarked block, as it did before facts existed.
+    declarations.push(DeclarationFacts {
+        rust_name: "launch_saxpy".into(),
+        kernel_name: "launch_saxpy".into(),
+        path: "tests/ui/fail_declaration_in_unmarked_extern_block.rs".into(),
+        line: 4,
+        compiled: Vec::new(),
+    });
+    let facts = BuildFacts {
+        schema_version: FACTS_SCHEMA_VERSION,
+        crate_name: "occupancy-tests".into(),
+        skipped: None,
+        declarations,
+    };
+    let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ui-out-dir");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(out_dir.join(FACTS_FILE), facts.to_json()).unwrap();
+    out_dir
+}
 
 #[test]
 fn ui() {
+    // trybuild's crate has no build script, so cargo sets no OUT_DIR of its own for it and
+    // rustc (and the attribute) see this one.
+    std::env::set_var("OUT_DIR", write_facts());
     let cases = trybuild::TestCases::new();
     cases.pass("tests/ui/pass_*.rs");
     cases.compile_fail("tests/ui/fail_*.rs");

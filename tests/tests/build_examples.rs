@@ -66,6 +66,11 @@ fn spill_gate_fails_to_build_naming_the_kernel_and_the_declaration() {
         stderr.contains("`min_blocks_per_sm = 4` lets ptxas keep `stencil48` spill-free"),
         "{stderr}"
     );
+    // The SASS names the line of the hottest spill (the unrolled 48-point sum).
+    assert!(
+        stderr.contains("note: the hottest spill is at kernels/stencil.cu:17:"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -117,6 +122,30 @@ fn saxpy_builds_its_ptx_for_cudarc() {
         "{}",
         text(&run)
     );
+    // The binary prints the compiled facts the attribute put into SAXPY_OCCUPANCY: they must be
+    // the report's numbers, row for row.
+    let printed: Vec<String> = String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .filter(|line| line.starts_with("saxpy compiled for "))
+        .map(str::to_string)
+        .collect();
+    let rows = report["kernels"].as_array().unwrap();
+    let expected: Vec<String> = rows
+        .iter()
+        .map(|row| {
+            let blocks = row["blocks_per_sm"].as_u64().unwrap();
+            format!(
+                "saxpy compiled for {}: {} registers, {blocks} blocks of {} threads per SM ({:.1}% occupancy), persistent grid on 132 SMs: Some({})",
+                row["arch"].as_str().unwrap(),
+                row["registers"],
+                row["block"],
+                row["occupancy"].as_f64().unwrap() * 100.0,
+                blocks * 132
+            )
+        })
+        .collect();
+    assert_eq!(printed, expected, "{}", text(&run));
+    assert_eq!(rows.len(), 2, "sm_80 and sm_90: {report}");
     assert_eq!(report["kernels"][0]["name"], "saxpy");
     assert_eq!(report["kernels"][0]["block"], 256);
     assert_eq!(report["kernels"][0]["rust_name"], "saxpy");

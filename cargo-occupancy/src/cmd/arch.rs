@@ -1,7 +1,8 @@
 //! `cargo occupancy arch [--json] [--gpus]`: the per-architecture facts table (or the product
 //! presets), and the `--arch`/`--gpu` selection the other subcommands share.
 
-use occupancy_core::arch::{self, ArchFacts, GpuPreset};
+use occupancy_build::{explain_unknown, NvccArchs, TrackedEnv};
+use occupancy_core::arch::{self, Arch, ArchFacts, GpuPreset, Variant};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -25,6 +26,18 @@ pub struct Target {
     pub gpu: Option<&'static GpuPreset>,
 }
 
+/// Parses an `--arch` value (or a batch line's `arch`) in the one grammar of [`Arch`]. A
+/// well-formed name the table lacks is checked against the installed nvcc, so that the message
+/// says whether occupancy is behind the compiler.
+pub fn parse_arch(text: &str) -> Result<Arch, String> {
+    Arch::parse(text).map_err(|error| {
+        let nvcc = error
+            .newer_than_table
+            .and_then(|_| NvccArchs::installed(&TrackedEnv::new()));
+        explain_unknown(&error, nvcc.as_ref())
+    })
+}
+
 /// Resolves `--arch` and `--gpu`: at least one; when both, they must agree.
 pub fn resolve_target(arch_name: Option<&str>, gpu_name: Option<&str>) -> Result<Target, String> {
     let gpu = gpu_name
@@ -32,7 +45,7 @@ pub fn resolve_target(arch_name: Option<&str>, gpu_name: Option<&str>) -> Result
         .transpose()
         .map_err(|error| error.to_string())?;
     let arch = match (arch_name, gpu) {
-        (Some(name), _) => arch::lookup(name).map_err(|error| error.to_string())?,
+        (Some(name), _) => parse_arch(name)?.facts(),
         (None, Some(gpu)) => gpu.arch_facts(),
         (None, None) => {
             return Err("pass --arch (e.g. --arch sm_90) or --gpu (e.g. --gpu h100)".into())
@@ -77,8 +90,8 @@ pub fn usage_error(message: impl std::fmt::Display) -> ExitCode {
 pub fn run(args: Args) -> ExitCode {
     let mut rows: Vec<&'static ArchFacts> = Vec::new();
     for name in &args.names {
-        match arch::lookup(name) {
-            Ok(facts) => rows.push(facts),
+        match parse_arch(name) {
+            Ok(arch) => rows.push(arch.facts()),
             Err(error) => return usage_error(error),
         }
     }
@@ -119,8 +132,8 @@ fn kib(bytes: u32) -> String {
 fn write_table(out: &mut impl Write, rows: &[&ArchFacts]) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:<7} {:>4}  {:>7} {:>5} {:>6}  {:>7} {:>9}  {:>6} {:>7} {:>6} {:>8} {:>5}  {:>8} {:>4}  {:<33} family",
-        "arch", "cc", "thr/SM", "warps", "blocks", "regs/SM", "regs/blk", "smem/SM", "smem/blk", "opt-in", "reserved", "unit", "barriers", "subp", "carveout steps (KB)"
+        "{:<7} {:<8} {:>4}  {:>7} {:>5} {:>6}  {:>7} {:>9}  {:>6} {:>7} {:>6} {:>8} {:>5}  {:>8} {:>4}  {:<37} family",
+        "arch", "variants", "cc", "thr/SM", "warps", "blocks", "regs/SM", "regs/blk", "smem/SM", "smem/blk", "opt-in", "reserved", "unit", "barriers", "subp", "carveout steps (KB)"
     )?;
     for arch in rows {
         let steps = if arch.smem_configs_per_sm.is_empty() {
@@ -139,8 +152,9 @@ fn write_table(out: &mut impl Write, rows: &[&ArchFacts]) -> std::io::Result<()>
         };
         writeln!(
             out,
-            "{:<7} {:>4}  {:>7} {:>5} {:>6}  {:>7} {:>9}  {:>7} {:>8} {:>6} {:>8} {:>5}  {:>8} {:>4}  {:<33} {}",
+            "{:<7} {:<8} {:>4}  {:>7} {:>5} {:>6}  {:>7} {:>9}  {:>7} {:>8} {:>6} {:>8} {:>5}  {:>8} {:>4}  {:<37} {}",
             arch.name,
+            variants(arch),
             arch.compute_capability(),
             arch.max_threads_per_sm,
             arch.max_warps_per_sm,
@@ -161,8 +175,24 @@ fn write_table(out: &mut impl Write, rows: &[&ArchFacts]) -> std::io::Result<()>
     writeln!(
         out,
         "\nAll sizes in bytes (K = 1024). Registers are allocated per warp in units of 256. \
-         barriers: per SM, enforced from 9.0. `--json` adds sources and aliases."
+         barriers: per SM, enforced from 9.0. variants: nvcc's sm_NNa / sm_NNf. \
+         `--json` adds sources and aliases."
     )
+}
+
+/// nvcc's variants of a row: `a`, `a f`, or `-`.
+fn variants(facts: &ArchFacts) -> String {
+    let number = facts.major * 10 + facts.minor;
+    let letters: Vec<&str> = [Variant::ArchSpecific, Variant::FamilySpecific]
+        .into_iter()
+        .filter(|variant| Arch::known(number, *variant).is_some())
+        .map(Variant::suffix)
+        .collect();
+    if letters.is_empty() {
+        "-".to_string()
+    } else {
+        letters.join(" ")
+    }
 }
 
 fn write_presets(out: &mut impl Write) -> std::io::Result<()> {

@@ -1,17 +1,9 @@
-//! `cargo occupancy calc`: one kernel and launch as a table or JSON, or a JSON Lines batch.
-//!
-//! Batch contract (`--batch FILE`, `-` for stdin): one JSON object per line with keys `arch`,
-//! `block`, `registers`, `static_smem`, `dynamic_smem`, `barriers`, `max_threads`, `carveout`
-//! (`"default"` or 0..=100), `max_dynamic_smem`. Absent keys: 0 for sizes, 1 barrier, the device
-//! maximum for `max_threads`, `"default"` carveout, and for `max_dynamic_smem` an opt-in of exactly
-//! what the launch needs; `arch` and `block` may come from `--arch`/`--gpu`/`--block`. One JSON
-//! answer per input line, in order; a bad line gets `{"error": "..."}` and the exit code is 2 at
-//! the end.
+//! `cargo occupancy calc`: one kernel and launch as a table or JSON, or a JSON Lines batch
+//! (`--batch`, see [`super::batch`] for its contract).
 
 use super::arch::{resolve_target, usage_error, Target};
-use occupancy_core::arch::{self, ArchFacts};
+use super::batch::{self, Field, Outcome};
 use occupancy_core::calc::{occupancy, Carveout, KernelFacts, Launch, Limiter, Occupancy};
-use serde_json::{Map, Value};
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
@@ -54,6 +46,9 @@ pub struct Args {
     /// JSON Lines in (FILE, or - for stdin), one JSON answer per line out.
     #[arg(long, value_name = "FILE")]
     batch: Option<String>,
+    /// With --batch: only these answer fields, in this order (e.g. blocks_per_sm,limiters).
+    #[arg(long, value_name = "FIELDS", requires = "batch")]
+    fields: Option<String>,
 }
 
 fn parse_carveout(text: &str) -> Result<Carveout, String> {
@@ -287,19 +282,6 @@ fn write_table(
     Ok(())
 }
 
-/// Keys a batch line may carry.
-const BATCH_KEYS: [&str; 9] = [
-    "arch",
-    "block",
-    "registers",
-    "static_smem",
-    "dynamic_smem",
-    "barriers",
-    "max_threads",
-    "carveout",
-    "max_dynamic_smem",
-];
-
 fn run_batch(args: &Args, path: &str) -> ExitCode {
     let default_arch = match (args.arch.as_deref(), args.gpu.as_deref()) {
         (None, None) => None,
@@ -308,130 +290,55 @@ fn run_batch(args: &Args, path: &str) -> ExitCode {
             Err(message) => return usage_error(message),
         },
     };
-    let reader: Box<dyn BufRead> = if path == "-" {
-        Box::new(std::io::stdin().lock())
+    let fields: Option<Vec<Field>> = match args.fields.as_deref().map(batch::parse_fields) {
+        None => None,
+        Some(Ok(fields)) => Some(fields),
+        Some(Err(message)) => return usage_error(message),
+    };
+    let (mut reader, input_name): (Box<dyn BufRead>, String) = if path == "-" {
+        (Box::new(std::io::stdin().lock()), "(stdin)".to_string())
     } else {
-        match std::fs::File::open(path) {
-            Ok(file) => Box::new(std::io::BufReader::new(file)),
-            Err(error) => return usage_error(format!("cannot read batch file `{path}`: {error}")),
+        match open_batch_file(path) {
+            Ok(file) => (
+                Box::new(std::io::BufReader::with_capacity(1 << 16, file)),
+                format!("`{path}`"),
+            ),
+            Err(message) => return usage_error(message),
         }
     };
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let mut bad_lines = 0u64;
-    for (index, line) in reader.lines().enumerate() {
-        let answer = match line {
-            Ok(line) => match batch_answer(&line, default_arch, args.block) {
-                Ok(text) => text,
-                Err(message) => {
-                    bad_lines += 1;
-                    serde_json::json!({ "error": format!("line {}: {message}", index + 1) })
-                        .to_string()
-                }
-            },
-            Err(error) => {
-                bad_lines += 1;
-                serde_json::json!({ "error": format!("line {}: unreadable: {error}", index + 1) })
-                    .to_string()
-            }
-        };
-        if let Err(error) = writeln!(out, "{answer}") {
-            if error.kind() == std::io::ErrorKind::BrokenPipe {
-                return ExitCode::SUCCESS;
-            }
-            return usage_error(format!("writing answers: {error}"));
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let outcome = batch::answer_all(
+        &mut reader,
+        &input_name,
+        &mut out,
+        (default_arch, args.block),
+        fields.as_deref(),
+    );
+    let flushed = out.flush();
+    match (outcome, flushed) {
+        (Ok(Outcome::Closed), _) => ExitCode::SUCCESS,
+        (Err(error), _) | (Ok(_), Err(error)) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+            usage_error(format!("writing answers: {error}"))
         }
-    }
-    if let Err(error) = out.flush() {
-        if error.kind() != std::io::ErrorKind::BrokenPipe {
-            return usage_error(format!("writing answers: {error}"));
+        (Ok(Outcome::ReadError(message)), _) => usage_error(message),
+        (Ok(Outcome::Finished { bad_lines }), _) if bad_lines > 0 => {
+            eprintln!(
+                "error: {bad_lines} bad batch line(s); each got an {{\"error\": ...}} answer"
+            );
+            ExitCode::from(2)
         }
+        _ => ExitCode::SUCCESS,
     }
-    if bad_lines > 0 {
-        eprintln!("error: {bad_lines} bad batch line(s); each got an {{\"error\": ...}} answer");
-        return ExitCode::from(2);
-    }
-    ExitCode::SUCCESS
 }
 
-fn batch_answer(
-    line: &str,
-    default_arch: Option<&'static ArchFacts>,
-    default_block: Option<u32>,
-) -> Result<String, String> {
-    let value: Value = serde_json::from_str(line).map_err(|error| format!("not JSON: {error}"))?;
-    let Value::Object(object) = value else {
-        return Err("expected a JSON object".into());
-    };
-    if let Some(unknown) = object
-        .keys()
-        .find(|key| !BATCH_KEYS.contains(&key.as_str()))
-    {
-        return Err(format!(
-            "unknown key `{unknown}`; known keys: {}",
-            BATCH_KEYS.join(", ")
-        ));
-    }
-    let arch = match object.get("arch") {
-        Some(Value::String(name)) => arch::lookup(name).map_err(|error| error.to_string())?,
-        Some(Value::Number(number)) => {
-            arch::lookup(&number.to_string()).map_err(|error| error.to_string())?
-        }
-        Some(other) => {
-            return Err(format!(
-                "`arch` must be a string like \"sm_90\", got {other}"
-            ))
-        }
-        None => default_arch.ok_or("missing `arch` (or pass --arch)")?,
-    };
-    let block = match number(&object, "block")? {
-        Some(block) => block,
-        None => default_block.ok_or("missing `block` (or pass --block)")?,
-    };
-    let carveout = match object.get("carveout") {
-        None | Some(Value::Null) => Carveout::Default,
-        Some(Value::String(text)) => text
-            .parse()
-            .map_err(|error: occupancy_core::calc::CalcError| error.to_string())?,
-        Some(Value::Number(number)) => number
-            .to_string()
-            .parse()
-            .map_err(|error: occupancy_core::calc::CalcError| error.to_string())?,
-        Some(other) => {
-            return Err(format!(
-                "`carveout` must be \"default\" or 0..100, got {other}"
-            ))
-        }
-    };
-    let kernel = KernelFacts {
-        registers_per_thread: number(&object, "registers")?.unwrap_or(0),
-        static_smem_bytes: number(&object, "static_smem")?.unwrap_or(0),
-        barriers: number(&object, "barriers")?.unwrap_or(1),
-        max_threads_per_block: number(&object, "max_threads")?,
-        max_dynamic_smem_bytes: number(&object, "max_dynamic_smem")?,
-    };
-    let launch = Launch {
-        block_threads: block,
-        dynamic_smem_bytes: number(&object, "dynamic_smem")?.unwrap_or(0),
-        carveout,
-    };
-    let answer = occupancy(arch, &kernel, &launch);
-    Ok(answer_json(&answer, Target { arch, gpu: None }))
-}
-
-/// A non-negative integer key that fits 32 bits; `None` when absent or null.
-fn number(object: &Map<String, Value>, key: &str) -> Result<Option<u32>, String> {
-    match object.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(number)) => match number.as_u64() {
-            Some(value) => u32::try_from(value)
-                .map(Some)
-                .map_err(|_| format!("`{key}` is {value}, larger than 4294967295")),
-            None => Err(format!(
-                "`{key}` must be a non-negative integer, got {number}"
-            )),
-        },
-        Some(other) => Err(format!(
-            "`{key}` must be a non-negative integer, got {other}"
+/// Opens a batch file; a directory is refused up front (reading one fails on every line).
+fn open_batch_file(path: &str) -> Result<std::fs::File, String> {
+    let file = std::fs::File::open(path)
+        .map_err(|error| format!("cannot read batch file `{path}`: {error}"))?;
+    match file.metadata() {
+        Ok(metadata) if metadata.is_dir() => Err(format!(
+            "cannot read batch file `{path}`: it is a directory; pass a JSON Lines file or - for stdin"
         )),
+        _ => Ok(file),
     }
 }

@@ -653,6 +653,7 @@ fn missing_on_requested_archs(
                     line: 0,
                     column: 0,
                 }),
+                reason: None,
             });
         }
     }
@@ -781,6 +782,7 @@ fn evaluate(checked: &[Checked], levels: &Levels) -> Vec<Finding> {
                 notes: finding.notes.iter().map(|note| readable(note)).collect(),
                 help: finding.help,
                 location: first.row.source.clone(),
+                reason: None,
             });
         }
     }

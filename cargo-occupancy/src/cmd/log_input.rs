@@ -28,7 +28,8 @@ pub fn read_log(
         Box::new(std::io::stdin().lock())
     } else {
         Box::new(
-            std::fs::File::open(path).map_err(|error| format!("cannot read `{name}`: {error}"))?,
+            std::fs::File::open(path)
+                .map_err(|error| format!("cannot read `{name}`: {error}"))?,
         )
     };
     let mut parser = LogParser::new();
@@ -67,6 +68,13 @@ pub fn reading_notes(name: &str, output: &ParseOutput) -> Vec<String> {
         notes.push(format!(
             "{name}: {} line(s) longer than {MAX_LINE_BYTES} bytes were skipped unread (no ptxas line is that long)",
             output.long_lines_skipped
+        ));
+    }
+    if output.diagnostics_not_kept > 0 {
+        notes.push(format!(
+            "{name}: {} more line(s) that looked like ptxas's were not understood (only the first {} are listed)",
+            output.diagnostics_not_kept,
+            output.diagnostics.len()
         ));
     }
     notes

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 pub mod arch;
+pub mod batch;
 pub mod calc;
 pub mod check;
 pub mod explain;

@@ -2,7 +2,11 @@
 // block size the crate launches with and the one ptxas compiled for cannot drift apart.
 #include "occupancy_bounds.h"
 
+//
+// A grid-stride loop: correct for any grid, so the host can launch one block per element or a
+// persistent grid sized from what the build compiled (SAXPY_OCCUPANCY.persistent_grid_on).
 extern "C" __global__ void OCCUPANCY_BOUNDS_saxpy saxpy(unsigned int n, float a, const float* x, float* y) {
-  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = a * x[i] + y[i];
+  for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    y[i] = a * x[i] + y[i];
+  }
 }

@@ -1,7 +1,9 @@
 //! SAXPY with cudarc: the PTX occupancy-build compiled (and checked) is loaded at run time, and
-//! the launch configuration comes from the same declaration the build checked.
+//! the launch comes from what the build checked: a persistent grid of exactly the blocks that
+//! stay resident on this GPU (`SAXPY_OCCUPANCY.persistent_grid_on`), from the compiled facts the
+//! attribute put into the const.
 
-use cudarc::driver::{CudaContext, PushKernelArg};
+use cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 
 mod ptx {
@@ -18,6 +20,18 @@ mod ptx {
 fn saxpy(n: u32, a: f32, x: *const f32, y: *mut f32);
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // What the build compiled and checked, per target arch: no GPU needed to know it.
+    for facts in SAXPY_OCCUPANCY.compiled {
+        println!(
+            "saxpy compiled for {}: {} registers, {} blocks of {} threads per SM ({:.1}% occupancy), persistent grid on 132 SMs: {:?}",
+            facts.arch,
+            facts.registers,
+            facts.blocks_per_sm,
+            facts.block_threads,
+            facts.occupancy * 100.0,
+            SAXPY_OCCUPANCY.persistent_grid(132, facts.arch)
+        );
+    }
     // Without a driver, cudarc's dynamic loading panics; that is "no GPU" here, not a crash.
     // OCCUPANCY_REQUIRE_GPU=1 (GPU verification runs) turns "no GPU" into a failure.
     let require_gpu = std::env::var("OCCUPANCY_REQUIRE_GPU").is_ok_and(|value| value == "1");
@@ -61,7 +75,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let x_device = stream.clone_htod(&x)?;
     let mut y_device = stream.clone_htod(&y)?;
 
-    let config = SAXPY_OCCUPANCY.launch_config(n);
+    // A persistent grid: every block resident at once on this device (its compute capability
+    // and SM count read from the driver, blocks per SM from the build). On a GPU the build did
+    // not compile for, the driver JITs the PTX and the numbers are unknown: one thread per item.
+    let config = match SAXPY_OCCUPANCY.persistent_grid_on(&ctx)? {
+        Some(blocks) => LaunchConfig {
+            grid_dim: (blocks.min(SAXPY_OCCUPANCY.grid_for(n)), 1, 1),
+            ..SAXPY_OCCUPANCY.launch_config(n)
+        },
+        None => SAXPY_OCCUPANCY.launch_config(n),
+    };
     let mut launch = stream.launch_builder(&function);
     launch.arg(&n).arg(&a).arg(&x_device).arg(&mut y_device);
     // SAFETY: the arguments match the kernel's signature and the buffers hold n floats.

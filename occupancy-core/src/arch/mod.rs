@@ -400,7 +400,7 @@ static ARCHS: [ArchFacts; 21] = [
     }),
     row(Row {
         name: "sm_88",
-        family: "Ampere (8.8)",
+        family: "Ampere",
         major: 8,
         minor: 8,
         aliases: &[],
@@ -480,7 +480,7 @@ static ARCHS: [ArchFacts; 21] = [
     }),
     row(Row {
         name: "sm_107",
-        family: "Blackwell (10.7)",
+        family: "Blackwell",
         major: 10,
         minor: 7,
         aliases: &[],

@@ -187,9 +187,10 @@ fn digits_without_leading_zero(
 /// A name no architecture answers to.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown architecture `{name}`{hint}; known: {known}",
+    "unknown architecture `{name}`{hint}; known: {known}{update}",
     hint = hint(self),
-    known = known_names()
+    known = known_names(),
+    update = update_note(self)
 )]
 pub struct UnknownArch {
     /// The name as given.
@@ -212,13 +213,21 @@ impl UnknownArch {
 }
 
 fn hint(error: &UnknownArch) -> String {
-    match (&error.suggestion, error.newer_than_table) {
-        (Some(suggestion), _) => format!(" (did you mean `{suggestion}`?)"),
-        (None, Some(_)) => format!(
-            " (occupancy {} does not know it; if your nvcc does, occupancy needs an update)",
+    error
+        .suggestion
+        .as_ref()
+        .map_or_else(String::new, |suggestion| {
+            format!(" (did you mean `{suggestion}`?)")
+        })
+}
+
+fn update_note(error: &UnknownArch) -> String {
+    match (error.newer_than_table, &error.suggestion) {
+        (Some(number), None) => format!(
+            "; if your nvcc knows compute_{number}, occupancy {} needs an update",
             env!("CARGO_PKG_VERSION")
         ),
-        (None, None) => String::new(),
+        _ => String::new(),
     }
 }
 

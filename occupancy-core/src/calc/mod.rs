@@ -240,6 +240,25 @@ pub struct Resources {
     pub max_dynamic_smem_bytes: u32,
 }
 
+impl Resources {
+    /// Resident warps per SM: resident blocks times the warps of one block.
+    pub fn warps_per_sm(&self, arch: &ArchFacts, launch: &Launch) -> u32 {
+        self.limits.blocks_per_sm() * warps_per_block(arch, launch.block_threads)
+    }
+
+    /// Resident threads per SM.
+    pub fn threads_per_sm(&self, launch: &Launch) -> u32 {
+        self.limits
+            .blocks_per_sm()
+            .saturating_mul(launch.block_threads)
+    }
+
+    /// Resident warps over the arch's warp slots, 0..=1.
+    pub fn occupancy(&self, arch: &ArchFacts, launch: &Launch) -> f64 {
+        f64::from(self.warps_per_sm(arch, launch)) / f64::from(arch.max_warps_per_sm)
+    }
+}
+
 /// How many registers per thread or bytes of shared memory per block can change before the
 /// number of resident blocks changes. Shared memory figures assume the kernel opts in to the
 /// dynamic shared memory it needs.
@@ -510,14 +529,14 @@ pub fn blocks_per_sm(arch: &ArchFacts, kernel: &KernelFacts, launch: &Launch) ->
 pub fn occupancy(arch: &ArchFacts, kernel: &KernelFacts, launch: &Launch) -> Occupancy {
     let resources = resources(arch, kernel, launch);
     let blocks = resources.limits.blocks_per_sm();
-    let warps_per_sm = blocks * warps_per_block(arch, launch.block_threads);
+    let warps_per_sm = resources.warps_per_sm(arch, launch);
     Occupancy {
         arch: arch.name,
         block_threads: launch.block_threads,
         blocks_per_sm: blocks,
         warps_per_sm,
-        threads_per_sm: blocks.saturating_mul(launch.block_threads),
-        occupancy: f64::from(warps_per_sm) / f64::from(arch.max_warps_per_sm),
+        threads_per_sm: resources.threads_per_sm(launch),
+        occupancy: resources.occupancy(arch, launch),
         limiters: resources.limits.limiters(),
         block_limits: resources.limits,
         allocated_registers_per_block: resources.allocated_registers_per_block,
@@ -609,100 +628,183 @@ fn headroom(
     resources: &Resources,
 ) -> Headroom {
     let current = resources.limits.blocks_per_sm();
-    let other_than = |skip: Limiter| -> u32 {
-        let limits = &resources.limits;
-        [
-            (Limiter::Warps, Some(limits.warps)),
-            (Limiter::Blocks, Some(limits.blocks)),
-            (Limiter::Registers, limits.registers),
-            (Limiter::SharedMemory, limits.shared_memory),
-            (Limiter::Barriers, limits.barriers),
-            (Limiter::LaunchBounds, limits.launch_bounds),
-        ]
-        .into_iter()
-        .filter(|(limiter, _)| *limiter != skip)
-        .filter_map(|(_, limit)| limit)
-        .min()
-        .unwrap_or(u32::MAX)
-    };
-
-    // Registers: every count from 0 to the accepted maximum.
-    let without_registers = other_than(Limiter::Registers);
-    let blocks_with_registers = |registers: u32| -> u32 {
-        let (limit, _) = registers_limit(arch, registers, launch.block_threads);
-        limit.unwrap_or(u32::MAX).min(without_registers)
-    };
-    let registers = kernel.registers_per_thread;
-    let max_registers = arch.max_regs_per_thread_accepted;
-    let registers_addable = if current == 0 || registers >= max_registers {
-        0
-    } else {
-        (registers + 1..=max_registers)
-            .find(|&more| blocks_with_registers(more) < current)
-            .map_or(max_registers - registers, |losing| losing - 1 - registers)
-    };
-    let registers_to_gain_block = (0..registers.min(max_registers + 1))
-        .rev()
-        .find(|&fewer| blocks_with_registers(fewer) > current)
-        .map(|gaining| registers - gaining);
-
-    // Shared memory: the allocation steps from the reserved bytes to the opt-in limit, assuming
-    // the kernel opts in to the dynamic shared memory it needs.
-    let without_smem = other_than(Limiter::SharedMemory);
-    let unit = u64::from(arch.smem_alloc_unit);
-    let reserved = u64::from(arch.reserved_smem_per_block);
-    let largest_per_block = smem_limit_per_block(arch, u64::MAX);
-    let preferred = preferred_smem_per_sm(arch, launch.carveout).ok();
-    let blocks_at_allocation = |allocated: u64| -> u32 {
-        let Some(preferred) = preferred else { return 0 };
-        if allocated > largest_per_block {
-            return 0;
-        }
-        let config = if u64::from(preferred) >= allocated {
-            preferred
-        } else {
-            smem_config_at_least(arch, allocated).unwrap_or(0)
-        };
-        let limit = u64::from(config)
-            .checked_div(allocated)
-            .map_or(u32::MAX, saturate);
-        limit.min(without_smem)
-    };
-    let used =
-        reserved + u64::from(kernel.static_smem_bytes) + u64::from(launch.dynamic_smem_bytes);
-    let allocated = round_up(used, unit);
-    let smem_addable_bytes = if current == 0 {
-        0
-    } else {
-        let mut last_kept = allocated;
-        let mut candidate = allocated + unit;
-        while candidate <= largest_per_block && blocks_at_allocation(candidate) >= current {
-            last_kept = candidate;
-            candidate += unit;
-        }
-        saturate(last_kept.saturating_sub(used))
-    };
-    let smem_to_gain_block_bytes = {
-        let floor = round_up(reserved, unit);
-        let mut found = None;
-        // Above the largest per-block limit nothing runs: start the search there.
-        let mut candidate = allocated.min(largest_per_block / unit * unit + unit);
-        while candidate > floor {
-            candidate = candidate.saturating_sub(unit).max(floor);
-            let total = candidate.max(reserved);
-            if total < used && blocks_at_allocation(candidate) > current {
-                found = Some(saturate(used - total));
-                break;
-            }
-        }
-        found
-    };
+    let (registers_addable, registers_to_gain_block) =
+        register_headroom(arch, kernel, launch, resources, current);
+    let (smem_addable_bytes, smem_to_gain_block_bytes) =
+        smem_headroom(arch, kernel, launch, resources, current);
     Headroom {
         registers_addable,
         registers_to_gain_block,
         smem_addable_bytes,
         smem_to_gain_block_bytes,
     }
+}
+
+/// The smallest limit of every resource but `skip`.
+fn limit_without(limits: &BlockLimits, skip: Limiter) -> u32 {
+    [
+        (Limiter::Warps, Some(limits.warps)),
+        (Limiter::Blocks, Some(limits.blocks)),
+        (Limiter::Registers, limits.registers),
+        (Limiter::SharedMemory, limits.shared_memory),
+        (Limiter::Barriers, limits.barriers),
+        (Limiter::LaunchBounds, limits.launch_bounds),
+    ]
+    .into_iter()
+    .filter(|(limiter, _)| *limiter != skip)
+    .filter_map(|(_, limit)| limit)
+    .min()
+    .unwrap_or(u32::MAX)
+}
+
+/// The first value of `low..=high` where `holds` is false, for a `holds` that is true up to some
+/// value and false from there on (a binary search); `None` when it holds everywhere.
+fn first_failing(low: u32, high: u32, holds: impl Fn(u32) -> bool) -> Option<u32> {
+    if low > high {
+        return None;
+    }
+    let (mut start, mut end) = (u64::from(low), u64::from(high) + 1);
+    while start < end {
+        let middle = start + (end - start) / 2;
+        if holds(saturate(middle)) {
+            start = middle + 1;
+        } else {
+            end = middle;
+        }
+    }
+    (start <= u64::from(high)).then(|| saturate(start))
+}
+
+/// Registers per thread that can be added, and that must be removed to gain a block. Blocks
+/// never grow with registers, so both edges are binary searches over 0..=the accepted maximum.
+fn register_headroom(
+    arch: &ArchFacts,
+    kernel: &KernelFacts,
+    launch: &Launch,
+    resources: &Resources,
+    current: u32,
+) -> (u32, Option<u32>) {
+    let without_registers = limit_without(&resources.limits, Limiter::Registers);
+    let blocks_with_registers = |registers: u32| -> u32 {
+        let (limit, _) = registers_limit(arch, registers, launch.block_threads);
+        limit.unwrap_or(u32::MAX).min(without_registers)
+    };
+    let registers = kernel.registers_per_thread;
+    let max_registers = arch.max_regs_per_thread_accepted;
+    let addable = if current == 0 || registers >= max_registers {
+        0
+    } else {
+        first_failing(registers + 1, max_registers, |more| {
+            blocks_with_registers(more) >= current
+        })
+        .map_or(max_registers - registers, |losing| losing - 1 - registers)
+    };
+    let below = registers.min(max_registers + 1);
+    let to_gain = match below.checked_sub(1) {
+        None => None,
+        Some(highest) => {
+            match first_failing(0, highest, |fewer| blocks_with_registers(fewer) > current) {
+                Some(0) => None,
+                Some(first) => Some(registers - (first - 1)),
+                None => Some(registers - highest),
+            }
+        }
+    };
+    (addable, to_gain)
+}
+
+/// Shared memory per block that can be added, and that must be removed to gain a block,
+/// assuming the kernel opts in to what it needs. Allocations are multiples of the unit; the SM's
+/// configuration is constant over ranges of them (the preference, then each larger step), and
+/// within such a range blocks = configuration / allocation, so each range is solved in closed
+/// form instead of visiting every unit.
+fn smem_headroom(
+    arch: &ArchFacts,
+    kernel: &KernelFacts,
+    launch: &Launch,
+    resources: &Resources,
+    current: u32,
+) -> (u32, Option<u32>) {
+    let without_smem = limit_without(&resources.limits, Limiter::SharedMemory);
+    let unit = u64::from(arch.smem_alloc_unit);
+    let reserved = u64::from(arch.reserved_smem_per_block);
+    let largest_per_block = smem_limit_per_block(arch, u64::MAX) / unit * unit;
+    let used =
+        reserved + u64::from(kernel.static_smem_bytes) + u64::from(launch.dynamic_smem_bytes);
+    let allocated = round_up(used, unit);
+    let Ok(preferred) = preferred_smem_per_sm(arch, launch.carveout) else {
+        return (0, None);
+    };
+    let preferred = u64::from(preferred);
+    // The configuration for an allocation, and the largest allocation with the same one.
+    let config_range = |allocation: u64| -> Option<(u64, u64)> {
+        if allocation <= preferred {
+            return Some((preferred, preferred));
+        }
+        smem_config_at_least(arch, allocation).map(|config| (u64::from(config), u64::from(config)))
+    };
+    let addable = if current == 0 {
+        0
+    } else {
+        let mut last_kept = allocated;
+        let mut candidate = allocated + unit;
+        while candidate <= largest_per_block {
+            let Some((config, range_end)) = config_range(candidate) else {
+                break;
+            };
+            let range_end = range_end.min(largest_per_block) / unit * unit;
+            let keeping = (config / u64::from(current)) / unit * unit;
+            let good_end = range_end.min(keeping);
+            if good_end < candidate {
+                break;
+            }
+            last_kept = good_end;
+            if good_end < range_end {
+                break;
+            }
+            candidate = range_end + unit;
+        }
+        saturate(last_kept.saturating_sub(used))
+    };
+    let to_gain = if without_smem <= current || current == u32::MAX {
+        None
+    } else {
+        let floor = round_up(reserved, unit);
+        let start = allocated.min(largest_per_block + unit);
+        let gaining = |config: u64| (config / (u64::from(current) + 1)) / unit * unit;
+        let mut found = None;
+        let mut top = start.saturating_sub(unit);
+        while top >= floor && top > 0 {
+            let Some((config, _)) = config_range(top) else {
+                break;
+            };
+            // The range below `top` with the same configuration.
+            let range_start = if top <= preferred {
+                floor
+            } else {
+                arch.smem_configs_per_sm
+                    .iter()
+                    .map(|&step| u64::from(step))
+                    .filter(|&step| step < top)
+                    .max()
+                    .unwrap_or(0)
+                    .max(preferred)
+                    .saturating_add(1)
+                    .max(floor)
+            };
+            let best = top.min(gaining(config));
+            if best >= range_start && best >= floor && best > 0 {
+                found = Some(saturate(used - best.max(reserved)));
+                break;
+            }
+            if range_start <= floor {
+                break;
+            }
+            top = (range_start - 1) / unit * unit;
+        }
+        found
+    };
+    (addable, to_gain)
 }
 
 /// The block size with the most resident threads per SM (ties: the larger block), as

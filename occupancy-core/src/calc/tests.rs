@@ -362,6 +362,128 @@ proptest! {
     }
 }
 
+/// The headroom search as first written: a linear walk over every register count and every
+/// shared-memory unit. The fast search in `mod.rs` must give the same answer.
+fn reference_headroom(
+    arch: &ArchFacts,
+    kernel: &KernelFacts,
+    launch: &Launch,
+    resources: &Resources,
+) -> Headroom {
+    let current = resources.limits.blocks_per_sm();
+    let other_than = |skip: Limiter| -> u32 {
+        let limits = &resources.limits;
+        [
+            (Limiter::Warps, Some(limits.warps)),
+            (Limiter::Blocks, Some(limits.blocks)),
+            (Limiter::Registers, limits.registers),
+            (Limiter::SharedMemory, limits.shared_memory),
+            (Limiter::Barriers, limits.barriers),
+            (Limiter::LaunchBounds, limits.launch_bounds),
+        ]
+        .into_iter()
+        .filter(|(limiter, _)| *limiter != skip)
+        .filter_map(|(_, limit)| limit)
+        .min()
+        .unwrap_or(u32::MAX)
+    };
+
+    // Registers: every count from 0 to the accepted maximum.
+    let without_registers = other_than(Limiter::Registers);
+    let blocks_with_registers = |registers: u32| -> u32 {
+        let (limit, _) = registers_limit(arch, registers, launch.block_threads);
+        limit.unwrap_or(u32::MAX).min(without_registers)
+    };
+    let registers = kernel.registers_per_thread;
+    let max_registers = arch.max_regs_per_thread_accepted;
+    let registers_addable = if current == 0 || registers >= max_registers {
+        0
+    } else {
+        (registers + 1..=max_registers)
+            .find(|&more| blocks_with_registers(more) < current)
+            .map_or(max_registers - registers, |losing| losing - 1 - registers)
+    };
+    let registers_to_gain_block = (0..registers.min(max_registers + 1))
+        .rev()
+        .find(|&fewer| blocks_with_registers(fewer) > current)
+        .map(|gaining| registers - gaining);
+
+    // Shared memory: the allocation steps from the reserved bytes to the opt-in limit, assuming
+    // the kernel opts in to the dynamic shared memory it needs.
+    let without_smem = other_than(Limiter::SharedMemory);
+    let unit = u64::from(arch.smem_alloc_unit);
+    let reserved = u64::from(arch.reserved_smem_per_block);
+    let largest_per_block = smem_limit_per_block(arch, u64::MAX);
+    let preferred = preferred_smem_per_sm(arch, launch.carveout).ok();
+    let blocks_at_allocation = |allocated: u64| -> u32 {
+        let Some(preferred) = preferred else { return 0 };
+        if allocated > largest_per_block {
+            return 0;
+        }
+        let config = if u64::from(preferred) >= allocated {
+            preferred
+        } else {
+            smem_config_at_least(arch, allocated).unwrap_or(0)
+        };
+        let limit = u64::from(config)
+            .checked_div(allocated)
+            .map_or(u32::MAX, saturate);
+        limit.min(without_smem)
+    };
+    let used =
+        reserved + u64::from(kernel.static_smem_bytes) + u64::from(launch.dynamic_smem_bytes);
+    let allocated = round_up(used, unit);
+    let smem_addable_bytes = if current == 0 {
+        0
+    } else {
+        let mut last_kept = allocated;
+        let mut candidate = allocated + unit;
+        while candidate <= largest_per_block && blocks_at_allocation(candidate) >= current {
+            last_kept = candidate;
+            candidate += unit;
+        }
+        saturate(last_kept.saturating_sub(used))
+    };
+    let smem_to_gain_block_bytes = {
+        let floor = round_up(reserved, unit);
+        let mut found = None;
+        // Above the largest per-block limit nothing runs: start the search there.
+        let mut candidate = allocated.min(largest_per_block / unit * unit + unit);
+        while candidate > floor {
+            candidate = candidate.saturating_sub(unit).max(floor);
+            let total = candidate.max(reserved);
+            if total < used && blocks_at_allocation(candidate) > current {
+                found = Some(saturate(used - total));
+                break;
+            }
+        }
+        found
+    };
+    Headroom {
+        registers_addable,
+        registers_to_gain_block,
+        smem_addable_bytes,
+        smem_to_gain_block_bytes,
+    }
+}
+
+proptest! {
+    #[test]
+    fn the_fast_headroom_search_equals_the_linear_walk(
+        arch in arch_strategy(), registers in 0u32..300, block in 0u32..1100,
+        static_smem in 0u32..240_000, dynamic_smem in 0u32..240_000, barriers in 0u32..17,
+        max_dynamic in proptest::option::of(0u32..240_000), carveout in carveout_strategy(),
+    ) {
+        let facts = KernelFacts {
+            barriers, max_dynamic_smem_bytes: max_dynamic, ..kernel(registers, static_smem)
+        };
+        let launch = Launch { block_threads: block, dynamic_smem_bytes: dynamic_smem, carveout };
+        let answer = occupancy(arch, &facts, &launch);
+        let resources = resources(arch, &facts, &launch);
+        prop_assert_eq!(answer.headroom, reference_headroom(arch, &facts, &launch, &resources));
+    }
+}
+
 #[test]
 fn the_reason_counts_registers_past_32_bits() {
     let arch = crate::arch::lookup("sm_90").unwrap();

@@ -73,6 +73,12 @@ struct PendingNote {
     error_index: Option<usize>,
 }
 
+/// What makes two callee records the same: name, arch, and frame, spill and stack figures.
+type CalleeKey = (String, String, [Option<u64>; 4]);
+
+/// Diagnostics kept per log; a log of garbage that looks like ptxas's is counted past this.
+const MAX_DIAGNOSTICS: usize = 1000;
+
 /// A line over [`MAX_LINE_BYTES`] being skipped: its start (for the diagnostic) and length.
 #[derive(Debug)]
 struct LongLine {
@@ -101,6 +107,8 @@ pub struct LogParser {
     /// Entry records already handed out by [`take_finished_kernels`](Self::take_finished_kernels).
     kernels_taken: usize,
     long_line: Option<LongLine>,
+    seen_warnings: std::collections::HashSet<String>,
+    seen_callees: std::collections::HashSet<CalleeKey>,
     first_truncation: Option<ParseError>,
     /// The last record is a device function and no `Compiling entry function` or module line
     /// has come since: a `Used` line now would show it was an entry whose first line is missing.
@@ -168,6 +176,7 @@ impl LogParser {
                 errors: Vec::new(),
                 context_lines: 0,
                 invalid_utf8_lines: 0,
+                diagnostics_not_kept: 0,
                 long_lines_skipped: 0,
                 lines: 0,
             },
@@ -180,6 +189,8 @@ impl LogParser {
             note_sequence: 0,
             kernels_taken: 0,
             long_line: None,
+            seen_warnings: std::collections::HashSet::new(),
+            seen_callees: std::collections::HashSet::new(),
             first_truncation: None,
             device_record_unconfirmed: false,
             demangled_names: std::collections::HashMap::with_hasher(NameHasherBuilder),
@@ -306,18 +317,19 @@ impl LogParser {
             .flat_map(|(_, notes)| notes)
             .collect();
         unclaimed.sort_by_key(|note| note.sequence);
-        self.output.warnings.extend(
-            unclaimed
-                .into_iter()
-                .filter(|note| note.error_index.is_none())
-                .map(|note| note.text),
-        );
+        for note in unclaimed {
+            if note.error_index.is_none() {
+                self.push_warning(note.text);
+            }
+        }
         self.output.lines = self.line_number;
         let records = std::mem::take(&mut self.output.kernels);
         let (kernels, callees): (Vec<_>, Vec<_>) =
             records.into_iter().partition(|record| record.entry);
         self.output.kernels = kernels;
-        self.output.callees.extend(callees);
+        for callee in callees {
+            self.push_callee(callee);
+        }
         if self.output.kernels.is_empty()
             && self.output.callees.is_empty()
             && self.kernels_taken == 0
@@ -353,11 +365,12 @@ impl LogParser {
             return Vec::new();
         }
         let mut kernels = Vec::new();
-        for record in self.output.kernels.drain(..finished) {
+        let records: Vec<KernelRecord> = self.output.kernels.drain(..finished).collect();
+        for record in records {
             if record.entry {
                 kernels.push(record);
             } else {
-                self.output.callees.push(record);
+                self.push_callee(record);
             }
         }
         if let Some(index) = self.last_completed.as_mut() {
@@ -370,12 +383,48 @@ impl LogParser {
         kernels
     }
 
+    /// Keeps a warning once: a log that compiles the same code many times repeats its warnings,
+    /// and a repeat says nothing new (memory stays bounded by the distinct warnings).
+    fn push_warning(&mut self, text: String) {
+        if self.seen_warnings.insert(text.clone()) {
+            self.output.warnings.push(text);
+        }
+    }
+
+    /// Keeps a callee record once per distinct (name, arch, frame, spills): repeats of the same
+    /// compile add nothing and would make memory grow with the log.
+    fn push_callee(&mut self, record: KernelRecord) {
+        let key = (
+            record.name.clone(),
+            record.arch.clone(),
+            [
+                record.stack_frame_bytes,
+                record.spill_store_bytes,
+                record.spill_load_bytes,
+                record.cumulative_stack_bytes,
+            ],
+        );
+        if self.seen_callees.insert(key) {
+            self.output.callees.push(record);
+        }
+    }
+
+    /// Keeps the first [`MAX_DIAGNOSTICS`] diagnostics and counts the rest.
+    fn push_diagnostic(&mut self, diagnostic: Diagnostic) {
+        if self.output.diagnostics.len() < MAX_DIAGNOSTICS {
+            self.output.diagnostics.push(diagnostic);
+        } else {
+            self.output.diagnostics_not_kept += 1;
+        }
+    }
+
     fn diagnostic(&mut self, line: &str, message: impl Into<String>) -> LineKind {
-        self.output.diagnostics.push(Diagnostic {
+        let diagnostic = Diagnostic {
             line_number: self.line_number,
             line: line.to_string(),
             message: message.into(),
-        });
+        };
+        self.push_diagnostic(diagnostic);
         LineKind::Diagnostic
     }
 
@@ -408,7 +457,7 @@ impl LogParser {
                 let text = line.trim().to_string();
                 match quoted_function_name(message) {
                     Some(function) => self.note_for_function(function, text, None),
-                    None => self.output.warnings.push(text),
+                    None => self.push_warning(text),
                 }
                 LineKind::Ptxas
             }
@@ -578,7 +627,7 @@ impl LogParser {
                 });
             match function {
                 Some(function) => self.note_for_function(function, text, None),
-                None => self.output.warnings.push(text),
+                None => self.push_warning(text),
             }
             return LineKind::Ptxas;
         }
@@ -588,7 +637,7 @@ impl LogParser {
             let text = ascii_trim(line).to_string();
             match quoted_function_name(message) {
                 Some(function) => self.note_for_function(function, text, None),
-                None => self.output.warnings.push(text),
+                None => self.push_warning(text),
             }
             return LineKind::Ptxas;
         }
@@ -732,7 +781,7 @@ impl LogParser {
             {
                 self.last_completed = None;
             }
-            self.output.diagnostics.push(Diagnostic {
+            self.push_diagnostic(Diagnostic {
                 line_number: record.line_number,
                 line: format!("ptxas info    : Function properties for {}", record.name),
                 message: "device function whose architecture is never named (no `Compiling entry function ... for 'sm_XX'` line in its section); record dropped".to_string(),

@@ -126,11 +126,14 @@ pub struct ParseOutput {
     pub kernels: Vec<KernelRecord>,
     /// Device functions (callees, `.func` in PTX) with their own stack frame, per architecture,
     /// in log order: not kernels (nothing launches them, they have no occupancy), kept so that
-    /// later stages can name a callee's frame.
+    /// later stages can name a callee's frame. A record equal to an earlier one (same name,
+    /// arch, frame and spills: the same code compiled again) is kept once.
     pub callees: Vec<KernelRecord>,
-    /// ptxas-looking lines that were not understood or out of place.
+    /// ptxas-looking lines that were not understood or out of place (the first 1000).
     pub diagnostics: Vec<Diagnostic>,
-    /// ptxas warnings that concern no single function found in the log, verbatim.
+    /// Diagnostics past the first 1000, counted and not kept.
+    pub diagnostics_not_kept: usize,
+    /// ptxas warnings that concern no single function found in the log, verbatim, each once.
     pub warnings: Vec<String>,
     /// The compiler's errors (ptxas `error`/`fatal`, nvcc `error`/`fatal`, front-end
     /// `FILE(LINE): error:`): the compile failed. An error that names a function is also

@@ -163,6 +163,7 @@ pub fn example_report() -> Report {
             ],
             help: Some("lower `min_blocks_per_sm`, or allow the spills with `max_spill_bytes = 120`".to_string()),
             location: attribute("gemm-kernels/src/lib.rs", 27),
+            reason: None,
         });
     }
     report.findings.push(Finding {
@@ -175,6 +176,7 @@ pub fn example_report() -> Report {
         notes: Vec::new(),
         help: Some("set `max_stack_bytes = 128` to accept it".to_string()),
         location: attribute("gemm-kernels/src/lib.rs", 27),
+        reason: None,
     });
     report.findings.push(Finding {
         lint: LintId::OccupancyCliff,
@@ -186,6 +188,7 @@ pub fn example_report() -> Report {
         notes: vec!["40 registers × 256 threads: registers bind at 6 blocks/SM (75.0%)".to_string()],
         help: Some("cap registers with `max_registers = 40` to keep 6 blocks".to_string()),
         location: attribute("histo/src/lib.rs", 5),
+        reason: None,
     });
     report.findings.push(Finding {
         lint: LintId::LowOccupancy,
@@ -197,6 +200,7 @@ pub fn example_report() -> Report {
         notes: vec!["allowed by `allow(low_occupancy)` on the declaration: register tiling".to_string()],
         help: None,
         location: attribute("gemm-kernels/src/lib.rs", 15),
+        reason: None,
     });
     report
 }

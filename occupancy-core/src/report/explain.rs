@@ -520,11 +520,25 @@ pub fn render_explanation_text(explanation: &Explanation) -> String {
         let _ = writeln!(out, "  - {line}");
     }
     out.push('\n');
+    write_machine_code(&mut out, explanation);
     for curve in &explanation.curves {
         out.push_str(&render_curve_text(curve));
         out.push('\n');
     }
     out
+}
+
+/// What the SASS says, when the build read it: spill cost per loop iteration, callees.
+fn write_machine_code(out: &mut String, explanation: &Explanation) {
+    let machine_code = super::sass::explain_lines(&explanation.row);
+    if machine_code.is_empty() {
+        return;
+    }
+    out.push_str("What the machine code (SASS) says:\n");
+    for line in &machine_code {
+        let _ = writeln!(out, "  - {line}");
+    }
+    out.push('\n');
 }
 
 /// The kernel, where it was declared and defined, its resources and its occupancy.

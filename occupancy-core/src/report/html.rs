@@ -17,7 +17,7 @@ use super::table::{
     format_spills, summary_line,
 };
 use crate::arch;
-use crate::lint::Level;
+use crate::lint::{Level, LintId};
 
 /// Escapes text for HTML element content and attribute values.
 pub fn escape(text: &str) -> String {
@@ -154,10 +154,10 @@ fn verdict(report: &Report) -> (&'static str, &'static str) {
     }
 }
 
-fn row_level(findings: &[&Finding]) -> &'static str {
-    if findings.iter().any(|finding| finding.level == Level::Deny) {
+fn row_level(lints: &[(Level, LintId)]) -> &'static str {
+    if lints.iter().any(|(level, _)| *level == Level::Deny) {
         "deny"
-    } else if findings.iter().any(|finding| finding.level == Level::Warn) {
+    } else if lints.iter().any(|(level, _)| *level == Level::Warn) {
         "warn"
     } else {
         ""
@@ -229,7 +229,7 @@ fn render_table(out: &mut String, report: &Report) {
     out.push_str("</tr></thead>\n<tbody>\n");
     let finding_index = FindingIndex::new(report);
     for (index, row) in report.kernels.iter().enumerate() {
-        render_table_row(out, index, row, with_crate, finding_index.findings_for(row));
+        render_table_row(out, index, row, with_crate, finding_index.lints_for(row));
     }
     out.push_str("</tbody>\n</table></div>\n");
 }
@@ -240,7 +240,7 @@ fn render_table_row(
     index: usize,
     row: &KernelRow,
     with_crate: bool,
-    row_findings: &[&Finding],
+    row_findings: &[(Level, LintId)],
 ) {
     let _ = write!(out, "<tr class=\"{}\">", row_level(row_findings));
     let text = |out: &mut String, sort: &str, shown: &str| {
@@ -318,7 +318,7 @@ fn render_table_row(
         "<td data-sort=\"{spare}\">{}</td>",
         escape(&format_headroom(row))
     );
-    let findings = format_findings(row_findings.iter().copied());
+    let findings = format_findings(row_findings);
     text(out, &findings, &findings);
     out.push_str("</tr>\n");
 }
@@ -390,6 +390,7 @@ fn render_kernel(out: &mut String, index: usize, row: &KernelRow) {
         );
         return;
     };
+    out.push_str(&super::sass::render_loop_nest_html(row));
     out.push_str("<div class=\"charts\">\n");
     for curve in all_curves(facts, &row.curve_input()) {
         out.push_str("<figure>");

@@ -18,6 +18,7 @@ mod markdown;
 mod model;
 mod query;
 mod sarif;
+pub mod sass;
 mod table;
 mod validate;
 
@@ -100,6 +101,7 @@ impl KernelRow {
             source: None,
             declaration: None,
             rust_name: None,
+            sass: None,
         }
     }
 

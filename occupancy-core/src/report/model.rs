@@ -261,6 +261,10 @@ pub struct KernelRow {
     /// The Rust item the declaration is attached to, when declared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rust_name: Option<String>,
+    /// What the kernel's SASS on this architecture says (local loads and stores per loop and
+    /// source line, calls, FP64, `setmaxnreg`), when the build read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sass: Option<crate::sass::SassFacts>,
 }
 
 impl KernelRow {
@@ -365,6 +369,9 @@ pub struct Finding {
     /// The Rust attribute, or the .cu kernel when the kernel is not declared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<Location>,
+    /// Why the declaration set this lint's level or expects it (`reason = "..."`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl Finding {

@@ -154,9 +154,9 @@ impl Query {
                     && (archs.is_empty() || archs.contains(&row.arch))
                     && (self.lints.is_empty()
                         || finding_index
-                            .findings_for(row)
+                            .lints_for(row)
                             .iter()
-                            .any(|finding| self.lints.contains(&finding.lint)))
+                            .any(|(_, lint)| self.lints.contains(lint)))
             })
             .cloned()
             .collect();

@@ -21,6 +21,8 @@ fn sarif_level(level: Level) -> &'static str {
 
 /// A path as a SARIF artifact location: relative paths are relative to the source root
 /// (`%SRCROOT%`), absolute ones become `file://` URIs.
+use super::sass::source_line_locations as sass_lines;
+
 fn artifact_location(path: &str) -> Value {
     let encoded = percent_encode(&path.replace('\\', "/"));
     if path.starts_with('/') {
@@ -80,6 +82,13 @@ fn rule(id: LintId) -> Value {
     })
 }
 
+fn uses_sass_lines(lint: LintId) -> bool {
+    matches!(
+        lint,
+        LintId::Spills | LintId::SpillInLoop | LintId::LocalArray | LintId::LocalMemory
+    )
+}
+
 fn result(rows: &RowIndex<'_>, finding: &Finding) -> Value {
     let rule_index = LintId::ALL
         .iter()
@@ -102,11 +111,24 @@ fn result(rows: &RowIndex<'_>, finding: &Finding) -> Value {
     let source = row.and_then(|row| row.source.as_ref());
     if let Some(location) = finding.location.as_ref().or(source) {
         value["locations"] = json!([physical_location(location)]);
+        let mut related_locations = Vec::new();
         if let Some(source) = source.filter(|source| *source != location) {
             let mut related = physical_location(source);
             related["id"] = json!(1);
             related["message"] = json!({ "text": "the CUDA kernel" });
-            value["relatedLocations"] = json!([related]);
+            related_locations.push(related);
+        }
+        // The source lines of the SASS evidence: where the spills and local arrays are.
+        if uses_sass_lines(finding.lint) {
+            for (location, message) in row.map_or_else(Vec::new, |row| sass_lines(row, 5)) {
+                let mut related = physical_location(&location);
+                related["id"] = json!(related_locations.len() + 1);
+                related["message"] = json!({ "text": message });
+                related_locations.push(related);
+            }
+        }
+        if !related_locations.is_empty() {
+            value["relatedLocations"] = Value::Array(related_locations);
         }
     }
     if let Some(kernel) = &finding.kernel {

@@ -2,7 +2,7 @@
 
 use super::index::FindingIndex;
 use super::model::{Finding, KernelRow, Report};
-use crate::lint::Level;
+use crate::lint::{Level, LintId};
 
 /// Bytes for people: `0`, `512 B`, `48 KiB`, `1.5 KiB`.
 pub fn format_bytes(bytes: u64) -> String {
@@ -74,10 +74,11 @@ pub fn format_headroom(row: &KernelRow) -> String {
 }
 
 /// The findings of a row as `deny: spills, warn: occupancy_cliff`, allow-level ones left out.
-pub fn format_findings<'a>(findings: impl Iterator<Item = &'a Finding>) -> String {
-    let mut parts: Vec<String> = findings
-        .filter(|finding| finding.level != Level::Allow)
-        .map(|finding| format!("{}: {}", finding.level, finding.lint))
+pub fn format_findings(lints: &[(Level, LintId)]) -> String {
+    let mut parts: Vec<String> = lints
+        .iter()
+        .filter(|(level, _)| *level != Level::Allow)
+        .map(|(level, lint)| format!("{level}: {lint}"))
         .collect();
     parts.sort();
     parts.dedup();
@@ -158,7 +159,7 @@ pub fn table_cells(
             });
             cells.push(format_limiters(row));
             cells.push(format_headroom(row));
-            cells.push(format_findings(index.findings_for(row).iter().copied()));
+            cells.push(format_findings(index.lints_for(row)));
             cells
         })
         .collect();
@@ -223,6 +224,7 @@ pub fn render_text(report: &Report) -> String {
             out.push('\n');
         }
     }
+    out.push_str(&super::sass::render_sass_text(&report.kernels));
     out.push_str(&render_findings_text(
         &report.shown_findings().collect::<Vec<_>>(),
     ));

@@ -64,7 +64,7 @@ const KEY_ALIASES: &[(&str, &str)] = &[
     ("gpu_archs", "archs"),
 ];
 
-const LEVEL_WORDS: [&str; 3] = ["allow", "warn", "deny"];
+const LEVEL_WORDS: [&str; 4] = ["allow", "warn", "deny", "expect"];
 
 fn all_key_words() -> impl Iterator<Item = &'static str> {
     SpecKey::VALUE_KEYS
@@ -295,7 +295,7 @@ impl State {
         Ok(())
     }
 
-    fn lint_list(&mut self, meta: ParseNestedMeta<'_>, level: Level) -> syn::Result<()> {
+    fn lint_list(&mut self, meta: ParseNestedMeta<'_>, level: LintList) -> syn::Result<()> {
         let level_word = level.as_str();
         if !meta.input.peek(syn::token::Paren) {
             return Err(error_at(
@@ -306,8 +306,26 @@ impl State {
         }
         let content;
         syn::parenthesized!(content in meta.input);
-        let lints =
-            syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated(&content)?;
+        let items =
+            syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated(&content)?;
+        let mut lints = Vec::new();
+        let mut reason = None;
+        for item in &items {
+            match item {
+                syn::Meta::Path(path) => lints.push(path),
+                syn::Meta::NameValue(pair) if pair.path.is_ident("reason") => {
+                    match self.reason(pair, level_word, reason.is_some()) {
+                        Ok(text) => reason = Some(text),
+                        Err(error) => self.errors.push(error),
+                    }
+                }
+                other => self.errors.push(error_at(
+                    other,
+                    SpecKey::Lint(LintId::Spills),
+                    format!("`{level_word}(...)` holds lint names and one `reason = \"...\"`: write e.g. `{level_word}(spills, reason = \"why\")`"),
+                )),
+            }
+        }
         if lints.is_empty() {
             self.errors.push(error_at(
                 &meta.path,
@@ -315,56 +333,125 @@ impl State {
                 format!("`{level_word}()` names no lint: write e.g. `{level_word}(spills)` or remove it"),
             ));
         }
-        for path in &lints {
-            let written = path.to_token_stream().to_string().replace(' ', "");
-            let lint = match written.parse::<LintId>() {
-                Ok(lint) => lint,
-                Err(unknown) => {
-                    let hint = match unknown.suggestion {
-                        Some(suggestion) => format!("did you mean `{suggestion}`?"),
-                        None => format!(
-                            "the lints are {}",
-                            LintId::ALL
-                                .iter()
-                                .map(|id| id.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    };
-                    self.errors.push(error_at(
-                        path,
-                        SpecKey::Lint(LintId::Spills),
-                        format!("unknown lint `{written}`: {hint}"),
-                    ));
-                    continue;
+        for path in lints {
+            if let Some(lint) = self.lint_name(path, level_word) {
+                match level {
+                    LintList::Level(level) => {
+                        self.spec.lint_levels.insert(lint, level);
+                    }
+                    LintList::Expect => {
+                        self.spec.expected_lints.insert(lint);
+                    }
                 }
-            };
-            let key = SpecKey::Lint(lint);
-            if let Some(first) = self.seen.get(&key) {
-                self.errors.push(error_at(
-                    path,
-                    key,
-                    format!("lint `{lint}` already has a level in this attribute (`{first}`); keep only one"),
-                ));
-                continue;
+                if let Some(reason) = &reason {
+                    self.spec.lint_reasons.insert(lint, reason.clone());
+                }
             }
-            self.seen.insert(key, format!("{level_word}({lint})"));
-            self.keys.push(KeyOccurrence {
-                key,
-                start: path.span(),
-                end: path.span(),
-            });
-            self.spec.lint_levels.insert(lint, level);
         }
         Ok(())
     }
+
+    /// The text of `reason = "..."`.
+    fn reason(
+        &self,
+        pair: &syn::MetaNameValue,
+        level_word: &str,
+        duplicate: bool,
+    ) -> syn::Result<String> {
+        let key = SpecKey::Lint(LintId::Spills);
+        if duplicate {
+            return Err(error_at(
+                &pair.path,
+                key,
+                format!("`{level_word}(...)` has two reasons: keep one"),
+            ));
+        }
+        match strip_groups(pair.value.clone()) {
+            Expr::Lit(syn::ExprLit {
+                lit: Lit::Str(text), ..
+            }) if !text.value().trim().is_empty() => Ok(text.value()),
+            Expr::Lit(syn::ExprLit {
+                lit: Lit::Str(_), ..
+            }) => Err(error_at(
+                &pair.value,
+                key,
+                "`reason` is empty: say why, e.g. `reason = \"register tiling: low occupancy is the design\"`",
+            )),
+            other => Err(error_at(
+                &other,
+                key,
+                format!("`reason` must be a string, not {}: write `reason = \"...\"`", describe(&other)),
+            )),
+        }
+    }
+
+    /// The lint a path names, recorded as a key; `None` (with an error kept) when unknown or
+    /// already given a level.
+    fn lint_name(&mut self, path: &syn::Path, level_word: &str) -> Option<LintId> {
+        let written = path.to_token_stream().to_string().replace(' ', "");
+        let lint = match written.parse::<LintId>() {
+            Ok(lint) => lint,
+            Err(unknown) => {
+                let hint = match unknown.suggestion {
+                    Some(suggestion) => format!("did you mean `{suggestion}`?"),
+                    None => format!(
+                        "the lints are {}",
+                        LintId::ALL
+                            .iter()
+                            .map(|id| id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
+                self.errors.push(error_at(
+                    path,
+                    SpecKey::Lint(LintId::Spills),
+                    format!("unknown lint `{written}`: {hint}"),
+                ));
+                return None;
+            }
+        };
+        let key = SpecKey::Lint(lint);
+        if let Some(first) = self.seen.get(&key) {
+            self.errors.push(error_at(
+                path,
+                key,
+                format!("lint `{lint}` already has a level in this attribute (`{first}`); keep only one"),
+            ));
+            return None;
+        }
+        self.seen.insert(key, format!("{level_word}({lint})"));
+        self.keys.push(KeyOccurrence {
+            key,
+            start: path.span(),
+            end: path.span(),
+        });
+        Some(lint)
+    }
 }
 
-fn level_of_word(word: &str) -> Option<Level> {
+/// A lint list's word: a level, or `expect`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LintList {
+    Level(Level),
+    Expect,
+}
+
+impl LintList {
+    fn as_str(self) -> &'static str {
+        match self {
+            LintList::Level(level) => level.as_str(),
+            LintList::Expect => "expect",
+        }
+    }
+}
+
+fn level_of_word(word: &str) -> Option<LintList> {
     match word {
-        "allow" => Some(Level::Allow),
-        "warn" => Some(Level::Warn),
-        "deny" => Some(Level::Deny),
+        "allow" => Some(LintList::Level(Level::Allow)),
+        "warn" => Some(LintList::Level(Level::Warn)),
+        "deny" => Some(LintList::Level(Level::Deny)),
+        "expect" => Some(LintList::Expect),
         _ => None,
     }
 }

@@ -26,7 +26,7 @@ mod scan;
 #[cfg(feature = "spec")]
 mod stub;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -123,6 +123,13 @@ pub struct KernelSpec {
     pub family: Option<String>,
     /// `allow(...)`, `warn(...)`, `deny(...)`: per-kernel lint levels.
     pub lint_levels: BTreeMap<LintId, Level>,
+    /// `expect(...)`: lints whose finding must occur; the build fails when none does (like
+    /// Rust's `#[expect]`), so the exception goes when it is no longer needed.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub expected_lints: BTreeSet<LintId>,
+    /// `reason = "..."` written in a lint list: why the level or expectation was set.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub lint_reasons: BTreeMap<LintId, String>,
 }
 
 impl KernelSpec {
@@ -141,6 +148,8 @@ impl KernelSpec {
             archs: None,
             family: None,
             lint_levels: BTreeMap::new(),
+            expected_lints: BTreeSet::new(),
+            lint_reasons: BTreeMap::new(),
         }
     }
 
@@ -204,15 +213,44 @@ impl fmt::Display for KernelSpec {
             let quoted: Vec<String> = archs.iter().map(|arch| format!("{arch:?}")).collect();
             write!(formatter, ", archs = [{}]", quoted.join(", "))?;
         }
-        for level in Level::ALL {
-            let lints: Vec<&str> = self
+        let levels = Level::ALL.map(|level| {
+            let lints: Vec<LintId> = self
                 .lint_levels
                 .iter()
                 .filter(|(_, lint_level)| **lint_level == level)
-                .map(|(lint, _)| lint.as_str())
+                .map(|(lint, _)| *lint)
                 .collect();
-            if !lints.is_empty() {
-                write!(formatter, ", {level}({})", lints.join(", "))?;
+            (level.as_str(), lints)
+        });
+        let expected = ("expect", self.expected_lints.iter().copied().collect());
+        for (word, lints) in levels.into_iter().chain([expected]) {
+            self.write_lint_lists(formatter, word, &lints)?;
+        }
+        Ok(())
+    }
+}
+
+impl KernelSpec {
+    /// `word(a, b)` for the lints without a reason, then `word(c, reason = "...")` per reason.
+    fn write_lint_lists(
+        &self,
+        formatter: &mut fmt::Formatter<'_>,
+        word: &str,
+        lints: &[LintId],
+    ) -> fmt::Result {
+        let mut by_reason: BTreeMap<Option<&str>, Vec<&str>> = BTreeMap::new();
+        for lint in lints {
+            let reason = self.lint_reasons.get(lint).map(String::as_str);
+            by_reason.entry(reason).or_default().push(lint.as_str());
+        }
+        for (reason, names) in by_reason {
+            match reason {
+                None => write!(formatter, ", {word}({})", names.join(", "))?,
+                Some(reason) => write!(
+                    formatter,
+                    ", {word}({}, reason = {reason:?})",
+                    names.join(", ")
+                )?,
             }
         }
         Ok(())
@@ -245,7 +283,7 @@ pub enum SpecKey {
     Archs,
     /// `family = "pattern_*"`
     Family,
-    /// The lint's name inside `allow(...)`, `warn(...)` or `deny(...)`.
+    /// The lint's name inside `allow(...)`, `warn(...)`, `deny(...)` or `expect(...)`.
     Lint(LintId),
 }
 

@@ -55,6 +55,38 @@ fn parses_every_key() {
 }
 
 #[test]
+fn expectations_and_reasons() {
+    let spec = parse(
+        r#"block = 256, expect(spills, reason = "tracked in #12"), allow(low_occupancy, reason = "register tiling"), warn(stack_frame)"#,
+    )
+    .unwrap();
+    assert_eq!(spec.expected_lints, [LintId::Spills].into_iter().collect());
+    assert_eq!(
+        spec.lint_levels.get(&LintId::LowOccupancy),
+        Some(&Level::Allow)
+    );
+    assert_eq!(spec.lint_reasons[&LintId::Spills], "tracked in #12");
+    assert_eq!(spec.lint_reasons[&LintId::LowOccupancy], "register tiling");
+    assert!(!spec.lint_reasons.contains_key(&LintId::StackFrame));
+    assert_eq!(
+        spec.to_string(),
+        r#"block = 256, allow(low_occupancy, reason = "register tiling"), warn(stack_frame), expect(spills, reason = "tracked in #12")"#
+    );
+    assert!(error(r#"block = 256, expect(spills, reason = 12)"#)
+        .starts_with("`reason` must be a string, not an integer"));
+    assert!(error(r#"block = 256, expect(spills, reason = "  ")"#).starts_with("`reason` is empty"));
+    assert!(
+        error(r#"block = 256, expect(spills, reason = "a", reason = "b")"#)
+            .starts_with("`expect(...)` has two reasons")
+    );
+    assert!(error(r#"block = 256, expect(reason = "a")"#).starts_with("`expect()` names no lint"));
+    assert!(error(r#"block = 256, expect(spills(x))"#)
+        .starts_with("`expect(...)` holds lint names and one `reason"));
+    assert!(error(r#"block = 256, allow(spills), expect(spills)"#)
+        .starts_with("lint `spills` already has a level in this attribute (`allow(spills)`)"));
+}
+
+#[test]
 fn block_forms() {
     assert_eq!(parse("block = 256").unwrap().block, BlockDim::linear(256));
     assert_eq!(
@@ -309,7 +341,15 @@ fn arb_spec() -> impl Strategy<Value = KernelSpec> {
         ),
         proptest::option::of("[A-Za-z_][A-Za-z0-9_$<>:, ]{0,30}[A-Za-z0-9_>]"),
         proptest::option::of(arb_archs()),
-        proptest::collection::btree_map(0usize..11, 0usize..3, 0..11),
+        proptest::collection::btree_map(
+            0usize..LintId::ALL.len(),
+            // A level (0..3) or `expect` (3), with or without a reason (quotes and escapes too).
+            (
+                0usize..4,
+                proptest::option::of("[a-z #0-9\"'\\\\]{0,12}[a-z]"),
+            ),
+            0..LintId::ALL.len(),
+        ),
     )
         .prop_map(
             |(
@@ -341,8 +381,20 @@ fn arb_spec() -> impl Strategy<Value = KernelSpec> {
                     }),
                     family: None,
                     lint_levels: lints
-                        .into_iter()
-                        .map(|(lint, level)| (LintId::ALL[lint], Level::ALL[level]))
+                        .iter()
+                        .filter(|(_, (level, _))| *level < 3)
+                        .map(|(lint, (level, _))| (LintId::ALL[*lint], Level::ALL[*level]))
+                        .collect(),
+                    expected_lints: lints
+                        .iter()
+                        .filter(|(_, (level, _))| *level == 3)
+                        .map(|(lint, _)| LintId::ALL[*lint])
+                        .collect(),
+                    lint_reasons: lints
+                        .iter()
+                        .filter_map(|(lint, (_, reason))| {
+                            Some((LintId::ALL[*lint], reason.clone()?))
+                        })
                         .collect(),
                 }
             },

@@ -66,7 +66,9 @@ fn a_well_formed_name_the_table_lacks_says_the_tool_needs_an_update() {
     let error = Arch::parse("sm_130").unwrap_err();
     assert_eq!(error.newer_than_table, Some(130));
     assert!(
-        error.to_string().contains("occupancy needs an update"),
+        error
+            .to_string()
+            .contains("if your nvcc knows compute_130, occupancy"),
         "{error}"
     );
     assert_eq!(Arch::parse("13.0").unwrap_err().newer_than_table, Some(130));

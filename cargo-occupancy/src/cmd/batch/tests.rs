@@ -1,0 +1,234 @@
+use super::*;
+use proptest::prelude::*;
+use std::io::{BufReader, Read};
+
+fn error_of(line: &str) -> String {
+    BatchLine::parse(line).unwrap_err()
+}
+
+#[test]
+fn a_full_line_parses() {
+    let line = BatchLine::parse(
+        r#"{"arch":"sm_80","block":128,"registers":32,"static_smem":1000,"dynamic_smem":60000,"barriers":2,"max_threads":128,"carveout":50,"max_dynamic_smem":70000}"#,
+    )
+    .unwrap();
+    assert_eq!(line.arch.unwrap().name, "sm_80");
+    assert_eq!(line.block, Some(128));
+    assert_eq!(line.carveout, Some(Carveout::Percent(50)));
+    assert_eq!(line.max_dynamic_smem, Some(70000));
+    assert_eq!(BatchLine::parse(" { } ").unwrap(), BatchLine::default());
+    assert_eq!(
+        BatchLine::parse(r#"{"block": null}"#).unwrap(),
+        BatchLine::default()
+    );
+}
+
+#[test]
+fn bad_values_are_named_exactly() {
+    for (line, message) in [
+        (
+            r#"{"regs": 3}"#,
+            "unknown key `regs`; known keys: arch, block",
+        ),
+        (r#"{"block": 1, "block": 2}"#, "`block` is given twice"),
+        (
+            r#"{"block": -1}"#,
+            "`block` must be a non-negative integer, got -1",
+        ),
+        (
+            r#"{"block": 1.5}"#,
+            "`block` must be a non-negative integer, got 1.5",
+        ),
+        (
+            r#"{"block": "64"}"#,
+            "`block` must be a non-negative integer, got \"64\"",
+        ),
+        (
+            r#"{"block": true}"#,
+            "`block` must be a non-negative integer, got true",
+        ),
+        (
+            r#"{"static_smem": 4294967296}"#,
+            "`static_smem` is 4294967296, larger than 4294967295",
+        ),
+        (r#"{"arch": "sm90"}"#, "did you mean `sm_90`"),
+        (r#"{"arch": "sm_999"}"#, "unknown architecture `sm_999`"),
+        (
+            r#"{"arch": [90]}"#,
+            "`arch` must be a string like \"sm_90\", got [90]",
+        ),
+        (r#"{"carveout": 101}"#, "carveout"),
+        (r#"{"carveout": "most"}"#, "invalid carveout `most`"),
+        (r#"{"block": 64} trailing"#, "not JSON"),
+        (r#"{"block": 064}"#, "not JSON"),
+        ("[1, 2]", "expected a JSON object"),
+        ("", "not JSON"),
+    ] {
+        let error = error_of(line);
+        assert!(
+            error.contains(message),
+            "{line}: {error:?} lacks {message:?}"
+        );
+    }
+}
+
+#[test]
+fn fields_parse_and_refuse_unknown_and_repeated_names() {
+    assert_eq!(
+        parse_fields("blocks_per_sm,limiters").unwrap(),
+        [Field::BlocksPerSm, Field::Limiters]
+    );
+    let error = parse_fields("blocks,limiters").unwrap_err();
+    assert!(
+        error.contains("unknown field `blocks`; known: arch, block_threads"),
+        "{error}"
+    );
+    assert!(parse_fields("reason,reason").unwrap_err().contains("twice"));
+}
+
+/// A reader that fails on every call, like a directory given as stdin.
+struct Failing;
+
+impl Read for Failing {
+    fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+        Err(std::io::Error::from_raw_os_error(21))
+    }
+}
+
+#[test]
+fn a_read_error_ends_the_batch_with_one_message() {
+    let mut out = Vec::new();
+    let outcome = answer_all(
+        &mut BufReader::new(Failing),
+        "(stdin)",
+        &mut out,
+        (None, None),
+        None,
+    )
+    .unwrap();
+    let Outcome::ReadError(message) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(
+        message.contains("(stdin) at line 1") && message.contains("stops here"),
+        "{message}"
+    );
+    assert!(
+        out.is_empty(),
+        "nothing is answered for an unreadable input"
+    );
+}
+
+#[test]
+fn a_line_that_is_not_utf8_is_a_bad_line_and_the_batch_goes_on() {
+    let input: &[u8] =
+        b"{\"arch\":\"sm_90\",\"block\":64}\n\xff\xfe\n{\"arch\":\"sm_90\",\"block\":64}\n";
+    let mut out = Vec::new();
+    let outcome = answer_all(
+        &mut BufReader::new(input),
+        "x",
+        &mut out,
+        (None, None),
+        None,
+    )
+    .unwrap();
+    assert_eq!(outcome, Outcome::Finished { bad_lines: 1 });
+    let text = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3);
+    assert!(lines[1].contains("line 2: not UTF-8"), "{}", lines[1]);
+}
+
+fn arb_value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        (0u64..5_000_000).prop_map(|number| number.to_string()),
+        Just("4294967296".to_string()),
+        Just("18446744073709551616".to_string()),
+        (0u64..300).prop_map(|number| format!("-{number}")),
+        Just("1.5".to_string()),
+        Just("1e3".to_string()),
+        Just("01".to_string()),
+        Just("null".to_string()),
+        Just("true".to_string()),
+        Just("[1]".to_string()),
+        Just("{}".to_string()),
+        prop::sample::select(vec![
+            "\"sm_90\"",
+            "\"9.0\"",
+            "\"sm_100f\"",
+            "\"sm90\"",
+            "\"default\"",
+            "\"50\"",
+            "\"sm_\\u0039\"",
+            "\"\"",
+        ])
+        .prop_map(str::to_string),
+    ]
+}
+
+fn arb_line() -> impl Strategy<Value = String> {
+    let keys: Vec<&str> = KEYS.iter().copied().chain(["regs", "Block"]).collect();
+    (
+        prop::sample::subsequence(keys, 0..6).prop_shuffle(),
+        prop::collection::vec(arb_value(), 6),
+        prop::sample::select(vec!["", " ", "\t"]),
+        prop::sample::select(vec!["", "}", ",", " x"]),
+    )
+        .prop_map(|(keys, values, space, tail)| {
+            let pairs: Vec<String> = keys
+                .iter()
+                .zip(values)
+                .map(|(key, value)| format!("\"{key}\"{space}:{space}{value}"))
+                .collect();
+            format!("{space}{{{}}}{tail}", pairs.join(&format!(",{space}")))
+        })
+}
+
+proptest! {
+    /// The fast scanner and serde_json agree on every line the scanner takes.
+    #[test]
+    fn the_fast_path_agrees_with_serde(line in arb_line()) {
+        if let Some(fast) = fast::parse(&line) {
+            let slow = parse_with_serde(&line);
+            prop_assert_eq!(fast.is_ok(), slow.is_ok(), "{}: fast {:?}, serde {:?}", line, fast, slow);
+            if let (Ok(fast), Ok(slow)) = (fast, slow) {
+                prop_assert_eq!(fast, slow);
+            }
+        }
+    }
+
+    #[test]
+    fn parsing_never_panics(line in "\\PC{0,80}") {
+        let _ = BatchLine::parse(&line);
+    }
+
+    /// `--fields` answers are exactly those fields of the full answer.
+    #[test]
+    fn selected_fields_equal_the_full_answer(
+        arch in prop::sample::select(occupancy_core::arch::all().iter().collect::<Vec<_>>()),
+        block in 0u32..1100,
+        registers in 0u32..300,
+        static_smem in 0u32..120_000,
+        dynamic_smem in 0u32..120_000,
+        barriers in 0u32..17,
+        count in 1usize..6,
+    ) {
+        let kernel = KernelFacts { registers_per_thread: registers, static_smem_bytes: static_smem, barriers, max_threads_per_block: None, max_dynamic_smem_bytes: None };
+        let launch = Launch { block_threads: block, dynamic_smem_bytes: dynamic_smem, carveout: Carveout::Default };
+        let mut full = Vec::new();
+        write_answer(&mut full, arch, &kernel, &launch, None).unwrap();
+        // Byte for byte what serde_json writes for the calculator's answer.
+        let serde_text = serde_json::to_string(&occupancy(arch, &kernel, &launch)).unwrap() + "\n";
+        prop_assert_eq!(std::str::from_utf8(&full).unwrap(), serde_text.as_str());
+        let full: Value = serde_json::from_slice(&full).unwrap();
+        let fields: Vec<Field> = Field::ALL.iter().copied().cycle().skip(block as usize % 14).take(count).collect();
+        let mut selected = Vec::new();
+        write_answer(&mut selected, arch, &kernel, &launch, Some(&fields)).unwrap();
+        let selected: Value = serde_json::from_slice(&selected).unwrap();
+        let selected = selected.as_object().unwrap();
+        prop_assert_eq!(selected.len(), fields.len());
+        for field in fields {
+            prop_assert_eq!(&selected[field.name()], &full[field.name()], "{}", field.name());
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! `expect(...)` and `reason = "..."` in declarations, on the build side.
+//!
+//! An expected finding is fulfilled (recorded at level allow with its reason, not reported); an
+//! expectation no finding fulfilled is the `unfulfilled_expectation` lint, so the exception is
+//! removed once it is no longer needed. Allowing or expecting a lint that denies by default
+//! needs a `reason` unless the crate sets `require_reasons = false`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use occupancy_core::lint::evaluate::Finding;
+use occupancy_core::lint::{Level, LintId};
+use occupancy_core::spec::{KernelSpec, SpecKey};
+
+use crate::check::{Declarations, Declared, Gathered, Levels};
+use crate::diagnostics::{self, Diagnostic};
+
+/// The attribute's levels as the lints are evaluated: an expected lint, and a lint allowed with
+/// a reason, at warn, so that their findings reach [`settle`] (which sets them back to allow).
+pub fn evaluated_levels(spec: &KernelSpec) -> BTreeMap<LintId, Level> {
+    let mut levels = spec.lint_levels.clone();
+    for lint in &spec.expected_lints {
+        levels.insert(*lint, Level::Warn);
+    }
+    for (lint, level) in &mut levels {
+        if *level == Level::Allow && spec.lint_reasons.contains_key(lint) {
+            *level = Level::Warn;
+        }
+    }
+    levels
+}
+
+/// Settles expectations and reasons over every finding of the build: an expected finding is
+/// fulfilled (kept at allow with its reason), a finding allowed with a reason is kept at allow,
+/// every finding gets its declaration's reason; then one `unfulfilled_expectation` finding is
+/// added per expectation no finding fulfilled.
+pub(crate) fn settle(declarations: &Declarations, levels: &Levels, gathered: &mut Vec<Gathered>) {
+    let mut fulfilled: BTreeSet<(usize, LintId)> = BTreeSet::new();
+    for found in gathered.iter_mut() {
+        let Some(index) = found.declaration else {
+            continue;
+        };
+        let spec = &declarations.kernels[index].kernel.spec;
+        let lint = found.leveled.finding.lint;
+        found.reason = spec.lint_reasons.get(&lint).cloned();
+        if spec.expected_lints.contains(&lint) {
+            fulfilled.insert((index, lint));
+            found.leveled.level = Level::Allow;
+        } else if spec.lint_levels.get(&lint) == Some(&Level::Allow) {
+            found.leveled.level = Level::Allow;
+        }
+    }
+    for (index, declared) in declarations.kernels.iter().enumerate() {
+        for lint in &declared.kernel.spec.expected_lints {
+            if fulfilled.contains(&(index, *lint)) {
+                continue;
+            }
+            gathered.extend(Gathered::leveled(
+                unfulfilled(declared, *lint),
+                &levels.sources(Some(declared), &declared.kernel.kernel_name),
+                Some(index),
+                &declared.kernel.kernel_name,
+                false,
+            ));
+        }
+    }
+}
+
+/// The `unfulfilled_expectation` finding of `expect(lint)` on `declared`.
+fn unfulfilled(declared: &Declared, lint: LintId) -> Finding {
+    let reason = declared
+        .kernel
+        .spec
+        .lint_reasons
+        .get(&lint)
+        .map(|reason| format!(" (reason: {reason})"))
+        .unwrap_or_default();
+    Finding {
+        lint: LintId::UnfulfilledExpectation,
+        arch: None,
+        message: format!(
+            "kernel `{}` expects `{lint}`{reason}, but no `{lint}` finding occurred on any target arch",
+            declared.kernel.kernel_name
+        ),
+        notes: vec![format!("`expect({lint})` is checked like Rust's `#[expect]`: the exception must go once it is no longer needed")],
+        help: Some(format!("remove `expect({lint}...)` from the declaration")),
+    }
+}
+
+/// Rendered errors for every `allow(...)`/`expect(...)` of a deny-by-default lint without a
+/// `reason`, pointing at the lint in the attribute.
+pub fn missing_reasons(declarations: &Declarations) -> Vec<String> {
+    let mut rendered = Vec::new();
+    for declared in &declarations.kernels {
+        let spec = &declared.kernel.spec;
+        let allowed = spec
+            .lint_levels
+            .iter()
+            .filter(|(_, level)| **level == Level::Allow)
+            .map(|(lint, _)| (*lint, "allow"));
+        let expected = spec.expected_lints.iter().map(|lint| (*lint, "expect"));
+        for (lint, word) in allowed.chain(expected) {
+            if lint.default_level() != Level::Deny || spec.lint_reasons.contains_key(&lint) {
+                continue;
+            }
+            let message = format!(
+                "`{word}({lint})` on kernel `{}` needs a reason: `{lint}` fails the build by default, so say why it may not here",
+                declared.kernel.kernel_name
+            );
+            let notes = [format!(
+                "the reason is shown in every report beside the {word}ed finding"
+            )];
+            let diagnostic = Diagnostic {
+                id: "missing_reason",
+                deny: true,
+                message: &message,
+                arch: None,
+                notes: &notes,
+                help: Some("write `reason = \"...\"` in the list, e.g. `allow(spills, reason = \"tracked in #12\")`, or set `require_reasons = false` under [package.metadata.occupancy]"),
+            };
+            let span = declared
+                .kernel
+                .keys
+                .iter()
+                .find(|key| key.key == SpecKey::Lint(lint))
+                .map_or(declared.kernel.attribute, |key| key.span);
+            rendered.push(diagnostics::render(
+                &diagnostic,
+                Some((
+                    &declarations.sources[declared.source_index],
+                    (span.start.line, span.start.column),
+                    (span.end.line, span.end.column),
+                )),
+            ));
+        }
+    }
+    rendered
+}

@@ -1,0 +1,67 @@
+//! Writes `$OUT_DIR/occupancy_facts.json` (model: `occupancy_core::facts`): every declaration the
+//! build saw and its kernel's compiled facts per arch, from the build's report. The
+//! `#[occupancy::kernel]` expansion reads it, so a declaration the scanner missed cannot compile
+//! as if it were checked, and host code gets the numbers the build checked.
+
+use occupancy_core::facts::{
+    BuildFacts, CompiledFacts, DeclarationFacts, FACTS_FILE, FACTS_SCHEMA_VERSION,
+};
+use occupancy_core::report::{KernelRow, Report};
+
+use crate::check::Declarations;
+use crate::engine::Context;
+use crate::fsutil::write_if_changed;
+use crate::Error;
+
+/// The facts of a build from its report and the declarations it scanned.
+pub fn of_report(report: &Report, declarations: &Declarations) -> BuildFacts {
+    let declarations = declarations
+        .kernels
+        .iter()
+        .map(|declared| {
+            let location = declarations.location(declared);
+            let compiled = report
+                .kernels
+                .iter()
+                .filter(|row| row.declaration.as_ref() == Some(&location))
+                .map(compiled_facts)
+                .collect();
+            DeclarationFacts {
+                rust_name: declared.kernel.rust_name.clone(),
+                kernel_name: declared.kernel.kernel_name.clone(),
+                path: location.path,
+                line: location.line,
+                compiled,
+            }
+        })
+        .collect();
+    BuildFacts {
+        schema_version: FACTS_SCHEMA_VERSION,
+        crate_name: report.crate_name.clone().unwrap_or_default(),
+        skipped: report.skipped.clone(),
+        declarations,
+    }
+}
+
+fn compiled_facts(row: &KernelRow) -> CompiledFacts {
+    CompiledFacts {
+        arch: row.arch.clone(),
+        registers: row.registers,
+        spill_bytes: row.spill_store_bytes.saturating_add(row.spill_load_bytes),
+        stack_frame_bytes: row.stack_frame_bytes,
+        static_smem_bytes: row.static_smem_bytes,
+        block_threads: row.block,
+        blocks_per_sm: row.blocks_per_sm,
+        warps_per_sm: row.warps_per_sm,
+        occupancy: row.occupancy,
+    }
+}
+
+/// Writes the facts file into OUT_DIR (only when its content changed, so an unchanged build
+/// does not recompile the crate).
+pub fn write(context: &Context, facts: &BuildFacts) -> Result<(), Error> {
+    write_if_changed(
+        &context.out_dir.join(FACTS_FILE),
+        facts.to_json().as_bytes(),
+    )
+}

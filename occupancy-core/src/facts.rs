@@ -1,0 +1,153 @@
+//! What a build checked, for the `#[occupancy::kernel]` expansion: the facts file
+//! (`$OUT_DIR/occupancy_facts.json`) that `occupancy-build` writes before the crate compiles.
+//!
+//! It lists every declaration the build's scanner saw and, for each, what ptxas and the
+//! calculator made of its kernel on every target architecture. The attribute reads it to know
+//! whether its kernel was checked (a declaration the scanner missed fails to compile) and to put
+//! the compiled facts into the generated const. One model, written by the build and read by the
+//! macro, so the two cannot disagree about the format.
+
+use serde::{Deserialize, Serialize};
+
+/// The file's name in `OUT_DIR`.
+pub const FACTS_FILE: &str = "occupancy_facts.json";
+
+/// The version of the format this crate writes and reads.
+pub const FACTS_SCHEMA_VERSION: u32 = 1;
+
+/// The facts of one build.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BuildFacts {
+    /// [`FACTS_SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// The package.
+    #[serde(rename = "crate")]
+    pub crate_name: String,
+    /// Why nothing was checked (`OCCUPANCY_SKIP`, docs.rs, `.check(false)`); absent when the
+    /// checks ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    /// Every declaration the build saw.
+    pub declarations: Vec<DeclarationFacts>,
+}
+
+/// One declaration the build saw, and its kernel's compiled facts per architecture.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeclarationFacts {
+    /// The Rust item's name.
+    pub rust_name: String,
+    /// The compiled symbol it declares.
+    pub kernel_name: String,
+    /// Where the attribute is, relative to the package root.
+    pub path: String,
+    /// 1-based line of the attribute.
+    pub line: u32,
+    /// The kernel on each architecture it was checked on (empty when not compiled or skipped).
+    pub compiled: Vec<CompiledFacts>,
+}
+
+/// One kernel on one architecture at its declared launch, as the build's report has it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompiledFacts {
+    /// `sm_90`.
+    pub arch: String,
+    /// Registers per thread.
+    pub registers: u32,
+    /// Spill stores + spill loads, bytes.
+    pub spill_bytes: u64,
+    /// Stack frame per thread, bytes.
+    pub stack_frame_bytes: u64,
+    /// Static shared memory per block, bytes.
+    pub static_smem_bytes: u64,
+    /// Threads per block of the declared launch.
+    pub block_threads: u32,
+    /// Resident blocks per SM at the declared launch: the most blocks per SM a persistent
+    /// grid can keep resident.
+    pub blocks_per_sm: u32,
+    /// Resident warps per SM at the declared launch.
+    pub warps_per_sm: u32,
+    /// Theoretical occupancy, 0..=1.
+    pub occupancy: f64,
+}
+
+/// A facts file that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FactsError {
+    /// Not JSON of this format.
+    #[error("not a facts file of this occupancy version: {0}")]
+    Format(#[source] serde_json::Error),
+    /// Written by another version of occupancy-build.
+    #[error("written with schema_version {found}, this occupancy reads {FACTS_SCHEMA_VERSION}: use the same version of occupancy and occupancy-build")]
+    Version {
+        /// The version in the file.
+        found: u32,
+    },
+}
+
+impl BuildFacts {
+    /// Parses a facts file's text.
+    pub fn from_json(text: &str) -> Result<BuildFacts, FactsError> {
+        let facts: BuildFacts = serde_json::from_str(text).map_err(FactsError::Format)?;
+        if facts.schema_version != FACTS_SCHEMA_VERSION {
+            return Err(FactsError::Version {
+                found: facts.schema_version,
+            });
+        }
+        Ok(facts)
+    }
+
+    /// The file's text.
+    pub fn to_json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(self).expect("facts are plain data");
+        text.push('\n');
+        text
+    }
+
+    /// The declaration of `rust_name` for kernel `kernel_name`, if the build saw it.
+    pub fn declaration(&self, rust_name: &str, kernel_name: &str) -> Option<&DeclarationFacts> {
+        self.declarations
+            .iter()
+            .find(|declared| declared.rust_name == rust_name && declared.kernel_name == kernel_name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_refuses_other_versions() {
+        let facts = BuildFacts {
+            schema_version: FACTS_SCHEMA_VERSION,
+            crate_name: "k".into(),
+            skipped: None,
+            declarations: vec![DeclarationFacts {
+                rust_name: "saxpy".into(),
+                kernel_name: "saxpy".into(),
+                path: "src/main.rs".into(),
+                line: 12,
+                compiled: vec![CompiledFacts {
+                    arch: "sm_90".into(),
+                    registers: 16,
+                    spill_bytes: 0,
+                    stack_frame_bytes: 0,
+                    static_smem_bytes: 0,
+                    block_threads: 256,
+                    blocks_per_sm: 8,
+                    warps_per_sm: 64,
+                    occupancy: 1.0,
+                }],
+            }],
+        };
+        let parsed = BuildFacts::from_json(&facts.to_json()).unwrap();
+        assert_eq!(parsed, facts);
+        assert!(parsed.declaration("saxpy", "saxpy").is_some());
+        assert!(parsed.declaration("saxpy", "other").is_none());
+        let newer = facts
+            .to_json()
+            .replace("\"schema_version\": 1", "\"schema_version\": 2");
+        let error = BuildFacts::from_json(&newer).unwrap_err().to_string();
+        assert!(error.contains("schema_version 2"), "{error}");
+        assert!(BuildFacts::from_json("{").is_err());
+    }
+}

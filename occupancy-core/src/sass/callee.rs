@@ -1,0 +1,72 @@
+//! What a non-inlined callee that ptxas or the CUDA math library put in a kernel is, and the fix.
+//!
+//! The names are the internal functions of CUDA's math library and of ptxas's IEEE division and
+//! square root; ptxas reports each one's frame under "Function properties for NAME".
+
+/// What a known callee is and how to avoid it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnownCallee {
+    /// What the callee is, in a few words.
+    pub what: &'static str,
+    /// What removes it.
+    pub fix: &'static str,
+}
+
+/// Describes `name` when it is a known math-library or compiler helper.
+pub fn describe_callee(name: &str) -> Option<KnownCallee> {
+    let known = |what, fix| Some(KnownCallee { what, fix });
+    if name.starts_with("__internal_trig_reduction_slowpath") {
+        return known(
+            "the double-precision sin/cos/tan slow path (Payne-Hanek argument reduction for large arguments)",
+            "use single precision (`sinf`/`cosf`, or the `__sinf`/`__cosf` intrinsics, or `-use_fast_math`), or `sinpi`/`cospi` on arguments already in periods",
+        );
+    }
+    if name.contains("div_rn") && name.contains("f32") {
+        return known(
+            "the IEEE round-to-nearest single-precision division slow path",
+            "`__fdividef(a, b)` or `a * __frcp_rn(b)`, or `-prec-div=false` (implied by `-use_fast_math`)",
+        );
+    }
+    if name.contains("div_rn") && name.contains("f64") {
+        return known(
+            "the IEEE double-precision division",
+            "multiply by a reciprocal computed once, or divide in single precision",
+        );
+    }
+    if name.contains("sqrt") {
+        return known(
+            "the IEEE square-root slow path",
+            "`__fsqrt_rn` only where exactness matters, else `-prec-sqrt=false` (implied by `-use_fast_math`) or `rsqrtf`",
+        );
+    }
+    if name.contains("rcp") {
+        return known(
+            "the IEEE reciprocal slow path",
+            "`__frcp_rn`/`__fdividef`, or `-prec-div=false` (implied by `-use_fast_math`)",
+        );
+    }
+    if name.starts_with("__internal_accurate_pow") {
+        return known(
+            "the accurate `pow` path",
+            "`__powf`, or an integer power written as multiplications",
+        );
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_the_trig_slow_path_and_its_fix() {
+        let known = describe_callee("__internal_trig_reduction_slowpathd").unwrap();
+        assert!(known.what.contains("double-precision sin/cos"));
+        assert!(known.fix.contains("__sinf"));
+        assert!(describe_callee("_ZN6corpus6frames6gatherEPKfi").is_none());
+        assert!(describe_callee("__cuda_sm3x_div_rn_noftz_f32_slowpath")
+            .unwrap()
+            .what
+            .contains("single-precision division"));
+    }
+}

@@ -1,0 +1,456 @@
+//! The SASS lints' evaluation: from one kernel's [`SassFacts`] on one architecture (and what
+//! ptxas and the PTX said about `setmaxnreg`) to findings of `spill_in_loop`, `local_array`,
+//! `call`, `fp64`, `setmaxnreg_ignored` and `setmaxnreg_budget`. Ids and texts come from the
+//! registry in [`crate::lint`]; levels are resolved by the caller like every other finding.
+
+use crate::lint::evaluate::Finding;
+use crate::lint::LintId;
+
+use super::facts::{LineFacts, LoopFacts, SassFacts};
+
+/// Threads in a warpgroup: `setmaxnreg` budgets apply per warpgroup.
+pub const WARPGROUP_THREADS: u32 = 128;
+
+/// What the SASS lints need besides the facts.
+#[derive(Debug, Clone, Copy)]
+pub struct SassLintInputs<'a> {
+    pub facts: &'a SassFacts,
+    /// Display name of the kernel.
+    pub kernel: &'a str,
+    pub arch: &'a str,
+    /// Threads per block of the launch checked.
+    pub block_threads: u32,
+    /// Registers per thread ptxas allocated.
+    pub registers: u32,
+    /// The kernel's PTX has `setmaxnreg`.
+    pub ptx_has_setmaxnreg: bool,
+    /// ptxas warned C7508 (`'setmaxnreg' ignored`) in this compile.
+    pub c7508_warned: bool,
+}
+
+/// `src/k.cu:12`.
+pub fn line_text(group: &LineFacts) -> String {
+    format!("{}:{}", group.file, group.line)
+}
+
+fn loop_text(found: &LoopFacts) -> String {
+    match (&found.file, found.line) {
+        (Some(file), Some(line)) => format!("the loop at {file}:{line} (depth {})", found.depth),
+        _ => format!(
+            "the loop at SASS offset {:#x} (depth {})",
+            found.header_offset, found.depth
+        ),
+    }
+}
+
+/// The note every spill finding gets when SASS was read: where the hottest spill is.
+pub fn hottest_spill_note(facts: &SassFacts) -> Option<String> {
+    let hottest = facts.hottest_spill()?;
+    let place = if hottest.loop_depth > 0 {
+        format!("inside a loop (depth {})", hottest.loop_depth)
+    } else {
+        "outside loops".to_owned()
+    };
+    Some(format!(
+        "the hottest spill is at {}: {} spill loads + {} spill stores {place}; in all {} of {} spill loads and {} of {} spill stores sit in loops",
+        line_text(hottest),
+        hottest.loads,
+        hottest.stores,
+        facts.spill_loads_in_loops,
+        facts.spill_loads,
+        facts.spill_stores_in_loops,
+        facts.spill_stores,
+    ))
+}
+
+/// Every SASS finding for one kernel on one architecture.
+pub fn evaluate_sass(inputs: &SassLintInputs<'_>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    findings.extend(spill_in_loop(inputs));
+    findings.extend(local_array(inputs));
+    findings.extend(calls(inputs));
+    findings.extend(fp64(inputs));
+    findings.extend(setmaxnreg_ignored(inputs));
+    findings.extend(setmaxnreg_budget(inputs));
+    findings
+}
+
+fn finding(inputs: &SassLintInputs<'_>, lint: LintId, message: String) -> Finding {
+    Finding {
+        lint,
+        arch: Some(inputs.arch.to_owned()),
+        message,
+        notes: Vec::new(),
+        help: None,
+    }
+}
+
+fn spill_in_loop(inputs: &SassLintInputs<'_>) -> Option<Finding> {
+    let facts = inputs.facts;
+    let in_loops = facts.spill_loads_in_loops + facts.spill_stores_in_loops;
+    if in_loops == 0 {
+        return None;
+    }
+    let hottest = facts.hottest_spill()?;
+    let mut spilling: Vec<&LoopFacts> = facts
+        .loops
+        .iter()
+        .filter(|found| found.spill_loads + found.spill_stores > 0)
+        .collect();
+    spilling.sort_by_key(|found| {
+        std::cmp::Reverse((found.depth, found.spill_loads + found.spill_stores))
+    });
+    let innermost = spilling[0];
+    let mut finding = finding(
+        inputs,
+        LintId::SpillInLoop,
+        format!(
+            "kernel `{}` spills inside a loop on {}: {} spill loads + {} spill stores in {}, the hottest at {}",
+            inputs.kernel,
+            inputs.arch,
+            innermost.spill_loads,
+            innermost.spill_stores,
+            loop_text(innermost),
+            line_text(hottest)
+        ),
+    );
+    for found in spilling.iter().take(3) {
+        finding.notes.push(format!(
+            "{}: {} instructions, {} spill loads + {} spill stores per iteration (each a local-memory round trip)",
+            loop_text(found),
+            found.instructions,
+            found.spill_loads,
+            found.spill_stores
+        ));
+    }
+    finding.help = Some(format!(
+        "give the loop registers: lower `min_blocks_per_sm` or raise `max_registers`, or keep fewer values live across the loop at {}",
+        line_text(hottest)
+    ));
+    Some(finding)
+}
+
+fn local_array(inputs: &SassLintInputs<'_>) -> Option<Finding> {
+    let hottest = inputs.facts.hottest_local_array()?;
+    let place = if hottest.loop_depth > 0 {
+        format!(", inside a loop (depth {})", hottest.loop_depth)
+    } else {
+        String::new()
+    };
+    let mut finding = finding(
+        inputs,
+        LintId::LocalArray,
+        format!(
+            "kernel `{}` indexes a local array at run time on {}: {} local loads + {} local stores at {}{place}",
+            inputs.kernel,
+            inputs.arch,
+            hottest.loads,
+            hottest.stores,
+            line_text(hottest)
+        ),
+    );
+    finding.notes.push(format!(
+        "{} local-memory accesses of the kernel use a computed address",
+        inputs.facts.local_array_accesses
+    ));
+    finding.help = Some(format!(
+        "index the array at {} with compile-time constants (unroll), or move it to shared memory",
+        line_text(hottest)
+    ));
+    Some(finding)
+}
+
+fn calls(inputs: &SassLintInputs<'_>) -> Vec<Finding> {
+    inputs
+        .facts
+        .calls
+        .iter()
+        .map(|call| {
+            let what = call
+                .what
+                .as_deref()
+                .map_or_else(String::new, |what| format!(" ({what})"));
+            let mut found = finding(
+                inputs,
+                LintId::Call,
+                format!(
+                    "kernel `{}` calls `{}`{what} on {}: {} call site(s), {} inside loops",
+                    inputs.kernel,
+                    call.callee,
+                    inputs.arch,
+                    call.call_sites,
+                    call.call_sites_in_loops
+                ),
+            );
+            found.notes.push(format!(
+                "the callee's code has {} local loads and stores (its frame)",
+                call.callee_local_accesses
+            ));
+            found.help = Some(call.fix.clone().unwrap_or_else(|| {
+                format!("mark `{}` `__forceinline__`, or `allow(call)`", call.callee)
+            }));
+            found
+        })
+        .collect()
+}
+
+fn fp64(inputs: &SassLintInputs<'_>) -> Option<Finding> {
+    let count = inputs.facts.fp64_instructions;
+    if count == 0 {
+        return None;
+    }
+    let mut found = finding(
+        inputs,
+        LintId::Fp64,
+        format!(
+            "kernel `{}` has {count} double-precision instructions on {}",
+            inputs.kernel, inputs.arch
+        ),
+    );
+    found.help = Some("use `float` literals and functions (`1.0f`, `sinf`), or keep `fp64` allowed when double precision is intended".to_owned());
+    Some(found)
+}
+
+fn setmaxnreg_ignored(inputs: &SassLintInputs<'_>) -> Option<Finding> {
+    let dropped = inputs.ptx_has_setmaxnreg && inputs.facts.setmaxnreg.is_empty();
+    if !dropped {
+        return None;
+    }
+    let mut found = finding(
+        inputs,
+        LintId::SetmaxnregIgnored,
+        format!(
+            "ptxas dropped the `setmaxnreg` of kernel `{}` on {}: the PTX has it, the SASS has no `USETMAXREG`",
+            inputs.kernel, inputs.arch
+        ),
+    );
+    if inputs.c7508_warned {
+        found.notes.push("ptxas warned: (C7508) Potential Performance Loss: 'setmaxnreg' ignored; unable to determine register count at entry".to_owned());
+    }
+    found.help = Some("give the kernel a maximum block size in its launch bounds (`__launch_bounds__(OCCUPANCY_BOUNDS_<kernel>)` or `__launch_bounds__(384, 1)`)".to_owned());
+    Some(found)
+}
+
+/// Registers the roles need: one warpgroup (the producer) at the lowest budget, the others at
+/// the highest; a budget only raised leaves the producer at the entry count.
+pub fn setmaxnreg_demand(facts: &SassFacts, block_threads: u32, registers: u32) -> Option<u64> {
+    let highest = facts
+        .setmaxnreg
+        .iter()
+        .filter(|found| found.increase)
+        .map(|found| found.registers)
+        .max()?;
+    let lowest = facts
+        .setmaxnreg
+        .iter()
+        .filter(|found| !found.increase)
+        .map(|found| found.registers)
+        .min()
+        .unwrap_or(registers);
+    let warpgroups = u64::from(block_threads.div_ceil(WARPGROUP_THREADS));
+    let per_warpgroup = u64::from(WARPGROUP_THREADS);
+    Some(per_warpgroup * (u64::from(lowest) + warpgroups.saturating_sub(1) * u64::from(highest)))
+}
+
+fn setmaxnreg_budget(inputs: &SassLintInputs<'_>) -> Option<Finding> {
+    let demand = setmaxnreg_demand(inputs.facts, inputs.block_threads, inputs.registers)?;
+    let allocated = u64::from(inputs.block_threads) * u64::from(inputs.registers);
+    if demand <= allocated {
+        return None;
+    }
+    let mut found = finding(
+        inputs,
+        LintId::SetmaxnregBudget,
+        format!(
+            "the `setmaxnreg` budgets of kernel `{}` need {demand} registers per block on {}, above the {allocated} the block of {} threads gets at {} registers per thread",
+            inputs.kernel, inputs.arch, inputs.block_threads, inputs.registers
+        ),
+    );
+    let budgets: Vec<String> = inputs
+        .facts
+        .setmaxnreg
+        .iter()
+        .map(|found| {
+            format!(
+                "{} {}",
+                if found.increase { "inc" } else { "dec" },
+                found.registers
+            )
+        })
+        .collect();
+    found.notes.push(format!(
+        "budgets in the SASS: {}; counted as one producer warpgroup at the lowest and {} consumer warpgroup(s) at the highest",
+        budgets.join(", "),
+        inputs.block_threads.div_ceil(WARPGROUP_THREADS).saturating_sub(1)
+    ));
+    found.help = Some("lower the consumers' `setmaxnreg.inc` value or the producer's `.dec` value until 128 x (producer + consumers) fits".to_owned());
+    Some(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sass::facts::SetMaxRegFacts;
+    use crate::sass::LocalKind;
+
+    fn empty() -> SassFacts {
+        SassFacts {
+            kernel: "k".into(),
+            arch: Some("sm_90a".into()),
+            instructions: 10,
+            local_loads_by_width: Default::default(),
+            local_stores_by_width: Default::default(),
+            spill_loads: 0,
+            spill_stores: 0,
+            spill_loads_in_loops: 0,
+            spill_stores_in_loops: 0,
+            spill_store_bytes: 0,
+            local_array_accesses: 0,
+            stack_data_accesses: 0,
+            loops: Vec::new(),
+            lines: Vec::new(),
+            calls: Vec::new(),
+            fp64_instructions: 0,
+            setmaxnreg: Vec::new(),
+            indirect_branches: 0,
+        }
+    }
+
+    fn inputs(facts: &SassFacts) -> SassLintInputs<'_> {
+        SassLintInputs {
+            facts,
+            kernel: "k",
+            arch: "sm_90a",
+            block_threads: 384,
+            registers: 168,
+            ptx_has_setmaxnreg: false,
+            c7508_warned: false,
+        }
+    }
+
+    fn lints(findings: &[Finding]) -> Vec<LintId> {
+        findings.iter().map(|found| found.lint).collect()
+    }
+
+    #[test]
+    fn clean_facts_give_no_findings() {
+        assert!(evaluate_sass(&inputs(&empty())).is_empty());
+    }
+
+    #[test]
+    fn a_spill_in_a_loop_names_the_loop_and_the_hottest_line() {
+        let mut facts = empty();
+        facts.spill_loads = 3;
+        facts.spill_loads_in_loops = 2;
+        facts.loops.push(LoopFacts {
+            header_offset: 0x40,
+            depth: 1,
+            parent: None,
+            file: Some("k.cu".into()),
+            line: Some(8),
+            instructions: 20,
+            local_loads: 2,
+            local_stores: 0,
+            spill_loads: 2,
+            spill_stores: 0,
+            local_array_accesses: 0,
+            calls: 0,
+        });
+        facts.lines.push(LineFacts {
+            file: "k.cu".into(),
+            line: 12,
+            kind: LocalKind::Spill,
+            loads: 2,
+            stores: 0,
+            loop_depth: 1,
+        });
+        facts.lines.push(LineFacts {
+            file: "k.cu".into(),
+            line: 30,
+            kind: LocalKind::Spill,
+            loads: 1,
+            stores: 0,
+            loop_depth: 0,
+        });
+        let findings = evaluate_sass(&inputs(&facts));
+        assert_eq!(lints(&findings), [LintId::SpillInLoop]);
+        assert!(
+            findings[0].message.contains("the loop at k.cu:8"),
+            "{}",
+            findings[0].message
+        );
+        assert!(findings[0].message.ends_with("the hottest at k.cu:12"));
+        assert!(hottest_spill_note(&facts).unwrap().contains("k.cu:12"));
+    }
+
+    #[test]
+    fn a_cold_spill_is_no_spill_in_loop() {
+        let mut facts = empty();
+        facts.spill_loads = 1;
+        facts.lines.push(LineFacts {
+            file: "k.cu".into(),
+            line: 30,
+            kind: LocalKind::Spill,
+            loads: 1,
+            stores: 0,
+            loop_depth: 0,
+        });
+        assert!(evaluate_sass(&inputs(&facts)).is_empty());
+        assert!(hottest_spill_note(&facts)
+            .unwrap()
+            .contains("outside loops"));
+    }
+
+    #[test]
+    fn setmaxnreg_dropped_or_over_budget() {
+        let facts = empty();
+        let mut dropped = inputs(&facts);
+        dropped.ptx_has_setmaxnreg = true;
+        dropped.c7508_warned = true;
+        let findings = evaluate_sass(&dropped);
+        assert_eq!(lints(&findings), [LintId::SetmaxnregIgnored]);
+        assert!(findings[0].notes[0].contains("C7508"));
+
+        let mut fits = empty();
+        fits.setmaxnreg = vec![
+            SetMaxRegFacts {
+                registers: 40,
+                increase: false,
+            },
+            SetMaxRegFacts {
+                registers: 232,
+                increase: true,
+            },
+        ];
+        // 128 x (40 + 2 x 232) = 64512 = 384 x 168.
+        assert_eq!(setmaxnreg_demand(&fits, 384, 168), Some(64512));
+        assert!(evaluate_sass(&inputs(&fits)).is_empty());
+        fits.setmaxnreg[1].registers = 240;
+        let findings = evaluate_sass(&inputs(&fits));
+        assert_eq!(lints(&findings), [LintId::SetmaxnregBudget]);
+        assert!(
+            findings[0].message.contains("66560"),
+            "{}",
+            findings[0].message
+        );
+    }
+
+    #[test]
+    fn fp64_and_calls_are_counted() {
+        let mut facts = empty();
+        facts.fp64_instructions = 17;
+        facts.calls.push(crate::sass::CallFacts {
+            callee: "__internal_trig_reduction_slowpathd".into(),
+            call_sites: 1,
+            call_sites_in_loops: 0,
+            callee_local_accesses: 5,
+            what: Some("the double-precision sin/cos/tan slow path".into()),
+            fix: Some("use `sinf`".into()),
+        });
+        let findings = evaluate_sass(&inputs(&facts));
+        assert_eq!(lints(&findings), [LintId::Call, LintId::Fp64]);
+        assert!(findings[0].message.contains("double-precision sin/cos"));
+        assert_eq!(findings[0].help.as_deref(), Some("use `sinf`"));
+        assert!(findings[1].message.contains("17 double-precision"));
+    }
+}
