@@ -89,10 +89,13 @@ pub fn read_evidence(
         if source.compiler_log.contains(C7508) {
             evidence.c7508_sources.insert(source.source.clone());
         }
-        if let Ok(ptx) = std::fs::read_to_string(&source.ptx) {
-            evidence
-                .setmaxnreg_entries
-                .extend(sass::ptx_entries_with_setmaxnreg(&ptx));
+        // Every program's PTX: with `ptx_per_arch` a kernel may differ between them.
+        for program in &source.programs {
+            if let Ok(ptx) = std::fs::read_to_string(&program.ptx) {
+                evidence
+                    .setmaxnreg_entries
+                    .extend(sass::ptx_entries_with_setmaxnreg(&ptx));
+            }
         }
     }
     let nvdisasm = locate_tool(env, toolchain, "nvdisasm", "OCCUPANCY_NVDISASM");
@@ -107,8 +110,11 @@ pub fn read_evidence(
         let Some(binary) = &source.binary else {
             continue;
         };
-        let ptx = std::fs::read_to_string(&source.ptx).unwrap_or_default();
-        if !needs_disassembly(&ptx, uses_local_memory) {
+        let needed = source.programs.iter().any(|program| {
+            let ptx = std::fs::read_to_string(&program.ptx).unwrap_or_default();
+            needs_disassembly(&ptx, uses_local_memory)
+        });
+        if !needed {
             continue;
         }
         for facts in facts_of_binary(&cuobjdump, &nvdisasm, source, binary, spills_reported)? {

@@ -259,3 +259,35 @@ fn without_nvcc_under_occupancy_skip_the_per_arch_module_still_compiles() {
         String::from_utf8_lossy(&ran.stderr)
     );
 }
+
+#[test]
+fn a_spill_only_in_a_higher_arch_program_gets_its_machine_code_note() {
+    // `hot` exists only in the compute_90 program and spills there: the SASS is read because
+    // that program's PTX asks for it, not only the lowest one's.
+    let (pkg, out) = package(
+        "sass",
+        "[package.metadata.occupancy]\nptx_per_arch = true\n",
+    );
+    std::fs::write(
+        pkg.join("src/lib.rs"),
+        "#[occupancy::kernel(block = 256, min_blocks_per_sm = 8, archs = [\"sm_90\"])]\nfn hot(input: *const f32, output: *mut f32, n: i32);\n",
+    )
+    .unwrap();
+    let hot = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/spill/kernels/hot.cu"),
+    )
+    .unwrap();
+    let guarded = hot.replace(
+        "extern \"C\" __global__",
+        "#if __CUDA_ARCH__ >= 890\nextern \"C\" __global__",
+    ) + "#endif\n";
+    std::fs::write(pkg.join("kernels/k.cu"), format!("{KERNEL}{guarded}")).unwrap();
+    let error = build(&pkg, &out).try_compile_ptx().unwrap_err();
+    let occupancy_build::Error::Denied { rendered, .. } = &error else {
+        panic!("expected the spill to deny the build, got {error}");
+    };
+    assert!(
+        rendered.contains("error[spills]") && rendered.contains("the hottest spill is at"),
+        "{rendered}"
+    );
+}
