@@ -602,7 +602,8 @@ fn check_one_kernel(
     }
     // Expected lints and lints allowed with a reason are evaluated as warnings here, so that
     // `expectations::settle` sees them; it sets their level back to allow.
-    let attribute_levels = declared.map(|(declared, _)| crate::expectations::evaluated_levels(&declared.kernel.spec));
+    let attribute_levels =
+        declared.map(|(declared, _)| crate::expectations::evaluated_levels(&declared.kernel.spec));
     let mut level_sources = levels.sources(declared.map(|(declared, _)| declared), &kernel.name);
     if let Some(attribute_levels) = &attribute_levels {
         level_sources.attribute = Some(attribute_levels);
@@ -1111,8 +1112,9 @@ fn render_findings(
         let LeveledFinding { finding, level } = &gathered.leveled;
         let mut notes = finding.notes.clone();
         if let Some(reason) = &gathered.reason {
-            let expected = declared
-                .is_some_and(|declared| declared.kernel.spec.expected_lints.contains(&finding.lint));
+            let expected = declared.is_some_and(|declared| {
+                declared.kernel.spec.expected_lints.contains(&finding.lint)
+            });
             let word = if expected { "expect" } else { level.as_str() };
             notes.push(format!(
                 "`{word}({})` in the declaration: {reason}",

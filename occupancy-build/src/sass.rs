@@ -29,7 +29,10 @@ use crate::Error;
 /// ptxas's warning that it dropped a `setmaxnreg`.
 pub const C7508: &str = "(C7508)";
 
-const CACHE_SCHEMA: u32 = 1;
+/// The cached facts' format and reader: bump it whenever `occupancy_core::sass` reads the same
+/// SASS into other facts, so that cached facts of the old reader are read again (2: a call into
+/// the kernel's own code is not a call).
+const CACHE_SCHEMA: u32 = 2;
 
 /// What the SASS of a build says, per kernel and architecture.
 #[derive(Debug, Clone, Default)]

@@ -377,14 +377,15 @@ fn ptxas_report_survives_an_sccache_hit() {
     );
 
     // 3. Another copy at another path (another OUT_DIR): cicc's step hashes the source's path,
-    //    so it runs again; the ptxas steps (same PTX) are hits.
+    //    so it runs again; so does ptxas, since `-lineinfo` PTX names the source's path in its
+    //    `.file` directive (the price of real source lines in findings). Both steps run under
+    //    sccache, and the report is the same.
     let (other_path_report, other_path_stats, other_path_log) = build(&other, &server, one_arch);
     assert_eq!(
-        other_path_stats.misses("CUBIN"),
-        0,
-        "every ptxas step replayed: {other_path_stats}"
+        other_path_stats.misses("PTX") + other_path_stats.misses("CUBIN"),
+        2,
+        "cicc and ptxas ran again at the other path: {other_path_stats}"
     );
-    assert!(other_path_stats.hits("CUBIN") >= 1, "{other_path_stats}");
     assert_eq!(
         other_path_report, miss_report,
         "the report on an sccache hit equals the report on a miss"

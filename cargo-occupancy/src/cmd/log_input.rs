@@ -28,8 +28,7 @@ pub fn read_log(
         Box::new(std::io::stdin().lock())
     } else {
         Box::new(
-            std::fs::File::open(path)
-                .map_err(|error| format!("cannot read `{name}`: {error}"))?,
+            std::fs::File::open(path).map_err(|error| format!("cannot read `{name}`: {error}"))?,
         )
     };
     let mut parser = LogParser::new();

@@ -146,12 +146,13 @@ impl Report {
         merged
     }
 
-    /// The findings a reader is shown: warn and deny (allowed ones are kept in the model for
-    /// scripts, and left out of every rendering).
+    /// The findings a reader is shown: warn and deny, and the accepted exceptions (allowed or
+    /// expected with a `reason = "..."`, shown with it in every rendering). Other allowed ones are
+    /// kept in the model for scripts, and left out of every rendering.
     pub fn shown_findings(&self) -> impl Iterator<Item = &Finding> {
         self.findings
             .iter()
-            .filter(|finding| finding.level != Level::Allow)
+            .filter(|finding| finding.level != Level::Allow || finding.reason.is_some())
     }
 
     /// The findings at deny level.

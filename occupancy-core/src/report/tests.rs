@@ -476,3 +476,39 @@ fn many_findings_of_one_lint_print_one_example_and_one_summary() {
     );
     assert!(text.lines().count() < 40, "{text}");
 }
+
+/// An accepted exception (a finding allowed or expected with `reason = "..."`) is shown, with its
+/// reason, in every rendering; an allowed finding without a reason is not (#15.3).
+#[test]
+fn accepted_exceptions_are_shown_with_their_reason_in_every_rendering() {
+    let mut report = example();
+    let reason = "tracked in #12: the tile needs 128 registers";
+    let mut accepted = report.findings[0].clone();
+    accepted.level = Level::Allow;
+    accepted.reason = Some(reason.to_owned());
+    accepted.notes.push(format!(
+        "`expect({})` in the declaration: {reason}",
+        accepted.lint
+    ));
+    report.findings.push(accepted);
+    let silent = report
+        .findings
+        .iter()
+        .filter(|finding| finding.level == Level::Allow && finding.reason.is_none())
+        .count();
+    assert_eq!(
+        report.shown_findings().count() + silent,
+        report.findings.len()
+    );
+    for (format, rendered) in [
+        ("text", render_text(&report)),
+        ("markdown", render_markdown(&report)),
+        ("sarif", render_sarif(&report, "0.0.0-test")),
+        ("html", render_html(&report, "histo")),
+    ] {
+        assert!(
+            rendered.contains(reason),
+            "{format} lacks the reason:\n{rendered}"
+        );
+    }
+}

@@ -229,7 +229,7 @@ pub fn kernel_facts(section: &SassSection, spills_reported: bool) -> Result<Sass
         }
         let innermost = cfg.block_loop[cfg.block_of(index)];
         let depth = innermost.map_or(0, |found| cfg.loops[found].depth);
-        if instruction.base_opcode() == "CALL" {
+        if instruction.base_opcode() == "CALL" && !calls_into_body(section, instruction, &body) {
             let callee = callee_name(section, instruction);
             let entry = calls.entry(callee).or_default();
             entry.0 += 1;
@@ -356,6 +356,18 @@ fn loop_skeletons(section: &SassSection, cfg: &ControlFlow) -> Vec<LoopFacts> {
             }
         })
         .collect()
+}
+
+/// A `CALL.REL.NOINC` to a label inside the kernel's own code (ptxas emits one to the very next
+/// instruction, e.g. in sgemm on sm_80) is control flow, not a call of another function.
+fn calls_into_body(
+    section: &SassSection,
+    call: &Instruction,
+    body: &std::ops::Range<usize>,
+) -> bool {
+    call.label_operand()
+        .and_then(|label| section.labels.get(label))
+        .is_some_and(|&at| body.contains(&at))
 }
 
 fn callee_name(section: &SassSection, call: &Instruction) -> String {
