@@ -77,3 +77,21 @@ pub fn clear_build_environment(command: &mut std::process::Command) {
         command.env_remove(variable);
     }
 }
+
+/// A command's stdout then stderr, as one text for assertions and failure messages.
+pub fn text(output: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Fails the test with the command's whole output unless it succeeded.
+pub fn assert_success(output: &std::process::Output) {
+    assert!(
+        output.status.success(),
+        "cargo build failed:\n{}",
+        text(output)
+    );
+}

@@ -10,7 +10,9 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use occupancy_tests::{clear_build_environment, copy_dir, e2e_root, nvcc, repo_root};
+use occupancy_tests::{
+    assert_success, clear_build_environment, copy_dir, e2e_root, nvcc, repo_root, text,
+};
 
 /// A copy of a fixture crate under target/e2e/work/<instance>, with its own package name.
 struct Fixture {
@@ -61,22 +63,6 @@ impl Fixture {
         serde_json::from_str(&std::fs::read_to_string(self.dir.join("occupancy.lock")).unwrap())
             .unwrap()
     }
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn assert_success(output: &Output) {
-    assert!(
-        output.status.success(),
-        "cargo build failed:\n{}",
-        text(output)
-    );
 }
 
 fn assert_failure(output: &Output, what: &str) {

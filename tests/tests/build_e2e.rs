@@ -8,7 +8,9 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use occupancy_tests::{clear_build_environment, copy_dir, e2e_root, nvcc, repo_root};
+use occupancy_tests::{
+    assert_success, clear_build_environment, copy_dir, e2e_root, nvcc, repo_root, text,
+};
 
 /// A copy of a fixture crate under target/e2e/work/<instance>, with its own package name.
 struct Fixture {
@@ -99,22 +101,6 @@ impl Fixture {
         assert!(text.contains(from), "{file} contains {from:?}");
         std::fs::write(&path, text.replace(from, to)).unwrap();
     }
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn assert_success(output: &Output) {
-    assert!(
-        output.status.success(),
-        "cargo build failed:\n{}",
-        text(output)
-    );
 }
 
 /// The build script's stderr as cargo shows it on failure, with machine paths redacted.

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use occupancy_tests::{clear_build_environment, copy_dir, cuda_home, nvcc, repo_root};
+use occupancy_tests::{clear_build_environment, copy_dir, cuda_home, nvcc, repo_root, text};
 
 fn example(name: &str) -> PathBuf {
     let dir = repo_root().join("target/e2e/examples").join(name);
@@ -37,14 +37,6 @@ fn cargo(dir: &Path, args: &[&str]) -> Output {
         .env("CUDA_HOME", cuda_home());
     clear_build_environment(&mut command);
     command.output().expect("cargo runs")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 #[test]

@@ -26,7 +26,9 @@ use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use occupancy_tests::{clear_build_environment, copy_dir, cuda_home, e2e_root, nvcc, repo_root};
+use occupancy_tests::{
+    clear_build_environment, copy_dir, cuda_home, e2e_root, nvcc, repo_root, text,
+};
 
 /// The sccache binary: `OCCUPANCY_SCCACHE`, else the one scripts/setup-cuda.sh installs.
 fn sccache_binary() -> PathBuf {
@@ -250,14 +252,6 @@ impl Fixture {
             .replace(&self.name, "<crate>");
         serde_json::from_str(&normalized).unwrap()
     }
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 /// Builds the fixture (which must fail on its spills) and returns its report, sccache's

@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use occupancy_tests::{clear_build_environment, copy_dir, cuda_home, e2e_root, nvcc, repo_root};
+use occupancy_tests::{
+    clear_build_environment, copy_dir, cuda_home, e2e_root, nvcc, repo_root, text,
+};
 
 /// `(step name, script)` of every step with a `run:` block in docs/ci.md's workflow.
 fn workflow_steps() -> Vec<(String, String)> {
@@ -162,14 +164,6 @@ fn cli_binary() -> PathBuf {
 fn make_executable(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 fn step<'a>(outputs: &'a [(String, Output)], prefix: &str) -> &'a Output {
