@@ -523,9 +523,17 @@ fn rows_of_compiled(
         }
     };
     let source_text = std::fs::read_to_string(&compiled.source).unwrap_or_default();
+    let source_lines_text: Vec<&str> = source_text.lines().collect();
+    let entries_by_name: std::collections::HashMap<&str, _> = entries
+        .iter()
+        .map(|entry| (entry.name.as_str(), entry))
+        .collect();
+    // One record per kernel and arch: a kernel's definition line is searched for once.
+    let mut definition_lines: std::collections::HashMap<&str, u32> =
+        std::collections::HashMap::new();
     let mut rows = Vec::new();
     for record in &parsed.kernels {
-        let ptx = entries.iter().find(|entry| entry.name == record.name);
+        let ptx = entries_by_name.get(record.name.as_str()).copied();
         let mut row = row_from_record(record, ptx, launch)?;
         row.ptx_target = compiled.ptx_target.clone();
         let kind = if compiled
@@ -545,7 +553,9 @@ fn rows_of_compiled(
             }
             _ => (
                 display_path(&compiled.source),
-                kernel_line(&source_text, record),
+                *definition_lines
+                    .entry(record.name.as_str())
+                    .or_insert_with(|| kernel_line(&source_lines_text, record)),
             ),
         };
         row.source = Some(Location {
@@ -677,7 +687,7 @@ fn display_path(path: &Path) -> String {
 
 /// The 1-based line of the kernel's definition in a .cu or .ptx file (0 when not found): the
 /// first line naming the kernel at or after a `__global__` / `.entry`.
-fn kernel_line(source: &str, record: &KernelRecord) -> u32 {
+fn kernel_line(lines: &[&str], record: &KernelRecord) -> u32 {
     let short = record
         .demangled
         .as_deref()
@@ -695,11 +705,15 @@ fn kernel_line(source: &str, record: &KernelRecord) -> u32 {
         })
         .unwrap_or(&record.name)
         .to_string();
-    let lines: Vec<&str> = source.lines().collect();
+    let (call, template, spaced) = (
+        format!("{short}("),
+        format!("{short}<"),
+        format!("{short} ("),
+    );
     for (index, line) in lines.iter().enumerate() {
-        let names_kernel = line.contains(&format!("{short}("))
-            || line.contains(&format!("{short}<"))
-            || line.contains(&format!("{} (", short))
+        let names_kernel = line.contains(&call)
+            || line.contains(&template)
+            || line.contains(&spaced)
             || line.contains(&record.name);
         if !names_kernel {
             continue;
@@ -805,7 +819,9 @@ mod tests {
 
     #[test]
     fn kernel_line_finds_c_and_template_kernels() {
-        let source = "#include <x>\n\n__global__ void __launch_bounds__(256)\nsaxpy(int n) {}\n\ntemplate <int N>\n__global__ void tiled(float* x) {}\n";
+        let text = "#include <x>\n\n__global__ void __launch_bounds__(256)\nsaxpy(int n) {}\n\ntemplate <int N>\n__global__ void tiled(float* x) {}\n";
+        let source: Vec<&str> = text.lines().collect();
+        let source = source.as_slice();
         assert_eq!(kernel_line(source, &record("saxpy", None)), 4);
         assert_eq!(
             kernel_line(
