@@ -249,21 +249,32 @@ impl Slot {
         for child in children.flatten() {
             let name = child.file_name().to_string_lossy().into_owned();
             let path = child.path();
-            let (stamp, limit) = if name.starts_with("tmp-") {
+            let staging = name.starts_with("tmp-");
+            let (stamp, limit) = if staging {
                 (path.clone(), ABANDONED_STAGING_AGE)
             } else if name != keep && path.is_dir() {
                 (path.join(MANIFEST), UNUSED_ENTRY_AGE)
             } else {
                 continue;
             };
-            let age = std::fs::metadata(&stamp)
-                .and_then(|metadata| metadata.modified())
-                .ok()
-                .and_then(|modified| now.duration_since(modified).ok());
-            if age.map_or(true, |age| age > limit) {
+            let modified = std::fs::metadata(&stamp).and_then(|metadata| metadata.modified());
+            if expired(modified.ok(), now, limit, staging) {
                 let _ = std::fs::remove_dir_all(&path);
             }
         }
+    }
+}
+
+/// Whether a slot child last modified at `modified` (read at `now`) is old enough to remove.
+///
+/// Another process may be writing into it at this very moment: a time after `now` is a child
+/// touched since this collection began, never an old one (removing it deleted a concurrent
+/// run's staging dir under it). A staging dir whose time cannot be read is gone or going;
+/// an entry without a readable manifest is damaged and may go.
+fn expired(modified: Option<SystemTime>, now: SystemTime, limit: Duration, staging: bool) -> bool {
+    match modified {
+        Some(modified) => now.duration_since(modified).is_ok_and(|age| age > limit),
+        None => !staging,
     }
 }
 
@@ -374,6 +385,36 @@ mod tests {
         assert!(
             slot.lookup(|_| Some(key.clone())).is_none(),
             "a pointer out of the slot"
+        );
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[test]
+    fn only_children_older_than_the_limit_are_collected() {
+        let now = SystemTime::now();
+        let limit = Duration::from_secs(600);
+        let second = Duration::from_secs(1);
+        // Touched after the collection read the clock: a concurrent run is writing it.
+        assert!(!expired(Some(now + second), now, limit, true));
+        assert!(!expired(Some(now + second), now, limit, false));
+        assert!(!expired(Some(now - limit), now, limit, true));
+        assert!(expired(Some(now - limit - second), now, limit, true));
+        assert!(expired(Some(now - limit - second), now, limit, false));
+        // No time: a staging dir is being renamed or removed by its owner; an entry is damaged.
+        assert!(!expired(None, now, limit, true));
+        assert!(expired(None, now, limit, false));
+    }
+
+    #[test]
+    fn a_staging_dir_made_during_a_collection_survives_it() {
+        let root = scratch("young-staging");
+        let (slot, _) = published(&root, ".entry k { old; }");
+        let staging = slot.staging().unwrap();
+        std::fs::write(staging.dir.join("k.ptx"), "in progress").unwrap();
+        slot.collect_garbage("none");
+        assert!(
+            staging.dir.join("k.ptx").exists(),
+            "a live staging dir was collected"
         );
         let _ = std::fs::remove_dir_all(root);
     }
