@@ -360,7 +360,7 @@ impl LintId {
                 "Use `float` literals (`1.0f`) and functions (`sinf`, `expf`), `-use_fast_math` where acceptable; or leave this lint at its default `allow` when FP64 is intended.",
             ),
             LintId::Call => (
-                "The kernel makes non-inlined calls (`CALL`) in its SASS; the finding names each callee and, for math-library helpers, what it is.",
+                "The kernel makes non-inlined calls (`CALL`) in its SASS; the finding names each callee and, for math-library helpers, what it is. ptxas's own arithmetic subroutines (the IEEE division, square root and reciprocal slow paths, 64-bit integer division) are not counted: ptxas branches to them only for operands its inline fast path cannot handle, and calls them without a frame.",
                 "A call spills live registers around it to the callee's frame in local memory and blocks optimisation across it; in a loop, that cost is paid every iteration.",
                 "`sin(x)` on a double: ptxas calls `__internal_trig_reduction_slowpathd`, the double-precision sin/cos slow path, with a local-memory frame.",
                 "For math helpers, the fix the finding names (`sinf`/`__sinf`/`-use_fast_math`); for your own functions, `__forceinline__`; or `allow(call)`.",

@@ -12,6 +12,30 @@ pub struct KnownCallee {
     pub fix: &'static str,
 }
 
+/// Whether `name` is one of ptxas's own arithmetic subroutines (`__cuda_sm20_div_u64`,
+/// `__cuda_sm3x_div_rn_noftz_f32_slowpath`, `__cuda_sm20_sqrt_rn_f32_slowpath`, ...; in SASS
+/// prefixed `__internal_N_$`). ptxas emits one for a single PTX instruction (IEEE `div.rn`,
+/// `sqrt.rn`, `rcp.rn`, 64-bit integer `div`/`rem`), behind a branch that takes it only for
+/// operands the inline fast path cannot handle, and calls it without the ABI: no frame, no
+/// registers saved to local memory. It is not a call the kernel's author made, and not what the
+/// `call` lint is about.
+pub fn is_compiler_subroutine(name: &str) -> bool {
+    let Some(at) = name.find("__cuda_sm") else {
+        return false;
+    };
+    let rest = &name[at + "__cuda_sm".len()..];
+    let generation: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
+    !generation.is_empty()
+        && generation
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit())
+        && rest[generation.len()..].starts_with('_')
+}
+
 /// Describes `name` when it is a known math-library or compiler helper.
 pub fn describe_callee(name: &str) -> Option<KnownCallee> {
     let known = |what, fix| Some(KnownCallee { what, fix });
@@ -68,5 +92,28 @@ mod tests {
             .unwrap()
             .what
             .contains("single-precision division"));
+    }
+
+    #[test]
+    fn ptxas_subroutines_are_told_from_calls_the_author_made() {
+        for name in [
+            "__internal_0_$__cuda_sm20_div_s64",
+            "__internal_2_$__cuda_sm20_rem_u64",
+            "__internal_2_$__cuda_sm20_div_rn_f64_full",
+            "__internal_3_$__cuda_sm3x_div_rn_noftz_f32_slowpath",
+            "__internal_1_$__cuda_sm20_sqrt_rn_f32_slowpath",
+            "__cuda_sm20_rcp_rn_f32_slowpath",
+        ] {
+            assert!(is_compiler_subroutine(name), "{name}");
+        }
+        for name in [
+            "__internal_trig_reduction_slowpathd",
+            "_ZN6corpus6frames6gatherEPKfi",
+            "vprintf",
+            "__cuda_smem_helper",
+            "my__cuda_sm_thing",
+        ] {
+            assert!(!is_compiler_subroutine(name), "{name}");
+        }
     }
 }

@@ -165,6 +165,7 @@ fn calls(inputs: &SassLintInputs<'_>) -> Vec<Finding> {
         .facts
         .calls
         .iter()
+        .filter(|call| !super::callee::is_compiler_subroutine(&call.callee))
         .map(|call| {
             let what = call
                 .what
@@ -452,5 +453,24 @@ mod tests {
         assert!(findings[0].message.contains("double-precision sin/cos"));
         assert_eq!(findings[0].help.as_deref(), Some("use `sinf`"));
         assert!(findings[1].message.contains("17 double-precision"));
+    }
+
+    #[test]
+    fn ptxas_arithmetic_subroutines_are_no_call_finding() {
+        let mut facts = empty();
+        for callee in [
+            "__internal_3_$__cuda_sm3x_div_rn_noftz_f32_slowpath",
+            "__internal_0_$__cuda_sm20_div_u64",
+        ] {
+            facts.calls.push(crate::sass::CallFacts {
+                callee: callee.into(),
+                call_sites: 1,
+                call_sites_in_loops: 1,
+                callee_local_accesses: 0,
+                what: None,
+                fix: None,
+            });
+        }
+        assert!(evaluate_sass(&inputs(&facts)).is_empty());
     }
 }

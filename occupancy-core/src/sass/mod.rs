@@ -17,7 +17,7 @@ pub mod facts;
 pub mod lints;
 pub mod parse;
 
-pub use callee::{describe_callee, KnownCallee};
+pub use callee::{describe_callee, is_compiler_subroutine, KnownCallee};
 pub use facts::{
     access_width_bits, kernel_facts, CallFacts, LineFacts, LocalKind, LoopFacts, SassFacts,
     SetMaxRegFacts,
