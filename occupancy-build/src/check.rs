@@ -423,7 +423,7 @@ pub fn check(
             from_cache: source.from_cache,
         });
     }
-    if context.metadata.require_reasons != Some(false) {
+    if context.settings.require_reasons != Some(false) {
         let missing = crate::expectations::missing_reasons(declarations);
         if !missing.is_empty() {
             return Err(Error::Denied {
@@ -438,7 +438,7 @@ pub fn check(
     let bless = build.env.flag("OCCUPANCY_BLESS");
     let baseline_path = context.manifest_dir.join(
         context
-            .metadata
+            .settings
             .baseline
             .clone()
             .unwrap_or_else(|| PathBuf::from("occupancy.lock")),
@@ -770,11 +770,11 @@ pub(crate) struct Levels {
 impl Levels {
     fn read(build: &Build, context: &Context) -> Result<Levels, Error> {
         let crate_levels = parse_levels(
-            &context.metadata.lints,
+            &context.settings.lints,
             "[package.metadata.occupancy.lints]",
         )?;
         let mut kernel_levels = BTreeMap::new();
-        for (kernel, entries) in &context.metadata.kernel_lints {
+        for (kernel, entries) in &context.settings.kernel_lints {
             kernel_levels.insert(
                 kernel.clone(),
                 parse_levels(
@@ -929,7 +929,7 @@ fn check_kernel_tables(
             ]
         }))
         .collect();
-    for name in &context.metadata.package_kernel_tables {
+    for name in &context.settings.package_kernel_tables {
         if known.contains(&name.as_str()) {
             continue;
         }
@@ -988,7 +988,7 @@ fn kernel_location(context: &Context, kernel: &CompiledKernel<'_>) -> Location {
 /// (`__launch_bounds__`) when that is smaller: it cannot be launched with more.
 fn undeclared_block(context: &Context, kernel: &CompiledKernel<'_>) -> u32 {
     let crate_block = context
-        .metadata
+        .settings
         .block_threads
         .unwrap_or(evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS);
     let compiled_max = kernel
@@ -1317,7 +1317,7 @@ mod tests {
             out_dir: dir.to_path_buf(),
             manifest_dir: dir.to_path_buf(),
             crate_name: "k".into(),
-            metadata: crate::config::Metadata::default(),
+            settings: crate::config::OccupancySettings::default(),
             archs: archs
                 .iter()
                 .map(|arch| crate::SmArch::parse(arch).unwrap())
@@ -1480,9 +1480,9 @@ mod tests {
         let kernels = kernels_named(&source, &["spill", "saxpy"]);
         let declarations = declarations_of(FAMILIES);
         let mut context = context_for(&["sm_90"], &dir);
-        context.metadata.package_kernel_tables = vec!["saxpy".into(), "affine".into()];
+        context.settings.package_kernel_tables = vec!["saxpy".into(), "affine".into()];
         check_kernel_tables(&context, &kernels, &declarations).unwrap();
-        context.metadata.package_kernel_tables.push("spil".into());
+        context.settings.package_kernel_tables.push("spil".into());
         let error = check_kernel_tables(&context, &kernels, &declarations)
             .unwrap_err()
             .to_string();
@@ -1533,7 +1533,7 @@ mod tests {
             ("kernels/unary.cu", 8)
         );
         assert_eq!(undeclared_block(&context, &kernels[0]), 256);
-        context.metadata.block_threads = Some(1024);
+        context.settings.block_threads = Some(1024);
         assert_eq!(undeclared_block(&context, &kernels[0]), 1024);
         kernels[0].ptx = ptxas::parse_ptx_directives(
             ".visible .entry uneg_f32(\n)\n.maxntid 512, 1, 1\n{\nret;\n}\n",

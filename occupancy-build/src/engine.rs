@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::compile::{compile_source, CompileSettings, CompiledSource, Product, SourceKind};
-use crate::config::{self, Metadata};
+use crate::config::{self, OccupancySettings};
 use crate::fsutil::write_if_changed;
 use crate::targets::{self, ArchInputs, ArchSource, SmArch};
 use crate::toolchain::Toolchain;
@@ -23,7 +23,7 @@ pub struct Context {
     pub out_dir: PathBuf,
     pub manifest_dir: PathBuf,
     pub crate_name: String,
-    pub metadata: Metadata,
+    pub settings: OccupancySettings,
     /// Every arch checked: the targets, then the JIT-only ones (sorted; the lowest is a target).
     pub archs: Vec<SmArch>,
     /// Archs checked only as what the driver's JIT makes of the shipped PTX (`jit_archs`).
@@ -35,8 +35,28 @@ pub struct Context {
     pub skip_reason: Option<String>,
 }
 
-/// Resolves the context of a build from the builder and the (tracked) environment.
+/// Resolves the context of a build from the builder, the (tracked) environment and the
+/// package's settings, read with `cargo metadata` (the build's `$CARGO`).
 pub fn context(build: &Build) -> Result<Context, Error> {
+    let manifest_dir = manifest_dir(build)?;
+    let cargo = build.env.get("CARGO").map(PathBuf::from);
+    let settings = config::load(&manifest_dir, cargo.as_deref())?;
+    context_with_settings(build, settings)
+}
+
+/// The package root: `.manifest_dir(...)`, else `CARGO_MANIFEST_DIR`.
+fn manifest_dir(build: &Build) -> Result<PathBuf, Error> {
+    match &build.manifest_dir {
+        Some(dir) => Ok(dir.clone()),
+        None => Ok(PathBuf::from(build.env.get("CARGO_MANIFEST_DIR").ok_or_else(|| Error::Config {
+            message: "CARGO_MANIFEST_DIR is not set: call occupancy-build from build.rs, or give `.manifest_dir(...)`".into(),
+        })?)),
+    }
+}
+
+/// [`context`] with the settings given rather than read from a package: for a caller that
+/// checks sources outside any package (`cargo occupancy check`), with default settings.
+pub fn context_with_settings(build: &Build, settings: OccupancySettings) -> Result<Context, Error> {
     let env = &build.env;
     let nvcc = || crate::NvccArchs::installed(env);
     if let Some(first) = build.arch_errors.first() {
@@ -48,39 +68,25 @@ pub fn context(build: &Build) -> Result<Context, Error> {
             message: "OUT_DIR is not set: call occupancy-build from build.rs, or give `.out_dir(...)`".into(),
         })?),
     };
-    let manifest_dir = match &build.manifest_dir {
-        Some(dir) => dir.clone(),
-        None => PathBuf::from(env.get("CARGO_MANIFEST_DIR").ok_or_else(|| Error::Config {
-            message: "CARGO_MANIFEST_DIR is not set: call occupancy-build from build.rs, or give `.manifest_dir(...)`".into(),
-        })?),
-    };
-    let metadata = config::load(&manifest_dir)?;
+    let manifest_dir = manifest_dir(build)?;
     let crate_name = env
         .get("CARGO_PKG_NAME")
-        .or_else(|| {
-            let text = std::fs::read_to_string(manifest_dir.join("Cargo.toml")).ok()?;
-            let value: toml::Value = text.parse().ok()?;
-            value
-                .get("package")?
-                .get("name")?
-                .as_str()
-                .map(str::to_string)
-        })
+        .or_else(|| settings.package_name.clone())
         .unwrap_or_else(|| "crate".to_string());
     let (archs, arch_source) = targets::resolve(
         ArchInputs {
             builder: &build.archs,
             occupancy_archs_env: env.get("OCCUPANCY_ARCHS"),
             cuda_compute_cap_env: env.get("CUDA_COMPUTE_CAP"),
-            metadata: metadata.archs.clone(),
+            metadata: settings.archs.clone(),
         },
         targets::query_installed_gpus,
         &nvcc,
     )?;
-    let (archs, jit_archs) = with_jit_archs(build, &metadata, archs, &nvcc)?;
+    let (archs, jit_archs) = with_jit_archs(build, &settings, archs, &nvcc)?;
     let ptx_per_arch = build
         .ptx_per_arch
-        .or(metadata.ptx_per_arch)
+        .or(settings.ptx_per_arch)
         .unwrap_or(false);
     let skip_reason = if env.flag("OCCUPANCY_SKIP") {
         Some("OCCUPANCY_SKIP is set".to_string())
@@ -93,7 +99,7 @@ pub fn context(build: &Build) -> Result<Context, Error> {
         out_dir,
         manifest_dir,
         crate_name,
-        metadata,
+        settings,
         archs,
         jit_archs,
         ptx_per_arch,
@@ -107,13 +113,13 @@ pub fn context(build: &Build) -> Result<Context, Error> {
 /// target arch, so a JIT arch below it could not load the PTX at all: an error.
 fn with_jit_archs(
     build: &Build,
-    metadata: &Metadata,
+    settings: &OccupancySettings,
     mut archs: Vec<SmArch>,
     nvcc: &dyn Fn() -> Option<crate::NvccArchs>,
 ) -> Result<(Vec<SmArch>, Vec<SmArch>), Error> {
     let (names, setting) = if build.jit_archs.is_empty() {
         (
-            metadata.jit_archs.clone().unwrap_or_default(),
+            settings.jit_archs.clone().unwrap_or_default(),
             "`jit_archs` in [package.metadata.occupancy]",
         )
     } else {
@@ -280,7 +286,7 @@ pub fn run(build: &Build, product: Product, library_name: Option<&str>) -> Resul
     // Whatever happened, cargo must rerun us when an input we read changes.
     match &context {
         Ok(context) => {
-            for path in &context.metadata.files_read {
+            for path in &context.settings.manifest_paths {
                 cargo.rerun_if_changed(path);
             }
         }
@@ -336,7 +342,7 @@ fn run_in(
             &resolve_source(&context.manifest_dir, file).unwrap_or_else(|_| file.clone()),
         );
     }
-    if context.metadata.unchecked.is_some() {
+    if context.settings.unchecked.is_some() {
         cargo.warning("occupancy: `unchecked` in [package.metadata.occupancy] has no effect: this crate's occupancy build checks its kernels; remove it");
     }
     // Declarations first: occupancy_bounds.h must exist before a .cu includes it.
@@ -415,7 +421,14 @@ fn set_by_cargo(name: &str) -> bool {
     name.starts_with("CARGO_")
         || matches!(
             name,
-            "OUT_DIR" | "NUM_JOBS" | "TARGET" | "HOST" | "PROFILE" | "OPT_LEVEL" | "DEBUG"
+            "CARGO"
+                | "OUT_DIR"
+                | "NUM_JOBS"
+                | "TARGET"
+                | "HOST"
+                | "PROFILE"
+                | "OPT_LEVEL"
+                | "DEBUG"
         )
 }
 

@@ -43,6 +43,10 @@ pub enum Error {
     /// A configuration value is wrong.
     #[error("occupancy-build: {message}")]
     Config { message: String },
+    /// `[package.metadata.occupancy]` / `[workspace.metadata.occupancy]` could not be read or
+    /// holds a wrong value: the message names the file and the key.
+    #[error("occupancy-build: {0}")]
+    Settings(#[from] crate::config::SettingsError),
     /// A file could not be read or written.
     #[error("occupancy-build: {}: {error}", path.display())]
     Io {

@@ -41,6 +41,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 pub use compile::{CompiledSource, Product, Program, SourceKind};
+pub use config::{OccupancySettings, SettingsError, TableName};
 pub use env::TrackedEnv;
 pub use error::Error;
 pub use nvcc_archs::{explain_unknown, NvccArchs};

@@ -335,21 +335,11 @@ fn compile(args: &Args, inputs: &[&Input]) -> Result<Vec<CompiledSource>, UsageE
         Some(dir) => dir.clone(),
         None => std::env::temp_dir().join("cargo-occupancy-check"),
     };
-    // The engine reads a package manifest for `[package.metadata.occupancy]`; a plain CUDA
-    // project has none, so check runs as an empty package of its own.
+    // A plain CUDA project has no Cargo.toml: check gives the engine default settings instead
+    // of a package's `[package.metadata.occupancy]`, and its cache as the package root.
     let manifest_dir = cache_dir.join("package");
     std::fs::create_dir_all(&manifest_dir).map_err(|error| {
         UsageError(format!("cannot create {}: {error}", manifest_dir.display()))
-    })?;
-    std::fs::write(
-        manifest_dir.join("Cargo.toml"),
-        "[package]\nname = \"occupancy-check\"\nversion = \"0.0.0\"\n",
-    )
-    .map_err(|error| {
-        UsageError(format!(
-            "cannot write into {}: {error}",
-            manifest_dir.display()
-        ))
     })?;
     let env = TrackedEnv::new();
     let toolchain = Toolchain::find(&env, false).map_err(toolchain_error)?;
@@ -391,16 +381,14 @@ fn compile(args: &Args, inputs: &[&Input]) -> Result<Vec<CompiledSource>, UsageE
                 let Some(build) = builds.get(index) else {
                     break;
                 };
-                let result = occupancy_build::engine::context(build)
-                    .and_then(|context| {
-                        occupancy_build::engine::compile_all(
-                            build,
-                            &toolchain,
-                            &context,
-                            Product::Ptx,
-                        )
-                    })
-                    .map_err(|error| error.to_string());
+                let result = occupancy_build::engine::context_with_settings(
+                    build,
+                    occupancy_build::OccupancySettings::default(),
+                )
+                .and_then(|context| {
+                    occupancy_build::engine::compile_all(build, &toolchain, &context, Product::Ptx)
+                })
+                .map_err(|error| error.to_string());
                 progress.tick(&input_path(inputs[index]));
                 results
                     .lock()
