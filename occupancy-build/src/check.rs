@@ -433,7 +433,6 @@ pub fn check(
         }
     }
     let kernels = parse_compiled(compiled, context)?;
-    let evidence = read_sass_evidence(build, toolchain, compiled, &kernels, cargo)?;
     let levels = Levels::read(build, context)?;
     let bless = build.env.flag("OCCUPANCY_BLESS");
     let baseline_path = context.manifest_dir.join(
@@ -450,6 +449,8 @@ pub fn check(
     }
     check_kernel_tables(context, &kernels, declarations)?;
     let matching = match_declarations(&kernels, declarations)?;
+    let demands = sass_demands(&kernels, &matching, declarations, &levels);
+    let evidence = read_sass_evidence(build, toolchain, compiled, &kernels, &demands, cargo)?;
 
     let mut gathered: Vec<Gathered> = Vec::new();
     for (kernel_index, kernel) in kernels.iter().enumerate() {
@@ -535,18 +536,78 @@ pub fn check(
     Ok(report)
 }
 
-/// Reads the SASS of the sources whose kernels can have machine-code findings: those with spills
-/// (per kernel and arch) or any local memory (stack frames, local arrays).
+/// Whether ptxas reported spill bytes for this kernel on this arch.
+fn spills(record: &KernelRecord) -> bool {
+    record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0) > 0
+}
+
+/// The SASS lints, and `spills` (whose finding carries the hottest spill's line), that are above
+/// `allow` for one kernel, with its declaration's levels as check evaluates them.
+fn machine_code_lints(
+    levels: &Levels,
+    declared: Option<&Declared>,
+    kernel_name: &str,
+) -> BTreeSet<LintId> {
+    let attribute_levels =
+        declared.map(|declared| crate::expectations::evaluated_levels(&declared.kernel.spec));
+    let mut sources = levels.sources(declared, kernel_name);
+    if let Some(attribute_levels) = &attribute_levels {
+        sources.attribute = Some(attribute_levels);
+    }
+    [
+        LintId::Spills,
+        LintId::SpillInLoop,
+        LintId::LocalArray,
+        LintId::Call,
+        LintId::Fp64,
+        LintId::SetmaxnregIgnored,
+        LintId::SetmaxnregBudget,
+    ]
+    .into_iter()
+    .filter(|&lint| evaluate::resolve_level(lint, &sources) != Level::Allow)
+    .collect()
+}
+
+/// What the SASS stage must read per source: the machine-code lints above `allow` for some
+/// kernel of it, and the archs where such a kernel has local memory for them to read.
+fn sass_demands(
+    kernels: &[CompiledKernel<'_>],
+    matching: &Matching,
+    declarations: &Declarations,
+    levels: &Levels,
+) -> BTreeMap<PathBuf, crate::sass::SassDemand> {
+    let mut demands: BTreeMap<PathBuf, crate::sass::SassDemand> = BTreeMap::new();
+    for (index, kernel) in kernels.iter().enumerate() {
+        let declared = matching
+            .by_kernel
+            .get(&index)
+            .map(|&at| &declarations.kernels[at]);
+        let enabled = machine_code_lints(levels, declared, &kernel.name);
+        let reads_spills =
+            enabled.contains(&LintId::Spills) || enabled.contains(&LintId::SpillInLoop);
+        let reads_local = enabled.contains(&LintId::LocalArray);
+        let demand = demands.entry(kernel.source.source.clone()).or_default();
+        for (arch, record) in &kernel.records {
+            let local = record.stack_frame_bytes.unwrap_or(0) > 0
+                || record.local_memory_bytes.unwrap_or(0) > 0;
+            if (spills(record) && reads_spills) || ((local || spills(record)) && reads_local) {
+                demand.local_memory_archs.insert(arch.clone());
+            }
+        }
+        demand.enabled_lints.extend(enabled);
+    }
+    demands
+}
+
+/// Reads the SASS where a machine-code lint above `allow` can fire ([`sass_demands`]).
 fn read_sass_evidence(
     build: &Build,
     toolchain: &Toolchain,
     compiled: &[CompiledSource],
     kernels: &[CompiledKernel<'_>],
+    demands: &BTreeMap<PathBuf, crate::sass::SassDemand>,
     cargo: &mut CargoLines,
 ) -> Result<crate::sass::SassEvidence, Error> {
-    let spills = |record: &KernelRecord| {
-        record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0) > 0
-    };
     let spilled: BTreeSet<(String, String)> = kernels
         .iter()
         .flat_map(|kernel| {
@@ -557,18 +618,7 @@ fn read_sass_evidence(
                 .map(|(arch, _)| (kernel.name.clone(), arch.clone()))
         })
         .collect();
-    let local_memory: BTreeSet<String> = kernels
-        .iter()
-        .filter(|kernel| {
-            kernel.records.values().any(|record| {
-                record.stack_frame_bytes.unwrap_or(0) > 0
-                    || spills(record)
-                    || record.local_memory_bytes.unwrap_or(0) > 0
-            })
-        })
-        .map(|kernel| kernel.name.clone())
-        .collect();
-    crate::sass::read_build_evidence(build, toolchain, compiled, &spilled, &local_memory, cargo)
+    crate::sass::read_build_evidence(build, toolchain, compiled, demands, &spilled, cargo)
 }
 
 /// What checking one kernel needs besides the kernel.
