@@ -475,7 +475,9 @@ fn parse_levels(
     Ok(levels)
 }
 
-/// Checks the compiled sources against the declarations and writes the reports.
+/// Checks the compiled sources against the declarations and writes the reports: parse, match
+/// declarations, read the SASS where it matters, evaluate every kernel, compare with the
+/// baseline, settle expectations, render; deny findings come back as [`Error::Denied`].
 pub fn check(
     context: &Context,
     toolchain: &Toolchain,
@@ -484,62 +486,96 @@ pub fn check(
     cargo: &mut CargoLines,
 ) -> Result<Report, Error> {
     let mut report = for_build(context, Some(toolchain.release.clone()), None);
-    for source in compiled {
-        report.sources.push(SourceFile {
+    report.sources = compiled
+        .iter()
+        .map(|source| SourceFile {
             path: display_path(&context.manifest_dir, &source.source),
             from_cache: source.from_cache,
-        });
-    }
-    if context.metadata.require_reasons != Some(false) {
-        let missing = crate::expectations::missing_reasons(declarations);
-        if !missing.is_empty() {
-            return Err(Error::Denied {
-                count: missing.len(),
-                rendered: missing.join("\n"),
-            });
-        }
-    }
+        })
+        .collect();
+    require_reasons(context, declarations)?;
     let (kernels, _) = parse_compiled(compiled, context)?;
     let levels = Levels::read(context)?;
-    let bless = context.bless;
-    let baseline_path = context.manifest_dir.join(
-        context
-            .metadata
-            .baseline
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("occupancy.lock")),
-    );
-    // Loaded when blessing too: blessing keeps the entries of archs this build did not check.
-    let baseline = Baseline::load(&baseline_path)?;
-    if baseline_path.exists() {
-        cargo.rerun_if_changed(&baseline_path);
-    }
+    let baseline = BaselineFile::load(context, cargo)?;
     check_kernel_tables(context, &kernels, declarations)?;
     let matching = match_declarations(&kernels, declarations)?;
     let demands = sass_demands(&kernels, &matching, declarations, &levels);
     let evidence = read_sass_evidence(context, toolchain, compiled, &kernels, &demands, cargo)?;
-
-    let mut gathered: Vec<Gathered> = Vec::new();
+    let inputs = CheckInputs {
+        context,
+        toolchain,
+        declarations,
+        levels: &levels,
+        evidence: &evidence,
+    };
+    let mut gathered = Vec::new();
     for (kernel_index, kernel) in kernels.iter().enumerate() {
         let declared = matching
             .by_kernel
             .get(&kernel_index)
             .map(|&index| (&declarations.kernels[index], index));
-        let (found, rows) = check_one_kernel(
-            &CheckInputs {
-                context,
-                toolchain,
-                declarations,
-                levels: &levels,
-                evidence: &evidence,
-            },
-            kernel,
-            declared,
-        )?;
+        let (found, rows) = check_one_kernel(&inputs, kernel, declared)?;
         gathered.extend(found);
         report.kernels.extend(rows);
     }
+    gathered.extend(unmatched_declarations(
+        &kernels,
+        &matching,
+        declarations,
+        &levels,
+    ));
+    // Asking ptxas its version costs a process: only when there is a baseline to stamp.
+    let stamp = (context.bless || baseline.baseline.is_some())
+        .then(|| ToolchainStamp::of(&context.stamped_flags, toolchain));
+    let mut toolchain_changes = Vec::new();
+    if let (Some(stamp), false) = (&stamp, context.bless) {
+        let (found, changes) = baseline.compare(
+            &report,
+            stamp,
+            &kernels,
+            &matching,
+            declarations,
+            &levels,
+            cargo,
+        );
+        gathered.extend(found);
+        toolchain_changes = changes;
+    }
+    crate::expectations::settle(declarations, &levels, &mut gathered);
+    let rendered_denials = render_findings(gathered, context, declarations, &mut report, cargo);
+    if let (Some(stamp), true) = (stamp, context.bless) {
+        baseline.bless(context, &report, stamp, cargo)?;
+    }
+    write_reports(context, &report)?;
+    crate::facts::write(context, &crate::facts::of_report(&report, declarations))?;
+    denied(context, &toolchain_changes, &rendered_denials)?;
+    Ok(report)
+}
+
+/// `allow`/`expect` of a deny-by-default lint without a `reason` (unless the crate opts out).
+fn require_reasons(context: &Context, declarations: &Declarations) -> Result<(), Error> {
+    if context.metadata.require_reasons == Some(false) {
+        return Ok(());
+    }
+    let missing = crate::expectations::missing_reasons(declarations);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Denied {
+        count: missing.len(),
+        rendered: missing.join("\n"),
+    })
+}
+
+/// `missing_kernel` (or a family matching nothing) for every declaration no kernel took.
+fn unmatched_declarations(
+    kernels: &[CompiledKernel<'_>],
+    matching: &Matching,
+    declarations: &Declarations,
+    levels: &Levels,
+) -> Vec<Gathered> {
     let compiled_names: Vec<&str> = kernels.iter().map(|kernel| kernel.name.as_str()).collect();
+    let mut gathered = Vec::new();
     for &declaration_index in &matching.unmatched {
         let declared = &declarations.kernels[declaration_index];
         let finding = match &declared.kernel.spec.family {
@@ -554,54 +590,100 @@ pub fn check(
             false,
         ));
     }
-    let stamp = (bless || baseline.is_some())
-        .then(|| ToolchainStamp::of(&context.stamped_flags, toolchain));
-    let mut toolchain_changes = Vec::new();
-    if let (Some(baseline), Some(stamp), false) = (&baseline, &stamp, bless) {
-        let comparison = crate::baseline::compare(baseline, &Baseline::of_report(&report, stamp));
+    gathered
+}
+
+/// The package's baseline file (`occupancy.lock`, or `baseline = ...`) and what it holds.
+struct BaselineFile {
+    path: PathBuf,
+    baseline: Option<Baseline>,
+}
+
+impl BaselineFile {
+    /// Loaded when blessing too: blessing keeps the entries of archs this build did not check.
+    fn load(context: &Context, cargo: &mut CargoLines) -> Result<BaselineFile, Error> {
+        let path = context.manifest_dir.join(
+            context
+                .metadata
+                .baseline
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("occupancy.lock")),
+        );
+        let baseline = Baseline::load(&path)?;
+        if path.exists() {
+            cargo.rerun_if_changed(&path);
+        }
+        Ok(BaselineFile { path, baseline })
+    }
+
+    /// The regressions against the baseline, and the toolchain changes since it (said as
+    /// warnings, and first in a failure: they may explain every regression).
+    #[allow(clippy::too_many_arguments)]
+    fn compare(
+        &self,
+        report: &Report,
+        stamp: &ToolchainStamp,
+        kernels: &[CompiledKernel<'_>],
+        matching: &Matching,
+        declarations: &Declarations,
+        levels: &Levels,
+        cargo: &mut CargoLines,
+    ) -> (Vec<Gathered>, Vec<String>) {
+        let Some(baseline) = &self.baseline else {
+            return (Vec::new(), Vec::new());
+        };
+        let comparison = crate::baseline::compare(baseline, &Baseline::of_report(report, stamp));
+        let mut changes = Vec::new();
         for line in &comparison.toolchain_changes {
             cargo.warning(&format!(
                 "occupancy: the toolchain changed since the baseline: {line}"
             ));
-            toolchain_changes.push(format!(
+            changes.push(format!(
                 "note: the toolchain changed since the baseline: {line}\n"
             ));
         }
-        gathered.extend(baseline_findings(
-            comparison.findings,
-            &kernels,
-            &matching,
-            declarations,
-            &levels,
-        ));
+        let found = baseline_findings(comparison.findings, kernels, matching, declarations, levels);
+        (found, changes)
     }
-    crate::expectations::settle(declarations, &levels, &mut gathered);
-    let rendered_denials = render_findings(gathered, context, declarations, &mut report, cargo);
 
-    if let (true, Some(stamp)) = (bless, &stamp) {
-        let blessed = Baseline::blessed(baseline, Baseline::of_report(&report, stamp));
-        write_atomic(&baseline_path, blessed.to_text().as_bytes())?;
+    /// `OCCUPANCY_BLESS`: writes this build's numbers as the baseline.
+    fn bless(
+        self,
+        context: &Context,
+        report: &Report,
+        stamp: ToolchainStamp,
+        cargo: &mut CargoLines,
+    ) -> Result<(), Error> {
+        let blessed = Baseline::blessed(self.baseline, Baseline::of_report(report, &stamp));
+        write_atomic(&self.path, blessed.to_text().as_bytes())?;
         cargo.warning(&format!(
             "occupancy: OCCUPANCY_BLESS is set: wrote the baseline {}",
-            display_path(&context.manifest_dir, &baseline_path)
+            display_path(&context.manifest_dir, &self.path)
         ));
+        Ok(())
     }
-    write_reports(context, &report)?;
-    crate::facts::write(context, &crate::facts::of_report(&report, declarations))?;
-    if !rendered_denials.is_empty() {
-        let count = rendered_denials.len();
-        // A toolchain change is said first: it may explain every regression below.
-        let mut rendered = toolchain_changes.concat();
-        rendered.push_str(&rendered_denials.join("\n"));
-        rendered.push_str(&format!(
-            "\nerror: occupancy checks failed for `{}`: {count} error{} (full report: {})\n",
-            context.crate_name,
-            if count == 1 { "" } else { "s" },
-            context.out_dir.join("occupancy.json").display()
-        ));
-        return Err(Error::Denied { rendered, count });
+}
+
+/// [`Error::Denied`] with every deny finding rendered, when there is one.
+fn denied(
+    context: &Context,
+    toolchain_changes: &[String],
+    rendered_denials: &[String],
+) -> Result<(), Error> {
+    if rendered_denials.is_empty() {
+        return Ok(());
     }
-    Ok(report)
+    let count = rendered_denials.len();
+    // A toolchain change is said first: it may explain every regression below.
+    let mut rendered = toolchain_changes.concat();
+    rendered.push_str(&rendered_denials.join("\n"));
+    rendered.push_str(&format!(
+        "\nerror: occupancy checks failed for `{}`: {count} error{} (full report: {})\n",
+        context.crate_name,
+        if count == 1 { "" } else { "s" },
+        context.out_dir.join("occupancy.json").display()
+    ));
+    Err(Error::Denied { rendered, count })
 }
 
 /// Whether ptxas reported spill bytes for this kernel on this arch.
@@ -1236,58 +1318,32 @@ fn render_findings(
         .iter()
         .filter_map(|row| Some((row.name.as_str(), row.source.clone()?)))
         .collect();
+    let ptx_targets: BTreeMap<(&str, &str), &str> = report
+        .kernels
+        .iter()
+        .filter_map(|row| {
+            Some((
+                (row.name.as_str(), row.arch.as_str()),
+                row.ptx_target.as_deref()?,
+            ))
+        })
+        .collect();
     let mut findings = Vec::new();
     for gathered in &gathered {
         let declared = gathered
             .declaration
             .map(|index| &declarations.kernels[index]);
-        let LeveledFinding { finding, level } = &gathered.leveled;
-        let mut notes = finding.notes.clone();
-        if let Some(reason) = &gathered.reason {
-            let expected = declared.is_some_and(|declared| {
-                declared.kernel.spec.expected_lints.contains(&finding.lint)
-            });
-            let word = if expected { "expect" } else { level.as_str() };
-            notes.push(format!(
-                "`{word}({})` in the declaration: {reason}",
-                finding.lint
-            ));
+        let mut finding = report_finding(gathered, declared, context, declarations, &sources);
+        if let Some(arch) = &finding.arch {
+            if let Some(ptx_target) = ptx_targets.get(&(gathered.kernel.as_str(), arch.as_str())) {
+                let note = occupancy_core::report::program_note(arch, ptx_target);
+                finding.notes.push(note);
+            }
         }
-        let ptx_target = report
-            .kernels
-            .iter()
-            .find(|row| row.name == gathered.kernel && Some(&row.arch) == finding.arch.as_ref())
-            .and_then(|row| row.ptx_target.as_deref());
-        if let (Some(arch), Some(ptx_target)) = (&finding.arch, ptx_target) {
-            notes.push(occupancy_core::report::program_note(arch, ptx_target));
-        }
-        let finding = Finding {
-            lint: finding.lint,
-            level: *level,
-            crate_name: Some(context.crate_name.clone()),
-            kernel: (!gathered.kernel.is_empty()).then(|| gathered.kernel.clone()),
-            arch: finding.arch.clone(),
-            message: finding.message.clone(),
-            notes,
-            help: finding.help.clone(),
-            location: match declared {
-                Some(declared) => Some(declarations.location(declared)),
-                None => sources.get(gathered.kernel.as_str()).cloned(),
-            },
-            reason: gathered.reason.clone(),
-        };
         if !gathered.undeclared {
-            match level {
+            match finding.level {
                 Level::Deny => {
-                    let source = declared.map(|declared| {
-                        let span = declared.kernel.attribute;
-                        (
-                            &declarations.sources[declared.source_index],
-                            (span.start.line, span.start.column),
-                            (span.end.line, span.end.column),
-                        )
-                    });
-                    rendered_denials.push(diagnostics::render(&(&finding).into(), source));
+                    rendered_denials.push(render_denial(&finding, declared, declarations))
                 }
                 Level::Warn => {
                     cargo.warning(&format!("occupancy: {}", diagnostics::one_line(&finding)))
@@ -1299,37 +1355,104 @@ fn render_findings(
     }
     let report_path = report_display_path(context);
     for summary in &summaries {
-        let message = summary.message(&report_path);
-        let notes: Vec<String> = summary
-            .kernels
-            .iter()
-            .take(evaluate::NAMES_SHOWN)
-            .filter_map(|kernel| {
-                Some(format!(
-                    "`{kernel}` is defined at {}",
-                    sources.get(kernel.as_str())?
-                ))
-            })
-            .collect();
-        let help = format!(
-            "declare each kernel next to its Rust stub with `#[occupancy::kernel(block = ...)]` (one `family = \"prefix_*\"` declaration covers a family), set the launch undeclared kernels are checked at with `block = N` under `[package.metadata.occupancy]`, or set `{}` under `[package.metadata.occupancy.lints]`",
-            summary.lint.config_line(Level::Warn)
-        );
-        let diagnostic = diagnostics::Diagnostic {
-            id: summary.lint.as_str(),
-            deny: summary.level == Level::Deny,
-            message: &message,
-            arch: None,
-            notes: &notes,
-            help: Some(&help),
-        };
-        match summary.level {
-            Level::Deny => rendered_denials.push(diagnostics::render(&diagnostic, None)),
-            _ => cargo.warning(&format!("occupancy: warning[{}]: {message}", summary.lint)),
+        if let Some(denial) = render_summary(summary, &report_path, &sources, cargo) {
+            rendered_denials.push(denial);
         }
     }
     report.findings.extend(findings);
     rendered_denials
+}
+
+/// One gathered finding as the report has it: located at its declaration (else at the
+/// kernel's definition), its reason said in a note.
+fn report_finding(
+    gathered: &Gathered,
+    declared: Option<&Declared>,
+    context: &Context,
+    declarations: &Declarations,
+    sources: &BTreeMap<&str, Location>,
+) -> Finding {
+    let LeveledFinding { finding, level } = &gathered.leveled;
+    let mut notes = finding.notes.clone();
+    if let Some(reason) = &gathered.reason {
+        let expected = declared
+            .is_some_and(|declared| declared.kernel.spec.expected_lints.contains(&finding.lint));
+        let word = if expected { "expect" } else { level.as_str() };
+        notes.push(format!(
+            "`{word}({})` in the declaration: {reason}",
+            finding.lint
+        ));
+    }
+    Finding {
+        lint: finding.lint,
+        level: *level,
+        crate_name: Some(context.crate_name.clone()),
+        kernel: (!gathered.kernel.is_empty()).then(|| gathered.kernel.clone()),
+        arch: finding.arch.clone(),
+        message: finding.message.clone(),
+        notes,
+        help: finding.help.clone(),
+        location: match declared {
+            Some(declared) => Some(declarations.location(declared)),
+            None => sources.get(gathered.kernel.as_str()).cloned(),
+        },
+        reason: gathered.reason.clone(),
+    }
+}
+
+/// A deny finding as rustc renders an error, with the declaration's attribute underlined.
+fn render_denial(
+    finding: &Finding,
+    declared: Option<&Declared>,
+    declarations: &Declarations,
+) -> String {
+    let source = declared.map(|declared| {
+        let span = declared.kernel.attribute;
+        (
+            &declarations.sources[declared.source_index],
+            (span.start.line, span.start.column),
+            (span.end.line, span.end.column),
+        )
+    });
+    diagnostics::render(&finding.into(), source)
+}
+
+/// One lint's summary over undeclared kernels: a rendered error when it denies, else a warning.
+fn render_summary(
+    summary: &evaluate::FindingSummary,
+    report_path: &str,
+    sources: &BTreeMap<&str, Location>,
+    cargo: &mut CargoLines,
+) -> Option<String> {
+    let message = summary.message(report_path);
+    let notes: Vec<String> = summary
+        .kernels
+        .iter()
+        .take(evaluate::NAMES_SHOWN)
+        .filter_map(|kernel| {
+            Some(format!(
+                "`{kernel}` is defined at {}",
+                sources.get(kernel.as_str())?
+            ))
+        })
+        .collect();
+    let help = format!(
+        "declare each kernel next to its Rust stub with `#[occupancy::kernel(block = ...)]` (one `family = \"prefix_*\"` declaration covers a family), set the launch undeclared kernels are checked at with `block = N` under `[package.metadata.occupancy]`, or set `{}` under `[package.metadata.occupancy.lints]`",
+        summary.lint.config_line(Level::Warn)
+    );
+    let diagnostic = diagnostics::Diagnostic {
+        id: summary.lint.as_str(),
+        deny: summary.level == Level::Deny,
+        message: &message,
+        arch: None,
+        notes: &notes,
+        help: Some(&help),
+    };
+    if summary.level == Level::Deny {
+        return Some(diagnostics::render(&diagnostic, None));
+    }
+    cargo.warning(&format!("occupancy: warning[{}]: {message}", summary.lint));
+    None
 }
 
 /// `target/occupancy/<crate>.json` as a user finds it: relative to the directory holding

@@ -471,6 +471,36 @@ fn run_nvcc(
     kind: SourceKind,
     work: &Path,
 ) -> Result<FreshOutput, Error> {
+    let (compiler_log, wrapper_failure) = run_nvcc_commands(settings, source, kind, work)?;
+    match kind {
+        SourceKind::Cuda => {
+            let (ptx, binary, dependencies) = kept_outputs(settings, source, work)?;
+            Ok(FreshOutput {
+                ptx,
+                binary: Some(binary),
+                compiler_log,
+                dependencies,
+                wrapper_failure,
+            })
+        }
+        SourceKind::Ptx => Ok(FreshOutput {
+            ptx: Vec::new(),
+            binary: None,
+            compiler_log,
+            dependencies: vec![absolute(source)],
+            wrapper_failure,
+        }),
+    }
+}
+
+/// Runs the source's nvcc commands; returns their output (ptxas's report and any warnings) and,
+/// when the compiler cache failed a compile nvcc alone passed, what the cache printed.
+fn run_nvcc_commands(
+    settings: &CompileSettings,
+    source: &Path,
+    kind: SourceKind,
+    work: &Path,
+) -> Result<(String, Option<String>), Error> {
     let mut compiler_log = String::new();
     let mut wrapper_failure = None;
     let run = |mut command: std::process::Command| {
@@ -516,83 +546,73 @@ fn run_nvcc(
         compiler_log.push_str(&stdout);
         compiler_log.push_str(&stderr);
     }
+    Ok((compiler_log, wrapper_failure))
+}
+
+/// A `.cu` compile's files in `work`: the PTX of each program (kept by `--keep`), the binary,
+/// and every file the compile read; a missing one is an error naming it.
+fn kept_outputs(
+    settings: &CompileSettings,
+    source: &Path,
+    work: &Path,
+) -> Result<(Vec<(String, PathBuf)>, PathBuf, Vec<PathBuf>), Error> {
     let stem = file_stem(source);
-    match kind {
-        SourceKind::Cuda => {
-            // --keep names one program's files `<stem>.ptx`, several `<stem>.compute_90.ptx`.
-            let programs = settings.program_archs();
-            let kept = |extension: &str, target: &SmArch| match programs.len() {
-                1 => work.join(format!("{stem}.{extension}")),
-                _ => work.join(format!("{stem}.{}.{extension}", target.virtual_name())),
-            };
-            let ptx: Vec<(String, PathBuf)> = programs
-                .iter()
-                .map(|(target, _)| (target.virtual_name(), kept("ptx", target)))
-                .collect();
-            let binary = match settings.product {
-                Product::Ptx => work.join(format!("{stem}.fatbin")),
-                Product::Object => work.join(format!("{stem}.o")),
-            };
-            let deps_path = match (settings.product, programs.first()) {
-                (Product::Ptx, Some((lowest, _))) => kept("cpp1.ii", lowest),
-                _ => work.join("deps.d"),
-            };
-            let mut expected: Vec<(&PathBuf, &str)> = ptx
-                .iter()
-                .map(|(_, path)| (path, "the PTX kept by --keep"))
-                .collect();
-            expected.extend([
-                (&binary, "the output"),
-                (
-                    &deps_path,
-                    "the dependency list (-MF file, or the preprocessed .cpp1.ii)",
-                ),
-            ]);
-            for (path, what) in expected {
-                if !path.is_file() {
-                    return Err(Error::UnreadableOutput {
-                        file: source.to_path_buf(),
-                        message: format!(
-                            "nvcc succeeded but {what} ({}) is missing",
-                            path.display()
-                        ),
-                    });
-                }
-            }
-            let deps_text = std::fs::read_to_string(&deps_path).map_err(|error| Error::Io {
-                path: deps_path.clone(),
-                error,
-            })?;
-            let mut dependencies = match settings.product {
-                Product::Object => parse_dep_file(&deps_text),
-                Product::Ptx => parse_line_markers(&deps_text),
-            };
-            if dependencies.is_empty() {
-                return Err(Error::UnreadableOutput {
-                    file: source.to_path_buf(),
-                    message: format!("{} lists no input file", deps_path.display()),
-                });
-            }
-            dependencies = dependencies
-                .into_iter()
-                .map(|path| absolute(&path))
-                .collect();
-            Ok(FreshOutput {
-                ptx,
-                binary: Some(binary),
-                compiler_log,
-                dependencies,
-                wrapper_failure,
-            })
+    // --keep names one program's files `<stem>.ptx`, several `<stem>.compute_90.ptx`.
+    let programs = settings.program_archs();
+    let kept = |extension: &str, target: &SmArch| match programs.len() {
+        1 => work.join(format!("{stem}.{extension}")),
+        _ => work.join(format!("{stem}.{}.{extension}", target.virtual_name())),
+    };
+    let ptx: Vec<(String, PathBuf)> = programs
+        .iter()
+        .map(|(target, _)| (target.virtual_name(), kept("ptx", target)))
+        .collect();
+    let binary = match settings.product {
+        Product::Ptx => work.join(format!("{stem}.fatbin")),
+        Product::Object => work.join(format!("{stem}.o")),
+    };
+    let deps_path = match (settings.product, programs.first()) {
+        (Product::Ptx, Some((lowest, _))) => kept("cpp1.ii", lowest),
+        _ => work.join("deps.d"),
+    };
+    let mut expected: Vec<(&PathBuf, &str)> = ptx
+        .iter()
+        .map(|(_, path)| (path, "the PTX kept by --keep"))
+        .collect();
+    expected.extend([
+        (&binary, "the output"),
+        (
+            &deps_path,
+            "the dependency list (-MF file, or the preprocessed .cpp1.ii)",
+        ),
+    ]);
+    for (path, what) in expected {
+        if !path.is_file() {
+            return Err(Error::UnreadableOutput {
+                file: source.to_path_buf(),
+                message: format!("nvcc succeeded but {what} ({}) is missing", path.display()),
+            });
         }
-        SourceKind::Ptx => Ok(FreshOutput {
-            ptx: Vec::new(),
-            binary: None,
-            compiler_log,
-            dependencies: vec![absolute(source)],
-            wrapper_failure,
-        }),
     }
+    let deps_text = std::fs::read_to_string(&deps_path).map_err(|error| Error::Io {
+        path: deps_path.clone(),
+        error,
+    })?;
+    let mut dependencies = match settings.product {
+        Product::Object => parse_dep_file(&deps_text),
+        Product::Ptx => parse_line_markers(&deps_text),
+    };
+    if dependencies.is_empty() {
+        return Err(Error::UnreadableOutput {
+            file: source.to_path_buf(),
+            message: format!("{} lists no input file", deps_path.display()),
+        });
+    }
+    dependencies = dependencies
+        .into_iter()
+        .map(|path| absolute(&path))
+        .collect();
+    Ok((ptx, binary, dependencies))
 }
 
 /// Absolute and lexically normalised (`bin/..//include` → `include`), so paths from nvcc's
