@@ -42,8 +42,7 @@ fn build_report() -> &'static Report {
 }
 
 fn build_fixture() -> Report {
-    let dir =
-        std::env::temp_dir().join(format!("occupancy-spill-placement-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("spill-placement");
     let _ = std::fs::remove_dir_all(&dir);
     let pkg = dir.join("pkg");
     let out = dir.join("target/debug/build/pkg-0/out");
