@@ -22,7 +22,6 @@ use occupancy_core::sass::{self, SassFacts};
 use sha2::{Digest, Sha256};
 
 use crate::compile::CompiledSource;
-use crate::env::TrackedEnv;
 use crate::fsutil::write_atomic;
 use crate::toolchain::Toolchain;
 use crate::Error;
@@ -70,16 +69,32 @@ impl CacheFile {
     }
 }
 
-/// The disassembler: `OCCUPANCY_NVDISASM`, else the toolkit's `bin/`, else `PATH`.
-pub fn locate_tool(
-    env: &TrackedEnv,
-    toolchain: &Toolchain,
-    name: &str,
-    variable: &str,
-) -> Option<PathBuf> {
-    if let Some(path) = env.get(variable) {
-        return Some(PathBuf::from(path));
+/// The SASS stage's tools: `OCCUPANCY_NVDISASM`/`OCCUPANCY_CUOBJDUMP` (resolved into the
+/// context), else beside nvcc, else the toolkit's `bin/`, else `PATH`.
+#[derive(Debug, Clone, Default)]
+pub struct SassTools {
+    pub nvdisasm: Option<PathBuf>,
+    pub cuobjdump: Option<PathBuf>,
+}
+
+impl SassTools {
+    pub fn locate(context: &crate::context::Context, toolchain: &Toolchain) -> SassTools {
+        SassTools {
+            nvdisasm: context
+                .nvdisasm
+                .clone()
+                .or_else(|| locate_tool(toolchain, "nvdisasm")),
+            cuobjdump: context
+                .cuobjdump
+                .clone()
+                .or_else(|| locate_tool(toolchain, "cuobjdump")),
+        }
     }
+}
+
+/// A toolkit tool beside nvcc, in the toolkit's `bin/`, or on `PATH` (not a build input: `cc`
+/// does not track `PATH` either).
+fn locate_tool(toolchain: &Toolchain, name: &str) -> Option<PathBuf> {
     let beside_nvcc = toolchain.nvcc.parent().map(|bin| bin.join(name));
     let in_home = toolchain.cuda_home.join("bin").join(name);
     let on_path = std::env::var_os("PATH")
@@ -147,8 +162,7 @@ fn archs_to_read(
 /// Reads the SASS of every compiled source that has a binary and a [`SassDemand`] that needs it
 /// (keyed by the source's path). `spills_reported(kernel, arch)`: ptxas reported spill bytes.
 pub fn read_evidence(
-    env: &TrackedEnv,
-    toolchain: &Toolchain,
+    tools: &SassTools,
     compiled: &[CompiledSource],
     demands: &BTreeMap<PathBuf, SassDemand>,
     spills_reported: &dyn Fn(&str, &str) -> bool,
@@ -167,17 +181,15 @@ pub fn read_evidence(
             }
         }
     }
-    let nvdisasm = locate_tool(env, toolchain, "nvdisasm", "OCCUPANCY_NVDISASM");
-    let cuobjdump = locate_tool(env, toolchain, "cuobjdump", "OCCUPANCY_CUOBJDUMP");
-    let (Some(nvdisasm), Some(cuobjdump)) = (nvdisasm, cuobjdump) else {
+    let (Some(nvdisasm), Some(cuobjdump)) = (&tools.nvdisasm, &tools.cuobjdump) else {
         evidence.unavailable = Some(
             "nvdisasm or cuobjdump was not found (set OCCUPANCY_NVDISASM and OCCUPANCY_CUOBJDUMP, put them beside nvcc, or `pip install nvidia-cuda-nvdisasm nvidia-cuda-cuobjdump`)".to_owned(),
         );
         return Ok(evidence);
     };
-    let tools = Disassembler {
-        cuobjdump: &cuobjdump,
-        nvdisasm: &nvdisasm,
+    let disassembler = Disassembler {
+        cuobjdump,
+        nvdisasm,
         spills_reported,
     };
     for source in compiled {
@@ -187,7 +199,7 @@ pub fn read_evidence(
         let Some(archs) = archs_to_read(source, demands.get(&source.source)) else {
             continue;
         };
-        for facts in tools.facts_of_binary(source, binary, archs.as_ref())? {
+        for facts in disassembler.facts_of_binary(source, binary, archs.as_ref())? {
             let arch = facts.arch.clone().unwrap_or_default();
             evidence.facts.insert((facts.kernel.clone(), arch), facts);
         }
@@ -197,14 +209,15 @@ pub fn read_evidence(
 
 /// [`read_evidence`] for a build: says in a warning when the SASS lints could not run.
 pub fn read_build_evidence(
-    build: &crate::Build,
+    context: &crate::context::Context,
     toolchain: &Toolchain,
     compiled: &[CompiledSource],
     demands: &BTreeMap<PathBuf, SassDemand>,
     spilled: &BTreeSet<(String, String)>,
-    cargo: &mut crate::engine::CargoLines,
+    cargo: &mut crate::cargo_lines::CargoLines,
 ) -> Result<SassEvidence, Error> {
-    let evidence = read_evidence(&build.env, toolchain, compiled, demands, &|kernel, arch| {
+    let tools = SassTools::locate(context, toolchain);
+    let evidence = read_evidence(&tools, compiled, demands, &|kernel, arch| {
         spilled.contains(&(kernel.to_owned(), arch.to_owned()))
     })?;
     if let Some(reason) = &evidence.unavailable {
