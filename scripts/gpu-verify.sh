@@ -145,10 +145,14 @@ if [[ "${OCCUPANCY_SKIP_NCU:-0}" != 1 ]] && command -v ncu >/dev/null; then
     || echo "ncu failed: see spill-placement-ncu.err"
 fi
 "$bin" occupancy parse --json --arch "$arch" --block 256 "$results/spill-placement-ptxas.log" > "$results/spill-placement-parsed.json"
-# Where the spills sit, as the tool reads the SASS of the same source with the same nvcc (its JSON
-# rows carry `sass` facts when this cargo-occupancy's check reads SASS; the exit code is 1: the
-# kernels spill on purpose).
-"$bin" occupancy check --json --arch "$arch" "$placement_source" > "$results/spill-placement-check.json" 2> "$results/spill-placement-check.err" || true
+# Where the spills sit, as the tool reads the SASS of the same source with the same nvcc: its JSON
+# rows carry `sass` facts. Exit code 1 is expected (the kernels spill on purpose); 2 is a failure.
+check_status=0
+"$bin" occupancy check --json --arch "$arch" "$placement_source" > "$results/spill-placement-check.json" \
+  2> "$results/spill-placement-check.err" || check_status=$?
+if [[ $check_status -gt 1 ]]; then
+  echo "cargo occupancy check failed (exit $check_status):"; cat "$results/spill-placement-check.err"; status=1
+fi
 python3 "$root/scripts/gpu/spill_placement_table.py" "$results" | tee "$results/spill-placement.md" || status=1
 fi
 echo "results in $results"

@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Joins the spill-placement run (gpu-verify.sh step 5) into one Markdown table: per kernel, the
 tool's registers and spill bytes (`parse --json` of the same build's ptxas log), where the tool's
-SASS reading puts the spill (`check --json`, when that cargo-occupancy reads SASS), the executed
+SASS reading puts the spill and whether `spill_in_loop` fires (`check --json` of the fixture), the executed
 local loads and stores Nsight Compute counted and the share of local-load bytes that hit L1, the
 median time at natural and pinned occupancy,
 and each time's ratio to the reference kernel's.
 
 usage: spill_placement_table.py RESULTS_DIR
-  reads spill-placement.jsonl, spill-placement-parsed.json, and when present
-  spill-placement-check.json and spill-placement-ncu.csv. Exits 1 when a kernel computed a wrong
-  result or a kernel is missing from a required input.
+  reads spill-placement.jsonl, spill-placement-parsed.json, spill-placement-check.json, and
+  spill-placement-ncu.csv when present. Exits 1 when a kernel computed a wrong result, or a kernel
+  is missing from the ptxas report or has no SASS reading (fail closed: the table is printed anyway).
 """
 import csv
 import json
@@ -41,11 +41,14 @@ def load_parsed(results):
 
 
 def load_where(results):
-    """kernel -> 'loop' / 'outside loops' / 'none', from the tool's SASS reading, if it read SASS."""
+    """kernel -> ('loop' / 'outside loops' / 'none', whether spill_in_loop fired), for the kernels
+    whose SASS the tool read."""
     path = results / "spill-placement-check.json"
-    if not path.exists():
+    try:
+        report = json.load(open(path))
+    except (OSError, json.JSONDecodeError) as error:
+        print(f"spill_placement_table: {path}: {error}", file=sys.stderr)
         return {}
-    report = json.load(open(path))
     where = {}
     for row in report.get("kernels", []):
         sass = row.get("sass")
@@ -76,6 +79,11 @@ def load_ncu(results):
     return counts
 
 
+def per_warp(count, warps):
+    value = count / warps
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+
+
 def timing(run):
     return (f"{run['driver_blocks_per_sm']}, {run['median_ms']:.3f} ms "
             f"({run['p10_ms']:.3f}–{run['p90_ms']:.3f})")
@@ -100,6 +108,7 @@ def main():
           "| pinned: blocks/SM, median (p10–p90) | × reference |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     seen = set()
+    unread = []
     for natural, pinned in zip(runs["natural"], runs["pinned"]):
         kernel = natural["kernel"]
         if not (natural["correct"] and pinned["correct"]):
@@ -112,10 +121,12 @@ def main():
         label = kernel if kernel not in seen else f"{kernel} (again, last)"
         seen.add(kernel)
         place, fires = where.get(kernel, ("not read", None))
+        if fires is None and kernel not in unread:
+            unread.append(kernel)
         lint = "-" if fires is None else ("yes" if fires else "no")
         warps = natural["grid"] * 256 // 32
         counts = ncu.get(kernel, {})
-        executed = (f"{counts[NCU_LOADS] / warps:.1f} / {counts[NCU_STORES] / warps:.1f}"
+        executed = (f"{per_warp(counts[NCU_LOADS], warps)} / {per_warp(counts[NCU_STORES], warps)}"
                     if NCU_LOADS in counts and NCU_STORES in counts else "-")
         load_bytes = counts.get(NCU_LOCAL_LOAD_BYTES)
         hits = (f"{100 * counts[NCU_LOCAL_LOAD_HIT_BYTES] / load_bytes:.0f}%"
@@ -124,8 +135,14 @@ def main():
               f"{tool.get('spill_store_bytes', '?')}/{tool.get('spill_load_bytes', '?')} | {place} | {lint} | "
               f"{executed} | {hits} | {timing(natural)} | {natural['median_ms'] / reference['natural']:.2f} | "
               f"{timing(pinned)} | {pinned['median_ms'] / reference['pinned']:.2f} |")
+    if unread:
+        print(f"spill_placement_table: no SASS reading of {', '.join(unread)} in spill-placement-check.json: "
+              "run step 5 with a cargo-occupancy whose `check` reads SASS (OCCUPANCY_BIN), with nvdisasm and "
+              "cuobjdump beside nvcc (see spill-placement-check.err)", file=sys.stderr)
+        status = 1
     if status:
-        print("spill_placement_table: a kernel computed a wrong result or is missing (see above)", file=sys.stderr)
+        print("spill_placement_table: a kernel computed a wrong result, is missing or was not read (see above)",
+              file=sys.stderr)
     return status
 
 
