@@ -148,7 +148,7 @@ fi
 # Where the spills sit, as the tool reads the SASS of the same source with the same nvcc: its JSON
 # rows carry `sass` facts. Exit code 1 is expected (the kernels spill on purpose); 2 is a failure.
 check_status=0
-"$bin" occupancy check --json --arch "$arch" "$placement_source" > "$results/spill-placement-check.json" \
+OCCUPANCY_SASS=all "$bin" occupancy check --json --arch "$arch" "$placement_source" > "$results/spill-placement-check.json" \
   2> "$results/spill-placement-check.err" || check_status=$?
 if [[ $check_status -gt 1 ]]; then
   echo "cargo occupancy check failed (exit $check_status):"; cat "$results/spill-placement-check.err"; status=1

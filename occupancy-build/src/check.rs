@@ -53,7 +53,13 @@ pub fn check(
     let baseline = BaselineFile::load(context, cargo)?;
     check_kernel_tables(context, &kernels, declarations)?;
     let matching = match_declarations(&kernels, declarations)?;
-    let demands = sass_demands(&kernels, &matching, declarations, &levels);
+    let demands = sass_demands(
+        &kernels,
+        &matching,
+        declarations,
+        &levels,
+        context.read_all_sass,
+    );
     let evidence = read_sass_evidence(context, toolchain, compiled, &kernels, &demands, cargo)?;
     let inputs = CheckInputs {
         context,
@@ -279,6 +285,7 @@ pub(crate) fn sass_demands(
     matching: &Matching,
     declarations: &Declarations,
     levels: &Levels,
+    read_all: bool,
 ) -> BTreeMap<PathBuf, crate::sass::SassDemand> {
     let mut demands: BTreeMap<PathBuf, crate::sass::SassDemand> = BTreeMap::new();
     for (index, kernel) in kernels.iter().enumerate() {
@@ -291,6 +298,7 @@ pub(crate) fn sass_demands(
             enabled.contains(&LintId::Spills) || enabled.contains(&LintId::SpillInLoop);
         let reads_local = enabled.contains(&LintId::LocalArray);
         let demand = demands.entry(kernel.source.source.clone()).or_default();
+        demand.everything = read_all;
         for (arch, record) in &kernel.records {
             let local = record.stack_frame_bytes.unwrap_or(0) > 0
                 || record.local_memory_bytes.unwrap_or(0) > 0;

@@ -69,7 +69,13 @@ impl Build {
         let (kernels, without_kernels) = parse::parse_compiled(&compiled, &context)?;
         let levels = Levels::uniform(request.lint_levels.clone());
         let declarations = Declarations::default();
-        let demands = check::sass_demands(&kernels, &Matching::default(), &declarations, &levels);
+        let demands = check::sass_demands(
+            &kernels,
+            &Matching::default(),
+            &declarations,
+            &levels,
+            context.read_all_sass,
+        );
         let evidence = crate::sass::read_evidence(
             &SassTools::locate(&context, &toolchain),
             &compiled,

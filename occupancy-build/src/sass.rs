@@ -109,6 +109,9 @@ fn locate_tool(toolchain: &Toolchain, name: &str) -> Option<PathBuf> {
 /// runs only where a SASS lint above `allow` can fire.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SassDemand {
+    /// Read every function of every arch whatever the lints (`OCCUPANCY_SASS=all`): facts for
+    /// every row of the report, for `explain`, HTML and tests.
+    pub everything: bool,
     /// The SASS lints above `allow` for at least one kernel of the source. A lint whose trigger is
     /// in the PTX (`call`, `fp64`, `setmaxnreg_*`) makes every arch of the source needed when the
     /// PTX has that operation.
@@ -180,6 +183,9 @@ const PTX_TRIGGERS: [(&str, &[LintId]); 3] = [
 /// kernels with local memory, on the archs where they have it.
 fn selection(source: &CompiledSource, demand: Option<&SassDemand>) -> Option<Selection> {
     let demand = demand?;
+    if demand.everything {
+        return Some(Selection::All);
+    }
     let triggers: Vec<&str> = PTX_TRIGGERS
         .iter()
         .filter(|(_, lints)| lints.iter().any(|lint| demand.enabled_lints.contains(lint)))
@@ -594,6 +600,7 @@ mod tests {
             }],
         };
         let demand = |lints: &[LintId], archs: &[&str]| SassDemand {
+            everything: false,
             enabled_lints: lints.iter().copied().collect(),
             local_memory: archs
                 .iter()

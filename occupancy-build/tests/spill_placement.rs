@@ -67,8 +67,12 @@ fn build_fixture() -> Report {
         .collect();
     std::fs::write(pkg.join("src/lib.rs"), declarations).unwrap();
     std::fs::copy(fixture(), pkg.join("kernels/spill_placement.cu")).unwrap();
+    // The reference has no local memory, so no lint needs its SASS: ask for every kernel's.
+    let mut env = occupancy_build::TrackedEnv::new();
+    env.set("OCCUPANCY_SASS", Some("all"));
     let mut build = Build::new();
     build
+        .env(env)
         .file("kernels/spill_placement.cu")
         .out_dir(&out)
         .manifest_dir(&pkg)
