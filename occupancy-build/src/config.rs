@@ -80,7 +80,7 @@ pub enum SettingsError {
         expected: &'static str,
     },
     /// `reports` names a format this crate does not write.
-    #[error("{table} `reports`: unknown format `{format}` (supported: \"json\")")]
+    #[error("{table} `reports`: unknown format {format:?} (supported: \"json\")")]
     UnknownReportFormat { table: TableName, format: String },
     /// A key this version does not know, at the top of an occupancy table.
     #[error("{table}: unknown key `{key}` ({}known keys: {})", suggestion.map(|key| format!("did you mean `{key}`? ")).unwrap_or_default(), KNOWN_KEYS.join(", "))]

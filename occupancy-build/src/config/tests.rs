@@ -118,7 +118,7 @@ fn a_wrong_value_names_the_file_to_edit() {
     let workspace_manifest = root.join("Cargo.toml").display().to_string();
     assert!(
         error.starts_with(&format!(
-            "{workspace_manifest}: [workspace.metadata.occupancy] `reports`: unknown format `xml`"
+            "{workspace_manifest}: [workspace.metadata.occupancy] `reports`: unknown format \"xml\""
         )),
         "{error}"
     );
