@@ -38,6 +38,13 @@ pub fn parse_arch(text: &str) -> Result<Arch, String> {
     })
 }
 
+/// The facts of an architecture named on the command line or in an input, with
+/// [`parse_arch`]'s message when the table lacks it: every command's `--arch` goes through here,
+/// so that each says the same when the installed nvcc knows an architecture occupancy does not.
+pub fn lookup_arch(text: &str) -> Result<&'static ArchFacts, String> {
+    parse_arch(text).map(Arch::facts)
+}
+
 /// Resolves `--arch` and `--gpu`: at least one; when both, they must agree.
 pub fn resolve_target(arch_name: Option<&str>, gpu_name: Option<&str>) -> Result<Target, String> {
     let gpu = gpu_name
@@ -45,7 +52,7 @@ pub fn resolve_target(arch_name: Option<&str>, gpu_name: Option<&str>) -> Result
         .transpose()
         .map_err(|error| error.to_string())?;
     let arch = match (arch_name, gpu) {
-        (Some(name), _) => parse_arch(name)?.facts(),
+        (Some(name), _) => lookup_arch(name)?,
         (None, Some(gpu)) => gpu.arch_facts(),
         (None, None) => {
             return Err("pass --arch (e.g. --arch sm_90) or --gpu (e.g. --gpu h100)".into())
