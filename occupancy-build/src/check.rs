@@ -18,13 +18,14 @@ use occupancy_core::ptxas::{self, EntrySourceLine, KernelRecord, PtxEntry};
 use occupancy_core::spec::{self, BlockDim, DeclaredKernel, KernelSpec};
 
 use crate::baseline::{Baseline, ToolchainStamp};
+use crate::cargo_lines::CargoLines;
 use crate::compile::{render_command, CompiledSource, Program};
+use crate::context::Context;
 use crate::diagnostics::{self, SourceText};
-use crate::engine::{CargoLines, Context};
 use crate::fsutil::{write_atomic, write_if_changed};
 use crate::report::{for_build, write_reports};
 use crate::toolchain::Toolchain;
-use crate::{Build, Error};
+use crate::Error;
 use occupancy_core::report::{
     Finding, KernelRow, Location, LocationKind, Report, RowLaunch, SourceFile,
 };
@@ -80,28 +81,10 @@ fn display_path(manifest_dir: &Path, path: &Path) -> String {
 }
 
 /// Finds every `#[occupancy::kernel]` under `src/` (or the builder's `.declarations(...)`).
-pub fn scan_declarations(
-    build: &Build,
-    context: &Context,
-    cargo: &mut CargoLines,
-) -> Result<Declarations, Error> {
-    let roots: Vec<PathBuf> = if build.rust_sources.is_empty() {
-        vec![context.manifest_dir.join("src")]
-    } else {
-        build
-            .rust_sources
-            .iter()
-            .map(|path| {
-                if path.is_absolute() {
-                    path.clone()
-                } else {
-                    context.manifest_dir.join(path)
-                }
-            })
-            .collect()
-    };
+pub fn scan_declarations(context: &Context, cargo: &mut CargoLines) -> Result<Declarations, Error> {
+    let roots = &context.declaration_roots;
     let mut files = Vec::new();
-    for root in &roots {
+    for root in roots {
         if root.exists() {
             // A directory: cargo reruns the build script when any file in it changes, so a new
             // declaration in a new file is seen too.
@@ -269,22 +252,24 @@ fn bounds_macros(suffix: &str, spec: &occupancy_core::spec::KernelSpec) -> Strin
 
 /// A compiled entry function on every arch it was compiled for.
 #[derive(Debug)]
-struct CompiledKernel<'a> {
-    name: String,
-    demangled: Option<String>,
-    source: &'a CompiledSource,
+pub(crate) struct CompiledKernel<'a> {
+    pub(crate) name: String,
+    pub(crate) demangled: Option<String>,
+    pub(crate) source: &'a CompiledSource,
     /// The entry in the first program that defines it (launch-bound defaults).
-    ptx: Option<PtxEntry>,
+    pub(crate) ptx: Option<PtxEntry>,
     /// Where the kernel is defined, from the PTX's `-lineinfo` (`.file`/`.loc`).
     defined_at: Option<EntrySourceLine>,
-    records: BTreeMap<String, KernelRecord>,
+    /// For a `.ptx_file` source: the line of its `.entry` in that file.
+    entry_line: Option<u32>,
+    pub(crate) records: BTreeMap<String, KernelRecord>,
     /// Per arch: the program its SASS came from and the entry in that program's PTX.
     programs: BTreeMap<String, (&'a Program, PtxEntry)>,
 }
 
 impl CompiledKernel<'_> {
     /// The PTX entry this arch's SASS was assembled from.
-    fn ptx_on(&self, arch: &str) -> Option<&PtxEntry> {
+    pub(crate) fn ptx_on(&self, arch: &str) -> Option<&PtxEntry> {
         self.programs
             .get(arch)
             .map(|(_, entry)| entry)
@@ -292,11 +277,14 @@ impl CompiledKernel<'_> {
     }
 }
 
-fn parse_compiled<'a>(
+/// The kernels of the compiled sources, and the sources that define none (device functions
+/// only: nothing to check there, which is no reason to stop checking the others).
+pub(crate) fn parse_compiled<'a>(
     compiled: &'a [CompiledSource],
     context: &Context,
-) -> Result<Vec<CompiledKernel<'a>>, Error> {
+) -> Result<(Vec<CompiledKernel<'a>>, Vec<&'a Path>), Error> {
     let mut kernels = Vec::new();
+    let mut without_kernels = Vec::new();
     let archs: BTreeSet<String> = context.archs.iter().map(ToString::to_string).collect();
     for source in compiled {
         let unreadable = |message: String| Error::UnreadableOutput {
@@ -305,6 +293,7 @@ fn parse_compiled<'a>(
         };
         let mut programs = Vec::new();
         let mut source_lines = BTreeMap::new();
+        let mut entry_lines = BTreeMap::new();
         for program in &source.programs {
             let ptx_text = std::fs::read_to_string(&program.ptx).map_err(|error| Error::Io {
                 path: program.ptx.clone(),
@@ -313,12 +302,18 @@ fn parse_compiled<'a>(
             for (name, line) in ptxas::entry_source_lines(&ptx_text) {
                 source_lines.entry(name).or_insert(line);
             }
+            if source.kind == crate::SourceKind::Ptx {
+                entry_lines = entry_definition_lines(&ptx_text);
+            }
             programs.push((program, ptxas::parse_ptx_directives(&ptx_text)));
         }
         let no_entries = programs.iter().all(|(_, entries)| entries.is_empty());
         let parsed = match ptxas::parse_log(&source.compiler_log) {
             Ok(parsed) => parsed,
-            Err(ptxas::ParseError::NoKernels { .. }) if no_entries => continue,
+            Err(ptxas::ParseError::NoKernels { .. }) if no_entries => {
+                without_kernels.push(source.source.as_path());
+                continue;
+            }
             Err(error) => return Err(unreadable(format!("ptxas's report: {error}"))),
         };
         if let Some(diagnostic) = parsed.diagnostics.first() {
@@ -326,6 +321,11 @@ fn parse_compiled<'a>(
                 "ptxas's report has a line that is not understood (line {}: `{}`): {}",
                 diagnostic.line_number, diagnostic.line, diagnostic.message
             )));
+        }
+        // The first program's entry of each name (the launch-bound defaults), found by name.
+        let mut first_entries: BTreeMap<&str, &PtxEntry> = BTreeMap::new();
+        for entry in programs.iter().flat_map(|(_, entries)| entries) {
+            first_entries.entry(entry.name.as_str()).or_insert(entry);
         }
         let mut by_name: BTreeMap<String, CompiledKernel<'a>> = BTreeMap::new();
         for record in parsed.kernels.into_iter().filter(|record| record.entry) {
@@ -335,12 +335,11 @@ fn parse_compiled<'a>(
                     name: record.name.clone(),
                     demangled: record.demangled.clone(),
                     source,
-                    ptx: programs
-                        .iter()
-                        .flat_map(|(_, entries)| entries)
-                        .find(|entry| entry.name == record.name)
-                        .cloned(),
+                    ptx: first_entries
+                        .get(record.name.as_str())
+                        .map(|entry| (*entry).clone()),
                     defined_at: source_lines.remove(&record.name),
+                    entry_line: entry_lines.get(&record.name).copied(),
                     records: BTreeMap::new(),
                     programs: BTreeMap::new(),
                 });
@@ -371,9 +370,92 @@ fn parse_compiled<'a>(
                 }
             }
         }
+        if source.kind == crate::SourceKind::Cuda
+            && by_name.values().any(|k| k.defined_at.is_none())
+        {
+            // No `-lineinfo` for some kernel (a `-G` build, a flag that drops it): the line that
+            // names it after `__global__` in the source, indexed in one pass.
+            let text = std::fs::read_to_string(&source.source).unwrap_or_default();
+            let lines = cuda_definition_lines(&text);
+            for kernel in by_name.values_mut().filter(|k| k.defined_at.is_none()) {
+                kernel.entry_line = lines.get(short_name(kernel)).copied();
+            }
+        }
         kernels.extend(by_name.into_values());
     }
-    Ok(kernels)
+    Ok((kernels, without_kernels))
+}
+
+/// The kernel's name as written in C++: the demangled name's last component without template
+/// arguments or parameters (`tiled` for `void ns::tiled<4>(float*)`), else the symbol.
+fn short_name<'k>(kernel: &'k CompiledKernel<'_>) -> &'k str {
+    kernel
+        .demangled
+        .as_deref()
+        .and_then(|demangled| demangled.split('(').next())
+        .map(|head| {
+            let head = head.rsplit(' ').next().unwrap_or(head);
+            let head = head.split('<').next().unwrap_or(head);
+            head.rsplit("::").next().unwrap_or(head)
+        })
+        .unwrap_or(&kernel.name)
+}
+
+/// For each identifier followed by `(` or `<` on a line at most three lines after a
+/// `__global__`, the 1-based line where it first appears so (one pass over the text).
+fn cuda_definition_lines(text: &str) -> BTreeMap<&str, u32> {
+    let mut lines = BTreeMap::new();
+    let mut last_global: Option<usize> = None;
+    for (index, line) in text.lines().enumerate() {
+        if line.contains("__global__") {
+            last_global = Some(index);
+        }
+        if !last_global.is_some_and(|global| index - global <= 3) {
+            continue;
+        }
+        let number = u32::try_from(index + 1).unwrap_or(u32::MAX);
+        let bytes = line.as_bytes();
+        let mut at = 0;
+        while at < bytes.len() {
+            let is_ident = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'_';
+            if !is_ident(bytes[at]) {
+                at += 1;
+                continue;
+            }
+            let start = at;
+            while at < bytes.len() && is_ident(bytes[at]) {
+                at += 1;
+            }
+            let rest = line[at..].trim_start();
+            if rest.starts_with('(') || rest.starts_with('<') {
+                lines.entry(&line[start..at]).or_insert(number);
+            }
+        }
+    }
+    lines
+}
+
+/// The 1-based line of each `.entry` in a PTX text (one pass).
+fn entry_definition_lines(ptx: &str) -> BTreeMap<String, u32> {
+    let mut lines = BTreeMap::new();
+    for (index, line) in ptx.lines().enumerate() {
+        let text = line.trim_start();
+        let text = text.strip_prefix(".visible ").unwrap_or(text);
+        let text = text.strip_prefix(".weak ").unwrap_or(text);
+        if let Some(rest) = text.strip_prefix(".entry ") {
+            let name = rest
+                .trim_start()
+                .split(['(', ' ', '\t'])
+                .next()
+                .unwrap_or("");
+            if !name.is_empty() {
+                lines
+                    .entry(name.to_string())
+                    .or_insert(u32::try_from(index + 1).unwrap_or(u32::MAX));
+            }
+        }
+    }
+    lines
 }
 
 fn parse_levels(
@@ -393,23 +475,10 @@ fn parse_levels(
     Ok(levels)
 }
 
-fn env_levels(build: &Build) -> Result<BTreeMap<LintId, Level>, Error> {
-    let mut levels = BTreeMap::new();
-    for id in LintId::ALL {
-        let variable = id.env_var();
-        if let Some(value) = build.env.get(&variable) {
-            let level: Level = value.trim().parse().map_err(|error| Error::Config {
-                message: format!("{variable}: {error}"),
-            })?;
-            levels.insert(id, level);
-        }
-    }
-    Ok(levels)
-}
-
-/// Checks the compiled sources against the declarations and writes the reports.
+/// Checks the compiled sources against the declarations and writes the reports: parse, match
+/// declarations, read the SASS where it matters, evaluate every kernel, compare with the
+/// baseline, settle expectations, render; deny findings come back as [`Error::Denied`].
 pub fn check(
-    build: &Build,
     context: &Context,
     toolchain: &Toolchain,
     compiled: &[CompiledSource],
@@ -417,61 +486,96 @@ pub fn check(
     cargo: &mut CargoLines,
 ) -> Result<Report, Error> {
     let mut report = for_build(context, Some(toolchain.release.clone()), None);
-    for source in compiled {
-        report.sources.push(SourceFile {
+    report.sources = compiled
+        .iter()
+        .map(|source| SourceFile {
             path: display_path(&context.manifest_dir, &source.source),
             from_cache: source.from_cache,
-        });
-    }
-    if context.metadata.require_reasons != Some(false) {
-        let missing = crate::expectations::missing_reasons(declarations);
-        if !missing.is_empty() {
-            return Err(Error::Denied {
-                count: missing.len(),
-                rendered: missing.join("\n"),
-            });
-        }
-    }
-    let kernels = parse_compiled(compiled, context)?;
-    let evidence = read_sass_evidence(build, toolchain, compiled, &kernels, cargo)?;
-    let levels = Levels::read(build, context)?;
-    let bless = build.env.flag("OCCUPANCY_BLESS");
-    let baseline_path = context.manifest_dir.join(
-        context
-            .metadata
-            .baseline
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("occupancy.lock")),
-    );
-    // Loaded when blessing too: blessing keeps the entries of archs this build did not check.
-    let baseline = Baseline::load(&baseline_path)?;
-    if baseline_path.exists() {
-        cargo.rerun_if_changed(&baseline_path);
-    }
+        })
+        .collect();
+    require_reasons(context, declarations)?;
+    let (kernels, _) = parse_compiled(compiled, context)?;
+    let levels = Levels::read(context)?;
+    let baseline = BaselineFile::load(context, cargo)?;
     check_kernel_tables(context, &kernels, declarations)?;
     let matching = match_declarations(&kernels, declarations)?;
-
-    let mut gathered: Vec<Gathered> = Vec::new();
+    let demands = sass_demands(&kernels, &matching, declarations, &levels);
+    let evidence = read_sass_evidence(context, toolchain, compiled, &kernels, &demands, cargo)?;
+    let inputs = CheckInputs {
+        context,
+        toolchain,
+        declarations,
+        levels: &levels,
+        evidence: &evidence,
+    };
+    let mut gathered = Vec::new();
     for (kernel_index, kernel) in kernels.iter().enumerate() {
         let declared = matching
             .by_kernel
             .get(&kernel_index)
             .map(|&index| (&declarations.kernels[index], index));
-        let (found, rows) = check_one_kernel(
-            &CheckInputs {
-                context,
-                toolchain,
-                declarations,
-                levels: &levels,
-                evidence: &evidence,
-            },
-            kernel,
-            declared,
-        )?;
+        let (found, rows) = check_one_kernel(&inputs, kernel, declared)?;
         gathered.extend(found);
         report.kernels.extend(rows);
     }
+    gathered.extend(unmatched_declarations(
+        &kernels,
+        &matching,
+        declarations,
+        &levels,
+    ));
+    // Asking ptxas its version costs a process: only when there is a baseline to stamp.
+    let stamp = (context.bless || baseline.baseline.is_some())
+        .then(|| ToolchainStamp::of(&context.stamped_flags, toolchain));
+    let mut toolchain_changes = Vec::new();
+    if let (Some(stamp), false) = (&stamp, context.bless) {
+        let (found, changes) = baseline.compare(
+            &report,
+            stamp,
+            &kernels,
+            &matching,
+            declarations,
+            &levels,
+            cargo,
+        );
+        gathered.extend(found);
+        toolchain_changes = changes;
+    }
+    crate::expectations::settle(declarations, &levels, &mut gathered);
+    let rendered_denials = render_findings(gathered, context, declarations, &mut report, cargo);
+    if let (Some(stamp), true) = (stamp, context.bless) {
+        baseline.bless(context, &report, stamp, cargo)?;
+    }
+    write_reports(context, &report)?;
+    crate::facts::write(context, &crate::facts::of_report(&report, declarations))?;
+    denied(context, &toolchain_changes, &rendered_denials)?;
+    Ok(report)
+}
+
+/// `allow`/`expect` of a deny-by-default lint without a `reason` (unless the crate opts out).
+fn require_reasons(context: &Context, declarations: &Declarations) -> Result<(), Error> {
+    if context.metadata.require_reasons == Some(false) {
+        return Ok(());
+    }
+    let missing = crate::expectations::missing_reasons(declarations);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Denied {
+        count: missing.len(),
+        rendered: missing.join("\n"),
+    })
+}
+
+/// `missing_kernel` (or a family matching nothing) for every declaration no kernel took.
+fn unmatched_declarations(
+    kernels: &[CompiledKernel<'_>],
+    matching: &Matching,
+    declarations: &Declarations,
+    levels: &Levels,
+) -> Vec<Gathered> {
     let compiled_names: Vec<&str> = kernels.iter().map(|kernel| kernel.name.as_str()).collect();
+    let mut gathered = Vec::new();
     for &declaration_index in &matching.unmatched {
         let declared = &declarations.kernels[declaration_index];
         let finding = match &declared.kernel.spec.family {
@@ -486,67 +590,174 @@ pub fn check(
             false,
         ));
     }
-    let stamp = (bless || baseline.is_some()).then(|| ToolchainStamp::of_build(build, toolchain));
-    let mut toolchain_changes = Vec::new();
-    if let (Some(baseline), Some(stamp), false) = (&baseline, &stamp, bless) {
-        let comparison = crate::baseline::compare(baseline, &Baseline::of_report(&report, stamp));
+    gathered
+}
+
+/// The package's baseline file (`occupancy.lock`, or `baseline = ...`) and what it holds.
+struct BaselineFile {
+    path: PathBuf,
+    baseline: Option<Baseline>,
+}
+
+impl BaselineFile {
+    /// Loaded when blessing too: blessing keeps the entries of archs this build did not check.
+    fn load(context: &Context, cargo: &mut CargoLines) -> Result<BaselineFile, Error> {
+        let path = context.manifest_dir.join(
+            context
+                .metadata
+                .baseline
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("occupancy.lock")),
+        );
+        let baseline = Baseline::load(&path)?;
+        if path.exists() {
+            cargo.rerun_if_changed(&path);
+        }
+        Ok(BaselineFile { path, baseline })
+    }
+
+    /// The regressions against the baseline, and the toolchain changes since it (said as
+    /// warnings, and first in a failure: they may explain every regression).
+    #[allow(clippy::too_many_arguments)]
+    fn compare(
+        &self,
+        report: &Report,
+        stamp: &ToolchainStamp,
+        kernels: &[CompiledKernel<'_>],
+        matching: &Matching,
+        declarations: &Declarations,
+        levels: &Levels,
+        cargo: &mut CargoLines,
+    ) -> (Vec<Gathered>, Vec<String>) {
+        let Some(baseline) = &self.baseline else {
+            return (Vec::new(), Vec::new());
+        };
+        let comparison = crate::baseline::compare(baseline, &Baseline::of_report(report, stamp));
+        let mut changes = Vec::new();
         for line in &comparison.toolchain_changes {
             cargo.warning(&format!(
                 "occupancy: the toolchain changed since the baseline: {line}"
             ));
-            toolchain_changes.push(format!(
+            changes.push(format!(
                 "note: the toolchain changed since the baseline: {line}\n"
             ));
         }
-        gathered.extend(baseline_findings(
-            comparison.findings,
-            &kernels,
-            &matching,
-            declarations,
-            &levels,
-        ));
+        let found = baseline_findings(comparison.findings, kernels, matching, declarations, levels);
+        (found, changes)
     }
-    crate::expectations::settle(declarations, &levels, &mut gathered);
-    let rendered_denials = render_findings(gathered, context, declarations, &mut report, cargo);
 
-    if let (true, Some(stamp)) = (bless, &stamp) {
-        let blessed = Baseline::blessed(baseline, Baseline::of_report(&report, stamp));
-        write_atomic(&baseline_path, blessed.to_text().as_bytes())?;
+    /// `OCCUPANCY_BLESS`: writes this build's numbers as the baseline.
+    fn bless(
+        self,
+        context: &Context,
+        report: &Report,
+        stamp: ToolchainStamp,
+        cargo: &mut CargoLines,
+    ) -> Result<(), Error> {
+        let blessed = Baseline::blessed(self.baseline, Baseline::of_report(report, &stamp));
+        write_atomic(&self.path, blessed.to_text().as_bytes())?;
         cargo.warning(&format!(
             "occupancy: OCCUPANCY_BLESS is set: wrote the baseline {}",
-            display_path(&context.manifest_dir, &baseline_path)
+            display_path(&context.manifest_dir, &self.path)
         ));
+        Ok(())
     }
-    write_reports(context, &report)?;
-    crate::facts::write(context, &crate::facts::of_report(&report, declarations))?;
-    if !rendered_denials.is_empty() {
-        let count = rendered_denials.len();
-        // A toolchain change is said first: it may explain every regression below.
-        let mut rendered = toolchain_changes.concat();
-        rendered.push_str(&rendered_denials.join("\n"));
-        rendered.push_str(&format!(
-            "\nerror: occupancy checks failed for `{}`: {count} error{} (full report: {})\n",
-            context.crate_name,
-            if count == 1 { "" } else { "s" },
-            context.out_dir.join("occupancy.json").display()
-        ));
-        return Err(Error::Denied { rendered, count });
-    }
-    Ok(report)
 }
 
-/// Reads the SASS of the sources whose kernels can have machine-code findings: those with spills
-/// (per kernel and arch) or any local memory (stack frames, local arrays).
+/// [`Error::Denied`] with every deny finding rendered, when there is one.
+fn denied(
+    context: &Context,
+    toolchain_changes: &[String],
+    rendered_denials: &[String],
+) -> Result<(), Error> {
+    if rendered_denials.is_empty() {
+        return Ok(());
+    }
+    let count = rendered_denials.len();
+    // A toolchain change is said first: it may explain every regression below.
+    let mut rendered = toolchain_changes.concat();
+    rendered.push_str(&rendered_denials.join("\n"));
+    rendered.push_str(&format!(
+        "\nerror: occupancy checks failed for `{}`: {count} error{} (full report: {})\n",
+        context.crate_name,
+        if count == 1 { "" } else { "s" },
+        context.out_dir.join("occupancy.json").display()
+    ));
+    Err(Error::Denied { rendered, count })
+}
+
+/// Whether ptxas reported spill bytes for this kernel on this arch.
+fn spills(record: &KernelRecord) -> bool {
+    record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0) > 0
+}
+
+/// The SASS lints, and `spills` (whose finding carries the hottest spill's line), that are above
+/// `allow` for one kernel, with its declaration's levels as check evaluates them.
+fn machine_code_lints(
+    levels: &Levels,
+    declared: Option<&Declared>,
+    kernel_name: &str,
+) -> BTreeSet<LintId> {
+    let attribute_levels =
+        declared.map(|declared| crate::expectations::evaluated_levels(&declared.kernel.spec));
+    let mut sources = levels.sources(declared, kernel_name);
+    if let Some(attribute_levels) = &attribute_levels {
+        sources.attribute = Some(attribute_levels);
+    }
+    [
+        LintId::Spills,
+        LintId::SpillInLoop,
+        LintId::LocalArray,
+        LintId::Call,
+        LintId::Fp64,
+        LintId::SetmaxnregIgnored,
+        LintId::SetmaxnregBudget,
+    ]
+    .into_iter()
+    .filter(|&lint| evaluate::resolve_level(lint, &sources) != Level::Allow)
+    .collect()
+}
+
+/// What the SASS stage must read per source: the machine-code lints above `allow` for some
+/// kernel of it, and the archs where such a kernel has local memory for them to read.
+pub(crate) fn sass_demands(
+    kernels: &[CompiledKernel<'_>],
+    matching: &Matching,
+    declarations: &Declarations,
+    levels: &Levels,
+) -> BTreeMap<PathBuf, crate::sass::SassDemand> {
+    let mut demands: BTreeMap<PathBuf, crate::sass::SassDemand> = BTreeMap::new();
+    for (index, kernel) in kernels.iter().enumerate() {
+        let declared = matching
+            .by_kernel
+            .get(&index)
+            .map(|&at| &declarations.kernels[at]);
+        let enabled = machine_code_lints(levels, declared, &kernel.name);
+        let reads_spills =
+            enabled.contains(&LintId::Spills) || enabled.contains(&LintId::SpillInLoop);
+        let reads_local = enabled.contains(&LintId::LocalArray);
+        let demand = demands.entry(kernel.source.source.clone()).or_default();
+        for (arch, record) in &kernel.records {
+            let local = record.stack_frame_bytes.unwrap_or(0) > 0
+                || record.local_memory_bytes.unwrap_or(0) > 0;
+            if (spills(record) && reads_spills) || ((local || spills(record)) && reads_local) {
+                demand.local_memory_archs.insert(arch.clone());
+            }
+        }
+        demand.enabled_lints.extend(enabled);
+    }
+    demands
+}
+
+/// Reads the SASS where a machine-code lint above `allow` can fire ([`sass_demands`]).
 fn read_sass_evidence(
-    build: &Build,
+    context: &Context,
     toolchain: &Toolchain,
     compiled: &[CompiledSource],
     kernels: &[CompiledKernel<'_>],
+    demands: &BTreeMap<PathBuf, crate::sass::SassDemand>,
     cargo: &mut CargoLines,
 ) -> Result<crate::sass::SassEvidence, Error> {
-    let spills = |record: &KernelRecord| {
-        record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0) > 0
-    };
     let spilled: BTreeSet<(String, String)> = kernels
         .iter()
         .flat_map(|kernel| {
@@ -557,18 +768,7 @@ fn read_sass_evidence(
                 .map(|(arch, _)| (kernel.name.clone(), arch.clone()))
         })
         .collect();
-    let local_memory: BTreeSet<String> = kernels
-        .iter()
-        .filter(|kernel| {
-            kernel.records.values().any(|record| {
-                record.stack_frame_bytes.unwrap_or(0) > 0
-                    || spills(record)
-                    || record.local_memory_bytes.unwrap_or(0) > 0
-            })
-        })
-        .map(|kernel| kernel.name.clone())
-        .collect();
-    crate::sass::read_build_evidence(build, toolchain, compiled, &spilled, &local_memory, cargo)
+    crate::sass::read_build_evidence(context, toolchain, compiled, demands, &spilled, cargo)
 }
 
 /// What checking one kernel needs besides the kernel.
@@ -768,7 +968,17 @@ pub(crate) struct Levels {
 }
 
 impl Levels {
-    fn read(build: &Build, context: &Context) -> Result<Levels, Error> {
+    /// Levels set for every kernel alike (a command line's `--deny`/`--warn`/`--allow`), over
+    /// the lints' defaults; no environment, no per-kernel configuration.
+    pub(crate) fn uniform(levels: BTreeMap<LintId, Level>) -> Levels {
+        Levels {
+            crate_levels: levels,
+            kernel_levels: BTreeMap::new(),
+            environment_levels: BTreeMap::new(),
+        }
+    }
+
+    fn read(context: &Context) -> Result<Levels, Error> {
         let crate_levels = parse_levels(
             &context.metadata.lints,
             "[package.metadata.occupancy.lints]",
@@ -786,7 +996,7 @@ impl Levels {
         Ok(Levels {
             crate_levels,
             kernel_levels,
-            environment_levels: env_levels(build)?,
+            environment_levels: context.env_lint_levels.clone(),
         })
     }
 
@@ -809,7 +1019,8 @@ impl Levels {
 }
 
 /// Which declaration checks which compiled kernel.
-struct Matching {
+#[derive(Default)]
+pub(crate) struct Matching {
     /// Kernel index -> declaration index.
     by_kernel: BTreeMap<usize, usize>,
     /// Declarations that matched no compiled kernel (exact names and families).
@@ -974,12 +1185,15 @@ fn kernel_location(context: &Context, kernel: &CompiledKernel<'_>) -> Location {
             line: defined_at.line,
             column: 1,
         },
-        _ => Location {
-            kind,
-            path: display_path(&context.manifest_dir, &kernel.source.source),
-            line: 0,
-            column: 0,
-        },
+        _ => {
+            let line = kernel.entry_line.unwrap_or(0);
+            Location {
+                kind,
+                path: display_path(&context.manifest_dir, &kernel.source.source),
+                line,
+                column: u32::from(line > 0),
+            }
+        }
     }
 }
 
@@ -999,11 +1213,11 @@ fn undeclared_block(context: &Context, kernel: &CompiledKernel<'_>) -> u32 {
     compiled_max.map_or(crate_block, |max| max.min(crate_block))
 }
 
-type ArchRow<'a> = (&'static ArchFacts, &'a KernelRecord, KernelRow);
+pub(crate) type ArchRow<'a> = (&'static ArchFacts, &'a KernelRecord, KernelRow);
 
 /// One report row per target arch of `kernel` (those its declaration keeps), computed by the
 /// report model (the one place the computed columns come from); the lints read the same rows.
-fn kernel_rows<'a>(
+pub(crate) fn kernel_rows<'a>(
     context: &Context,
     kernel: &'a CompiledKernel<'_>,
     declared: Option<(&Declared, usize)>,
@@ -1104,58 +1318,32 @@ fn render_findings(
         .iter()
         .filter_map(|row| Some((row.name.as_str(), row.source.clone()?)))
         .collect();
+    let ptx_targets: BTreeMap<(&str, &str), &str> = report
+        .kernels
+        .iter()
+        .filter_map(|row| {
+            Some((
+                (row.name.as_str(), row.arch.as_str()),
+                row.ptx_target.as_deref()?,
+            ))
+        })
+        .collect();
     let mut findings = Vec::new();
     for gathered in &gathered {
         let declared = gathered
             .declaration
             .map(|index| &declarations.kernels[index]);
-        let LeveledFinding { finding, level } = &gathered.leveled;
-        let mut notes = finding.notes.clone();
-        if let Some(reason) = &gathered.reason {
-            let expected = declared.is_some_and(|declared| {
-                declared.kernel.spec.expected_lints.contains(&finding.lint)
-            });
-            let word = if expected { "expect" } else { level.as_str() };
-            notes.push(format!(
-                "`{word}({})` in the declaration: {reason}",
-                finding.lint
-            ));
+        let mut finding = report_finding(gathered, declared, context, declarations, &sources);
+        if let Some(arch) = &finding.arch {
+            if let Some(ptx_target) = ptx_targets.get(&(gathered.kernel.as_str(), arch.as_str())) {
+                let note = occupancy_core::report::program_note(arch, ptx_target);
+                finding.notes.push(note);
+            }
         }
-        let ptx_target = report
-            .kernels
-            .iter()
-            .find(|row| row.name == gathered.kernel && Some(&row.arch) == finding.arch.as_ref())
-            .and_then(|row| row.ptx_target.as_deref());
-        if let (Some(arch), Some(ptx_target)) = (&finding.arch, ptx_target) {
-            notes.push(occupancy_core::report::program_note(arch, ptx_target));
-        }
-        let finding = Finding {
-            lint: finding.lint,
-            level: *level,
-            crate_name: Some(context.crate_name.clone()),
-            kernel: (!gathered.kernel.is_empty()).then(|| gathered.kernel.clone()),
-            arch: finding.arch.clone(),
-            message: finding.message.clone(),
-            notes,
-            help: finding.help.clone(),
-            location: match declared {
-                Some(declared) => Some(declarations.location(declared)),
-                None => sources.get(gathered.kernel.as_str()).cloned(),
-            },
-            reason: gathered.reason.clone(),
-        };
         if !gathered.undeclared {
-            match level {
+            match finding.level {
                 Level::Deny => {
-                    let source = declared.map(|declared| {
-                        let span = declared.kernel.attribute;
-                        (
-                            &declarations.sources[declared.source_index],
-                            (span.start.line, span.start.column),
-                            (span.end.line, span.end.column),
-                        )
-                    });
-                    rendered_denials.push(diagnostics::render(&(&finding).into(), source));
+                    rendered_denials.push(render_denial(&finding, declared, declarations))
                 }
                 Level::Warn => {
                     cargo.warning(&format!("occupancy: {}", diagnostics::one_line(&finding)))
@@ -1167,37 +1355,104 @@ fn render_findings(
     }
     let report_path = report_display_path(context);
     for summary in &summaries {
-        let message = summary.message(&report_path);
-        let notes: Vec<String> = summary
-            .kernels
-            .iter()
-            .take(evaluate::NAMES_SHOWN)
-            .filter_map(|kernel| {
-                Some(format!(
-                    "`{kernel}` is defined at {}",
-                    sources.get(kernel.as_str())?
-                ))
-            })
-            .collect();
-        let help = format!(
-            "declare each kernel next to its Rust stub with `#[occupancy::kernel(block = ...)]` (one `family = \"prefix_*\"` declaration covers a family), set the launch undeclared kernels are checked at with `block = N` under `[package.metadata.occupancy]`, or set `{}` under `[package.metadata.occupancy.lints]`",
-            summary.lint.config_line(Level::Warn)
-        );
-        let diagnostic = diagnostics::Diagnostic {
-            id: summary.lint.as_str(),
-            deny: summary.level == Level::Deny,
-            message: &message,
-            arch: None,
-            notes: &notes,
-            help: Some(&help),
-        };
-        match summary.level {
-            Level::Deny => rendered_denials.push(diagnostics::render(&diagnostic, None)),
-            _ => cargo.warning(&format!("occupancy: warning[{}]: {message}", summary.lint)),
+        if let Some(denial) = render_summary(summary, &report_path, &sources, cargo) {
+            rendered_denials.push(denial);
         }
     }
     report.findings.extend(findings);
     rendered_denials
+}
+
+/// One gathered finding as the report has it: located at its declaration (else at the
+/// kernel's definition), its reason said in a note.
+fn report_finding(
+    gathered: &Gathered,
+    declared: Option<&Declared>,
+    context: &Context,
+    declarations: &Declarations,
+    sources: &BTreeMap<&str, Location>,
+) -> Finding {
+    let LeveledFinding { finding, level } = &gathered.leveled;
+    let mut notes = finding.notes.clone();
+    if let Some(reason) = &gathered.reason {
+        let expected = declared
+            .is_some_and(|declared| declared.kernel.spec.expected_lints.contains(&finding.lint));
+        let word = if expected { "expect" } else { level.as_str() };
+        notes.push(format!(
+            "`{word}({})` in the declaration: {reason}",
+            finding.lint
+        ));
+    }
+    Finding {
+        lint: finding.lint,
+        level: *level,
+        crate_name: Some(context.crate_name.clone()),
+        kernel: (!gathered.kernel.is_empty()).then(|| gathered.kernel.clone()),
+        arch: finding.arch.clone(),
+        message: finding.message.clone(),
+        notes,
+        help: finding.help.clone(),
+        location: match declared {
+            Some(declared) => Some(declarations.location(declared)),
+            None => sources.get(gathered.kernel.as_str()).cloned(),
+        },
+        reason: gathered.reason.clone(),
+    }
+}
+
+/// A deny finding as rustc renders an error, with the declaration's attribute underlined.
+fn render_denial(
+    finding: &Finding,
+    declared: Option<&Declared>,
+    declarations: &Declarations,
+) -> String {
+    let source = declared.map(|declared| {
+        let span = declared.kernel.attribute;
+        (
+            &declarations.sources[declared.source_index],
+            (span.start.line, span.start.column),
+            (span.end.line, span.end.column),
+        )
+    });
+    diagnostics::render(&finding.into(), source)
+}
+
+/// One lint's summary over undeclared kernels: a rendered error when it denies, else a warning.
+fn render_summary(
+    summary: &evaluate::FindingSummary,
+    report_path: &str,
+    sources: &BTreeMap<&str, Location>,
+    cargo: &mut CargoLines,
+) -> Option<String> {
+    let message = summary.message(report_path);
+    let notes: Vec<String> = summary
+        .kernels
+        .iter()
+        .take(evaluate::NAMES_SHOWN)
+        .filter_map(|kernel| {
+            Some(format!(
+                "`{kernel}` is defined at {}",
+                sources.get(kernel.as_str())?
+            ))
+        })
+        .collect();
+    let help = format!(
+        "declare each kernel next to its Rust stub with `#[occupancy::kernel(block = ...)]` (one `family = \"prefix_*\"` declaration covers a family), set the launch undeclared kernels are checked at with `block = N` under `[package.metadata.occupancy]`, or set `{}` under `[package.metadata.occupancy.lints]`",
+        summary.lint.config_line(Level::Warn)
+    );
+    let diagnostic = diagnostics::Diagnostic {
+        id: summary.lint.as_str(),
+        deny: summary.level == Level::Deny,
+        message: &message,
+        arch: None,
+        notes: &notes,
+        help: Some(&help),
+    };
+    if summary.level == Level::Deny {
+        return Some(diagnostics::render(&diagnostic, None));
+    }
+    cargo.warning(&format!("occupancy: warning[{}]: {message}", summary.lint));
+    None
 }
 
 /// `target/occupancy/<crate>.json` as a user finds it: relative to the directory holding
@@ -1305,6 +1560,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn definition_lines_find_c_and_template_kernels_in_one_pass() {
+        let text = "#include <x>\n\n__global__ void __launch_bounds__(256)\nsaxpy(int n) {}\n\ntemplate <int N>\n__global__ void tiled(float* x) {}\n\n\n\n\nvoid host(int) {}\n";
+        let lines = cuda_definition_lines(text);
+        assert_eq!(lines.get("saxpy"), Some(&4));
+        assert_eq!(lines.get("tiled"), Some(&7));
+        assert_eq!(lines.get("host"), None, "no __global__ within three lines");
+        let ptx = "//\n.visible .entry k1(\n)\n{\n}\n.entry _Z2k2v()\n{\n}\n";
+        let entries = entry_definition_lines(ptx);
+        assert_eq!(entries.get("k1"), Some(&2));
+        assert_eq!(entries.get("_Z2k2v"), Some(&6));
+    }
+
+    #[test]
     fn finds_the_minnctapersm_of_one_entry() {
         let ptx = ".visible .entry other(\n)\n.minnctapersm 2\n{\n}\n.visible .entry hot(\n\t.param .u32 hot_param_0\n)\n.maxntid 256, 1, 1\n.minnctapersm 8\n{\n}\n";
         let range = minnctapersm_position(ptx, "hot").unwrap();
@@ -1313,20 +1581,7 @@ mod tests {
     }
 
     fn context_for(archs: &[&str], dir: &Path) -> Context {
-        Context {
-            out_dir: dir.to_path_buf(),
-            manifest_dir: dir.to_path_buf(),
-            crate_name: "k".into(),
-            metadata: crate::config::Metadata::default(),
-            archs: archs
-                .iter()
-                .map(|arch| crate::SmArch::parse(arch).unwrap())
-                .collect(),
-            jit_archs: Vec::new(),
-            ptx_per_arch: false,
-            arch_source: crate::ArchSource::Builder,
-            skip_reason: None,
-        }
+        Context::for_tests(dir, archs)
     }
 
     fn compiled(dir: &Path, log: &str) -> CompiledSource {
@@ -1363,7 +1618,7 @@ mod tests {
         let context = context_for(&["sm_90"], &dir);
         // A complete report parses.
         let good = [compiled(&dir, REPORT_SM_90)];
-        assert_eq!(parse_compiled(&good, &context).unwrap().len(), 1);
+        assert_eq!(parse_compiled(&good, &context).unwrap().0.len(), 1);
         // A line that looks like ptxas's but is not understood.
         let garbled = [compiled(
             &dir,
@@ -1415,6 +1670,7 @@ mod tests {
                 source,
                 ptx: None,
                 defined_at: None,
+                entry_line: None,
                 records: BTreeMap::new(),
                 programs: BTreeMap::new(),
             })

@@ -9,7 +9,7 @@ use occupancy_core::facts::{
 use occupancy_core::report::{KernelRow, Report};
 
 use crate::check::Declarations;
-use crate::engine::Context;
+use crate::context::Context;
 use crate::fsutil::write_if_changed;
 use crate::Error;
 

@@ -10,21 +10,24 @@
 //! The builder drives nvcc through the `cc` crate's view of the toolchain (so `NVCC`, the host
 //! compiler and `RUSTC_WRAPPER=sccache` are honoured as `cc` honours them), compiles every source
 //! once, in parallel within cargo's jobserver, reads ptxas's `-v` report from that same compile,
-//! and hands it to [`engine`], the one place that parses, calculates and lints (the
-//! `cargo occupancy` CLI calls the same engine). See `docs/build.md` and `docs/configuration.md`.
+//! and hands it to one pipeline (compile -> parse -> calculate -> evaluate -> report) that the
+//! `cargo occupancy check` CLI calls too, through [`Build::check_sources`]. See `docs/build.md`,
+//! `docs/configuration.md` and `docs/architecture.md`.
 //!
 //! What this crate must not do: re-implement parsing, arch facts or the calculator (those live in
 //! `occupancy-core`), or print anything outside the `cargo:` protocol and the failure diagnostics.
 
 mod baseline;
 mod cache;
+mod cargo_lines;
 mod check;
+mod check_sources;
 mod compile;
 mod config;
 #[cfg(test)]
 mod config_fuzz;
+mod context;
 mod diagnostics;
-pub mod engine;
 mod env;
 mod error;
 mod expectations;
@@ -32,31 +35,28 @@ mod facts;
 mod fsutil;
 mod jobs;
 mod nvcc_archs;
-pub mod report;
+mod pipeline;
+mod products;
+mod report;
+mod resolve;
 mod sass;
-pub mod targets;
+mod targets;
 mod toolchain;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-pub use compile::{CompiledSource, Product, Program, SourceKind};
+pub use check_sources::{
+    evaluate_at_launch, sort_rows, CheckedRow, SourceCheck, SourceCheckOutput,
+};
+pub use compile::{CompiledSource, Product, Program};
+pub use context::{Cudart, SourceKind};
 pub use env::TrackedEnv;
 pub use error::Error;
 pub use nvcc_archs::{explain_unknown, NvccArchs};
+pub use occupancy_core::report::Report;
 pub use targets::{Arch, ArchSource, SmArch};
 pub use toolchain::{Toolchain, NVCC_WHEELS};
-
-/// How the CUDA runtime is linked into a crate that uses [`Build::compile_lib`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cudart {
-    /// `libcudart_static.a` (plus `dl`, `rt`, `pthread` on Linux): the nvcc default.
-    Static,
-    /// `libcudart.so`.
-    Shared,
-    /// Nothing: the launcher code does not call the runtime, or the crate links it itself.
-    None,
-}
 
 /// A CUDA build in the style of `cc::Build`: add sources and flags, then call
 /// [`compile_ptx`](Build::compile_ptx) and/or [`compile_lib`](Build::compile_lib).
@@ -97,11 +97,12 @@ pub struct Output {
     /// The static library (library builds).
     pub library: Option<PathBuf>,
     /// The per-kernel x per-arch report with every finding.
-    pub report: engine::Report,
+    pub report: Report,
 }
 
 impl Build {
-    /// An empty build: no sources, architectures from the environment (see [`targets`]).
+    /// An empty build: no sources, architectures from the environment (`OCCUPANCY_ARCHS`, `CUDA_COMPUTE_CAP`,
+    /// `archs` in Cargo.toml metadata, the GPU in this machine, else sm_80 and sm_90).
     pub fn new() -> Build {
         Build {
             cuda_files: Vec::new(),
@@ -252,118 +253,103 @@ impl Build {
     /// Compiles to PTX for runtime loading: `$OUT_DIR/<stem>.ptx` for each source and
     /// `$OUT_DIR/occupancy_ptx.rs` with one `pub const <STEM>: &str = include_str!(...)` each;
     /// then runs the checks. Fails the build script with rustc-style diagnostics on error.
-    pub fn compile_ptx(&mut self) -> Output {
-        let result = self.try_compile_ptx();
-        self.finish(result)
+    pub fn compile_ptx(&self) -> Output {
+        finish(self.try_compile_ptx())
     }
 
     /// [`compile_ptx`](Build::compile_ptx), returning errors instead of exiting.
-    pub fn try_compile_ptx(&mut self) -> Result<Output, Error> {
-        engine::run(self, Product::Ptx, None)
+    pub fn try_compile_ptx(&self) -> Result<Output, Error> {
+        self.run(Product::Ptx, None)
     }
 
     /// Compiles to a static library `lib<name>.a` linked into the crate (for `extern "C"`
     /// launchers), with `cargo:rustc-link-lib` lines for it and the CUDA runtime; then runs the
     /// checks. Fails the build script with rustc-style diagnostics on error.
-    pub fn compile_lib(&mut self, name: &str) -> Output {
-        let result = self.try_compile_lib(name);
-        self.finish(result)
+    pub fn compile_lib(&self, name: &str) -> Output {
+        finish(self.try_compile_lib(name))
     }
 
     /// [`compile_lib`](Build::compile_lib), returning errors instead of exiting.
-    pub fn try_compile_lib(&mut self, name: &str) -> Result<Output, Error> {
-        engine::run(self, Product::Object, Some(name))
+    pub fn try_compile_lib(&self, name: &str) -> Result<Output, Error> {
+        self.run(Product::Object, Some(name))
     }
 
-    fn finish(&self, result: Result<Output, Error>) -> Output {
-        match result {
-            Ok(output) => output,
-            Err(error) => {
-                // The cargo: lines are already out (engine::run prints them whatever happens).
-                eprintln!("{error}");
-                std::process::exit(1)
+    /// Resolves the build, runs the pipeline, and, whatever happened, says in the report when
+    /// the build failed and prints the `cargo:` lines (every input read reruns the script).
+    fn run(&self, product: Product, library_name: Option<&str>) -> Result<Output, Error> {
+        let mut cargo = cargo_lines::CargoLines::new(self.cargo_metadata);
+        let context = self.resolve();
+        let result = match &context {
+            Ok(context) => {
+                let toolchain = Toolchain::find(&self.env, true);
+                pipeline::run(context, toolchain, product, library_name, &mut cargo)
+            }
+            Err(_) => Err(Error::Tool {
+                message: String::new(),
+            }),
+        };
+        if let (Ok(context), Err(error)) = (&context, &result) {
+            // A denied build wrote its report with the findings; any other failure checked
+            // nothing, and the report must say so rather than keep the last good run's numbers.
+            if !matches!(error, Error::Denied { .. }) {
+                let _ = report::write_failed(context, &report::failure_summary(error));
+            }
+        }
+        self.watch_inputs(context.as_ref().ok(), &mut cargo);
+        cargo.flush();
+        // A context error is the one to report (the result is a placeholder then).
+        context?;
+        result
+    }
+
+    /// `rerun-if-changed` for the manifests read and `rerun-if-env-changed` for every variable
+    /// read that cargo does not already watch.
+    fn watch_inputs(
+        &self,
+        context: Option<&context::Context>,
+        cargo: &mut cargo_lines::CargoLines,
+    ) {
+        match context {
+            Some(context) => {
+                for path in &context.metadata.files_read {
+                    cargo.rerun_if_changed(path);
+                }
+            }
+            None => {
+                if let Some(dir) = self
+                    .manifest_dir
+                    .clone()
+                    .or_else(|| self.env.get("CARGO_MANIFEST_DIR").map(PathBuf::from))
+                {
+                    cargo.rerun_if_changed(&dir.join("Cargo.toml"));
+                }
+            }
+        }
+        for name in self.env.read_names() {
+            if !set_by_cargo(&name) {
+                cargo.line(&format!("cargo:rerun-if-env-changed={name}"));
             }
         }
     }
-
-    /// The CUDA sources: `.file`s, then the `.cu` files of each `.source_dir` (sorted), with
-    /// relative paths taken from the package root.
-    fn cuda_sources(&self, manifest_dir: &Path) -> Vec<PathBuf> {
-        let mut sources = self.cuda_files.clone();
-        for dir in &self.source_dirs {
-            let dir = if dir.is_absolute() {
-                dir.clone()
-            } else {
-                manifest_dir.join(dir)
-            };
-            let mut found = Vec::new();
-            collect_files(&dir, "cu", &mut found);
-            found.sort();
-            sources.extend(found);
-        }
-        sources
-    }
-
-    /// The nvcc arguments from includes, defines and flags, in that order.
-    fn user_args(&self) -> Vec<OsString> {
-        let mut args = Vec::new();
-        for include in &self.includes {
-            args.push(OsString::from("-I"));
-            args.push(include.as_os_str().to_owned());
-        }
-        for (name, value) in &self.defines {
-            args.push(match value {
-                Some(value) => format!("-D{name}={value}").into(),
-                None => format!("-D{name}").into(),
-            });
-        }
-        args.extend(self.flags.iter().cloned());
-        args
-    }
 }
 
-fn collect_files(dir: &Path, extension: &str, found: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            collect_files(&path, extension, found);
-        } else if path.extension().is_some_and(|ext| ext == extension) {
-            found.push(path);
+/// The output, or the error on stderr and exit code 1 (a build script's failure).
+fn finish(result: Result<Output, Error>) -> Output {
+    match result {
+        Ok(output) => output,
+        Err(error) => {
+            // The cargo: lines are already out (`Build::run` prints them whatever happens).
+            eprintln!("{error}");
+            std::process::exit(1)
         }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn source_dirs_expand_from_the_package_root_in_order() {
-        let root = std::env::temp_dir().join(format!("occupancy-sources-{}", std::process::id()));
-        std::fs::create_dir_all(root.join("kernels/nested")).unwrap();
-        for file in [
-            "kernels/b.cu",
-            "kernels/a.cu",
-            "kernels/nested/c.cu",
-            "kernels/readme.md",
-        ] {
-            std::fs::write(root.join(file), "").unwrap();
-        }
-        let mut build = Build::new();
-        build.file("extra.cu").source_dir("kernels");
-        let sources = build.cuda_sources(&root);
-        assert_eq!(
-            sources,
-            vec![
-                PathBuf::from("extra.cu"),
-                root.join("kernels/a.cu"),
-                root.join("kernels/b.cu"),
-                root.join("kernels/nested/c.cu")
-            ]
-        );
-        std::fs::remove_dir_all(root).unwrap();
-    }
+/// Variables cargo itself sets for a build script: a change to one already reruns it.
+fn set_by_cargo(name: &str) -> bool {
+    name.starts_with("CARGO_")
+        || matches!(
+            name,
+            "OUT_DIR" | "NUM_JOBS" | "TARGET" | "HOST" | "PROFILE" | "OPT_LEVEL" | "DEBUG"
+        )
 }
