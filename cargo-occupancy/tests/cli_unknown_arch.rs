@@ -8,7 +8,8 @@ use common::{binary, fixtures, stderr};
 use std::path::{Path, PathBuf};
 
 /// A directory holding an `nvcc` script that prints a CUDA "14.0" release and lists
-/// `compute_999` in `--list-gpu-arch`; removed on drop.
+/// `compute_999` in `--list-gpu-arch`, and writes each call's flag to `calls` beside it; removed
+/// on drop.
 struct FakeNvcc {
     dir: PathBuf,
 }
@@ -22,7 +23,7 @@ impl FakeNvcc {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(
             dir.join("nvcc"),
-            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Build cuda_14.0.r14.0'; else printf 'compute_120\\ncompute_999\\n'; fi\n",
+            "#!/bin/sh\necho \"$1\" >> \"$(dirname \"$0\")/calls\"\nif [ \"$1\" = --version ]; then echo 'Build cuda_14.0.r14.0'; else printf 'compute_120\\ncompute_999\\n'; fi\n",
         )
         .unwrap();
         #[cfg(unix)]
@@ -124,5 +125,43 @@ fn calc_says_occupancy_needs_an_update() {
         "calc",
         &["calc", "--arch", "sm_999", "--block", "64"],
         &fixtures(),
+    );
+}
+
+/// A batch whose lines name the newer architecture: each line gets the message, and nvcc is
+/// asked once per process (`--version` and `--list-gpu-arch`), not once per line.
+#[test]
+fn a_batch_asks_the_installed_nvcc_once() {
+    let fake = FakeNvcc::new("batch");
+    let lines = "{\"arch\":\"sm_999\",\"block\":64}\n".repeat(5);
+    let mut child = binary()
+        .args(["occupancy", "calc", "--batch", "-"])
+        .env("NVCC", fake.nvcc())
+        .env_remove("CUDA_HOME")
+        .env_remove("CUDA_PATH")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(lines.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let answers = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(
+        answers.matches("knows compute_999, but occupancy").count(),
+        5,
+        "{answers}"
+    );
+    let calls = std::fs::read_to_string(fake.dir.join("calls")).unwrap();
+    assert_eq!(
+        calls.lines().collect::<Vec<_>>(),
+        ["--version", "--list-gpu-arch"]
     );
 }

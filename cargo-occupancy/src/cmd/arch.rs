@@ -31,11 +31,18 @@ pub struct Target {
 /// says whether occupancy is behind the compiler.
 pub fn parse_arch(text: &str) -> Result<Arch, String> {
     Arch::parse(text).map_err(|error| {
-        let nvcc = error
-            .newer_than_table
-            .and_then(|_| NvccArchs::installed(&TrackedEnv::new()));
-        explain_unknown(&error, nvcc.as_ref())
+        let nvcc = error.newer_than_table.and_then(|_| installed_nvcc_archs());
+        explain_unknown(&error, nvcc)
     })
+}
+
+/// The installed nvcc's listing, asked once per process: a batch of many lines naming a newer
+/// architecture runs nvcc twice, not twice per line.
+fn installed_nvcc_archs() -> Option<&'static NvccArchs> {
+    static INSTALLED: std::sync::OnceLock<Option<NvccArchs>> = std::sync::OnceLock::new();
+    INSTALLED
+        .get_or_init(|| NvccArchs::installed(&TrackedEnv::new()))
+        .as_ref()
 }
 
 /// The facts of an architecture named on the command line or in an input, with
