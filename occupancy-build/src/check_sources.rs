@@ -13,8 +13,13 @@ use occupancy_core::ptxas::{KernelRecord, PtxEntry};
 use occupancy_core::report::{Finding, KernelRow, Report};
 use occupancy_core::spec::{BlockDim, KernelSpec};
 
-use crate::check::{self, Declarations, Levels, Matching};
+use crate::check;
 use crate::compile::{self, Product};
+use crate::declarations::Declarations;
+use crate::levels::Levels;
+use crate::matching::Matching;
+use crate::parse::{self, CompiledKernel};
+use crate::rows;
 use crate::sass::{SassEvidence, SassTools};
 use crate::{Build, Error, Toolchain};
 
@@ -61,10 +66,16 @@ impl Build {
         let context = self.resolve_without_package()?;
         let toolchain = Toolchain::find(&self.env, false)?;
         let compiled = compile::compile_all(&context, &toolchain, Product::Ptx)?;
-        let (kernels, without_kernels) = check::parse_compiled(&compiled, &context)?;
+        let (kernels, without_kernels) = parse::parse_compiled(&compiled, &context)?;
         let levels = Levels::uniform(request.lint_levels.clone());
         let declarations = Declarations::default();
-        let demands = check::sass_demands(&kernels, &Matching::default(), &declarations, &levels);
+        let demands = check::sass_demands(
+            &kernels,
+            &Matching::default(),
+            &declarations,
+            &levels,
+            context.read_all_sass,
+        );
         let evidence = crate::sass::read_evidence(
             &SassTools::locate(&context, &toolchain),
             &compiled,
@@ -74,7 +85,7 @@ impl Build {
         let mut checked = Vec::new();
         for kernel in &kernels {
             for (facts, record, mut row) in
-                check::kernel_rows(&context, kernel, None, &declarations)?
+                rows::kernel_rows(&context, kernel, None, &declarations)?
             {
                 row.crate_name = None;
                 if let Some(block) = request.block_threads {
@@ -106,7 +117,7 @@ impl Build {
 }
 
 /// Whether ptxas reported spills for `kernel` on `arch`.
-fn spilled(kernels: &[check::CompiledKernel<'_>], kernel: &str, arch: &str) -> bool {
+fn spilled(kernels: &[CompiledKernel<'_>], kernel: &str, arch: &str) -> bool {
     kernels
         .iter()
         .filter(|compiled| compiled.name == kernel)
@@ -131,7 +142,7 @@ pub fn sort_rows(rows: &mut [CheckedRow]) {
 /// The SASS findings of every row, leveled like the others.
 fn sass_findings(
     checked: &[CheckedRow],
-    kernels: &[check::CompiledKernel<'_>],
+    kernels: &[CompiledKernel<'_>],
     evidence: &SassEvidence,
     levels: &Levels,
 ) -> Vec<Finding> {

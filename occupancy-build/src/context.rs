@@ -76,6 +76,9 @@ pub struct Context {
     pub target_triple: Option<String>,
     /// `CARGO_CFG_TARGET_OS`, default `linux`: which system libraries the static runtime needs.
     pub target_os: String,
+    /// `OCCUPANCY_SASS=all`: disassemble every kernel on every arch, not only where a SASS lint
+    /// above `allow` can fire.
+    pub read_all_sass: bool,
     /// `OCCUPANCY_NVDISASM` / `OCCUPANCY_CUOBJDUMP`: the SASS stage's tools, when named.
     pub nvdisasm: Option<PathBuf>,
     pub cuobjdump: Option<PathBuf>,
@@ -110,6 +113,7 @@ impl Context {
             max_jobs: 1,
             target_triple: None,
             target_os: "linux".into(),
+            read_all_sass: false,
             nvdisasm: None,
             cuobjdump: None,
         }

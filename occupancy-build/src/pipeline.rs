@@ -10,7 +10,22 @@ use crate::cargo_lines::CargoLines;
 use crate::compile::{self, CompiledSource, Product};
 use crate::context::Context;
 use crate::toolchain::Toolchain;
-use crate::{products, Error, Output};
+use std::path::PathBuf;
+
+use crate::{products, Error, Report};
+
+/// What a successful [`Build::compile_ptx`] or [`Build::compile_lib`] produced.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// PTX files in OUT_DIR, by kernel-file stem (`saxpy` for `saxpy.cu`).
+    pub ptx_files: Vec<(String, PathBuf)>,
+    /// The generated Rust module of `include_str!` constants (PTX builds).
+    pub ptx_module: Option<PathBuf>,
+    /// The static library (library builds).
+    pub library: Option<PathBuf>,
+    /// The per-kernel x per-arch report with every finding.
+    pub report: Report,
+}
 
 /// The whole pipeline for a build whose toolchain was looked up (`toolchain`): compile, write
 /// products, check, report. Under `OCCUPANCY_SKIP`/docs.rs without nvcc: placeholders.
@@ -37,8 +52,8 @@ pub fn run(
         cargo.warning("occupancy: `unchecked` in [package.metadata.occupancy] has no effect: this crate's occupancy build checks its kernels; remove it");
     }
     // Declarations first: occupancy_bounds.h must exist before a .cu includes it.
-    let declarations = crate::check::scan_declarations(context, cargo)?;
-    crate::check::write_bounds_header(context, &declarations)?;
+    let declarations = crate::declarations::scan_declarations(context, cargo)?;
+    crate::declarations::write_bounds_header(context, &declarations)?;
     compile::check_unique_stems(&context.sources)?;
     let compiled = compile::compile_all(context, &toolchain, product)?;
     watch_compiled(context, &toolchain, &compiled, cargo);
@@ -73,7 +88,7 @@ pub fn run(
 fn unchecked_report(
     context: &Context,
     toolchain: &Toolchain,
-    declarations: &crate::check::Declarations,
+    declarations: &crate::declarations::Declarations,
     cargo: &mut CargoLines,
 ) -> Result<crate::Report, Error> {
     let reason = context

@@ -95,6 +95,7 @@ impl Build {
             target_os: env
                 .get("CARGO_CFG_TARGET_OS")
                 .unwrap_or_else(|| "linux".to_string()),
+            read_all_sass: sass_setting(env)?,
             nvdisasm: env.get("OCCUPANCY_NVDISASM").map(PathBuf::from),
             cuobjdump: env.get("OCCUPANCY_CUOBJDUMP").map(PathBuf::from),
             out_dir,
@@ -262,6 +263,18 @@ fn skip_reason(env: &TrackedEnv) -> Option<String> {
         Some("building on docs.rs (DOCS_RS is set)".to_string())
     } else {
         None
+    }
+}
+
+/// `OCCUPANCY_SASS`: `all` reads every kernel's SASS; `needed` (the default) only where a lint
+/// can fire.
+fn sass_setting(env: &TrackedEnv) -> Result<bool, Error> {
+    match env.get("OCCUPANCY_SASS").as_deref().map(str::trim) {
+        None | Some("needed") => Ok(false),
+        Some("all") => Ok(true),
+        Some(other) => Err(Error::Config {
+            message: format!("OCCUPANCY_SASS={other:?}: use `all` (every kernel's SASS) or `needed` (the default)"),
+        }),
     }
 }
 

@@ -31,7 +31,7 @@ pub const C7508: &str = "(C7508)";
 
 /// The cached facts' format and reader: bump it whenever `occupancy_core::sass` reads the same
 /// SASS into other facts, so that cached facts of the old reader are read again (2: a call into
-/// the kernel's own code is not a call; 3: the archs read are recorded, not all).
+/// the kernel's own code is not a call; 3: what was read is recorded: all, or kernels per arch).
 const CACHE_SCHEMA: u32 = 3;
 
 /// What the SASS of a build says, per kernel and architecture.
@@ -51,21 +51,17 @@ pub struct SassEvidence {
 struct CacheFile {
     schema: u32,
     binary_sha256: String,
-    /// The archs whose cubins were read (`None`: all of the binary's).
-    archs: Option<BTreeSet<String>>,
+    /// What was read.
+    selection: Selection,
     kernels: Vec<SassFacts>,
 }
 
 impl CacheFile {
-    /// Whether these facts cover `wanted` archs (`None`: all) of this binary.
-    fn covers(&self, binary_sha256: &str, wanted: Option<&BTreeSet<String>>) -> bool {
+    /// Whether these facts cover `wanted` of this binary.
+    fn covers(&self, binary_sha256: &str, wanted: &Selection) -> bool {
         self.schema == CACHE_SCHEMA
             && self.binary_sha256 == binary_sha256
-            && match (&self.archs, wanted) {
-                (None, _) => true,
-                (Some(_), None) => false,
-                (Some(read), Some(wanted)) => wanted.is_subset(read),
-            }
+            && self.selection.covers(wanted)
     }
 }
 
@@ -113,15 +109,61 @@ fn locate_tool(toolchain: &Toolchain, name: &str) -> Option<PathBuf> {
 /// runs only where a SASS lint above `allow` can fire.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SassDemand {
+    /// Read every function of every arch whatever the lints (`OCCUPANCY_SASS=all`): facts for
+    /// every row of the report, for `explain`, HTML and tests.
+    pub everything: bool,
     /// The SASS lints above `allow` for at least one kernel of the source. A lint whose trigger is
     /// in the PTX (`call`, `fp64`, `setmaxnreg_*`) makes every arch of the source needed when the
     /// PTX has that operation.
     pub enabled_lints: BTreeSet<LintId>,
-    /// Archs where a kernel of the source uses local memory (spills, a stack frame, local bytes)
-    /// and a lint that reads it (`spill_in_loop`, the hottest-spill note of `spills`,
-    /// `local_array`) is above `allow` for it: every `LDL`/`STL` is in ptxas's stack frame, so
-    /// other archs cannot have one.
-    pub local_memory_archs: BTreeSet<String>,
+    /// Per arch, the kernels of the source that use local memory there (spills, a stack frame,
+    /// local bytes) and have a lint that reads it above `allow` (`spill_in_loop`, the
+    /// hottest-spill note of `spills`, `local_array`): every `LDL`/`STL` is in ptxas's stack
+    /// frame, so other kernels and archs cannot have one.
+    pub local_memory: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// What to disassemble of one binary: every function of every arch, or named kernels per arch.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Selection {
+    All,
+    Kernels(BTreeMap<String, BTreeSet<String>>),
+}
+
+impl Selection {
+    /// Whether facts read for `self` include everything `wanted` asks for.
+    fn covers(&self, wanted: &Selection) -> bool {
+        match (self, wanted) {
+            (Selection::All, _) => true,
+            (Selection::Kernels(_), Selection::All) => false,
+            (Selection::Kernels(read), Selection::Kernels(wanted)) => wanted
+                .iter()
+                .all(|(arch, kernels)| read.get(arch).is_some_and(|read| kernels.is_subset(read))),
+        }
+    }
+
+    fn has_arch(&self, arch: &str) -> bool {
+        match self {
+            Selection::All => true,
+            Selection::Kernels(kernels) => kernels.contains_key(arch),
+        }
+    }
+
+    /// The kernels to disassemble on `arch` (`None`: all of its functions).
+    fn kernels_on(&self, arch: &str) -> Option<&BTreeSet<String>> {
+        match self {
+            Selection::All => None,
+            Selection::Kernels(kernels) => kernels.get(arch),
+        }
+    }
+
+    fn has(&self, facts: &SassFacts) -> bool {
+        let arch = facts.arch.as_deref().unwrap_or_default();
+        self.kernels_on(arch)
+            .map_or(self.has_arch(arch), |kernels| {
+                kernels.contains(&facts.kernel)
+            })
+    }
 }
 
 /// The PTX operations that can become what a SASS lint reports, and the lints that read them:
@@ -136,13 +178,14 @@ const PTX_TRIGGERS: [(&str, &[LintId]); 3] = [
     ),
 ];
 
-/// The archs of `source` to disassemble (`None`: none). All of them when its PTX has an
-/// operation whose lint is enabled; else those with local memory.
-fn archs_to_read(
-    source: &CompiledSource,
-    demand: Option<&SassDemand>,
-) -> Option<Option<BTreeSet<String>>> {
+/// What of `source` to disassemble (`None`: nothing). Every function of every arch when its
+/// PTX has an operation whose lint is enabled (a call's callee must be read too); else the
+/// kernels with local memory, on the archs where they have it.
+fn selection(source: &CompiledSource, demand: Option<&SassDemand>) -> Option<Selection> {
     let demand = demand?;
+    if demand.everything {
+        return Some(Selection::All);
+    }
     let triggers: Vec<&str> = PTX_TRIGGERS
         .iter()
         .filter(|(_, lints)| lints.iter().any(|lint| demand.enabled_lints.contains(lint)))
@@ -154,9 +197,9 @@ fn archs_to_read(
             ptx_has_operation(&ptx, &triggers)
         });
     if triggered {
-        return Some(None);
+        return Some(Selection::All);
     }
-    (!demand.local_memory_archs.is_empty()).then(|| Some(demand.local_memory_archs.clone()))
+    (!demand.local_memory.is_empty()).then(|| Selection::Kernels(demand.local_memory.clone()))
 }
 
 /// Reads the SASS of every compiled source that has a binary and a [`SassDemand`] that needs it
@@ -196,10 +239,10 @@ pub fn read_evidence(
         let Some(binary) = &source.binary else {
             continue;
         };
-        let Some(archs) = archs_to_read(source, demands.get(&source.source)) else {
+        let Some(selection) = selection(source, demands.get(&source.source)) else {
             continue;
         };
-        for facts in disassembler.facts_of_binary(source, binary, archs.as_ref())? {
+        for facts in disassembler.facts_of_binary(source, binary, &selection)? {
             let arch = facts.arch.clone().unwrap_or_default();
             evidence.facts.insert((facts.kernel.clone(), arch), facts);
         }
@@ -307,13 +350,13 @@ struct Disassembler<'a> {
 }
 
 impl Disassembler<'_> {
-    /// The facts of `archs` (`None`: every arch) of one binary: from the cache beside it when
-    /// they cover those archs of the same bytes, else read and cached.
+    /// The facts of `selection` of one binary: from the cache beside it when they cover it
+    /// for the same bytes, else read and cached.
     fn facts_of_binary(
         &self,
         source: &CompiledSource,
         binary: &Path,
-        archs: Option<&BTreeSet<String>>,
+        selection: &Selection,
     ) -> Result<Vec<SassFacts>, Error> {
         let bytes = std::fs::read(binary).map_err(|error| Error::Io {
             path: binary.to_path_buf(),
@@ -324,12 +367,12 @@ impl Disassembler<'_> {
         if let Some(cached) = std::fs::read(&cache)
             .ok()
             .and_then(|text| serde_json::from_slice::<CacheFile>(&text).ok())
-            .filter(|cached| cached.covers(&binary_sha256, archs))
+            .filter(|cached| cached.covers(&binary_sha256, selection))
         {
             return Ok(cached
                 .kernels
                 .into_iter()
-                .filter(|facts| wanted(archs, facts.arch.as_deref().unwrap_or_default()))
+                .filter(|facts| selection.has(facts))
                 .collect());
         }
         let work = binary.with_file_name(format!("sass-work-{}", std::process::id()));
@@ -338,12 +381,12 @@ impl Disassembler<'_> {
             path: work.clone(),
             error,
         })?;
-        let result = self.disassemble(source, binary, &work, archs);
+        let result = self.disassemble(source, binary, &work, selection);
         let _ = std::fs::remove_dir_all(&work);
         let file = CacheFile {
             schema: CACHE_SCHEMA,
             binary_sha256,
-            archs: archs.cloned(),
+            selection: selection.clone(),
             kernels: result?,
         };
         let json = serde_json::to_vec(&file).expect("SASS facts are plain data");
@@ -352,9 +395,18 @@ impl Disassembler<'_> {
     }
 }
 
-/// Whether `arch` is among `archs` (`None`: all).
-fn wanted(archs: Option<&BTreeSet<String>>, arch: &str) -> bool {
-    archs.map_or(true, |archs| archs.contains(arch))
+/// `nvdisasm -fun`'s list for `kernels` of one cubin (symbol indices), when every one is found
+/// in its symbol table; else `None`: the whole cubin is read.
+fn function_indices(cubin: &Path, kernels: &BTreeSet<String>) -> Option<String> {
+    let bytes = std::fs::read(cubin).ok()?;
+    let found = crate::cubin::symbol_indices(&bytes, kernels)?;
+    (found.len() == kernels.len()).then(|| {
+        found
+            .values()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    })
 }
 
 /// The arch of a cubin cuobjdump extracted (`name.1.sm_90a.cubin` -> `sm_90a`).
@@ -381,13 +433,14 @@ fn run_tool(command: &mut Command, source: &CompiledSource) -> Result<String, Er
 }
 
 impl Disassembler<'_> {
-    /// Extracts the binary's cubins of `archs`, disassembles them in parallel, reads the facts.
+    /// Extracts the binary's cubins, disassembles those of `selection` in parallel (only the
+    /// selected kernels' functions where it names them), reads the facts.
     fn disassemble(
         &self,
         source: &CompiledSource,
         binary: &Path,
         work: &Path,
-        archs: Option<&BTreeSet<String>>,
+        selection: &Selection,
     ) -> Result<Vec<SassFacts>, Error> {
         run_tool(
             Command::new(self.cuobjdump)
@@ -404,7 +457,7 @@ impl Disassembler<'_> {
             .flatten()
             .map(|entry| entry.path())
             .filter(|path| path.extension().is_some_and(|ext| ext == "cubin"))
-            .filter(|path| cubin_arch(path).is_some_and(|arch| wanted(archs, arch)))
+            .filter(|path| cubin_arch(path).is_some_and(|arch| selection.has_arch(arch)))
             .collect();
         cubins.sort();
         let nvdisasm = self.nvdisasm;
@@ -412,11 +465,16 @@ impl Disassembler<'_> {
             let handles: Vec<_> = cubins
                 .iter()
                 .map(|cubin| {
+                    let functions = cubin_arch(cubin)
+                        .and_then(|arch| selection.kernels_on(arch))
+                        .and_then(|kernels| function_indices(cubin, kernels));
                     scope.spawn(move || {
-                        run_tool(
-                            Command::new(nvdisasm).args(["-c", "-g", "-ndf"]).arg(cubin),
-                            source,
-                        )
+                        let mut command = Command::new(nvdisasm);
+                        command.args(["-c", "-g", "-ndf"]);
+                        if let Some(functions) = functions {
+                            command.arg("-fun").arg(functions);
+                        }
+                        run_tool(command.arg(cubin), source)
                     })
                 })
                 .collect();
@@ -481,25 +539,35 @@ mod tests {
     }
 
     #[test]
-    fn cached_facts_are_used_only_for_the_archs_they_cover() {
-        let file = |archs: Option<&[&str]>| CacheFile {
+    fn cached_facts_are_used_only_for_what_they_cover() {
+        let kernels = |pairs: &[(&str, &[&str])]| {
+            Selection::Kernels(
+                pairs
+                    .iter()
+                    .map(|(arch, names)| {
+                        let names = names.iter().map(|name| (*name).to_owned()).collect();
+                        ((*arch).to_owned(), names)
+                    })
+                    .collect(),
+            )
+        };
+        let file = |selection: Selection| CacheFile {
             schema: CACHE_SCHEMA,
             binary_sha256: "ab".into(),
-            archs: archs.map(|archs| archs.iter().map(|arch| (*arch).to_owned()).collect()),
+            selection,
             kernels: Vec::new(),
         };
-        let set = |archs: &[&str]| {
-            archs
-                .iter()
-                .map(|arch| (*arch).to_owned())
-                .collect::<BTreeSet<_>>()
-        };
-        assert!(file(None).covers("ab", None));
-        assert!(file(None).covers("ab", Some(&set(&["sm_90"]))));
-        assert!(!file(None).covers("cd", None), "another binary");
-        assert!(!file(Some(&["sm_90"])).covers("ab", None));
-        assert!(file(Some(&["sm_80", "sm_90"])).covers("ab", Some(&set(&["sm_90"]))));
-        assert!(!file(Some(&["sm_90"])).covers("ab", Some(&set(&["sm_80"]))));
+        let spill = kernels(&[("sm_90", &["spill"])]);
+        assert!(file(Selection::All).covers("ab", &Selection::All));
+        assert!(file(Selection::All).covers("ab", &spill));
+        assert!(
+            !file(Selection::All).covers("cd", &Selection::All),
+            "another binary"
+        );
+        assert!(!file(spill.clone()).covers("ab", &Selection::All));
+        assert!(file(kernels(&[("sm_90", &["spill", "other"])])).covers("ab", &spill));
+        assert!(!file(kernels(&[("sm_80", &["spill"])])).covers("ab", &spill));
+        assert!(!file(kernels(&[("sm_90", &["other"])])).covers("ab", &spill));
         assert_eq!(cubin_arch(Path::new("/w/k.2.sm_90a.cubin")), Some("sm_90a"));
         assert_eq!(cubin_arch(Path::new("k.1.sm_80.cubin")), Some("sm_80"));
     }
@@ -532,23 +600,26 @@ mod tests {
             }],
         };
         let demand = |lints: &[LintId], archs: &[&str]| SassDemand {
+            everything: false,
             enabled_lints: lints.iter().copied().collect(),
-            local_memory_archs: archs.iter().map(|arch| (*arch).to_owned()).collect(),
+            local_memory: archs
+                .iter()
+                .map(|arch| ((*arch).to_owned(), BTreeSet::from(["k".to_owned()])))
+                .collect(),
         };
-        assert_eq!(archs_to_read(&source, None), None, "no demand");
+        assert_eq!(selection(&source, None), None, "no demand");
         // FP64 in the PTX, but `fp64` at its default `allow` and no local memory: nothing to read.
-        assert_eq!(
-            archs_to_read(&source, Some(&demand(&[LintId::Call, LintId::Spills], &[]))),
-            None
-        );
-        assert_eq!(
-            archs_to_read(&source, Some(&demand(&[LintId::Fp64], &[]))),
-            Some(None)
-        );
+        let quiet = demand(&[LintId::Call, LintId::Spills], &[]);
+        assert_eq!(selection(&source, Some(&quiet)), None);
+        let fp64 = demand(&[LintId::Fp64], &[]);
+        assert_eq!(selection(&source, Some(&fp64)), Some(Selection::All));
         let only_sm_90 = demand(&[LintId::Spills], &["sm_90"]);
         assert_eq!(
-            archs_to_read(&source, Some(&only_sm_90)),
-            Some(Some(BTreeSet::from(["sm_90".to_owned()])))
+            selection(&source, Some(&only_sm_90)),
+            Some(Selection::Kernels(BTreeMap::from([(
+                "sm_90".to_owned(),
+                BTreeSet::from(["k".to_owned()])
+            )])))
         );
         let _ = std::fs::remove_dir_all(dir);
     }
