@@ -233,8 +233,7 @@ fn query(args: &Args) -> Result<Query, UsageError> {
         .map(|key| parse_sort_key(key).map_err(|error| UsageError(format!("--sort: {error}"))))
         .collect::<Result<Vec<_>, _>>()?;
     for arch in &args.archs {
-        occupancy_core::arch::lookup(arch)
-            .map_err(|error| UsageError(format!("--arch: {error}")))?;
+        super::arch::lookup_arch(arch).map_err(|error| UsageError(format!("--arch: {error}")))?;
     }
     Ok(Query {
         crates: args.crates.clone(),
