@@ -108,6 +108,7 @@ impl fmt::Display for Carveout {
 
 /// Errors of the calculator's inputs and queries.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CalcError {
     #[error("invalid carveout `{0}`: expected `default` or a percentage 0..=100")]
     InvalidCarveout(String),
@@ -143,6 +144,7 @@ impl FromStr for Carveout {
 /// A resource that limits resident blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Limiter {
     /// Warp slots per SM (or a block above the arch's threads per block).
     Warps,
@@ -226,6 +228,7 @@ impl BlockLimits {
 
 /// Everything the calculator derives for one kernel and launch, before headroom.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Resources {
     pub limits: BlockLimits,
     /// Registers allocated per block (per-warp allocation times warps).
@@ -263,6 +266,7 @@ impl Resources {
 /// number of resident blocks changes. Shared memory figures assume the kernel opts in to the
 /// dynamic shared memory it needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Headroom {
     /// Registers per thread that can be added without losing a block.
     pub registers_addable: u32,
@@ -276,6 +280,7 @@ pub struct Headroom {
 
 /// The answer for one kernel and launch on one architecture.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Occupancy {
     pub arch: &'static str,
     pub block_threads: u32,
@@ -420,6 +425,7 @@ pub fn smem_limit_per_block(arch: &ArchFacts, max_usage_bytes: u64) -> u64 {
 
 /// Shared memory side of a launch: the limit, the allocation and the configuration chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SmemLimit {
     pub limit: Option<u32>,
     pub allocated_per_block: u64,
@@ -810,6 +816,7 @@ fn smem_headroom(
 /// The block size with the most resident threads per SM (ties: the larger block), as
 /// `cudaOccupancyMaxPotentialBlockSize` computes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct BlockSizeSuggestion {
     /// 0 when no block size can run.
     pub block_threads: u32,

@@ -124,6 +124,7 @@ pub fn ptxas_note(record: &KernelRecord) -> String {
 /// Where the launch and limits a kernel is checked against came from. The lints are the same
 /// either way; only the wording of their messages and help lines differs (what to edit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LaunchOrigin {
     /// An `#[occupancy::kernel(...)]` declaration: the user edits its keys.
     Declaration,
@@ -265,6 +266,7 @@ pub const DEFAULT_UNDECLARED_BLOCK_THREADS: u32 = 256;
 
 /// What a kernel is checked against.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub enum Launch<'a> {
     /// Its `#[occupancy::kernel]` declaration (or the family declaration that covers it).
     Declared(&'a KernelSpec),

@@ -34,6 +34,7 @@ impl fmt::Display for LintId {
 /// A lint name that is not in the registry.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown lint `{given}`{}", suggestion_text(.suggestion))]
+#[non_exhaustive]
 pub struct UnknownLint {
     /// What was written.
     pub given: String,

@@ -42,6 +42,7 @@ impl fmt::Display for Level {
 /// A level word that is not `allow`, `warn` or `deny`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown lint level `{given}`: write `allow`, `warn` or `deny`{hint}")]
+#[non_exhaustive]
 pub struct UnknownLevel {
     /// What was written.
     pub given: String,

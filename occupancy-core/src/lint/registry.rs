@@ -113,6 +113,7 @@ macro_rules! declare_lints {
         }
     )+) => {
         /// Every lint the build gate can report, in the order they are documented.
+        #[non_exhaustive]
         #[derive(
             Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize,
             serde::Deserialize,

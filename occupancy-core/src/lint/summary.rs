@@ -8,6 +8,7 @@ use super::{Level, LintId};
 /// One line for many kernels with the same lint at the same level: what the build prints for
 /// undeclared kernels instead of one diagnostic each (the full list is in the report).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FindingSummary {
     /// The lint.
     pub lint: LintId,

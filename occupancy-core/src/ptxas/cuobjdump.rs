@@ -21,6 +21,7 @@ use serde::Serialize;
 
 /// One `Function NAME:` entry of cuobjdump's resource usage.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct CuobjdumpFunction {
     /// Mangled name.
     pub name: String,

@@ -26,6 +26,7 @@ use super::{
 
 /// What one line of a log was, as returned by [`LogParser::feed_line`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LineKind {
     /// Not ptxas's: another tool's output, passed through as context.
     Context,
@@ -89,6 +90,7 @@ struct LongLine {
 /// Streaming parser: feed it lines ([`feed_line`](Self::feed_line)) or byte chunks
 /// ([`feed`](Self::feed)), then [`finish`](Self::finish).
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct LogParser {
     source: RecordSource,
     line_number: usize,

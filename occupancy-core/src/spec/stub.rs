@@ -14,6 +14,7 @@ use super::{KernelSpec, DOCS_PATH};
 /// How a kernel's Rust stub is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StubKind {
     /// A Rust fn with a body: a launch wrapper for a PTX kernel loaded by name, an
     /// `extern "C" fn` definition, or a Rust-CUDA `#[kernel]` fn. Kept as written.
@@ -30,6 +31,7 @@ pub enum StubKind {
 
 /// An item the attribute was put on, classified.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum KernelStub {
     /// See [`StubKind::Function`].
     Function(syn::ItemFn),
@@ -41,6 +43,7 @@ pub enum KernelStub {
 
 /// One kernel declared by an attribute.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct StubKernel {
     /// How the stub is written.
     pub kind: StubKind,
