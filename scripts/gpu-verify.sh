@@ -11,9 +11,16 @@
 #    beside them. Any mismatch is listed and fails the script.
 # 3. The trade-off: tradeoff.cu's SGEMM and bandwidth-bound kernels at several min blocks per SM,
 #    timed, with the tool's occupancy and spills, and Nsight Compute's achieved occupancy if ncu exists.
+# 4. The examples' binaries, run for real.
+# 5. Where a spill sits: scripts/gpu/spill_placement.cu times the kernels of
+#    tests/fixtures/gpu/spill_placement.cu (one hot loop; the spill in the loop, on a cold error
+#    path, or absent) at natural and pinned occupancy, checks their results bit for bit, and joins
+#    the times with the tool's spill bytes, its SASS reading and Nsight Compute's executed local
+#    loads and stores.
 #
 # Environment: OCCUPANCY_BIN (a prebuilt cargo-occupancy; else built with cargo), NVCC (else nvcc on PATH),
-# OCCUPANCY_GPU_ARCH (else read from nvidia-smi), OCCUPANCY_SKIP_NCU=1 to skip Nsight Compute.
+# OCCUPANCY_GPU_ARCH (else read from nvidia-smi), OCCUPANCY_SKIP_NCU=1 to skip Nsight Compute,
+# OCCUPANCY_GPU_STEPS (the steps to run, e.g. "5" or "3 5"; default all: 1 2 3 4 5; step 2 runs 1).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 results="${1:-$root/target/gpu-verify}"
@@ -21,6 +28,13 @@ mkdir -p "$results"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 nvcc="${NVCC:-nvcc}"
+steps=" ${OCCUPANCY_GPU_STEPS:-1 2 3 4 5} "
+steps="${steps//,/ }"
+for step in $steps; do
+  [[ "$step" =~ ^[1-5]$ ]] || { echo "gpu-verify: OCCUPANCY_GPU_STEPS: unknown step '$step' (steps are 1 to 5)" >&2; exit 2; }
+done
+[[ "$steps" == *" 2 "* ]] && steps="$steps 1 "
+wants() { [[ "$steps" == *" $1 "* ]]; }
 command -v "$nvcc" >/dev/null || { echo "gpu-verify: nvcc not found (set NVCC or PATH)" >&2; exit 2; }
 
 bin="${OCCUPANCY_BIN:-}"
@@ -37,6 +51,8 @@ fi
 echo "== GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1), arch $arch"
 "$nvcc" --version | tail -n 2
 
+status=0
+if wants 1; then
 echo "== 1. build the corpus for $arch"
 : > "$results/build.txt"
 cubins=() ptx_files=() logs=()
@@ -68,16 +84,19 @@ for source in $sources; do
   fi
 done
 cat "$results/build.txt"
+fi
 
+if wants 2; then
 echo "== 2. driver versus tool"
 "$nvcc" -O2 -o "$work/occupancy_probe" "$root/scripts/gpu/occupancy_probe.cpp" -lcuda
 "$work/occupancy_probe" "${cubins[@]}" > "$results/probe.jsonl"
 cat "${logs[@]}" > "$results/ptxas.log"
 "$bin" occupancy parse --json "$results/ptxas.log" > "$results/parsed.json"
-status=0
 python3 "$root/scripts/gpu/compare.py" --probe "$results/probe.jsonl" --parsed "$results/parsed.json" \
   --ptx "${ptx_files[@]}" --bin "$bin" --summary "$results/summary.json" --replay "$results/driver-replay.jsonl" || status=$?
+fi
 
+if wants 3; then
 echo "== 3. the trade-off"
 "$nvcc" -O3 -arch="$arch" -Xptxas -v -o "$work/tradeoff" "$root/scripts/gpu/tradeoff.cu" > "$results/tradeoff-ptxas.log" 2>&1
 "$work/tradeoff" | tee "$results/tradeoff.jsonl"
@@ -87,7 +106,9 @@ if [[ "${OCCUPANCY_SKIP_NCU:-0}" != 1 ]] && command -v ncu >/dev/null; then
 fi
 "$bin" occupancy parse --json --arch "$arch" --block 256 "$results/tradeoff-ptxas.log" > "$results/tradeoff-parsed.json" || true
 python3 "$root/scripts/gpu/tradeoff_table.py" "$results" | tee "$results/tradeoff.md"
+fi
 
+if wants 4; then
 echo "== 4. the examples, run for real"
 # Their binaries are built where cargo is (OCCUPANCY_EXAMPLE_BINS: a folder holding saxpy and tiled-gemm),
 # else here with cargo. OCCUPANCY_REQUIRE_GPU=1 makes "no GPU" a failure instead of a skip.
@@ -106,5 +127,33 @@ for example in saxpy tiled-gemm; do
     echo "example $example: no binary (set OCCUPANCY_EXAMPLE_BINS or install cargo)"; status=1
   fi
 done
+fi
+
+if wants 5; then
+echo "== 5. where the spill sits: in the hot loop, on a cold path, timed"
+placement_source="$root/tests/fixtures/gpu/spill_placement.cu"
+"$nvcc" -O3 -arch="$arch" -lineinfo -Xptxas -v -o "$work/spill_placement" "$root/scripts/gpu/spill_placement.cu" \
+  > "$results/spill-placement-ptxas.log" 2>&1 || { cat "$results/spill-placement-ptxas.log"; exit 1; }
+nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv \
+  > "$results/spill-placement-clocks.csv" || true
+"$work/spill_placement" | tee "$results/spill-placement.jsonl" || status=1
+nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader \
+  >> "$results/spill-placement-clocks.csv" || true
+if [[ "${OCCUPANCY_SKIP_NCU:-0}" != 1 ]] && command -v ncu >/dev/null; then
+  ncu --csv --metrics smsp__inst_executed_op_local_ld.sum,smsp__inst_executed_op_local_st.sum,l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum,l1tex__t_bytes_pipe_lsu_mem_local_op_ld_lookup_hit.sum \
+    "$work/spill_placement" --once > "$results/spill-placement-ncu.csv" 2> "$results/spill-placement-ncu.err" \
+    || echo "ncu failed: see spill-placement-ncu.err"
+fi
+"$bin" occupancy parse --json --arch "$arch" --block 256 "$results/spill-placement-ptxas.log" > "$results/spill-placement-parsed.json"
+# Where the spills sit, as the tool reads the SASS of the same source with the same nvcc: its JSON
+# rows carry `sass` facts. Exit code 1 is expected (the kernels spill on purpose); 2 is a failure.
+check_status=0
+OCCUPANCY_SASS=all "$bin" occupancy check --json --arch "$arch" "$placement_source" > "$results/spill-placement-check.json" \
+  2> "$results/spill-placement-check.err" || check_status=$?
+if [[ $check_status -gt 1 ]]; then
+  echo "cargo occupancy check failed (exit $check_status):"; cat "$results/spill-placement-check.err"; status=1
+fi
+python3 "$root/scripts/gpu/spill_placement_table.py" "$results" | tee "$results/spill-placement.md" || status=1
+fi
 echo "results in $results"
 exit $status

@@ -19,7 +19,7 @@ use occupancy_core::report::{KernelRow, Report};
 use serde::{Deserialize, Serialize};
 
 use crate::toolchain::Toolchain;
-use crate::{Build, Error};
+use crate::Error;
 
 /// The baseline file's contents.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -47,31 +47,13 @@ pub struct ToolchainStamp {
 }
 
 impl ToolchainStamp {
-    /// The stamp of this build: versions asked from the tools, flags from the builder.
-    pub fn of_build(build: &Build, toolchain: &Toolchain) -> ToolchainStamp {
-        let mut flags: Vec<String> = build
-            .defines
-            .iter()
-            .map(|(name, value)| match value {
-                Some(value) => format!("-D{name}={value}"),
-                None => format!("-D{name}"),
-            })
-            .collect();
-        flags.extend(
-            build
-                .flags
-                .iter()
-                .map(|flag| flag.to_string_lossy().into_owned()),
-        );
-        for variable in ["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"] {
-            if let Some(value) = build.env.get(variable) {
-                flags.push(format!("{variable}={value}"));
-            }
-        }
+    /// The stamp of this build: versions asked from the tools, and the flags the build
+    /// resolved (`Context::stamped_flags`).
+    pub fn of(flags: &[String], toolchain: &Toolchain) -> ToolchainStamp {
         ToolchainStamp {
             nvcc: toolchain.nvcc_version(),
             ptxas: toolchain.ptxas_version(),
-            flags,
+            flags: flags.to_vec(),
         }
     }
 

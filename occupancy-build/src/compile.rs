@@ -29,6 +29,8 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::cache::{hex, Entry, Slot};
+use crate::context::Context;
+pub use crate::context::SourceKind;
 use crate::fsutil::{parse_dep_file, parse_line_markers};
 use crate::targets::SmArch;
 use crate::toolchain::Toolchain;
@@ -42,16 +44,6 @@ pub enum Product {
     Ptx,
     /// An object file for a static library.
     Object,
-}
-
-/// What kind of input a source is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SourceKind {
-    /// CUDA C++ (`.cu`).
-    Cuda,
-    /// PTX made elsewhere (Rust-CUDA, Triton, NVRTC dumps).
-    Ptx,
 }
 
 /// Everything that decides what nvcc produces for one source, shared by all sources of a build.
@@ -134,6 +126,90 @@ pub struct CompiledSource {
     /// default build (the lowest target's PTX for every arch), one per target arch with
     /// `ptx_per_arch`. The first is `ptx`.
     pub programs: Vec<Program>,
+}
+
+/// Compiles every source of the build (at most `context.max_jobs` at once, cached) and returns
+/// them in order. A source named twice (`a.cu` and `./a.cu`, a file inside a `.source_dir`) is
+/// compiled once; a missing one is an error naming it; with several failures, every one is said.
+pub fn compile_all(
+    context: &Context,
+    toolchain: &Toolchain,
+    product: Product,
+) -> Result<Vec<CompiledSource>, Error> {
+    let settings = CompileSettings {
+        toolchain: toolchain.clone(),
+        archs: context.archs.clone(),
+        user_args: context.nvcc_args.clone(),
+        product,
+        cache_root: context.out_dir.join("occupancy").join("cache"),
+        ptx_per_arch: context.ptx_per_arch,
+        jit_archs: context.jit_archs.clone(),
+    };
+    for (path, _) in &context.sources {
+        if !path.is_file() {
+            return Err(Error::Config {
+                message: format!(
+                    "source {} does not exist (paths are relative to the package root)",
+                    path.display()
+                ),
+            });
+        }
+    }
+    let inputs = unique_sources(context.sources.clone());
+    if inputs.is_empty() {
+        return Err(Error::Config {
+            message: "no CUDA sources: add some with `.file(...)`, `.files(...)`, `.source_dir(...)` or `.ptx_file(...)`".into(),
+        });
+    }
+    let settings = &settings;
+    let tasks: Vec<_> = inputs
+        .iter()
+        .map(|(path, kind)| move || compile_source(settings, path, *kind))
+        .collect();
+    let (compiled, mut failures): (Vec<_>, Vec<_>) = crate::jobs::run_all(tasks, context.max_jobs)
+        .into_iter()
+        .partition(Result::is_ok);
+    let mut failures: Vec<Error> = failures.drain(..).filter_map(Result::err).collect();
+    match failures.len() {
+        0 => Ok(compiled.into_iter().filter_map(Result::ok).collect()),
+        1 => Err(failures.remove(0)),
+        _ => Err(Error::Tool {
+            message: failures
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        }),
+    }
+}
+
+/// Two sources with one stem would write one `OUT_DIR/<stem>.ptx`: an error naming the second.
+pub fn check_unique_stems(sources: &[(PathBuf, SourceKind)]) -> Result<(), Error> {
+    let mut stems = std::collections::BTreeSet::new();
+    for (source, _) in &unique_sources(sources.to_vec()) {
+        let stem = source
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if !stems.insert(stem.clone()) {
+            return Err(Error::Config {
+                message: format!("two sources are named `{stem}`: their outputs would collide in OUT_DIR; rename one ({})", source.display()),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The inputs without repeats of one file under another name, first mention kept.
+fn unique_sources(mut inputs: Vec<(PathBuf, SourceKind)>) -> Vec<(PathBuf, SourceKind)> {
+    let mut seen = std::collections::BTreeSet::new();
+    inputs.retain(|(path, _)| seen.insert(canonical(path)));
+    inputs
+}
+
+/// The path with symlinks and `.`/`..` resolved: one name per file.
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Compiles (or replays) one source.
@@ -395,6 +471,36 @@ fn run_nvcc(
     kind: SourceKind,
     work: &Path,
 ) -> Result<FreshOutput, Error> {
+    let (compiler_log, wrapper_failure) = run_nvcc_commands(settings, source, kind, work)?;
+    match kind {
+        SourceKind::Cuda => {
+            let (ptx, binary, dependencies) = kept_outputs(settings, source, work)?;
+            Ok(FreshOutput {
+                ptx,
+                binary: Some(binary),
+                compiler_log,
+                dependencies,
+                wrapper_failure,
+            })
+        }
+        SourceKind::Ptx => Ok(FreshOutput {
+            ptx: Vec::new(),
+            binary: None,
+            compiler_log,
+            dependencies: vec![absolute(source)],
+            wrapper_failure,
+        }),
+    }
+}
+
+/// Runs the source's nvcc commands; returns their output (ptxas's report and any warnings) and,
+/// when the compiler cache failed a compile nvcc alone passed, what the cache printed.
+fn run_nvcc_commands(
+    settings: &CompileSettings,
+    source: &Path,
+    kind: SourceKind,
+    work: &Path,
+) -> Result<(String, Option<String>), Error> {
     let mut compiler_log = String::new();
     let mut wrapper_failure = None;
     let run = |mut command: std::process::Command| {
@@ -440,83 +546,73 @@ fn run_nvcc(
         compiler_log.push_str(&stdout);
         compiler_log.push_str(&stderr);
     }
+    Ok((compiler_log, wrapper_failure))
+}
+
+/// A `.cu` compile's files in `work`: the PTX of each program (kept by `--keep`), the binary,
+/// and every file the compile read; a missing one is an error naming it.
+fn kept_outputs(
+    settings: &CompileSettings,
+    source: &Path,
+    work: &Path,
+) -> Result<(Vec<(String, PathBuf)>, PathBuf, Vec<PathBuf>), Error> {
     let stem = file_stem(source);
-    match kind {
-        SourceKind::Cuda => {
-            // --keep names one program's files `<stem>.ptx`, several `<stem>.compute_90.ptx`.
-            let programs = settings.program_archs();
-            let kept = |extension: &str, target: &SmArch| match programs.len() {
-                1 => work.join(format!("{stem}.{extension}")),
-                _ => work.join(format!("{stem}.{}.{extension}", target.virtual_name())),
-            };
-            let ptx: Vec<(String, PathBuf)> = programs
-                .iter()
-                .map(|(target, _)| (target.virtual_name(), kept("ptx", target)))
-                .collect();
-            let binary = match settings.product {
-                Product::Ptx => work.join(format!("{stem}.fatbin")),
-                Product::Object => work.join(format!("{stem}.o")),
-            };
-            let deps_path = match (settings.product, programs.first()) {
-                (Product::Ptx, Some((lowest, _))) => kept("cpp1.ii", lowest),
-                _ => work.join("deps.d"),
-            };
-            let mut expected: Vec<(&PathBuf, &str)> = ptx
-                .iter()
-                .map(|(_, path)| (path, "the PTX kept by --keep"))
-                .collect();
-            expected.extend([
-                (&binary, "the output"),
-                (
-                    &deps_path,
-                    "the dependency list (-MF file, or the preprocessed .cpp1.ii)",
-                ),
-            ]);
-            for (path, what) in expected {
-                if !path.is_file() {
-                    return Err(Error::UnreadableOutput {
-                        file: source.to_path_buf(),
-                        message: format!(
-                            "nvcc succeeded but {what} ({}) is missing",
-                            path.display()
-                        ),
-                    });
-                }
-            }
-            let deps_text = std::fs::read_to_string(&deps_path).map_err(|error| Error::Io {
-                path: deps_path.clone(),
-                error,
-            })?;
-            let mut dependencies = match settings.product {
-                Product::Object => parse_dep_file(&deps_text),
-                Product::Ptx => parse_line_markers(&deps_text),
-            };
-            if dependencies.is_empty() {
-                return Err(Error::UnreadableOutput {
-                    file: source.to_path_buf(),
-                    message: format!("{} lists no input file", deps_path.display()),
-                });
-            }
-            dependencies = dependencies
-                .into_iter()
-                .map(|path| absolute(&path))
-                .collect();
-            Ok(FreshOutput {
-                ptx,
-                binary: Some(binary),
-                compiler_log,
-                dependencies,
-                wrapper_failure,
-            })
+    // --keep names one program's files `<stem>.ptx`, several `<stem>.compute_90.ptx`.
+    let programs = settings.program_archs();
+    let kept = |extension: &str, target: &SmArch| match programs.len() {
+        1 => work.join(format!("{stem}.{extension}")),
+        _ => work.join(format!("{stem}.{}.{extension}", target.virtual_name())),
+    };
+    let ptx: Vec<(String, PathBuf)> = programs
+        .iter()
+        .map(|(target, _)| (target.virtual_name(), kept("ptx", target)))
+        .collect();
+    let binary = match settings.product {
+        Product::Ptx => work.join(format!("{stem}.fatbin")),
+        Product::Object => work.join(format!("{stem}.o")),
+    };
+    let deps_path = match (settings.product, programs.first()) {
+        (Product::Ptx, Some((lowest, _))) => kept("cpp1.ii", lowest),
+        _ => work.join("deps.d"),
+    };
+    let mut expected: Vec<(&PathBuf, &str)> = ptx
+        .iter()
+        .map(|(_, path)| (path, "the PTX kept by --keep"))
+        .collect();
+    expected.extend([
+        (&binary, "the output"),
+        (
+            &deps_path,
+            "the dependency list (-MF file, or the preprocessed .cpp1.ii)",
+        ),
+    ]);
+    for (path, what) in expected {
+        if !path.is_file() {
+            return Err(Error::UnreadableOutput {
+                file: source.to_path_buf(),
+                message: format!("nvcc succeeded but {what} ({}) is missing", path.display()),
+            });
         }
-        SourceKind::Ptx => Ok(FreshOutput {
-            ptx: Vec::new(),
-            binary: None,
-            compiler_log,
-            dependencies: vec![absolute(source)],
-            wrapper_failure,
-        }),
     }
+    let deps_text = std::fs::read_to_string(&deps_path).map_err(|error| Error::Io {
+        path: deps_path.clone(),
+        error,
+    })?;
+    let mut dependencies = match settings.product {
+        Product::Object => parse_dep_file(&deps_text),
+        Product::Ptx => parse_line_markers(&deps_text),
+    };
+    if dependencies.is_empty() {
+        return Err(Error::UnreadableOutput {
+            file: source.to_path_buf(),
+            message: format!("{} lists no input file", deps_path.display()),
+        });
+    }
+    dependencies = dependencies
+        .into_iter()
+        .map(|path| absolute(&path))
+        .collect();
+    Ok((ptx, binary, dependencies))
 }
 
 /// Absolute and lexically normalised (`bin/..//include` → `include`), so paths from nvcc's
@@ -729,6 +825,26 @@ fn cache_key(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_file_under_several_names_is_one_source() {
+        let dir = std::env::temp_dir().join(format!("occupancy-unique-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("a.cu"), "").unwrap();
+        std::fs::write(dir.join("b.cu"), "").unwrap();
+        let inputs = vec![
+            (dir.join("a.cu"), SourceKind::Cuda),
+            (dir.join("./a.cu"), SourceKind::Cuda),
+            (dir.join("sub/../a.cu"), SourceKind::Cuda),
+            (dir.join("b.cu"), SourceKind::Cuda),
+        ];
+        let unique: Vec<PathBuf> = unique_sources(inputs)
+            .into_iter()
+            .map(|(path, _)| path)
+            .collect();
+        assert_eq!(unique, [dir.join("a.cu"), dir.join("b.cu")]);
+        let _ = std::fs::remove_dir_all(dir);
+    }
 
     #[test]
     fn a_source_depends_only_on_the_bounds_it_names() {

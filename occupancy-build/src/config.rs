@@ -138,7 +138,7 @@ fn apply(metadata: &mut Metadata, table: &toml::Value, section: &str) -> Result<
                 if let Some(unknown) = formats.iter().find(|format| format.as_str() != "json") {
                     return Err(Error::Config {
                         message: format!(
-                            "{section} `reports`: unknown format `{unknown}` (supported: \"json\")"
+                            "{section} `reports`: unknown format {unknown:?} (supported: \"json\")"
                         ),
                     });
                 }

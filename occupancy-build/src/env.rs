@@ -33,6 +33,13 @@ impl TrackedEnv {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .insert(name.to_string());
+        self.get_untracked(name)
+    }
+
+    /// The variable's value without recording the read: for `PATH`, which a build script does
+    /// not watch (`cc` does not either: every shell changes it, and a tool found on it is
+    /// tracked by its own identity files).
+    pub fn get_untracked(&self, name: &str) -> Option<String> {
         let value = match self.overrides.iter().find(|(existing, _)| existing == name) {
             Some((_, value)) => value.clone(),
             None => std::env::var(name).ok(),
@@ -78,5 +85,13 @@ mod tests {
             env.read_names(),
             vec!["OCCUPANCY_TEST_A", "OCCUPANCY_TEST_B"]
         );
+    }
+
+    #[test]
+    fn path_is_read_without_being_watched() {
+        let mut env = TrackedEnv::new();
+        env.set("PATH", Some("/opt/cuda/bin"));
+        assert_eq!(env.get_untracked("PATH").as_deref(), Some("/opt/cuda/bin"));
+        assert!(env.read_names().is_empty(), "{:?}", env.read_names());
     }
 }

@@ -11,8 +11,9 @@ use occupancy_core::lint::evaluate::{self, Finding};
 use occupancy_core::lint::{Level, LintId};
 use occupancy_core::spec::{KernelSpec, SpecKey};
 
-use crate::check::{Declarations, Declared, Gathered, Levels};
+use crate::declarations::{Declarations, Declared};
 use crate::diagnostics::{self, Diagnostic};
+use crate::levels::{Gathered, Levels};
 
 /// The attribute's levels as the lints are evaluated: an expected lint, and a lint allowed with
 /// a reason, at warn, so that their findings reach [`settle`] (which sets them back to allow).

@@ -8,8 +8,8 @@ use occupancy_core::facts::{
 };
 use occupancy_core::report::{KernelRow, Report};
 
-use crate::check::Declarations;
-use crate::engine::Context;
+use crate::context::Context;
+use crate::declarations::Declarations;
 use crate::fsutil::write_if_changed;
 use crate::Error;
 

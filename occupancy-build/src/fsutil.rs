@@ -134,6 +134,13 @@ fn split_rule(line: &str) -> Option<(&str, &str)> {
     None
 }
 
+pub(crate) fn display_path(manifest_dir: &Path, path: &Path) -> String {
+    path.strip_prefix(manifest_dir)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

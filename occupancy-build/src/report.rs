@@ -7,9 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
-pub use occupancy_core::report::{Report, SCHEMA_VERSION};
+pub use occupancy_core::report::Report;
 
-use crate::engine::Context;
+use crate::context::Context;
 use crate::fsutil::write_atomic;
 use crate::Error;
 

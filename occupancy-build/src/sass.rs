@@ -16,12 +16,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use occupancy_core::lint::evaluate::Finding;
+use occupancy_core::lint::LintId;
 use occupancy_core::report::KernelRow;
 use occupancy_core::sass::{self, SassFacts};
 use sha2::{Digest, Sha256};
 
 use crate::compile::CompiledSource;
-use crate::env::TrackedEnv;
 use crate::fsutil::write_atomic;
 use crate::toolchain::Toolchain;
 use crate::Error;
@@ -31,8 +31,8 @@ pub const C7508: &str = "(C7508)";
 
 /// The cached facts' format and reader: bump it whenever `occupancy_core::sass` reads the same
 /// SASS into other facts, so that cached facts of the old reader are read again (2: a call into
-/// the kernel's own code is not a call).
-const CACHE_SCHEMA: u32 = 2;
+/// the kernel's own code is not a call; 3: what was read is recorded: all, or kernels per arch).
+const CACHE_SCHEMA: u32 = 3;
 
 /// What the SASS of a build says, per kernel and architecture.
 #[derive(Debug, Clone, Default)]
@@ -51,19 +51,46 @@ pub struct SassEvidence {
 struct CacheFile {
     schema: u32,
     binary_sha256: String,
+    /// What was read.
+    selection: Selection,
     kernels: Vec<SassFacts>,
 }
 
-/// The disassembler: `OCCUPANCY_NVDISASM`, else the toolkit's `bin/`, else `PATH`.
-pub fn locate_tool(
-    env: &TrackedEnv,
-    toolchain: &Toolchain,
-    name: &str,
-    variable: &str,
-) -> Option<PathBuf> {
-    if let Some(path) = env.get(variable) {
-        return Some(PathBuf::from(path));
+impl CacheFile {
+    /// Whether these facts cover `wanted` of this binary.
+    fn covers(&self, binary_sha256: &str, wanted: &Selection) -> bool {
+        self.schema == CACHE_SCHEMA
+            && self.binary_sha256 == binary_sha256
+            && self.selection.covers(wanted)
     }
+}
+
+/// The SASS stage's tools: `OCCUPANCY_NVDISASM`/`OCCUPANCY_CUOBJDUMP` (resolved into the
+/// context), else beside nvcc, else the toolkit's `bin/`, else `PATH`.
+#[derive(Debug, Clone, Default)]
+pub struct SassTools {
+    pub nvdisasm: Option<PathBuf>,
+    pub cuobjdump: Option<PathBuf>,
+}
+
+impl SassTools {
+    pub fn locate(context: &crate::context::Context, toolchain: &Toolchain) -> SassTools {
+        SassTools {
+            nvdisasm: context
+                .nvdisasm
+                .clone()
+                .or_else(|| locate_tool(toolchain, "nvdisasm")),
+            cuobjdump: context
+                .cuobjdump
+                .clone()
+                .or_else(|| locate_tool(toolchain, "cuobjdump")),
+        }
+    }
+}
+
+/// A toolkit tool beside nvcc, in the toolkit's `bin/`, or on `PATH` (not a build input: `cc`
+/// does not track `PATH` either).
+fn locate_tool(toolchain: &Toolchain, name: &str) -> Option<PathBuf> {
     let beside_nvcc = toolchain.nvcc.parent().map(|bin| bin.join(name));
     let in_home = toolchain.cuda_home.join("bin").join(name);
     let on_path = std::env::var_os("PATH")
@@ -77,15 +104,111 @@ pub fn locate_tool(
         .find(|path| path.is_file())
 }
 
-/// Reads the SASS of every compiled source that has a binary.
-/// `spills_reported(kernel, arch)`: ptxas reported spill bytes for it.
-/// `uses_local_memory(kernel)`: ptxas reported a stack frame, spills or local memory for it.
+/// What the SASS stage must read for one compiled source: decided by the caller from ptxas's
+/// records and the lint levels, so that nvdisasm (about 0.2 s of CPU per cubin however small)
+/// runs only where a SASS lint above `allow` can fire.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SassDemand {
+    /// Read every function of every arch whatever the lints (`OCCUPANCY_SASS=all`): facts for
+    /// every row of the report, for `explain`, HTML and tests.
+    pub everything: bool,
+    /// The SASS lints above `allow` for at least one kernel of the source. A lint whose trigger is
+    /// in the PTX (`call`, `fp64`, `setmaxnreg_*`) makes every arch of the source needed when the
+    /// PTX has that operation.
+    pub enabled_lints: BTreeSet<LintId>,
+    /// Per arch, the kernels of the source that use local memory there (spills, a stack frame,
+    /// local bytes) and have a lint that reads it above `allow` (`spill_in_loop`, the
+    /// hottest-spill note of `spills`, `local_array`): every `LDL`/`STL` is in ptxas's stack
+    /// frame, so other kernels and archs cannot have one.
+    pub local_memory: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// What to disassemble of one binary: every function of every arch, or named kernels per arch.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Selection {
+    All,
+    Kernels(BTreeMap<String, BTreeSet<String>>),
+}
+
+impl Selection {
+    /// Whether facts read for `self` include everything `wanted` asks for.
+    fn covers(&self, wanted: &Selection) -> bool {
+        match (self, wanted) {
+            (Selection::All, _) => true,
+            (Selection::Kernels(_), Selection::All) => false,
+            (Selection::Kernels(read), Selection::Kernels(wanted)) => wanted
+                .iter()
+                .all(|(arch, kernels)| read.get(arch).is_some_and(|read| kernels.is_subset(read))),
+        }
+    }
+
+    fn has_arch(&self, arch: &str) -> bool {
+        match self {
+            Selection::All => true,
+            Selection::Kernels(kernels) => kernels.contains_key(arch),
+        }
+    }
+
+    /// The kernels to disassemble on `arch` (`None`: all of its functions).
+    fn kernels_on(&self, arch: &str) -> Option<&BTreeSet<String>> {
+        match self {
+            Selection::All => None,
+            Selection::Kernels(kernels) => kernels.get(arch),
+        }
+    }
+
+    fn has(&self, facts: &SassFacts) -> bool {
+        let arch = facts.arch.as_deref().unwrap_or_default();
+        self.kernels_on(arch)
+            .map_or(self.has_arch(arch), |kernels| {
+                kernels.contains(&facts.kernel)
+            })
+    }
+}
+
+/// The PTX operations that can become what a SASS lint reports, and the lints that read them:
+/// `call` (a non-inlined call), FP64 arithmetic, `setmaxnreg`. (ptxas's own subroutines for
+/// IEEE division or 64-bit integer division are not `call` findings and trigger nothing.)
+const PTX_TRIGGERS: [(&str, &[LintId]); 3] = [
+    ("call", &[LintId::Call]),
+    ("f64", &[LintId::Fp64]),
+    (
+        "setmaxnreg",
+        &[LintId::SetmaxnregIgnored, LintId::SetmaxnregBudget],
+    ),
+];
+
+/// What of `source` to disassemble (`None`: nothing). Every function of every arch when its
+/// PTX has an operation whose lint is enabled (a call's callee must be read too); else the
+/// kernels with local memory, on the archs where they have it.
+fn selection(source: &CompiledSource, demand: Option<&SassDemand>) -> Option<Selection> {
+    let demand = demand?;
+    if demand.everything {
+        return Some(Selection::All);
+    }
+    let triggers: Vec<&str> = PTX_TRIGGERS
+        .iter()
+        .filter(|(_, lints)| lints.iter().any(|lint| demand.enabled_lints.contains(lint)))
+        .map(|(operation, _)| *operation)
+        .collect();
+    let triggered = !triggers.is_empty()
+        && source.programs.iter().any(|program| {
+            let ptx = std::fs::read_to_string(&program.ptx).unwrap_or_default();
+            ptx_has_operation(&ptx, &triggers)
+        });
+    if triggered {
+        return Some(Selection::All);
+    }
+    (!demand.local_memory.is_empty()).then(|| Selection::Kernels(demand.local_memory.clone()))
+}
+
+/// Reads the SASS of every compiled source that has a binary and a [`SassDemand`] that needs it
+/// (keyed by the source's path). `spills_reported(kernel, arch)`: ptxas reported spill bytes.
 pub fn read_evidence(
-    env: &TrackedEnv,
-    toolchain: &Toolchain,
+    tools: &SassTools,
     compiled: &[CompiledSource],
+    demands: &BTreeMap<PathBuf, SassDemand>,
     spills_reported: &dyn Fn(&str, &str) -> bool,
-    uses_local_memory: &dyn Fn(&str) -> bool,
 ) -> Result<SassEvidence, Error> {
     let mut evidence = SassEvidence::default();
     for source in compiled {
@@ -101,26 +224,25 @@ pub fn read_evidence(
             }
         }
     }
-    let nvdisasm = locate_tool(env, toolchain, "nvdisasm", "OCCUPANCY_NVDISASM");
-    let cuobjdump = locate_tool(env, toolchain, "cuobjdump", "OCCUPANCY_CUOBJDUMP");
-    let (Some(nvdisasm), Some(cuobjdump)) = (nvdisasm, cuobjdump) else {
+    let (Some(nvdisasm), Some(cuobjdump)) = (&tools.nvdisasm, &tools.cuobjdump) else {
         evidence.unavailable = Some(
             "nvdisasm or cuobjdump was not found (set OCCUPANCY_NVDISASM and OCCUPANCY_CUOBJDUMP, put them beside nvcc, or `pip install nvidia-cuda-nvdisasm nvidia-cuda-cuobjdump`)".to_owned(),
         );
         return Ok(evidence);
     };
+    let disassembler = Disassembler {
+        cuobjdump,
+        nvdisasm,
+        spills_reported,
+    };
     for source in compiled {
         let Some(binary) = &source.binary else {
             continue;
         };
-        let needed = source.programs.iter().any(|program| {
-            let ptx = std::fs::read_to_string(&program.ptx).unwrap_or_default();
-            needs_disassembly(&ptx, uses_local_memory)
-        });
-        if !needed {
+        let Some(selection) = selection(source, demands.get(&source.source)) else {
             continue;
-        }
-        for facts in facts_of_binary(&cuobjdump, &nvdisasm, source, binary, spills_reported)? {
+        };
+        for facts in disassembler.facts_of_binary(source, binary, &selection)? {
             let arch = facts.arch.clone().unwrap_or_default();
             evidence.facts.insert((facts.kernel.clone(), arch), facts);
         }
@@ -130,20 +252,17 @@ pub fn read_evidence(
 
 /// [`read_evidence`] for a build: says in a warning when the SASS lints could not run.
 pub fn read_build_evidence(
-    build: &crate::Build,
+    context: &crate::context::Context,
     toolchain: &Toolchain,
     compiled: &[CompiledSource],
+    demands: &BTreeMap<PathBuf, SassDemand>,
     spilled: &BTreeSet<(String, String)>,
-    local_memory: &BTreeSet<String>,
-    cargo: &mut crate::engine::CargoLines,
+    cargo: &mut crate::cargo_lines::CargoLines,
 ) -> Result<SassEvidence, Error> {
-    let evidence = read_evidence(
-        &build.env,
-        toolchain,
-        compiled,
-        &|kernel, arch| spilled.contains(&(kernel.to_owned(), arch.to_owned())),
-        &|kernel| local_memory.contains(kernel),
-    )?;
+    let tools = SassTools::locate(context, toolchain);
+    let evidence = read_evidence(&tools, compiled, demands, &|kernel, arch| {
+        spilled.contains(&(kernel.to_owned(), arch.to_owned()))
+    })?;
     if let Some(reason) = &evidence.unavailable {
         cargo.warning(&format!(
             "occupancy: {reason}: the SASS lints (spill_in_loop, local_array, call, fp64, setmaxnreg_ignored, setmaxnreg_budget) were not checked"
@@ -208,27 +327,13 @@ pub fn note_hottest_spill<'a>(finding: &mut Finding, rows: impl Iterator<Item = 
     }
 }
 
-/// PTX operations whose SASS can hold a `CALL` or FP64 instructions: `call`, double precision,
-/// and the IEEE division, square root and reciprocal that ptxas expands into subroutines.
-const PTX_TRIGGERS: [&str; 6] = ["call", "f64", "div.rn", "sqrt.rn", "rcp.rn", "setmaxnreg"];
-
-/// Whether a source's SASS can show anything the SASS lints report. nvdisasm costs about 0.2 s
-/// of CPU per cubin however small, so a source is disassembled only when a kernel in it uses
-/// local memory (every `LDL`/`STL` is in ptxas's stack frame) or its PTX has an operation
-/// that becomes a `CALL`, FP64 or `USETMAXREG` (one linear scan of the PTX).
-pub fn needs_disassembly(ptx: &str, uses_local_memory: &dyn Fn(&str) -> bool) -> bool {
-    let kernel_uses_local_memory = ptx.lines().any(|line| {
-        line.trim_start()
-            .strip_prefix(".visible .entry ")
-            .or_else(|| line.trim_start().strip_prefix(".entry "))
-            .and_then(|rest| rest.split(['(', ' ']).next())
-            .is_some_and(uses_local_memory)
-    });
-    kernel_uses_local_memory
-        || ptx.lines().any(|line| {
-            let code = line.split("//").next().unwrap_or("").trim_start();
-            !code.starts_with('.') && PTX_TRIGGERS.iter().any(|trigger| code.contains(trigger))
-        })
+/// Whether the PTX's code (not its directives or comments) has one of `operations`: one
+/// linear scan.
+fn ptx_has_operation(ptx: &str, operations: &[&str]) -> bool {
+    ptx.lines().any(|line| {
+        let code = line.split("//").next().unwrap_or("").trim_start();
+        !code.starts_with('.') && operations.iter().any(|operation| code.contains(operation))
+    })
 }
 
 fn cache_path(binary: &Path) -> PathBuf {
@@ -237,43 +342,76 @@ fn cache_path(binary: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-fn facts_of_binary(
-    cuobjdump: &Path,
-    nvdisasm: &Path,
-    source: &CompiledSource,
-    binary: &Path,
-    spills_reported: &dyn Fn(&str, &str) -> bool,
-) -> Result<Vec<SassFacts>, Error> {
-    let bytes = std::fs::read(binary).map_err(|error| Error::Io {
-        path: binary.to_path_buf(),
-        error,
-    })?;
-    let binary_sha256 = format!("{:x}", Sha256::digest(&bytes));
-    let cache = cache_path(binary);
-    if let Some(cached) = std::fs::read(&cache)
-        .ok()
-        .and_then(|text| serde_json::from_slice::<CacheFile>(&text).ok())
-        .filter(|cached| cached.schema == CACHE_SCHEMA && cached.binary_sha256 == binary_sha256)
-    {
-        return Ok(cached.kernels);
+/// The tools and what the reader needs from ptxas.
+struct Disassembler<'a> {
+    cuobjdump: &'a Path,
+    nvdisasm: &'a Path,
+    spills_reported: &'a dyn Fn(&str, &str) -> bool,
+}
+
+impl Disassembler<'_> {
+    /// The facts of `selection` of one binary: from the cache beside it when they cover it
+    /// for the same bytes, else read and cached.
+    fn facts_of_binary(
+        &self,
+        source: &CompiledSource,
+        binary: &Path,
+        selection: &Selection,
+    ) -> Result<Vec<SassFacts>, Error> {
+        let bytes = std::fs::read(binary).map_err(|error| Error::Io {
+            path: binary.to_path_buf(),
+            error,
+        })?;
+        let binary_sha256 = format!("{:x}", Sha256::digest(&bytes));
+        let cache = cache_path(binary);
+        if let Some(cached) = std::fs::read(&cache)
+            .ok()
+            .and_then(|text| serde_json::from_slice::<CacheFile>(&text).ok())
+            .filter(|cached| cached.covers(&binary_sha256, selection))
+        {
+            return Ok(cached
+                .kernels
+                .into_iter()
+                .filter(|facts| selection.has(facts))
+                .collect());
+        }
+        let work = binary.with_file_name(format!("sass-work-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&work);
+        std::fs::create_dir_all(&work).map_err(|error| Error::Io {
+            path: work.clone(),
+            error,
+        })?;
+        let result = self.disassemble(source, binary, &work, selection);
+        let _ = std::fs::remove_dir_all(&work);
+        let file = CacheFile {
+            schema: CACHE_SCHEMA,
+            binary_sha256,
+            selection: selection.clone(),
+            kernels: result?,
+        };
+        let json = serde_json::to_vec(&file).expect("SASS facts are plain data");
+        write_atomic(&cache, &json)?;
+        Ok(file.kernels)
     }
-    let work = binary.with_file_name(format!("sass-work-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work).map_err(|error| Error::Io {
-        path: work.clone(),
-        error,
-    })?;
-    let result = disassemble(cuobjdump, nvdisasm, source, binary, &work, spills_reported);
-    let _ = std::fs::remove_dir_all(&work);
-    let kernels = result?;
-    let file = CacheFile {
-        schema: CACHE_SCHEMA,
-        binary_sha256,
-        kernels,
-    };
-    let json = serde_json::to_vec(&file).expect("SASS facts are plain data");
-    write_atomic(&cache, &json)?;
-    Ok(file.kernels)
+}
+
+/// `nvdisasm -fun`'s list for `kernels` of one cubin (symbol indices), when every one is found
+/// in its symbol table; else `None`: the whole cubin is read.
+fn function_indices(cubin: &Path, kernels: &BTreeSet<String>) -> Option<String> {
+    let bytes = std::fs::read(cubin).ok()?;
+    let found = crate::cubin::symbol_indices(&bytes, kernels)?;
+    (found.len() == kernels.len()).then(|| {
+        found
+            .values()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    })
+}
+
+/// The arch of a cubin cuobjdump extracted (`name.1.sm_90a.cubin` -> `sm_90a`).
+fn cubin_arch(path: &Path) -> Option<&str> {
+    path.file_stem()?.to_str()?.rsplit('.').next()
 }
 
 fn run_tool(command: &mut Command, source: &CompiledSource) -> Result<String, Error> {
@@ -294,66 +432,83 @@ fn run_tool(command: &mut Command, source: &CompiledSource) -> Result<String, Er
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-fn disassemble(
-    cuobjdump: &Path,
-    nvdisasm: &Path,
-    source: &CompiledSource,
-    binary: &Path,
-    work: &Path,
-    spills_reported: &dyn Fn(&str, &str) -> bool,
-) -> Result<Vec<SassFacts>, Error> {
-    run_tool(
-        Command::new(cuobjdump)
-            .args(["-xelf", "all"])
-            .arg(binary)
-            .current_dir(work),
-        source,
-    )?;
-    let mut cubins: Vec<PathBuf> = std::fs::read_dir(work)
-        .map_err(|error| Error::Io {
-            path: work.to_path_buf(),
-            error,
-        })?
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "cubin"))
-        .collect();
-    cubins.sort();
-    let texts: Vec<Result<String, Error>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = cubins
-            .iter()
-            .map(|cubin| {
-                scope.spawn(move || {
-                    run_tool(
-                        Command::new(nvdisasm).args(["-c", "-g", "-ndf"]).arg(cubin),
-                        source,
-                    )
-                })
-            })
+impl Disassembler<'_> {
+    /// Extracts the binary's cubins, disassembles those of `selection` in parallel (only the
+    /// selected kernels' functions where it names them), reads the facts.
+    fn disassemble(
+        &self,
+        source: &CompiledSource,
+        binary: &Path,
+        work: &Path,
+        selection: &Selection,
+    ) -> Result<Vec<SassFacts>, Error> {
+        run_tool(
+            Command::new(self.cuobjdump)
+                .args(["-xelf", "all"])
+                .arg(binary)
+                .current_dir(work),
+            source,
+        )?;
+        let mut cubins: Vec<PathBuf> = std::fs::read_dir(work)
+            .map_err(|error| Error::Io {
+                path: work.to_path_buf(),
+                error,
+            })?
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "cubin"))
+            .filter(|path| cubin_arch(path).is_some_and(|arch| selection.has_arch(arch)))
             .collect();
-        handles
-            .into_iter()
-            .map(|handle| handle.join().expect("nvdisasm runner does not panic"))
-            .collect()
-    });
-    let mut kernels = Vec::new();
-    for text in texts {
-        let text = text?;
+        cubins.sort();
+        let nvdisasm = self.nvdisasm;
+        let texts: Vec<Result<String, Error>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = cubins
+                .iter()
+                .map(|cubin| {
+                    let functions = cubin_arch(cubin)
+                        .and_then(|arch| selection.kernels_on(arch))
+                        .and_then(|kernels| function_indices(cubin, kernels));
+                    scope.spawn(move || {
+                        let mut command = Command::new(nvdisasm);
+                        command.args(["-c", "-g", "-ndf"]);
+                        if let Some(functions) = functions {
+                            command.arg("-fun").arg(functions);
+                        }
+                        run_tool(command.arg(cubin), source)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|handle| handle.join().expect("nvdisasm runner does not panic"))
+                .collect()
+        });
+        let mut kernels = Vec::new();
+        for text in texts {
+            kernels.extend(self.read_facts(source, binary, &text?)?);
+        }
+        Ok(kernels)
+    }
+
+    /// The facts of one cubin's disassembly.
+    fn read_facts(
+        &self,
+        source: &CompiledSource,
+        binary: &Path,
+        text: &str,
+    ) -> Result<Vec<SassFacts>, Error> {
         let arch = text
             .lines()
             .find_map(|line| line.trim().strip_prefix(".target"))
             .map(|rest| rest.trim().to_owned())
             .unwrap_or_default();
-        let facts =
-            sass::analyze(&text, |kernel| spills_reported(kernel, &arch)).map_err(|error| {
-                Error::UnreadableOutput {
-                    file: source.source.clone(),
-                    message: format!("nvdisasm's SASS of {}: {error}", binary.display()),
-                }
-            })?;
-        kernels.extend(facts);
+        sass::analyze(text, |kernel| (self.spills_reported)(kernel, &arch)).map_err(|error| {
+            Error::UnreadableOutput {
+                file: source.source.clone(),
+                message: format!("nvdisasm's SASS of {}: {error}", binary.display()),
+            }
+        })
     }
-    Ok(kernels)
 }
 
 #[cfg(test)]
@@ -361,16 +516,112 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_sources_whose_sass_can_matter_are_disassembled() {
+    fn only_operations_in_code_trigger() {
         let clean = ".visible .entry saxpy(\n{\n\tfma.rn.f32 %f1, %f2, %f3, %f4;\n\tret;\n}\n";
-        assert!(!needs_disassembly(clean, &|_| false));
-        assert!(needs_disassembly(clean, &|kernel| kernel == "saxpy"));
+        assert!(!ptx_has_operation(clean, &["call", "f64"]));
         let double = clean.replace("fma.rn.f32", "fma.rn.f64");
-        assert!(needs_disassembly(&double, &|_| false));
+        assert!(ptx_has_operation(&double, &["f64"]));
+        assert!(!ptx_has_operation(&double, &["call"]));
         let call = clean.replace("ret;", "call.uni helper, ();");
-        assert!(needs_disassembly(&call, &|_| false));
+        assert!(ptx_has_operation(&call, &["call"]));
+        let commented = clean.replace("ret;", "ret; // call me");
+        assert!(!ptx_has_operation(&commented, &["call"]));
+        let directive =
+            ".extern .func (.param .b32 r) vprintf\n.visible .entry k()\n{\n\tret;\n}\n";
+        assert!(!ptx_has_operation(directive, &["f64"]));
+        // IEEE division becomes one of ptxas's own subroutines, which no lint reports.
         let divide = clean.replace("fma.rn.f32 %f1, %f2, %f3, %f4", "div.rn.f32 %f1, %f2, %f3");
-        assert!(needs_disassembly(&divide, &|_| false));
+        let every_trigger: Vec<&str> = PTX_TRIGGERS
+            .iter()
+            .map(|(operation, _)| *operation)
+            .collect();
+        assert!(!ptx_has_operation(&divide, &every_trigger));
+    }
+
+    #[test]
+    fn cached_facts_are_used_only_for_what_they_cover() {
+        let kernels = |pairs: &[(&str, &[&str])]| {
+            Selection::Kernels(
+                pairs
+                    .iter()
+                    .map(|(arch, names)| {
+                        let names = names.iter().map(|name| (*name).to_owned()).collect();
+                        ((*arch).to_owned(), names)
+                    })
+                    .collect(),
+            )
+        };
+        let file = |selection: Selection| CacheFile {
+            schema: CACHE_SCHEMA,
+            binary_sha256: "ab".into(),
+            selection,
+            kernels: Vec::new(),
+        };
+        let spill = kernels(&[("sm_90", &["spill"])]);
+        assert!(file(Selection::All).covers("ab", &Selection::All));
+        assert!(file(Selection::All).covers("ab", &spill));
+        assert!(
+            !file(Selection::All).covers("cd", &Selection::All),
+            "another binary"
+        );
+        assert!(!file(spill.clone()).covers("ab", &Selection::All));
+        assert!(file(kernels(&[("sm_90", &["spill", "other"])])).covers("ab", &spill));
+        assert!(!file(kernels(&[("sm_80", &["spill"])])).covers("ab", &spill));
+        assert!(!file(kernels(&[("sm_90", &["other"])])).covers("ab", &spill));
+        assert_eq!(cubin_arch(Path::new("/w/k.2.sm_90a.cubin")), Some("sm_90a"));
+        assert_eq!(cubin_arch(Path::new("k.1.sm_80.cubin")), Some("sm_80"));
+    }
+
+    #[test]
+    fn a_source_is_read_only_where_an_enabled_lint_can_fire() {
+        let dir =
+            std::env::temp_dir().join(format!("occupancy-sass-demand-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ptx = dir.join("k.ptx");
+        std::fs::write(
+            &ptx,
+            ".visible .entry k()\n{\n\tadd.f64 %fd1, %fd2, %fd3;\n\tret;\n}\n",
+        )
+        .unwrap();
+        let source = CompiledSource {
+            source: dir.join("k.cu"),
+            kind: crate::compile::SourceKind::Cuda,
+            ptx: ptx.clone(),
+            binary: Some(dir.join("k.fatbin")),
+            compiler_log: String::new(),
+            dependencies: Vec::new(),
+            from_cache: false,
+            wrapper_failure: None,
+            ptx_target: Some("compute_80".into()),
+            programs: vec![crate::compile::Program {
+                ptx_target: Some("compute_80".into()),
+                ptx,
+                archs: vec!["sm_80".into(), "sm_90".into()],
+            }],
+        };
+        let demand = |lints: &[LintId], archs: &[&str]| SassDemand {
+            everything: false,
+            enabled_lints: lints.iter().copied().collect(),
+            local_memory: archs
+                .iter()
+                .map(|arch| ((*arch).to_owned(), BTreeSet::from(["k".to_owned()])))
+                .collect(),
+        };
+        assert_eq!(selection(&source, None), None, "no demand");
+        // FP64 in the PTX, but `fp64` at its default `allow` and no local memory: nothing to read.
+        let quiet = demand(&[LintId::Call, LintId::Spills], &[]);
+        assert_eq!(selection(&source, Some(&quiet)), None);
+        let fp64 = demand(&[LintId::Fp64], &[]);
+        assert_eq!(selection(&source, Some(&fp64)), Some(Selection::All));
+        let only_sm_90 = demand(&[LintId::Spills], &["sm_90"]);
+        assert_eq!(
+            selection(&source, Some(&only_sm_90)),
+            Some(Selection::Kernels(BTreeMap::from([(
+                "sm_90".to_owned(),
+                BTreeSet::from(["k".to_owned()])
+            )])))
+        );
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

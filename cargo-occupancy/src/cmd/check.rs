@@ -9,26 +9,22 @@
 //! through the streaming reader `parse` uses (`log_input`); a kernel a log has on one requested
 //! arch but not another is a `missing_kernel` finding.
 //!
-//! The engine's `compile_and_check` is not used as a whole: a check of plain CUDA code has no
-//! declarations and no crate. So this calls its compile step (`engine::compile_all`) and the
-//! gate's one evaluate-then-level step (`occupancy_core::lint::evaluate::check_kernel`) with the
-//! command line's launch standing in for a declaration.
+//! `.cu`/`.ptx` inputs go to `occupancy_build::Build::check_sources`, the build's own pipeline
+//! without a package (compile, parse, rows, the SASS stage, evaluation at the command line's
+//! launch); rows read from logs are evaluated by the same `occupancy_build::evaluate_at_launch`.
+//! This module parses the command line, reads logs and renders: it evaluates nothing itself.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
-use occupancy_build::{Build, CompiledSource, Product, Toolchain, TrackedEnv, NVCC_WHEELS};
-use occupancy_core::lint::evaluate::{check_kernel, CompiledOnArch, Launch, LevelSources};
-use occupancy_core::lint::{Level, LintId};
-use occupancy_core::ptxas::{
-    entry_source_lines, parse_log, parse_ptx_directives, KernelRecord, PtxEntry,
+use occupancy_build::{
+    evaluate_at_launch, sort_rows, Build, CheckedRow, SourceCheck, TrackedEnv, NVCC_WHEELS,
 };
-use occupancy_core::report::{Finding, KernelRow, Location, LocationKind, Report, RowLaunch};
-use occupancy_core::spec::{BlockDim, KernelSpec};
+use occupancy_core::lint::evaluate::LevelSources;
+use occupancy_core::lint::{Level, LintId};
+use occupancy_core::ptxas::PtxEntry;
+use occupancy_core::report::{Finding, Location, LocationKind, Report, RowLaunch};
 
 use super::log_input;
 use super::report::{emit, fail, row_from_record, OutputArgs, UsageError};
@@ -115,29 +111,28 @@ fn run_inner(args: &Args) -> Result<Report, UsageError> {
         dynamic_smem_bytes: args.dynamic_smem,
         carveout_percent: None,
     };
-    let mut checked: Vec<Checked> = Vec::new();
     let compile_inputs: Vec<&Input> = inputs
         .iter()
         .filter(|input| !matches!(input, Input::Log(_)))
         .collect();
+    let mut report = Report::default();
     if !compile_inputs.is_empty() {
-        for compiled in compile(args, &compile_inputs)? {
-            checked.extend(rows_of_compiled(&compiled, launch)?);
-        }
+        report = check_compiled(args, &compile_inputs, &levels)?;
     }
+    let mut log_rows: Vec<CheckedRow> = Vec::new();
     let mut log_findings = Vec::new();
     for input in &inputs {
         if let Input::Log(path) = input {
             let (rows, missing) = rows_of_log(path, launch, &args.archs, &levels)?;
-            checked.extend(rows);
+            log_rows.extend(rows);
             log_findings.extend(missing);
         }
     }
-    if checked.is_empty() && log_findings.is_empty() {
+    if report.kernels.is_empty() && log_rows.is_empty() && log_findings.is_empty() {
         return Err(UsageError("no kernels found in the given paths".into()));
     }
     if args.block.is_none() {
-        for Checked { row, .. } in &mut checked {
+        for CheckedRow { row, .. } in &mut log_rows {
             if let (Some(bound), Ok(facts)) = (
                 row.max_threads_per_block,
                 occupancy_core::arch::lookup(&row.arch),
@@ -149,22 +144,14 @@ fn run_inner(args: &Args) -> Result<Report, UsageError> {
             }
         }
     }
-    // Grouped by file, then kernel, then architecture.
-    checked.sort_by_cached_key(|Checked { row, .. }| {
-        let (path, line) = row.source.as_ref().map_or((String::new(), 0), |source| {
-            (source.path.clone(), source.line)
-        });
-        let arch = occupancy_core::arch::lookup(&row.arch)
-            .map_or((u32::MAX, u32::MAX), |facts| (facts.major, facts.minor));
-        (path, line, row.name.clone(), arch)
-    });
-    let mut findings = evaluate(&checked, &levels);
-    findings.extend(log_findings);
-    let report = Report {
-        kernels: checked.into_iter().map(|checked| checked.row).collect(),
-        findings,
-        ..Report::default()
-    };
+    sort_rows(&mut log_rows);
+    report
+        .findings
+        .extend(evaluate_at_launch(&log_rows, &levels.settings));
+    report.findings.extend(log_findings);
+    report
+        .kernels
+        .extend(log_rows.into_iter().map(|checked| checked.row));
     let title = args
         .paths
         .iter()
@@ -173,6 +160,49 @@ fn run_inner(args: &Args) -> Result<Report, UsageError> {
         .join(" ");
     emit(&report, &args.output, &title)?;
     Ok(report)
+}
+
+/// Compiles and checks the .cu/.ptx inputs through `Build::check_sources`.
+fn check_compiled(args: &Args, inputs: &[&Input], levels: &Levels) -> Result<Report, UsageError> {
+    let cache_dir = match &args.cache_dir {
+        Some(dir) => dir.clone(),
+        None => std::env::temp_dir().join("cargo-occupancy-check"),
+    };
+    let mut build = Build::new();
+    for input in inputs {
+        let absolute = std::fs::canonicalize(input_path_buf(input))
+            .unwrap_or_else(|_| input_path_buf(input).to_path_buf());
+        match input {
+            Input::Cuda(_) => build.file(absolute),
+            Input::Ptx(_) => build.ptx_file(absolute),
+            Input::Log(_) => &mut build,
+        };
+    }
+    for arch in &args.archs {
+        build.arch(arch);
+    }
+    for flag in &args.nvcc_args {
+        build.flag(flag);
+    }
+    if let Ok(current) = std::env::current_dir().and_then(std::fs::canonicalize) {
+        build.manifest_dir(current);
+    }
+    build.out_dir(&cache_dir).env(TrackedEnv::new());
+    let mut request = SourceCheck::default();
+    request.block_threads = args.block;
+    request.dynamic_smem_bytes = args.dynamic_smem;
+    request.lint_levels = levels.settings.clone();
+    let output = build.check_sources(&request).map_err(toolchain_error)?;
+    for source in &output.without_kernels {
+        eprintln!(
+            "note: {} defines no kernel (device functions only): nothing to check in it",
+            display_path(source)
+        );
+    }
+    for warning in &output.warnings {
+        eprintln!("warning: {warning}");
+    }
+    Ok(output.report)
 }
 
 /// What `check` writes: `--html` and the `--cache-dir` it compiles into.
@@ -265,14 +295,6 @@ fn walk(dir: &Path, found: &mut Vec<Input>) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// One kernel on one architecture: the row, and what it was computed from.
-#[derive(Debug)]
-struct Checked {
-    row: KernelRow,
-    record: KernelRecord,
-    ptx: Option<PtxEntry>,
-}
-
 /// Lint levels: the registry's defaults, `OCCUPANCY_LINT_<ID>` variables, then
 /// `--allow/--warn/--deny` (last wins), resolved by the gate's own `check_kernel`.
 struct Levels {
@@ -325,109 +347,6 @@ impl Levels {
     }
 }
 
-/// One input's compiled sources, or the engine's error.
-type CompileResult = Result<Vec<CompiledSource>, String>;
-
-/// Compiles every .cu/.ptx input through the build helper's engine, one source per task, on as
-/// many threads as the machine has cores, with a progress bar on a terminal.
-fn compile(args: &Args, inputs: &[&Input]) -> Result<Vec<CompiledSource>, UsageError> {
-    let cache_dir = match &args.cache_dir {
-        Some(dir) => dir.clone(),
-        None => std::env::temp_dir().join("cargo-occupancy-check"),
-    };
-    // The engine reads a package manifest for `[package.metadata.occupancy]`; a plain CUDA
-    // project has none, so check runs as an empty package of its own.
-    let manifest_dir = cache_dir.join("package");
-    std::fs::create_dir_all(&manifest_dir).map_err(|error| {
-        UsageError(format!("cannot create {}: {error}", manifest_dir.display()))
-    })?;
-    std::fs::write(
-        manifest_dir.join("Cargo.toml"),
-        "[package]\nname = \"occupancy-check\"\nversion = \"0.0.0\"\n",
-    )
-    .map_err(|error| {
-        UsageError(format!(
-            "cannot write into {}: {error}",
-            manifest_dir.display()
-        ))
-    })?;
-    let env = TrackedEnv::new();
-    let toolchain = Toolchain::find(&env, false).map_err(toolchain_error)?;
-    let builds: Vec<Build> = inputs
-        .iter()
-        .map(|input| {
-            let mut build = Build::new();
-            let absolute =
-                |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-            match input {
-                Input::Cuda(path) => build.file(absolute(path)),
-                Input::Ptx(path) => build.ptx_file(absolute(path)),
-                Input::Log(_) => &mut build,
-            };
-            for arch in &args.archs {
-                build.arch(arch);
-            }
-            for flag in &args.nvcc_args {
-                build.flag(flag);
-            }
-            build
-                .out_dir(&cache_dir)
-                .manifest_dir(&manifest_dir)
-                .cargo_metadata(false);
-            build
-        })
-        .collect();
-    let progress = Progress::new(builds.len());
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<(usize, CompileResult)>> = Mutex::new(Vec::new());
-    let workers = std::thread::available_parallelism()
-        .map_or(2, usize::from)
-        .min(builds.len())
-        .max(1);
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| loop {
-                let index = next.fetch_add(1, Ordering::SeqCst);
-                let Some(build) = builds.get(index) else {
-                    break;
-                };
-                let result = occupancy_build::engine::context(build)
-                    .and_then(|context| {
-                        occupancy_build::engine::compile_all(
-                            build,
-                            &toolchain,
-                            &context,
-                            Product::Ptx,
-                        )
-                    })
-                    .map_err(|error| error.to_string());
-                progress.tick(&input_path(inputs[index]));
-                results
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .push((index, result));
-            });
-        }
-    });
-    progress.finish();
-    let mut results = results
-        .into_inner()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    results.sort_by_key(|(index, _)| *index);
-    let mut compiled = Vec::new();
-    let mut errors = Vec::new();
-    for (_, result) in results {
-        match result {
-            Ok(sources) => compiled.extend(sources),
-            Err(error) => errors.push(error),
-        }
-    }
-    if !errors.is_empty() {
-        return Err(UsageError(errors.join("\n\n")));
-    }
-    Ok(compiled)
-}
-
 /// The build's toolchain error in `check`'s words: the build's "nvcc not found" suggests
 /// `OCCUPANCY_SKIP`, which only a build reads; `check` can read ptxas logs instead.
 fn toolchain_error(error: occupancy_build::Error) -> UsageError {
@@ -442,137 +361,6 @@ fn toolchain_error(error: occupancy_build::Error) -> UsageError {
     }
 }
 
-fn input_path(input: &Input) -> String {
-    match input {
-        Input::Cuda(path) | Input::Ptx(path) | Input::Log(path) => path.display().to_string(),
-    }
-}
-
-/// A one-line progress bar on stderr, only when stderr is a terminal.
-struct Progress {
-    total: usize,
-    done: AtomicUsize,
-    enabled: bool,
-}
-
-impl Progress {
-    fn new(total: usize) -> Progress {
-        Progress {
-            total,
-            done: AtomicUsize::new(0),
-            enabled: std::io::stderr().is_terminal(),
-        }
-    }
-
-    fn tick(&self, what: &str) {
-        let done = self.done.fetch_add(1, Ordering::SeqCst) + 1;
-        if !self.enabled {
-            return;
-        }
-        let width = 30;
-        let filled = width * done / self.total.max(1);
-        let mut stderr = std::io::stderr().lock();
-        let _ = write!(
-            stderr,
-            "\r\x1b[2K[{}{}] {done}/{} {}",
-            "=".repeat(filled),
-            " ".repeat(width - filled),
-            self.total,
-            what.chars()
-                .rev()
-                .take(60)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect::<String>()
-        );
-        let _ = stderr.flush();
-    }
-
-    fn finish(&self) {
-        if self.enabled {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
-        }
-    }
-}
-
-/// Rows of one compiled source: its ptxas report, with the launch bounds from its PTX.
-fn rows_of_compiled(
-    compiled: &CompiledSource,
-    launch: RowLaunch,
-) -> Result<Vec<Checked>, UsageError> {
-    let ptx_text = std::fs::read_to_string(&compiled.ptx).unwrap_or_default();
-    let entries = parse_ptx_directives(&ptx_text);
-    let source_lines = entry_source_lines(&ptx_text);
-    let parsed = match parse_log(&compiled.compiler_log) {
-        Ok(parsed) => parsed,
-        // Device functions only (a helper file in a scanned directory): nothing to check in
-        // it, which is no reason to stop checking the others.
-        Err(occupancy_core::ptxas::ParseError::NoKernels { .. }) if entries.is_empty() => {
-            eprintln!(
-                "note: {} defines no kernel (device functions only): nothing to check in it",
-                compiled.source.display()
-            );
-            return Ok(Vec::new());
-        }
-        Err(error) => {
-            return Err(UsageError(format!(
-                "cannot read ptxas's report for {}: {error}",
-                compiled.source.display()
-            )))
-        }
-    };
-    let source_text = std::fs::read_to_string(&compiled.source).unwrap_or_default();
-    let source_lines_text: Vec<&str> = source_text.lines().collect();
-    let entries_by_name: std::collections::HashMap<&str, _> = entries
-        .iter()
-        .map(|entry| (entry.name.as_str(), entry))
-        .collect();
-    // One record per kernel and arch: a kernel's definition line is searched for once.
-    let mut definition_lines: std::collections::HashMap<&str, u32> =
-        std::collections::HashMap::new();
-    let mut rows = Vec::new();
-    for record in &parsed.kernels {
-        let ptx = entries_by_name.get(record.name.as_str()).copied();
-        let mut row = row_from_record(record, ptx, launch)?;
-        row.ptx_target = compiled.ptx_target.clone();
-        let kind = if compiled
-            .source
-            .extension()
-            .is_some_and(|extension| extension == "ptx")
-        {
-            LocationKind::PtxEntry
-        } else {
-            LocationKind::CudaKernel
-        };
-        // Where the kernel is defined: the PTX's `-lineinfo` (a macro's invocation, a header's
-        // line) for a .cu source, else the first line naming it in the source.
-        let (path, line) = match source_lines.get(&record.name) {
-            Some(defined_at) if kind == LocationKind::CudaKernel => {
-                (display_path(Path::new(&defined_at.file)), defined_at.line)
-            }
-            _ => (
-                display_path(&compiled.source),
-                *definition_lines
-                    .entry(record.name.as_str())
-                    .or_insert_with(|| kernel_line(&source_lines_text, record)),
-            ),
-        };
-        row.source = Some(Location {
-            kind,
-            path,
-            line,
-            column: if line > 0 { 1 } else { 0 },
-        });
-        rows.push(Checked {
-            row,
-            record: record.clone(),
-            ptx: ptx.cloned(),
-        });
-    }
-    Ok(rows)
-}
-
 /// Rows of a ptxas log file (CMake, make, a CI log), read through the shared streaming reader
 /// (`log_input`), and a `missing_kernel` finding for each kernel the log has on some
 /// architecture but not on a requested one. A log holding a compiler error is an error of the
@@ -582,7 +370,7 @@ fn rows_of_log(
     launch: RowLaunch,
     archs: &[String],
     levels: &Levels,
-) -> Result<(Vec<Checked>, Vec<Finding>), UsageError> {
+) -> Result<(Vec<CheckedRow>, Vec<Finding>), UsageError> {
     let wanted: Vec<&str> = archs
         .iter()
         .filter_map(|arch| occupancy_core::arch::lookup(arch).ok())
@@ -611,7 +399,7 @@ fn rows_of_log(
             line: u32::try_from(record.line_number).unwrap_or(0),
             column: 0,
         });
-        rows.push(Checked {
+        rows.push(CheckedRow {
             row,
             record,
             ptx: None,
@@ -685,153 +473,9 @@ fn display_path(path: &Path) -> String {
     }
 }
 
-/// The 1-based line of the kernel's definition in a .cu or .ptx file (0 when not found): the
-/// first line naming the kernel at or after a `__global__` / `.entry`.
-fn kernel_line(lines: &[&str], record: &KernelRecord) -> u32 {
-    let short = record
-        .demangled
-        .as_deref()
-        .and_then(|demangled| demangled.split('(').next())
-        .map(|head| {
-            head.rsplit(' ')
-                .next()
-                .unwrap_or(head)
-                .split('<')
-                .next()
-                .unwrap_or(head)
-                .rsplit("::")
-                .next()
-                .unwrap_or(head)
-        })
-        .unwrap_or(&record.name)
-        .to_string();
-    let (call, template, spaced) = (
-        format!("{short}("),
-        format!("{short}<"),
-        format!("{short} ("),
-    );
-    for (index, line) in lines.iter().enumerate() {
-        let names_kernel = line.contains(&call)
-            || line.contains(&template)
-            || line.contains(&spaced)
-            || line.contains(&record.name);
-        if !names_kernel {
-            continue;
-        }
-        let window = &lines[index.saturating_sub(3)..=index];
-        if window
-            .iter()
-            .any(|text| text.contains("__global__") || text.contains(".entry"))
-        {
-            return u32::try_from(index + 1).unwrap_or(0);
-        }
-    }
-    0
-}
-
-/// The lints of every kernel, evaluated by the build gate's own evaluation
-/// (`occupancy_core::lint::evaluate::check_kernel`, worded for a launch from the command
-/// line): each compiled kernel is checked with the launch of the command line (`--block`, `--dynamic-smem`) and the defaults of
-/// every limit (no spills, no stack, no minimum occupancy). `bounds_mismatch` is left out: there
-/// is no declaration for the compiled bounds to disagree with.
-fn evaluate(checked: &[Checked], levels: &Levels) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    let mut index = 0;
-    while index < checked.len() {
-        // The rows of one kernel (sorted by file, kernel, arch), entries only.
-        let first = &checked[index];
-        let mut end = index + 1;
-        while end < checked.len()
-            && checked[end].row.name == first.row.name
-            && checked[end].row.source.as_ref().map(|source| &source.path)
-                == first.row.source.as_ref().map(|source| &source.path)
-        {
-            end += 1;
-        }
-        let group = &checked[index..end];
-        index = end;
-        if !first.row.entry {
-            continue;
-        }
-        let mut spec = KernelSpec::with_block(BlockDim::linear(first.row.block));
-        spec.dynamic_smem_bytes = u32::try_from(first.row.dynamic_smem_bytes).unwrap_or(u32::MAX);
-        let mut evaluated = Vec::new();
-        for item in group {
-            let Ok(arch) = occupancy_core::arch::lookup(&item.row.arch) else {
-                continue;
-            };
-            let occupancy = item.row.occupancy_on(arch);
-            evaluated.push((arch, item, occupancy));
-        }
-        let on: Vec<CompiledOnArch<'_>> = evaluated
-            .iter()
-            .map(|(arch, item, occupancy)| CompiledOnArch {
-                arch,
-                record: &item.record,
-                ptx: item.ptx.as_ref(),
-                occupancy,
-            })
-            .collect();
-        let readable = |text: &str| {
-            if first.row.demangled != first.row.name && !first.row.demangled.is_empty() {
-                text.replace(
-                    &format!("`{}`", first.row.name),
-                    &format!("`{}`", first.row.demangled),
-                )
-            } else {
-                text.to_string()
-            }
-        };
-        for leveled in check_kernel(Launch::CommandLine(&spec), &on, &levels.sources()) {
-            let finding = leveled.finding;
-            findings.push(Finding {
-                lint: finding.lint,
-                level: leveled.level,
-                crate_name: None,
-                kernel: Some(first.row.name.clone()),
-                arch: finding.arch,
-                // People read the demangled name; the symbol stays in `kernel` (and SARIF's
-                // logical location).
-                message: readable(&finding.message),
-                notes: finding.notes.iter().map(|note| readable(note)).collect(),
-                help: finding.help,
-                location: first.row.source.clone(),
-                reason: None,
-            });
-        }
-    }
-    findings
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn record(name: &str, demangled: Option<&str>) -> KernelRecord {
-        let log = format!(
-            "ptxas info    : Compiling entry function '{name}' for 'sm_90'\nptxas info    : Function properties for {name}\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 10 registers, used 0 barriers, 356 bytes cmem[0]\n"
-        );
-        let mut parsed = parse_log(&log).unwrap();
-        let mut record = parsed.kernels.remove(0);
-        record.demangled = demangled.map(str::to_string);
-        record
-    }
-
-    #[test]
-    fn kernel_line_finds_c_and_template_kernels() {
-        let text = "#include <x>\n\n__global__ void __launch_bounds__(256)\nsaxpy(int n) {}\n\ntemplate <int N>\n__global__ void tiled(float* x) {}\n";
-        let source: Vec<&str> = text.lines().collect();
-        let source = source.as_slice();
-        assert_eq!(kernel_line(source, &record("saxpy", None)), 4);
-        assert_eq!(
-            kernel_line(
-                source,
-                &record("_Z5tiledILi4EEvPf", Some("void tiled<4>(float*)"))
-            ),
-            7
-        );
-        assert_eq!(kernel_line(source, &record("absent", None)), 0);
-    }
 
     #[test]
     fn levels_override_defaults_last_wins() {

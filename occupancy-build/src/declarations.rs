@@ -1,0 +1,229 @@
+//! Declarations: the `#[occupancy::kernel]` attributes found in the package's Rust sources, and the
+//! `occupancy_bounds.h` header generated from them (written before any `.cu` that includes it
+//! is compiled). The spec grammar is `occupancy_core::spec`; this module finds and reads files.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use occupancy_core::spec::{self, DeclaredKernel};
+
+use crate::cargo_lines::CargoLines;
+use crate::context::Context;
+use crate::diagnostics::{self, SourceText};
+use crate::fsutil::display_path;
+use crate::fsutil::write_if_changed;
+use crate::Error;
+use occupancy_core::report::{Location, LocationKind};
+
+/// A declaration found in the package's Rust sources.
+#[derive(Debug, Clone)]
+pub struct Declared {
+    pub kernel: DeclaredKernel,
+    /// Index into the source texts.
+    pub source_index: usize,
+}
+
+/// All declarations of the package, with the sources they were read from.
+#[derive(Debug, Clone, Default)]
+pub struct Declarations {
+    pub kernels: Vec<Declared>,
+    pub sources: Vec<SourceText>,
+}
+
+impl Declarations {
+    pub(crate) fn location(&self, declared: &Declared) -> Location {
+        Location {
+            kind: LocationKind::RustAttribute,
+            path: self.sources[declared.source_index].display_path.clone(),
+            line: u32::try_from(declared.kernel.attribute.start.line).unwrap_or(u32::MAX),
+            column: u32::try_from(declared.kernel.attribute.start.column).unwrap_or(u32::MAX),
+        }
+    }
+}
+
+pub(crate) fn collect_rust_files(path: &Path, found: &mut Vec<PathBuf>) {
+    if path.is_file() {
+        if path.extension().is_some_and(|ext| ext == "rs") {
+            found.push(path.to_path_buf());
+        }
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return;
+    };
+    let mut paths: Vec<PathBuf> = entries.flatten().map(|entry| entry.path()).collect();
+    paths.sort();
+    for path in paths {
+        collect_rust_files(&path, found);
+    }
+}
+
+/// Finds every `#[occupancy::kernel]` under `src/` (or the builder's `.declarations(...)`).
+pub fn scan_declarations(context: &Context, cargo: &mut CargoLines) -> Result<Declarations, Error> {
+    let roots = &context.declaration_roots;
+    let mut files = Vec::new();
+    for root in roots {
+        if root.exists() {
+            // A directory: cargo reruns the build script when any file in it changes, so a new
+            // declaration in a new file is seen too.
+            cargo.rerun_if_changed(root);
+        }
+        collect_rust_files(root, &mut files);
+    }
+    let mut declarations = Declarations::default();
+    let mut problems = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).map_err(|error| Error::Io {
+            path: file.clone(),
+            error,
+        })?;
+        if !text.contains("kernel") {
+            continue;
+        }
+        let source = SourceText {
+            display_path: display_path(&context.manifest_dir, &file),
+            text,
+        };
+        match spec::scan_source(&source.text) {
+            Ok(kernels) if kernels.is_empty() => {}
+            Ok(kernels) => {
+                let source_index = declarations.sources.len();
+                declarations.sources.push(source);
+                declarations
+                    .kernels
+                    .extend(kernels.into_iter().map(|kernel| Declared {
+                        kernel,
+                        source_index,
+                    }));
+            }
+            Err(error) => {
+                for diagnostic in error.diagnostics {
+                    let finding = diagnostics::Diagnostic {
+                        id: "declaration",
+                        deny: true,
+                        message: &diagnostic.message,
+                        arch: None,
+                        notes: &[],
+                        help: None,
+                    };
+                    let span = (
+                        (diagnostic.span.start.line, diagnostic.span.start.column),
+                        (diagnostic.span.end.line, diagnostic.span.end.column),
+                    );
+                    problems.push(diagnostics::render(
+                        &finding,
+                        Some((&source, span.0, span.1)),
+                    ));
+                }
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(Error::Denied {
+            count: problems.len(),
+            rendered: problems.join("\n"),
+        });
+    }
+    let mut seen = BTreeMap::new();
+    for declared in &declarations.kernels {
+        if let Some(previous) = seen.insert(
+            declared.kernel.kernel_name.clone(),
+            declarations.location(declared),
+        ) {
+            let here = declarations.location(declared);
+            return Err(Error::Config {
+                message: format!(
+                    "kernel `{}` is declared twice ({}:{}:{} and {}:{}:{}); keep one declaration per compiled kernel",
+                    declared.kernel.kernel_name, previous.path, previous.line, previous.column, here.path, here.line, here.column
+                ),
+            });
+        }
+    }
+    Ok(declarations)
+}
+
+/// `$OUT_DIR/occupancy_bounds.h`: for each declared kernel `K`, macros a .cu file uses to take
+/// its launch bounds from the Rust declaration:
+/// `__global__ void OCCUPANCY_BOUNDS_K K(...)` or `__launch_bounds__(OCCUPANCY_LAUNCH_BOUNDS_K)`.
+pub fn write_bounds_header(
+    context: &Context,
+    declarations: &Declarations,
+) -> Result<PathBuf, Error> {
+    let mut header = String::from(
+        "// @generated by occupancy-build from the #[occupancy::kernel] declarations: do not edit.\n\
+         // For each declared kernel K:\n\
+         //   OCCUPANCY_BLOCK_THREADS_K        threads per block of the declared launch\n\
+         //   OCCUPANCY_MIN_BLOCKS_PER_SM_K    min_blocks_per_sm (when declared)\n\
+         //   OCCUPANCY_LAUNCH_BOUNDS_K        the arguments of __launch_bounds__(...)\n\
+         //   OCCUPANCY_BOUNDS_K               __launch_bounds__(...) and __maxnreg__(...) as declared\n\
+         #pragma once\n",
+    );
+    header.push_str(
+        "// For each kernel family F (`family = \"pattern_*\"` on the Rust stub `F`), the same macros with\n\
+         // FAMILY_F in place of K, and OCCUPANCY_BOUNDS_FAMILY(F) for use inside the C macro that\n\
+         // generates the family: every instance compiles, declared on its own or not.\n\
+         #define OCCUPANCY_BOUNDS_FAMILY(family) OCCUPANCY_BOUNDS_FAMILY_##family\n",
+    );
+    let mut kernels: Vec<&Declared> = declarations.kernels.iter().collect();
+    kernels.sort_by(|left, right| left.kernel.kernel_name.cmp(&right.kernel.kernel_name));
+    for declared in kernels {
+        let (suffix, what) = match &declared.kernel.spec.family {
+            Some(pattern) => (
+                format!("FAMILY_{}", declared.kernel.rust_name),
+                format!("family `{pattern}`"),
+            ),
+            None => (declared.kernel.kernel_name.clone(), String::new()),
+        };
+        if !suffix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            continue;
+        }
+        let location = declarations.location(declared);
+        let what = if what.is_empty() {
+            suffix.clone()
+        } else {
+            format!("{suffix} ({what})")
+        };
+        header.push_str(&format!(
+            "\n// {what}: declared at {}:{}:{}\n",
+            location.path, location.line, location.column
+        ));
+        header.push_str(&bounds_macros(&suffix, &declared.kernel.spec));
+    }
+    let path = context.out_dir.join("occupancy_bounds.h");
+    write_if_changed(&path, header.as_bytes())?;
+    Ok(path)
+}
+
+/// The `#define`s of one declaration: `OCCUPANCY_BLOCK_THREADS_<suffix>`, ...,
+/// `OCCUPANCY_BOUNDS_<suffix>`.
+pub(crate) fn bounds_macros(suffix: &str, spec: &occupancy_core::spec::KernelSpec) -> String {
+    let threads = spec.block.threads();
+    let mut text = format!("#define OCCUPANCY_BLOCK_THREADS_{suffix} {threads}\n");
+    let launch_bounds = match spec.min_blocks_per_sm {
+        Some(blocks) => {
+            text.push_str(&format!(
+                "#define OCCUPANCY_MIN_BLOCKS_PER_SM_{suffix} {blocks}\n"
+            ));
+            format!("{threads}, {blocks}")
+        }
+        None => format!("{threads}"),
+    };
+    text.push_str(&format!(
+        "#define OCCUPANCY_LAUNCH_BOUNDS_{suffix} {launch_bounds}\n"
+    ));
+    let mut bounds = format!("__launch_bounds__({launch_bounds})");
+    if let Some(registers) = spec.max_registers {
+        text.push_str(&format!(
+            "#define OCCUPANCY_MAX_REGISTERS_{suffix} {registers}\n"
+        ));
+        if spec.min_blocks_per_sm.is_none() {
+            // __maxnreg__ cannot be combined with a minimum block count.
+            bounds = format!("__launch_bounds__({threads}) __maxnreg__({registers})");
+        }
+    }
+    text.push_str(&format!("#define OCCUPANCY_BOUNDS_{suffix} {bounds}\n"));
+    text
+}

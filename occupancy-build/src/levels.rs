@@ -1,0 +1,121 @@
+//! Lint levels and leveled findings: where a kernel's levels come from (its attribute, its
+//! kernel table, `OCCUPANCY_LINT_*`, the crate's table) and a finding gathered with its level
+//! and the declaration it is shown at. Resolution itself is `occupancy_core::lint::evaluate`.
+
+use std::collections::BTreeMap;
+
+use occupancy_core::lint::evaluate::{self, LevelSources, LeveledFinding};
+use occupancy_core::lint::{Level, LintId};
+
+use crate::context::Context;
+use crate::declarations::Declared;
+use crate::Error;
+
+pub(crate) fn parse_levels(
+    entries: &BTreeMap<String, String>,
+    what: &str,
+) -> Result<BTreeMap<LintId, Level>, Error> {
+    let mut levels = BTreeMap::new();
+    for (lint, level) in entries {
+        let id: LintId = lint.parse().map_err(|error| Error::Config {
+            message: format!("{what}: {error}"),
+        })?;
+        let level: Level = level.parse().map_err(|error| Error::Config {
+            message: format!("{what} `{lint}`: {error}"),
+        })?;
+        levels.insert(id, level);
+    }
+    Ok(levels)
+}
+
+/// The crate's lint levels: Cargo.toml (crate-wide and per kernel) and the environment.
+pub(crate) struct Levels {
+    pub(crate) crate_levels: BTreeMap<LintId, Level>,
+    pub(crate) kernel_levels: BTreeMap<String, BTreeMap<LintId, Level>>,
+    pub(crate) environment_levels: BTreeMap<LintId, Level>,
+}
+
+impl Levels {
+    /// Levels set for every kernel alike (a command line's `--deny`/`--warn`/`--allow`), over
+    /// the lints' defaults; no environment, no per-kernel configuration.
+    pub(crate) fn uniform(levels: BTreeMap<LintId, Level>) -> Levels {
+        Levels {
+            crate_levels: levels,
+            kernel_levels: BTreeMap::new(),
+            environment_levels: BTreeMap::new(),
+        }
+    }
+
+    pub(crate) fn read(context: &Context) -> Result<Levels, Error> {
+        let crate_levels = parse_levels(
+            &context.metadata.lints,
+            "[package.metadata.occupancy.lints]",
+        )?;
+        let mut kernel_levels = BTreeMap::new();
+        for (kernel, entries) in &context.metadata.kernel_lints {
+            kernel_levels.insert(
+                kernel.clone(),
+                parse_levels(
+                    entries,
+                    &format!("[package.metadata.occupancy.kernels.{kernel}.lints]"),
+                )?,
+            );
+        }
+        Ok(Levels {
+            crate_levels,
+            kernel_levels,
+            environment_levels: context.env_lint_levels.clone(),
+        })
+    }
+
+    /// Where the levels of `kernel_name`'s findings come from, most specific first.
+    pub(crate) fn sources<'a>(
+        &'a self,
+        declared: Option<&'a Declared>,
+        kernel_name: &str,
+    ) -> LevelSources<'a> {
+        let kernel_config = self.kernel_levels.get(kernel_name).or_else(|| {
+            declared.and_then(|declared| self.kernel_levels.get(&declared.kernel.rust_name))
+        });
+        LevelSources {
+            attribute: declared.map(|declared| &declared.kernel.spec.lint_levels),
+            kernel_config,
+            environment: Some(&self.environment_levels),
+            crate_config: Some(&self.crate_levels),
+        }
+    }
+}
+
+/// A finding of this build with its level, and what it concerns.
+pub(crate) struct Gathered {
+    pub(crate) leveled: LeveledFinding,
+    /// The declaration it is shown at.
+    pub(crate) declaration: Option<usize>,
+    /// The compiled kernel (or the declared name, for `missing_kernel`).
+    pub(crate) kernel: String,
+    /// About an undeclared kernel: summarized with the others of its lint, not shown one by one.
+    pub(crate) undeclared: bool,
+    /// Why the declaration allowed or expects this finding (`reason = "..."`).
+    pub(crate) reason: Option<String>,
+}
+
+impl Gathered {
+    /// A finding made outside `check_kernel` (regression, missing or undeclared kernel), given
+    /// its level from the same sources; `None` when it is allowed.
+    pub(crate) fn leveled(
+        finding: evaluate::Finding,
+        sources: &LevelSources<'_>,
+        declaration: Option<usize>,
+        kernel: &str,
+        undeclared: bool,
+    ) -> Option<Gathered> {
+        let level = evaluate::resolve_level(finding.lint, sources);
+        (level != Level::Allow).then(|| Gathered {
+            leveled: LeveledFinding { finding, level },
+            declaration,
+            kernel: kernel.to_string(),
+            undeclared,
+            reason: None,
+        })
+    }
+}

@@ -1,0 +1,164 @@
+//! Matching compiled kernels to declarations: exact names, demangled names, family patterns;
+//! and every `[package.metadata.occupancy.kernels.<name>]` table must name a kernel.
+
+use std::collections::BTreeMap;
+
+use occupancy_core::lint::evaluate;
+use occupancy_core::spec::{self};
+
+use crate::context::Context;
+use crate::declarations::Declarations;
+use crate::parse::CompiledKernel;
+use crate::Error;
+
+/// Which declaration checks which compiled kernel.
+#[derive(Default)]
+pub(crate) struct Matching {
+    /// Kernel index -> declaration index.
+    pub(crate) by_kernel: BTreeMap<usize, usize>,
+    /// Declarations that matched no compiled kernel (exact names and families).
+    pub(crate) unmatched: Vec<usize>,
+}
+
+/// Matches declarations to compiled kernels: an exact declaration by symbol (else a unique
+/// demangled base name); every kernel no exact declaration took, by the one family pattern that
+/// matches it. Exact beats pattern; two patterns matching one kernel is an error naming both.
+pub(crate) fn match_declarations(
+    kernels: &[CompiledKernel<'_>],
+    declarations: &Declarations,
+) -> Result<Matching, Error> {
+    let mut by_kernel: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut unmatched = Vec::new();
+    let mut families = Vec::new();
+    for (declaration_index, declared) in declarations.kernels.iter().enumerate() {
+        if declared.kernel.spec.family.is_some() {
+            families.push(declaration_index);
+            continue;
+        }
+        let wanted = &declared.kernel.kernel_name;
+        let exact = kernels.iter().position(|kernel| &kernel.name == wanted);
+        let by_demangled = || {
+            let candidates: Vec<usize> = kernels
+                .iter()
+                .enumerate()
+                .filter(|(_, kernel)| {
+                    kernel
+                        .demangled
+                        .as_deref()
+                        .and_then(|name| name.split('(').next())
+                        .map(|base| base.rsplit("::").next() == Some(wanted) || base == wanted)
+                        == Some(true)
+                })
+                .map(|(index, _)| index)
+                .collect();
+            (candidates.len() == 1).then(|| candidates[0])
+        };
+        match exact.or_else(by_demangled) {
+            Some(index) => {
+                by_kernel.insert(index, declaration_index);
+            }
+            None => unmatched.push(declaration_index),
+        }
+    }
+    for &family_index in &families {
+        let pattern = declarations.kernels[family_index]
+            .kernel
+            .kernel_name
+            .as_str();
+        let mut matched_any = false;
+        for (kernel_index, kernel) in kernels.iter().enumerate() {
+            if !spec::family_matches(pattern, &kernel.name) {
+                continue;
+            }
+            matched_any = true;
+            match by_kernel.get(&kernel_index) {
+                None => {
+                    by_kernel.insert(kernel_index, family_index);
+                }
+                Some(&other) if declarations.kernels[other].kernel.spec.family.is_some() => {
+                    return Err(two_families(declarations, kernel, other, family_index));
+                }
+                Some(_) => {} // an exact declaration beats the pattern
+            }
+        }
+        if !matched_any {
+            unmatched.push(family_index);
+        }
+    }
+    Ok(Matching {
+        by_kernel,
+        unmatched,
+    })
+}
+
+pub(crate) fn two_families(
+    declarations: &Declarations,
+    kernel: &CompiledKernel<'_>,
+    first: usize,
+    second: usize,
+) -> Error {
+    let describe = |index: usize| {
+        let declared = &declarations.kernels[index];
+        let location = declarations.location(declared);
+        format!(
+            "`family = \"{}\"` ({}:{}:{})",
+            declared.kernel.kernel_name, location.path, location.line, location.column
+        )
+    };
+    Error::Config {
+        message: format!(
+            "kernel `{}` matches two family declarations, {} and {}: make the patterns disjoint, or declare `{}` on its own (an exact declaration beats every pattern)",
+            kernel.name,
+            describe(first),
+            describe(second),
+            kernel.name
+        ),
+    }
+}
+
+/// Every `[package.metadata.occupancy.kernels.<name>]` table must name a compiled kernel or a
+/// declaration (Rust name, symbol or family pattern): a misspelt name would silently set nothing.
+pub(crate) fn check_kernel_tables(
+    context: &Context,
+    kernels: &[CompiledKernel<'_>],
+    declarations: &Declarations,
+) -> Result<(), Error> {
+    let known: Vec<&str> = kernels
+        .iter()
+        .map(|kernel| kernel.name.as_str())
+        .chain(declarations.kernels.iter().flat_map(|declared| {
+            [
+                declared.kernel.rust_name.as_str(),
+                declared.kernel.kernel_name.as_str(),
+            ]
+        }))
+        .collect();
+    for name in &context.metadata.package_kernel_tables {
+        if known.contains(&name.as_str()) {
+            continue;
+        }
+        let close =
+            occupancy_core::lint::closest_names(name, known.iter().copied(), evaluate::NAMES_SHOWN);
+        let hint = match close.as_slice() {
+            [] => format!(
+                "; the build compiled {} kernel{}",
+                kernels.len(),
+                if kernels.len() == 1 { "" } else { "s" }
+            ),
+            [one] => format!(": did you mean `{one}`?"),
+            more => format!(
+                ": did you mean one of {}?",
+                more.iter()
+                    .map(|name| format!("`{name}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        return Err(Error::Config {
+            message: format!(
+                "[package.metadata.occupancy.kernels.{name}] names no compiled kernel and no declaration{hint} (a kernel table is keyed by the compiled symbol or the Rust name)"
+            ),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,243 @@
+//! The build's pipeline over a resolved [`Context`]: compile -> products -> check (parse,
+//! calculate, evaluate, level) -> report, with the cargo lines each stage asks for. The stages
+//! are in their own modules (`compile`, `products`, `check`, `sass`, `report`); this module only
+//! sequences them. `Build::compile_ptx`/`compile_lib` call [`run`]; `Build::check_sources` (the
+//! `cargo occupancy check` entry) runs the same compile and check stages without a package.
+
+use std::path::Path;
+
+use crate::cargo_lines::CargoLines;
+use crate::compile::{self, CompiledSource, Product};
+use crate::context::Context;
+use crate::toolchain::Toolchain;
+use std::path::PathBuf;
+
+use crate::{products, Error, Report};
+
+/// What a successful [`Build::compile_ptx`] or [`Build::compile_lib`] produced.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// PTX files in OUT_DIR, by kernel-file stem (`saxpy` for `saxpy.cu`).
+    pub ptx_files: Vec<(String, PathBuf)>,
+    /// The generated Rust module of `include_str!` constants (PTX builds).
+    pub ptx_module: Option<PathBuf>,
+    /// The static library (library builds).
+    pub library: Option<PathBuf>,
+    /// The per-kernel x per-arch report with every finding.
+    pub report: Report,
+}
+
+/// The whole pipeline for a build whose toolchain was looked up (`toolchain`): compile, write
+/// products, check, report. Under `OCCUPANCY_SKIP`/docs.rs without nvcc: placeholders.
+pub fn run(
+    context: &Context,
+    toolchain: Result<Toolchain, Error>,
+    product: Product,
+    library_name: Option<&str>,
+    cargo: &mut CargoLines,
+) -> Result<Output, Error> {
+    let toolchain = match toolchain {
+        Ok(toolchain) => toolchain,
+        Err(Error::NvccNotFound { looked }) if context.skip_reason.is_some() => {
+            let reason = context.skip_reason.as_deref().unwrap_or_default();
+            cargo.warning(&format!(
+                "occupancy: {reason} and nvcc was not found ({looked}): no kernel was compiled and nothing was checked"
+            ));
+            return placeholder_output(context, product);
+        }
+        Err(error) => return Err(error),
+    };
+    watch_sources(context, cargo);
+    if context.metadata.unchecked.is_some() {
+        cargo.warning("occupancy: `unchecked` in [package.metadata.occupancy] has no effect: this crate's occupancy build checks its kernels; remove it");
+    }
+    // Declarations first: occupancy_bounds.h must exist before a .cu includes it.
+    let declarations = crate::declarations::scan_declarations(context, cargo)?;
+    crate::declarations::write_bounds_header(context, &declarations)?;
+    compile::check_unique_stems(&context.sources)?;
+    let compiled = compile::compile_all(context, &toolchain, product)?;
+    watch_compiled(context, &toolchain, &compiled, cargo);
+    let mut output = Output {
+        ptx_files: Vec::new(),
+        ptx_module: None,
+        library: None,
+        report: crate::report::for_build(context, Some(toolchain.release.clone()), None),
+    };
+    match product {
+        Product::Ptx => {
+            let ptx = products::write_ptx(context, &compiled)?;
+            output.ptx_files = ptx.files;
+            output.ptx_module = Some(ptx.module);
+        }
+        Product::Object => {
+            let name = library_name.expect("compile_lib passes its name");
+            output.library = Some(products::write_library(
+                context, &toolchain, &compiled, name, cargo,
+            )?);
+        }
+    }
+    output.report = if context.check && context.skip_reason.is_none() {
+        crate::check::check(context, &toolchain, &compiled, &declarations, cargo)?
+    } else {
+        unchecked_report(context, &toolchain, &declarations, cargo)?
+    };
+    Ok(output)
+}
+
+/// The report of a build that checks nothing (`.check(false)`, `OCCUPANCY_SKIP`, docs.rs).
+fn unchecked_report(
+    context: &Context,
+    toolchain: &Toolchain,
+    declarations: &crate::declarations::Declarations,
+    cargo: &mut CargoLines,
+) -> Result<crate::Report, Error> {
+    let reason = context
+        .skip_reason
+        .clone()
+        .unwrap_or_else(|| "`.check(false)` on the builder".to_string());
+    if context.skip_reason.is_some() {
+        cargo.warning(&format!(
+            "occupancy: {reason}: kernels were compiled but nothing was checked"
+        ));
+    }
+    let report = crate::report::for_build(context, Some(toolchain.release.clone()), Some(reason));
+    crate::report::write_reports(context, &report)?;
+    crate::facts::write(context, &crate::facts::of_report(&report, declarations))?;
+    Ok(report)
+}
+
+/// `rerun-if-changed` for every source directory and source.
+fn watch_sources(context: &Context, cargo: &mut CargoLines) {
+    for dir in &context.source_dirs {
+        // A directory: cargo reruns the script when a file in it is added or changed.
+        cargo.rerun_if_changed(dir);
+    }
+    for (file, _) in &context.sources {
+        cargo.rerun_if_changed(file);
+    }
+}
+
+/// `rerun-if-changed` for the toolkit's identity and every user header a compile read, and a
+/// warning for each compiler message that is not ptxas's report.
+fn watch_compiled(
+    context: &Context,
+    toolchain: &Toolchain,
+    compiled: &[CompiledSource],
+    cargo: &mut CargoLines,
+) {
+    // The toolkit is tracked by its identity (nvcc, ptxas, cicc, version.json), not by the
+    // hundreds of its headers a source includes; NVCC/CUDA_HOME are tracked as variables.
+    for file in &toolchain.identity_files {
+        cargo.rerun_if_changed(file);
+    }
+    for source in compiled {
+        for dependency in &source.dependencies {
+            // Files this build script writes (occupancy_bounds.h) are outputs, not inputs: their
+            // own inputs (the declarations in src/) are tracked, and watching them would rerun
+            // the script on every build.
+            if is_tracked_dependency(dependency, &context.out_dir, &toolchain.cuda_home) {
+                cargo.rerun_if_changed(dependency);
+            }
+        }
+        for line in compiler_messages(&source.compiler_log) {
+            cargo.warning(&format!("{}: {line}", source.source.display()));
+        }
+        if let (Some(failure), Some(wrapper)) = (&source.wrapper_failure, &toolchain.wrapper) {
+            cargo.warning(&format!(
+                "occupancy: {} failed to compile {} and nvcc alone succeeded, so it was compiled without the compiler cache (checked as usual); the cache said (ptxas's report left out):\n{}",
+                wrapper.to_string_lossy(),
+                source.source.display(),
+                compiler_messages(failure).join("\n")
+            ));
+        }
+    }
+}
+
+/// Without nvcc under OCCUPANCY_SKIP/docs.rs: a report that says so, and empty PTX constants
+/// so the crate still compiles.
+fn placeholder_output(context: &Context, product: Product) -> Result<Output, Error> {
+    let report = crate::report::for_build(
+        context,
+        None,
+        Some(context.skip_reason.clone().unwrap_or_default()),
+    );
+    crate::report::write_reports(context, &report)?;
+    crate::facts::write(
+        context,
+        &crate::facts::of_report(&report, &Default::default()),
+    )?;
+    let ptx_module = match product {
+        Product::Ptx => Some(products::write_placeholder_ptx(context)?),
+        Product::Object => None,
+    };
+    Ok(Output {
+        ptx_files: Vec::new(),
+        ptx_module,
+        library: None,
+        report,
+    })
+}
+
+/// Whether a file nvcc read gets its own `rerun-if-changed`: not the files this build script
+/// writes (occupancy_bounds.h in OUT_DIR: their inputs are tracked), not the toolkit's headers
+/// (the toolkit is tracked by its identity files); every user header is.
+fn is_tracked_dependency(path: &Path, out_dir: &Path, cuda_home: &Path) -> bool {
+    !path.starts_with(out_dir) && !path.starts_with(cuda_home)
+}
+
+/// Lines of nvcc's stderr that are not ptxas's `-v` report: warnings the user should see.
+fn compiler_messages(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|line| {
+            let trimmed = line.trim();
+            !trimmed.is_empty()
+                && !trimmed.starts_with("ptxas info")
+                && !(line.starts_with("    ")
+                    && (trimmed.contains("bytes stack frame")
+                        || trimmed.ends_with("bytes spill loads")))
+        })
+        .filter(|line| {
+            !line.trim_start().starts_with("ptxas warning")
+                && !line.trim_start().starts_with("ptxas info")
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toolkit_headers_are_not_tracked_one_by_one() {
+        let (out, cuda) = (Path::new("/t/out"), Path::new("/opt/cuda"));
+        assert!(!is_tracked_dependency(
+            Path::new("/opt/cuda/include/cuda_fp16.hpp"),
+            out,
+            cuda
+        ));
+        assert!(!is_tracked_dependency(
+            Path::new("/t/out/occupancy_bounds.h"),
+            out,
+            cuda
+        ));
+        assert!(is_tracked_dependency(
+            Path::new("/src/kernels/common.cuh"),
+            out,
+            cuda
+        ));
+        assert!(is_tracked_dependency(
+            Path::new("/usr/include/stdio.h"),
+            out,
+            cuda
+        ));
+    }
+
+    #[test]
+    fn compiler_messages_drop_the_ptxas_report_only() {
+        let log = "ptxas info    : 0 bytes gmem\nptxas info    : Function properties for k\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nk.cu(3): warning #177-D: variable \"x\" was declared but never referenced\n";
+        assert_eq!(
+            compiler_messages(log),
+            vec!["k.cu(3): warning #177-D: variable \"x\" was declared but never referenced"]
+        );
+    }
+}

@@ -1,0 +1,340 @@
+//! Resolution: a [`Build`] (the builder's calls) plus the environment and Cargo.toml, read once
+//! into the [`Context`] every stage works from. Nothing after this reads the builder or an
+//! environment variable; every error here names the setting to change.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use occupancy_core::lint::{Level, LintId};
+
+use crate::config::{self, Metadata};
+use crate::context::{Context, SourceKind};
+use crate::env::TrackedEnv;
+use crate::nvcc_archs::NvccArchs;
+use crate::targets::{self, ArchInputs, SmArch};
+use crate::{jobs, Build, Error};
+
+impl Build {
+    /// Resolves the builder, the (tracked) environment and the package's Cargo.toml into the
+    /// build's [`Context`].
+    pub(crate) fn resolve(&self) -> Result<Context, Error> {
+        let out_dir = self.dir_setting(&self.out_dir, "OUT_DIR", "out_dir")?;
+        let manifest_dir =
+            self.dir_setting(&self.manifest_dir, "CARGO_MANIFEST_DIR", "manifest_dir")?;
+        let metadata = config::load(&manifest_dir)?;
+        let crate_name = self
+            .env
+            .get("CARGO_PKG_NAME")
+            .or_else(|| package_name(&manifest_dir))
+            .unwrap_or_else(|| "crate".to_string());
+        self.resolve_in(out_dir, manifest_dir, metadata, crate_name)
+    }
+
+    /// The context of a check of sources outside any package (`Build::check_sources`): no
+    /// Cargo.toml is read, nothing is declared; `.manifest_dir(...)` (default: the current
+    /// directory) is only where paths are shown from, `.out_dir(...)` holds the compile cache.
+    pub(crate) fn resolve_without_package(&self) -> Result<Context, Error> {
+        let out_dir = self.out_dir.clone().ok_or_else(|| Error::Config {
+            message: "checking sources needs `.out_dir(...)`: the directory of the compile cache"
+                .into(),
+        })?;
+        let manifest_dir = self
+            .manifest_dir
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_default();
+        self.resolve_in(out_dir, manifest_dir, Metadata::default(), String::new())
+    }
+
+    /// Everything but where the package is and what its Cargo.toml says.
+    fn resolve_in(
+        &self,
+        out_dir: PathBuf,
+        manifest_dir: PathBuf,
+        metadata: Metadata,
+        crate_name: String,
+    ) -> Result<Context, Error> {
+        let env = &self.env;
+        let nvcc = || NvccArchs::installed(env);
+        if let Some(first) = self.arch_errors.first() {
+            return Err(targets::unknown("in `.arch(...)`", first.clone(), &nvcc));
+        }
+        let (archs, arch_source) = targets::resolve(
+            ArchInputs {
+                builder: &self.archs,
+                occupancy_archs_env: env.get("OCCUPANCY_ARCHS"),
+                cuda_compute_cap_env: env.get("CUDA_COMPUTE_CAP"),
+                metadata: metadata.archs.clone(),
+            },
+            targets::query_installed_gpus,
+            &nvcc,
+        )?;
+        let (archs, jit_archs) = self.with_jit_archs(&metadata, archs, &nvcc)?;
+        Ok(Context {
+            ptx_per_arch: self.ptx_per_arch.or(metadata.ptx_per_arch).unwrap_or(false),
+            skip_reason: skip_reason(env),
+            sources: self.sources(&manifest_dir),
+            source_dirs: self
+                .source_dirs
+                .iter()
+                .map(|dir| manifest_dir.join(dir))
+                .collect(),
+            nvcc_args: std::iter::once(OsString::from("-I"))
+                .chain(std::iter::once(out_dir.as_os_str().to_owned()))
+                .chain(self.user_args())
+                .collect(),
+            stamped_flags: self.stamped_flags(),
+            declaration_roots: self.declaration_roots(&manifest_dir),
+            cudart: self.cudart,
+            check: self.check,
+            env_lint_levels: env_lint_levels(env)?,
+            bless: env.flag("OCCUPANCY_BLESS"),
+            max_jobs: jobs::max_parallel_jobs(env),
+            target_triple: env.get("TARGET"),
+            target_os: env
+                .get("CARGO_CFG_TARGET_OS")
+                .unwrap_or_else(|| "linux".to_string()),
+            read_all_sass: sass_setting(env)?,
+            nvdisasm: env.get("OCCUPANCY_NVDISASM").map(PathBuf::from),
+            cuobjdump: env.get("OCCUPANCY_CUOBJDUMP").map(PathBuf::from),
+            out_dir,
+            manifest_dir,
+            crate_name,
+            metadata,
+            archs,
+            jit_archs,
+            arch_source,
+        })
+    }
+
+    /// A directory the builder names, else the variable cargo sets for build scripts.
+    fn dir_setting(
+        &self,
+        given: &Option<PathBuf>,
+        variable: &str,
+        method: &str,
+    ) -> Result<PathBuf, Error> {
+        if let Some(dir) = given {
+            return Ok(dir.clone());
+        }
+        self.env
+            .get(variable)
+            .map(PathBuf::from)
+            .ok_or_else(|| Error::Config {
+                message: format!(
+                    "{variable} is not set: call occupancy-build from build.rs, or give `.{method}(...)`"
+                ),
+            })
+    }
+
+    /// The target archs plus the GPUs the shipped PTX must also run on (`.jit_arch(...)`, else
+    /// `jit_archs` in the metadata), sorted; and the JIT-only ones. The PTX targets the lowest
+    /// target arch, so a JIT arch below it could not load the PTX at all: an error.
+    fn with_jit_archs(
+        &self,
+        metadata: &Metadata,
+        mut archs: Vec<SmArch>,
+        nvcc: &dyn Fn() -> Option<NvccArchs>,
+    ) -> Result<(Vec<SmArch>, Vec<SmArch>), Error> {
+        let (names, setting) = if self.jit_archs.is_empty() {
+            (
+                metadata.jit_archs.clone().unwrap_or_default(),
+                "`jit_archs` in [package.metadata.occupancy]",
+            )
+        } else {
+            (self.jit_archs.clone(), "`.jit_arch(...)`")
+        };
+        let jit = targets::parse_list(&names.join(","), setting, nvcc)?;
+        let lowest = archs.first().copied();
+        if let (Some(lowest), Some(older)) = (lowest, jit.iter().find(|arch| Some(**arch) < lowest))
+        {
+            return Err(Error::Config {
+                message: format!(
+                    "{setting}: {older} is older than the lowest target arch {lowest}, whose PTX ({}) ships; that PTX cannot be JIT-compiled for {older}: add {older} to the target archs instead",
+                    lowest.virtual_name()
+                ),
+            });
+        }
+        let jit_only: Vec<SmArch> = jit
+            .into_iter()
+            .filter(|arch| !archs.contains(arch))
+            .collect();
+        archs.extend(jit_only.iter().copied());
+        archs.sort();
+        Ok((archs, jit_only))
+    }
+
+    /// Every source in order: the CUDA sources ([`Build::cuda_sources`]), then the PTX files.
+    fn sources(&self, manifest_dir: &Path) -> Vec<(PathBuf, SourceKind)> {
+        let cuda = self
+            .cuda_sources(manifest_dir)
+            .into_iter()
+            .map(|path| (path, SourceKind::Cuda));
+        let ptx = self
+            .ptx_files
+            .iter()
+            .map(|path| (path.clone(), SourceKind::Ptx));
+        cuda.chain(ptx)
+            .map(|(path, kind)| (manifest_dir.join(path), kind))
+            .collect()
+    }
+
+    /// The CUDA sources: `.file`s, then the `.cu` files of each `.source_dir` (sorted), with
+    /// relative paths taken from the package root.
+    pub(crate) fn cuda_sources(&self, manifest_dir: &Path) -> Vec<PathBuf> {
+        let mut sources = self.cuda_files.clone();
+        for dir in &self.source_dirs {
+            let mut found = Vec::new();
+            collect_files(&manifest_dir.join(dir), "cu", &mut found);
+            found.sort();
+            sources.extend(found);
+        }
+        sources
+    }
+
+    /// The nvcc arguments from includes, defines and flags, in that order.
+    fn user_args(&self) -> Vec<OsString> {
+        let mut args = Vec::new();
+        for include in &self.includes {
+            args.push(OsString::from("-I"));
+            args.push(include.as_os_str().to_owned());
+        }
+        args.extend(self.define_args().into_iter().map(OsString::from));
+        args.extend(self.flags.iter().cloned());
+        args
+    }
+
+    /// `-DNAME` / `-DNAME=VALUE` of each define.
+    fn define_args(&self) -> Vec<String> {
+        self.defines
+            .iter()
+            .map(|(name, value)| match value {
+                Some(value) => format!("-D{name}={value}"),
+                None => format!("-D{name}"),
+            })
+            .collect()
+    }
+
+    /// Defines and flags as text, then nvcc's flag variables: the baseline's toolchain stamp.
+    fn stamped_flags(&self) -> Vec<String> {
+        let mut flags = self.define_args();
+        flags.extend(
+            self.flags
+                .iter()
+                .map(|flag| flag.to_string_lossy().into_owned()),
+        );
+        for variable in ["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"] {
+            if let Some(value) = self.env.get(variable) {
+                flags.push(format!("{variable}={value}"));
+            }
+        }
+        flags
+    }
+
+    /// `.declarations(...)` paths (relative to the package root), else `src/`.
+    fn declaration_roots(&self, manifest_dir: &Path) -> Vec<PathBuf> {
+        if self.rust_sources.is_empty() {
+            return vec![manifest_dir.join("src")];
+        }
+        self.rust_sources
+            .iter()
+            .map(|path| manifest_dir.join(path))
+            .collect()
+    }
+}
+
+/// `package.name` of the Cargo.toml in `manifest_dir`, outside cargo (no `CARGO_PKG_NAME`).
+fn package_name(manifest_dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(manifest_dir.join("Cargo.toml")).ok()?;
+    let value: toml::Value = text.parse().ok()?;
+    value
+        .get("package")?
+        .get("name")?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// Why nothing is checked: `OCCUPANCY_SKIP` or a docs.rs build.
+fn skip_reason(env: &TrackedEnv) -> Option<String> {
+    if env.flag("OCCUPANCY_SKIP") {
+        Some("OCCUPANCY_SKIP is set".to_string())
+    } else if env.get("DOCS_RS").is_some() {
+        Some("building on docs.rs (DOCS_RS is set)".to_string())
+    } else {
+        None
+    }
+}
+
+/// `OCCUPANCY_SASS`: `all` reads every kernel's SASS; `needed` (the default) only where a lint
+/// can fire.
+fn sass_setting(env: &TrackedEnv) -> Result<bool, Error> {
+    match env.get("OCCUPANCY_SASS").as_deref().map(str::trim) {
+        None | Some("needed") => Ok(false),
+        Some("all") => Ok(true),
+        Some(other) => Err(Error::Config {
+            message: format!("OCCUPANCY_SASS={other:?}: use `all` (every kernel's SASS) or `needed` (the default)"),
+        }),
+    }
+}
+
+/// `OCCUPANCY_LINT_<ID>=allow|warn|deny` for every lint.
+fn env_lint_levels(env: &TrackedEnv) -> Result<BTreeMap<LintId, Level>, Error> {
+    let mut levels = BTreeMap::new();
+    for id in LintId::ALL {
+        let variable = id.env_var();
+        if let Some(value) = env.get(&variable) {
+            let level: Level = value.trim().parse().map_err(|error| Error::Config {
+                message: format!("{variable}: {error}"),
+            })?;
+            levels.insert(id, level);
+        }
+    }
+    Ok(levels)
+}
+
+fn collect_files(dir: &Path, extension: &str, found: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_files(&path, extension, found);
+        } else if path.extension().is_some_and(|ext| ext == extension) {
+            found.push(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_dirs_expand_from_the_package_root_in_order() {
+        let root = std::env::temp_dir().join(format!("occupancy-sources-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("kernels/nested")).unwrap();
+        for file in [
+            "kernels/b.cu",
+            "kernels/a.cu",
+            "kernels/nested/c.cu",
+            "kernels/readme.md",
+        ] {
+            std::fs::write(root.join(file), "").unwrap();
+        }
+        let mut build = Build::new();
+        build.file("extra.cu").source_dir("kernels");
+        let sources = build.cuda_sources(&root);
+        assert_eq!(
+            sources,
+            vec![
+                PathBuf::from("extra.cu"),
+                root.join("kernels/a.cu"),
+                root.join("kernels/b.cu"),
+                root.join("kernels/nested/c.cu")
+            ]
+        );
+        std::fs::remove_dir_all(root).unwrap();
+    }
+}

@@ -1,0 +1,143 @@
+//! The calculate stage: one report row per kernel and target arch, at the declared launch (or
+//! the crate's `block` for an undeclared kernel), located at the kernel's definition. The
+//! computed columns come from `occupancy_core::report::KernelRow` (the calculator).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use occupancy_core::arch::{self, ArchFacts};
+use occupancy_core::lint::evaluate;
+use occupancy_core::ptxas::KernelRecord;
+
+use crate::context::Context;
+use crate::declarations::{Declarations, Declared};
+use crate::fsutil::display_path;
+use crate::parse::CompiledKernel;
+use crate::Error;
+use occupancy_core::report::{KernelRow, Location, LocationKind, RowLaunch};
+
+/// Where a compiled kernel is defined: the PTX's line information (`-lineinfo`) for a `.cu`
+/// source, so a kernel made by a C macro points at the macro's invocation and one in a header
+/// at the header's line; else the source file (line 0).
+pub(crate) fn kernel_location(context: &Context, kernel: &CompiledKernel<'_>) -> Location {
+    let kind = match kernel.source.kind {
+        crate::SourceKind::Ptx => LocationKind::PtxEntry,
+        _ => LocationKind::CudaKernel,
+    };
+    match (&kernel.defined_at, kind) {
+        (Some(defined_at), LocationKind::CudaKernel) => Location {
+            kind,
+            path: display_path(&context.manifest_dir, Path::new(&defined_at.file)),
+            line: defined_at.line,
+            column: 1,
+        },
+        _ => {
+            let line = kernel.entry_line.unwrap_or(0);
+            Location {
+                kind,
+                path: display_path(&context.manifest_dir, &kernel.source.source),
+                line,
+                column: u32::from(line > 0),
+            }
+        }
+    }
+}
+
+/// The block an undeclared kernel is checked at: the crate's `block` (default
+/// [`evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS`]), or the kernel's compiled maximum
+/// (`__launch_bounds__`) when that is smaller: it cannot be launched with more.
+pub(crate) fn undeclared_block(context: &Context, kernel: &CompiledKernel<'_>) -> u32 {
+    let crate_block = context
+        .metadata
+        .block_threads
+        .unwrap_or(evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS);
+    let compiled_max = kernel
+        .ptx
+        .as_ref()
+        .and_then(|ptx| ptx.maxntid.as_ref().or(ptx.reqntid.as_ref()))
+        .map(|dims| dims.iter().product::<u32>());
+    compiled_max.map_or(crate_block, |max| max.min(crate_block))
+}
+
+pub(crate) type ArchRow<'a> = (&'static ArchFacts, &'a KernelRecord, KernelRow);
+
+/// One report row per target arch of `kernel` (those its declaration keeps), computed by the
+/// report model (the one place the computed columns come from); the lints read the same rows.
+pub(crate) fn kernel_rows<'a>(
+    context: &Context,
+    kernel: &'a CompiledKernel<'_>,
+    declared: Option<(&Declared, usize)>,
+    declarations: &Declarations,
+) -> Result<Vec<ArchRow<'a>>, Error> {
+    let spec = declared.map(|(declared, _)| &declared.kernel.spec);
+    let block_threads = spec.map_or_else(
+        || undeclared_block(context, kernel),
+        |spec| spec.block.threads(),
+    );
+    let dynamic_smem_bytes = spec.map_or(0, |spec| spec.dynamic_smem_bytes);
+    let arch_filter: Option<BTreeSet<String>> =
+        spec.and_then(|spec| spec.archs.as_ref()).map(|archs| {
+            archs
+                .iter()
+                .filter_map(|name| crate::SmArch::parse(name).ok())
+                .map(|arch| arch.to_string())
+                .collect()
+        });
+    if let (Some(filter), Some((declared, _))) = (&arch_filter, declared) {
+        let not_built: Vec<&String> = filter
+            .iter()
+            .filter(|arch| !kernel.records.contains_key(*arch))
+            .collect();
+        if !not_built.is_empty() {
+            let location = declarations.location(declared);
+            return Err(Error::Config {
+                message: format!(
+                    "{}:{}:{}: kernel `{}` declares `archs` {:?}, but the build does not target {:?} (it targets {}); add them to the crate's archs or drop them from the attribute",
+                    location.path,
+                    location.line,
+                    location.column,
+                    kernel.name,
+                    filter,
+                    not_built,
+                    kernel.records.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            });
+        }
+    }
+    let source_location = kernel_location(context, kernel);
+    let launch = RowLaunch {
+        block: block_threads,
+        dynamic_smem_bytes: u64::from(dynamic_smem_bytes),
+        carveout_percent: None,
+    };
+    let mut rows = Vec::new();
+    for (arch_name, record) in &kernel.records {
+        if arch_filter
+            .as_ref()
+            .is_some_and(|filter| !filter.contains(arch_name))
+        {
+            continue;
+        }
+        let no_facts = |error: &dyn std::fmt::Display| {
+            Error::Config {
+            message: format!("{error}: occupancy-core has no facts for {arch_name}; remove it from the target archs"),
+        }
+        };
+        let facts: &'static ArchFacts =
+            arch::lookup(arch_name).map_err(|error| no_facts(&error))?;
+        let mut row = KernelRow::from_record(record, kernel.ptx_on(arch_name), launch)
+            .map_err(|error| no_facts(&error))?;
+        row.crate_name = Some(context.crate_name.clone());
+        row.ptx_target = match kernel.programs.get(arch_name) {
+            Some((program, _)) => program.ptx_target.clone(),
+            None => kernel.source.ptx_target.clone(),
+        };
+        row.source = Some(source_location.clone());
+        if let Some((declared, _)) = declared {
+            row.declaration = Some(declarations.location(declared));
+            row.rust_name = Some(declared.kernel.rust_name.clone());
+        }
+        rows.push((facts, record, row));
+    }
+    Ok(rows)
+}

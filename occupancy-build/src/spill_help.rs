@@ -1,0 +1,93 @@
+//! Advice a spill finding can follow: ptxas is run again on the kernel's PTX with higher
+//! `.minnctapersm` to find the `min_blocks_per_sm` that keeps it spill-free.
+
+use occupancy_core::arch::{self};
+use occupancy_core::ptxas::{self};
+use occupancy_core::spec::DeclaredKernel;
+
+use crate::compile::render_command;
+use crate::context::Context;
+use crate::parse::CompiledKernel;
+use crate::toolchain::Toolchain;
+use occupancy_core::report::{KernelRow, RowLaunch};
+
+/// For a spilling kernel compiled with `min_blocks_per_sm = B`: re-runs ptxas on the same PTX
+/// with `.minnctapersm` lowered (B-1, B-2, ... 1) and returns a help line naming the largest value
+/// with no spills, verified, not estimated.
+pub(crate) fn spill_free_help(
+    toolchain: &Toolchain,
+    context: &Context,
+    kernel: &CompiledKernel<'_>,
+    declared: &DeclaredKernel,
+    arch: Option<&str>,
+) -> Option<String> {
+    let arch = arch?;
+    let blocks = declared.spec.min_blocks_per_sm?;
+    let ptx_path = kernel
+        .programs
+        .get(arch)
+        .map_or(&kernel.source.ptx, |(program, _)| &program.ptx);
+    let ptx_text = std::fs::read_to_string(ptx_path).ok()?;
+    let directive = minnctapersm_position(&ptx_text, &kernel.name)?;
+    let probe_dir = context.out_dir.join("occupancy").join("probe");
+    std::fs::create_dir_all(&probe_dir).ok()?;
+    for candidate in (1..blocks).rev() {
+        let patched = format!(
+            "{}.minnctapersm {candidate}{}",
+            &ptx_text[..directive.start],
+            &ptx_text[directive.end..]
+        );
+        let ptx_path = probe_dir.join(format!("{}-{arch}-{candidate}.ptx", kernel.name));
+        std::fs::write(&ptx_path, &patched).ok()?;
+        // Not through the compiler cache: sccache 0.16 refuses `nvcc -cubin x.ptx` ("PCH not
+        // supported by nvcc"), and a probe that fails would only weaken the help line.
+        let mut command = toolchain.command_without_wrapper();
+        command
+            .args(["-cubin", &format!("-arch={arch}"), "-Xptxas", "-v", "-o"])
+            .arg(probe_dir.join("probe.cubin"))
+            .arg(&ptx_path);
+        let _ = render_command(&command);
+        let output = command.output().ok()?;
+        if !output.status.success() {
+            return None;
+        }
+        let log = String::from_utf8_lossy(&output.stderr);
+        let parsed = ptxas::parse_log(&log).ok()?;
+        let record = parsed
+            .kernels
+            .iter()
+            .find(|record| record.entry && record.name == kernel.name && record.arch == arch)?;
+        if record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0) == 0 {
+            let threads = declared.spec.block.threads();
+            let launch = RowLaunch {
+                block: threads,
+                dynamic_smem_bytes: u64::from(declared.spec.dynamic_smem_bytes),
+                carveout_percent: None,
+            };
+            let mut row = KernelRow::from_record(record, kernel.ptx_on(arch), launch).ok()?;
+            row.max_threads_per_block = Some(threads);
+            row.compute(arch::lookup(arch).ok()?);
+            return Some(format!(
+                "`min_blocks_per_sm = {candidate}` lets ptxas keep `{}` spill-free on {arch} ({} registers per thread, {} blocks per SM, {:.0}% occupancy; checked by re-running ptxas on this PTX)",
+                kernel.name,
+                row.registers,
+                row.blocks_per_sm,
+                row.occupancy * 100.0
+            ));
+        }
+    }
+    Some(format!(
+        "even `min_blocks_per_sm = 1` spills on {arch} (checked by re-running ptxas): reduce live values in `{}`, or accept the spills with `max_spill_bytes = N`",
+        kernel.name
+    ))
+}
+
+/// The byte range of `.minnctapersm N` in the directives of `.entry <name>`.
+pub(crate) fn minnctapersm_position(ptx: &str, name: &str) -> Option<std::ops::Range<usize>> {
+    let entry = ptx.find(&format!(".entry {name}("))?;
+    let body = entry + ptx[entry..].find('{')?;
+    let relative = ptx[entry..body].find(".minnctapersm")?;
+    let start = entry + relative;
+    let end = start + ptx[start..].find('\n').unwrap_or(body - start);
+    Some(start..end)
+}
