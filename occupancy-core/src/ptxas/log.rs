@@ -797,9 +797,9 @@ impl LogParser {
         self.last_completed = Some(self.output.kernels.len() - 1);
     }
 
-    /// A `Used` line with no open entry after a device function's record: `Function properties`
-    /// + stack line + `Used` is an entry whose `Compiling entry function` line is missing (a cut
-    /// log), not a device function. The record is taken back and reported as cut off.
+    /// A `Used` line with no open entry after a device function's record: `Function properties`,
+    /// a stack line and `Used` are an entry whose `Compiling entry function` line is missing (a
+    /// cut log), not a device function. The record is taken back and reported as cut off.
     fn entry_without_its_compiling_line(&mut self) {
         if !std::mem::take(&mut self.device_record_unconfirmed) {
             return;
