@@ -113,6 +113,7 @@ impl fmt::Display for Carveout {
 
 /// Errors of the calculator's inputs and queries.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CalcError {
     #[error("invalid carveout `{0}`: expected `default` or a percentage 0..=100")]
     InvalidCarveout(String),
@@ -148,6 +149,7 @@ impl FromStr for Carveout {
 /// A resource that limits resident blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Limiter {
     /// Warp slots per SM (or a block above the arch's threads per block).
     Warps,
@@ -235,6 +237,7 @@ impl BlockLimits {
 
 /// Everything the calculator derives for one kernel and launch, before headroom.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Resources {
     pub limits: BlockLimits,
     /// Registers allocated per block (per-warp allocation times warps).
@@ -272,6 +275,7 @@ impl Resources {
 /// number of resident blocks changes. Shared memory figures assume the kernel opts in to the
 /// dynamic shared memory it needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Headroom {
     /// Registers per thread that can be added without losing a block.
     pub registers_addable: u32,
@@ -285,6 +289,7 @@ pub struct Headroom {
 
 /// The answer for one kernel and launch on one architecture.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Occupancy {
     pub arch: &'static str,
     pub block_threads: u32,
@@ -429,6 +434,7 @@ pub fn smem_limit_per_block(arch: &ArchFacts, max_usage_bytes: u64) -> u64 {
 
 /// Shared memory side of a launch: the limit, the allocation and the configuration chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SmemLimit {
     pub limit: Option<u32>,
     pub allocated_per_block: u64,
@@ -560,6 +566,7 @@ pub fn occupancy(arch: &ArchFacts, kernel: &KernelFacts, launch: &Launch) -> Occ
 /// The block size with the most resident threads per SM (ties: the larger block), as
 /// `cudaOccupancyMaxPotentialBlockSize` computes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct BlockSizeSuggestion {
     /// 0 when no block size can run.
     pub block_threads: u32,
