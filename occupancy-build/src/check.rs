@@ -299,6 +299,7 @@ pub(crate) fn sass_demands(
         let reads_local = enabled.contains(&LintId::LocalArray);
         let demand = demands.entry(kernel.source.source.clone()).or_default();
         demand.everything = read_all;
+        demand.entries.insert(kernel.name.clone());
         for (arch, record) in &kernel.records {
             let local = record.stack_frame_bytes.unwrap_or(0) > 0
                 || record.local_memory_bytes.unwrap_or(0) > 0;

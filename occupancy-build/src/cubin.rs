@@ -2,10 +2,11 @@
 //! functions to `nvdisasm --function`, which takes symbol indices. Every read is bounds-checked:
 //! a file this cannot read gives `None` and the caller disassembles the whole cubin.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-/// The symbol-table index of each of `names` found in the cubin `bytes`.
-pub fn symbol_indices(bytes: &[u8], names: &BTreeSet<String>) -> Option<BTreeMap<String, usize>> {
+/// The symbol-table index of every function symbol (`STT_FUNC`: kernels and device functions)
+/// in the cubin `bytes`, by name.
+pub fn function_symbols(bytes: &[u8]) -> Option<BTreeMap<String, usize>> {
     if bytes.get(..4)? != b"\x7fELF" || *bytes.get(4)? != 2 || *bytes.get(5)? != 1 {
         return None; // not ELF64 little-endian
     }
@@ -32,15 +33,16 @@ pub fn symbol_indices(bytes: &[u8], names: &BTreeSet<String>) -> Option<BTreeMap
         return None;
     }
     let mut found = BTreeMap::new();
+    const STT_FUNC: u8 = 2;
     for index in 0..size / symbol_size {
-        let name_at =
-            usize::try_from(u32_at(bytes, offset, index.checked_mul(symbol_size)?)?).ok()?;
+        let at = offset.checked_add(index.checked_mul(symbol_size)?)?;
+        if field::<1>(bytes, at, 4)?[0] & 0xf != STT_FUNC {
+            continue;
+        }
+        let name_at = usize::try_from(u32_at(bytes, at, 0)?).ok()?;
         let name = strings.get(name_at..)?;
         let name = &name[..name.iter().position(|&byte| byte == 0)?];
-        if let Some(name) = std::str::from_utf8(name)
-            .ok()
-            .filter(|name| names.contains(*name))
-        {
+        if let Ok(name) = std::str::from_utf8(name) {
             found.entry(name.to_owned()).or_insert(index);
         }
     }
@@ -73,8 +75,10 @@ mod tests {
     fn tiny_elf() -> Vec<u8> {
         let strtab = b"\0.text.k\0k\0other\0".to_vec();
         let mut symtab = vec![0u8; 24 * 3];
+        // Symbol 1 `k` and 2 `other` are functions; 0 is the null symbol.
         for (index, name_at) in [(1usize, 9u32), (2, 11)] {
             symtab[index * 24..index * 24 + 4].copy_from_slice(&name_at.to_le_bytes());
+            symtab[index * 24 + 4] = 0x12; // STB_GLOBAL, STT_FUNC
         }
         let mut bytes = vec![0u8; 64];
         bytes[..6].copy_from_slice(b"\x7fELF\x02\x01");
@@ -102,25 +106,27 @@ mod tests {
     }
 
     #[test]
-    fn names_map_to_their_symbol_indices() {
-        let wanted: BTreeSet<String> = ["k", "other", "absent"].map(String::from).into();
-        let found = symbol_indices(&tiny_elf(), &wanted).unwrap();
+    fn functions_map_to_their_symbol_indices() {
+        let found = function_symbols(&tiny_elf()).unwrap();
         assert_eq!(
             found,
             BTreeMap::from([("k".into(), 1), ("other".into(), 2)])
         );
+        let mut not_a_function = tiny_elf();
+        not_a_function[64 + 24 * 2 + 4] = 0x13; // STT_SECTION
+        let found = function_symbols(&not_a_function).unwrap();
+        assert_eq!(found, BTreeMap::from([("k".into(), 1)]));
     }
 
     #[test]
     fn damaged_files_give_none_never_a_panic() {
-        let wanted: BTreeSet<String> = ["k".to_string()].into();
         let elf = tiny_elf();
         for cut in 0..elf.len() {
-            let _ = symbol_indices(&elf[..cut], &wanted);
+            let _ = function_symbols(&elf[..cut]);
         }
-        assert!(symbol_indices(b"not an elf", &wanted).is_none());
+        assert!(function_symbols(b"not an elf").is_none());
         let mut wrong_offset = elf.clone();
         wrong_offset[0x28..0x30].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert!(symbol_indices(&wrong_offset, &wanted).is_none());
+        assert!(function_symbols(&wrong_offset).is_none());
     }
 }

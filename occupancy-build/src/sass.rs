@@ -112,6 +112,8 @@ pub struct SassDemand {
     /// Read every function of every arch whatever the lints (`OCCUPANCY_SASS=all`): facts for
     /// every row of the report, for `explain`, HTML and tests.
     pub everything: bool,
+    /// Every kernel of the source (the functions that are not callees).
+    pub entries: BTreeSet<String>,
     /// The SASS lints above `allow` for at least one kernel of the source. A lint whose trigger is
     /// in the PTX (`call`, `fp64`, `setmaxnreg_*`) makes every arch of the source needed when the
     /// PTX has that operation.
@@ -127,7 +129,12 @@ pub struct SassDemand {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Selection {
     All,
-    Kernels(BTreeMap<String, BTreeSet<String>>),
+    /// Per arch, the kernels to read; with `callees`, every non-kernel function too (the
+    /// callees a `call` finding measures).
+    Kernels {
+        kernels: BTreeMap<String, BTreeSet<String>>,
+        callees: bool,
+    },
 }
 
 impl Selection {
@@ -135,17 +142,26 @@ impl Selection {
     fn covers(&self, wanted: &Selection) -> bool {
         match (self, wanted) {
             (Selection::All, _) => true,
-            (Selection::Kernels(_), Selection::All) => false,
-            (Selection::Kernels(read), Selection::Kernels(wanted)) => wanted
-                .iter()
-                .all(|(arch, kernels)| read.get(arch).is_some_and(|read| kernels.is_subset(read))),
+            (Selection::Kernels { .. }, Selection::All) => false,
+            (
+                Selection::Kernels {
+                    kernels: read,
+                    callees: read_callees,
+                },
+                Selection::Kernels { kernels, callees },
+            ) => {
+                (*read_callees || !callees)
+                    && kernels.iter().all(|(arch, kernels)| {
+                        read.get(arch).is_some_and(|read| kernels.is_subset(read))
+                    })
+            }
         }
     }
 
     fn has_arch(&self, arch: &str) -> bool {
         match self {
             Selection::All => true,
-            Selection::Kernels(kernels) => kernels.contains_key(arch),
+            Selection::Kernels { kernels, .. } => kernels.contains_key(arch),
         }
     }
 
@@ -153,8 +169,13 @@ impl Selection {
     fn kernels_on(&self, arch: &str) -> Option<&BTreeSet<String>> {
         match self {
             Selection::All => None,
-            Selection::Kernels(kernels) => kernels.get(arch),
+            Selection::Kernels { kernels, .. } => kernels.get(arch),
         }
+    }
+
+    /// Whether non-kernel functions are read too.
+    fn callees(&self) -> bool {
+        matches!(self, Selection::Kernels { callees: true, .. })
     }
 
     fn has(&self, facts: &SassFacts) -> bool {
@@ -178,9 +199,9 @@ const PTX_TRIGGERS: [(&str, &[LintId]); 3] = [
     ),
 ];
 
-/// What of `source` to disassemble (`None`: nothing). Every function of every arch when its
-/// PTX has an operation whose lint is enabled (a call's callee must be read too); else the
-/// kernels with local memory, on the archs where they have it.
+/// What of `source` to disassemble (`None`: nothing): the kernels whose PTX has an operation
+/// whose lint is enabled (`call`, FP64, `setmaxnreg`), on every arch and with the callees, and
+/// the kernels with local memory on the archs where they have it.
 fn selection(source: &CompiledSource, demand: Option<&SassDemand>) -> Option<Selection> {
     let demand = demand?;
     if demand.everything {
@@ -191,15 +212,25 @@ fn selection(source: &CompiledSource, demand: Option<&SassDemand>) -> Option<Sel
         .filter(|(_, lints)| lints.iter().any(|lint| demand.enabled_lints.contains(lint)))
         .map(|(operation, _)| *operation)
         .collect();
-    let triggered = !triggers.is_empty()
-        && source.programs.iter().any(|program| {
+    let mut kernels = demand.local_memory.clone();
+    let mut callees = false;
+    if !triggers.is_empty() {
+        for program in &source.programs {
             let ptx = std::fs::read_to_string(&program.ptx).unwrap_or_default();
-            ptx_has_operation(&ptx, &triggers)
-        });
-    if triggered {
-        return Some(Selection::All);
+            let triggered = ptx_entries_with_operations(&ptx, &triggers);
+            if triggered.is_empty() {
+                continue;
+            }
+            callees = true;
+            for arch in &program.archs {
+                kernels
+                    .entry(arch.clone())
+                    .or_default()
+                    .extend(triggered.iter().cloned());
+            }
+        }
     }
-    (!demand.local_memory.is_empty()).then(|| Selection::Kernels(demand.local_memory.clone()))
+    (!kernels.is_empty()).then_some(Selection::Kernels { kernels, callees })
 }
 
 /// Reads the SASS of every compiled source that has a binary and a [`SassDemand`] that needs it
@@ -239,10 +270,14 @@ pub fn read_evidence(
         let Some(binary) = &source.binary else {
             continue;
         };
-        let Some(selection) = selection(source, demands.get(&source.source)) else {
+        let demand = demands.get(&source.source);
+        let Some(selection) = selection(source, demand) else {
             continue;
         };
-        for facts in disassembler.facts_of_binary(source, binary, &selection)? {
+        let entries = demand.map(|demand| &demand.entries);
+        let empty = BTreeSet::new();
+        let entries = entries.unwrap_or(&empty);
+        for facts in disassembler.facts_of_binary(source, binary, &selection, entries)? {
             let arch = facts.arch.clone().unwrap_or_default();
             evidence.facts.insert((facts.kernel.clone(), arch), facts);
         }
@@ -322,13 +357,33 @@ pub fn note_hottest_spill<'a>(finding: &mut Finding, rows: impl Iterator<Item = 
     }
 }
 
-/// Whether the PTX's code (not its directives or comments) has one of `operations`: one
-/// linear scan.
-fn ptx_has_operation(ptx: &str, operations: &[&str]) -> bool {
-    ptx.lines().any(|line| {
+/// The kernels whose code (not directives or comments) has one of `operations`: one linear
+/// scan; code in a `.func` belongs to no kernel (a kernel calling it has its own `call`).
+fn ptx_entries_with_operations(ptx: &str, operations: &[&str]) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut current: Option<&str> = None;
+    for line in ptx.lines() {
         let code = line.split("//").next().unwrap_or("").trim_start();
-        !code.starts_with('.') && operations.iter().any(|operation| code.contains(operation))
-    })
+        let declaration = code
+            .strip_prefix(".visible ")
+            .or_else(|| code.strip_prefix(".weak "))
+            .unwrap_or(code);
+        if let Some(rest) = declaration.strip_prefix(".entry") {
+            current = rest
+                .trim_start()
+                .split(|c: char| c == '(' || c.is_whitespace())
+                .next()
+                .filter(|name| !name.is_empty());
+        } else if declaration.starts_with(".func") {
+            current = None;
+        } else if let Some(kernel) = current {
+            if !code.starts_with('.') && operations.iter().any(|operation| code.contains(operation))
+            {
+                found.insert(kernel.to_owned());
+            }
+        }
+    }
+    found
 }
 
 fn cache_path(binary: &Path) -> PathBuf {
@@ -352,6 +407,7 @@ impl Disassembler<'_> {
         source: &CompiledSource,
         binary: &Path,
         selection: &Selection,
+        entries: &BTreeSet<String>,
     ) -> Result<Vec<SassFacts>, Error> {
         let bytes = std::fs::read(binary).map_err(|error| Error::Io {
             path: binary.to_path_buf(),
@@ -376,7 +432,7 @@ impl Disassembler<'_> {
             path: work.clone(),
             error,
         })?;
-        let result = self.disassemble(source, binary, &work, selection);
+        let result = self.disassemble(source, binary, &work, selection, entries);
         let _ = std::fs::remove_dir_all(&work);
         let file = CacheFile {
             schema: CACHE_SCHEMA,
@@ -390,18 +446,32 @@ impl Disassembler<'_> {
     }
 }
 
-/// `nvdisasm -fun`'s list for `kernels` of one cubin (symbol indices), when every one is found
-/// in its symbol table; else `None`: the whole cubin is read.
-fn function_indices(cubin: &Path, kernels: &BTreeSet<String>) -> Option<String> {
+/// `nvdisasm -fun`'s list (symbol indices) for `kernels` of one cubin, and with `callees` every
+/// function that is not one of the source's `entries`; `None` (read the whole cubin) when a
+/// kernel is not in the symbol table.
+fn function_indices(
+    cubin: &Path,
+    kernels: &BTreeSet<String>,
+    callees: bool,
+    entries: &BTreeSet<String>,
+) -> Option<String> {
     let bytes = std::fs::read(cubin).ok()?;
-    let found = crate::cubin::symbol_indices(&bytes, kernels)?;
-    (found.len() == kernels.len()).then(|| {
-        found
-            .values()
+    let functions = crate::cubin::function_symbols(&bytes)?;
+    if !kernels.iter().all(|kernel| functions.contains_key(kernel)) {
+        return None;
+    }
+    let indices: BTreeSet<usize> = functions
+        .iter()
+        .filter(|(name, _)| kernels.contains(*name) || (callees && !entries.contains(*name)))
+        .map(|(_, index)| *index)
+        .collect();
+    Some(
+        indices
+            .iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
-            .join(",")
-    })
+            .join(","),
+    )
 }
 
 /// The arch of a cubin cuobjdump extracted (`name.1.sm_90a.cubin` -> `sm_90a`).
@@ -436,6 +506,7 @@ impl Disassembler<'_> {
         binary: &Path,
         work: &Path,
         selection: &Selection,
+        entries: &BTreeSet<String>,
     ) -> Result<Vec<SassFacts>, Error> {
         run_tool(
             Command::new(self.cuobjdump)
@@ -462,7 +533,9 @@ impl Disassembler<'_> {
                 .map(|cubin| {
                     let functions = cubin_arch(cubin)
                         .and_then(|arch| selection.kernels_on(arch))
-                        .and_then(|kernels| function_indices(cubin, kernels));
+                        .and_then(|kernels| {
+                            function_indices(cubin, kernels, selection.callees(), entries)
+                        });
                     scope.spawn(move || {
                         let mut command = Command::new(nvdisasm);
                         command.args(["-c", "-g", "-ndf"]);
@@ -511,40 +584,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_operations_in_code_trigger() {
-        let clean = ".visible .entry saxpy(\n{\n\tfma.rn.f32 %f1, %f2, %f3, %f4;\n\tret;\n}\n";
-        assert!(!ptx_has_operation(clean, &["call", "f64"]));
-        let double = clean.replace("fma.rn.f32", "fma.rn.f64");
-        assert!(ptx_has_operation(&double, &["f64"]));
-        assert!(!ptx_has_operation(&double, &["call"]));
-        let call = clean.replace("ret;", "call.uni helper, ();");
-        assert!(ptx_has_operation(&call, &["call"]));
-        let commented = clean.replace("ret;", "ret; // call me");
-        assert!(!ptx_has_operation(&commented, &["call"]));
-        let directive =
-            ".extern .func (.param .b32 r) vprintf\n.visible .entry k()\n{\n\tret;\n}\n";
-        assert!(!ptx_has_operation(directive, &["f64"]));
+    fn only_operations_in_a_kernels_code_trigger_it() {
+        let ptx = ".extern .func (.param .b32 r) vprintf\n.func helper()\n{\n\tadd.f64 %fd1, %fd2, %fd3;\n\tret;\n}\n.visible .entry saxpy(\n)\n{\n\tfma.rn.f32 %f1, %f2, %f3, %f4;\n\tret; // call me\n}\n.visible .entry caller(\n)\n{\n\tcall.uni helper, ();\n\tret;\n}\n.entry _Z6doublev()\n{\n\tadd.f64 %fd1, %fd2, %fd3;\n\tdiv.rn.f32 %f1, %f2, %f3;\n}\n";
+        let names = |ops: &[&str]| -> Vec<String> {
+            ptx_entries_with_operations(ptx, ops).into_iter().collect()
+        };
+        assert_eq!(
+            names(&["call"]),
+            ["caller"],
+            "a comment or directive is no call"
+        );
+        assert_eq!(
+            names(&["f64"]),
+            ["_Z6doublev"],
+            "a .func's FP64 is its caller's call"
+        );
         // IEEE division becomes one of ptxas's own subroutines, which no lint reports.
-        let divide = clean.replace("fma.rn.f32 %f1, %f2, %f3, %f4", "div.rn.f32 %f1, %f2, %f3");
+        assert!(names(&["setmaxnreg"]).is_empty());
         let every_trigger: Vec<&str> = PTX_TRIGGERS
             .iter()
             .map(|(operation, _)| *operation)
             .collect();
-        assert!(!ptx_has_operation(&divide, &every_trigger));
+        assert_eq!(names(&every_trigger), ["_Z6doublev", "caller"]);
     }
 
     #[test]
     fn cached_facts_are_used_only_for_what_they_cover() {
-        let kernels = |pairs: &[(&str, &[&str])]| {
-            Selection::Kernels(
-                pairs
-                    .iter()
-                    .map(|(arch, names)| {
-                        let names = names.iter().map(|name| (*name).to_owned()).collect();
-                        ((*arch).to_owned(), names)
-                    })
-                    .collect(),
-            )
+        let kernels = |pairs: &[(&str, &[&str])]| Selection::Kernels {
+            kernels: pairs
+                .iter()
+                .map(|(arch, names)| {
+                    let names = names.iter().map(|name| (*name).to_owned()).collect();
+                    ((*arch).to_owned(), names)
+                })
+                .collect(),
+            callees: false,
         };
         let file = |selection: Selection| CacheFile {
             schema: CACHE_SCHEMA,
@@ -563,6 +637,15 @@ mod tests {
         assert!(file(kernels(&[("sm_90", &["spill", "other"])])).covers("ab", &spill));
         assert!(!file(kernels(&[("sm_80", &["spill"])])).covers("ab", &spill));
         assert!(!file(kernels(&[("sm_90", &["other"])])).covers("ab", &spill));
+        let with_callees = |selection: Selection| match selection {
+            Selection::Kernels { kernels, .. } => Selection::Kernels {
+                kernels,
+                callees: true,
+            },
+            all => all,
+        };
+        assert!(!file(spill.clone()).covers("ab", &with_callees(spill.clone())));
+        assert!(file(with_callees(spill.clone())).covers("ab", &spill));
         assert_eq!(cubin_arch(Path::new("/w/k.2.sm_90a.cubin")), Some("sm_90a"));
         assert_eq!(cubin_arch(Path::new("k.1.sm_80.cubin")), Some("sm_80"));
     }
@@ -596,6 +679,7 @@ mod tests {
         };
         let demand = |lints: &[LintId], archs: &[&str]| SassDemand {
             everything: false,
+            entries: BTreeSet::from(["k".to_owned()]),
             enabled_lints: lints.iter().copied().collect(),
             local_memory: archs
                 .iter()
@@ -607,14 +691,21 @@ mod tests {
         let quiet = demand(&[LintId::Call, LintId::Spills], &[]);
         assert_eq!(selection(&source, Some(&quiet)), None);
         let fp64 = demand(&[LintId::Fp64], &[]);
-        assert_eq!(selection(&source, Some(&fp64)), Some(Selection::All));
+        let k = || BTreeSet::from(["k".to_owned()]);
+        assert_eq!(
+            selection(&source, Some(&fp64)),
+            Some(Selection::Kernels {
+                kernels: BTreeMap::from([("sm_80".to_owned(), k()), ("sm_90".to_owned(), k())]),
+                callees: true,
+            })
+        );
         let only_sm_90 = demand(&[LintId::Spills], &["sm_90"]);
         assert_eq!(
             selection(&source, Some(&only_sm_90)),
-            Some(Selection::Kernels(BTreeMap::from([(
-                "sm_90".to_owned(),
-                BTreeSet::from(["k".to_owned()])
-            )])))
+            Some(Selection::Kernels {
+                kernels: BTreeMap::from([("sm_90".to_owned(), BTreeSet::from(["k".to_owned()]))]),
+                callees: false,
+            })
         );
         let _ = std::fs::remove_dir_all(dir);
     }
