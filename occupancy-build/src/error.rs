@@ -28,11 +28,12 @@ pub enum Error {
     NvccNotFound { looked: String },
     /// The program found as nvcc does not answer `--version` like nvcc.
     #[error(
-        "occupancy-build: `{} --version` did not answer like nvcc (exit {status}); point NVCC at the nvcc executable:\n{output}",
+        "occupancy-build: `{} --version` did not answer like nvcc ({status}); point NVCC at the nvcc executable:\n{output}",
         nvcc.display()
     )]
     NotNvcc {
         nvcc: PathBuf,
+        /// How it exited (`exit status: 1`).
         status: String,
         /// Its stdout and stderr.
         output: String,

@@ -235,7 +235,10 @@ fn file_and_tool_cases() -> Vec<Case> {
                 status: "exit status: 1".into(),
                 output: "usage: ...".into(),
             },
-            &["`/usr/bin/nvcc --version`", "NVCC"],
+            &[
+                "`/usr/bin/nvcc --version` did not answer like nvcc (exit status: 1)",
+                "point NVCC at the nvcc executable",
+            ],
             false,
         ),
         case(
