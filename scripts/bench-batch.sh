@@ -6,25 +6,32 @@
 # object per line with every key (arch, block, registers, static_smem, dynamic_smem, barriers,
 # carveout). The C++ program reads the same file, calls cudaOccMaxActiveBlocksPerMultiprocessor
 # per line and prints {"blocks_per_sm":B,"limiters":[...]}: the answer `--fields
-# blocks_per_sm,limiters` gives. Both sums of blocks must agree (the checksum), then the times of
-# three runs are taken:
+# blocks_per_sm,limiters` gives. Both sums of blocks must agree (the checksum), then each command
+# runs RUNS times (default 5) and the median and the best whole-process times are printed:
 #   header            the C++ program
 #   ours (fields)     calc --batch FILE --fields blocks_per_sm,limiters     target <= 1.0x header
 #   ours (full)       calc --batch FILE (every field, headroom included)     target <= 2.0x header
 # Usage: scripts/bench-batch.sh [N]     (needs g++, python3, and scripts/setup-cuda.sh)
+#   RUNS=K      runs per command (default 5)
+#   OURS=PATH   a cargo-occupancy binary built elsewhere (no cargo build here), e.g. to measure
+#               on a quieter machine with OCCUPANCY_CUDA_OCCUPANCY_H pointing at the header
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 configs="${1:-1000000}"
-RUNS="${RUNS:-3}"
+RUNS="${RUNS:-5}"
 if [[ -z "${OCCUPANCY_CUDA_OCCUPANCY_H:-}" ]]; then
     source <(scripts/setup-cuda.sh --env)
 fi
 header="${OCCUPANCY_CUDA_OCCUPANCY_H:?cuda_occupancy.h not found: run scripts/setup-cuda.sh first}"
 work="$root/target/bench-batch"
 mkdir -p "$work"
-cargo build --release -q -p cargo-occupancy
-ours=target/release/cargo-occupancy
+if [[ -n "${OURS:-}" ]]; then
+    ours="$OURS"
+else
+    cargo build --release -q -p cargo-occupancy
+    ours=target/release/cargo-occupancy
+fi
 
 # Devices (from the tool's own table) and the configurations.
 "$ours" occupancy arch --json > "$work/archs.json"
@@ -127,25 +134,25 @@ if [[ "$header_sum" != "$ours_sum" ]]; then
     exit 1
 fi
 
-best_seconds() {
-    local best=""
+# Prints "MEDIAN BEST" over RUNS whole-process runs of the command.
+median_and_best_seconds() {
+    local times=()
     for _ in $(seq "$RUNS"); do
-        local start end elapsed
+        local start end
         start=$(date +%s.%N)
         "$@" < "$work/configs.jsonl" > "$work/out.jsonl" 2> /dev/null
         end=$(date +%s.%N)
-        elapsed=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')
-        if [[ -z "$best" ]] || awk -v e="$elapsed" -v b="$best" 'BEGIN { exit !(e < b) }'; then
-            best="$elapsed"
-        fi
+        times+=("$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')")
     done
-    echo "$best"
+    printf '%s\n' "${times[@]}" | sort -n | awk '{ t[NR] = $1 } END {
+        median = (NR % 2) ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2
+        printf "%.3f %.3f\n", median, t[1] }'
 }
-header_seconds=$(best_seconds "${header_cmd[@]}")
-fields_seconds=$(best_seconds "${fields_cmd[@]}")
-full_seconds=$(best_seconds "${full_cmd[@]}")
-ratio() { awk -v a="$1" -v b="$header_seconds" 'BEGIN { printf "%.2f", a / b }'; }
-echo "header (g++ -O2):            ${header_seconds} s"
-echo "ours --fields blocks_per_sm,limiters: ${fields_seconds} s  ratio $(ratio "$fields_seconds") (target <= 1.0)"
-echo "ours, full answer:           ${full_seconds} s  ratio $(ratio "$full_seconds") (target <= 2.0)"
-echo "best of $RUNS, whole processes, $configs configurations"
+read -r header_median header_best <<< "$(median_and_best_seconds "${header_cmd[@]}")"
+read -r fields_median fields_best <<< "$(median_and_best_seconds "${fields_cmd[@]}")"
+read -r full_median full_best <<< "$(median_and_best_seconds "${full_cmd[@]}")"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+echo "median (best) of $RUNS whole-process runs, $configs configurations:"
+echo "header (g++ -O2):                      ${header_median} s (${header_best} s)"
+echo "ours --fields blocks_per_sm,limiters:  ${fields_median} s (${fields_best} s)  ratio $(ratio "$fields_median" "$header_median") ($(ratio "$fields_best" "$header_best")) (target <= 1.0)"
+echo "ours, full answer:                     ${full_median} s (${full_best} s)  ratio $(ratio "$full_median" "$header_median") ($(ratio "$full_best" "$header_best")) (target <= 2.0)"

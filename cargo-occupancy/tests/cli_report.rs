@@ -185,6 +185,30 @@ fn inside_a_workspace_the_target_directory_comes_from_cargo_metadata() {
     let _ = std::fs::remove_dir_all(&workspace);
 }
 
+/// A manifest cargo refuses: `cargo metadata`'s own words, and the settings that avoid it.
+#[test]
+fn a_manifest_cargo_metadata_refuses_is_a_usage_error_with_cargos_words() {
+    let workspace = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("report-bad-manifest-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&workspace);
+    std::fs::create_dir_all(&workspace).unwrap();
+    let manifest = workspace.join("Cargo.toml");
+    std::fs::write(&manifest, "[package\n").unwrap();
+    let output = binary()
+        .args(["occupancy", "report", "--manifest-path"])
+        .arg(&manifest)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(
+        message.contains("`cargo metadata` failed (run inside a Rust workspace, or give --manifest-path or --dir)"),
+        "{message}"
+    );
+    assert!(message.contains("unclosed table"), "{message}");
+    let _ = std::fs::remove_dir_all(&workspace);
+}
+
 #[test]
 fn usage_errors_exit_2_with_a_clear_message() {
     let bad_sort = report(&["--sort", "speed"]);

@@ -26,14 +26,15 @@ fn main() {
         build.flag(flag);
     }
     std::fs::create_dir_all(out_dir).expect("out dir");
+    // The package the build reads its settings from with `cargo metadata`, as a crate's build
+    // does: a target (never compiled) and a workspace of its own (the output dir may lie inside
+    // this repository's workspace).
     let manifest = std::path::Path::new(out_dir).join("Cargo.toml");
-    if !manifest.exists() {
-        std::fs::write(
-            &manifest,
-            "[package]\nname = \"bench-corpus\"\nversion = \"0.0.0\"\n",
-        )
-        .expect("manifest");
-    }
+    std::fs::write(
+        &manifest,
+        "[package]\nname = \"bench-corpus\"\nversion = \"0.0.0\"\n[lib]\npath = \"lib.rs\"\n\n[workspace]\n",
+    )
+    .expect("manifest");
     let start = Instant::now();
     let result = match mode.as_str() {
         "lib" => build.try_compile_lib("corpus"),

@@ -15,7 +15,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use occupancy_core::lint::evaluate::{self, BaselineNumbers, Finding};
-use occupancy_core::lint::LintId;
 use occupancy_core::report::{KernelRow, Report};
 use serde::{Deserialize, Serialize};
 
@@ -195,7 +194,7 @@ pub fn compare(baseline: &Baseline, current: &Baseline) -> Comparison {
             let Some(before) = before else {
                 comparison.findings.push((
                     Some(kernel.clone()),
-                    stale(
+                    evaluate::baseline_stale(
                         arch,
                         format!("kernel `{kernel}` on {arch} is not in the baseline"),
                         Vec::new(),
@@ -217,7 +216,7 @@ pub fn compare(baseline: &Baseline, current: &Baseline) -> Comparison {
                 }
                 None => comparison.findings.push((
                     Some(kernel.clone()),
-                    stale(
+                    evaluate::baseline_stale(
                         arch,
                         format!("kernel `{kernel}` is better than the baseline on {arch}"),
                         differences(before, now),
@@ -236,18 +235,6 @@ pub fn compare(baseline: &Baseline, current: &Baseline) -> Comparison {
 struct KernelCounts<'a> {
     changed: BTreeSet<&'a String>,
     worse: BTreeSet<&'a String>,
-}
-
-fn stale(arch: &str, message: String, notes: Vec<String>) -> Finding {
-    Finding {
-        lint: LintId::BaselineStale,
-        arch: Some(arch.to_string()),
-        message,
-        notes,
-        help: Some(
-            "record what the code compiles to now: `OCCUPANCY_BLESS=1 cargo build`, and commit the baseline with the change".into(),
-        ),
-    }
 }
 
 /// `registers: 48 -> 40` for every number that differs.
@@ -323,7 +310,7 @@ fn vanished_kernels(baseline: &Baseline, current: &Baseline, comparison: &mut Co
             if checked && !compiled {
                 comparison.findings.push((
                     Some(kernel.clone()),
-                    stale(
+                    evaluate::baseline_stale(
                         arch,
                         format!(
                             "kernel `{kernel}` is in the baseline for {arch} but was not compiled"
@@ -383,7 +370,7 @@ fn toolchain_changes(
         for arch in &archs {
             comparison.findings.push((
                 None,
-                stale(
+                evaluate::baseline_stale(
                     arch,
                     format!("the baseline for {arch} was made with another toolchain"),
                     vec![line.clone()],

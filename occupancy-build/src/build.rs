@@ -249,7 +249,7 @@ impl Build {
     fn watch_inputs(&self, context: Option<&Context>, cargo: &mut CargoLines) {
         match context {
             Some(context) => {
-                for path in &context.metadata.files_read {
+                for path in &context.settings.manifest_paths {
                     cargo.rerun_if_changed(path);
                 }
             }
@@ -288,6 +288,13 @@ fn set_by_cargo(name: &str) -> bool {
     name.starts_with("CARGO_")
         || matches!(
             name,
-            "OUT_DIR" | "NUM_JOBS" | "TARGET" | "HOST" | "PROFILE" | "OPT_LEVEL" | "DEBUG"
+            "CARGO"
+                | "OUT_DIR"
+                | "NUM_JOBS"
+                | "TARGET"
+                | "HOST"
+                | "PROFILE"
+                | "OPT_LEVEL"
+                | "DEBUG"
         )
 }

@@ -114,7 +114,7 @@ pub fn check(
 
 /// `allow`/`expect` of a deny-by-default lint without a `reason` (unless the crate opts out).
 fn require_reasons(context: &Context, declarations: &Declarations) -> Result<(), Error> {
-    if context.metadata.require_reasons == Some(false) {
+    if context.settings.require_reasons == Some(false) {
         return Ok(());
     }
     let missing = crate::expectations::missing_reasons(declarations);
@@ -164,7 +164,7 @@ impl BaselineFile {
     fn load(context: &Context, cargo: &mut CargoLines) -> Result<BaselineFile, Error> {
         let path = context.manifest_dir.join(
             context
-                .metadata
+                .settings
                 .baseline
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("occupancy.lock")),
@@ -685,9 +685,9 @@ mod tests {
         let kernels = kernels_named(&source, &["spill", "saxpy"]);
         let declarations = declarations_of(FAMILIES);
         let mut context = context_for(&["sm_90"], &dir);
-        context.metadata.package_kernel_tables = vec!["saxpy".into(), "affine".into()];
+        context.settings.package_kernel_tables = vec!["saxpy".into(), "affine".into()];
         check_kernel_tables(&context, &kernels, &declarations).unwrap();
-        context.metadata.package_kernel_tables.push("spil".into());
+        context.settings.package_kernel_tables.push("spil".into());
         let error = check_kernel_tables(&context, &kernels, &declarations).unwrap_err();
         assert!(
             matches!(&error, Error::UnknownKernelTable { name, suggestions, compiled_kernels: 2 }
@@ -742,7 +742,7 @@ mod tests {
             ("kernels/unary.cu", 8)
         );
         assert_eq!(undeclared_block(&context, &kernels[0]), 256);
-        context.metadata.block_threads = Some(1024);
+        context.settings.block_threads = Some(1024);
         assert_eq!(undeclared_block(&context, &kernels[0]), 1024);
         kernels[0].ptx = ptxas::parse_ptx_directives(
             ".visible .entry uneg_f32(\n)\n.maxntid 512, 1, 1\n{\nret;\n}\n",

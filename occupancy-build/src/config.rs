@@ -1,17 +1,24 @@
-//! `[package.metadata.occupancy]` and `[workspace.metadata.occupancy]`: the crate's settings.
+//! `[package.metadata.occupancy]` and `[workspace.metadata.occupancy]`: the crate's occupancy
+//! settings, read through `cargo metadata` (the `cargo_metadata` crate), never by parsing
+//! Cargo.toml by hand.
 //!
-//! Package keys override workspace keys; lint tables merge (package wins per lint). Environment
-//! variables override both (see `docs/configuration.md`). This module reads Cargo.toml files and
-//! validates keys; it never guesses a misspelled key, it names it.
+//! [`load`] runs `cargo metadata --no-deps --offline` once, with the cargo that runs the build,
+//! finds the package by its manifest path, and reads its metadata table over the workspace's:
+//! package keys override workspace keys; lint tables merge (package wins per lint). Environment
+//! variables override both (see `docs/configuration.md`). Keys are validated here; a misspelled
+//! key is never guessed, it is named, with the file and the table to edit.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::Error;
+use serde_json::{Map, Value};
 
-/// The settings from Cargo.toml metadata.
+/// The crate's occupancy settings: `[workspace.metadata.occupancy]` overridden by
+/// `[package.metadata.occupancy]`.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Metadata {
+#[non_exhaustive]
+pub struct OccupancySettings {
     /// `archs = ["sm_80", "sm_90"]`.
     pub archs: Option<Vec<String>>,
     /// `jit_archs = ["sm_120"]`: GPUs the shipped PTX must also run on, checked on what ptxas
@@ -38,8 +45,97 @@ pub struct Metadata {
     /// `require_reasons = false`: allow `allow(...)`/`expect(...)` of deny-by-default lints
     /// without a `reason` (default: required).
     pub require_reasons: Option<bool>,
-    /// Files read (for `rerun-if-changed`).
-    pub files_read: Vec<PathBuf>,
+    /// The package's name as cargo knows it (`None` for settings not read from a package).
+    pub package_name: Option<String>,
+    /// The Cargo.toml files the settings came from: the package's, then the workspace root's
+    /// when it is another file (for `rerun-if-changed`).
+    pub manifest_paths: Vec<PathBuf>,
+}
+
+/// Why the settings could not be read: each names the file and the table or key to edit.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// `cargo metadata` could not be run or refused the manifest (its stderr is in `source`).
+    #[error("could not read the package settings in {} with `cargo metadata --no-deps --offline` (run with $CARGO, else `cargo` on PATH): {source}", manifest_path.display())]
+    CargoMetadata {
+        manifest_path: PathBuf,
+        #[source]
+        source: cargo_metadata::Error,
+    },
+    /// The manifest is not a package's (a virtual workspace manifest, for one).
+    #[error("{} is not a package's manifest (`cargo metadata` lists no package with it): give `.manifest_dir(...)` the directory of the package whose kernels this build checks", manifest_path.display())]
+    NotAPackage { manifest_path: PathBuf },
+    /// A table (`[package.metadata.occupancy]`, a kernel's table) is some other kind of value.
+    #[error("{table} must be a table{expected}")]
+    NotATable {
+        table: TableName,
+        expected: &'static str,
+    },
+    /// A key's value has the wrong type or is out of range.
+    #[error("{table} `{key}` must be {expected}")]
+    WrongValue {
+        table: TableName,
+        key: String,
+        expected: &'static str,
+    },
+    /// `reports` names a format this crate does not write.
+    #[error("{table} `reports`: unknown format {format:?} (supported: \"json\")")]
+    UnknownReportFormat { table: TableName, format: String },
+    /// A key this version does not know, at the top of an occupancy table.
+    #[error("{table}: unknown key `{key}` ({}known keys: {})", suggestion.map(|key| format!("did you mean `{key}`? ")).unwrap_or_default(), KNOWN_KEYS.join(", "))]
+    UnknownKey {
+        table: TableName,
+        key: String,
+        suggestion: Option<&'static str>,
+    },
+    /// A key other than `lints` in a kernel's table.
+    #[error("{table}: unknown key `{key}` (expected `lints`)")]
+    UnknownKernelKey { table: TableName, key: String },
+}
+
+/// A table of settings, as the user finds it: the file, then the TOML table header (and, for a
+/// kernel's table, `kernels.<name>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableName {
+    pub manifest_path: PathBuf,
+    pub header: String,
+}
+
+impl fmt::Display for TableName {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            formatter,
+            "{}: {}",
+            self.manifest_path.display(),
+            self.header
+        )
+    }
+}
+
+impl TableName {
+    fn kernel(&self, kernel: &str) -> TableName {
+        TableName {
+            manifest_path: self.manifest_path.clone(),
+            header: format!("{} kernels.{kernel}", self.header),
+        }
+    }
+
+    fn wrong(&self, key: &str, expected: &'static str) -> SettingsError {
+        SettingsError::WrongValue {
+            table: self.clone(),
+            key: key.to_string(),
+            expected,
+        }
+    }
+}
+
+/// Which table a value came from: the package's kernel tables must name its kernels, the
+/// workspace's may name other members'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    Workspace,
+    Package,
 }
 
 const KNOWN_KEYS: &[&str] = &[
@@ -55,176 +151,207 @@ const KNOWN_KEYS: &[&str] = &[
     "require_reasons",
 ];
 
-/// Reads the package manifest at `manifest_dir/Cargo.toml` and its workspace root's, if any.
-pub fn load(manifest_dir: &Path) -> Result<Metadata, Error> {
+/// The package at `manifest_dir/Cargo.toml` and its workspace, as `cargo metadata` (run as
+/// `cargo`, the build's `$CARGO`, else `cargo` on PATH) reports them, read into settings.
+pub fn load(manifest_dir: &Path, cargo: Option<&Path>) -> Result<OccupancySettings, SettingsError> {
     let manifest_path = manifest_dir.join("Cargo.toml");
-    let package = read_toml(&manifest_path)?;
-    let mut metadata = Metadata {
-        files_read: vec![manifest_path.clone()],
-        ..Metadata::default()
+    let mut command = cargo_metadata::MetadataCommand::new();
+    command
+        .manifest_path(&manifest_path)
+        .no_deps()
+        // Nothing to download or resolve: the build already did, and --no-deps needs neither.
+        .other_options(vec!["--offline".to_string()]);
+    if let Some(cargo) = cargo {
+        command.cargo_path(cargo);
+    }
+    let metadata = command
+        .exec()
+        .map_err(|source| SettingsError::CargoMetadata {
+            manifest_path: manifest_path.clone(),
+            source,
+        })?;
+    from_cargo_metadata(&metadata, &manifest_path)
+}
+
+/// The settings of the package whose manifest is `manifest_path`, from `cargo metadata`'s answer.
+fn from_cargo_metadata(
+    metadata: &cargo_metadata::Metadata,
+    manifest_path: &Path,
+) -> Result<OccupancySettings, SettingsError> {
+    let wanted = canonical(manifest_path);
+    let package = metadata
+        .packages
+        .iter()
+        .find(|package| canonical(package.manifest_path.as_std_path()) == wanted)
+        .ok_or_else(|| SettingsError::NotAPackage {
+            manifest_path: manifest_path.to_path_buf(),
+        })?;
+    let package_manifest = package.manifest_path.clone().into_std_path_buf();
+    let workspace_manifest = metadata
+        .workspace_root
+        .join("Cargo.toml")
+        .into_std_path_buf();
+    let mut settings = OccupancySettings {
+        package_name: Some(package.name.to_string()),
+        manifest_paths: vec![package_manifest.clone()],
+        ..OccupancySettings::default()
     };
-    // The workspace root: this manifest if it has [workspace], else the nearest ancestor that does.
-    let workspace_table = if package.get("workspace").is_some() {
-        package.get("workspace").cloned()
-    } else {
-        let mut found = None;
-        for ancestor in manifest_dir.ancestors().skip(1) {
-            let candidate = ancestor.join("Cargo.toml");
-            if candidate.is_file() {
-                let parsed = read_toml(&candidate)?;
-                if let Some(workspace) = parsed.get("workspace") {
-                    metadata.files_read.push(candidate);
-                    found = Some(workspace.clone());
-                    break;
+    if canonical(&workspace_manifest) != wanted {
+        settings.manifest_paths.push(workspace_manifest.clone());
+    }
+    let tables = [
+        (
+            Scope::Workspace,
+            &metadata.workspace_metadata,
+            workspace_manifest,
+        ),
+        (Scope::Package, &package.metadata, package_manifest),
+    ];
+    for (scope, metadata_table, manifest_path) in tables {
+        if let Some(occupancy) = metadata_table.get("occupancy") {
+            let header = match scope {
+                Scope::Workspace => "[workspace.metadata.occupancy]",
+                Scope::Package => "[package.metadata.occupancy]",
+            };
+            let table = TableName {
+                manifest_path,
+                header: header.to_string(),
+            };
+            settings.apply(scope, occupancy, &table)?;
+        }
+    }
+    Ok(settings)
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+impl OccupancySettings {
+    /// Reads one `[...metadata.occupancy]` table over the settings so far.
+    fn apply(
+        &mut self,
+        scope: Scope,
+        value: &Value,
+        table: &TableName,
+    ) -> Result<(), SettingsError> {
+        let entries = value.as_object().ok_or_else(|| SettingsError::NotATable {
+            table: table.clone(),
+            expected: "",
+        })?;
+        for (key, value) in entries {
+            match key.as_str() {
+                "lints" => {
+                    for (lint, level) in level_table(value, table, "lints")? {
+                        self.lints.insert(lint, level);
+                    }
                 }
+                "kernels" => self.apply_kernels(scope, value, table)?,
+                _ => self.apply_value(key, value, table)?,
             }
         }
-        found
-    };
-    if let Some(table) = workspace_table
-        .as_ref()
-        .and_then(|workspace| workspace.get("metadata"))
-        .and_then(|metadata| metadata.get("occupancy"))
-    {
-        apply(&mut metadata, table, "[workspace.metadata.occupancy]")?;
+        Ok(())
     }
-    if let Some(table) = package
-        .get("package")
-        .and_then(|p| p.get("metadata"))
-        .and_then(|m| m.get("occupancy"))
-    {
-        apply(&mut metadata, table, "[package.metadata.occupancy]")?;
-    }
-    Ok(metadata)
-}
 
-fn read_toml(path: &Path) -> Result<toml::Value, Error> {
-    let text = std::fs::read_to_string(path).map_err(|error| Error::Io {
-        path: path.to_path_buf(),
-        error,
-    })?;
-    text.parse::<toml::Value>().map_err(|error| Error::Config {
-        message: format!("{} is not valid TOML: {error}", path.display()),
-    })
-}
-
-fn apply(metadata: &mut Metadata, table: &toml::Value, section: &str) -> Result<(), Error> {
-    let table = table.as_table().ok_or_else(|| Error::Config {
-        message: format!("{section} must be a table"),
-    })?;
-    for (key, value) in table {
-        let wrong = |expected: &str| Error::Config {
-            message: format!("{section} `{key}` must be {expected}"),
-        };
-        match key.as_str() {
+    /// One plain `key = value` of an occupancy table.
+    fn apply_value(
+        &mut self,
+        key: &str,
+        value: &Value,
+        table: &TableName,
+    ) -> Result<(), SettingsError> {
+        let wrong = |expected| table.wrong(key, expected);
+        match key {
             "archs" => {
-                metadata.archs = Some(
+                self.archs = Some(
                     string_list(value)
                         .ok_or_else(|| wrong("a list of strings, e.g. [\"sm_80\", \"sm_90\"]"))?,
                 )
             }
             "jit_archs" => {
-                metadata.jit_archs = Some(
+                self.jit_archs = Some(
                     string_list(value)
                         .ok_or_else(|| wrong("a list of strings, e.g. [\"sm_120\"]"))?,
                 )
             }
             "ptx_per_arch" => {
-                metadata.ptx_per_arch = Some(value.as_bool().ok_or_else(|| wrong("true or false"))?)
+                self.ptx_per_arch = Some(value.as_bool().ok_or_else(|| wrong("true or false"))?)
             }
-            "reports" => {
-                let formats = string_list(value)
-                    .ok_or_else(|| wrong("a list of strings, e.g. [\"json\"]"))?;
-                if let Some(unknown) = formats.iter().find(|format| format.as_str() != "json") {
-                    return Err(Error::Config {
-                        message: format!(
-                            "{section} `reports`: unknown format {unknown:?} (supported: \"json\")"
-                        ),
-                    });
-                }
-                metadata.reports = Some(formats)
-            }
+            "reports" => self.reports = Some(report_formats(value, table)?),
             "block" => {
-                let threads = value
-                    .as_integer()
-                    .filter(|threads| {
-                        (1..=i64::from(occupancy_core::spec::MAX_THREADS_PER_BLOCK))
-                            .contains(threads)
-                    })
-                    .ok_or_else(|| {
-                        wrong("threads per block, an integer from 1 to 1024, e.g. `block = 1024`")
-                    })?;
-                metadata.block_threads = Some(threads as u32);
+                self.block_threads = Some(block_threads(value).ok_or_else(|| {
+                    wrong("threads per block, an integer from 1 to 1024, e.g. `block = 1024`")
+                })?)
             }
             "baseline" => {
-                metadata.baseline = Some(PathBuf::from(
-                    value.as_str().ok_or_else(|| wrong("a path string"))?,
-                ))
+                let path = value.as_str().ok_or_else(|| wrong("a path string"))?;
+                self.baseline = Some(PathBuf::from(path))
             }
             "require_reasons" => {
-                metadata.require_reasons =
-                    Some(value.as_bool().ok_or_else(|| wrong("true or false"))?)
+                self.require_reasons = Some(value.as_bool().ok_or_else(|| wrong("true or false"))?)
             }
             "unchecked" => {
-                metadata.unchecked = Some(
-                    value
-                        .as_str()
-                        .filter(|reason| !reason.trim().is_empty())
-                        .ok_or_else(|| {
-                            wrong(
-                                "a non-empty string saying why the crate's kernels are not checked",
-                            )
-                        })?
-                        .to_string(),
-                )
-            }
-            "lints" => {
-                for (lint, level) in level_table(value, section, "lints")? {
-                    metadata.lints.insert(lint, level);
-                }
-            }
-            "kernels" => {
-                let kernels = value
-                    .as_table()
-                    .ok_or_else(|| wrong("a table of kernel names"))?;
-                for (kernel, settings) in kernels {
-                    if section.starts_with("[package") {
-                        metadata.package_kernel_tables.push(kernel.clone());
-                    }
-                    let sub = format!("{section} kernels.{kernel}");
-                    let settings = settings.as_table().ok_or_else(|| Error::Config {
-                        message: format!("{sub} must be a table with `lints`"),
+                let reason = value
+                    .as_str()
+                    .filter(|reason| !reason.trim().is_empty())
+                    .ok_or_else(|| {
+                        wrong("a non-empty string saying why the crate's kernels are not checked")
                     })?;
-                    for (key, value) in settings {
-                        if key != "lints" {
-                            return Err(Error::Config {
-                                message: format!("{sub}: unknown key `{key}` (expected `lints`)"),
-                            });
-                        }
-                        let entry = metadata.kernel_lints.entry(kernel.clone()).or_default();
-                        for (lint, level) in level_table(value, &sub, "lints")? {
-                            entry.insert(lint, level);
-                        }
-                    }
-                }
+                self.unchecked = Some(reason.to_string())
             }
             other => {
-                let hint = occupancy_core::lint::did_you_mean(other, KNOWN_KEYS.iter().copied())
-                    .map(|key| format!("did you mean `{key}`? "))
-                    .unwrap_or_default();
-                return Err(Error::Config {
-                    message: format!(
-                        "{section}: unknown key `{other}` ({hint}known keys: {})",
-                        KNOWN_KEYS.join(", ")
+                return Err(SettingsError::UnknownKey {
+                    table: table.clone(),
+                    key: other.to_string(),
+                    suggestion: occupancy_core::lint::did_you_mean(
+                        other,
+                        KNOWN_KEYS.iter().copied(),
                     ),
-                });
+                })
             }
         }
+        Ok(())
     }
-    Ok(())
+
+    /// `kernels.<name>.lints` tables: per-kernel levels; the package's names are remembered.
+    fn apply_kernels(
+        &mut self,
+        scope: Scope,
+        value: &Value,
+        table: &TableName,
+    ) -> Result<(), SettingsError> {
+        let kernels = value
+            .as_object()
+            .ok_or_else(|| table.wrong("kernels", "a table of kernel names"))?;
+        for (kernel, kernel_table) in kernels {
+            if scope == Scope::Package {
+                self.package_kernel_tables.push(kernel.clone());
+            }
+            let sub = table.kernel(kernel);
+            let entries = kernel_table
+                .as_object()
+                .ok_or_else(|| SettingsError::NotATable {
+                    table: sub.clone(),
+                    expected: " with `lints`",
+                })?;
+            for (key, value) in entries {
+                if key != "lints" {
+                    return Err(SettingsError::UnknownKernelKey {
+                        table: sub,
+                        key: key.clone(),
+                    });
+                }
+                let levels = self.kernel_lints.entry(kernel.clone()).or_default();
+                for (lint, level) in level_table(value, &sub, "lints")? {
+                    levels.insert(lint, level);
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
-fn string_list(value: &toml::Value) -> Option<Vec<String>> {
+fn string_list(value: &Value) -> Option<Vec<String>> {
     value
         .as_array()?
         .iter()
@@ -232,131 +359,52 @@ fn string_list(value: &toml::Value) -> Option<Vec<String>> {
         .collect()
 }
 
+fn report_formats(value: &Value, table: &TableName) -> Result<Vec<String>, SettingsError> {
+    let formats = string_list(value)
+        .ok_or_else(|| table.wrong("reports", "a list of strings, e.g. [\"json\"]"))?;
+    match formats.iter().find(|format| format.as_str() != "json") {
+        Some(unknown) => Err(SettingsError::UnknownReportFormat {
+            table: table.clone(),
+            format: unknown.clone(),
+        }),
+        None => Ok(formats),
+    }
+}
+
+fn block_threads(value: &Value) -> Option<u32> {
+    let threads = value.as_i64()?;
+    let max_threads = occupancy_core::spec::MAX_THREADS_PER_BLOCK;
+    (1..=i64::from(max_threads))
+        .contains(&threads)
+        .then(|| u32::try_from(threads).ok())
+        .flatten()
+}
+
+/// `{ spills = "warn", ... }`: lint name to level word (the word is checked where levels are
+/// resolved, against the lint registry).
 fn level_table(
-    value: &toml::Value,
-    section: &str,
+    value: &Value,
+    table: &TableName,
     key: &str,
-) -> Result<Vec<(String, String)>, Error> {
-    let table = value.as_table().ok_or_else(|| Error::Config {
-        message: format!("{section} `{key}` must be a table like {{ spills = \"warn\" }}"),
-    })?;
-    table
+) -> Result<Vec<(String, String)>, SettingsError> {
+    let levels: &Map<String, Value> = value
+        .as_object()
+        .ok_or_else(|| table.wrong(key, "a table like { spills = \"warn\" }"))?;
+    levels
         .iter()
         .map(|(lint, level)| {
             level
                 .as_str()
                 .map(|level| (lint.clone(), level.to_string()))
-                .ok_or_else(|| Error::Config {
-                    message: format!(
-                        "{section} `{key}.{lint}` must be one of \"allow\", \"warn\", \"deny\""
-                    ),
+                .ok_or_else(|| {
+                    table.wrong(
+                        &format!("{key}.{lint}"),
+                        "one of \"allow\", \"warn\", \"deny\"",
+                    )
                 })
         })
         .collect()
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn temp_dir(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("occupancy-config-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
-    #[test]
-    fn package_overrides_workspace_and_lints_merge() {
-        let root = temp_dir("merge");
-        std::fs::write(
-            root.join("Cargo.toml"),
-            "[workspace]\nmembers=[\"k\"]\n[workspace.metadata.occupancy]\narchs=[\"sm_80\"]\nbaseline=\"ws.lock\"\n[workspace.metadata.occupancy.lints]\nspills=\"warn\"\nstack_frame=\"deny\"\n",
-        )
-        .unwrap();
-        std::fs::create_dir_all(root.join("k")).unwrap();
-        std::fs::write(
-            root.join("k/Cargo.toml"),
-            "[package]\nname=\"k\"\n[package.metadata.occupancy]\narchs=[\"sm_90\"]\n[package.metadata.occupancy.lints]\nspills=\"deny\"\n[package.metadata.occupancy.kernels.saxpy.lints]\nlow_occupancy=\"allow\"\n",
-        )
-        .unwrap();
-        let metadata = load(&root.join("k")).unwrap();
-        assert_eq!(metadata.archs, Some(vec!["sm_90".to_string()]));
-        assert_eq!(metadata.baseline, Some(PathBuf::from("ws.lock")));
-        assert_eq!(
-            metadata.lints.get("spills").map(String::as_str),
-            Some("deny")
-        );
-        assert_eq!(
-            metadata.lints.get("stack_frame").map(String::as_str),
-            Some("deny")
-        );
-        assert_eq!(metadata.kernel_lints["saxpy"]["low_occupancy"], "allow");
-        assert_eq!(metadata.files_read.len(), 2);
-        std::fs::remove_dir_all(root).unwrap();
-    }
-
-    #[test]
-    fn block_is_read_from_the_workspace_and_checked() {
-        let root = temp_dir("block");
-        std::fs::write(
-            root.join("Cargo.toml"),
-            "[workspace]\nmembers=[\"k\"]\n[workspace.metadata.occupancy]\nblock=1024\n",
-        )
-        .unwrap();
-        std::fs::create_dir_all(root.join("k")).unwrap();
-        std::fs::write(root.join("k/Cargo.toml"), "[package]\nname=\"k\"\n").unwrap();
-        assert_eq!(load(&root.join("k")).unwrap().block_threads, Some(1024));
-        std::fs::write(
-            root.join("k/Cargo.toml"),
-            "[package]\nname=\"k\"\n[package.metadata.occupancy]\nblock=2048\n",
-        )
-        .unwrap();
-        let error = load(&root.join("k")).unwrap_err().to_string();
-        assert!(
-            error.contains("[package.metadata.occupancy] `block` must be threads per block"),
-            "{error}"
-        );
-        std::fs::remove_dir_all(root).unwrap();
-    }
-
-    #[test]
-    fn unknown_keys_are_named() {
-        let root = temp_dir("unknown");
-        std::fs::write(
-            root.join("Cargo.toml"),
-            "[package]\nname=\"k\"\n[package.metadata.occupancy]\narch=[\"sm_90\"]\n",
-        )
-        .unwrap();
-        let error = load(&root).unwrap_err().to_string();
-        assert!(
-            error.contains("unknown key `arch`") && error.contains("archs"),
-            "{error}"
-        );
-        std::fs::remove_dir_all(root).unwrap();
-    }
-
-    #[test]
-    fn ptx_per_arch_is_a_bool_and_a_wrong_value_names_the_key() {
-        let root = temp_dir("per-arch");
-        let write = |value: &str| {
-            std::fs::write(
-                root.join("Cargo.toml"),
-                format!(
-                    "[package]\nname=\"k\"\n[package.metadata.occupancy]\nptx_per_arch={value}\n"
-                ),
-            )
-            .unwrap()
-        };
-        write("true");
-        assert_eq!(load(&root).unwrap().ptx_per_arch, Some(true));
-        write("\"yes\"");
-        let error = load(&root).unwrap_err().to_string();
-        assert!(
-            error.contains("[package.metadata.occupancy] `ptx_per_arch` must be true or false"),
-            "{error}"
-        );
-        std::fs::remove_dir_all(root).unwrap();
-    }
-}
+mod tests;

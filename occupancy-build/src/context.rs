@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use occupancy_core::lint::{Level, LintId};
 
-use crate::config::Metadata;
+use crate::config::OccupancySettings;
 use crate::targets::{ArchSource, SmArch};
 
 /// How the CUDA runtime is linked into a crate that uses `Build::compile_lib`.
@@ -39,7 +39,8 @@ pub struct Context {
     pub out_dir: PathBuf,
     pub manifest_dir: PathBuf,
     pub crate_name: String,
-    pub metadata: Metadata,
+    /// `[package.metadata.occupancy]` over `[workspace.metadata.occupancy]` (`config.rs`).
+    pub settings: OccupancySettings,
     /// Every arch checked: the targets, then the JIT-only ones (sorted; the lowest is a target).
     pub archs: Vec<SmArch>,
     /// Archs checked only as what the driver's JIT makes of the shipped PTX (`jit_archs`).
@@ -92,7 +93,7 @@ impl Context {
             out_dir: dir.to_path_buf(),
             manifest_dir: dir.to_path_buf(),
             crate_name: "k".into(),
-            metadata: Metadata::default(),
+            settings: OccupancySettings::default(),
             archs: archs
                 .iter()
                 .map(|arch| SmArch::parse(arch).expect("a known arch"))

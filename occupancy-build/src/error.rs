@@ -1,8 +1,8 @@
 //! The errors of a build, one variant per cause, each saying what to edit or install.
 //!
 //! Every message names the setting, file or declaration to change; an underlying error (I/O,
-//! an unknown lint or arch, a JSON syntax error, `cc`'s archiver) is kept as the variant's
-//! `source`. [`Error::Config`] is only for the Cargo.toml reader (`config.rs`).
+//! an unknown lint or arch, a JSON syntax error, `cc`'s archiver, the package settings' own
+//! [`SettingsError`](crate::SettingsError)) is kept as the variant's `source`.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -199,11 +199,10 @@ pub enum Error {
         path.display()
     )]
     UnsupportedBaselineSchema { path: PathBuf, schema_version: u32 },
-    /// A wrong value in Cargo.toml's `[package.metadata.occupancy]` or
-    /// `[workspace.metadata.occupancy]`, as the Cargo.toml reader (`config.rs`) says it; every
-    /// other cause has its own variant.
-    #[error("occupancy-build: {message}")]
-    Config { message: String },
+    /// `[package.metadata.occupancy]` / `[workspace.metadata.occupancy]` could not be read or
+    /// holds a wrong value: the message names the file and the key.
+    #[error("occupancy-build: {0}")]
+    Settings(#[from] crate::config::SettingsError),
     /// A file could not be read or written.
     #[error("occupancy-build: {}: {error}", path.display())]
     Io {

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use occupancy_core::lint::evaluate::Finding;
+use occupancy_core::lint::evaluate::{self, Finding};
 use occupancy_core::lint::{Level, LintId};
 use occupancy_core::spec::{KernelSpec, SpecKey};
 
@@ -68,23 +68,12 @@ pub(crate) fn settle(declarations: &Declarations, levels: &Levels, gathered: &mu
 
 /// The `unfulfilled_expectation` finding of `expect(lint)` on `declared`.
 fn unfulfilled(declared: &Declared, lint: LintId) -> Finding {
-    let reason = declared
-        .kernel
-        .spec
-        .lint_reasons
-        .get(&lint)
-        .map(|reason| format!(" (reason: {reason})"))
-        .unwrap_or_default();
-    Finding {
-        lint: LintId::UnfulfilledExpectation,
-        arch: None,
-        message: format!(
-            "kernel `{}` expects `{lint}`{reason}, but no `{lint}` finding occurred on any target arch",
-            declared.kernel.kernel_name
-        ),
-        notes: vec![format!("`expect({lint})` is checked like Rust's `#[expect]`: the exception must go once it is no longer needed")],
-        help: Some(format!("remove `expect({lint}...)` from the declaration")),
-    }
+    let spec = &declared.kernel.spec;
+    evaluate::unfulfilled_expectation(
+        &declared.kernel.kernel_name,
+        lint,
+        spec.lint_reasons.get(&lint).map(String::as_str),
+    )
 }
 
 /// Rendered errors for every `allow(...)`/`expect(...)` of a deny-by-default lint without a

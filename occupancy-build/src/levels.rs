@@ -50,11 +50,11 @@ impl Levels {
 
     pub(crate) fn read(context: &Context) -> Result<Levels, Error> {
         let crate_levels = parse_levels(
-            &context.metadata.lints,
+            &context.settings.lints,
             "[package.metadata.occupancy.lints]",
         )?;
         let mut kernel_levels = BTreeMap::new();
-        for (kernel, entries) in &context.metadata.kernel_lints {
+        for (kernel, entries) in &context.settings.kernel_lints {
             kernel_levels.insert(
                 kernel.clone(),
                 parse_levels(

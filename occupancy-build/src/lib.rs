@@ -57,6 +57,7 @@ pub use check_sources::{
     evaluate_at_launch, sort_rows, CheckedRow, SourceCheck, SourceCheckOutput,
 };
 pub use compile::{CompiledSource, Product, Program};
+pub use config::{SettingsError, TableName};
 pub use context::{Cudart, SourceKind};
 pub use env::TrackedEnv;
 pub use error::{Error, FamilyDeclaration};

@@ -128,7 +128,7 @@ pub(crate) fn check_kernel_tables(
             ]
         }))
         .collect();
-    for name in &context.metadata.package_kernel_tables {
+    for name in &context.settings.package_kernel_tables {
         if known.contains(&name.as_str()) {
             continue;
         }

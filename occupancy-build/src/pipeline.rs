@@ -48,7 +48,7 @@ pub fn run(
         Err(error) => return Err(error),
     };
     watch_sources(context, cargo);
-    if context.metadata.unchecked.is_some() {
+    if context.settings.unchecked.is_some() {
         cargo.warning("occupancy: `unchecked` in [package.metadata.occupancy] has no effect: this crate's occupancy build checks its kernels; remove it");
     }
     // Declarations first: occupancy_bounds.h must exist before a .cu includes it.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use occupancy_core::lint::{Level, LintId};
 
-use crate::config::{self, Metadata};
+use crate::config::{self, OccupancySettings};
 use crate::context::{Context, SourceKind};
 use crate::env::TrackedEnv;
 use crate::nvcc_archs::NvccArchs;
@@ -22,13 +22,15 @@ impl Build {
         let out_dir = self.dir_setting(&self.out_dir, "OUT_DIR", "out_dir")?;
         let manifest_dir =
             self.dir_setting(&self.manifest_dir, "CARGO_MANIFEST_DIR", "manifest_dir")?;
-        let metadata = config::load(&manifest_dir)?;
+        // `cargo metadata` with the cargo that runs the build (`$CARGO`; set by cargo, not tracked).
+        let cargo = self.env.get("CARGO").map(PathBuf::from);
+        let settings = config::load(&manifest_dir, cargo.as_deref())?;
         let crate_name = self
             .env
             .get("CARGO_PKG_NAME")
-            .or_else(|| package_name(&manifest_dir))
+            .or_else(|| settings.package_name.clone())
             .unwrap_or_else(|| "crate".to_string());
-        self.resolve_in(out_dir, manifest_dir, metadata, crate_name)
+        self.resolve_in(out_dir, manifest_dir, settings, crate_name)
     }
 
     /// The context of a check of sources outside any package (`Build::check_sources`): no
@@ -44,7 +46,12 @@ impl Build {
             .clone()
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_default();
-        self.resolve_in(out_dir, manifest_dir, Metadata::default(), String::new())
+        self.resolve_in(
+            out_dir,
+            manifest_dir,
+            OccupancySettings::default(),
+            String::new(),
+        )
     }
 
     /// Everything but where the package is and what its Cargo.toml says.
@@ -52,7 +59,7 @@ impl Build {
         &self,
         out_dir: PathBuf,
         manifest_dir: PathBuf,
-        metadata: Metadata,
+        settings: OccupancySettings,
         crate_name: String,
     ) -> Result<Context, Error> {
         let env = &self.env;
@@ -65,14 +72,14 @@ impl Build {
                 builder: &self.archs,
                 occupancy_archs_env: env.get("OCCUPANCY_ARCHS"),
                 cuda_compute_cap_env: env.get("CUDA_COMPUTE_CAP"),
-                metadata: metadata.archs.clone(),
+                metadata: settings.archs.clone(),
             },
             targets::query_installed_gpus,
             &nvcc,
         )?;
-        let (archs, jit_archs) = self.with_jit_archs(&metadata, archs, &nvcc)?;
+        let (archs, jit_archs) = self.with_jit_archs(&settings, archs, &nvcc)?;
         Ok(Context {
-            ptx_per_arch: self.ptx_per_arch.or(metadata.ptx_per_arch).unwrap_or(false),
+            ptx_per_arch: self.ptx_per_arch.or(settings.ptx_per_arch).unwrap_or(false),
             skip_reason: skip_reason(env),
             sources: self.sources(&manifest_dir),
             source_dirs: self
@@ -101,7 +108,7 @@ impl Build {
             out_dir,
             manifest_dir,
             crate_name,
-            metadata,
+            settings,
             archs,
             jit_archs,
             arch_source,
@@ -129,13 +136,13 @@ impl Build {
     /// target arch, so a JIT arch below it could not load the PTX at all: an error.
     fn with_jit_archs(
         &self,
-        metadata: &Metadata,
+        settings: &OccupancySettings,
         mut archs: Vec<SmArch>,
         nvcc: &dyn Fn() -> Option<NvccArchs>,
     ) -> Result<(Vec<SmArch>, Vec<SmArch>), Error> {
         let (names, setting) = if self.jit_archs.is_empty() {
             (
-                metadata.jit_archs.clone().unwrap_or_default(),
+                settings.jit_archs.clone().unwrap_or_default(),
                 "`jit_archs` in [package.metadata.occupancy]",
             )
         } else {
@@ -237,17 +244,6 @@ impl Build {
             .map(|path| manifest_dir.join(path))
             .collect()
     }
-}
-
-/// `package.name` of the Cargo.toml in `manifest_dir`, outside cargo (no `CARGO_PKG_NAME`).
-fn package_name(manifest_dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(manifest_dir.join("Cargo.toml")).ok()?;
-    let value: toml::Value = text.parse().ok()?;
-    value
-        .get("package")?
-        .get("name")?
-        .as_str()
-        .map(str::to_string)
 }
 
 /// Why nothing is checked: `OCCUPANCY_SKIP` or a docs.rs build.

@@ -48,7 +48,7 @@ pub(crate) fn kernel_location(context: &Context, kernel: &CompiledKernel<'_>) ->
 /// (`__launch_bounds__`) when that is smaller: it cannot be launched with more.
 pub(crate) fn undeclared_block(context: &Context, kernel: &CompiledKernel<'_>) -> u32 {
     let crate_block = context
-        .metadata
+        .settings
         .block_threads
         .unwrap_or(evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS);
     let compiled_max = kernel

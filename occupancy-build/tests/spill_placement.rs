@@ -54,9 +54,11 @@ fn build_fixture() -> Report {
         "Signature: 8a477f597d28d172789f06886806bc55\n",
     )
     .unwrap();
+    // A workspace of its own: the package lies under this repository's target/, inside its
+    // workspace, and cargo (whose `cargo metadata` the build reads settings with) refuses that.
     std::fs::write(
         pkg.join("Cargo.toml"),
-        "[package]\nname = \"pkg\"\nversion = \"0.0.0\"\n",
+        "[package]\nname = \"pkg\"\nversion = \"0.0.0\"\n\n[workspace]\n",
     )
     .unwrap();
     let declarations: String = LOOP_KERNELS

@@ -72,6 +72,7 @@ pub struct CompiledFacts {
 
 /// A facts file that could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FactsError {
     /// Not JSON of this format.
     #[error("not a facts file of this occupancy version: {0}")]

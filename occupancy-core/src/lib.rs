@@ -37,6 +37,8 @@
 //!   report's, `None` where the resource never binds).
 //! - [`lint::LintId`]: one lint (`spills`, `low_occupancy`, ...); [`lint::Level`]: allow, warn or
 //!   deny (also `occupancy::LintLevel`, the same).
+//! - [`lint::Lint`]: one lint's declaration (its id, default level, documentation and
+//!   [`lint::Check`], the function that finds it); every one in [`lint::LINTS`].
 //! - [`lint::evaluate::Finding`]: one lint's result before a level is attached
 //!   (also `report::Finding`, the same with its level, crate and location).
 //! - [`report::Report`]: everything one build or check found, the schema of every JSON report.

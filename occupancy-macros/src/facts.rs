@@ -5,7 +5,8 @@
 //! declaration missing from that file was not seen by the build's scanner (made by
 //! `macro_rules!`, in a `#[path]` module outside the scanned sources): it fails here rather than
 //! pass unchecked. A crate without an occupancy build fails too, unless its Cargo.toml opts out
-//! with `[package.metadata.occupancy] unchecked = "why"`.
+//! with `[package.metadata.occupancy] unchecked = "why"` (read through `cargo metadata`, the
+//! only time the macro runs cargo: when there is no facts file).
 //!
 //! The expansion names the files it read with `include_bytes!`, so rustc tracks them and an edit
 //! recompiles the crate.
@@ -125,27 +126,39 @@ fn no_build_message(kernel: &StubKernel, crate_name: &str) -> String {
     )
 }
 
-/// `Some` when the package's Cargo.toml says `[package.metadata.occupancy] unchecked = "..."`.
+/// `Some` when the package's Cargo.toml says `[package.metadata.occupancy] unchecked = "..."`,
+/// as `cargo metadata --no-deps --offline` (run as `$CARGO`, the cargo building this crate)
+/// reports it.
 fn opted_out(manifest_dir: Option<&Path>) -> Result<Option<Lookup>, String> {
     let Some(manifest) = manifest_dir.map(|dir| dir.join("Cargo.toml")) else {
         return Ok(None);
     };
-    let Ok(text) = std::fs::read_to_string(&manifest) else {
+    if !manifest.is_file() {
         return Ok(None);
-    };
-    let value: toml::Value = text
-        .parse()
-        .map_err(|error| format!("{} is not valid TOML: {error}", manifest.display()))?;
-    let setting = value
-        .get("package")
-        .and_then(|package| package.get("metadata"))
-        .and_then(|metadata| metadata.get("occupancy"))
+    }
+    let metadata = cargo_metadata::MetadataCommand::new()
+        .manifest_path(&manifest)
+        .no_deps()
+        .other_options(vec!["--offline".to_string()])
+        .exec()
+        .map_err(|error| {
+            format!(
+                "could not read [package.metadata.occupancy] in {} with `cargo metadata`: {error}",
+                manifest.display()
+            )
+        })?;
+    let wanted = canonical(&manifest);
+    let setting = metadata
+        .packages
+        .iter()
+        .find(|package| canonical(package.manifest_path.as_std_path()) == wanted)
+        .and_then(|package| package.metadata.get("occupancy"))
         .and_then(|occupancy| occupancy.get("unchecked"));
-    match setting {
+    match setting.map(|value| value.as_str()) {
         None => Ok(None),
-        Some(toml::Value::String(reason)) if !reason.trim().is_empty() => Ok(Some(Lookup {
+        Some(Some(reason)) if !reason.trim().is_empty() => Ok(Some(Lookup {
             checked: Status::OptedOut {
-                reason: reason.clone(),
+                reason: reason.to_string(),
             },
             file_read: manifest,
         })),
@@ -154,6 +167,10 @@ fn opted_out(manifest_dir: Option<&Path>) -> Result<Option<Lookup>, String> {
             manifest.display()
         )),
     }
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 #[cfg(test)]
@@ -229,6 +246,9 @@ mod tests {
     #[test]
     fn a_crate_without_an_occupancy_build_fails_unless_it_opts_out() {
         let dir = temp_dir("no-build");
+        // A package cargo accepts: a manifest and a target.
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("src/lib.rs"), "").unwrap();
         std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"k\"\n").unwrap();
         let error = lookup_in(&kernel("fn saxpy();"), None, Some(&dir), "k").unwrap_err();
         assert!(error.contains("`k` has no occupancy build"), "{error}");
@@ -252,6 +272,14 @@ mod tests {
         .unwrap();
         let error = lookup_in(&kernel("fn saxpy();"), None, Some(&dir), "k").unwrap_err();
         assert!(error.contains("must be a non-empty string"), "{error}");
+        // A manifest cargo refuses: its words, and the file.
+        std::fs::write(dir.join("Cargo.toml"), "[package\n").unwrap();
+        let error = lookup_in(&kernel("fn saxpy();"), None, Some(&dir), "k").unwrap_err();
+        assert!(error.contains("unclosed table"), "{error}");
+        assert!(
+            error.contains(&dir.join("Cargo.toml").display().to_string()),
+            "{error}"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -84,6 +84,28 @@ impl Fixture {
             .collect()
     }
 
+    /// The `cargo:` lines the fixture's build script printed in the last build.
+    fn build_script_output(&self) -> String {
+        let build = e2e_root().join("target/debug/build");
+        std::fs::read_dir(&build)
+            .unwrap()
+            .flatten()
+            .filter(|entry| {
+                entry
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("{}-", self.name))
+            })
+            .find_map(|entry| std::fs::read_to_string(entry.path().join("output")).ok())
+            .unwrap_or_else(|| {
+                panic!(
+                    "no build-script output of {} in {}",
+                    self.name,
+                    build.display()
+                )
+            })
+    }
+
     fn report(&self) -> serde_json::Value {
         let path = e2e_root()
             .join("target/occupancy")
@@ -165,6 +187,20 @@ fn clean_crate_passes_and_writes_the_report() {
         text(&output)
     );
     insta::assert_json_snapshot!("clean_report", stable_report(fixture.report()));
+    // The settings came from `cargo metadata` run as `$CARGO`: the manifest is watched, the
+    // variable cargo sets itself is not.
+    let lines = fixture.build_script_output();
+    let manifest = format!(
+        "cargo:rerun-if-changed={}",
+        fixture.dir.join("Cargo.toml").display()
+    );
+    assert!(lines.lines().any(|line| line == manifest), "{lines}");
+    assert!(
+        !lines
+            .lines()
+            .any(|line| line == "cargo:rerun-if-env-changed=CARGO"),
+        "{lines}"
+    );
 }
 
 #[test]

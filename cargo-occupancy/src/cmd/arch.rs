@@ -31,11 +31,25 @@ pub struct Target {
 /// says whether occupancy is behind the compiler.
 pub fn parse_arch(text: &str) -> Result<Arch, String> {
     Arch::parse(text).map_err(|error| {
-        let nvcc = error
-            .newer_than_table
-            .and_then(|_| NvccArchs::installed(&TrackedEnv::new()));
-        explain_unknown(&error, nvcc.as_ref())
+        let nvcc = error.newer_than_table.and_then(|_| installed_nvcc_archs());
+        explain_unknown(&error, nvcc)
     })
+}
+
+/// The installed nvcc's listing, asked once per process: a batch of many lines naming a newer
+/// architecture runs nvcc twice, not twice per line.
+fn installed_nvcc_archs() -> Option<&'static NvccArchs> {
+    static INSTALLED: std::sync::OnceLock<Option<NvccArchs>> = std::sync::OnceLock::new();
+    INSTALLED
+        .get_or_init(|| NvccArchs::installed(&TrackedEnv::new()))
+        .as_ref()
+}
+
+/// The facts of an architecture named on the command line or in an input, with
+/// [`parse_arch`]'s message when the table lacks it: every command's `--arch` goes through here,
+/// so that each says the same when the installed nvcc knows an architecture occupancy does not.
+pub fn lookup_arch(text: &str) -> Result<&'static ArchFacts, String> {
+    parse_arch(text).map(Arch::facts)
 }
 
 /// Resolves `--arch` and `--gpu`: at least one; when both, they must agree.
@@ -45,7 +59,7 @@ pub fn resolve_target(arch_name: Option<&str>, gpu_name: Option<&str>) -> Result
         .transpose()
         .map_err(|error| error.to_string())?;
     let arch = match (arch_name, gpu) {
-        (Some(name), _) => parse_arch(name)?.facts(),
+        (Some(name), _) => lookup_arch(name)?,
         (None, Some(gpu)) => gpu.arch_facts(),
         (None, None) => {
             return Err("pass --arch (e.g. --arch sm_90) or --gpu (e.g. --gpu h100)".into())

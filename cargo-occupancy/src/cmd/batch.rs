@@ -12,13 +12,14 @@
 //! `--fields blocks_per_sm,limiters` prints only those fields (in that order); the headroom
 //! search, the expensive part, runs only when `headroom` or `reason` is asked for.
 //!
-//! Lines are parsed by a fast scanner for flat objects of integers, plain strings and `null`;
-//! any other JSON (escapes, fractions, nested values) goes through serde_json, with the same
-//! answers (a property test holds the two equal).
+//! Lines are read in place from the reader's buffer and parsed by a fast scanner for flat
+//! objects of integers, plain strings and `null`; any other JSON (escapes, fractions, nested
+//! values) goes through serde_json, with the same answers (a property test holds the two equal).
+//! Answers are written by [`AnswerWriter`] into one buffer that goes out in 64 KiB pieces.
 
 use super::arch::parse_arch;
 use occupancy_core::arch::ArchFacts;
-use occupancy_core::calc::{occupancy, resources, Carveout, KernelFacts, Launch, Occupancy};
+use occupancy_core::calc::{Carveout, KernelFacts, Launch};
 use serde_json::Value;
 use std::io::{BufRead, Write};
 
@@ -93,7 +94,7 @@ impl Field {
     }
 
     /// Whether the field needs the full answer (the headroom search).
-    fn needs_full_answer(self) -> bool {
+    pub(crate) fn needs_full_answer(self) -> bool {
         matches!(self, Field::Headroom | Field::Reason)
     }
 }
@@ -156,9 +157,7 @@ impl BatchLine {
     }
 
     fn set(&mut self, seen: &mut u16, key: &str, value: Scalar<'_>) -> Result<(), String> {
-        let index = KEYS
-            .iter()
-            .position(|known| *known == key)
+        let index = key_index(key)
             .ok_or_else(|| format!("unknown key `{key}`; known keys: {}", KEYS.join(", ")))?;
         if *seen & (1 << index) != 0 {
             return Err(format!("`{key}` is given twice"));
@@ -167,23 +166,24 @@ impl BatchLine {
         if matches!(value, Scalar::Null) {
             return Ok(());
         }
-        match key {
-            "arch" => self.arch = Some(arch_value(value)?),
-            "carveout" => self.carveout = Some(carveout_value(value)?),
-            _ => {
-                let number = count_value(key, value)?;
-                let slot = match key {
-                    "block" => &mut self.block,
-                    "registers" => &mut self.registers,
-                    "static_smem" => &mut self.static_smem,
-                    "dynamic_smem" => &mut self.dynamic_smem,
-                    "barriers" => &mut self.barriers,
-                    "max_threads" => &mut self.max_threads,
-                    _ => &mut self.max_dynamic_smem,
-                };
-                *slot = Some(number);
+        let slot = match index {
+            0 => {
+                self.arch = Some(arch_value(value)?);
+                return Ok(());
             }
-        }
+            7 => {
+                self.carveout = Some(carveout_value(value)?);
+                return Ok(());
+            }
+            1 => &mut self.block,
+            2 => &mut self.registers,
+            3 => &mut self.static_smem,
+            4 => &mut self.dynamic_smem,
+            5 => &mut self.barriers,
+            6 => &mut self.max_threads,
+            _ => &mut self.max_dynamic_smem,
+        };
+        *slot = Some(count_value(key, value)?);
         Ok(())
     }
 
@@ -217,6 +217,24 @@ impl BatchLine {
     }
 }
 
+/// The position of `key` in [`KEYS`] (a `match`: compared by length first, then bytes).
+fn key_index(key: &str) -> Option<usize> {
+    let index = match key {
+        "arch" => 0,
+        "block" => 1,
+        "registers" => 2,
+        "static_smem" => 3,
+        "dynamic_smem" => 4,
+        "barriers" => 5,
+        "max_threads" => 6,
+        "carveout" => 7,
+        "max_dynamic_smem" => 8,
+        _ => return None,
+    };
+    debug_assert_eq!(KEYS[index], key);
+    Some(index)
+}
+
 fn count_value(key: &str, value: Scalar<'_>) -> Result<u32, String> {
     match value {
         Scalar::Unsigned(number) => u32::try_from(number)
@@ -242,7 +260,14 @@ fn shown(text: &str, value: &Scalar<'_>) -> String {
 
 fn arch_value(value: Scalar<'_>) -> Result<&'static ArchFacts, String> {
     match value {
-        Scalar::Text(name) => Ok(parse_arch(name)?.facts()),
+        // A row's own name (`sm_90`) is that row: no grammar to run.
+        Scalar::Text(name) => match occupancy_core::arch::all()
+            .iter()
+            .find(|facts| facts.name == name)
+        {
+            Some(facts) => Ok(facts),
+            None => Ok(parse_arch(name)?.facts()),
+        },
         Scalar::Unsigned(number) => Ok(parse_arch(&number.to_string())?.facts()),
         Scalar::OtherNumber(text) => Ok(parse_arch(text)?.facts()),
         Scalar::Other(text) => Err(format!(
@@ -256,7 +281,12 @@ fn carveout_value(value: Scalar<'_>) -> Result<Carveout, String> {
     let invalid = |error: occupancy_core::calc::CalcError| error.to_string();
     match value {
         Scalar::Text(text) | Scalar::OtherNumber(text) => text.parse().map_err(invalid),
-        Scalar::Unsigned(number) => number.to_string().parse().map_err(invalid),
+        Scalar::Unsigned(number) => match u8::try_from(number) {
+            Ok(percent) if percent <= 100 => Ok(Carveout::Percent(percent)),
+            _ => Err(invalid(occupancy_core::calc::CalcError::InvalidCarveout(
+                number.to_string(),
+            ))),
+        },
         Scalar::Other(text) => Err(format!(
             "`carveout` must be \"default\" or 0..100, got {text}"
         )),
@@ -292,214 +322,12 @@ fn parse_with_serde(line: &str) -> Result<BatchLine, String> {
 }
 
 mod fast;
+mod write;
 
-/// The answer to one line: every field (exactly `serde_json`'s rendering of [`Occupancy`]), or
-/// the selected ones. Written by hand: this is the batch's hot path.
-pub fn write_answer(
-    out: &mut Vec<u8>,
-    arch: &'static ArchFacts,
-    kernel: &KernelFacts,
-    launch: &Launch,
-    fields: Option<&[Field]>,
-) -> std::io::Result<()> {
-    let fields = fields.unwrap_or(&Field::ALL);
-    let answer = if fields.iter().any(|field| field.needs_full_answer()) {
-        Answer::Full(occupancy(arch, kernel, launch))
-    } else {
-        Answer::Resources(resources(arch, kernel, launch))
-    };
-    out.push(b'{');
-    for (index, field) in fields.iter().enumerate() {
-        if index > 0 {
-            out.push(b',');
-        }
-        out.push(b'"');
-        out.extend_from_slice(field.name().as_bytes());
-        out.extend_from_slice(b"\":");
-        answer.write_field(out, *field, arch, launch)?;
-    }
-    out.extend_from_slice(b"}\n");
-    Ok(())
-}
-
-/// What a line's answer is written from: the full answer when headroom or reason is asked for,
-/// else the per-resource limits alone.
-enum Answer {
-    Full(Occupancy),
-    Resources(occupancy_core::calc::Resources),
-}
-
-impl Answer {
-    fn limits(&self) -> &occupancy_core::calc::BlockLimits {
-        match self {
-            Answer::Full(answer) => &answer.block_limits,
-            Answer::Resources(resources) => &resources.limits,
-        }
-    }
-
-    /// (allocated registers, allocated shared memory, configuration, per-block limit).
-    fn allocations(&self) -> [u32; 4] {
-        match self {
-            Answer::Full(answer) => [
-                answer.allocated_registers_per_block,
-                answer.allocated_smem_per_block,
-                answer.smem_config_per_sm,
-                answer.smem_limit_per_block,
-            ],
-            Answer::Resources(resources) => [
-                resources.allocated_registers_per_block,
-                resources.allocated_smem_per_block,
-                resources.smem_config_per_sm,
-                resources.smem_limit_per_block,
-            ],
-        }
-    }
-
-    fn write_field(
-        &self,
-        out: &mut Vec<u8>,
-        field: Field,
-        arch: &ArchFacts,
-        launch: &Launch,
-    ) -> std::io::Result<()> {
-        let blocks = self.limits().blocks_per_sm();
-        let warps = blocks * launch.block_threads.div_ceil(arch.warp_size);
-        let [registers, smem, config, limit] = self.allocations();
-        match field {
-            Field::Arch => {
-                out.push(b'"');
-                out.extend_from_slice(arch.name.as_bytes());
-                out.push(b'"');
-            }
-            Field::BlockThreads => write_u32(out, launch.block_threads),
-            Field::BlocksPerSm => write_u32(out, blocks),
-            Field::WarpsPerSm => write_u32(out, warps),
-            Field::ThreadsPerSm => write_u32(out, blocks.saturating_mul(launch.block_threads)),
-            Field::Occupancy => serde_json::to_writer(
-                &mut *out,
-                &(f64::from(warps) / f64::from(arch.max_warps_per_sm)),
-            )?,
-            Field::Limiters => write_limiters(out, self.limits()),
-            Field::BlockLimits => write_block_limits(out, self.limits()),
-            Field::AllocatedRegistersPerBlock => write_u32(out, registers),
-            Field::AllocatedSmemPerBlock => write_u32(out, smem),
-            Field::SmemConfigPerSm => write_u32(out, config),
-            Field::SmemLimitPerBlock => write_u32(out, limit),
-            Field::Headroom | Field::Reason => {
-                let Answer::Full(answer) = self else {
-                    unreachable!("headroom and reason come with the full answer")
-                };
-                if field == Field::Headroom {
-                    write_headroom(out, &answer.headroom);
-                } else {
-                    match &answer.reason {
-                        Some(reason) => write_str(out, reason)?,
-                        None => out.extend_from_slice(b"null"),
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A number in decimal, without the formatting machinery (the batch's hot path).
-fn write_u32(out: &mut Vec<u8>, value: u32) {
-    let mut digits = [0u8; 10];
-    let mut start = digits.len();
-    let mut rest = value;
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[start..]);
-}
-
-fn write_optional(out: &mut Vec<u8>, value: Option<u32>) {
-    match value {
-        Some(value) => write_u32(out, value),
-        None => out.extend_from_slice(b"null"),
-    }
-}
-
-/// `{"key":value,...}` with `null` for `None`, as serde writes an all-number struct.
-fn write_object(out: &mut Vec<u8>, entries: &[(&str, Option<u32>)]) {
-    out.push(b'{');
-    for (index, (key, value)) in entries.iter().enumerate() {
-        if index > 0 {
-            out.push(b',');
-        }
-        out.push(b'"');
-        out.extend_from_slice(key.as_bytes());
-        out.extend_from_slice(b"\":");
-        write_optional(out, *value);
-    }
-    out.push(b'}');
-}
-
-fn write_block_limits(out: &mut Vec<u8>, limits: &occupancy_core::calc::BlockLimits) {
-    write_object(
-        out,
-        &[
-            ("warps", Some(limits.warps)),
-            ("blocks", Some(limits.blocks)),
-            ("registers", limits.registers),
-            ("shared_memory", limits.shared_memory),
-            ("barriers", limits.barriers),
-            ("launch_bounds", limits.launch_bounds),
-        ],
-    );
-}
-
-fn write_headroom(out: &mut Vec<u8>, headroom: &occupancy_core::calc::Headroom) {
-    write_object(
-        out,
-        &[
-            ("registers_addable", Some(headroom.registers_addable)),
-            ("registers_to_gain_block", headroom.registers_to_gain_block),
-            ("smem_addable_bytes", Some(headroom.smem_addable_bytes)),
-            (
-                "smem_to_gain_block_bytes",
-                headroom.smem_to_gain_block_bytes,
-            ),
-        ],
-    );
-}
-
-/// A JSON string: as is when nothing needs escaping, else through serde_json.
-fn write_str(out: &mut Vec<u8>, text: &str) -> std::io::Result<()> {
-    if text
-        .bytes()
-        .all(|byte| byte >= 0x20 && byte != b'"' && byte != b'\\')
-    {
-        out.push(b'"');
-        out.extend_from_slice(text.as_bytes());
-        out.push(b'"');
-        Ok(())
-    } else {
-        serde_json::to_writer(&mut *out, text).map_err(std::io::Error::from)
-    }
-}
-
-fn write_limiters(out: &mut Vec<u8>, limits: &occupancy_core::calc::BlockLimits) {
-    out.push(b'[');
-    for (index, limiter) in limits.limiters().iter().enumerate() {
-        if index > 0 {
-            out.push(b',');
-        }
-        out.push(b'"');
-        out.extend_from_slice(limiter.name().as_bytes());
-        out.push(b'"');
-    }
-    out.push(b']');
-}
+pub use write::AnswerWriter;
 
 /// How a batch ended.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// Every line answered; this many were bad (each got an `{"error": ...}` answer).
     Finished { bad_lines: u64 },
@@ -509,7 +337,9 @@ pub enum Outcome {
     Closed,
 }
 
-/// Answers every line of `input` on `out`.
+/// Answers every line of `input` on `out`. Lines are read in place from the reader's buffer
+/// (copied only when one spans the buffer's end) and answers gather in one buffer written out in
+/// 64 KiB pieces.
 pub fn answer_all(
     input: &mut impl BufRead,
     input_name: &str,
@@ -517,50 +347,115 @@ pub fn answer_all(
     defaults: (Option<&'static ArchFacts>, Option<u32>),
     fields: Option<&[Field]>,
 ) -> std::io::Result<Outcome> {
-    let mut buffer = Vec::with_capacity(256);
-    let mut answer = Vec::with_capacity(1024);
-    let mut bad_lines = 0u64;
-    for number in 1u64.. {
-        buffer.clear();
-        match input.read_until(b'\n', &mut buffer) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(error) => {
-                return Ok(Outcome::ReadError(format!(
-                    "reading the batch input {input_name} at line {number}: {error}; the batch stops here"
-                )))
+    let mut batch = Batch {
+        writer: AnswerWriter::new(fields),
+        defaults,
+        answers: Vec::with_capacity(OUTPUT_CHUNK_BYTES + 4096),
+        bad_lines: 0,
+    };
+    let mut spanning = Vec::new();
+    let mut number = 0u64;
+    loop {
+        let read = match input.fill_buf() {
+            Ok([]) => break,
+            Ok(available) => {
+                number += 1;
+                match memchr::memchr(b'\n', available) {
+                    Some(end) => {
+                        batch.answer(&available[..end], number);
+                        Ok(end + 1)
+                    }
+                    None => Err(()),
+                }
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return batch.stop(out, input_name, number + 1, &error),
+        };
+        match read {
+            Ok(consumed) => input.consume(consumed),
+            Err(()) => {
+                // A line across the end of the buffer, or a last line without a newline.
+                spanning.clear();
+                if let Err(error) = input.read_until(b'\n', &mut spanning) {
+                    return batch.stop(out, input_name, number, &error);
+                }
+                batch.answer(strip_newline(&spanning), number);
             }
         }
-        let line = trim_newline(&buffer);
+        if batch.answers.len() >= OUTPUT_CHUNK_BYTES && !batch.flush(out)? {
+            return Ok(Outcome::Closed);
+        }
+    }
+    if !batch.flush(out)? {
+        return Ok(Outcome::Closed);
+    }
+    Ok(Outcome::Finished {
+        bad_lines: batch.bad_lines,
+    })
+}
+
+/// Answers gather until this many bytes, then go out in one write.
+const OUTPUT_CHUNK_BYTES: usize = 1 << 16;
+
+/// A batch in progress: the answer writer, the defaults and the answers not yet written out.
+struct Batch<'f> {
+    writer: AnswerWriter<'f>,
+    defaults: (Option<&'static ArchFacts>, Option<u32>),
+    answers: Vec<u8>,
+    bad_lines: u64,
+}
+
+impl Batch<'_> {
+    /// Appends the answer to line `number` (without its newline).
+    fn answer(&mut self, line: &[u8], number: u64) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
         let answered = std::str::from_utf8(line)
             .map_err(|_| "not UTF-8".to_string())
             .and_then(BatchLine::parse)
-            .and_then(|parsed| parsed.resolve(defaults.0, defaults.1));
-        answer.clear();
+            .and_then(|parsed| parsed.resolve(self.defaults.0, self.defaults.1));
         match answered {
             Ok((arch, kernel, launch)) => {
-                write_answer(&mut answer, arch, &kernel, &launch, fields)?
+                self.writer.write(&mut self.answers, arch, &kernel, &launch)
             }
             Err(message) => {
-                bad_lines += 1;
+                self.bad_lines += 1;
                 let error = serde_json::json!({ "error": format!("line {number}: {message}") });
-                writeln!(answer, "{error}")?;
+                self.answers.extend_from_slice(error.to_string().as_bytes());
+                self.answers.push(b'\n');
             }
-        }
-        let written = out.write_all(&answer);
-        if let Err(error) = written {
-            if error.kind() == std::io::ErrorKind::BrokenPipe {
-                return Ok(Outcome::Closed);
-            }
-            return Err(error);
         }
     }
-    Ok(Outcome::Finished { bad_lines })
+
+    /// Ends the batch at a read error: the answers so far go out, then the one message.
+    fn stop(
+        &mut self,
+        out: &mut impl Write,
+        input_name: &str,
+        number: u64,
+        error: &std::io::Error,
+    ) -> std::io::Result<Outcome> {
+        if !self.flush(out)? {
+            return Ok(Outcome::Closed);
+        }
+        Ok(Outcome::ReadError(format!(
+            "reading the batch input {input_name} at line {number}: {error}; the batch stops here"
+        )))
+    }
+
+    /// Writes the gathered answers out; `false` when nobody reads them any more (a closed pipe).
+    fn flush(&mut self, out: &mut impl Write) -> std::io::Result<bool> {
+        let written = out.write_all(&self.answers);
+        self.answers.clear();
+        match written {
+            Ok(()) => Ok(true),
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
 }
 
-fn trim_newline(line: &[u8]) -> &[u8] {
-    let line = line.strip_suffix(b"\n").unwrap_or(line);
-    line.strip_suffix(b"\r").unwrap_or(line)
+fn strip_newline(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\n").unwrap_or(line)
 }
 
 #[cfg(test)]

@@ -296,7 +296,14 @@ fn run_batch(args: &Args, path: &str) -> ExitCode {
         Some(Err(message)) => return usage_error(message),
     };
     let (mut reader, input_name): (Box<dyn BufRead>, String) = if path == "-" {
-        (Box::new(std::io::stdin().lock()), "(stdin)".to_string())
+        // Stdin's own buffer is 8 KiB: a larger one leaves fewer lines across its end.
+        (
+            Box::new(std::io::BufReader::with_capacity(
+                1 << 16,
+                std::io::stdin().lock(),
+            )),
+            "(stdin)".to_string(),
+        )
     } else {
         match open_batch_file(path) {
             Ok(file) => (

@@ -102,8 +102,7 @@ fn run_inner(args: &Args) -> Result<Report, UsageError> {
     check_outputs(&outputs(args), &input_paths(args))?;
     let levels = Levels::from_args(args)?;
     for arch in &args.archs {
-        occupancy_core::arch::lookup(arch)
-            .map_err(|error| UsageError(format!("--arch: {error}")))?;
+        super::arch::lookup_arch(arch).map_err(|error| UsageError(format!("--arch: {error}")))?;
     }
     let inputs = collect_inputs(&args.paths)?;
     let launch = RowLaunch {

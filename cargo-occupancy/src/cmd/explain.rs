@@ -93,7 +93,7 @@ fn canonical_archs(names: &[String]) -> Result<Vec<&'static str>, UsageError> {
     names
         .iter()
         .map(|name| {
-            arch::lookup(name)
+            super::arch::lookup_arch(name)
                 .map(|facts| facts.name)
                 .map_err(|error| UsageError(format!("--arch: {error}")))
         })

@@ -11,7 +11,7 @@
 //! This file only reads input, calls `occupancy_core` and prints; the parsing and the
 //! arithmetic live in `occupancy_core::ptxas` and `occupancy_core::calc`.
 
-use occupancy_core::arch::{self, ArchFacts};
+use occupancy_core::arch::ArchFacts;
 use occupancy_core::calc::{self, KernelFacts, Launch, Occupancy};
 use occupancy_core::ptxas::{CompilerError, Diagnostic, KernelRecord};
 use serde::Serialize;
@@ -19,6 +19,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::arch::lookup_arch;
 use super::log_input;
 
 /// Read ptxas resource reports (`-Xptxas -v`, `--resource-usage`) into kernel records.
@@ -104,7 +105,7 @@ struct OccupancyRequest {
 /// holds a compiler error ends the run with exit 2, after what was read is printed.
 fn run_inner(args: &Args) -> Result<(), String> {
     let fixed_arch: Option<&'static ArchFacts> = match &args.arch {
-        Some(name) => Some(arch::lookup(name).map_err(|error| format!("--arch: {error}"))?),
+        Some(name) => Some(lookup_arch(name).map_err(|error| format!("--arch: {error}"))?),
         None => None,
     };
     if args.block == Some(0) {
@@ -269,7 +270,7 @@ impl Printer {
 fn occupancy_of(record: &KernelRecord, request: &OccupancyRequest) -> Result<Occupancy, String> {
     let facts = match request.fixed_arch {
         Some(facts) => facts,
-        None => arch::lookup(&record.arch)
+        None => lookup_arch(&record.arch)
             .map_err(|error| format!("kernel `{}`: {error}; pass --arch", record.name))?,
     };
     let registers = record.registers.ok_or_else(|| {

@@ -7,7 +7,7 @@
 //! writing a report in the format asked for.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use occupancy_core::lint::LintId;
 
@@ -126,35 +126,26 @@ pub fn emit(report: &Report, output: &OutputArgs, title: &str) -> Result<(), Usa
 }
 
 /// The workspace's target directory, from `cargo metadata` (honours `CARGO_TARGET_DIR` and
-/// `build.target-dir`).
+/// `build.target-dir`); run as `$CARGO` when cargo runs this subcommand, else `cargo` on PATH.
 pub fn target_dir(manifest_path: Option<&Path>) -> Result<PathBuf, UsageError> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(&cargo);
-    command.args(["metadata", "--format-version", "1", "--no-deps"]);
+    let mut command = cargo_metadata::MetadataCommand::new();
+    command.no_deps();
     if let Some(path) = manifest_path {
-        command.arg("--manifest-path").arg(path);
+        command.manifest_path(path);
     }
-    let output = command.output().map_err(|error| {
-        UsageError(format!(
+    match command.exec() {
+        Ok(metadata) => Ok(metadata.target_directory.into_std_path_buf()),
+        Err(cargo_metadata::Error::Io(error)) => Err(UsageError(format!(
             "cannot run `cargo metadata`: {error}; give the report directory with --dir"
-        ))
-    })?;
-    if !output.status.success() {
-        return Err(UsageError(format!(
+        ))),
+        Err(cargo_metadata::Error::CargoMetadata { stderr }) => Err(UsageError(format!(
             "`cargo metadata` failed (run inside a Rust workspace, or give --manifest-path or --dir):\n{}",
-            String::from_utf8_lossy(&output.stderr).trim_end()
-        )));
+            stderr.trim_end()
+        ))),
+        Err(other) => Err(UsageError(format!(
+            "`cargo metadata` printed something this cannot read: {other}; give the report directory with --dir"
+        ))),
     }
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).map_err(|error| {
-        UsageError(format!(
-            "`cargo metadata` printed something that is not JSON: {error}"
-        ))
-    })?;
-    metadata
-        .get("target_directory")
-        .and_then(serde_json::Value::as_str)
-        .map(PathBuf::from)
-        .ok_or_else(|| UsageError("`cargo metadata` gave no target_directory".to_string()))
 }
 
 /// The report directory: `--dir`, else `<target dir>/occupancy`.
@@ -242,8 +233,7 @@ fn query(args: &Args) -> Result<Query, UsageError> {
         .map(|key| parse_sort_key(key).map_err(|error| UsageError(format!("--sort: {error}"))))
         .collect::<Result<Vec<_>, _>>()?;
     for arch in &args.archs {
-        occupancy_core::arch::lookup(arch)
-            .map_err(|error| UsageError(format!("--arch: {error}")))?;
+        super::arch::lookup_arch(arch).map_err(|error| UsageError(format!("--arch: {error}")))?;
     }
     Ok(Query {
         crates: args.crates.clone(),

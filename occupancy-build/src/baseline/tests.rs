@@ -1,4 +1,5 @@
 use super::*;
+use occupancy_core::lint::LintId;
 
 fn numbers(registers: u32, occupancy: f64) -> BaselineNumbers {
     BaselineNumbers {

@@ -26,6 +26,7 @@ use std::fmt;
 
 /// Hardware facts of one compute capability, as the driver sees them. All sizes are bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ArchFacts {
     /// Canonical name, e.g. `"sm_90"`.
     pub name: &'static str,

@@ -48,6 +48,7 @@ impl Variant {
 /// `Display` is the canonical real-architecture name (`sm_90a`); `FromStr` and serde accept every
 /// spelling of the module's grammar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub struct Arch {
     /// `major * 10 + minor`: 90 for 9.0, 120 for 12.0.
     number: u32,
@@ -192,6 +193,7 @@ fn digits_without_leading_zero(
     known = known_names(),
     update = update_note(self)
 )]
+#[non_exhaustive]
 pub struct UnknownArch {
     /// The name as given.
     pub name: String,

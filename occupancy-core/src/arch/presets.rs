@@ -6,6 +6,7 @@ use serde::Serialize;
 
 /// A product: an architecture plus its SM count, for grid-level figures.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct GpuPreset {
     /// Preset name as typed after `--gpu`, e.g. `"h100"`.
     pub name: &'static str,
@@ -27,6 +28,7 @@ impl GpuPreset {
 /// Preset name that matches no known product.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown GPU preset `{name}`; known: {known}", known = known_presets())]
+#[non_exhaustive]
 pub struct UnknownPreset {
     pub name: String,
 }

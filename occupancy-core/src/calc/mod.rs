@@ -20,7 +20,12 @@
 //! This module does no I/O and never panics on any input: launches that can never run give
 //! 0 blocks with a reason.
 
+mod headroom;
+mod reason;
 pub mod sweep;
+
+pub use headroom::headroom;
+pub use reason::{write_zero_block_reason, zero_block_reason};
 
 use crate::arch::ArchFacts;
 use serde::{Serialize, Serializer};
@@ -108,6 +113,7 @@ impl fmt::Display for Carveout {
 
 /// Errors of the calculator's inputs and queries.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CalcError {
     #[error("invalid carveout `{0}`: expected `default` or a percentage 0..=100")]
     InvalidCarveout(String),
@@ -143,6 +149,7 @@ impl FromStr for Carveout {
 /// A resource that limits resident blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Limiter {
     /// Warp slots per SM (or a block above the arch's threads per block).
     Warps,
@@ -208,6 +215,11 @@ impl BlockLimits {
 
     /// The resources whose limit equals `blocks_per_sm`, in a fixed order.
     pub fn limiters(&self) -> Vec<Limiter> {
+        self.limiters_iter().collect()
+    }
+
+    /// [`BlockLimits::limiters`] without collecting them (for callers that only write them out).
+    pub fn limiters_iter(&self) -> impl Iterator<Item = Limiter> {
         let blocks = self.blocks_per_sm();
         [
             (Limiter::Warps, Some(self.warps)),
@@ -218,14 +230,14 @@ impl BlockLimits {
             (Limiter::LaunchBounds, self.launch_bounds),
         ]
         .into_iter()
-        .filter(|(_, limit)| *limit == Some(blocks))
+        .filter(move |(_, limit)| *limit == Some(blocks))
         .map(|(limiter, _)| limiter)
-        .collect()
     }
 }
 
 /// Everything the calculator derives for one kernel and launch, before headroom.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Resources {
     pub limits: BlockLimits,
     /// Registers allocated per block (per-warp allocation times warps).
@@ -263,6 +275,7 @@ impl Resources {
 /// number of resident blocks changes. Shared memory figures assume the kernel opts in to the
 /// dynamic shared memory it needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Headroom {
     /// Registers per thread that can be added without losing a block.
     pub registers_addable: u32,
@@ -276,6 +289,7 @@ pub struct Headroom {
 
 /// The answer for one kernel and launch on one architecture.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Occupancy {
     pub arch: &'static str,
     pub block_threads: u32,
@@ -420,6 +434,7 @@ pub fn smem_limit_per_block(arch: &ArchFacts, max_usage_bytes: u64) -> u64 {
 
 /// Shared memory side of a launch: the limit, the allocation and the configuration chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SmemLimit {
     pub limit: Option<u32>,
     pub allocated_per_block: u64,
@@ -548,268 +563,10 @@ pub fn occupancy(arch: &ArchFacts, kernel: &KernelFacts, launch: &Launch) -> Occ
     }
 }
 
-fn zero_block_reason(
-    arch: &ArchFacts,
-    kernel: &KernelFacts,
-    launch: &Launch,
-    resources: &Resources,
-) -> String {
-    let mut reasons = Vec::new();
-    let block = launch.block_threads;
-    let limits = &resources.limits;
-    if block == 0 {
-        reasons.push("a block needs at least 1 thread".to_string());
-    } else if limits.warps == 0 {
-        reasons.push(format!(
-            "a block of {block} threads exceeds {}'s {} threads per block",
-            arch.name, arch.max_threads_per_block
-        ));
-    }
-    if limits.launch_bounds == Some(0) {
-        reasons.push(format!(
-            "a block of {block} threads exceeds the kernel's __launch_bounds__ maximum of {} threads; the launch fails",
-            kernel.max_threads_per_block.unwrap_or(0)
-        ));
-    }
-    if limits.registers == Some(0) {
-        let registers = kernel.registers_per_thread;
-        if registers > arch.max_regs_per_thread_accepted {
-            reasons.push(format!(
-                "{registers} registers per thread exceed {}'s maximum of {}",
-                arch.name, arch.max_regs_per_thread_accepted
-            ));
-        } else {
-            reasons.push(format!(
-                "{registers} registers per thread for {block} threads allocate {} registers per block (warps rounded up to {} sub-partitions), over {}'s {} registers per block",
-                // Counted in 64 bits: the stored figure saturates at u32::MAX for huge blocks.
-                registers_per_warp(arch, registers) * u64::from(warps_per_block(arch, block)),
-                arch.register_check_sub_partitions,
-                arch.name,
-                arch.regs_per_block
-            ));
-        }
-    }
-    if limits.shared_memory == Some(0) {
-        if let Err(error) = preferred_smem_per_sm(arch, launch.carveout) {
-            reasons.push(error.to_string());
-        } else if launch.dynamic_smem_bytes > resources.max_dynamic_smem_bytes {
-            reasons.push(format!(
-                "{} B of dynamic shared memory exceed the kernel's opt-in of {} B (cudaFuncAttributeMaxDynamicSharedMemorySize)",
-                launch.dynamic_smem_bytes, resources.max_dynamic_smem_bytes
-            ));
-        } else {
-            reasons.push(format!(
-                "{} B of shared memory per block (static + dynamic + {} B reserved, in {} B units) exceed the per-block limit of {} B on {}",
-                resources.allocated_smem_per_block,
-                arch.reserved_smem_per_block,
-                arch.smem_alloc_unit,
-                resources.smem_limit_per_block,
-                arch.name
-            ));
-        }
-    }
-    if limits.barriers == Some(0) {
-        reasons.push(format!(
-            "{} barriers per block exceed {}'s {} barriers per SM",
-            kernel.barriers, arch.name, arch.barriers_per_sm
-        ));
-    }
-    if reasons.is_empty() {
-        reasons.push("no block fits".to_string());
-    }
-    reasons.join("; ")
-}
-
-/// Register and shared memory headroom of a launch; see [`Headroom`].
-fn headroom(
-    arch: &ArchFacts,
-    kernel: &KernelFacts,
-    launch: &Launch,
-    resources: &Resources,
-) -> Headroom {
-    let current = resources.limits.blocks_per_sm();
-    let (registers_addable, registers_to_gain_block) =
-        register_headroom(arch, kernel, launch, resources, current);
-    let (smem_addable_bytes, smem_to_gain_block_bytes) =
-        smem_headroom(arch, kernel, launch, resources, current);
-    Headroom {
-        registers_addable,
-        registers_to_gain_block,
-        smem_addable_bytes,
-        smem_to_gain_block_bytes,
-    }
-}
-
-/// The smallest limit of every resource but `skip`.
-fn limit_without(limits: &BlockLimits, skip: Limiter) -> u32 {
-    [
-        (Limiter::Warps, Some(limits.warps)),
-        (Limiter::Blocks, Some(limits.blocks)),
-        (Limiter::Registers, limits.registers),
-        (Limiter::SharedMemory, limits.shared_memory),
-        (Limiter::Barriers, limits.barriers),
-        (Limiter::LaunchBounds, limits.launch_bounds),
-    ]
-    .into_iter()
-    .filter(|(limiter, _)| *limiter != skip)
-    .filter_map(|(_, limit)| limit)
-    .min()
-    .unwrap_or(u32::MAX)
-}
-
-/// The first value of `low..=high` where `holds` is false, for a `holds` that is true up to some
-/// value and false from there on (a binary search); `None` when it holds everywhere.
-fn first_failing(low: u32, high: u32, holds: impl Fn(u32) -> bool) -> Option<u32> {
-    if low > high {
-        return None;
-    }
-    let (mut start, mut end) = (u64::from(low), u64::from(high) + 1);
-    while start < end {
-        let middle = start + (end - start) / 2;
-        if holds(saturate(middle)) {
-            start = middle + 1;
-        } else {
-            end = middle;
-        }
-    }
-    (start <= u64::from(high)).then(|| saturate(start))
-}
-
-/// Registers per thread that can be added, and that must be removed to gain a block. Blocks
-/// never grow with registers, so both edges are binary searches over 0..=the accepted maximum.
-fn register_headroom(
-    arch: &ArchFacts,
-    kernel: &KernelFacts,
-    launch: &Launch,
-    resources: &Resources,
-    current: u32,
-) -> (u32, Option<u32>) {
-    let without_registers = limit_without(&resources.limits, Limiter::Registers);
-    let blocks_with_registers = |registers: u32| -> u32 {
-        let (limit, _) = registers_limit(arch, registers, launch.block_threads);
-        limit.unwrap_or(u32::MAX).min(without_registers)
-    };
-    let registers = kernel.registers_per_thread;
-    let max_registers = arch.max_regs_per_thread_accepted;
-    let addable = if current == 0 || registers >= max_registers {
-        0
-    } else {
-        first_failing(registers + 1, max_registers, |more| {
-            blocks_with_registers(more) >= current
-        })
-        .map_or(max_registers - registers, |losing| losing - 1 - registers)
-    };
-    let below = registers.min(max_registers + 1);
-    let to_gain = match below.checked_sub(1) {
-        None => None,
-        Some(highest) => {
-            match first_failing(0, highest, |fewer| blocks_with_registers(fewer) > current) {
-                Some(0) => None,
-                Some(first) => Some(registers - (first - 1)),
-                None => Some(registers - highest),
-            }
-        }
-    };
-    (addable, to_gain)
-}
-
-/// Shared memory per block that can be added, and that must be removed to gain a block,
-/// assuming the kernel opts in to what it needs. Allocations are multiples of the unit; the SM's
-/// configuration is constant over ranges of them (the preference, then each larger step), and
-/// within such a range blocks = configuration / allocation, so each range is solved in closed
-/// form instead of visiting every unit.
-fn smem_headroom(
-    arch: &ArchFacts,
-    kernel: &KernelFacts,
-    launch: &Launch,
-    resources: &Resources,
-    current: u32,
-) -> (u32, Option<u32>) {
-    let without_smem = limit_without(&resources.limits, Limiter::SharedMemory);
-    let unit = u64::from(arch.smem_alloc_unit);
-    let reserved = u64::from(arch.reserved_smem_per_block);
-    let largest_per_block = smem_limit_per_block(arch, u64::MAX) / unit * unit;
-    let used =
-        reserved + u64::from(kernel.static_smem_bytes) + u64::from(launch.dynamic_smem_bytes);
-    let allocated = round_up(used, unit);
-    let Ok(preferred) = preferred_smem_per_sm(arch, launch.carveout) else {
-        return (0, None);
-    };
-    let preferred = u64::from(preferred);
-    // The configuration for an allocation, and the largest allocation with the same one.
-    let config_range = |allocation: u64| -> Option<(u64, u64)> {
-        if allocation <= preferred {
-            return Some((preferred, preferred));
-        }
-        smem_config_at_least(arch, allocation).map(|config| (u64::from(config), u64::from(config)))
-    };
-    let addable = if current == 0 {
-        0
-    } else {
-        let mut last_kept = allocated;
-        let mut candidate = allocated + unit;
-        while candidate <= largest_per_block {
-            let Some((config, range_end)) = config_range(candidate) else {
-                break;
-            };
-            let range_end = range_end.min(largest_per_block) / unit * unit;
-            let keeping = (config / u64::from(current)) / unit * unit;
-            let good_end = range_end.min(keeping);
-            if good_end < candidate {
-                break;
-            }
-            last_kept = good_end;
-            if good_end < range_end {
-                break;
-            }
-            candidate = range_end + unit;
-        }
-        saturate(last_kept.saturating_sub(used))
-    };
-    let to_gain = if without_smem <= current || current == u32::MAX {
-        None
-    } else {
-        let floor = round_up(reserved, unit);
-        let start = allocated.min(largest_per_block + unit);
-        let gaining = |config: u64| (config / (u64::from(current) + 1)) / unit * unit;
-        let mut found = None;
-        let mut top = start.saturating_sub(unit);
-        while top >= floor && top > 0 {
-            let Some((config, _)) = config_range(top) else {
-                break;
-            };
-            // The range below `top` with the same configuration.
-            let range_start = if top <= preferred {
-                floor
-            } else {
-                arch.smem_configs_per_sm
-                    .iter()
-                    .map(|&step| u64::from(step))
-                    .filter(|&step| step < top)
-                    .max()
-                    .unwrap_or(0)
-                    .max(preferred)
-                    .saturating_add(1)
-                    .max(floor)
-            };
-            let best = top.min(gaining(config));
-            if best >= range_start && best >= floor && best > 0 {
-                found = Some(saturate(used - best.max(reserved)));
-                break;
-            }
-            if range_start <= floor {
-                break;
-            }
-            top = (range_start - 1) / unit * unit;
-        }
-        found
-    };
-    (addable, to_gain)
-}
-
 /// The block size with the most resident threads per SM (ties: the larger block), as
 /// `cudaOccupancyMaxPotentialBlockSize` computes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct BlockSizeSuggestion {
     /// 0 when no block size can run.
     pub block_threads: u32,

@@ -29,6 +29,7 @@ pub struct ValueRange {
 /// A range that cannot be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid range `{text}`: {problem} (expected `N`, `START..=END`, `START..END` or `START..=END:STEP` with non-negative integers)")]
+#[non_exhaustive]
 pub struct RangeError {
     pub text: String,
     pub problem: &'static str,
@@ -135,6 +136,7 @@ pub struct SweepSpec {
 
 /// One configuration of a sweep and its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SweepPoint {
     pub block_threads: u32,
     pub registers_per_thread: u32,
@@ -145,6 +147,7 @@ pub struct SweepPoint {
 
 /// A prepared sweep: per-dimension limit tables.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Sweep {
     block_threads: Vec<u32>,
     registers: Vec<u32>,

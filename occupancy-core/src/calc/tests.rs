@@ -499,3 +499,53 @@ fn the_reason_counts_registers_past_32_bits() {
         "{reason}"
     );
 }
+
+/// Every architecture, every warp count of a block (and blocks of 0, above the arch's maximum
+/// and of u32::MAX threads), every register count to past the accepted maximum, with barriers
+/// binding or not: the closed-form register headroom equals a linear walk over the counts.
+#[test]
+fn register_headroom_equals_the_linear_walk_everywhere() {
+    let block_sizes: Vec<u32> = [0, 1, 31, 33, 1025, 4096, u32::MAX]
+        .into_iter()
+        .chain((1..=32).map(|warps| warps * 32))
+        .collect();
+    for arch in all() {
+        let max = arch.max_regs_per_thread_accepted;
+        for &block in &block_sizes {
+            for barriers in [1, 16] {
+                let launch = Launch::new(block);
+                let facts = |registers| KernelFacts {
+                    barriers,
+                    ..kernel(registers, 0)
+                };
+                // Blocks at every register count; every count above the maximum gives 0.
+                let walk: Vec<u32> = (0..=max + 1)
+                    .map(|registers| blocks_per_sm(arch, &facts(registers), &launch))
+                    .collect();
+                for registers in 0..=max + 4 {
+                    let current = walk[registers.min(max + 1) as usize];
+                    let addable = if current == 0 || registers >= max {
+                        0
+                    } else {
+                        (registers + 1..=max)
+                            .find(|&more| walk[more as usize] < current)
+                            .map_or(max - registers, |losing| losing - 1 - registers)
+                    };
+                    let to_gain = (0..registers.min(max + 1))
+                        .rev()
+                        .find(|&fewer| walk[fewer as usize] > current)
+                        .map(|gaining| registers - gaining);
+                    let kernel = facts(registers);
+                    let answer =
+                        headroom(arch, &kernel, &launch, &resources(arch, &kernel, &launch));
+                    assert_eq!(
+                        (answer.registers_addable, answer.registers_to_gain_block),
+                        (addable, to_gain),
+                        "{} block {block} barriers {barriers} registers {registers}",
+                        arch.name
+                    );
+                }
+            }
+        }
+    }
+}

@@ -21,6 +21,7 @@ use serde::Serialize;
 
 /// One `Function NAME:` entry of cuobjdump's resource usage.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct CuobjdumpFunction {
     /// Mangled name.
     pub name: String,
@@ -91,132 +92,182 @@ fn arch_major(arch: &str) -> Option<u32> {
 
 /// Parses `cuobjdump --dump-resource-usage` output.
 pub fn parse_cuobjdump_resource_usage(text: &str) -> Result<Vec<CuobjdumpFunction>, ParseError> {
-    let mut functions = Vec::new();
-    let mut arch: Option<String> = None;
-    let mut elf_index = 0usize;
-    let mut global_memory_bytes = None;
-    let mut module_cmem: Vec<(u32, u64)> = Vec::new();
-    let mut pending_function: Option<(String, usize)> = None;
-    let mut expect_common_values = false;
+    let mut reader = ResourceUsageReader::default();
     let mut lines = 0;
-    // A function appears once per ELF (arch); demangle each name once.
-    let mut demangled_names: std::collections::HashMap<String, Option<String>> =
-        std::collections::HashMap::new();
     for (index, raw_line) in text.lines().enumerate() {
         lines = index + 1;
-        let line_number = index + 1;
+        reader.read_line(raw_line, index + 1)?;
+    }
+    reader.finish(lines)
+}
+
+/// The state of one pass over the dump: the current ELF's arch and module-wide resources, and
+/// a `Function NAME:` header waiting for its resource line.
+#[derive(Default)]
+struct ResourceUsageReader {
+    functions: Vec<CuobjdumpFunction>,
+    arch: Option<String>,
+    elf_index: usize,
+    global_memory_bytes: Option<u64>,
+    module_cmem: Vec<(u32, u64)>,
+    /// The header's name and line.
+    pending_function: Option<(String, usize)>,
+    expect_common_values: bool,
+    /// A function appears once per ELF (arch); each name is demangled once.
+    demangled_names: std::collections::HashMap<String, Option<String>>,
+}
+
+/// An error about `raw_line`, line `line_number` of the dump.
+type LineError<'a> = &'a dyn Fn(&str) -> ParseError;
+
+impl ResourceUsageReader {
+    fn read_line(&mut self, raw_line: &str, line_number: usize) -> Result<(), ParseError> {
         let line = raw_line.trim();
         let error = |message: &str| ParseError::CuobjdumpLine {
             line_number,
             line: raw_line.to_string(),
             message: message.to_string(),
         };
-        if let Some((name, start)) = pending_function.take() {
-            let mut function = CuobjdumpFunction {
-                demangled: match demangled_names.get(&name) {
-                    Some(demangled) => demangled.clone(),
-                    None => {
-                        let demangled = demangle(&name);
-                        demangled_names.insert(name.clone(), demangled.clone());
-                        demangled
-                    }
-                },
-                name,
-                arch: arch.clone(),
-                registers: 0,
-                stack_bytes: 0,
-                shared_bytes: 0,
-                local_bytes: 0,
-                cmem: Vec::new(),
-                textures: 0,
-                surfaces: 0,
-                samplers: 0,
-                global_memory_bytes,
-                module_cmem: module_cmem.clone(),
-                elf_index,
-                line_number: start,
-            };
-            let mut seen_registers = false;
-            for field in line.split_whitespace() {
-                let (key, value) = field
-                    .split_once(':')
-                    .ok_or_else(|| error("expected KEY:VALUE fields"))?;
-                let value: u64 = value
-                    .parse()
-                    .map_err(|_| error("field value is not a number"))?;
-                let small = || u32::try_from(value).map_err(|_| error("count out of range"));
-                match key {
-                    "REG" => {
-                        function.registers = small()?;
-                        seen_registers = true;
-                    }
-                    "STACK" => function.stack_bytes = value,
-                    "SHARED" => function.shared_bytes = value,
-                    "LOCAL" => function.local_bytes = value,
-                    "TEXTURE" => function.textures = small()?,
-                    "SURFACE" => function.surfaces = small()?,
-                    "SAMPLER" => function.samplers = small()?,
-                    _ => match parse_constant_key(key) {
-                        Some(bank) => function.cmem.push((bank, value)),
-                        None => return Err(error("unknown resource field")),
-                    },
-                }
-            }
-            if !seen_registers {
-                return Err(error("function resource line without REG"));
-            }
-            functions.push(function);
-            continue;
+        if let Some((name, start)) = self.pending_function.take() {
+            let function = self.function(name, start, line, &error)?;
+            self.functions.push(function);
+            return Ok(());
         }
-        if expect_common_values {
-            expect_common_values = false;
+        if self.expect_common_values {
+            self.expect_common_values = false;
             if !line.starts_with("Function ") {
-                for field in line.split_whitespace() {
-                    let (key, value) = field
-                        .split_once(':')
-                        .ok_or_else(|| error("expected KEY:VALUE fields"))?;
-                    let value: u64 = value
-                        .parse()
-                        .map_err(|_| error("field value is not a number"))?;
-                    match key {
-                        "GLOBAL" => global_memory_bytes = Some(value),
-                        _ => match parse_constant_key(key) {
-                            Some(bank) => module_cmem.push((bank, value)),
-                            None => return Err(error("unknown Common field")),
-                        },
-                    }
-                }
-                continue;
+                return self.common_values(line, &error);
             }
         }
+        self.header(line, line_number, &error)
+    }
+
+    /// `arch = `, `Resource usage:`, `Common:`, `Function NAME:` and `Fatbin ` lines.
+    fn header(
+        &mut self,
+        line: &str,
+        line_number: usize,
+        error: LineError<'_>,
+    ) -> Result<(), ParseError> {
         if let Some(rest) = line.strip_prefix("arch = ") {
-            arch = Some(rest.trim().to_string());
+            self.arch = Some(rest.trim().to_string());
         } else if line == "Resource usage:" {
-            elf_index += 1;
-            global_memory_bytes = None;
-            module_cmem.clear();
+            self.elf_index += 1;
+            self.global_memory_bytes = None;
+            self.module_cmem.clear();
         } else if line == "Common:" {
-            expect_common_values = true;
+            self.expect_common_values = true;
         } else if let Some(rest) = line.strip_prefix("Function ") {
             let name = rest
                 .strip_suffix(':')
                 .ok_or_else(|| error("expected `Function NAME:`"))?;
-            pending_function = Some((name.to_string(), line_number));
+            self.pending_function = Some((name.to_string(), line_number));
         } else if line.starts_with("Fatbin ") {
-            arch = None;
+            self.arch = None;
         }
+        Ok(())
     }
-    if let Some((name, start)) = pending_function {
-        return Err(ParseError::CuobjdumpLine {
+
+    /// The values under `Common:`: `GLOBAL:400 CONSTANT[3]:1024`.
+    fn common_values(&mut self, line: &str, error: LineError<'_>) -> Result<(), ParseError> {
+        for field in line.split_whitespace() {
+            let (key, value) = key_value(field, error)?;
+            match key {
+                "GLOBAL" => self.global_memory_bytes = Some(value),
+                _ => match parse_constant_key(key) {
+                    Some(bank) => self.module_cmem.push((bank, value)),
+                    None => return Err(error("unknown Common field")),
+                },
+            }
+        }
+        Ok(())
+    }
+
+    /// The resource line of function `name` (header at line `start`).
+    fn function(
+        &mut self,
+        name: String,
+        start: usize,
+        line: &str,
+        error: LineError<'_>,
+    ) -> Result<CuobjdumpFunction, ParseError> {
+        let demangled = match self.demangled_names.get(&name) {
+            Some(demangled) => demangled.clone(),
+            None => {
+                let demangled = demangle(&name);
+                self.demangled_names.insert(name.clone(), demangled.clone());
+                demangled
+            }
+        };
+        let mut function = CuobjdumpFunction {
+            demangled,
+            name,
+            arch: self.arch.clone(),
+            registers: 0,
+            stack_bytes: 0,
+            shared_bytes: 0,
+            local_bytes: 0,
+            cmem: Vec::new(),
+            textures: 0,
+            surfaces: 0,
+            samplers: 0,
+            global_memory_bytes: self.global_memory_bytes,
+            module_cmem: self.module_cmem.clone(),
+            elf_index: self.elf_index,
             line_number: start,
-            line: format!(" Function {name}:"),
-            message: "function header without its resource line (output cut off)".to_string(),
-        });
+        };
+        let mut seen_registers = false;
+        for field in line.split_whitespace() {
+            let (key, value) = key_value(field, error)?;
+            let small = || u32::try_from(value).map_err(|_| error("count out of range"));
+            match key {
+                "REG" => {
+                    function.registers = small()?;
+                    seen_registers = true;
+                }
+                "STACK" => function.stack_bytes = value,
+                "SHARED" => function.shared_bytes = value,
+                "LOCAL" => function.local_bytes = value,
+                "TEXTURE" => function.textures = small()?,
+                "SURFACE" => function.surfaces = small()?,
+                "SAMPLER" => function.samplers = small()?,
+                _ => match parse_constant_key(key) {
+                    Some(bank) => function.cmem.push((bank, value)),
+                    None => return Err(error("unknown resource field")),
+                },
+            }
+        }
+        if !seen_registers {
+            return Err(error("function resource line without REG"));
+        }
+        Ok(function)
     }
-    if functions.is_empty() {
-        return Err(ParseError::NoCuobjdumpFunctions { lines });
+
+    /// The functions read, or why the dump was cut off or empty.
+    fn finish(self, lines: usize) -> Result<Vec<CuobjdumpFunction>, ParseError> {
+        if let Some((name, start)) = self.pending_function {
+            return Err(ParseError::CuobjdumpLine {
+                line_number: start,
+                line: format!(" Function {name}:"),
+                message: "function header without its resource line (output cut off)".to_string(),
+            });
+        }
+        if self.functions.is_empty() {
+            return Err(ParseError::NoCuobjdumpFunctions { lines });
+        }
+        Ok(self.functions)
     }
-    Ok(functions)
+}
+
+/// `KEY:VALUE` with a number for a value.
+fn key_value<'a>(field: &'a str, error: LineError<'_>) -> Result<(&'a str, u64), ParseError> {
+    let (key, value) = field
+        .split_once(':')
+        .ok_or_else(|| error("expected KEY:VALUE fields"))?;
+    let value = value
+        .parse()
+        .map_err(|_| error("field value is not a number"))?;
+    Ok((key, value))
 }
 
 fn parse_constant_key(key: &str) -> Option<u32> {

@@ -26,6 +26,7 @@ use super::{
 
 /// What one line of a log was, as returned by [`LogParser::feed_line`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LineKind {
     /// Not ptxas's: another tool's output, passed through as context.
     Context,
@@ -89,6 +90,7 @@ struct LongLine {
 /// Streaming parser: feed it lines ([`feed_line`](Self::feed_line)) or byte chunks
 /// ([`feed`](Self::feed)), then [`finish`](Self::finish).
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct LogParser {
     source: RecordSource,
     line_number: usize,
@@ -795,28 +797,34 @@ impl LogParser {
         self.last_completed = Some(self.output.kernels.len() - 1);
     }
 
+    /// A `Used` line with no open entry after a device function's record: `Function properties`,
+    /// a stack line and `Used` are an entry whose `Compiling entry function` line is missing (a
+    /// cut log), not a device function. The record is taken back and reported as cut off.
+    fn entry_without_its_compiling_line(&mut self) {
+        if !std::mem::take(&mut self.device_record_unconfirmed) {
+            return;
+        }
+        let index = self.output.kernels.len() - 1;
+        let record = self
+            .output
+            .kernels
+            .pop()
+            .expect("a device record was just read");
+        self.awaiting_arch.retain(|&waiting| waiting != index);
+        self.last_completed = None;
+        let open = OpenRecord {
+            record,
+            has_properties: true,
+            awaiting_stack_line: false,
+            has_used_line: true,
+        };
+        self.truncated(&open, "its `Compiling entry function` line is missing");
+    }
+
     fn used_line(&mut self, line: &str, rest: &str, previous: Option<usize>) -> LineKind {
         if self.open_entry.is_none() {
-            // `Function properties` + stack line + `Used` is an entry whose `Compiling entry
-            // function` line is missing (a cut log), not a device function.
             let _ = previous;
-            if std::mem::take(&mut self.device_record_unconfirmed) {
-                let index = self.output.kernels.len() - 1;
-                let record = self
-                    .output
-                    .kernels
-                    .pop()
-                    .expect("a device record was just read");
-                self.awaiting_arch.retain(|&waiting| waiting != index);
-                self.last_completed = None;
-                let open = OpenRecord {
-                    record,
-                    has_properties: true,
-                    awaiting_stack_line: false,
-                    has_used_line: true,
-                };
-                self.truncated(&open, "its `Compiling entry function` line is missing");
-            }
+            self.entry_without_its_compiling_line();
         }
         let Some(open) = self
             .open_entry
@@ -839,31 +847,7 @@ impl LogParser {
                 }
                 continue;
             }
-            let record = &mut open.record;
-            let understood = if let Some(count) = item
-                .strip_prefix("used ")
-                .and_then(|x| x.strip_suffix(" barriers"))
-            {
-                parse_u32(count).map(|count| record.barriers = Some(count))
-            } else if let Some(bytes) = item.strip_suffix(" bytes cumulative stack size") {
-                parse_u64(bytes).map(|bytes| record.cumulative_stack_bytes = Some(bytes))
-            } else if let Some(bytes) = item.strip_suffix(" bytes smem") {
-                parse_u64(bytes).map(|bytes| record.static_smem_bytes = bytes)
-            } else if let Some(bytes) = item.strip_suffix(" bytes lmem") {
-                parse_u64(bytes).map(|bytes| record.local_memory_bytes = Some(bytes))
-            } else if let Some(bank) = parse_cmem(item) {
-                record.cmem.push(bank);
-                Some(())
-            } else if let Some(count) = item.strip_suffix(" textures") {
-                parse_u32(count).map(|count| record.textures = count)
-            } else if let Some(count) = item.strip_suffix(" samplers") {
-                parse_u32(count).map(|count| record.samplers = count)
-            } else if let Some(count) = item.strip_suffix(" surfaces") {
-                parse_u32(count).map(|count| record.surfaces = count)
-            } else {
-                None
-            };
-            if understood.is_none() {
+            if used_item(&mut open.record, item).is_none() {
                 not_understood.push(item);
             }
         }
@@ -940,6 +924,34 @@ fn is_advisory_code(message: &str) -> bool {
     };
     let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
     digits > 0 && rest[digits..].starts_with(')')
+}
+
+/// One item after the register count of a `Used` line (`used 1 barriers`, `8 bytes smem`,
+/// `380 bytes cmem[0]`, ...) into `record`; `None` when it is not understood.
+fn used_item(record: &mut KernelRecord, item: &str) -> Option<()> {
+    if let Some(count) = item
+        .strip_prefix("used ")
+        .and_then(|x| x.strip_suffix(" barriers"))
+    {
+        parse_u32(count).map(|count| record.barriers = Some(count))
+    } else if let Some(bytes) = item.strip_suffix(" bytes cumulative stack size") {
+        parse_u64(bytes).map(|bytes| record.cumulative_stack_bytes = Some(bytes))
+    } else if let Some(bytes) = item.strip_suffix(" bytes smem") {
+        parse_u64(bytes).map(|bytes| record.static_smem_bytes = bytes)
+    } else if let Some(bytes) = item.strip_suffix(" bytes lmem") {
+        parse_u64(bytes).map(|bytes| record.local_memory_bytes = Some(bytes))
+    } else if let Some(bank) = parse_cmem(item) {
+        record.cmem.push(bank);
+        Some(())
+    } else if let Some(count) = item.strip_suffix(" textures") {
+        parse_u32(count).map(|count| record.textures = count)
+    } else if let Some(count) = item.strip_suffix(" samplers") {
+        parse_u32(count).map(|count| record.samplers = count)
+    } else if let Some(count) = item.strip_suffix(" surfaces") {
+        parse_u32(count).map(|count| record.surfaces = count)
+    } else {
+        None
+    }
 }
 
 /// The trimmed comma-separated items of a short line (a byte scan: memchr's set-up costs more

@@ -32,6 +32,7 @@ use serde::Serialize;
 /// Which tool's output a record was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum RecordSource {
     /// `ptxas -v` / `nvcc -Xptxas -v` output.
     PtxasLog,
@@ -98,6 +99,7 @@ pub struct KernelRecord {
 
 /// A line that looks like ptxas output but was not understood, or was out of place.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Diagnostic {
     /// 1-based line number in the log.
     pub line_number: usize,
@@ -119,6 +121,7 @@ impl std::fmt::Display for Diagnostic {
 
 /// Everything read from one log.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ParseOutput {
     /// One record per entry function (`__global__` kernel) and architecture, in log order.
     /// A streaming reader that took records with [`LogParser::take_finished_kernels`] finds
@@ -158,6 +161,7 @@ pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// One error of the compiler found in a log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct CompilerError {
     /// 1-based line of the log.
     pub line_number: usize,
@@ -182,6 +186,7 @@ impl std::fmt::Display for CompilerError {
 
 /// A log that cannot give trustworthy records.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ParseError {
     /// No kernel record at all.
     #[error("no kernel record in the log ({lines} lines read){}: ptxas prints its report only when asked; compile with `nvcc -Xptxas -v` (or `nvcc --resource-usage`, or `ptxas -v`)", errors_suffix(errors))]

@@ -19,6 +19,7 @@ use serde::Serialize;
 
 /// The performance-tuning directives of one `.entry`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[non_exhaustive]
 pub struct PtxEntry {
     /// Mangled name.
     pub name: String,

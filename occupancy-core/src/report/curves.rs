@@ -11,6 +11,7 @@ use crate::calc::{self, Carveout, KernelFacts, Launch};
 
 /// Which resource the x axis varies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Axis {
     /// Threads per block, in whole warps.
     BlockSize,
@@ -45,6 +46,7 @@ impl Axis {
 
 /// One evaluated point.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct CurvePoint {
     /// The x value (threads, registers or bytes).
     pub x: u64,
@@ -58,6 +60,7 @@ pub struct CurvePoint {
 
 /// A run of x values with the same blocks per SM.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Step {
     /// First x of the run.
     pub x_first: u64,
@@ -73,6 +76,7 @@ pub struct Step {
 
 /// One curve and the kernel's position on it.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Curve {
     /// What varies.
     pub axis: Axis,
@@ -153,6 +157,7 @@ impl Curve {
 
 /// The kernel and launch the curves are drawn around.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CurveInput {
     /// The kernel's facts (registers, static shared memory, barriers, bounds).
     pub kernel: KernelFacts,

@@ -59,96 +59,104 @@ fn row(example: &Example, arch_name: &str) -> KernelRow {
     row
 }
 
+/// The example kernels.
+const EXAMPLES: [Example; 5] = [
+    Example {
+        crate_name: "saxpy-kernels",
+        name: "saxpy",
+        demangled: "saxpy",
+        entry: true,
+        registers: 10,
+        static_smem_bytes: 0,
+        stack_frame_bytes: 0,
+        spill_bytes: (0, 0),
+        max_threads_per_block: None,
+        min_blocks_per_sm: None,
+        block: 256,
+        source: ("saxpy-kernels/kernels/saxpy.cu", 3),
+        declaration: Some(("saxpy-kernels/src/lib.rs", 8)),
+    },
+    Example {
+        crate_name: "gemm-kernels",
+        name: "_Z11sgemm_tiledILi128ELi8EEviiiPKfS1_Pf",
+        demangled: "void sgemm_tiled<128, 8>(int, int, int, float const*, float const*, float*)",
+        entry: true,
+        registers: 128,
+        static_smem_bytes: 16384,
+        stack_frame_bytes: 0,
+        spill_bytes: (0, 0),
+        max_threads_per_block: Some(256),
+        min_blocks_per_sm: None,
+        block: 256,
+        source: ("gemm-kernels/kernels/sgemm.cu", 41),
+        declaration: Some(("gemm-kernels/src/lib.rs", 15)),
+    },
+    Example {
+        crate_name: "gemm-kernels",
+        name: "_Z13reduce_spillsPKfPfi",
+        demangled: "reduce_spills(float const*, float*, int)",
+        entry: true,
+        registers: 32,
+        static_smem_bytes: 1024,
+        stack_frame_bytes: 128,
+        spill_bytes: (120, 120),
+        max_threads_per_block: Some(256),
+        min_blocks_per_sm: Some(8),
+        block: 256,
+        source: ("gemm-kernels/kernels/reduce.cu", 12),
+        declaration: Some(("gemm-kernels/src/lib.rs", 27)),
+    },
+    Example {
+        crate_name: "gemm-kernels",
+        name: "_Z9warp_sumf",
+        demangled: "warp_sum(float)",
+        entry: false,
+        registers: 8,
+        static_smem_bytes: 0,
+        stack_frame_bytes: 0,
+        spill_bytes: (0, 0),
+        max_threads_per_block: None,
+        min_blocks_per_sm: None,
+        block: 0,
+        source: ("gemm-kernels/kernels/reduce.cu", 4),
+        declaration: None,
+    },
+    Example {
+        crate_name: "histo",
+        name: "histogram",
+        demangled: "histogram",
+        entry: true,
+        registers: 40,
+        static_smem_bytes: 4096,
+        stack_frame_bytes: 0,
+        spill_bytes: (0, 0),
+        max_threads_per_block: None,
+        min_blocks_per_sm: None,
+        block: 256,
+        source: ("histo/kernels/histogram.cu", 9),
+        declaration: Some(("histo/src/lib.rs", 5)),
+    },
+];
+
 /// The example report (sm_80 and sm_90).
 pub fn example_report() -> Report {
-    let examples = [
-        Example {
-            crate_name: "saxpy-kernels",
-            name: "saxpy",
-            demangled: "saxpy",
-            entry: true,
-            registers: 10,
-            static_smem_bytes: 0,
-            stack_frame_bytes: 0,
-            spill_bytes: (0, 0),
-            max_threads_per_block: None,
-            min_blocks_per_sm: None,
-            block: 256,
-            source: ("saxpy-kernels/kernels/saxpy.cu", 3),
-            declaration: Some(("saxpy-kernels/src/lib.rs", 8)),
-        },
-        Example {
-            crate_name: "gemm-kernels",
-            name: "_Z11sgemm_tiledILi128ELi8EEviiiPKfS1_Pf",
-            demangled:
-                "void sgemm_tiled<128, 8>(int, int, int, float const*, float const*, float*)",
-            entry: true,
-            registers: 128,
-            static_smem_bytes: 16384,
-            stack_frame_bytes: 0,
-            spill_bytes: (0, 0),
-            max_threads_per_block: Some(256),
-            min_blocks_per_sm: None,
-            block: 256,
-            source: ("gemm-kernels/kernels/sgemm.cu", 41),
-            declaration: Some(("gemm-kernels/src/lib.rs", 15)),
-        },
-        Example {
-            crate_name: "gemm-kernels",
-            name: "_Z13reduce_spillsPKfPfi",
-            demangled: "reduce_spills(float const*, float*, int)",
-            entry: true,
-            registers: 32,
-            static_smem_bytes: 1024,
-            stack_frame_bytes: 128,
-            spill_bytes: (120, 120),
-            max_threads_per_block: Some(256),
-            min_blocks_per_sm: Some(8),
-            block: 256,
-            source: ("gemm-kernels/kernels/reduce.cu", 12),
-            declaration: Some(("gemm-kernels/src/lib.rs", 27)),
-        },
-        Example {
-            crate_name: "gemm-kernels",
-            name: "_Z9warp_sumf",
-            demangled: "warp_sum(float)",
-            entry: false,
-            registers: 8,
-            static_smem_bytes: 0,
-            stack_frame_bytes: 0,
-            spill_bytes: (0, 0),
-            max_threads_per_block: None,
-            min_blocks_per_sm: None,
-            block: 0,
-            source: ("gemm-kernels/kernels/reduce.cu", 4),
-            declaration: None,
-        },
-        Example {
-            crate_name: "histo",
-            name: "histogram",
-            demangled: "histogram",
-            entry: true,
-            registers: 40,
-            static_smem_bytes: 4096,
-            stack_frame_bytes: 0,
-            spill_bytes: (0, 0),
-            max_threads_per_block: None,
-            min_blocks_per_sm: None,
-            block: 256,
-            source: ("histo/kernels/histogram.cu", 9),
-            declaration: Some(("histo/src/lib.rs", 5)),
-        },
-    ];
     let mut report = Report::default();
-    for example in &examples {
+    for example in &EXAMPLES {
         for arch_name in ["sm_80", "sm_90"] {
             report.kernels.push(row(example, arch_name));
         }
     }
+    report.findings = example_findings();
+    report
+}
+
+/// The findings of the example kernels, as the engine words them.
+fn example_findings() -> Vec<Finding> {
+    let mut findings = Vec::new();
     let attribute =
         |path: &str, line: u32| Some(location(LocationKind::RustAttribute, (path, line)));
     for arch_name in ["sm_80", "sm_90"] {
-        report.findings.push(Finding {
+        findings.push(Finding {
             lint: LintId::Spills,
             level: Level::Deny,
             crate_name: Some("gemm-kernels".to_string()),
@@ -166,7 +174,7 @@ pub fn example_report() -> Report {
             reason: None,
         });
     }
-    report.findings.push(Finding {
+    findings.push(Finding {
         lint: LintId::StackFrame,
         level: Level::Warn,
         crate_name: Some("gemm-kernels".to_string()),
@@ -178,7 +186,7 @@ pub fn example_report() -> Report {
         location: attribute("gemm-kernels/src/lib.rs", 27),
         reason: None,
     });
-    report.findings.push(Finding {
+    findings.push(Finding {
         lint: LintId::OccupancyCliff,
         level: Level::Warn,
         crate_name: Some("histo".to_string()),
@@ -190,7 +198,7 @@ pub fn example_report() -> Report {
         location: attribute("histo/src/lib.rs", 5),
         reason: None,
     });
-    report.findings.push(Finding {
+    findings.push(Finding {
         lint: LintId::LowOccupancy,
         level: Level::Allow,
         crate_name: Some("gemm-kernels".to_string()),
@@ -202,5 +210,5 @@ pub fn example_report() -> Report {
         location: attribute("gemm-kernels/src/lib.rs", 15),
         reason: None,
     });
-    report
+    findings
 }

@@ -20,6 +20,7 @@ use crate::calc::{self, Carveout, KernelFacts, Launch, Limiter};
 
 /// One resource's limit on resident blocks.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ResourceLimit {
     /// The resource.
     pub limiter: Limiter,
@@ -31,6 +32,7 @@ pub struct ResourceLimit {
 
 /// What one change would do, computed.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct KnobEffect {
     /// The knob and its new value, as the user would write it.
     pub change: String,
@@ -46,6 +48,7 @@ pub struct KnobEffect {
 
 /// The whole explanation of one kernel on one architecture.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Explanation {
     /// The kernel row explained (with its computed columns filled).
     pub row: KernelRow,

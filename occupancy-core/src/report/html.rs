@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use super::curves::{all_curves, Axis, Curve};
+use super::curves::{all_curves, Axis, Curve, Step};
 use super::index::FindingIndex;
 use super::model::{Finding, KernelRow, Report};
 use super::table::{
@@ -481,26 +481,63 @@ fn tick_label(axis: Axis, x: u64) -> String {
     }
 }
 
-/// One chart as an inline SVG element.
-pub(crate) fn render_chart(curve: &Curve, id: &str) -> String {
+/// The chart's geometry: its size, margins and the scales from data to pixels.
+struct ChartFrame {
+    /// The largest x of the curve (at least 1), at the right edge of the plot.
+    x_max: f64,
+}
+
+impl ChartFrame {
     const WIDTH: f64 = 380.0;
     const HEIGHT: f64 = 230.0;
     const LEFT: f64 = 44.0;
     const RIGHT: f64 = 14.0;
     const TOP: f64 = 26.0;
     const BOTTOM: f64 = 42.0;
-    let plot_width = WIDTH - LEFT - RIGHT;
-    let plot_height = HEIGHT - TOP - BOTTOM;
-    let x_max = curve.x_max.max(1) as f64;
-    let sx = |x: u64| LEFT + (x as f64 / x_max) * plot_width;
-    let sy = |occupancy: f64| TOP + (1.0 - occupancy.clamp(0.0, 1.0)) * plot_height;
+    const PLOT_WIDTH: f64 = Self::WIDTH - Self::LEFT - Self::RIGHT;
+    const PLOT_HEIGHT: f64 = Self::HEIGHT - Self::TOP - Self::BOTTOM;
+    /// The y of the x axis.
+    const BASE: f64 = Self::TOP + Self::PLOT_HEIGHT;
+
+    fn sx(&self, x: u64) -> f64 {
+        Self::LEFT + (x as f64 / self.x_max) * Self::PLOT_WIDTH
+    }
+
+    fn sy(&self, occupancy: f64) -> f64 {
+        Self::TOP + (1.0 - occupancy.clamp(0.0, 1.0)) * Self::PLOT_HEIGHT
+    }
+}
+
+/// One chart as an inline SVG element.
+pub(crate) fn render_chart(curve: &Curve, id: &str) -> String {
+    let frame = ChartFrame {
+        x_max: curve.x_max.max(1) as f64,
+    };
     let mut svg = String::new();
+    let (width, height) = (ChartFrame::WIDTH, ChartFrame::HEIGHT);
     let _ = write!(
         svg,
-        "<svg class=\"chart\" id=\"{id}\" data-axis=\"{slug}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-label=\"occupancy against {title}\">",
+        "<svg class=\"chart\" id=\"{id}\" data-axis=\"{slug}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" role=\"img\" aria-label=\"occupancy against {title}\">",
         slug = curve.axis.slug(),
         title = curve.axis.title(),
     );
+    chart_axes(&mut svg, curve, &frame);
+    chart_curve(&mut svg, curve, &frame);
+    let (_, current, above) = curve.neighbours();
+    chart_cliffs(&mut svg, curve, &frame, above.as_ref());
+    if let Some(current) = &current {
+        chart_current_point(&mut svg, curve, &frame, current);
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// The title, the grid with its y labels, the x ticks, both axes and the x axis's title.
+fn chart_axes(svg: &mut String, curve: &Curve, frame: &ChartFrame) {
+    const LEFT: f64 = ChartFrame::LEFT;
+    const TOP: f64 = ChartFrame::TOP;
+    let plot_width = ChartFrame::PLOT_WIDTH;
+    let plot_height = ChartFrame::PLOT_HEIGHT;
     let _ = write!(
         svg,
         "<text class=\"title\" x=\"{LEFT}\" y=\"15\">occupancy vs {}</text>",
@@ -509,7 +546,7 @@ pub(crate) fn render_chart(curve: &Curve, id: &str) -> String {
     // Horizontal grid and y labels.
     for quarter in 0..=4 {
         let occupancy = f64::from(quarter) / 4.0;
-        let y = sy(occupancy);
+        let y = frame.sy(occupancy);
         let _ = write!(
             svg,
             "<line class=\"grid\" x1=\"{LEFT}\" x2=\"{x2}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/><text x=\"{lx}\" y=\"{ty:.1}\" text-anchor=\"end\">{pct}%</text>",
@@ -523,7 +560,7 @@ pub(crate) fn render_chart(curve: &Curve, id: &str) -> String {
     let step = tick_step(curve.axis, curve.x_max);
     let mut tick = 0;
     while tick <= curve.x_max {
-        let x = sx(tick);
+        let x = frame.sx(tick);
         let _ = write!(
             svg,
             "<line class=\"axis\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{y1:.1}\" y2=\"{y2:.1}\"/><text x=\"{x:.1}\" y=\"{ty:.1}\" text-anchor=\"middle\">{label}</text>",
@@ -544,85 +581,96 @@ pub(crate) fn render_chart(curve: &Curve, id: &str) -> String {
         svg,
         "<text x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"middle\">{title}</text>",
         x = LEFT + plot_width / 2.0,
-        y = HEIGHT - 6.0,
+        y = ChartFrame::HEIGHT - 6.0,
         title = curve.axis.title()
     );
-    // The curve: a step function (the value holds until the next point), as an outline and a
-    // filled area.
-    if let Some(first) = curve.points.first() {
-        let mut path = format!("M{:.1},{:.1}", sx(first.x), sy(first.occupancy));
-        // Only where the value changes: a step function needs no vertex inside a run.
-        let mut previous = first.occupancy;
-        for point in &curve.points[1..] {
-            if point.occupancy != previous {
-                let _ = write!(path, "H{:.1}V{:.1}", sx(point.x), sy(point.occupancy));
-                previous = point.occupancy;
-            }
+}
+
+/// The curve: a step function (the value holds until the next point), as an outline and a
+/// filled area.
+fn chart_curve(svg: &mut String, curve: &Curve, frame: &ChartFrame) {
+    let Some(first) = curve.points.first() else {
+        return;
+    };
+    let mut path = format!("M{:.1},{:.1}", frame.sx(first.x), frame.sy(first.occupancy));
+    // Only where the value changes: a step function needs no vertex inside a run.
+    let mut previous = first.occupancy;
+    for point in &curve.points[1..] {
+        if point.occupancy != previous {
+            let _ = write!(
+                path,
+                "H{:.1}V{:.1}",
+                frame.sx(point.x),
+                frame.sy(point.occupancy)
+            );
+            previous = point.occupancy;
         }
-        let end = curve
-            .points
-            .last()
-            .map_or(curve.x_max, |last| last.x.max(curve.x_max));
-        let _ = write!(path, "H{:.1}", sx(end));
-        let _ = write!(
-            svg,
-            "<path class=\"area\" d=\"{path}V{base:.1}H{start:.1}Z\"/><path class=\"curve\" d=\"{path}\"/>",
-            base = TOP + plot_height,
-            start = sx(first.x),
-        );
     }
-    // Cliffs: a red tick on the x axis at every change of blocks per SM, with the blocks after.
-    let cliffs = curve.cliffs();
-    for cliff in &cliffs {
-        let x = sx(*cliff);
+    let end = curve
+        .points
+        .last()
+        .map_or(curve.x_max, |last| last.x.max(curve.x_max));
+    let _ = write!(path, "H{:.1}", frame.sx(end));
+    let _ = write!(
+        svg,
+        "<path class=\"area\" d=\"{path}V{base:.1}H{start:.1}Z\"/><path class=\"curve\" d=\"{path}\"/>",
+        base = ChartFrame::BASE,
+        start = frame.sx(first.x),
+    );
+}
+
+/// A red tick on the x axis at every change of blocks per SM, and a label at the nearest cliff
+/// above the current point, with the blocks after it.
+fn chart_cliffs(svg: &mut String, curve: &Curve, frame: &ChartFrame, above: Option<&Step>) {
+    for cliff in &curve.cliffs() {
+        let x = frame.sx(*cliff);
         let _ = write!(
             svg,
             "<path class=\"cliff\" d=\"M{x:.1},{y:.1}l-3.5,6h7z\"><title>cliff at {label}</title></path>",
-            y = TOP + plot_height - 6.0,
+            y = ChartFrame::BASE - 6.0,
             label = escape(&format_x(curve.axis, *cliff))
         );
     }
-    // The nearest cliff above the current point gets a label.
-    let (_, current, above) = curve.neighbours();
-    if let Some(above) = &above {
-        let x = sx(above.x_first);
-        let anchor = if x > LEFT + plot_width * 0.75 {
-            "end"
-        } else {
-            "start"
-        };
-        let _ = write!(
-            svg,
-            "<text class=\"cliff\" x=\"{tx:.1}\" y=\"{ty:.1}\" text-anchor=\"{anchor}\">{label} → {blocks} blk</text>",
-            tx = if anchor == "end" { x - 3.0 } else { x + 3.0 },
-            ty = TOP + plot_height - 10.0,
-            label = escape(&tick_label(curve.axis, above.x_first)),
-            blocks = above.blocks_per_sm
-        );
-    }
-    // The current point.
-    if let Some(current) = current {
-        let x = sx(curve.current_x);
-        let y = sy(current.occupancy);
-        let label = format!(
-            "{} blk, {}",
-            current.blocks_per_sm,
-            format_occupancy(current.occupancy)
-        );
-        let anchor = if x > LEFT + plot_width * 0.6 {
-            "end"
-        } else {
-            "start"
-        };
-        let label_y = if y < TOP + 14.0 { y + 16.0 } else { y - 8.0 };
-        let _ = write!(
-            svg,
-            "<line class=\"now\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{TOP}\" y2=\"{base:.1}\"/><circle class=\"now\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"4.5\"><title>now: {title}</title></circle><text class=\"now\" x=\"{lx:.1}\" y=\"{label_y:.1}\" text-anchor=\"{anchor}\">{label}</text>",
-            base = TOP + plot_height,
-            title = escape(&format!("{} → {}", format_x(curve.axis, curve.current_x), label)),
-            lx = if anchor == "end" { x - 6.0 } else { x + 6.0 },
-        );
-    }
-    svg.push_str("</svg>");
-    svg
+    let Some(above) = above else {
+        return;
+    };
+    let x = frame.sx(above.x_first);
+    let anchor = if x > ChartFrame::LEFT + ChartFrame::PLOT_WIDTH * 0.75 {
+        "end"
+    } else {
+        "start"
+    };
+    let _ = write!(
+        svg,
+        "<text class=\"cliff\" x=\"{tx:.1}\" y=\"{ty:.1}\" text-anchor=\"{anchor}\">{label} → {blocks} blk</text>",
+        tx = if anchor == "end" { x - 3.0 } else { x + 3.0 },
+        ty = ChartFrame::BASE - 10.0,
+        label = escape(&tick_label(curve.axis, above.x_first)),
+        blocks = above.blocks_per_sm
+    );
+}
+
+/// The current point: a vertical line, a dot and its blocks and occupancy.
+fn chart_current_point(svg: &mut String, curve: &Curve, frame: &ChartFrame, current: &Step) {
+    const TOP: f64 = ChartFrame::TOP;
+    let x = frame.sx(curve.current_x);
+    let y = frame.sy(current.occupancy);
+    let label = format!(
+        "{} blk, {}",
+        current.blocks_per_sm,
+        format_occupancy(current.occupancy)
+    );
+    let anchor = if x > ChartFrame::LEFT + ChartFrame::PLOT_WIDTH * 0.6 {
+        "end"
+    } else {
+        "start"
+    };
+    let label_y = if y < TOP + 14.0 { y + 16.0 } else { y - 8.0 };
+    let _ = write!(
+        svg,
+        "<line class=\"now\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{TOP}\" y2=\"{base:.1}\"/><circle class=\"now\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"4.5\"><title>now: {title}</title></circle><text class=\"now\" x=\"{lx:.1}\" y=\"{label_y:.1}\" text-anchor=\"{anchor}\">{label}</text>",
+        base = ChartFrame::BASE,
+        title = escape(&format!("{} → {}", format_x(curve.axis, curve.current_x), label)),
+        lx = if anchor == "end" { x - 6.0 } else { x + 6.0 },
+    );
 }

@@ -16,6 +16,7 @@ type RowKey<'a> = (Option<&'a str>, &'a str, &'a str);
 
 /// The distinct (level, lint) of the findings of every row, resolved once per row key.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct FindingIndex<'a> {
     by_row: HashMap<RowKey<'a>, Vec<(Level, LintId)>>,
 }
@@ -65,6 +66,7 @@ fn row_key(row: &KernelRow) -> RowKey<'_> {
 
 /// The rows of a report by kernel name, for finding the rows a finding concerns.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct RowIndex<'a> {
     by_kernel: HashMap<&'a str, Vec<&'a KernelRow>>,
 }

@@ -82,6 +82,7 @@ pub struct SourceFile {
 
 /// A report file whose schema this version cannot read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReadError {
     /// Not JSON of the report's shape.
     #[error("not an occupancy report: {0}")]
@@ -294,6 +295,7 @@ impl KernelRow {
 /// example, registers do not bind anywhere up to the architecture's maximum, or nothing can be
 /// removed to gain a block because another resource binds).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Headroom {
     /// Registers per thread that can be added before a resident block is lost.
     pub spare_registers_per_thread: Option<u32>,
@@ -308,6 +310,7 @@ pub struct Headroom {
 /// What a location points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum LocationKind {
     /// The `#[occupancy::kernel]` attribute in a Rust file.
     RustAttribute,

@@ -11,6 +11,7 @@ use crate::lint::LintId;
 
 /// A column of the kernel table, by the name the user writes after `--sort`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Column {
     /// `crate`
     Crate,
@@ -80,6 +81,7 @@ impl fmt::Display for Column {
 /// A `--sort` value that names no column.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown column `{given}` to sort by; the columns are: {}", Column::ALL.iter().map(|(_, name)| *name).collect::<Vec<_>>().join(", "))]
+#[non_exhaustive]
 pub struct UnknownColumn {
     /// What was written.
     pub given: String,

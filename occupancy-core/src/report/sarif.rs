@@ -67,7 +67,7 @@ fn physical_location(location: &Location) -> Value {
 }
 
 fn rule(id: LintId) -> Value {
-    let info = id.info();
+    let info = id.lint();
     json!({
         "id": id.as_str(),
         "name": id.as_str(),

@@ -15,6 +15,7 @@ pub const MAX_BARRIERS_PER_BLOCK: u32 = 16;
 /// A value in a report that cannot be right.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{place}: {problem}")]
+#[non_exhaustive]
 pub struct InvalidValue {
     /// Where: `kernels[3] (saxpy on sm_90).registers`.
     pub place: String,

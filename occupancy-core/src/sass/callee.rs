@@ -5,6 +5,7 @@
 
 /// What a known callee is and how to avoid it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct KnownCallee {
     /// What the callee is, in a few words.
     pub what: &'static str,

@@ -19,6 +19,7 @@ use super::SassError;
 
 /// A basic block: instructions `start..end` of the function's range.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Block {
     pub start: usize,
     pub end: usize,
@@ -27,6 +28,7 @@ pub struct Block {
 
 /// A natural loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Loop {
     /// The header block (dominates every block of the loop).
     pub header: usize,
@@ -40,6 +42,7 @@ pub struct Loop {
 
 /// The graph of one function.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ControlFlow {
     pub blocks: Vec<Block>,
     /// Loops, outer before inner (by depth, then header).

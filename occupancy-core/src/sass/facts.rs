@@ -20,6 +20,7 @@ use super::SassError;
 /// What a local load or store is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum LocalKind {
     /// A register spill slot (constant stack offset, with spills reported by ptxas).
     Spill,
@@ -31,6 +32,7 @@ pub enum LocalKind {
 
 /// Loads and stores of one kind at one source line and loop depth.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LineFacts {
     pub file: String,
     pub line: u32,
@@ -43,6 +45,7 @@ pub struct LineFacts {
 
 /// One natural loop of the kernel's own code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LoopFacts {
     /// Offset of the loop header's first instruction.
     pub header_offset: u64,
@@ -66,6 +69,7 @@ pub struct LoopFacts {
 
 /// A non-inlined call target.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CallFacts {
     pub callee: String,
     /// Call sites in the kernel's own code.
@@ -82,6 +86,7 @@ pub struct CallFacts {
 
 /// One `USETMAXREG` (PTX `setmaxnreg`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SetMaxRegFacts {
     /// Registers per thread the warp asks for.
     pub registers: u32,
@@ -91,6 +96,7 @@ pub struct SetMaxRegFacts {
 
 /// What the SASS of one kernel on one architecture says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SassFacts {
     /// Mangled name.
     pub kernel: String,

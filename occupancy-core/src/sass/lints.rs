@@ -1,10 +1,11 @@
-//! The SASS lints' evaluation: from one kernel's [`SassFacts`] on one architecture (and what
+//! The SASS lints' checks: from one kernel's [`SassFacts`] on one architecture (and what
 //! ptxas and the PTX said about `setmaxnreg`) to findings of `spill_in_loop`, `local_array`,
-//! `call`, `fp64`, `setmaxnreg_ignored` and `setmaxnreg_budget`. Ids and texts come from the
-//! registry in [`crate::lint`]; levels are resolved by the caller like every other finding.
+//! `call`, `fp64`, `setmaxnreg_ignored` and `setmaxnreg_budget`. Each lint is declared in
+//! [`crate::lint`], naming its check here ([`Check::Sass`]); levels are resolved by the caller
+//! like every other finding.
 
 use crate::lint::evaluate::Finding;
-use crate::lint::LintId;
+use crate::lint::{Check, LintId, LINTS};
 
 use super::facts::{LineFacts, LoopFacts, SassFacts};
 
@@ -63,15 +64,15 @@ pub fn hottest_spill_note(facts: &SassFacts) -> Option<String> {
     ))
 }
 
-/// Every SASS finding for one kernel on one architecture.
+/// Every SASS finding for one kernel on one architecture: the registry's [`Check::Sass`]
+/// checks, in its order.
 pub fn evaluate_sass(inputs: &SassLintInputs<'_>) -> Vec<Finding> {
     let mut findings = Vec::new();
-    findings.extend(spill_in_loop(inputs));
-    findings.extend(local_array(inputs));
-    findings.extend(calls(inputs));
-    findings.extend(fp64(inputs));
-    findings.extend(setmaxnreg_ignored(inputs));
-    findings.extend(setmaxnreg_budget(inputs));
+    for lint in &LINTS {
+        if let Check::Sass(run) = lint.check {
+            run(inputs, &mut findings);
+        }
+    }
     findings
 }
 
@@ -85,13 +86,16 @@ fn finding(inputs: &SassLintInputs<'_>, lint: LintId, message: String) -> Findin
     }
 }
 
-fn spill_in_loop(inputs: &SassLintInputs<'_>) -> Option<Finding> {
+/// `spill_in_loop`: spill loads or stores inside a loop, at the innermost spilling loop.
+pub(crate) fn spill_in_loop(inputs: &SassLintInputs<'_>, findings: &mut Vec<Finding>) {
     let facts = inputs.facts;
     let in_loops = facts.spill_loads_in_loops + facts.spill_stores_in_loops;
     if in_loops == 0 {
-        return None;
+        return;
     }
-    let hottest = facts.hottest_spill()?;
+    let Some(hottest) = facts.hottest_spill() else {
+        return;
+    };
     let mut spilling: Vec<&LoopFacts> = facts
         .loops
         .iter()
@@ -127,11 +131,14 @@ fn spill_in_loop(inputs: &SassLintInputs<'_>) -> Option<Finding> {
         "give the loop registers: lower `min_blocks_per_sm` or raise `max_registers`, or keep fewer values live across the loop at {}",
         line_text(hottest)
     ));
-    Some(finding)
+    findings.push(finding);
 }
 
-fn local_array(inputs: &SassLintInputs<'_>) -> Option<Finding> {
-    let hottest = inputs.facts.hottest_local_array()?;
+/// `local_array`: local memory at a computed address (an array indexed at run time).
+pub(crate) fn local_array(inputs: &SassLintInputs<'_>, findings: &mut Vec<Finding>) {
+    let Some(hottest) = inputs.facts.hottest_local_array() else {
+        return;
+    };
     let place = if hottest.loop_depth > 0 {
         format!(", inside a loop (depth {})", hottest.loop_depth)
     } else {
@@ -157,11 +164,12 @@ fn local_array(inputs: &SassLintInputs<'_>) -> Option<Finding> {
         "index the array at {} with compile-time constants (unroll), or move it to shared memory",
         line_text(hottest)
     ));
-    Some(finding)
+    findings.push(finding);
 }
 
-fn calls(inputs: &SassLintInputs<'_>) -> Vec<Finding> {
-    inputs
+/// `call`: one finding per non-inlined callee that is not one of ptxas's own subroutines.
+pub(crate) fn calls(inputs: &SassLintInputs<'_>, findings: &mut Vec<Finding>) {
+    let found = inputs
         .facts
         .calls
         .iter()
@@ -191,14 +199,15 @@ fn calls(inputs: &SassLintInputs<'_>) -> Vec<Finding> {
                 format!("mark `{}` `__forceinline__`, or `allow(call)`", call.callee)
             }));
             found
-        })
-        .collect()
+        });
+    findings.extend(found);
 }
 
-fn fp64(inputs: &SassLintInputs<'_>) -> Option<Finding> {
+/// `fp64`: double-precision instructions, counted.
+pub(crate) fn fp64(inputs: &SassLintInputs<'_>, findings: &mut Vec<Finding>) {
     let count = inputs.facts.fp64_instructions;
     if count == 0 {
-        return None;
+        return;
     }
     let mut found = finding(
         inputs,
@@ -209,13 +218,14 @@ fn fp64(inputs: &SassLintInputs<'_>) -> Option<Finding> {
         ),
     );
     found.help = Some("use `float` literals and functions (`1.0f`, `sinf`), or keep `fp64` allowed when double precision is intended".to_owned());
-    Some(found)
+    findings.push(found);
 }
 
-fn setmaxnreg_ignored(inputs: &SassLintInputs<'_>) -> Option<Finding> {
+/// `setmaxnreg_ignored`: the PTX has `setmaxnreg`, the SASS no `USETMAXREG`.
+pub(crate) fn setmaxnreg_ignored(inputs: &SassLintInputs<'_>, findings: &mut Vec<Finding>) {
     let dropped = inputs.ptx_has_setmaxnreg && inputs.facts.setmaxnreg.is_empty();
     if !dropped {
-        return None;
+        return;
     }
     let mut found = finding(
         inputs,
@@ -229,7 +239,7 @@ fn setmaxnreg_ignored(inputs: &SassLintInputs<'_>) -> Option<Finding> {
         found.notes.push("ptxas warned: (C7508) Potential Performance Loss: 'setmaxnreg' ignored; unable to determine register count at entry".to_owned());
     }
     found.help = Some("give the kernel a maximum block size in its launch bounds (`__launch_bounds__(OCCUPANCY_BOUNDS_<kernel>)` or `__launch_bounds__(384, 1)`)".to_owned());
-    Some(found)
+    findings.push(found);
 }
 
 /// Registers the roles need: one warpgroup (the producer) at the lowest budget, the others at
@@ -253,11 +263,15 @@ pub fn setmaxnreg_demand(facts: &SassFacts, block_threads: u32, registers: u32) 
     Some(per_warpgroup * (u64::from(lowest) + warpgroups.saturating_sub(1) * u64::from(highest)))
 }
 
-fn setmaxnreg_budget(inputs: &SassLintInputs<'_>) -> Option<Finding> {
-    let demand = setmaxnreg_demand(inputs.facts, inputs.block_threads, inputs.registers)?;
+/// `setmaxnreg_budget`: the roles' budgets need more registers than the block has.
+pub(crate) fn setmaxnreg_budget(inputs: &SassLintInputs<'_>, findings: &mut Vec<Finding>) {
+    let Some(demand) = setmaxnreg_demand(inputs.facts, inputs.block_threads, inputs.registers)
+    else {
+        return;
+    };
     let allocated = u64::from(inputs.block_threads) * u64::from(inputs.registers);
     if demand <= allocated {
-        return None;
+        return;
     }
     let mut found = finding(
         inputs,
@@ -285,11 +299,13 @@ fn setmaxnreg_budget(inputs: &SassLintInputs<'_>) -> Option<Finding> {
         inputs.block_threads.div_ceil(WARPGROUP_THREADS).saturating_sub(1)
     ));
     found.help = Some("lower the consumers' `setmaxnreg.inc` value or the producer's `.dec` value until 128 x (producer + consumers) fits".to_owned());
-    Some(found)
+    findings.push(found);
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
     use crate::sass::facts::SetMaxRegFacts;
     use crate::sass::LocalKind;
@@ -436,6 +452,82 @@ mod tests {
         );
     }
 
+    /// Runs every SASS check the registry declares on `inputs`; asserts each finding carries
+    /// the id of the lint whose check made it (a check reporting another lint's id would be
+    /// silenced by that lint's `allow`), and returns the lints that fired.
+    fn fired_under_their_own_ids(inputs: &SassLintInputs<'_>) -> BTreeSet<LintId> {
+        let mut fired = BTreeSet::new();
+        for lint in &LINTS {
+            let Check::Sass(run) = lint.check else {
+                continue;
+            };
+            let mut findings = Vec::new();
+            run(inputs, &mut findings);
+            for found in findings {
+                assert_eq!(found.lint, lint.id, "{found:#?}");
+                fired.insert(lint.id);
+            }
+        }
+        fired
+    }
+
+    #[test]
+    fn every_sass_check_reports_its_own_lint() {
+        let mut facts = empty();
+        facts.spill_loads = 2;
+        facts.spill_loads_in_loops = 2;
+        facts.loops.push(LoopFacts {
+            header_offset: 0x40,
+            depth: 1,
+            parent: None,
+            file: None,
+            line: None,
+            instructions: 20,
+            local_loads: 4,
+            local_stores: 0,
+            spill_loads: 2,
+            spill_stores: 0,
+            local_array_accesses: 2,
+            calls: 0,
+        });
+        for kind in [LocalKind::Spill, LocalKind::LocalArray] {
+            facts.lines.push(LineFacts {
+                file: "k.cu".into(),
+                line: 12,
+                kind,
+                loads: 2,
+                stores: 0,
+                loop_depth: 1,
+            });
+        }
+        facts.local_array_accesses = 2;
+        facts.fp64_instructions = 1;
+        facts.calls.push(crate::sass::CallFacts {
+            callee: "helper".into(),
+            call_sites: 1,
+            call_sites_in_loops: 0,
+            callee_local_accesses: 0,
+            what: None,
+            fix: None,
+        });
+        let mut dropped = inputs(&facts);
+        dropped.ptx_has_setmaxnreg = true;
+        let mut fired = fired_under_their_own_ids(&dropped);
+        let mut over_budget = empty();
+        over_budget.setmaxnreg = vec![SetMaxRegFacts {
+            registers: 240,
+            increase: true,
+        }];
+        fired.extend(fired_under_their_own_ids(&inputs(&over_budget)));
+        let sass_lints: BTreeSet<LintId> = LINTS
+            .iter()
+            .filter(|lint| matches!(lint.check, Check::Sass(_)))
+            .map(|lint| lint.id)
+            .collect();
+        assert_eq!(fired, sass_lints);
+        assert_eq!(sass_lints.len(), 6);
+    }
+
     #[test]
     fn fp64_and_calls_are_counted() {
         let mut facts = empty();
@@ -449,10 +541,11 @@ mod tests {
             fix: Some("use `sinf`".into()),
         });
         let findings = evaluate_sass(&inputs(&facts));
-        assert_eq!(lints(&findings), [LintId::Call, LintId::Fp64]);
-        assert!(findings[0].message.contains("double-precision sin/cos"));
-        assert_eq!(findings[0].help.as_deref(), Some("use `sinf`"));
-        assert!(findings[1].message.contains("17 double-precision"));
+        // In the registry's (the documentation's) order: `fp64` is declared before `call`.
+        assert_eq!(lints(&findings), [LintId::Fp64, LintId::Call]);
+        assert!(findings[1].message.contains("double-precision sin/cos"));
+        assert_eq!(findings[1].help.as_deref(), Some("use `sinf`"));
+        assert!(findings[0].message.contains("17 double-precision"));
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub use parse::{parse_nvdisasm, Instruction, SassSection, SourceLine};
 
 /// The disassembly could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SassError {
     /// No `.text.` section: not `nvdisasm -c` output of a cubin.
     #[error("the disassembly has no code sections (`.section .text.NAME`): expected the output of `nvdisasm -c -g FILE.cubin`")]

@@ -24,6 +24,7 @@ use super::SassError;
 
 /// A `//## File "PATH", line N` position (the innermost one when `-gi` adds `inlined at`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[non_exhaustive]
 pub struct SourceLine {
     /// The path as the line table records it (what nvcc was given, made absolute by nvcc).
     pub file: String,
@@ -33,6 +34,7 @@ pub struct SourceLine {
 
 /// One SASS instruction.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Instruction {
     /// Byte offset in the section (`/*0310*/`).
     pub offset: u64,
@@ -64,6 +66,7 @@ impl Instruction {
 
 /// A subroutine ptxas placed after the function's own code in its section: a non-inlined callee.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Subroutine {
     /// The label: `$kernel$callee`.
     pub label: String,
@@ -75,6 +78,7 @@ pub struct Subroutine {
 
 /// One `.text.NAME` section of the disassembly.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct SassSection {
     /// The function's (mangled) name.
     pub name: String,

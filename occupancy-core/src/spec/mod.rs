@@ -56,6 +56,7 @@ pub const MAX_REGISTERS_PER_THREAD_ANY_ARCH: u32 = 255;
 
 /// Threads per block, as the crate launches the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct BlockDim {
     /// Threads along x.
     pub x: u32,
@@ -92,6 +93,7 @@ impl fmt::Display for BlockDim {
 /// Produced only by parsing (so every value is in range); `Display` prints the attribute's
 /// arguments back in the canonical form, which parses to an equal spec.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct KernelSpec {
     /// `block`: threads per block of the launch.
     pub block: BlockDim,
@@ -260,6 +262,7 @@ impl KernelSpec {
 /// One key of the attribute, for pointing diagnostics at it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum SpecKey {
     /// `block = ...`
     Block,

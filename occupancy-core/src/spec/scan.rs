@@ -21,6 +21,7 @@ use super::{KernelSpec, SpecKey, DOCS_PATH};
 
 /// A position in a source file, both 1-based (as rustc prints them); columns count characters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LineColumn {
     /// 1-based line.
     pub line: usize,
@@ -30,6 +31,7 @@ pub struct LineColumn {
 
 /// A range in a source file; `end` is exclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SourceSpan {
     /// Where the range starts.
     pub start: LineColumn,
@@ -67,6 +69,7 @@ impl fmt::Display for SourceSpan {
 
 /// Where one key of a declaration was written (from the key to the end of its value).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct KeySpan {
     /// The key.
     pub key: SpecKey,
@@ -76,6 +79,7 @@ pub struct KeySpan {
 
 /// A kernel declared in a source file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DeclaredKernel {
     /// The declaration.
     pub spec: KernelSpec,
@@ -113,6 +117,7 @@ impl DeclaredKernel {
 
 /// One problem found while scanning: the message the macro gives for the same mistake.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SpecDiagnostic {
     /// What is wrong and what to edit.
     pub message: String,
@@ -122,6 +127,7 @@ pub struct SpecDiagnostic {
 
 /// The file is not valid Rust, or a declaration in it is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ScanError {
     /// Every problem found, in source order.
     pub diagnostics: Vec<SpecDiagnostic>,

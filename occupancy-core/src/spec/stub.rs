@@ -14,6 +14,7 @@ use super::{KernelSpec, DOCS_PATH};
 /// How a kernel's Rust stub is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StubKind {
     /// A Rust fn with a body: a launch wrapper for a PTX kernel loaded by name, an
     /// `extern "C" fn` definition, or a Rust-CUDA `#[kernel]` fn. Kept as written.
@@ -30,6 +31,7 @@ pub enum StubKind {
 
 /// An item the attribute was put on, classified.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum KernelStub {
     /// See [`StubKind::Function`].
     Function(syn::ItemFn),
@@ -41,6 +43,7 @@ pub enum KernelStub {
 
 /// One kernel declared by an attribute.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct StubKernel {
     /// How the stub is written.
     pub kind: StubKind,
@@ -276,8 +279,10 @@ fn resolve_function(
     })
 }
 
+/// An `#[occupancy::kernel]` on an `extern "C"` block: with arguments it declares the block's
+/// one fn; bare, each fn inside declares itself with its own `#[occupancy::kernel(...)]`.
 fn resolve_extern_block(
-    mut block: syn::ItemForeignMod,
+    block: syn::ItemForeignMod,
     args: TokenStream,
     attribute_span: Span,
 ) -> syn::Result<Resolution> {
@@ -294,113 +299,96 @@ fn resolve_extern_block(
             ),
         ));
     }
+    if args.is_empty() {
+        resolve_bare_extern_block(block, attribute_span)
+    } else {
+        resolve_extern_block_fn(block, args, attribute_span)
+    }
+}
+
+/// `#[occupancy::kernel(...)]` on an extern block: one declaration for the block's one fn.
+fn resolve_extern_block_fn(
+    block: syn::ItemForeignMod,
+    args: TokenStream,
+    attribute_span: Span,
+) -> syn::Result<Resolution> {
     let function_count = block
         .items
         .iter()
         .filter(|item| matches!(item, syn::ForeignItem::Fn(_)))
         .count();
-    if !args.is_empty() {
-        // One declaration for the one fn of the block.
-        let mut functions = block.items.iter().filter_map(|item| match item {
-            syn::ForeignItem::Fn(function) => Some(function),
-            _ => None,
-        });
-        let Some(function) = functions.next() else {
-            return Err(syn::Error::new(
-                attribute_span,
-                format!(
-                    "this extern block declares no fn: #[occupancy::kernel(...)] on a block declares its one fn (see {})",
-                    docs_link("extern-c-declarations")
-                ),
-            ));
-        };
-        if let Some(second) = functions.next() {
-            return Err(syn::Error::new_spanned(
-                &second.sig.ident,
-                format!(
-                    "#[occupancy::kernel(...)] on an extern block declares its one fn, but this block has {function_count}: \
-                     split the block, or write a bare #[occupancy::kernel] on the block and an \
-                     #[occupancy::kernel(...)] on each kernel fn inside (see {})",
-                    docs_link("extern-c-declarations")
-                ),
-            ));
-        }
-        if let Some(inner) = function
-            .attrs
-            .iter()
-            .find(|attr| is_inner_attribute(attr.path()))
-        {
-            return Err(syn::Error::new_spanned(
-                inner,
-                format!(
-                    "the block's #[occupancy::kernel(...)] already declares this fn: keep one of the two (see {})",
-                    docs_link("extern-c-declarations")
-                ),
-            ));
-        }
-        let parsed = grammar::parse_spec(args, attribute_span)?;
-        let kernel = StubKernel {
-            kind: StubKind::ExternBlock,
-            ident: function.sig.ident.clone(),
-            visibility: function.vis.clone(),
-            kernel_name: symbol_name(&parsed.spec, &function.sig.ident, &function.attrs),
-            spec: parsed.spec,
+    let mut functions = block.items.iter().filter_map(|item| match item {
+        syn::ForeignItem::Fn(function) => Some(function),
+        _ => None,
+    });
+    let Some(function) = functions.next() else {
+        return Err(syn::Error::new(
             attribute_span,
-        };
-        return Ok(Resolution {
-            item: Some(block.into_token_stream()),
-            kernels: vec![ResolvedKernel {
-                kernel,
-                keys: parsed.keys,
-                attribute_span,
-            }],
-        });
+            format!(
+                "this extern block declares no fn: #[occupancy::kernel(...)] on a block declares its one fn (see {})",
+                docs_link("extern-c-declarations")
+            ),
+        ));
+    };
+    if let Some(second) = functions.next() {
+        return Err(syn::Error::new_spanned(
+            &second.sig.ident,
+            format!(
+                "#[occupancy::kernel(...)] on an extern block declares its one fn, but this block has {function_count}: \
+                 split the block, or write a bare #[occupancy::kernel] on the block and an \
+                 #[occupancy::kernel(...)] on each kernel fn inside (see {})",
+                docs_link("extern-c-declarations")
+            ),
+        ));
     }
-    // A bare attribute on the block: each fn inside declares itself.
+    if let Some(inner) = function
+        .attrs
+        .iter()
+        .find(|attr| is_inner_attribute(attr.path()))
+    {
+        return Err(syn::Error::new_spanned(
+            inner,
+            format!(
+                "the block's #[occupancy::kernel(...)] already declares this fn: keep one of the two (see {})",
+                docs_link("extern-c-declarations")
+            ),
+        ));
+    }
+    let parsed = grammar::parse_spec(args, attribute_span)?;
+    let kernel = StubKernel {
+        kind: StubKind::ExternBlock,
+        ident: function.sig.ident.clone(),
+        visibility: function.vis.clone(),
+        kernel_name: symbol_name(&parsed.spec, &function.sig.ident, &function.attrs),
+        spec: parsed.spec,
+        attribute_span,
+    };
+    Ok(Resolution {
+        item: Some(block.into_token_stream()),
+        kernels: vec![ResolvedKernel {
+            kernel,
+            keys: parsed.keys,
+            attribute_span,
+        }],
+    })
+}
+
+/// A bare `#[occupancy::kernel]` on an extern block: each fn inside declares itself; the
+/// attributes are taken off the fns, every fn's errors are reported together.
+fn resolve_bare_extern_block(
+    mut block: syn::ItemForeignMod,
+    attribute_span: Span,
+) -> syn::Result<Resolution> {
     let mut kernels = Vec::new();
     let mut errors: Option<syn::Error> = None;
     for item in &mut block.items {
         let syn::ForeignItem::Fn(function) = item else {
             continue;
         };
-        let mut declarations = Vec::new();
-        function.attrs.retain(|attr| {
-            let ours = is_inner_attribute(attr.path());
-            if ours {
-                declarations.push(attr.clone());
-            }
-            !ours
-        });
-        let mut declarations = declarations.into_iter();
-        let Some(declaration) = declarations.next() else {
-            continue;
-        };
-        let mut outcome = || -> syn::Result<ResolvedKernel> {
-            if let Some(second) = declarations.next() {
-                return Err(syn::Error::new_spanned(
-                    second,
-                    "this fn is already declared by an #[occupancy::kernel(...)] above: merge the two into one attribute",
-                ));
-            }
-            let args = attribute_args(&declaration)?;
-            let span = declaration.span();
-            let parsed = grammar::parse_spec(args, span)?;
-            Ok(ResolvedKernel {
-                kernel: StubKernel {
-                    kind: StubKind::ForeignFunction,
-                    ident: function.sig.ident.clone(),
-                    visibility: function.vis.clone(),
-                    kernel_name: symbol_name(&parsed.spec, &function.sig.ident, &function.attrs),
-                    spec: parsed.spec,
-                    attribute_span: span,
-                },
-                keys: parsed.keys,
-                attribute_span: span,
-            })
-        };
-        match outcome() {
-            Ok(resolved) => kernels.push(resolved),
-            Err(error) => match &mut errors {
+        match resolve_foreign_fn(function) {
+            None => {}
+            Some(Ok(resolved)) => kernels.push(resolved),
+            Some(Err(error)) => match &mut errors {
                 Some(errors) => errors.combine(error),
                 None => errors = Some(error),
             },
@@ -423,4 +411,42 @@ fn resolve_extern_block(
         item: Some(block.into_token_stream()),
         kernels,
     })
+}
+
+/// The declaration of one fn inside a bare-attributed extern block, its
+/// `#[occupancy::kernel(...)]` taken off it; `None` when it has none.
+fn resolve_foreign_fn(function: &mut syn::ForeignItemFn) -> Option<syn::Result<ResolvedKernel>> {
+    let mut declarations = Vec::new();
+    function.attrs.retain(|attr| {
+        let ours = is_inner_attribute(attr.path());
+        if ours {
+            declarations.push(attr.clone());
+        }
+        !ours
+    });
+    let mut declarations = declarations.into_iter();
+    let declaration = declarations.next()?;
+    if let Some(second) = declarations.next() {
+        return Some(Err(syn::Error::new_spanned(
+            second,
+            "this fn is already declared by an #[occupancy::kernel(...)] above: merge the two into one attribute",
+        )));
+    }
+    let resolved = attribute_args(&declaration).and_then(|args| {
+        let span = declaration.span();
+        let parsed = grammar::parse_spec(args, span)?;
+        Ok(ResolvedKernel {
+            kernel: StubKernel {
+                kind: StubKind::ForeignFunction,
+                ident: function.sig.ident.clone(),
+                visibility: function.vis.clone(),
+                kernel_name: symbol_name(&parsed.spec, &function.sig.ident, &function.attrs),
+                spec: parsed.spec,
+                attribute_span: span,
+            },
+            keys: parsed.keys,
+            attribute_span: span,
+        })
+    });
+    Some(resolved)
 }

@@ -107,11 +107,18 @@ impl<'a> Cursor<'a> {
         while matches!(self.peek(), Some(b'0'..=b'9')) {
             self.position += 1;
         }
-        let digits = &self.line[start..self.position];
-        let leading_zero = digits.len() > 1 && digits.starts_with('0');
+        let digits = &self.line.as_bytes()[start..self.position];
+        let leading_zero = digits.len() > 1 && digits[0] == b'0';
         if leading_zero || matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
             return None;
         }
-        digits.parse().ok().map(Scalar::Unsigned)
+        // Beyond 64 bits: serde_json's path says how large.
+        let mut number = 0u64;
+        for &digit in digits {
+            number = number
+                .checked_mul(10)?
+                .checked_add(u64::from(digit - b'0'))?;
+        }
+        Some(Scalar::Unsigned(number))
     }
 }

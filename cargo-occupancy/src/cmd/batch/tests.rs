@@ -1,4 +1,5 @@
 use super::*;
+use occupancy_core::calc::occupancy;
 use proptest::prelude::*;
 use std::io::{BufReader, Read};
 
@@ -212,18 +213,21 @@ proptest! {
         dynamic_smem in 0u32..120_000,
         barriers in 0u32..17,
         count in 1usize..6,
+        max_threads in proptest::option::of(0u32..1100),
+        max_dynamic_smem in proptest::option::of(0u32..120_000),
+        carveout in prop_oneof![Just(Carveout::Default), (0u8..=101).prop_map(Carveout::Percent)],
     ) {
-        let kernel = KernelFacts { registers_per_thread: registers, static_smem_bytes: static_smem, barriers, max_threads_per_block: None, max_dynamic_smem_bytes: None };
-        let launch = Launch { block_threads: block, dynamic_smem_bytes: dynamic_smem, carveout: Carveout::Default };
+        let kernel = KernelFacts { registers_per_thread: registers, static_smem_bytes: static_smem, barriers, max_threads_per_block: max_threads, max_dynamic_smem_bytes: max_dynamic_smem };
+        let launch = Launch { block_threads: block, dynamic_smem_bytes: dynamic_smem, carveout };
         let mut full = Vec::new();
-        write_answer(&mut full, arch, &kernel, &launch, None).unwrap();
+        AnswerWriter::new(None).write(&mut full, arch, &kernel, &launch);
         // Byte for byte what serde_json writes for the calculator's answer.
         let serde_text = serde_json::to_string(&occupancy(arch, &kernel, &launch)).unwrap() + "\n";
         prop_assert_eq!(std::str::from_utf8(&full).unwrap(), serde_text.as_str());
         let full: Value = serde_json::from_slice(&full).unwrap();
         let fields: Vec<Field> = Field::ALL.iter().copied().cycle().skip(block as usize % 14).take(count).collect();
         let mut selected = Vec::new();
-        write_answer(&mut selected, arch, &kernel, &launch, Some(&fields)).unwrap();
+        AnswerWriter::new(Some(&fields)).write(&mut selected, arch, &kernel, &launch);
         let selected: Value = serde_json::from_slice(&selected).unwrap();
         let selected = selected.as_object().unwrap();
         prop_assert_eq!(selected.len(), fields.len());
@@ -231,4 +235,69 @@ proptest! {
             prop_assert_eq!(&selected[field.name()], &full[field.name()], "{}", field.name());
         }
     }
+}
+
+/// Answers `input` through a reader whose buffer holds `capacity` bytes.
+fn answers_through(input: &[u8], capacity: usize) -> (Outcome, String) {
+    let mut out = Vec::new();
+    let outcome = answer_all(
+        &mut BufReader::with_capacity(capacity, input),
+        "x",
+        &mut out,
+        (None, None),
+        None,
+    )
+    .unwrap();
+    (outcome, String::from_utf8(out).unwrap())
+}
+
+#[test]
+fn lines_across_the_read_buffer_get_the_same_answers() {
+    let input = b"{\"arch\":\"sm_90\",\"block\":64,\"registers\":40}\r\n\n{\"arch\":\"sm_100a\",\"block\":1024,\"static_smem\":99999}\n{\"arch\":\"sm_75\",\"block\":96}";
+    let (outcome, whole) = answers_through(input, 1 << 16);
+    assert_eq!(outcome, Outcome::Finished { bad_lines: 1 });
+    let lines: Vec<&str> = whole.lines().collect();
+    assert_eq!(lines.len(), 4, "{whole}");
+    assert!(lines[0].starts_with("{\"arch\":\"sm_90\""), "{}", lines[0]);
+    assert!(lines[1].contains("line 2: not JSON"), "{}", lines[1]);
+    assert!(lines[3].starts_with("{\"arch\":\"sm_75\""), "{}", lines[3]);
+    for capacity in [1, 2, 7, 16, 50, 51, 52, 53] {
+        assert_eq!(
+            answers_through(input, capacity),
+            (outcome.clone(), whole.clone()),
+            "capacity {capacity}"
+        );
+    }
+}
+
+/// Lines, then a reader that fails.
+struct FailingAfter<'a>(&'a [u8]);
+
+impl Read for FailingAfter<'_> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        if self.0.is_empty() {
+            return Err(std::io::Error::from_raw_os_error(5));
+        }
+        let count = self.0.read(buffer)?;
+        Ok(count)
+    }
+}
+
+#[test]
+fn answers_before_a_read_error_are_written_and_the_error_names_the_next_line() {
+    let mut out = Vec::new();
+    let outcome = answer_all(
+        &mut BufReader::new(FailingAfter(b"{\"arch\":\"sm_90\",\"block\":64}\n{}\n")),
+        "x",
+        &mut out,
+        (None, None),
+        None,
+    )
+    .unwrap();
+    let Outcome::ReadError(message) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(message.contains("x at line 3"), "{message}");
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(text.lines().count(), 2, "{text}");
 }

@@ -1,0 +1,256 @@
+//! Settings read through `cargo metadata` from real manifests in scratch directories.
+
+use super::*;
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("occupancy-config-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A package at `dir` with `manifest` as its Cargo.toml and an empty library (cargo wants a target).
+fn write_package(dir: &Path, manifest: &str) {
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("src/lib.rs"), "").unwrap();
+    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+}
+
+fn load_from(dir: &Path) -> Result<OccupancySettings, SettingsError> {
+    load(dir, None)
+}
+
+#[test]
+fn package_overrides_workspace_and_lints_merge() {
+    let root = temp_dir("merge");
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[workspace]\nmembers=[\"k\"]\n[workspace.metadata.occupancy]\narchs=[\"sm_80\"]\nbaseline=\"ws.lock\"\n[workspace.metadata.occupancy.lints]\nspills=\"warn\"\nstack_frame=\"deny\"\n",
+    )
+    .unwrap();
+    write_package(
+        &root.join("k"),
+        "[package]\nname=\"k\"\n[package.metadata.occupancy]\narchs=[\"sm_90\"]\n[package.metadata.occupancy.lints]\nspills=\"deny\"\n[package.metadata.occupancy.kernels.saxpy.lints]\nlow_occupancy=\"allow\"\n",
+    );
+    let settings = load_from(&root.join("k")).unwrap();
+    assert_eq!(settings.archs, Some(vec!["sm_90".to_string()]));
+    assert_eq!(settings.baseline, Some(PathBuf::from("ws.lock")));
+    assert_eq!(
+        settings.lints.get("spills").map(String::as_str),
+        Some("deny")
+    );
+    assert_eq!(
+        settings.lints.get("stack_frame").map(String::as_str),
+        Some("deny")
+    );
+    assert_eq!(settings.kernel_lints["saxpy"]["low_occupancy"], "allow");
+    assert_eq!(settings.package_kernel_tables, vec!["saxpy".to_string()]);
+    assert_eq!(settings.package_name.as_deref(), Some("k"));
+    let manifests: Vec<PathBuf> = settings
+        .manifest_paths
+        .iter()
+        .map(|path| canonical(path))
+        .collect();
+    assert_eq!(
+        manifests,
+        vec![
+            canonical(&root.join("k/Cargo.toml")),
+            canonical(&root.join("Cargo.toml"))
+        ]
+    );
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn a_package_that_is_its_own_workspace_reads_both_tables_from_one_file() {
+    let root = temp_dir("own-workspace");
+    write_package(
+        &root,
+        "[package]\nname=\"k\"\n[package.metadata.occupancy]\nblock=128\n[workspace]\n[workspace.metadata.occupancy]\nblock=64\nptx_per_arch=true\n",
+    );
+    let settings = load_from(&root).unwrap();
+    assert_eq!(settings.block_threads, Some(128));
+    assert_eq!(settings.ptx_per_arch, Some(true));
+    assert_eq!(
+        settings.manifest_paths.len(),
+        1,
+        "{:?}",
+        settings.manifest_paths
+    );
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn block_is_read_from_the_workspace_and_checked() {
+    let root = temp_dir("block");
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[workspace]\nmembers=[\"k\"]\n[workspace.metadata.occupancy]\nblock=1024\n",
+    )
+    .unwrap();
+    write_package(&root.join("k"), "[package]\nname=\"k\"\n");
+    assert_eq!(
+        load_from(&root.join("k")).unwrap().block_threads,
+        Some(1024)
+    );
+    write_package(
+        &root.join("k"),
+        "[package]\nname=\"k\"\n[package.metadata.occupancy]\nblock=2048\n",
+    );
+    let error = load_from(&root.join("k")).unwrap_err().to_string();
+    assert!(
+        error.contains("[package.metadata.occupancy] `block` must be threads per block"),
+        "{error}"
+    );
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn a_wrong_value_names_the_file_to_edit() {
+    let root = temp_dir("names-file");
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[workspace]\nmembers=[\"k\"]\n[workspace.metadata.occupancy]\nreports=[\"xml\"]\n",
+    )
+    .unwrap();
+    write_package(&root.join("k"), "[package]\nname=\"k\"\n");
+    let error = load_from(&root.join("k")).unwrap_err().to_string();
+    let workspace_manifest = root.join("Cargo.toml").display().to_string();
+    assert!(
+        error.starts_with(&format!(
+            "{workspace_manifest}: [workspace.metadata.occupancy] `reports`: unknown format \"xml\""
+        )),
+        "{error}"
+    );
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn unknown_keys_are_named() {
+    let root = temp_dir("unknown");
+    write_package(
+        &root,
+        "[package]\nname=\"k\"\n[package.metadata.occupancy]\narch=[\"sm_90\"]\n",
+    );
+    let error = load_from(&root).unwrap_err().to_string();
+    assert!(
+        error.contains("[package.metadata.occupancy]: unknown key `arch` (did you mean `archs`?"),
+        "{error}"
+    );
+    assert!(
+        error.contains(&root.join("Cargo.toml").display().to_string()),
+        "{error}"
+    );
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn ptx_per_arch_is_a_bool_and_a_wrong_value_names_the_key() {
+    let root = temp_dir("per-arch");
+    let write = |value: &str| {
+        write_package(
+            &root,
+            &format!("[package]\nname=\"k\"\n[package.metadata.occupancy]\nptx_per_arch={value}\n"),
+        )
+    };
+    write("true");
+    assert_eq!(load_from(&root).unwrap().ptx_per_arch, Some(true));
+    write("\"yes\"");
+    let error = load_from(&root).unwrap_err().to_string();
+    assert!(
+        error.contains("[package.metadata.occupancy] `ptx_per_arch` must be true or false"),
+        "{error}"
+    );
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn a_manifest_cargo_refuses_is_an_error_naming_it_with_cargos_words() {
+    let root = temp_dir("invalid");
+    write_package(
+        &root,
+        "[package]\nname=\"k\"\n[package.metadata.occupancy\n",
+    );
+    let error = load_from(&root).unwrap_err();
+    assert!(
+        matches!(error, SettingsError::CargoMetadata { .. }),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains(&root.join("Cargo.toml").display().to_string()),
+        "{message}"
+    );
+    assert!(message.contains("unclosed table"), "{message}");
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn a_virtual_manifest_is_not_a_package() {
+    let root = temp_dir("virtual");
+    std::fs::write(root.join("Cargo.toml"), "[workspace]\nmembers=[\"k\"]\n").unwrap();
+    write_package(&root.join("k"), "[package]\nname=\"k\"\n");
+    let error = load_from(&root).unwrap_err();
+    assert!(
+        matches!(error, SettingsError::NotAPackage { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains(".manifest_dir(...)"), "{error}");
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+/// The build's `$CARGO` runs, with `--no-deps --offline`: a workspace member whose dependency
+/// exists nowhere (no registry, no network) does not stop the settings from being read.
+#[test]
+fn runs_the_given_cargo_without_resolving_or_downloading() {
+    let root = temp_dir("given-cargo");
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[workspace]\nmembers=[\"k\", \"other\"]\n[workspace.metadata.occupancy]\narchs=[\"sm_90\"]\n",
+    )
+    .unwrap();
+    write_package(&root.join("k"), "[package]\nname=\"k\"\n");
+    write_package(
+        &root.join("other"),
+        "[package]\nname=\"other\"\n[dependencies]\nno-such-crate-anywhere-occupancy = \"99\"\n",
+    );
+    let log = root.join("cargo-args.log");
+    let wrapper = root.join("cargo-wrapper.sh");
+    let real_cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{real_cargo}' \"$@\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let settings = load(&root.join("k"), Some(&wrapper)).unwrap();
+    assert_eq!(settings.archs, Some(vec!["sm_90".to_string()]));
+    let args = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(args.lines().count(), 1, "one cargo call: {args}");
+    assert!(
+        args.starts_with("metadata --format-version 1 --no-deps "),
+        "{args}"
+    );
+    assert!(args.trim_end().ends_with("--offline"), "{args}");
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn a_cargo_that_cannot_run_is_an_error_not_default_settings() {
+    let root = temp_dir("no-cargo");
+    write_package(&root, "[package]\nname=\"k\"\n");
+    let error = load(&root, Some(&root.join("no-such-cargo"))).unwrap_err();
+    assert!(
+        matches!(error, SettingsError::CargoMetadata { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("$CARGO"), "{error}");
+    std::fs::remove_dir_all(root).unwrap();
+}

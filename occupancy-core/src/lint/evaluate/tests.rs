@@ -1,0 +1,658 @@
+//! Tests of the launch lints' checks and of their evaluation and levels.
+
+use super::*;
+use crate::arch::lookup;
+use crate::calc::{occupancy, KernelFacts, Launch};
+use crate::ptxas::parse_log;
+use crate::spec::{BlockDim, KernelSpec};
+
+fn record(log: &str) -> KernelRecord {
+    parse_log(log)
+        .unwrap()
+        .kernels
+        .into_iter()
+        .find(|kernel| kernel.entry)
+        .unwrap()
+}
+
+const SPILLING: &str = "ptxas info    : Compiling entry function 'hot' for 'sm_90'\nptxas info    : Function properties for hot\n    0 bytes stack frame, 40 bytes spill stores, 40 bytes spill loads\nptxas info    : Used 32 registers, used 1 barriers\n";
+
+fn facts(record: &KernelRecord) -> KernelFacts {
+    KernelFacts {
+        registers_per_thread: record.registers.unwrap_or(0),
+        static_smem_bytes: record.static_smem_bytes as u32,
+        barriers: record.barriers.unwrap_or(1),
+        max_threads_per_block: None,
+        max_dynamic_smem_bytes: None,
+    }
+}
+
+#[test]
+fn spills_above_the_declared_maximum_are_found_with_notes() {
+    let record = record(SPILLING);
+    let arch = lookup("sm_90").unwrap();
+    let mut spec = KernelSpec::with_block(BlockDim::linear(256));
+    spec.min_blocks_per_sm = Some(8);
+    let result = occupancy(arch, &facts(&record), &Launch::new(256));
+    let on = [CompiledOnArch {
+        arch,
+        record: &record,
+        ptx: None,
+        occupancy: &result,
+    }];
+    let findings = evaluate_declared(&spec, &on);
+    let spills: Vec<_> = findings
+        .iter()
+        .filter(|finding| finding.lint == LintId::Spills)
+        .collect();
+    assert_eq!(spills.len(), 1, "{findings:#?}");
+    assert!(
+        spills[0].message.contains("spills 80 bytes"),
+        "{}",
+        spills[0].message
+    );
+    assert!(
+        spills[0].notes[0].contains("at most 32 registers per thread"),
+        "{:?}",
+        spills[0].notes
+    );
+    spec.max_spill_bytes = Some(80);
+    assert!(evaluate_declared(&spec, &on)
+        .iter()
+        .all(|finding| finding.lint != LintId::Spills));
+}
+
+#[test]
+fn a_command_line_launch_gets_the_same_lints_worded_with_flags() {
+    let record = record(SPILLING);
+    let arch = lookup("sm_90").unwrap();
+    // 250 threads: a partial warp too, whose message names the block.
+    let spec = KernelSpec::with_block(BlockDim::linear(250));
+    let result = occupancy(arch, &facts(&record), &Launch::new(250));
+    let on = [CompiledOnArch {
+        arch,
+        record: &record,
+        ptx: None,
+        occupancy: &result,
+    }];
+    let declared = evaluate_declared(&spec, &on);
+    let command_line = evaluate_launch(&spec, &on, LaunchOrigin::CommandLine);
+    let lints = |findings: &[Finding]| findings.iter().map(|f| f.lint).collect::<Vec<_>>();
+    assert_eq!(lints(&declared), lints(&command_line));
+    assert!(lints(&command_line).contains(&LintId::Spills));
+    assert!(lints(&command_line).contains(&LintId::PartialWarp));
+    for finding in &command_line {
+        let text = format!(
+            "{} {}",
+            finding.message,
+            finding.help.as_deref().unwrap_or("")
+        );
+        for attribute_word in ["declared", "min_blocks_per_sm", "max_spill_bytes", "allow("] {
+            assert!(!text.contains(attribute_word), "{attribute_word}: {text}");
+        }
+    }
+    let spills = command_line
+        .iter()
+        .find(|finding| finding.lint == LintId::Spills)
+        .unwrap();
+    assert!(
+        spills.message.contains("at most 0 allowed"),
+        "{}",
+        spills.message
+    );
+    assert!(
+        spills.help.as_deref().unwrap().contains("`--allow spills`"),
+        "{:?}",
+        spills.help
+    );
+    let partial = command_line
+        .iter()
+        .find(|finding| finding.lint == LintId::PartialWarp)
+        .unwrap();
+    assert!(
+        partial.message.contains("`--block 250`"),
+        "{}",
+        partial.message
+    );
+}
+
+#[test]
+fn register_budget_matches_the_launch_bounds_arithmetic() {
+    let arch = lookup("sm_90").unwrap();
+    assert_eq!(register_budget(arch, 256, 8), 32);
+    assert_eq!(register_budget(arch, 256, 4), 64);
+    assert_eq!(register_budget(arch, 256, 1), 255);
+    assert_eq!(register_budget(arch, 96, 5), 136);
+}
+
+#[test]
+fn low_occupancy_and_partial_warp() {
+    let record = record(
+        &SPILLING
+            .replace("Used 32", "Used 128")
+            .replace("40 bytes", "0 bytes"),
+    );
+    let arch = lookup("sm_90").unwrap();
+    let mut spec = KernelSpec::with_block(BlockDim::linear(250));
+    spec.min_occupancy = Some(0.5);
+    let result = occupancy(arch, &facts(&record), &Launch::new(250));
+    let on = [CompiledOnArch {
+        arch,
+        record: &record,
+        ptx: None,
+        occupancy: &result,
+    }];
+    let lints: Vec<LintId> = evaluate_declared(&spec, &on)
+        .iter()
+        .map(|finding| finding.lint)
+        .collect();
+    assert!(lints.contains(&LintId::LowOccupancy), "{lints:?}");
+    assert!(lints.contains(&LintId::PartialWarp), "{lints:?}");
+}
+
+#[test]
+fn stack_frames_and_cliffs() {
+    // 64 registers at 256 threads on sm_90: 4 blocks, and one more register (allocated as 72)
+    // leaves 3: a cliff. 16 bytes of stack with nothing declared: stack_frame.
+    let log = SPILLING.replace("Used 32", "Used 64").replace(
+        "0 bytes stack frame, 40 bytes spill stores, 40 bytes spill loads",
+        "16 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
+    );
+    let record = record(&log);
+    let arch = lookup("sm_90").unwrap();
+    let spec = KernelSpec::with_block(BlockDim::linear(256));
+    let result = occupancy(arch, &facts(&record), &Launch::new(256));
+    assert_eq!(result.blocks_per_sm, 4);
+    let on = [CompiledOnArch {
+        arch,
+        record: &record,
+        ptx: None,
+        occupancy: &result,
+    }];
+    let findings = evaluate_declared(&spec, &on);
+    let lints: Vec<LintId> = findings.iter().map(|finding| finding.lint).collect();
+    assert!(lints.contains(&LintId::StackFrame), "{findings:#?}");
+    assert!(lints.contains(&LintId::OccupancyCliff), "{findings:#?}");
+    assert!(!lints.contains(&LintId::Spills), "{findings:#?}");
+    let mut allowed = spec.clone();
+    allowed.max_stack_bytes = Some(16);
+    assert!(evaluate_declared(&allowed, &on)
+        .iter()
+        .all(|finding| finding.lint != LintId::StackFrame));
+}
+
+#[test]
+fn regression_compares_every_number() {
+    let base = BaselineNumbers {
+        registers: 40,
+        spill_store_bytes: 0,
+        spill_load_bytes: 0,
+        stack_frame_bytes: 0,
+        static_smem_bytes: 0,
+        occupancy: 0.5,
+    };
+    assert!(regression("k", "sm_90", &base, &base).is_none());
+    let worse = BaselineNumbers {
+        registers: 48,
+        occupancy: 0.375,
+        ..base
+    };
+    let finding = regression("k", "sm_90", &base, &worse).unwrap();
+    assert_eq!(
+        finding.notes,
+        vec!["registers: 40 -> 48", "occupancy: 50% -> 37.5%"]
+    );
+    let better = BaselineNumbers {
+        registers: 32,
+        occupancy: 0.75,
+        ..base
+    };
+    assert!(regression("k", "sm_90", &base, &better).is_none());
+}
+
+#[test]
+fn levels_resolve_most_specific_first() {
+    let attribute = BTreeMap::from([(LintId::LowOccupancy, Level::Allow)]);
+    let environment = BTreeMap::from([
+        (LintId::LowOccupancy, Level::Deny),
+        (LintId::Spills, Level::Warn),
+    ]);
+    let crate_config = BTreeMap::from([
+        (LintId::Spills, Level::Allow),
+        (LintId::StackFrame, Level::Deny),
+    ]);
+    let sources = LevelSources {
+        attribute: Some(&attribute),
+        kernel_config: None,
+        environment: Some(&environment),
+        crate_config: Some(&crate_config),
+    };
+    assert_eq!(resolve_level(LintId::LowOccupancy, &sources), Level::Allow);
+    assert_eq!(resolve_level(LintId::Spills, &sources), Level::Warn);
+    assert_eq!(resolve_level(LintId::StackFrame, &sources), Level::Deny);
+    assert_eq!(resolve_level(LintId::Regression, &sources), Level::Deny);
+    assert_eq!(
+        resolve_level(LintId::UndeclaredKernel, &sources),
+        Level::Allow
+    );
+}
+
+#[test]
+fn missing_kernels_suggest_a_close_name() {
+    let finding = missing_kernel("saxpi", &["saxpy", "gemm"]);
+    assert_eq!(
+        finding.help.as_deref(),
+        Some("did you mean `name = \"saxpy\"`?")
+    );
+}
+
+fn on_sm_90<'a>(record: &'a KernelRecord, result: &'a Occupancy) -> [CompiledOnArch<'a>; 1] {
+    [CompiledOnArch {
+        arch: lookup("sm_90").unwrap(),
+        record,
+        ptx: None,
+        occupancy: result,
+    }]
+}
+
+#[test]
+fn undeclared_kernels_get_only_the_hard_failures_at_the_default_launch() {
+    // Spills 80 bytes, 16 bytes of stack, and a partial warp: only spills and stack_frame.
+    let log = SPILLING.replace("0 bytes stack frame", "16 bytes stack frame");
+    let record = record(&log);
+    let spec = KernelSpec::with_block(BlockDim::linear(250));
+    let result = occupancy(lookup("sm_90").unwrap(), &facts(&record), &Launch::new(250));
+    let on = on_sm_90(&record, &result);
+    let found = check_kernel(
+        super::Launch::Undeclared(&spec),
+        &on,
+        &LevelSources::default(),
+    );
+    let lints: Vec<(LintId, Level)> = found
+        .iter()
+        .map(|leveled| (leveled.finding.lint, leveled.level))
+        .collect();
+    assert_eq!(
+        lints,
+        [
+            (LintId::Spills, Level::Deny),
+            (LintId::StackFrame, Level::Warn)
+        ]
+    );
+    let spills = &found[0].finding;
+    assert!(
+        spills
+            .message
+            .contains("at most 0 allowed for an undeclared kernel"),
+        "{}",
+        spills.message
+    );
+    assert!(
+        spills
+            .help
+            .as_deref()
+            .unwrap()
+            .contains("declare the kernel"),
+        "{:?}",
+        spills.help
+    );
+    // A crate-wide level applies to them as to any finding.
+    let crate_config = BTreeMap::from([(LintId::Spills, Level::Allow)]);
+    let sources = LevelSources {
+        crate_config: Some(&crate_config),
+        ..LevelSources::default()
+    };
+    assert!(
+        check_kernel(super::Launch::Undeclared(&spec), &on, &sources)
+            .iter()
+            .all(|leveled| leveled.finding.lint != LintId::Spills)
+    );
+}
+
+#[test]
+fn an_undeclared_kernel_too_big_for_the_crate_block_is_unlaunchable() {
+    // 72 registers x 1024 threads = 73728 registers, over the 65536 of a block.
+    let record = record(
+        &SPILLING
+            .replace("Used 32", "Used 72")
+            .replace("40 bytes", "0 bytes"),
+    );
+    let spec = KernelSpec::with_block(BlockDim::linear(1024));
+    let result = occupancy(
+        lookup("sm_90").unwrap(),
+        &facts(&record),
+        &Launch::new(1024),
+    );
+    let found = check_kernel(
+        super::Launch::Undeclared(&spec),
+        &on_sm_90(&record, &result),
+        &LevelSources::default(),
+    );
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].finding.lint, LintId::Unlaunchable);
+    assert!(
+        found[0]
+            .finding
+            .message
+            .contains("the crate's default launch of 1024 threads"),
+        "{}",
+        found[0].finding.message
+    );
+}
+
+#[test]
+fn summaries_name_a_few_kernels_and_count_the_rest() {
+    let finding = |arch: &str| LeveledFinding {
+        finding: Finding {
+            lint: LintId::Spills,
+            arch: Some(arch.to_string()),
+            message: String::new(),
+            notes: Vec::new(),
+            help: None,
+        },
+        level: Level::Deny,
+    };
+    let names: Vec<String> = (0..8).map(|index| format!("k{index}")).collect();
+    let findings: Vec<(LeveledFinding, &str)> = names
+        .iter()
+        .flat_map(|name| {
+            [
+                (finding("sm_80"), name.as_str()),
+                (finding("sm_90"), name.as_str()),
+            ]
+        })
+        .collect();
+    let summaries = summarize(findings.iter().map(|(leveled, name)| (leveled, *name)));
+    assert_eq!(summaries.len(), 1);
+    assert_eq!(
+        summaries[0].message("target/occupancy/k.json"),
+        "8 undeclared kernels spill registers to local memory on sm_80, sm_90: k0, k1, k2, k3, k4 (+3 more, see target/occupancy/k.json)"
+    );
+    let one = summarize(findings[..1].iter().map(|(leveled, name)| (leveled, *name)));
+    assert_eq!(
+        one[0].message("r.json"),
+        "1 undeclared kernel spills registers to local memory on sm_80: k0 (details in r.json)"
+    );
+}
+
+#[test]
+fn no_cliff_and_no_raise_at_the_hardware_register_maximum() {
+    // 255 registers at 256 threads on sm_90: 1 block; the next count (256) is one no
+    // compiler assigns, so capping at 255 would change nothing.
+    let log = SPILLING.replace("Used 32", "Used 255");
+    let record = record(&log);
+    let mut spec = KernelSpec::with_block(BlockDim::linear(256));
+    spec.max_registers = Some(255);
+    let result = occupancy(lookup("sm_90").unwrap(), &facts(&record), &Launch::new(256));
+    assert_eq!(result.blocks_per_sm, 1);
+    let findings = evaluate_declared(&spec, &on_sm_90(&record, &result));
+    assert!(
+        findings
+            .iter()
+            .all(|finding| finding.lint != LintId::OccupancyCliff),
+        "{findings:#?}"
+    );
+    let spills = findings
+        .iter()
+        .find(|finding| finding.lint == LintId::Spills)
+        .unwrap();
+    let help = spills.help.as_deref().unwrap();
+    assert!(!help.contains("raise `max_registers`"), "{help}");
+    assert!(!help.contains("min_blocks_per_sm"), "{help}");
+    assert!(
+        help.contains("the most registers a thread can have on sm_90 (255)"),
+        "{help}"
+    );
+}
+
+#[test]
+fn spill_help_names_only_keys_that_were_declared() {
+    let record = record(SPILLING);
+    let result = occupancy(lookup("sm_90").unwrap(), &facts(&record), &Launch::new(256));
+    let on = on_sm_90(&record, &result);
+    let help_for = |spec: &KernelSpec| {
+        evaluate_declared(spec, &on)
+            .into_iter()
+            .find(|finding| finding.lint == LintId::Spills)
+            .and_then(|finding| finding.help)
+            .unwrap()
+    };
+    let mut spec = KernelSpec::with_block(BlockDim::linear(256));
+    spec.min_blocks_per_sm = Some(8);
+    assert!(
+        help_for(&spec).starts_with("lower `min_blocks_per_sm` so ptxas"),
+        "{}",
+        help_for(&spec)
+    );
+    spec.min_blocks_per_sm = None;
+    spec.max_registers = Some(32);
+    assert!(
+        help_for(&spec).starts_with("raise `max_registers` (at most 255)"),
+        "{}",
+        help_for(&spec)
+    );
+}
+
+#[test]
+fn max_registers_per_thread_has_its_own_lint() {
+    let record = record(
+        &SPILLING
+            .replace("Used 32", "Used 72")
+            .replace("40 bytes", "0 bytes"),
+    );
+    let mut spec = KernelSpec::with_block(BlockDim::linear(256));
+    spec.max_registers_per_thread = Some(64);
+    spec.lint_levels.insert(LintId::LowOccupancy, Level::Allow);
+    let result = occupancy(lookup("sm_90").unwrap(), &facts(&record), &Launch::new(256));
+    let on = on_sm_90(&record, &result);
+    let sources = LevelSources {
+        attribute: Some(&spec.lint_levels),
+        ..LevelSources::default()
+    };
+    // `allow(low_occupancy)` does not silence it.
+    let found = check_kernel(super::Launch::Declared(&spec), &on, &sources);
+    assert!(
+        found
+            .iter()
+            .any(|leveled| leveled.finding.lint == LintId::TooManyRegisters
+                && leveled.level == Level::Deny),
+        "{found:#?}"
+    );
+}
+
+/// The same, from the attribute as written: `min_occupancy` fails too and is allowed, and the
+/// allowed `low_occupancy` leaves `too_many_registers` at its default level.
+#[cfg(feature = "spec")]
+#[test]
+fn allow_low_occupancy_in_the_attribute_leaves_too_many_registers_denied() {
+    let spec = KernelSpec::parse_args(
+        "block = 256, min_occupancy = 0.5, max_registers_per_thread = 64, allow(low_occupancy, reason = \"register tiling\")"
+            .parse()
+            .unwrap(),
+    )
+    .unwrap();
+    let record = record(
+        &SPILLING
+            .replace("Used 32", "Used 72")
+            .replace("40 bytes", "0 bytes"),
+    );
+    let result = occupancy(lookup("sm_90").unwrap(), &facts(&record), &Launch::new(256));
+    let on = on_sm_90(&record, &result);
+    let evaluated: Vec<LintId> = evaluate_declared(&spec, &on)
+        .iter()
+        .map(|finding| finding.lint)
+        .collect();
+    assert!(evaluated.contains(&LintId::LowOccupancy), "{evaluated:?}");
+    let sources = LevelSources {
+        attribute: Some(&spec.lint_levels),
+        ..LevelSources::default()
+    };
+    let leveled: Vec<(LintId, Level)> = check_kernel(super::Launch::Declared(&spec), &on, &sources)
+        .iter()
+        .map(|leveled| (leveled.finding.lint, leveled.level))
+        .collect();
+    assert_eq!(leveled, [(LintId::TooManyRegisters, Level::Deny)]);
+}
+
+#[test]
+fn missing_kernels_list_a_few_close_names_not_all() {
+    // `where_u32_f16` comes first and is two edits away; the transposition is one.
+    let names: Vec<String> = ["where_u32_f16", "where_u8_f32", "where_u32_f32"]
+        .into_iter()
+        .map(String::from)
+        .chain((0..597).map(|index| format!("affine_{index}")))
+        .collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let finding = missing_kernel("where_u32_f23", &refs);
+    assert_eq!(
+        finding.help.as_deref(),
+        Some("did you mean `name = \"where_u32_f32\"`?")
+    );
+    let notes = finding.notes.join("\n");
+    assert!(notes.len() < 300, "{notes}");
+    assert!(notes.contains("600 kernels compiled"), "{notes}");
+}
+
+/// One launch checked on sm_90: a record from `log` (with `local_memory_bytes`), the PTX's
+/// bounds, and `spec`.
+struct Scenario {
+    log: String,
+    local_memory_bytes: Option<u64>,
+    ptx: Option<PtxEntry>,
+    spec: KernelSpec,
+}
+
+/// Runs every launch check the registry declares on `scenario`; asserts each finding carries
+/// the id of the lint whose check made it (a check reporting another lint's id, as
+/// `max_registers_per_thread` once did as `low_occupancy`, is silenced by that lint's `allow`),
+/// and returns the lints that fired.
+fn fired_under_their_own_ids(scenario: &Scenario) -> std::collections::BTreeSet<LintId> {
+    let mut record = record(&scenario.log);
+    record.local_memory_bytes = scenario.local_memory_bytes;
+    let threads = scenario.spec.block.threads();
+    let result = occupancy(
+        lookup("sm_90").unwrap(),
+        &facts(&record),
+        &Launch::new(threads),
+    );
+    let on = CompiledOnArch {
+        ptx: scenario.ptx.as_ref(),
+        ..on_sm_90(&record, &result)[0]
+    };
+    let mut fired = std::collections::BTreeSet::new();
+    for lint in &LINTS {
+        let mut findings = Vec::new();
+        match lint.check {
+            Check::Launch { run, .. } => {
+                run(&scenario.spec, LaunchOrigin::Declaration, &mut findings)
+            }
+            Check::OnArch { run, .. } => {
+                run(
+                    &scenario.spec,
+                    &on,
+                    LaunchOrigin::Declaration,
+                    &mut findings,
+                );
+            }
+            _ => continue,
+        }
+        for finding in findings {
+            assert_eq!(finding.lint, lint.id, "{finding:#?}");
+            fired.insert(lint.id);
+        }
+    }
+    fired
+}
+
+#[test]
+fn every_launch_check_reports_its_own_lint() {
+    let with = |block: u32, change: fn(&mut KernelSpec)| {
+        let mut spec = KernelSpec::with_block(BlockDim::linear(block));
+        change(&mut spec);
+        spec
+    };
+    let no_spills = SPILLING.replace("40 bytes", "0 bytes");
+    let scenarios = [
+        // Spills under min_blocks_per_sm = 8 that the PTX does not carry, a partial warp, a
+        // block above the compiled maximum, more registers than declared.
+        Scenario {
+            log: SPILLING.to_string(),
+            local_memory_bytes: None,
+            ptx: Some(PtxEntry {
+                maxntid: Some(vec![128]),
+                ..PtxEntry::default()
+            }),
+            spec: with(250, |spec| {
+                spec.min_blocks_per_sm = Some(8);
+                spec.max_registers_per_thread = Some(16);
+            }),
+        },
+        // 128 registers: 25% occupancy, below the declared half.
+        Scenario {
+            log: no_spills.replace("Used 32", "Used 128"),
+            local_memory_bytes: None,
+            ptx: None,
+            spec: with(256, |spec| spec.min_occupancy = Some(0.5)),
+        },
+        // 64 registers at 256 threads, one register from losing a block; a stack frame; local
+        // memory that is not a spill.
+        Scenario {
+            log: no_spills
+                .replace("Used 32", "Used 64")
+                .replace("0 bytes stack frame", "16 bytes stack frame"),
+            local_memory_bytes: Some(16),
+            ptx: None,
+            spec: with(256, |_| {}),
+        },
+    ];
+    let fired: std::collections::BTreeSet<LintId> = scenarios
+        .iter()
+        .flat_map(fired_under_their_own_ids)
+        .collect();
+    let launch_lints: std::collections::BTreeSet<LintId> = LINTS
+        .iter()
+        .filter(|lint| matches!(lint.check, Check::Launch { .. } | Check::OnArch { .. }))
+        .map(|lint| lint.id)
+        .collect();
+    assert_eq!(fired, launch_lints);
+    assert_eq!(launch_lints.len(), 9);
+}
+
+#[test]
+fn only_the_lints_declared_for_undeclared_kernels_check_them() {
+    let undeclared: Vec<LintId> = LINTS
+        .iter()
+        .filter(|lint| lint.check.checks_undeclared())
+        .map(|lint| lint.id)
+        .collect();
+    assert_eq!(
+        undeclared,
+        [LintId::Spills, LintId::Unlaunchable, LintId::StackFrame]
+    );
+}
+
+#[test]
+fn bounds_mismatch_needs_a_declaration() {
+    // The PTX says 1024 threads at most, the launch 256 and min blocks 2: a mismatch against a
+    // declaration only; a command-line launch has no declared bounds.
+    let record = record(SPILLING);
+    let result = occupancy(lookup("sm_90").unwrap(), &facts(&record), &Launch::new(256));
+    let ptx = PtxEntry {
+        maxntid: Some(vec![1024]),
+        ..PtxEntry::default()
+    };
+    let on = [CompiledOnArch {
+        ptx: Some(&ptx),
+        ..on_sm_90(&record, &result)[0]
+    }];
+    let spec = KernelSpec::with_block(BlockDim::linear(256));
+    let lints = |origin| -> Vec<LintId> {
+        evaluate_launch(&spec, &on, origin)
+            .iter()
+            .map(|finding| finding.lint)
+            .collect()
+    };
+    assert!(lints(LaunchOrigin::Declaration).contains(&LintId::BoundsMismatch));
+    assert!(!lints(LaunchOrigin::CommandLine).contains(&LintId::BoundsMismatch));
+    assert!(!lints(LaunchOrigin::CrateDefault).contains(&LintId::BoundsMismatch));
+}

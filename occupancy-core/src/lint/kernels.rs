@@ -1,0 +1,89 @@
+//! `missing_kernel` and `undeclared_kernel`: declarations matched against the compiled kernels'
+//! names. The build matches them; these functions make the findings.
+
+use super::evaluate::Finding;
+use super::{closest_names, LintId};
+
+/// Names a "did you mean" or a note lists at most.
+pub const NAMES_SHOWN: usize = 5;
+
+/// `name1, name2, name3 (+595 more)`: at most [`NAMES_SHOWN`] names of a list.
+pub fn few_names(names: &[&str]) -> String {
+    let mut text = names
+        .iter()
+        .take(NAMES_SHOWN)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > NAMES_SHOWN {
+        text.push_str(&format!(" (+{} more)", names.len() - NAMES_SHOWN));
+    }
+    text
+}
+
+/// `missing_kernel`: declared, but no compiled entry has its name; suggests the closest one (by
+/// edit distance) and lists a few close names, never all of them.
+pub fn missing_kernel(kernel_name: &str, compiled_names: &[&str]) -> Finding {
+    let close = closest_names(kernel_name, compiled_names.iter().copied(), NAMES_SHOWN);
+    let note = if compiled_names.is_empty() {
+        "no kernel was compiled".to_string()
+    } else if close.len() > 1 {
+        format!(
+            "close compiled names: {} ({} kernels compiled)",
+            close.join(", "),
+            compiled_names.len()
+        )
+    } else {
+        format!(
+            "{} kernel{} compiled: {}",
+            compiled_names.len(),
+            if compiled_names.len() == 1 { "" } else { "s" },
+            few_names(compiled_names)
+        )
+    };
+    Finding {
+        lint: LintId::MissingKernel,
+        arch: None,
+        message: format!("declared kernel `{kernel_name}` is not in any compiled output"),
+        notes: vec![note],
+        help: Some(match close.first() {
+            Some(name) => format!("did you mean `name = \"{name}\"`?"),
+            None => "set `name = \"...\"` to the compiled symbol (mangled for C++ kernels), declare the kernel `extern \"C\"`, or add its file to the builder".into(),
+        }),
+    }
+}
+
+/// `missing_kernel` for a family: its pattern matches no compiled kernel.
+pub fn family_matches_nothing(pattern: &str, compiled_names: &[&str]) -> Finding {
+    Finding {
+        lint: LintId::MissingKernel,
+        arch: None,
+        message: format!("kernel family `{pattern}` matches no compiled kernel"),
+        notes: vec![if compiled_names.is_empty() {
+            "no kernel was compiled".to_string()
+        } else {
+            format!(
+                "{} kernel{} compiled: {}",
+                compiled_names.len(),
+                if compiled_names.len() == 1 { "" } else { "s" },
+                few_names(compiled_names)
+            )
+        }],
+        help: Some("fix the pattern (`*` stands for any run of characters; the rest must match the compiled symbol exactly), or remove the declaration".into()),
+    }
+}
+
+/// `undeclared_kernel`: compiled, with no declaration.
+pub fn undeclared_kernel(kernel_name: &str, source: &str) -> Finding {
+    Finding {
+        lint: LintId::UndeclaredKernel,
+        arch: None,
+        message: format!(
+            "kernel `{kernel_name}` from {source} has no `#[occupancy::kernel]` declaration"
+        ),
+        notes: Vec::new(),
+        help: Some(
+            "declare it next to its Rust stub with `#[occupancy::kernel(block = ...)]`".into(),
+        ),
+    }
+}

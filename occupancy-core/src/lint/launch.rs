@@ -1,0 +1,271 @@
+//! The lints of one launch on one architecture from ptxas's numbers and the calculator's
+//! answer: `partial_warp`, `spills`, `low_occupancy`, `too_many_registers`, `stack_frame` and
+//! `local_memory`.
+
+use super::evaluate::{occupancy_note, percent, ptxas_note, CompiledOnArch, Finding, LaunchOrigin};
+use super::LintId;
+use crate::arch::ArchFacts;
+use crate::ptxas::KernelRecord;
+use crate::spec::KernelSpec;
+
+fn spill_bytes(record: &KernelRecord) -> u64 {
+    record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0)
+}
+
+/// `partial_warp`: the block is not a multiple of the warp size (once per launch).
+pub(super) fn partial_warp(spec: &KernelSpec, origin: LaunchOrigin, findings: &mut Vec<Finding>) {
+    let block_threads = spec.block.threads();
+    if block_threads % 32 == 0 {
+        return;
+    }
+    let block_of = match origin {
+        LaunchOrigin::Declaration => format!("the declared block of {block_threads} threads"),
+        LaunchOrigin::CommandLine | LaunchOrigin::CrateDefault => format!(
+            "the block of {block_threads} threads ({})",
+            origin.block_setting(block_threads)
+        ),
+    };
+    findings.push(Finding {
+        lint: LintId::PartialWarp,
+        arch: None,
+        message: format!("{block_of} is not a multiple of the warp size (32)"),
+        notes: vec![format!(
+            "{} warps are scheduled per block; {} lanes of the last one idle in every block",
+            block_threads.div_ceil(32),
+            block_threads.div_ceil(32) * 32 - block_threads
+        )],
+        help: Some(format!(
+            "round the block up to {} and guard the extra threads, or {}",
+            block_threads.div_ceil(32) * 32,
+            origin.allow(LintId::PartialWarp)
+        )),
+    });
+}
+
+/// `spills`: spill bytes above the declared `max_spill_bytes` (default 0).
+pub(super) fn spills(
+    spec: &KernelSpec,
+    on: &CompiledOnArch<'_>,
+    origin: LaunchOrigin,
+    findings: &mut Vec<Finding>,
+) {
+    let record = on.record;
+    let arch = on.arch.name;
+    let spilled = spill_bytes(record);
+    let max_spill = u64::from(spec.max_spill_bytes.unwrap_or(0));
+    if spilled <= max_spill {
+        return;
+    }
+    findings.push(Finding {
+        lint: LintId::Spills,
+        arch: Some(arch.to_string()),
+        message: format!(
+            "kernel `{}` spills {spilled} bytes to local memory on {arch} ({} stores + {} loads; {})",
+            record.name,
+            record.spill_store_bytes.unwrap_or(0),
+            record.spill_load_bytes.unwrap_or(0),
+            origin.limit(max_spill)
+        ),
+        notes: bound_notes(spec, on)
+            .into_iter()
+            .chain([ptxas_note(record), occupancy_note(on)])
+            .collect(),
+        help: Some(spill_help(spec, on, origin)),
+    });
+}
+
+/// `low_occupancy`: occupancy below the declared `min_occupancy`.
+pub(super) fn low_occupancy(
+    spec: &KernelSpec,
+    on: &CompiledOnArch<'_>,
+    _origin: LaunchOrigin,
+    findings: &mut Vec<Finding>,
+) {
+    let Some(min_occupancy) = spec.min_occupancy else {
+        return;
+    };
+    if on.occupancy.occupancy + 1e-9 >= min_occupancy {
+        return;
+    }
+    let record = on.record;
+    let arch = on.arch.name;
+    let help = match on.occupancy.headroom.registers_to_gain_block {
+        Some(fewer) => format!(
+            "{fewer} fewer registers per thread would fit one more block on {arch} (e.g. `max_registers = {}`); or reduce shared memory, lower `min_occupancy`, or `allow(low_occupancy)` if it is deliberate",
+            record.registers.unwrap_or(0).saturating_sub(fewer)
+        ),
+        None => String::from(
+            "reduce registers, shared memory or the block size, or lower `min_occupancy`",
+        ),
+    };
+    findings.push(Finding {
+        lint: LintId::LowOccupancy,
+        arch: Some(arch.to_string()),
+        message: format!(
+            "kernel `{}` reaches {} occupancy on {arch}, below the declared `min_occupancy = {}`",
+            record.name,
+            percent(on.occupancy.occupancy),
+            min_occupancy
+        ),
+        notes: vec![occupancy_note(on), ptxas_note(record)],
+        help: Some(help),
+    });
+}
+
+/// `too_many_registers`: more registers per thread than the declared
+/// `max_registers_per_thread` (its own lint: `allow(low_occupancy)` does not silence it).
+pub(super) fn too_many_registers(
+    spec: &KernelSpec,
+    on: &CompiledOnArch<'_>,
+    _origin: LaunchOrigin,
+    findings: &mut Vec<Finding>,
+) {
+    let Some(max) = spec.max_registers_per_thread else {
+        return;
+    };
+    let record = on.record;
+    let registers = record.registers.unwrap_or(0);
+    if registers <= max {
+        return;
+    }
+    findings.push(Finding {
+        lint: LintId::TooManyRegisters,
+        arch: Some(on.arch.name.to_string()),
+        message: format!(
+            "kernel `{}` uses {registers} registers per thread on {}, above the declared `max_registers_per_thread = {max}`",
+            record.name, on.arch.name
+        ),
+        notes: vec![ptxas_note(record), occupancy_note(on)],
+        help: Some(format!("cap registers at compile time with `max_registers = {max}` (ptxas may spill), raise the threshold, or `allow(too_many_registers)`")),
+    });
+}
+
+/// `stack_frame`: a stack frame above the declared `max_stack_bytes` (any, when none is).
+pub(super) fn stack_frame(
+    spec: &KernelSpec,
+    on: &CompiledOnArch<'_>,
+    origin: LaunchOrigin,
+    findings: &mut Vec<Finding>,
+) {
+    let record = on.record;
+    let stack = record.stack_frame_bytes.unwrap_or(0);
+    let max_stack = u64::from(spec.max_stack_bytes.unwrap_or(0));
+    if stack <= max_stack {
+        return;
+    }
+    findings.push(Finding {
+        lint: LintId::StackFrame,
+        arch: Some(on.arch.name.to_string()),
+        message: format!(
+            "kernel `{}` has a {stack}-byte stack frame on {} ({})",
+            record.name,
+            on.arch.name,
+            origin.limit(max_stack)
+        ),
+        notes: vec![ptxas_note(record)],
+        help: Some(format!(
+            "inline callees (`__forceinline__`), index local arrays with constants, or {}",
+            origin.accept("max_stack_bytes = N", LintId::StackFrame)
+        )),
+    });
+}
+
+/// `local_memory`: local memory beyond spills (ptxas's byte count or its warning).
+pub(super) fn local_memory(
+    _spec: &KernelSpec,
+    on: &CompiledOnArch<'_>,
+    _origin: LaunchOrigin,
+    findings: &mut Vec<Finding>,
+) {
+    let record = on.record;
+    let local_bytes = record.local_memory_bytes.unwrap_or(0);
+    let local_warning = record
+        .warnings
+        .iter()
+        .find(|warning| warning.contains("Local memory"));
+    if spill_bytes(record) > 0 || (local_bytes == 0 && local_warning.is_none()) {
+        return;
+    }
+    findings.push(Finding {
+        lint: LintId::LocalMemory,
+        arch: Some(on.arch.name.to_string()),
+        message: format!("kernel `{}` uses local memory on {}", record.name, on.arch.name),
+        notes: local_warning
+            .map(|warning| format!("ptxas: {warning}"))
+            .into_iter()
+            .chain([ptxas_note(record)])
+            .collect(),
+        help: Some("index local arrays with compile-time constants, or use shared memory for per-block scratch".into()),
+    });
+}
+
+/// What to change about a spilling kernel: only advice that can work. No "raise
+/// `max_registers`" when ptxas already has the most registers a thread can have, no "lower
+/// `min_blocks_per_sm`" when none was declared.
+fn spill_help(spec: &KernelSpec, on: &CompiledOnArch<'_>, origin: LaunchOrigin) -> String {
+    let hardware_max = on.arch.max_regs_per_thread;
+    let registers = on.record.registers.unwrap_or(0);
+    let mut help = if registers >= hardware_max {
+        format!(
+            "ptxas already gives `{}` the most registers a thread can have on {} ({hardware_max}): reduce live values (fewer unrolled iterations, smaller per-thread arrays, or split the kernel)",
+            on.record.name, on.arch.name
+        )
+    } else {
+        match origin {
+            LaunchOrigin::Declaration => {
+                let mut more_registers = Vec::new();
+                if spec.min_blocks_per_sm.is_some_and(|blocks| blocks > 1) {
+                    more_registers.push("lower `min_blocks_per_sm`".to_string());
+                }
+                if spec.max_registers.is_some_and(|cap| cap < hardware_max) {
+                    more_registers.push(format!("raise `max_registers` (at most {hardware_max})"));
+                }
+                if more_registers.is_empty() {
+                    "reduce live values, or launch smaller blocks (a smaller `block` with a matching `__launch_bounds__` leaves ptxas more registers per thread)".to_string()
+                } else {
+                    format!("{} so ptxas has more registers, or reduce live values", more_registers.join(" or "))
+                }
+            }
+            LaunchOrigin::CommandLine | LaunchOrigin::CrateDefault => String::from("give ptxas more registers (a lower minimum blocks per SM in `__launch_bounds__`, or a higher `-maxrregcount`), or reduce live values"),
+        }
+    };
+    if spec.max_spill_bytes.is_none() {
+        help.push_str(", or ");
+        help.push_str(&match origin {
+            LaunchOrigin::Declaration => "accept spills with `max_spill_bytes = N`".to_string(),
+            other => other.accept("max_spill_bytes = N", LintId::Spills),
+        });
+    }
+    help
+}
+
+fn bound_notes(spec: &KernelSpec, on: &CompiledOnArch<'_>) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(blocks) = spec.min_blocks_per_sm {
+        let threads = spec.block.threads();
+        notes.push(format!(
+            "`min_blocks_per_sm = {blocks}` with `block = {threads}` asks ptxas to fit {} threads per SM on {}: at most {} registers per thread",
+            blocks * threads,
+            on.arch.name,
+            register_budget(on.arch, threads, blocks)
+        ));
+    }
+    if let Some(registers) = spec.max_registers {
+        notes.push(format!(
+            "`max_registers = {registers}` caps ptxas at {registers} registers per thread"
+        ));
+    }
+    notes
+}
+
+/// The most registers per thread with which `blocks` blocks of `threads` fit the register file
+/// (per-warp allocation granularity included): the cap ptxas works under for
+/// `__launch_bounds__(threads, blocks)`.
+pub fn register_budget(arch: &ArchFacts, threads: u32, blocks: u32) -> u32 {
+    let warps = u64::from(threads.div_ceil(arch.warp_size).max(1)) * u64::from(blocks.max(1));
+    let per_warp = u64::from(arch.regs_per_sm) / warps;
+    let per_warp = per_warp / u64::from(arch.reg_alloc_unit_per_warp)
+        * u64::from(arch.reg_alloc_unit_per_warp);
+    let per_thread = per_warp / u64::from(arch.warp_size);
+    per_thread.min(u64::from(arch.max_regs_per_thread)) as u32
+}

@@ -1,0 +1,165 @@
+//! What one lint declaration holds ([`Lint`]: id, default level, documentation and its
+//! [`Check`]) and the macro that turns the declarations in `lint.rs` into [`LintId`], its
+//! `ALL`, `as_str` and `default_level`, and the registry [`LINTS`].
+//!
+//! A lint is declared once, clippy-style; everything else (the JSON and config spelling, the
+//! environment variable, `docs/lints.md`, SARIF rules, which checks run where) is read from its
+//! declaration.
+
+use super::evaluate::{BaselineNumbers, CompiledOnArch, Finding, LaunchOrigin};
+use super::{Level, LintId};
+use crate::sass::SassLintInputs;
+use crate::spec::KernelSpec;
+
+/// Everything the toolkit knows about one lint, from its one declaration in `lint.rs`.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Lint {
+    /// The id.
+    pub id: LintId,
+    /// The id as written in attributes (`warn(spills)`), JSON, and as the key under
+    /// `[package.metadata.occupancy.lints]`.
+    pub name: &'static str,
+    /// The level a finding gets when nothing overrides it.
+    pub default_level: Level,
+    /// One line: what the lint reports.
+    pub summary: &'static str,
+    /// Why a finding is bad for the crate.
+    pub why_bad: &'static str,
+    /// A declaration (and situation) that triggers it.
+    pub example: &'static str,
+    /// What to change.
+    pub fix: &'static str,
+    /// Where the lint is checked, and the function that checks it.
+    pub check: Check,
+}
+
+/// Where in the pipeline a lint is checked, naming the function that checks it.
+///
+/// The launch and SASS checks are run from the registry by
+/// [`evaluate_launch`](super::evaluate::evaluate_launch) and
+/// [`evaluate_sass`](crate::sass::evaluate_sass); the others need the whole build (every
+/// declaration, every compiled kernel, the baseline) and are called by the build with what it
+/// found, through the function named here.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Check {
+    /// Once per launch checked, whatever the architecture (the block's shape).
+    Launch {
+        /// Pushes the lint's findings for the launch.
+        run: fn(&KernelSpec, LaunchOrigin, &mut Vec<Finding>),
+        /// Also checked for a kernel with no declaration, at the crate's default launch.
+        undeclared: bool,
+    },
+    /// Per launch and target architecture, from ptxas's record, the PTX's bounds and the
+    /// calculator's answer.
+    OnArch {
+        /// Pushes the lint's findings for the launch on one architecture.
+        run: fn(&KernelSpec, &CompiledOnArch<'_>, LaunchOrigin, &mut Vec<Finding>),
+        /// Also checked for a kernel with no declaration, at the crate's default launch.
+        undeclared: bool,
+    },
+    /// Per kernel and architecture from its machine code, declared or not.
+    Sass(fn(&SassLintInputs<'_>, &mut Vec<Finding>)),
+    /// A declaration matched against every compiled kernel's name: `kernel` for a declared
+    /// name, `family` for a `family = "prefix_*"` pattern (declared, compiled names).
+    Matching {
+        /// The finding for a declared name no compiled kernel has.
+        kernel: fn(&str, &[&str]) -> Finding,
+        /// The finding for a family pattern that matches no compiled kernel.
+        family: fn(&str, &[&str]) -> Finding,
+    },
+    /// A compiled kernel no declaration covers (kernel name, where it was compiled from).
+    Undeclared(fn(&str, &str) -> Finding),
+    /// A kernel's numbers against the committed baseline (kernel, arch, baseline, now).
+    Worse(fn(&str, &str, &BaselineNumbers, &BaselineNumbers) -> Option<Finding>),
+    /// The committed baseline no longer equals the build (arch, message, notes): the build
+    /// decides what changed.
+    Stale(fn(&str, String, Vec<String>) -> Finding),
+    /// An `expect(lint)` no finding fulfilled (kernel, expected lint, its reason).
+    Expectation(fn(&str, LintId, Option<&str>) -> Finding),
+}
+
+impl Check {
+    /// Whether an undeclared kernel, checked at the crate's default launch, gets this lint's
+    /// launch findings (SASS findings concern every kernel and are not filtered).
+    pub const fn checks_undeclared(&self) -> bool {
+        match *self {
+            Check::Launch { undeclared, .. } | Check::OnArch { undeclared, .. } => undeclared,
+            Check::Sass(_)
+            | Check::Matching { .. }
+            | Check::Undeclared(_)
+            | Check::Worse(_)
+            | Check::Stale(_)
+            | Check::Expectation(_) => false,
+        }
+    }
+}
+
+/// Declares every lint: generates [`LintId`] (a variant per declaration, in declaration
+/// order), `LintId::ALL`, `LintId::as_str`, `LintId::default_level` and the registry `LINTS`.
+/// Used once, in `lint.rs`.
+macro_rules! declare_lints {
+    ($(
+        $(#[doc = $doc:literal])+
+        $variant:ident {
+            name: $name:literal,
+            default_level: $level:ident,
+            summary: $summary:literal,
+            why_bad: $why_bad:literal,
+            example: $example:literal,
+            fix: $fix:literal,
+            check: $check:expr $(,)?
+        }
+    )+) => {
+        /// Every lint the build gate can report, in the order they are documented.
+        #[non_exhaustive]
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize,
+            serde::Deserialize,
+        )]
+        pub enum LintId {
+            $(
+                $(#[doc = $doc])+
+                #[serde(rename = $name)]
+                $variant,
+            )+
+        }
+
+        /// How many lints there are.
+        const LINT_COUNT: usize = [$($name),+].len();
+
+        impl LintId {
+            /// Every lint, in the order they are documented.
+            pub const ALL: [LintId; LINT_COUNT] = [$(LintId::$variant),+];
+
+            /// The id as written in attributes (`warn(spills)`), config keys and JSON.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(LintId::$variant => $name,)+
+                }
+            }
+
+            /// The level a finding gets when nothing overrides it.
+            pub const fn default_level(self) -> Level {
+                match self {
+                    $(LintId::$variant => Level::$level,)+
+                }
+            }
+        }
+
+        /// Every lint's declaration, in the order of [`LintId::ALL`] (indexed by the id).
+        pub static LINTS: [Lint; LINT_COUNT] = [$(
+            Lint {
+                id: LintId::$variant,
+                name: $name,
+                default_level: Level::$level,
+                summary: $summary,
+                why_bad: $why_bad,
+                example: $example,
+                fix: $fix,
+                check: $check,
+            },
+        )+];
+    };
+}
