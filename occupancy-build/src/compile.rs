@@ -535,13 +535,16 @@ fn run_nvcc_commands(
     Ok((compiler_log, wrapper_failure))
 }
 
+/// The PTX of each program (virtual arch, path), the binary, and every file the compile read.
+type KeptOutputs = (Vec<(String, PathBuf)>, PathBuf, Vec<PathBuf>);
+
 /// A `.cu` compile's files in `work`: the PTX of each program (kept by `--keep`), the binary,
 /// and every file the compile read; a missing one is an error naming it.
 fn kept_outputs(
     settings: &CompileSettings,
     source: &Path,
     work: &Path,
-) -> Result<(Vec<(String, PathBuf)>, PathBuf, Vec<PathBuf>), Error> {
+) -> Result<KeptOutputs, Error> {
     let stem = file_stem(source);
     // --keep names one program's files `<stem>.ptx`, several `<stem>.compute_90.ptx`.
     let programs = settings.program_archs();

@@ -171,7 +171,7 @@ pub(crate) fn cuda_definition_lines(text: &str) -> BTreeMap<&str, u32> {
         if line.contains("__global__") {
             last_global = Some(index);
         }
-        if !last_global.is_some_and(|global| index - global <= 3) {
+        if last_global.is_none_or(|global| index - global > 3) {
             continue;
         }
         let number = u32::try_from(index + 1).unwrap_or(u32::MAX);

@@ -315,12 +315,7 @@ impl SassEvidence {
 /// Adds to a `spills` finding the line of the hottest spill on its architecture.
 pub fn note_hottest_spill<'a>(finding: &mut Finding, rows: impl Iterator<Item = &'a KernelRow>) {
     let facts = rows
-        .filter(|row| {
-            finding
-                .arch
-                .as_deref()
-                .map_or(true, |arch| arch == row.arch)
-        })
+        .filter(|row| finding.arch.as_deref().is_none_or(|arch| arch == row.arch))
         .find_map(|row| row.sass.as_ref());
     if let Some(note) = facts.and_then(sass::hottest_spill_note) {
         finding.notes.push(note);

@@ -170,7 +170,7 @@ pub struct LaunchDims {
 
 #[inline]
 const fn blocks_to_cover(work_items: u32, per_block: u32) -> u32 {
-    work_items / per_block + (work_items % per_block != 0) as u32
+    work_items / per_block + !work_items.is_multiple_of(per_block) as u32
 }
 
 impl KernelDeclaration {

@@ -136,7 +136,7 @@ pub fn run(args: Args) -> ExitCode {
 }
 
 fn kib(bytes: u32) -> String {
-    if bytes % 1024 == 0 {
+    if bytes.is_multiple_of(1024) {
         format!("{}K", bytes / 1024)
     } else {
         format!("{bytes}")

@@ -142,8 +142,6 @@ fn write_table(
     answer: &Occupancy,
 ) -> std::io::Result<()> {
     let arch = target.arch;
-    let limits = &answer.block_limits;
-    let warps_per_block = launch.block_threads.div_ceil(arch.warp_size);
     writeln!(
         out,
         "{arch} | block {} | {} | {} B static + {} B dynamic smem | {} | carveout {}",
@@ -155,6 +153,22 @@ fn write_table(
         launch.carveout,
     )?;
     writeln!(out)?;
+    write_limits(out, target, kernel, launch, answer)?;
+    writeln!(out)?;
+    write_summary(out, target, answer)
+}
+
+/// The table of each resource's block limit, the binding ones marked.
+fn write_limits(
+    out: &mut impl Write,
+    target: Target,
+    kernel: &KernelFacts,
+    launch: &Launch,
+    answer: &Occupancy,
+) -> std::io::Result<()> {
+    let arch = target.arch;
+    let limits = &answer.block_limits;
+    let warps_per_block = launch.block_threads.div_ceil(arch.warp_size);
     writeln!(out, "  {:<14} {:>12}  per block", "resource", "blocks/SM")?;
     let binds = |limiter: Limiter| {
         if answer.limiters.contains(&limiter) {
@@ -231,7 +245,11 @@ fn write_table(
             Limiter::LaunchBounds,
         )?;
     }
-    writeln!(out)?;
+    Ok(())
+}
+
+/// What is resident, why it cannot run, the headroom, and the grid of a named GPU.
+fn write_summary(out: &mut impl Write, target: Target, answer: &Occupancy) -> std::io::Result<()> {
     let limiters: Vec<&str> = answer
         .limiters
         .iter()

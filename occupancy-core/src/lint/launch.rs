@@ -15,7 +15,7 @@ fn spill_bytes(record: &KernelRecord) -> u64 {
 /// `partial_warp`: the block is not a multiple of the warp size (once per launch).
 pub(super) fn partial_warp(spec: &KernelSpec, origin: LaunchOrigin, findings: &mut Vec<Finding>) {
     let block_threads = spec.block.threads();
-    if block_threads % 32 == 0 {
+    if block_threads.is_multiple_of(32) {
         return;
     }
     let block_of = match origin {

@@ -185,7 +185,7 @@ fn find_entry_keyword(text: &str) -> Option<usize> {
         let at = from + offset;
         let after = text[at + ".entry".len()..].chars().next();
         let before = text[..at].chars().next_back();
-        if after.is_some_and(char::is_whitespace) && before.map_or(true, char::is_whitespace) {
+        if after.is_some_and(char::is_whitespace) && before.is_none_or(char::is_whitespace) {
             return Some(at);
         }
         from = at + 1;
@@ -253,7 +253,7 @@ pub(crate) fn strip_comments(text: &str) -> String {
                         .iter()
                         .filter(|&&byte| byte == b'\n')
                         .count();
-                    out.extend(std::iter::repeat('\n').take(line_breaks));
+                    out.extend(std::iter::repeat_n('\n', line_breaks));
                 }
                 at = close.map_or(bytes.len(), |_| body_end + 2);
             }

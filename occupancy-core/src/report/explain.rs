@@ -503,7 +503,7 @@ fn assess(arch: &ArchFacts, row: &KernelRow, answer: &calc::Occupancy) -> Vec<St
             row.spill_store_bytes, row.spill_load_bytes
         ));
     }
-    if row.block % arch.warp_size != 0 {
+    if !row.block.is_multiple_of(arch.warp_size) {
         lines.push(format!(
             "The block of {} threads is not a multiple of {}: the last warp of each block runs partly empty but still takes a full warp's registers and slot.",
             row.block, arch.warp_size

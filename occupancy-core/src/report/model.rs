@@ -386,7 +386,7 @@ impl Finding {
             _ => true,
         };
         let same_kernel = self.kernel.as_deref() == Some(row.name.as_str());
-        let same_arch = self.arch.as_deref().map_or(true, |arch| arch == row.arch);
+        let same_arch = self.arch.as_deref().is_none_or(|arch| arch == row.arch);
         same_crate && same_kernel && same_arch
     }
 }

@@ -199,7 +199,7 @@ impl Query {
                         || finding
                             .arch
                             .as_ref()
-                            .map_or(true, |arch| archs.contains(arch)));
+                            .is_none_or(|arch| archs.contains(arch)));
                 let declared_but_absent = finding.kernel.is_some()
                     && all_rows.first_concerned(finding).is_none()
                     && (self.kernels.is_empty()

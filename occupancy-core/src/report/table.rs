@@ -10,7 +10,7 @@ pub fn format_bytes(bytes: u64) -> String {
         "0".to_string()
     } else if bytes < 1024 {
         format!("{bytes} B")
-    } else if bytes % 1024 == 0 {
+    } else if bytes.is_multiple_of(1024) {
         format!("{} KiB", bytes / 1024)
     } else {
         format!("{:.1} KiB", bytes as f64 / 1024.0)
