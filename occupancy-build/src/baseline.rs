@@ -147,15 +147,15 @@ impl Baseline {
                 })
             }
         };
-        let baseline: Baseline = serde_json::from_str(&text).map_err(|error| Error::Config {
-            message: format!(
-                "the baseline {} is not readable ({error}); fix it, or delete it and regenerate it with OCCUPANCY_BLESS=1",
-                path.display()
-            ),
-        })?;
+        let baseline: Baseline =
+            serde_json::from_str(&text).map_err(|error| Error::UnreadableBaseline {
+                path: path.to_path_buf(),
+                error,
+            })?;
         if baseline.schema_version != 1 {
-            return Err(Error::Config {
-                message: format!("the baseline {} has schema_version {}, this occupancy-build reads 1; delete it and regenerate it with OCCUPANCY_BLESS=1", path.display(), baseline.schema_version),
+            return Err(Error::UnsupportedBaselineSchema {
+                path: path.to_path_buf(),
+                schema_version: baseline.schema_version,
             });
         }
         Ok(Some(baseline))

@@ -219,29 +219,28 @@ impl Build {
 
     /// Resolves the build, runs the pipeline, and, whatever happened, says in the report when
     /// the build failed and prints the `cargo:` lines (every input read reruns the script).
+    /// A resolution error is returned as it is, after the `cargo:` lines.
     fn run(&self, product: Product, library_name: Option<&str>) -> Result<Output, Error> {
         let mut cargo = CargoLines::new(self.cargo_metadata);
-        let context = self.resolve();
-        let result = match &context {
-            Ok(context) => {
-                let toolchain = Toolchain::find(&self.env, true);
-                pipeline::run(context, toolchain, product, library_name, &mut cargo)
+        let context = match self.resolve() {
+            Ok(context) => context,
+            Err(error) => {
+                self.watch_inputs(None, &mut cargo);
+                cargo.flush();
+                return Err(error);
             }
-            Err(_) => Err(Error::Tool {
-                message: String::new(),
-            }),
         };
-        if let (Ok(context), Err(error)) = (&context, &result) {
+        let toolchain = Toolchain::find(&self.env, true);
+        let result = pipeline::run(&context, toolchain, product, library_name, &mut cargo);
+        if let Err(error) = &result {
             // A denied build wrote its report with the findings; any other failure checked
             // nothing, and the report must say so rather than keep the last good run's numbers.
             if !matches!(error, Error::Denied { .. }) {
-                let _ = report::write_failed(context, &report::failure_summary(error));
+                let _ = report::write_failed(&context, &report::failure_summary(error));
             }
         }
-        self.watch_inputs(context.as_ref().ok(), &mut cargo);
+        self.watch_inputs(Some(&context), &mut cargo);
         cargo.flush();
-        // A context error is the one to report (the result is a placeholder then).
-        context?;
         result
     }
 

@@ -662,10 +662,13 @@ mod tests {
         let declarations = declarations_of(
             "#[occupancy::kernel(family = \"affine_*\", block = 256)]\nfn affine();\n#[occupancy::kernel(family = \"*_f32\", block = 256)]\nfn f32s();\n",
         );
-        let error = match_declarations(&kernels, &declarations)
-            .err()
-            .unwrap()
-            .to_string();
+        let error = match_declarations(&kernels, &declarations).err().unwrap();
+        assert!(
+            matches!(&error, Error::AmbiguousFamily { kernel, families }
+                if kernel == "affine_f32" && families[1].pattern == "*_f32"),
+            "{error:?}"
+        );
+        let error = error.to_string();
         assert!(
             error.contains("kernel `affine_f32` matches two family declarations")
                 && error.contains("`family = \"affine_*\"` (src/lib.rs:1:1)")
@@ -686,9 +689,13 @@ mod tests {
         context.settings.package_kernel_tables = vec!["saxpy".into(), "affine".into()];
         check_kernel_tables(&context, &kernels, &declarations).unwrap();
         context.settings.package_kernel_tables.push("spil".into());
-        let error = check_kernel_tables(&context, &kernels, &declarations)
-            .unwrap_err()
-            .to_string();
+        let error = check_kernel_tables(&context, &kernels, &declarations).unwrap_err();
+        assert!(
+            matches!(&error, Error::UnknownKernelTable { name, suggestions, compiled_kernels: 2 }
+                if name == "spil" && suggestions == &["spill"]),
+            "{error:?}"
+        );
+        let error = error.to_string();
         assert!(
             error.contains("[package.metadata.occupancy.kernels.spil] names no compiled kernel")
                 && error.contains("did you mean `spill`?"),

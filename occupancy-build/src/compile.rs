@@ -147,19 +147,12 @@ pub fn compile_all(
     };
     for (path, _) in &context.sources {
         if !path.is_file() {
-            return Err(Error::Config {
-                message: format!(
-                    "source {} does not exist (paths are relative to the package root)",
-                    path.display()
-                ),
-            });
+            return Err(Error::SourceMissing { path: path.clone() });
         }
     }
     let inputs = unique_sources(context.sources.clone());
     if inputs.is_empty() {
-        return Err(Error::Config {
-            message: "no CUDA sources: add some with `.file(...)`, `.files(...)`, `.source_dir(...)` or `.ptx_file(...)`".into(),
-        });
+        return Err(Error::NoSources);
     }
     let settings = &settings;
     let tasks: Vec<_> = inputs
@@ -173,13 +166,7 @@ pub fn compile_all(
     match failures.len() {
         0 => Ok(compiled.into_iter().filter_map(Result::ok).collect()),
         1 => Err(failures.remove(0)),
-        _ => Err(Error::Tool {
-            message: failures
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("\n\n"),
-        }),
+        _ => Err(Error::Several(failures)),
     }
 }
 
@@ -192,8 +179,9 @@ pub fn check_unique_stems(sources: &[(PathBuf, SourceKind)]) -> Result<(), Error
             .map(|stem| stem.to_string_lossy().into_owned())
             .unwrap_or_default();
         if !stems.insert(stem.clone()) {
-            return Err(Error::Config {
-                message: format!("two sources are named `{stem}`: their outputs would collide in OUT_DIR; rename one ({})", source.display()),
+            return Err(Error::DuplicateStem {
+                stem,
+                path: source.clone(),
             });
         }
     }
@@ -505,11 +493,9 @@ fn run_nvcc_commands(
     let mut wrapper_failure = None;
     let run = |mut command: std::process::Command| {
         let rendered = render_command(&command);
-        let output = command.output().map_err(|error| Error::Tool {
-            message: format!(
-                "could not run nvcc ({}): {error}\ncommand: {rendered}",
-                settings.toolchain.nvcc.display()
-            ),
+        let output = command.output().map_err(|error| Error::ToolNotStarted {
+            command: rendered.clone(),
+            error,
         });
         output.map(|output| (output, rendered))
     };
@@ -828,6 +814,67 @@ fn cache_key(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A toolchain whose nvcc cannot be started.
+    fn absent_toolchain() -> Toolchain {
+        Toolchain {
+            nvcc: PathBuf::from("/nonexistent/occupancy/bin/nvcc"),
+            cuda_home: PathBuf::from("/nonexistent/occupancy"),
+            wrapper: None,
+            host_args: Vec::new(),
+            version_text: "Cuda compilation tools, release 13.0, V13.0.88".into(),
+            release: "13.0".into(),
+            identity_files: Vec::new(),
+            fingerprint: String::new(),
+        }
+    }
+
+    #[test]
+    fn source_errors_name_the_source_and_every_failed_compile_is_kept() {
+        let dir = std::env::temp_dir().join(format!("occupancy-sources-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("a")).unwrap();
+        std::fs::create_dir_all(dir.join("b")).unwrap();
+        let mut context = crate::context::Context::for_tests(&dir, &["sm_90"]);
+        let compile = |context: &crate::context::Context| {
+            compile_all(context, &absent_toolchain(), Product::Ptx).unwrap_err()
+        };
+        let error = compile(&context);
+        assert!(matches!(error, Error::NoSources), "{error:?}");
+        context.sources = vec![(dir.join("gone.cu"), SourceKind::Cuda)];
+        let error = compile(&context);
+        assert!(
+            matches!(&error, Error::SourceMissing { path } if *path == dir.join("gone.cu")),
+            "{error:?}"
+        );
+        for file in ["a/scale.cu", "b/scale.cu"] {
+            std::fs::write(dir.join(file), "__global__ void scale() {}\n").unwrap();
+        }
+        context.sources = ["a/scale.cu", "b/scale.cu"]
+            .iter()
+            .map(|file| (dir.join(file), SourceKind::Cuda))
+            .collect();
+        let error = check_unique_stems(&context.sources).unwrap_err();
+        assert!(
+            matches!(&error, Error::DuplicateStem { stem, path }
+                if stem == "scale" && *path == dir.join("b/scale.cu")),
+            "{error:?}"
+        );
+        let Error::Several(failures) = compile(&context) else {
+            panic!("two failed compiles are one error each");
+        };
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        for failure in &failures {
+            let Error::ToolNotStarted { command, error } = failure else {
+                panic!("{failure:?}");
+            };
+            assert!(
+                command.starts_with("/nonexistent/occupancy/bin/nvcc "),
+                "{command}"
+            );
+            assert_eq!(error.kind(), std::io::ErrorKind::NotFound);
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
 
     #[test]
     fn one_file_under_several_names_is_one_source() {

@@ -130,12 +130,10 @@ pub fn scan_declarations(context: &Context, cargo: &mut CargoLines) -> Result<De
             declared.kernel.kernel_name.clone(),
             declarations.location(declared),
         ) {
-            let here = declarations.location(declared);
-            return Err(Error::Config {
-                message: format!(
-                    "kernel `{}` is declared twice ({}:{}:{} and {}:{}:{}); keep one declaration per compiled kernel",
-                    declared.kernel.kernel_name, previous.path, previous.line, previous.column, here.path, here.line, here.column
-                ),
+            return Err(Error::DeclaredTwice {
+                kernel: declared.kernel.kernel_name.clone(),
+                first: previous,
+                second: declarations.location(declared),
             });
         }
     }

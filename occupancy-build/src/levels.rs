@@ -17,11 +17,13 @@ pub(crate) fn parse_levels(
 ) -> Result<BTreeMap<LintId, Level>, Error> {
     let mut levels = BTreeMap::new();
     for (lint, level) in entries {
-        let id: LintId = lint.parse().map_err(|error| Error::Config {
-            message: format!("{what}: {error}"),
+        let id: LintId = lint.parse().map_err(|unknown| Error::UnknownLint {
+            table: what.to_string(),
+            unknown,
         })?;
-        let level: Level = level.parse().map_err(|error| Error::Config {
-            message: format!("{what} `{lint}`: {error}"),
+        let level: Level = level.parse().map_err(|error| Error::BadLintLevel {
+            setting: format!("{what} `{lint}`"),
+            error,
         })?;
         levels.insert(id, level);
     }
@@ -117,5 +119,30 @@ impl Gathered {
             undeclared,
             reason: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lints_table_names_the_table_and_key_to_fix() {
+        let table = "[package.metadata.occupancy.lints]";
+        let entries = |lint: &str, level: &str| BTreeMap::from([(lint.into(), level.into())]);
+        let levels = parse_levels(&entries("spills", "warn"), table).unwrap();
+        assert_eq!(levels[&LintId::Spills], Level::Warn);
+        let error = parse_levels(&entries("spils", "warn"), table).unwrap_err();
+        assert!(
+            matches!(&error, Error::UnknownLint { table: named, unknown }
+                if named == table && unknown.suggestion == Some(LintId::Spills)),
+            "{error:?}"
+        );
+        let error = parse_levels(&entries("spills", "loud"), table).unwrap_err();
+        assert!(
+            matches!(&error, Error::BadLintLevel { setting, .. }
+                if setting == "[package.metadata.occupancy.lints] `spills`"),
+            "{error:?}"
+        );
     }
 }

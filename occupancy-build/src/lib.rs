@@ -60,7 +60,7 @@ pub use compile::{CompiledSource, Product, Program};
 pub use config::{SettingsError, TableName};
 pub use context::{Cudart, SourceKind};
 pub use env::TrackedEnv;
-pub use error::Error;
+pub use error::{Error, FamilyDeclaration};
 pub use nvcc_archs::{explain_unknown, NvccArchs};
 pub use occupancy_core::report::Report;
 pub use pipeline::Output;

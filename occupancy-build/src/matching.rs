@@ -8,6 +8,7 @@ use occupancy_core::spec::{self};
 
 use crate::context::Context;
 use crate::declarations::Declarations;
+use crate::error::FamilyDeclaration;
 use crate::parse::CompiledKernel;
 use crate::Error;
 
@@ -97,22 +98,16 @@ pub(crate) fn two_families(
     first: usize,
     second: usize,
 ) -> Error {
-    let describe = |index: usize| {
+    let family = |index: usize| {
         let declared = &declarations.kernels[index];
-        let location = declarations.location(declared);
-        format!(
-            "`family = \"{}\"` ({}:{}:{})",
-            declared.kernel.kernel_name, location.path, location.line, location.column
+        FamilyDeclaration::new(
+            declared.kernel.kernel_name.clone(),
+            declarations.location(declared),
         )
     };
-    Error::Config {
-        message: format!(
-            "kernel `{}` matches two family declarations, {} and {}: make the patterns disjoint, or declare `{}` on its own (an exact declaration beats every pattern)",
-            kernel.name,
-            describe(first),
-            describe(second),
-            kernel.name
-        ),
+    Error::AmbiguousFamily {
+        kernel: kernel.name.clone(),
+        families: Box::new([family(first), family(second)]),
     }
 }
 
@@ -137,27 +132,12 @@ pub(crate) fn check_kernel_tables(
         if known.contains(&name.as_str()) {
             continue;
         }
-        let close =
+        let suggestions =
             occupancy_core::lint::closest_names(name, known.iter().copied(), evaluate::NAMES_SHOWN);
-        let hint = match close.as_slice() {
-            [] => format!(
-                "; the build compiled {} kernel{}",
-                kernels.len(),
-                if kernels.len() == 1 { "" } else { "s" }
-            ),
-            [one] => format!(": did you mean `{one}`?"),
-            more => format!(
-                ": did you mean one of {}?",
-                more.iter()
-                    .map(|name| format!("`{name}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        };
-        return Err(Error::Config {
-            message: format!(
-                "[package.metadata.occupancy.kernels.{name}] names no compiled kernel and no declaration{hint} (a kernel table is keyed by the compiled symbol or the Rust name)"
-            ),
+        return Err(Error::UnknownKernelTable {
+            name: name.clone(),
+            suggestions: suggestions.into_iter().map(str::to_string).collect(),
+            compiled_kernels: kernels.len(),
         });
     }
     Ok(())

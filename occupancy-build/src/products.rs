@@ -253,9 +253,12 @@ pub fn write_library(
     }
     // Only objects: `cc` archives them (its `ar`, its deterministic mode) without compiling.
     archiver.objects(objects);
-    archiver.try_compile(name).map_err(|error| Error::Tool {
-        message: format!("archiving lib{name}.a failed: {error}"),
-    })?;
+    archiver
+        .try_compile(name)
+        .map_err(|error| Error::ArchiveFailed {
+            library: name.to_string(),
+            error,
+        })?;
     let library = context.out_dir.join(format!("lib{name}.a"));
     cargo.line(&format!(
         "cargo:rustc-link-search=native={}",

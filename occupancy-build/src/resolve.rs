@@ -37,10 +37,10 @@ impl Build {
     /// Cargo.toml is read, nothing is declared; `.manifest_dir(...)` (default: the current
     /// directory) is only where paths are shown from, `.out_dir(...)` holds the compile cache.
     pub(crate) fn resolve_without_package(&self) -> Result<Context, Error> {
-        let out_dir = self.out_dir.clone().ok_or_else(|| Error::Config {
-            message: "checking sources needs `.out_dir(...)`: the directory of the compile cache"
-                .into(),
-        })?;
+        let out_dir = self
+            .out_dir
+            .clone()
+            .ok_or(Error::SourceCheckWithoutOutDir)?;
         let manifest_dir = self
             .manifest_dir
             .clone()
@@ -119,8 +119,8 @@ impl Build {
     fn dir_setting(
         &self,
         given: &Option<PathBuf>,
-        variable: &str,
-        method: &str,
+        variable: &'static str,
+        method: &'static str,
     ) -> Result<PathBuf, Error> {
         if let Some(dir) = given {
             return Ok(dir.clone());
@@ -128,11 +128,7 @@ impl Build {
         self.env
             .get(variable)
             .map(PathBuf::from)
-            .ok_or_else(|| Error::Config {
-                message: format!(
-                    "{variable} is not set: call occupancy-build from build.rs, or give `.{method}(...)`"
-                ),
-            })
+            .ok_or(Error::DirectoryNotSet { variable, method })
     }
 
     /// The target archs plus the GPUs the shipped PTX must also run on (`.jit_arch(...)`, else
@@ -156,11 +152,10 @@ impl Build {
         let lowest = archs.first().copied();
         if let (Some(lowest), Some(older)) = (lowest, jit.iter().find(|arch| Some(**arch) < lowest))
         {
-            return Err(Error::Config {
-                message: format!(
-                    "{setting}: {older} is older than the lowest target arch {lowest}, whose PTX ({}) ships; that PTX cannot be JIT-compiled for {older}: add {older} to the target archs instead",
-                    lowest.virtual_name()
-                ),
+            return Err(Error::JitArchBelowTargets {
+                setting,
+                jit_arch: *older,
+                lowest,
             });
         }
         let jit_only: Vec<SmArch> = jit
@@ -268,8 +263,8 @@ fn sass_setting(env: &TrackedEnv) -> Result<bool, Error> {
     match env.get("OCCUPANCY_SASS").as_deref().map(str::trim) {
         None | Some("needed") => Ok(false),
         Some("all") => Ok(true),
-        Some(other) => Err(Error::Config {
-            message: format!("OCCUPANCY_SASS={other:?}: use `all` (every kernel's SASS) or `needed` (the default)"),
+        Some(other) => Err(Error::BadSassSetting {
+            value: other.to_string(),
         }),
     }
 }
@@ -280,8 +275,9 @@ fn env_lint_levels(env: &TrackedEnv) -> Result<BTreeMap<LintId, Level>, Error> {
     for id in LintId::ALL {
         let variable = id.env_var();
         if let Some(value) = env.get(&variable) {
-            let level: Level = value.trim().parse().map_err(|error| Error::Config {
-                message: format!("{variable}: {error}"),
+            let level: Level = value.trim().parse().map_err(|error| Error::BadLintLevel {
+                setting: variable.clone(),
+                error,
             })?;
             levels.insert(id, level);
         }
@@ -306,6 +302,82 @@ fn collect_files(dir: &Path, extension: &str, found: &mut Vec<PathBuf>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A builder outside any package, reading only `variables` (set, or hidden with `None`).
+    fn builder_with(variables: &[(&str, Option<&str>)]) -> Build {
+        let mut env = TrackedEnv::new();
+        for (name, value) in variables {
+            env.set(name, *value);
+        }
+        let mut build = Build::new();
+        build.env(env).cargo_metadata(false).arch("sm_90");
+        build
+    }
+
+    #[test]
+    fn outside_cargo_the_directory_to_give_is_named_and_returned_as_is() {
+        let mut build = builder_with(&[("OUT_DIR", None), ("CARGO_MANIFEST_DIR", None)]);
+        let error = build.try_compile_ptx().unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::DirectoryNotSet {
+                    variable: "OUT_DIR",
+                    method: "out_dir"
+                }
+            ),
+            "{error:?}"
+        );
+        build.out_dir(std::env::temp_dir());
+        let error = build.try_compile_lib("kernels").unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::DirectoryNotSet {
+                    variable: "CARGO_MANIFEST_DIR",
+                    method: "manifest_dir"
+                }
+            ),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn a_source_check_needs_an_out_dir() {
+        let error = builder_with(&[]).resolve_without_package().unwrap_err();
+        assert!(
+            matches!(error, Error::SourceCheckWithoutOutDir),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn bad_environment_settings_are_typed_errors_naming_the_variable() {
+        let resolve = |variables: &[(&str, Option<&str>)]| {
+            let mut build = builder_with(variables);
+            build.out_dir(std::env::temp_dir());
+            build.resolve_without_package().unwrap_err()
+        };
+        let error = resolve(&[("OCCUPANCY_SASS", Some("every"))]);
+        assert!(
+            matches!(&error, Error::BadSassSetting { value } if value == "every"),
+            "{error:?}"
+        );
+        let error = resolve(&[("OCCUPANCY_LINT_SPILLS", Some("loud"))]);
+        assert!(
+            matches!(&error, Error::BadLintLevel { setting, error }
+                if setting == "OCCUPANCY_LINT_SPILLS" && error.given == "loud"),
+            "{error:?}"
+        );
+        let mut build = builder_with(&[]);
+        build.out_dir(std::env::temp_dir()).jit_arch("sm_80");
+        let error = build.resolve_without_package().unwrap_err();
+        assert!(
+            matches!(&error, Error::JitArchBelowTargets { setting: "`.jit_arch(...)`", jit_arch, lowest }
+                if jit_arch.to_string() == "sm_80" && lowest.to_string() == "sm_90"),
+            "{error:?}"
+        );
+    }
 
     #[test]
     fn source_dirs_expand_from_the_package_root_in_order() {

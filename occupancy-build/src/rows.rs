@@ -89,18 +89,11 @@ pub(crate) fn kernel_rows<'a>(
             .filter(|arch| !kernel.records.contains_key(*arch))
             .collect();
         if !not_built.is_empty() {
-            let location = declarations.location(declared);
-            return Err(Error::Config {
-                message: format!(
-                    "{}:{}:{}: kernel `{}` declares `archs` {:?}, but the build does not target {:?} (it targets {}); add them to the crate's archs or drop them from the attribute",
-                    location.path,
-                    location.line,
-                    location.column,
-                    kernel.name,
-                    filter,
-                    not_built,
-                    kernel.records.keys().cloned().collect::<Vec<_>>().join(", ")
-                ),
+            return Err(Error::DeclaredArchNotBuilt {
+                declaration: declarations.location(declared),
+                kernel: kernel.name.clone(),
+                declared: filter.clone(),
+                built: kernel.records.keys().cloned().collect(),
             });
         }
     }
@@ -118,15 +111,13 @@ pub(crate) fn kernel_rows<'a>(
         {
             continue;
         }
-        let no_facts = |error: &dyn std::fmt::Display| {
-            Error::Config {
-            message: format!("{error}: occupancy-core has no facts for {arch_name}; remove it from the target archs"),
-        }
+        let no_facts = |unknown| Error::NoArchFacts {
+            arch: arch_name.clone(),
+            unknown,
         };
-        let facts: &'static ArchFacts =
-            arch::lookup(arch_name).map_err(|error| no_facts(&error))?;
-        let mut row = KernelRow::from_record(record, kernel.ptx_on(arch_name), launch)
-            .map_err(|error| no_facts(&error))?;
+        let facts: &'static ArchFacts = arch::lookup(arch_name).map_err(no_facts)?;
+        let mut row =
+            KernelRow::from_record(record, kernel.ptx_on(arch_name), launch).map_err(no_facts)?;
         row.crate_name = Some(context.crate_name.clone());
         row.ptx_target = match kernel.programs.get(arch_name) {
             Some((program, _)) => program.ptx_target.clone(),

@@ -481,8 +481,9 @@ fn cubin_arch(path: &Path) -> Option<&str> {
 
 fn run_tool(command: &mut Command, source: &CompiledSource) -> Result<String, Error> {
     let rendered = crate::compile::render_command(command);
-    let output = command.output().map_err(|error| Error::Tool {
-        message: format!("could not run `{rendered}`: {error}"),
+    let output = command.output().map_err(|error| Error::ToolNotStarted {
+        command: rendered.clone(),
+        error,
     })?;
     if !output.status.success() {
         return Err(Error::UnreadableOutput {

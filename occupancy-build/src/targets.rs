@@ -135,14 +135,10 @@ pub fn resolve(
 fn non_empty(
     archs: Vec<Arch>,
     source: ArchSource,
-    what: &str,
+    setting: &'static str,
 ) -> Result<(Vec<Arch>, ArchSource), Error> {
     if archs.is_empty() {
-        return Err(Error::Config {
-            message: format!(
-                "{what} is set but names no architecture; write e.g. `sm_80,sm_90` or remove it"
-            ),
-        });
+        return Err(Error::EmptyArchList { setting });
     }
     Ok((archs, source))
 }
@@ -347,6 +343,15 @@ mod tests {
         assert!(
             error.to_string().contains("names no architecture"),
             "{error}"
+        );
+        assert!(
+            matches!(
+                error,
+                Error::EmptyArchList {
+                    setting: "archs in [package.metadata.occupancy]"
+                }
+            ),
+            "{error:?}"
         );
     }
 }

@@ -47,19 +47,16 @@ impl Toolchain {
         let output = Command::new(&nvcc)
             .arg("--version")
             .output()
-            .map_err(|error| Error::Tool {
-                message: format!("could not run `{} --version`: {error}", nvcc.display()),
+            .map_err(|error| Error::ToolNotStarted {
+                command: format!("{} --version", nvcc.display()),
+                error,
             })?;
         let version_text = String::from_utf8_lossy(&output.stdout).into_owned();
         if !output.status.success() || !version_text.contains("Cuda compilation tools") {
-            return Err(Error::Tool {
-                message: format!(
-                    "`{} --version` did not answer like nvcc (exit {}):\n{}{}",
-                    nvcc.display(),
-                    output.status,
-                    version_text,
-                    String::from_utf8_lossy(&output.stderr)
-                ),
+            return Err(Error::NotNvcc {
+                status: output.status.to_string(),
+                output: format!("{version_text}{}", String::from_utf8_lossy(&output.stderr)),
+                nvcc,
             });
         }
         let release = version_text

@@ -111,6 +111,10 @@ fn jit_archs_check_the_shipped_ptx_where_it_must_run() {
         .try_compile_ptx()
         .unwrap_err();
     assert!(
+        matches!(older, Error::JitArchBelowTargets { .. }),
+        "{older:?}"
+    );
+    assert!(
         older
             .to_string()
             .contains("sm_80 is older than the lowest target arch sm_90"),

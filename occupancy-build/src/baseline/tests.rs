@@ -230,3 +230,23 @@ fn the_text_round_trips() {
     let parsed: Baseline = serde_json::from_str(&committed.to_text()).unwrap();
     assert_eq!(parsed, committed);
 }
+
+#[test]
+fn an_unreadable_or_newer_baseline_is_an_error_naming_the_file() {
+    let dir = std::env::temp_dir().join(format!("occupancy-bad-baseline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("occupancy.lock");
+    std::fs::write(&path, "{\"schema_version\":1,").unwrap();
+    let error = Baseline::load(&path).unwrap_err();
+    assert!(
+        matches!(&error, Error::UnreadableBaseline { path: named, error } if *named == path && error.is_eof()),
+        "{error:?}"
+    );
+    std::fs::write(&path, r#"{"schema_version":2,"kernels":{}}"#).unwrap();
+    let error = Baseline::load(&path).unwrap_err();
+    assert!(
+        matches!(&error, Error::UnsupportedBaselineSchema { path: named, schema_version: 2 } if *named == path),
+        "{error:?}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
