@@ -202,7 +202,11 @@ const PTX_TRIGGERS: [(&str, &[LintId]); 3] = [
 /// What of `source` to disassemble (`None`: nothing): the kernels whose PTX has an operation
 /// whose lint is enabled (`call`, FP64, `setmaxnreg`), on every arch and with the callees, and
 /// the kernels with local memory on the archs where they have it.
-fn selection(source: &CompiledSource, demand: Option<&SassDemand>) -> Option<Selection> {
+fn selection(
+    source: &CompiledSource,
+    demand: Option<&SassDemand>,
+    called: &mut BTreeSet<String>,
+) -> Option<Selection> {
     let demand = demand?;
     if demand.everything {
         return Some(Selection::All);
@@ -222,6 +226,7 @@ fn selection(source: &CompiledSource, demand: Option<&SassDemand>) -> Option<Sel
                 continue;
             }
             callees = true;
+            called.extend(ptx_called_functions(&ptx));
             for arch in &program.archs {
                 kernels
                     .entry(arch.clone())
@@ -271,13 +276,13 @@ pub fn read_evidence(
             continue;
         };
         let demand = demands.get(&source.source);
-        let Some(selection) = selection(source, demand) else {
+        let mut called = BTreeSet::new();
+        let Some(selection) = selection(source, demand, &mut called) else {
             continue;
         };
-        let entries = demand.map(|demand| &demand.entries);
-        let empty = BTreeSet::new();
-        let entries = entries.unwrap_or(&empty);
-        for facts in disassembler.facts_of_binary(source, binary, &selection, entries)? {
+        let entries = demand.map_or_else(BTreeSet::new, |demand| demand.entries.clone());
+        let functions = Functions { entries, called };
+        for facts in disassembler.facts_of_binary(source, binary, &selection, &functions)? {
             let arch = facts.arch.clone().unwrap_or_default();
             evidence.facts.insert((facts.kernel.clone(), arch), facts);
         }
@@ -407,7 +412,7 @@ impl Disassembler<'_> {
         source: &CompiledSource,
         binary: &Path,
         selection: &Selection,
-        entries: &BTreeSet<String>,
+        functions: &Functions,
     ) -> Result<Vec<SassFacts>, Error> {
         let bytes = std::fs::read(binary).map_err(|error| Error::Io {
             path: binary.to_path_buf(),
@@ -432,7 +437,7 @@ impl Disassembler<'_> {
             path: work.clone(),
             error,
         })?;
-        let result = self.disassemble(source, binary, &work, selection, entries);
+        let result = self.disassemble(source, binary, &work, selection, functions);
         let _ = std::fs::remove_dir_all(&work);
         let file = CacheFile {
             schema: CACHE_SCHEMA,
@@ -446,23 +451,38 @@ impl Disassembler<'_> {
     }
 }
 
-/// `nvdisasm -fun`'s list (symbol indices) for `kernels` of one cubin, and with `callees` every
-/// function that is not one of the source's `entries`; `None` (read the whole cubin) when a
-/// kernel is not in the symbol table.
+/// The functions of a source a selection can name: its kernels, and the functions its PTX calls
+/// by name (`*` for an indirect call: any non-kernel function may be the callee).
+#[derive(Debug, Default)]
+struct Functions {
+    entries: BTreeSet<String>,
+    called: BTreeSet<String>,
+}
+
+/// `nvdisasm -fun`'s list (symbol indices) for `kernels` of one cubin, and with `callees` the
+/// functions the PTX calls; `None` (read the whole cubin) when a kernel is not in the symbol
+/// table.
 fn function_indices(
     cubin: &Path,
     kernels: &BTreeSet<String>,
     callees: bool,
-    entries: &BTreeSet<String>,
+    functions: &Functions,
 ) -> Option<String> {
     let bytes = std::fs::read(cubin).ok()?;
-    let functions = crate::cubin::function_symbols(&bytes)?;
-    if !kernels.iter().all(|kernel| functions.contains_key(kernel)) {
+    let symbols = crate::cubin::function_symbols(&bytes)?;
+    if !kernels.iter().all(|kernel| symbols.contains_key(kernel)) {
         return None;
     }
-    let indices: BTreeSet<usize> = functions
+    let any_callee = functions.called.contains("*");
+    let wanted = |name: &str| {
+        kernels.contains(name)
+            || (callees
+                && (functions.called.contains(name)
+                    || (any_callee && !functions.entries.contains(name))))
+    };
+    let indices: BTreeSet<usize> = symbols
         .iter()
-        .filter(|(name, _)| kernels.contains(*name) || (callees && !entries.contains(*name)))
+        .filter(|(name, _)| wanted(name))
         .map(|(_, index)| *index)
         .collect();
     Some(
@@ -472,6 +492,43 @@ fn function_indices(
             .collect::<Vec<_>>()
             .join(","),
     )
+}
+
+/// Every function the PTX calls by name, in kernels and functions alike (so callees of callees
+/// too), one pass; an indirect call (`call %rd4, ...`) adds `*`. A call's operands may span lines
+/// (`call.uni (retval0),\n\tname,\n\t(param0);`).
+fn ptx_called_functions(ptx: &str) -> BTreeSet<String> {
+    let mut called = BTreeSet::new();
+    let mut pending: Option<String> = None;
+    for line in ptx.lines() {
+        let code = line.split("//").next().unwrap_or("").trim();
+        let text = match pending.take() {
+            Some(mut so_far) => {
+                so_far.push(' ');
+                so_far.push_str(code);
+                so_far
+            }
+            None if code.starts_with("call") => code.to_owned(),
+            None => continue,
+        };
+        let Some((operands, _)) = text.split_once(';') else {
+            pending = Some(text);
+            continue;
+        };
+        let operands = operands
+            .split_once(char::is_whitespace)
+            .map_or("", |(_, rest)| rest);
+        let callee = operands
+            .split(',')
+            .map(str::trim)
+            .find(|part| !part.starts_with('(') && !part.is_empty());
+        match callee {
+            Some(name) if name.starts_with('%') => called.insert("*".to_owned()),
+            Some(name) => called.insert(name.to_owned()),
+            None => false,
+        };
+    }
+    called
 }
 
 /// The arch of a cubin cuobjdump extracted (`name.1.sm_90a.cubin` -> `sm_90a`).
@@ -507,7 +564,7 @@ impl Disassembler<'_> {
         binary: &Path,
         work: &Path,
         selection: &Selection,
-        entries: &BTreeSet<String>,
+        functions: &Functions,
     ) -> Result<Vec<SassFacts>, Error> {
         run_tool(
             Command::new(self.cuobjdump)
@@ -535,7 +592,7 @@ impl Disassembler<'_> {
                     let functions = cubin_arch(cubin)
                         .and_then(|arch| selection.kernels_on(arch))
                         .and_then(|kernels| {
-                            function_indices(cubin, kernels, selection.callees(), entries)
+                            function_indices(cubin, kernels, selection.callees(), functions)
                         });
                     scope.spawn(move || {
                         let mut command = Command::new(nvdisasm);
@@ -583,6 +640,16 @@ impl Disassembler<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn called_functions_are_read_across_lines() {
+        let ptx = "\tcall.uni (retval0), \n\t__internal_trig_reduction_slowpathd, \n\t(\n\tparam0\n\t);\n\tcall.uni _Z6helperv, ();\n\t// call.uni commented, ();\n\tcall %rd4, (param0), prototype_0;\n\tadd.s32 %r1, %r2, %r3;\n";
+        let called: Vec<String> = ptx_called_functions(ptx).into_iter().collect();
+        assert_eq!(
+            called,
+            ["*", "_Z6helperv", "__internal_trig_reduction_slowpathd"]
+        );
+    }
 
     #[test]
     fn only_operations_in_a_kernels_code_trigger_it() {
@@ -686,6 +753,10 @@ mod tests {
                 .iter()
                 .map(|arch| ((*arch).to_owned(), BTreeSet::from(["k".to_owned()])))
                 .collect(),
+        };
+        let mut called = BTreeSet::new();
+        let mut selection = |source: &CompiledSource, demand: Option<&SassDemand>| {
+            selection(source, demand, &mut called)
         };
         assert_eq!(selection(&source, None), None, "no demand");
         // FP64 in the PTX, but `fp64` at its default `allow` and no local memory: nothing to read.
