@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use occupancy_core::lint::evaluate::{self, CompiledOnArch, Launch};
+use occupancy_core::lint::evaluate::{self, CompiledOnArch, Launch, LevelSources};
 use occupancy_core::lint::{Level, LintId};
 use occupancy_core::ptxas::KernelRecord;
 use occupancy_core::spec::{BlockDim, KernelSpec};
@@ -23,7 +23,7 @@ use crate::matching::{check_kernel_tables, match_declarations, Matching};
 use crate::parse::{parse_compiled, CompiledKernel};
 use crate::render::render_findings;
 use crate::report::{for_build, write_reports};
-use crate::rows::kernel_rows;
+use crate::rows::{kernel_rows, ArchRow};
 use crate::spill_help::spill_free_help;
 use crate::toolchain::Toolchain;
 use crate::Error;
@@ -357,10 +357,10 @@ fn check_one_kernel(
 ) -> Result<(Vec<Gathered>, Vec<KernelRow>), Error> {
     let CheckInputs {
         context,
-        toolchain,
         declarations,
         levels,
         evidence,
+        ..
     } = *inputs;
     let mut found: Vec<Gathered> = Vec::new();
     let mut rows = kernel_rows(context, kernel, declared, declarations)?;
@@ -388,61 +388,10 @@ fn check_one_kernel(
             occupancy,
         })
         .collect();
-    match declared {
-        Some((declared, declaration_index)) => {
-            let spec = &declared.kernel.spec;
-            for mut leveled in evaluate::check_kernel(Launch::Declared(spec), &on, &level_sources) {
-                if leveled.finding.lint == LintId::Spills {
-                    crate::sass::note_hottest_spill(
-                        &mut leveled.finding,
-                        rows.iter().map(|(_, _, row)| row),
-                    );
-                    if let Some(help) = spill_free_help(
-                        toolchain,
-                        context,
-                        kernel,
-                        &declared.kernel,
-                        leveled.finding.arch.as_deref(),
-                    ) {
-                        leveled.finding.help = Some(help);
-                    }
-                }
-                found.push(Gathered {
-                    leveled,
-                    declaration: Some(declaration_index),
-                    kernel: kernel.name.clone(),
-                    undeclared: false,
-                    reason: None,
-                });
-            }
-        }
-        None => {
-            let block = rows
-                .first()
-                .map_or(evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS, |(_, _, row)| {
-                    row.block
-                });
-            let spec = KernelSpec::with_block(BlockDim::linear(block));
-            for leveled in evaluate::check_kernel(Launch::Undeclared(&spec), &on, &level_sources) {
-                found.push(Gathered {
-                    leveled,
-                    declaration: None,
-                    kernel: kernel.name.clone(),
-                    undeclared: true,
-                    reason: None,
-                });
-            }
-            let source = rows.first().and_then(|(_, _, row)| row.source.clone());
-            let source_text = source.map_or_else(String::new, |source| source.to_string());
-            found.extend(Gathered::leveled(
-                evaluate::undeclared_kernel(&kernel.name, &source_text),
-                &level_sources,
-                None,
-                &kernel.name,
-                true,
-            ));
-        }
-    }
+    found.extend(match declared {
+        Some(declared) => declared_findings(inputs, kernel, declared, &rows, &on, &level_sources),
+        None => undeclared_findings(kernel, &rows, &on, &level_sources),
+    });
     // The machine-code lints, for declared and undeclared kernels alike (undeclared ones are
     // summarized with the others of their lint).
     for (_, _, row) in &rows {
@@ -457,6 +406,81 @@ fn check_one_kernel(
         }
     }
     Ok((found, rows.into_iter().map(|(_, _, row)| row).collect()))
+}
+
+/// A declared kernel's findings at its declared launch; a spill gets the hottest spill's line
+/// and the `min_blocks_per_sm` that keeps it spill-free.
+fn declared_findings(
+    inputs: &CheckInputs<'_>,
+    kernel: &CompiledKernel<'_>,
+    (declared, declaration_index): (&Declared, usize),
+    rows: &[ArchRow<'_>],
+    on: &[CompiledOnArch<'_>],
+    level_sources: &LevelSources<'_>,
+) -> Vec<Gathered> {
+    let spec = &declared.kernel.spec;
+    let mut found = Vec::new();
+    for mut leveled in evaluate::check_kernel(Launch::Declared(spec), on, level_sources) {
+        if leveled.finding.lint == LintId::Spills {
+            crate::sass::note_hottest_spill(
+                &mut leveled.finding,
+                rows.iter().map(|(_, _, row)| row),
+            );
+            if let Some(help) = spill_free_help(
+                inputs.toolchain,
+                inputs.context,
+                kernel,
+                &declared.kernel,
+                leveled.finding.arch.as_deref(),
+            ) {
+                leveled.finding.help = Some(help);
+            }
+        }
+        found.push(Gathered {
+            leveled,
+            declaration: Some(declaration_index),
+            kernel: kernel.name.clone(),
+            undeclared: false,
+            reason: None,
+        });
+    }
+    found
+}
+
+/// An undeclared kernel's hard failures at the crate's launch, and `undeclared_kernel`.
+fn undeclared_findings(
+    kernel: &CompiledKernel<'_>,
+    rows: &[ArchRow<'_>],
+    on: &[CompiledOnArch<'_>],
+    level_sources: &LevelSources<'_>,
+) -> Vec<Gathered> {
+    let block = rows
+        .first()
+        .map_or(evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS, |(_, _, row)| {
+            row.block
+        });
+    let spec = KernelSpec::with_block(BlockDim::linear(block));
+    let mut found: Vec<Gathered> =
+        evaluate::check_kernel(Launch::Undeclared(&spec), on, level_sources)
+            .into_iter()
+            .map(|leveled| Gathered {
+                leveled,
+                declaration: None,
+                kernel: kernel.name.clone(),
+                undeclared: true,
+                reason: None,
+            })
+            .collect();
+    let source = rows.first().and_then(|(_, _, row)| row.source.clone());
+    let source_text = source.map_or_else(String::new, |source| source.to_string());
+    found.extend(Gathered::leveled(
+        evaluate::undeclared_kernel(&kernel.name, &source_text),
+        level_sources,
+        None,
+        &kernel.name,
+        true,
+    ));
+    found
 }
 
 /// The baseline's `regression` and `baseline_stale` findings, leveled like the kernel's others
