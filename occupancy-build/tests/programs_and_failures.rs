@@ -2,6 +2,8 @@
 //! fail, never skip, without it): which program each row describes (`ptx_target`), GPUs named
 //! in `jit_archs` checked on the JIT result of the shipped PTX, and a failed build's report.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use occupancy_build::{Build, Error};
@@ -12,23 +14,7 @@ use occupancy_core::report::Report;
 fn package(name: &str, metadata: &str, lib_rs: &str, kernel: &str) -> (PathBuf, PathBuf) {
     let dir =
         std::env::temp_dir().join(format!("occupancy-programs-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let pkg = dir.join("pkg");
-    let out = dir.join("target/debug/build/pkg-0/out");
-    std::fs::create_dir_all(pkg.join("src")).unwrap();
-    std::fs::create_dir_all(pkg.join("kernels")).unwrap();
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(
-        dir.join("target/CACHEDIR.TAG"),
-        "Signature: 8a477f597d28d172789f06886806bc55\n",
-    )
-    .unwrap();
-    std::fs::write(
-        pkg.join("Cargo.toml"),
-        format!("[package]\nname = \"pkg\"\nversion = \"0.0.0\"\n{metadata}"),
-    )
-    .unwrap();
-    std::fs::write(pkg.join("src/lib.rs"), lib_rs).unwrap();
+    let (pkg, out) = common::scratch_package(&dir, metadata, lib_rs);
     std::fs::write(pkg.join("kernels/k.cu"), kernel).unwrap();
     (pkg, out)
 }

@@ -4,6 +4,8 @@
 //! per arch with a picker that compiles and picks as the driver would, and a library build's
 //! SASS follows the same mode.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use occupancy_build::Build;
@@ -20,18 +22,7 @@ const LIB_KERNEL: &str = "extern \"C\" __global__ void a(float* x) { x[threadIdx
 fn package(name: &str, metadata: &str) -> (PathBuf, PathBuf) {
     let dir =
         std::env::temp_dir().join(format!("occupancy-per-arch-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let pkg = dir.join("pkg");
-    let out = dir.join("target/debug/build/pkg-0/out");
-    std::fs::create_dir_all(pkg.join("src")).unwrap();
-    std::fs::create_dir_all(pkg.join("kernels")).unwrap();
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(
-        pkg.join("Cargo.toml"),
-        format!("[package]\nname = \"pkg\"\nversion = \"0.0.0\"\n{metadata}"),
-    )
-    .unwrap();
-    std::fs::write(pkg.join("src/lib.rs"), "").unwrap();
+    let (pkg, out) = common::scratch_package(&dir, metadata, "");
     std::fs::write(pkg.join("kernels/k.cu"), KERNEL).unwrap();
     (pkg, out)
 }

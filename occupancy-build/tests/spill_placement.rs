@@ -5,6 +5,8 @@
 //! `spill_in_loop`, the cold-path kernels get `spills` but not `spill_in_loop`, the reference
 //! gets neither, and ptxas's spill bytes alone cannot tell the two kinds apart.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -43,31 +45,15 @@ fn build_report() -> &'static Report {
 
 fn build_fixture() -> Report {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("spill-placement");
-    let _ = std::fs::remove_dir_all(&dir);
-    let pkg = dir.join("pkg");
-    let out = dir.join("target/debug/build/pkg-0/out");
-    std::fs::create_dir_all(pkg.join("src")).unwrap();
-    std::fs::create_dir_all(pkg.join("kernels")).unwrap();
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(
-        dir.join("target/CACHEDIR.TAG"),
-        "Signature: 8a477f597d28d172789f06886806bc55\n",
-    )
-    .unwrap();
-    // A workspace of its own: the package lies under this repository's target/, inside its
-    // workspace, and cargo (whose `cargo metadata` the build reads settings with) refuses that.
-    std::fs::write(
-        pkg.join("Cargo.toml"),
-        "[package]\nname = \"pkg\"\nversion = \"0.0.0\"\n\n[workspace]\n",
-    )
-    .unwrap();
     let declarations: String = LOOP_KERNELS
         .iter()
         .chain(&COLD_KERNELS)
         .chain(&[REFERENCE, COLD_CHECK])
         .map(|name| format!("#[occupancy::kernel(block = 256)]\nfn {name}();\n"))
         .collect();
-    std::fs::write(pkg.join("src/lib.rs"), declarations).unwrap();
+    // A workspace of its own: the package lies under this repository's target/, inside its
+    // workspace, and cargo (whose `cargo metadata` the build reads settings with) refuses that.
+    let (pkg, out) = common::scratch_package(&dir, "\n[workspace]\n", &declarations);
     std::fs::copy(fixture(), pkg.join("kernels/spill_placement.cu")).unwrap();
     // The reference has no local memory, so no lint needs its SASS: ask for every kernel's.
     let mut env = occupancy_build::TrackedEnv::new();
