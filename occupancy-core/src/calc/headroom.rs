@@ -6,7 +6,7 @@
 
 use super::{
     preferred_smem_per_sm, round_up, saturate, smem_config_at_least, smem_limit_per_block,
-    warps_per_block, BlockLimits, Headroom, KernelFacts, Launch, Limiter, Resources,
+    warps_per_block, Headroom, KernelFacts, Launch, Limiter, Resources,
 };
 use crate::arch::ArchFacts;
 
@@ -30,23 +30,6 @@ pub fn headroom(
     }
 }
 
-/// The smallest limit of every resource but `skip`.
-fn limit_without(limits: &BlockLimits, skip: Limiter) -> u32 {
-    [
-        (Limiter::Warps, Some(limits.warps)),
-        (Limiter::Blocks, Some(limits.blocks)),
-        (Limiter::Registers, limits.registers),
-        (Limiter::SharedMemory, limits.shared_memory),
-        (Limiter::Barriers, limits.barriers),
-        (Limiter::LaunchBounds, limits.launch_bounds),
-    ]
-    .into_iter()
-    .filter(|(limiter, _)| *limiter != skip)
-    .filter_map(|(_, limit)| limit)
-    .min()
-    .unwrap_or(u32::MAX)
-}
-
 /// Registers per thread that can be added, and that must be removed to gain a block. Blocks
 /// never grow with registers, and within the accepted maximum they depend on the registers only
 /// through the per-warp allocation, so both edges come from [`max_registers_keeping`].
@@ -57,7 +40,7 @@ fn register_headroom(
     resources: &Resources,
     current: u32,
 ) -> (u32, Option<u32>) {
-    let without_registers = limit_without(&resources.limits, Limiter::Registers);
+    let without_registers = resources.limits.limit_without(Limiter::Registers);
     let warps = u64::from(warps_per_block(arch, launch.block_threads));
     let registers = kernel.registers_per_thread;
     let max_registers = arch.max_regs_per_thread_accepted;
@@ -125,7 +108,7 @@ fn smem_headroom(
     resources: &Resources,
     current: u32,
 ) -> (u32, Option<u32>) {
-    let without_smem = limit_without(&resources.limits, Limiter::SharedMemory);
+    let without_smem = resources.limits.limit_without(Limiter::SharedMemory);
     let unit = u64::from(arch.smem_alloc_unit);
     let reserved = u64::from(arch.reserved_smem_per_block);
     let largest_per_block = smem_limit_per_block(arch, u64::MAX) / unit * unit;

@@ -199,18 +199,33 @@ pub struct BlockLimits {
 impl BlockLimits {
     /// Resident blocks: the smallest limit.
     pub fn blocks_per_sm(&self) -> u32 {
+        self.by_resource()
+            .into_iter()
+            .filter_map(|(_, limit)| limit)
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Each resource with its limit (`None`: it does not limit), in a fixed order.
+    pub fn by_resource(&self) -> [(Limiter, Option<u32>); 6] {
         [
-            Some(self.warps),
-            Some(self.blocks),
-            self.registers,
-            self.shared_memory,
-            self.barriers,
-            self.launch_bounds,
+            (Limiter::Warps, Some(self.warps)),
+            (Limiter::Blocks, Some(self.blocks)),
+            (Limiter::Registers, self.registers),
+            (Limiter::SharedMemory, self.shared_memory),
+            (Limiter::Barriers, self.barriers),
+            (Limiter::LaunchBounds, self.launch_bounds),
         ]
-        .into_iter()
-        .flatten()
-        .min()
-        .unwrap_or(0)
+    }
+
+    /// The smallest limit of every resource but `skip` (`u32::MAX` when none limits).
+    pub fn limit_without(&self, skip: Limiter) -> u32 {
+        self.by_resource()
+            .into_iter()
+            .filter(|(limiter, _)| *limiter != skip)
+            .filter_map(|(_, limit)| limit)
+            .min()
+            .unwrap_or(u32::MAX)
     }
 
     /// The resources whose limit equals `blocks_per_sm`, in a fixed order.
@@ -221,17 +236,10 @@ impl BlockLimits {
     /// [`BlockLimits::limiters`] without collecting them (for callers that only write them out).
     pub fn limiters_iter(&self) -> impl Iterator<Item = Limiter> {
         let blocks = self.blocks_per_sm();
-        [
-            (Limiter::Warps, Some(self.warps)),
-            (Limiter::Blocks, Some(self.blocks)),
-            (Limiter::Registers, self.registers),
-            (Limiter::SharedMemory, self.shared_memory),
-            (Limiter::Barriers, self.barriers),
-            (Limiter::LaunchBounds, self.launch_bounds),
-        ]
-        .into_iter()
-        .filter(move |(_, limit)| *limit == Some(blocks))
-        .map(|(limiter, _)| limiter)
+        self.by_resource()
+            .into_iter()
+            .filter(move |(_, limit)| *limit == Some(blocks))
+            .map(|(limiter, _)| limiter)
     }
 }
 

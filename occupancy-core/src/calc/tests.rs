@@ -371,22 +371,7 @@ fn reference_headroom(
     resources: &Resources,
 ) -> Headroom {
     let current = resources.limits.blocks_per_sm();
-    let other_than = |skip: Limiter| -> u32 {
-        let limits = &resources.limits;
-        [
-            (Limiter::Warps, Some(limits.warps)),
-            (Limiter::Blocks, Some(limits.blocks)),
-            (Limiter::Registers, limits.registers),
-            (Limiter::SharedMemory, limits.shared_memory),
-            (Limiter::Barriers, limits.barriers),
-            (Limiter::LaunchBounds, limits.launch_bounds),
-        ]
-        .into_iter()
-        .filter(|(limiter, _)| *limiter != skip)
-        .filter_map(|(_, limit)| limit)
-        .min()
-        .unwrap_or(u32::MAX)
-    };
+    let other_than = |skip: Limiter| resources.limits.limit_without(skip);
 
     // Registers: every count from 0 to the accepted maximum.
     let without_registers = other_than(Limiter::Registers);
