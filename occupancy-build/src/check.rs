@@ -325,7 +325,13 @@ fn read_sass_evidence(
     demands: &BTreeMap<PathBuf, crate::sass::SassDemand>,
     cargo: &mut CargoLines,
 ) -> Result<crate::sass::SassEvidence, Error> {
-    let spilled: BTreeSet<(String, String)> = kernels
+    let spilled = spilled_on(kernels);
+    crate::sass::read_build_evidence(context, toolchain, compiled, demands, &spilled, cargo)
+}
+
+/// Every (kernel, arch) ptxas reported spill bytes for: what the SASS reader calls a spill.
+pub(crate) fn spilled_on(kernels: &[CompiledKernel<'_>]) -> BTreeSet<(String, String)> {
+    kernels
         .iter()
         .flat_map(|kernel| {
             kernel
@@ -334,8 +340,7 @@ fn read_sass_evidence(
                 .filter(|(_, record)| spills(record))
                 .map(|(arch, _)| (kernel.name.clone(), arch.clone()))
         })
-        .collect();
-    crate::sass::read_build_evidence(context, toolchain, compiled, demands, &spilled, cargo)
+        .collect()
 }
 
 /// What checking one kernel needs besides the kernel.

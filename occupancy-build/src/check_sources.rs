@@ -76,11 +76,12 @@ impl Build {
             &levels,
             context.read_all_sass,
         );
+        let spilled = check::spilled_on(&kernels);
         let evidence = crate::sass::read_evidence(
             &SassTools::locate(&context, &toolchain),
             &compiled,
             &demands,
-            &|kernel, arch| spilled(&kernels, kernel, arch),
+            &|kernel, arch| spilled.contains(&(kernel.to_owned(), arch.to_owned())),
         )?;
         let mut checked = Vec::new();
         for kernel in &kernels {
@@ -111,20 +112,9 @@ impl Build {
                 ..Report::default()
             },
             without_kernels: without_kernels.into_iter().map(PathBuf::from).collect(),
-            warnings: evidence.unavailable.iter().map(|reason| format!("{reason}: the SASS lints (spill_in_loop, local_array, call, fp64, setmaxnreg_ignored, setmaxnreg_budget) were not checked")).collect(),
+            warnings: evidence.unavailable_warning().into_iter().collect(),
         })
     }
-}
-
-/// Whether ptxas reported spills for `kernel` on `arch`.
-fn spilled(kernels: &[CompiledKernel<'_>], kernel: &str, arch: &str) -> bool {
-    kernels
-        .iter()
-        .filter(|compiled| compiled.name == kernel)
-        .filter_map(|compiled| compiled.records.get(arch))
-        .any(|record| {
-            record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0) > 0
-        })
 }
 
 /// Grouped by file, then line, kernel and architecture.

@@ -200,20 +200,10 @@ pub(crate) fn cuda_definition_lines(text: &str) -> BTreeMap<&str, u32> {
 pub(crate) fn entry_definition_lines(ptx: &str) -> BTreeMap<String, u32> {
     let mut lines = BTreeMap::new();
     for (index, line) in ptx.lines().enumerate() {
-        let text = line.trim_start();
-        let text = text.strip_prefix(".visible ").unwrap_or(text);
-        let text = text.strip_prefix(".weak ").unwrap_or(text);
-        if let Some(rest) = text.strip_prefix(".entry ") {
-            let name = rest
-                .trim_start()
-                .split(['(', ' ', '\t'])
-                .next()
-                .unwrap_or("");
-            if !name.is_empty() {
-                lines
-                    .entry(name.to_string())
-                    .or_insert(u32::try_from(index + 1).unwrap_or(u32::MAX));
-            }
+        if let Some(name) = ptxas::entry_declared_on(line) {
+            lines
+                .entry(name.to_string())
+                .or_insert(u32::try_from(index + 1).unwrap_or(u32::MAX));
         }
     }
     lines

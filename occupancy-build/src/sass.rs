@@ -203,7 +203,7 @@ const PTX_TRIGGERS: [(&str, &[LintId]); 3] = [
 /// whose lint is enabled (`call`, FP64, `setmaxnreg`), on every arch and with the callees, and
 /// the kernels with local memory on the archs where they have it.
 fn selection(
-    source: &CompiledSource,
+    programs: &[ProgramScan],
     demand: Option<&SassDemand>,
     called: &mut BTreeSet<String>,
 ) -> Option<Selection> {
@@ -211,31 +211,70 @@ fn selection(
     if demand.everything {
         return Some(Selection::All);
     }
-    let triggers: Vec<&str> = PTX_TRIGGERS
-        .iter()
-        .filter(|(_, lints)| lints.iter().any(|lint| demand.enabled_lints.contains(lint)))
-        .map(|(operation, _)| *operation)
-        .collect();
     let mut kernels = demand.local_memory.clone();
     let mut callees = false;
-    if !triggers.is_empty() {
-        for program in &source.programs {
-            let ptx = std::fs::read_to_string(&program.ptx).unwrap_or_default();
-            let triggered = ptx_entries_with_operations(&ptx, &triggers);
-            if triggered.is_empty() {
-                continue;
-            }
-            callees = true;
-            called.extend(ptx_called_functions(&ptx));
-            for arch in &program.archs {
-                kernels
-                    .entry(arch.clone())
-                    .or_default()
-                    .extend(triggered.iter().cloned());
-            }
+    for program in programs
+        .iter()
+        .filter(|program| !program.triggered.is_empty())
+    {
+        callees = true;
+        called.extend(program.called.iter().cloned());
+        for arch in &program.archs {
+            kernels
+                .entry(arch.clone())
+                .or_default()
+                .extend(program.triggered.iter().cloned());
         }
     }
     (!kernels.is_empty()).then_some(Selection::Kernels { kernels, callees })
+}
+
+/// What one PTX program says before any disassembly (its text read once).
+#[derive(Debug, Default)]
+struct ProgramScan {
+    /// The archs whose SASS came from it.
+    archs: Vec<String>,
+    /// Kernels with `setmaxnreg`.
+    setmaxnreg: BTreeSet<String>,
+    /// Kernels whose code has an operation whose lint the demand enables.
+    triggered: BTreeSet<String>,
+    /// The functions it calls by name (`*` for an indirect call), when some kernel triggered.
+    called: BTreeSet<String>,
+}
+
+/// Reads each program's PTX once: its `setmaxnreg` kernels and, for `demand`'s enabled lints,
+/// the kernels whose code triggers them and the functions called.
+fn scan_programs(source: &CompiledSource, demand: Option<&SassDemand>) -> Vec<ProgramScan> {
+    let triggers: Vec<&str> = PTX_TRIGGERS
+        .iter()
+        .filter(|(_, lints)| {
+            demand
+                .is_some_and(|demand| lints.iter().any(|lint| demand.enabled_lints.contains(lint)))
+        })
+        .map(|(operation, _)| *operation)
+        .collect();
+    source
+        .programs
+        .iter()
+        .map(|program| {
+            let ptx = std::fs::read_to_string(&program.ptx).unwrap_or_default();
+            let triggered = if triggers.is_empty() {
+                BTreeSet::new()
+            } else {
+                sass::ptx_entries_with_operations(&ptx, &triggers)
+            };
+            ProgramScan {
+                archs: program.archs.clone(),
+                setmaxnreg: sass::ptx_entries_with_operations(&ptx, &["setmaxnreg"]),
+                called: if triggered.is_empty() {
+                    BTreeSet::new()
+                } else {
+                    ptx_called_functions(&ptx)
+                },
+                triggered,
+            }
+        })
+        .collect()
 }
 
 /// Reads the SASS of every compiled source that has a binary and a [`SassDemand`] that needs it
@@ -247,37 +286,36 @@ pub fn read_evidence(
     spills_reported: &dyn Fn(&str, &str) -> bool,
 ) -> Result<SassEvidence, Error> {
     let mut evidence = SassEvidence::default();
+    let tools = match (&tools.nvdisasm, &tools.cuobjdump) {
+        (Some(nvdisasm), Some(cuobjdump)) => Some(Disassembler {
+            cuobjdump,
+            nvdisasm,
+            spills_reported,
+        }),
+        _ => {
+            evidence.unavailable = Some(
+                "nvdisasm or cuobjdump was not found (set OCCUPANCY_NVDISASM and OCCUPANCY_CUOBJDUMP, put them beside nvcc, or `pip install nvidia-cuda-nvdisasm nvidia-cuda-cuobjdump`)".to_owned(),
+            );
+            None
+        }
+    };
     for source in compiled {
         if source.compiler_log.contains(C7508) {
             evidence.c7508_sources.insert(source.source.clone());
         }
+        let demand = demands.get(&source.source);
         // Every program's PTX: with `ptx_per_arch` a kernel may differ between them.
-        for program in &source.programs {
-            if let Ok(ptx) = std::fs::read_to_string(&program.ptx) {
-                evidence
-                    .setmaxnreg_entries
-                    .extend(sass::ptx_entries_with_setmaxnreg(&ptx));
-            }
+        let programs = scan_programs(source, demand);
+        for program in &programs {
+            evidence
+                .setmaxnreg_entries
+                .extend(program.setmaxnreg.iter().cloned());
         }
-    }
-    let (Some(nvdisasm), Some(cuobjdump)) = (&tools.nvdisasm, &tools.cuobjdump) else {
-        evidence.unavailable = Some(
-            "nvdisasm or cuobjdump was not found (set OCCUPANCY_NVDISASM and OCCUPANCY_CUOBJDUMP, put them beside nvcc, or `pip install nvidia-cuda-nvdisasm nvidia-cuda-cuobjdump`)".to_owned(),
-        );
-        return Ok(evidence);
-    };
-    let disassembler = Disassembler {
-        cuobjdump,
-        nvdisasm,
-        spills_reported,
-    };
-    for source in compiled {
-        let Some(binary) = &source.binary else {
+        let (Some(disassembler), Some(binary)) = (&tools, &source.binary) else {
             continue;
         };
-        let demand = demands.get(&source.source);
         let mut called = BTreeSet::new();
-        let Some(selection) = selection(source, demand, &mut called) else {
+        let Some(selection) = selection(&programs, demand, &mut called) else {
             continue;
         };
         let entries = demand.map_or_else(BTreeSet::new, |demand| demand.entries.clone());
@@ -303,15 +341,20 @@ pub fn read_build_evidence(
     let evidence = read_evidence(&tools, compiled, demands, &|kernel, arch| {
         spilled.contains(&(kernel.to_owned(), arch.to_owned()))
     })?;
-    if let Some(reason) = &evidence.unavailable {
-        cargo.warning(&format!(
-            "occupancy: {reason}: the SASS lints (spill_in_loop, local_array, call, fp64, setmaxnreg_ignored, setmaxnreg_budget) were not checked"
-        ));
+    if let Some(warning) = evidence.unavailable_warning() {
+        cargo.warning(&format!("occupancy: {warning}"));
     }
     Ok(evidence)
 }
 
 impl SassEvidence {
+    /// Why the SASS lints did not run, for a warning; `None` when they did.
+    pub fn unavailable_warning(&self) -> Option<String> {
+        self.unavailable.as_ref().map(|reason| {
+            format!("{reason}: the SASS lints (spill_in_loop, local_array, call, fp64, setmaxnreg_ignored, setmaxnreg_budget) were not checked")
+        })
+    }
+
     /// The facts of `kernel` on `arch`, with source paths relative to `package_dir` when inside.
     pub fn facts_of(&self, kernel: &str, arch: &str, package_dir: &Path) -> Option<SassFacts> {
         let mut facts = self
@@ -360,35 +403,6 @@ pub fn note_hottest_spill<'a>(finding: &mut Finding, rows: impl Iterator<Item = 
     if let Some(note) = facts.and_then(sass::hottest_spill_note) {
         finding.notes.push(note);
     }
-}
-
-/// The kernels whose code (not directives or comments) has one of `operations`: one linear
-/// scan; code in a `.func` belongs to no kernel (a kernel calling it has its own `call`).
-fn ptx_entries_with_operations(ptx: &str, operations: &[&str]) -> BTreeSet<String> {
-    let mut found = BTreeSet::new();
-    let mut current: Option<&str> = None;
-    for line in ptx.lines() {
-        let code = line.split("//").next().unwrap_or("").trim_start();
-        let declaration = code
-            .strip_prefix(".visible ")
-            .or_else(|| code.strip_prefix(".weak "))
-            .unwrap_or(code);
-        if let Some(rest) = declaration.strip_prefix(".entry") {
-            current = rest
-                .trim_start()
-                .split(|c: char| c == '(' || c.is_whitespace())
-                .next()
-                .filter(|name| !name.is_empty());
-        } else if declaration.starts_with(".func") {
-            current = None;
-        } else if let Some(kernel) = current {
-            if !code.starts_with('.') && operations.iter().any(|operation| code.contains(operation))
-            {
-                found.insert(kernel.to_owned());
-            }
-        }
-    }
-    found
 }
 
 fn cache_path(binary: &Path) -> PathBuf {
@@ -655,7 +669,9 @@ mod tests {
     fn only_operations_in_a_kernels_code_trigger_it() {
         let ptx = ".extern .func (.param .b32 r) vprintf\n.func helper()\n{\n\tadd.f64 %fd1, %fd2, %fd3;\n\tret;\n}\n.visible .entry saxpy(\n)\n{\n\tfma.rn.f32 %f1, %f2, %f3, %f4;\n\tret; // call me\n}\n.visible .entry caller(\n)\n{\n\tcall.uni helper, ();\n\tret;\n}\n.entry _Z6doublev()\n{\n\tadd.f64 %fd1, %fd2, %fd3;\n\tdiv.rn.f32 %f1, %f2, %f3;\n}\n";
         let names = |ops: &[&str]| -> Vec<String> {
-            ptx_entries_with_operations(ptx, ops).into_iter().collect()
+            sass::ptx_entries_with_operations(ptx, ops)
+                .into_iter()
+                .collect()
         };
         assert_eq!(
             names(&["call"]),
@@ -756,7 +772,7 @@ mod tests {
         };
         let mut called = BTreeSet::new();
         let mut selection = |source: &CompiledSource, demand: Option<&SassDemand>| {
-            selection(source, demand, &mut called)
+            selection(&scan_programs(source, demand), demand, &mut called)
         };
         assert_eq!(selection(&source, None), None, "no demand");
         // FP64 in the PTX, but `fp64` at its default `allow` and no local memory: nothing to read.

@@ -25,7 +25,9 @@ pub use cuobjdump::{
     cuobjdump_reserved_shared_bytes, parse_cuobjdump_resource_usage, CuobjdumpFunction,
 };
 pub use log::{parse_log, LineKind, LogParser};
-pub use ptx::{entry_source_lines, parse_ptx_directives, EntrySourceLine, PtxEntry};
+pub use ptx::{
+    entry_declared_on, entry_source_lines, parse_ptx_directives, EntrySourceLine, PtxEntry,
+};
 
 use serde::Serialize;
 

@@ -43,6 +43,22 @@ pub struct PtxEntry {
     pub other_directives: Vec<String>,
 }
 
+/// The kernel a line declares (`.visible .entry k(`, `.weak .entry k`, `.entry k`), if it
+/// declares one: for line-by-line scans that attribute code to its kernel.
+pub fn entry_declared_on(line: &str) -> Option<&str> {
+    let text = line.trim_start();
+    let text = text
+        .strip_prefix(".visible ")
+        .or_else(|| text.strip_prefix(".weak "))
+        .unwrap_or(text);
+    text.strip_prefix(".entry")
+        .filter(|rest| rest.starts_with(char::is_whitespace))?
+        .trim_start()
+        .split(|c: char| c == '(' || c.is_whitespace())
+        .next()
+        .filter(|name| !name.is_empty())
+}
+
 /// Reads every `.entry` of a PTX module with its launch directives.
 ///
 /// One forward pass: each search starts where the previous one stopped (after an entry's body or
@@ -322,6 +338,11 @@ mod tests {
     #[test]
     fn garbage_gives_no_entries_and_no_panic() {
         assert!(parse_ptx_directives(".entry").is_empty());
+        assert_eq!(entry_declared_on("\t.visible .entry k1(\n"), Some("k1"));
+        assert_eq!(entry_declared_on(".weak .entry _Z2k2v ()"), Some("_Z2k2v"));
+        assert_eq!(entry_declared_on(".entry plain { ret; }"), Some("plain"));
+        assert_eq!(entry_declared_on(".entryish x"), None);
+        assert_eq!(entry_declared_on(".entry"), None);
         assert!(parse_ptx_directives("/* .entry x { */").is_empty());
         let _ = parse_ptx_directives(".entry x( .maxntid {{{");
     }

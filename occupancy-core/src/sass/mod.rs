@@ -61,27 +61,29 @@ pub fn analyze(
         .collect()
 }
 
-/// The `.entry` kernels of a PTX module whose bodies contain `setmaxnreg`: one linear pass.
-pub fn ptx_entries_with_setmaxnreg(ptx: &str) -> std::collections::BTreeSet<String> {
+/// The `.entry` kernels of a PTX module whose code (not directives or comments) has one of
+/// `operations` (`"setmaxnreg"`, `"call"`, `"f64"`): one linear pass. Code in a `.func` belongs
+/// to no kernel (a kernel that calls it has its own `call`).
+pub fn ptx_entries_with_operations(
+    ptx: &str,
+    operations: &[&str],
+) -> std::collections::BTreeSet<String> {
     let mut found = std::collections::BTreeSet::new();
-    let mut current: Option<String> = None;
+    let mut current: Option<&str> = None;
     for line in ptx.lines() {
-        let trimmed = line.trim_start();
-        let after_entry = trimmed
-            .strip_prefix(".visible .entry")
-            .or_else(|| trimmed.strip_prefix(".entry"))
-            .or_else(|| trimmed.strip_prefix(".weak .entry"));
-        if let Some(rest) = after_entry {
-            current = rest
-                .trim()
-                .split(|c: char| c == '(' || c.is_whitespace())
-                .next()
-                .map(str::to_owned);
-        } else if trimmed.starts_with(".func") || trimmed.starts_with(".visible .func") {
+        let code = line.split("//").next().unwrap_or("").trim_start();
+        let declaration = code
+            .strip_prefix(".visible ")
+            .or_else(|| code.strip_prefix(".weak "))
+            .unwrap_or(code);
+        if let Some(kernel) = crate::ptxas::entry_declared_on(code) {
+            current = Some(kernel);
+        } else if declaration.starts_with(".func") {
             current = None;
-        } else if trimmed.starts_with("setmaxnreg") {
-            if let Some(name) = &current {
-                found.insert(name.clone());
+        } else if let Some(kernel) = current {
+            if !code.starts_with('.') && operations.iter().any(|operation| code.contains(operation))
+            {
+                found.insert(kernel.to_owned());
             }
         }
     }
@@ -95,7 +97,7 @@ mod tests {
     #[test]
     fn finds_setmaxnreg_per_entry() {
         let ptx = ".visible .entry a(\n.param .u64 p)\n{\n\tsetmaxnreg.inc.sync.aligned.u32 240;\n}\n.visible .entry b()\n{\n\tret;\n}\n";
-        let found = ptx_entries_with_setmaxnreg(ptx);
+        let found = ptx_entries_with_operations(ptx, &["setmaxnreg"]);
         assert_eq!(found.into_iter().collect::<Vec<_>>(), vec!["a".to_owned()]);
     }
 }
