@@ -128,6 +128,25 @@ pub struct CompiledSource {
     pub programs: Vec<Program>,
 }
 
+#[cfg(test)]
+impl CompiledSource {
+    /// A compiled `.cu` with only its path and binary, for tests of the stages after compiling.
+    pub fn for_tests(source: PathBuf, binary: PathBuf) -> CompiledSource {
+        CompiledSource {
+            ptx: source.with_extension("ptx"),
+            source,
+            kind: SourceKind::Cuda,
+            binary: Some(binary),
+            compiler_log: String::new(),
+            dependencies: Vec::new(),
+            from_cache: false,
+            wrapper_failure: None,
+            ptx_target: None,
+            programs: Vec::new(),
+        }
+    }
+}
+
 /// Compiles every source of the build (at most `context.max_jobs` at once, cached) and returns
 /// them in order. A source named twice (`a.cu` and `./a.cu`, a file inside a `.source_dir`) is
 /// compiled once; a missing one is an error naming it; with several failures, every one is said.

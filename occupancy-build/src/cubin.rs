@@ -1,52 +1,269 @@
-//! The symbol table of a cubin (an ELF64 little-endian file), read just far enough to name
-//! functions to `nvdisasm --function`, which takes symbol indices. Every read is bounds-checked:
-//! a file this cannot read gives `None` and the caller disassembles the whole cubin.
+//! A cubin (an ELF64 little-endian file) read just far enough for the SASS stage: its function
+//! symbols by name (`nvdisasm --function` takes symbol indices), and each function's section of
+//! code with what nvdisasm would otherwise read from the file around it (the subroutines ptxas
+//! placed in the section, the symbols its relocations name, its `-lineinfo` line table), so that
+//! one `nvdisasm --binary` per architecture reads the code of many cubins. Every read is
+//! bounds-checked: a file this cannot read gives `None` and the caller disassembles the whole
+//! cubin with nvdisasm.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+use occupancy_core::sass::raw::{FunctionCode, LineRow};
+
+mod line_table;
+
+const SHT_SYMTAB: u32 = 2;
+const SHT_RELA: u32 = 4;
+const SHT_REL: u32 = 9;
+const STT_FUNC: u8 = 2;
+/// `st_other` of a kernel (`.other k,@"STO_CUDA_ENTRY STV_DEFAULT"`).
+const STO_CUDA_ENTRY: u8 = 0x10;
+
+/// A parsed cubin: its section headers and symbols.
+pub struct Cubin<'a> {
+    bytes: &'a [u8],
+    sections: Vec<Section>,
+    symbols: Vec<Symbol>,
+}
+
+#[derive(Debug, Clone)]
+struct Section {
+    name: String,
+    kind: u32,
+    offset: usize,
+    size: usize,
+    link: usize,
+    /// For a relocation section, the section it applies to.
+    info: usize,
+}
+
+#[derive(Debug, Clone)]
+struct Symbol {
+    name: String,
+    kind: u8,
+    other: u8,
+    section: usize,
+    value: u64,
+}
+
+/// A relocation: the symbol it names and its addend (`None` for `SHT_REL`, whose addend is the
+/// value stored at the offset).
+#[derive(Debug, Clone, Copy)]
+struct Relocation {
+    symbol: usize,
+    addend: Option<i64>,
+}
 
 /// The symbol-table index of every function symbol (`STT_FUNC`: kernels and device functions)
 /// in the cubin `bytes`, by name.
+#[cfg(test)]
 pub fn function_symbols(bytes: &[u8]) -> Option<BTreeMap<String, usize>> {
-    if bytes.get(..4)? != b"\x7fELF" || *bytes.get(4)? != 2 || *bytes.get(5)? != 1 {
-        return None; // not ELF64 little-endian
-    }
-    let section_table = usize::try_from(u64_at(bytes, 0, 0x28)?).ok()?;
-    let entry_size = usize::from(u16_at(bytes, 0, 0x3A)?);
-    let count = usize::from(u16_at(bytes, 0, 0x3C)?);
-    let section = |index: usize| {
-        let at = section_table.checked_add(index.checked_mul(entry_size)?)?;
-        Some((
-            u32_at(bytes, at, 4)?,                           // sh_type
-            usize::try_from(u64_at(bytes, at, 0x18)?).ok()?, // sh_offset
-            usize::try_from(u64_at(bytes, at, 0x20)?).ok()?, // sh_size
-            usize::try_from(u32_at(bytes, at, 0x28)?).ok()?, // sh_link
-            usize::try_from(u64_at(bytes, at, 0x38)?).ok()?, // sh_entsize
-        ))
-    };
-    const SYMTAB: u32 = 2;
-    let (_, offset, size, link, symbol_size) = (0..count)
-        .filter_map(section)
-        .find(|(kind, ..)| *kind == SYMTAB)?;
-    let (_, strings, strings_size, _, _) = section(link)?;
-    let strings = bytes.get(strings..strings.checked_add(strings_size)?)?;
-    if symbol_size < 24 {
-        return None;
-    }
-    let mut found = BTreeMap::new();
-    const STT_FUNC: u8 = 2;
-    for index in 0..size / symbol_size {
-        let at = offset.checked_add(index.checked_mul(symbol_size)?)?;
-        if field::<1>(bytes, at, 4)?[0] & 0xf != STT_FUNC {
-            continue;
+    Some(Cubin::parse(bytes)?.function_symbols())
+}
+
+impl<'a> Cubin<'a> {
+    pub fn parse(bytes: &'a [u8]) -> Option<Cubin<'a>> {
+        if bytes.get(..4)? != b"\x7fELF" || *bytes.get(4)? != 2 || *bytes.get(5)? != 1 {
+            return None; // not ELF64 little-endian
         }
-        let name_at = usize::try_from(u32_at(bytes, at, 0)?).ok()?;
-        let name = strings.get(name_at..)?;
-        let name = &name[..name.iter().position(|&byte| byte == 0)?];
-        if let Ok(name) = std::str::from_utf8(name) {
-            found.entry(name.to_owned()).or_insert(index);
+        let table = usize::try_from(u64_at(bytes, 0, 0x28)?).ok()?;
+        let entry_size = usize::from(u16_at(bytes, 0, 0x3A)?);
+        let count = usize::from(u16_at(bytes, 0, 0x3C)?);
+        let names_index = usize::from(u16_at(bytes, 0, 0x3E)?);
+        let header = |index: usize| -> Option<(u32, Section)> {
+            let at = table.checked_add(index.checked_mul(entry_size)?)?;
+            let section = Section {
+                name: String::new(),
+                kind: u32_at(bytes, at, 4)?,
+                offset: usize::try_from(u64_at(bytes, at, 0x18)?).ok()?,
+                size: usize::try_from(u64_at(bytes, at, 0x20)?).ok()?,
+                link: usize::try_from(u32_at(bytes, at, 0x28)?).ok()?,
+                info: usize::try_from(u32_at(bytes, at, 0x2C)?).ok()?,
+            };
+            Some((u32_at(bytes, at, 0)?, section))
+        };
+        let headers: Vec<(u32, Section)> = (0..count).map(header).collect::<Option<_>>()?;
+        let names = headers.get(names_index).map(|(_, names)| names.clone());
+        let mut cubin = Cubin {
+            bytes,
+            sections: Vec::with_capacity(count),
+            symbols: Vec::new(),
+        };
+        for (name_at, mut section) in headers {
+            if let Some(names) = &names {
+                section.name = cubin.string(names, name_at as usize).unwrap_or_default();
+            }
+            cubin.sections.push(section);
         }
+        cubin.symbols = cubin.read_symbols()?;
+        Some(cubin)
     }
-    Some(found)
+
+    fn contents(&self, section: &Section) -> Option<&'a [u8]> {
+        self.bytes
+            .get(section.offset..section.offset.checked_add(section.size)?)
+    }
+
+    fn string(&self, table: &Section, at: usize) -> Option<String> {
+        let text = self.contents(table)?.get(at..)?;
+        let text = &text[..text.iter().position(|&byte| byte == 0)?];
+        std::str::from_utf8(text).ok().map(str::to_owned)
+    }
+
+    fn read_symbols(&self) -> Option<Vec<Symbol>> {
+        let Some(table) = self
+            .sections
+            .iter()
+            .find(|section| section.kind == SHT_SYMTAB)
+        else {
+            return Some(Vec::new());
+        };
+        let strings = self.sections.get(table.link)?;
+        let bytes = self.contents(table)?;
+        (0..bytes.len() / 24)
+            .map(|index| {
+                let at = index * 24;
+                let name_at = usize::try_from(u32_at(bytes, at, 0)?).ok()?;
+                Some(Symbol {
+                    name: self.string(strings, name_at).unwrap_or_default(),
+                    kind: field::<1>(bytes, at, 4)?[0] & 0xf,
+                    other: field::<1>(bytes, at, 5)?[0],
+                    section: usize::from(u16_at(bytes, at, 6)?),
+                    value: u64_at(bytes, at, 8)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The symbol-table index of every function symbol by name (the first of a name).
+    pub fn function_symbols(&self) -> BTreeMap<String, usize> {
+        let mut found = BTreeMap::new();
+        for (index, symbol) in self.symbols.iter().enumerate() {
+            if symbol.kind == STT_FUNC && !symbol.name.is_empty() {
+                found.entry(symbol.name.clone()).or_insert(index);
+            }
+        }
+        found
+    }
+
+    /// The symbol indices of `kernels` (`None`: of every kernel, `STO_CUDA_ENTRY`); `None` when
+    /// one of them is not a function symbol here.
+    pub fn kernel_symbols(&self, kernels: Option<&BTreeSet<String>>) -> Option<Vec<usize>> {
+        let Some(kernels) = kernels else {
+            return Some(
+                (self.symbols.iter().enumerate())
+                    .filter(|(_, symbol)| symbol.kind == STT_FUNC)
+                    .filter(|(_, symbol)| symbol.other & STO_CUDA_ENTRY != 0)
+                    .map(|(index, _)| index)
+                    .collect(),
+            );
+        };
+        let by_name = self.function_symbols();
+        kernels
+            .iter()
+            .map(|kernel| by_name.get(kernel).copied())
+            .collect()
+    }
+
+    /// The relocations that apply to section `target`, by offset in it.
+    fn relocations_of(&self, target: usize) -> Option<BTreeMap<u64, Relocation>> {
+        let mut found = BTreeMap::new();
+        for section in &self.sections {
+            let entry = match section.kind {
+                SHT_RELA => 24,
+                SHT_REL => 16,
+                _ => continue,
+            };
+            if section.info != target {
+                continue;
+            }
+            let bytes = self.contents(section)?;
+            for at in (0..bytes.len() / entry).map(|index| index * entry) {
+                let info = u64_at(bytes, at, 8)?;
+                let addend = match entry {
+                    24 => Some(u64_at(bytes, at, 16)? as i64),
+                    _ => None,
+                };
+                let symbol = usize::try_from(info >> 32).ok()?;
+                found.insert(u64_at(bytes, at, 0)?, Relocation { symbol, addend });
+            }
+        }
+        Some(found)
+    }
+
+    /// The code of the functions whose symbols are `symbol_indices`: each symbol's whole section
+    /// once (a subroutine's symbol names its caller's section), with the subroutines in it, the
+    /// symbols its relocations name and its line rows. `None` when a symbol or section cannot be
+    /// read, or the line table is one this reader does not know.
+    pub fn code_of(&self, symbol_indices: &[usize]) -> Option<Vec<FunctionCode>> {
+        let mut sections: Vec<usize> = symbol_indices
+            .iter()
+            .map(|index| Some(self.symbols.get(*index)?.section))
+            .collect::<Option<_>>()?;
+        sections.sort_unstable();
+        sections.dedup();
+        let mut lines = self.line_rows()?;
+        sections
+            .into_iter()
+            .map(|index| self.function_code(index, lines.remove(&index).unwrap_or_default()))
+            .collect()
+    }
+
+    fn function_code(&self, index: usize, lines: Vec<LineRow>) -> Option<FunctionCode> {
+        let section = self.sections.get(index)?;
+        let name = section.name.strip_prefix(".text.")?.to_owned();
+        let in_section = || {
+            self.symbols
+                .iter()
+                .filter(move |symbol| symbol.section == index && symbol.kind == STT_FUNC)
+        };
+        let entry =
+            in_section().any(|symbol| symbol.name == name && symbol.other & STO_CUDA_ENTRY != 0);
+        let mut subroutines: Vec<(u64, String)> = in_section()
+            .filter(|symbol| symbol.name != name)
+            .map(|symbol| (symbol.value, symbol.name.clone()))
+            .collect();
+        subroutines.sort();
+        let relocated_symbols = self
+            .relocations_of(index)?
+            .into_iter()
+            .filter_map(|(offset, relocation)| {
+                let symbol = self.symbols.get(relocation.symbol)?;
+                Some((offset, symbol.name.clone()))
+            })
+            .collect();
+        Some(FunctionCode {
+            name,
+            entry,
+            code: self.contents(section)?.to_vec(),
+            subroutines,
+            relocated_symbols,
+            lines,
+        })
+    }
+
+    /// The `.debug_line` rows per code section (empty without line tables).
+    fn line_rows(&self) -> Option<BTreeMap<usize, Vec<LineRow>>> {
+        let Some(index) = self
+            .sections
+            .iter()
+            .position(|section| section.name == ".debug_line")
+        else {
+            return Some(BTreeMap::new());
+        };
+        let program = self.contents(&self.sections[index])?;
+        let relocations = self.relocations_of(index)?;
+        // An address operand the line program sets: the section of the symbol its relocation
+        // names, and the offset in that section.
+        let locate = |operand_at: usize, stored: u64| {
+            let relocation = relocations.get(&(operand_at as u64))?;
+            let symbol = self.symbols.get(relocation.symbol)?;
+            let addend = relocation.addend.map_or(stored, |addend| addend as u64);
+            let offset = symbol.value.wrapping_add(addend);
+            Some((symbol.section, offset))
+        };
+        line_table::rows(program, &locate)
+    }
 }
 
 /// `N` bytes at `base + offset`, when the file has them.

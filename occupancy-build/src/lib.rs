@@ -31,6 +31,7 @@ mod context;
 mod cubin;
 mod declarations;
 mod diagnostics;
+mod disassemble;
 mod env;
 mod error;
 mod expectations;

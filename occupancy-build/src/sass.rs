@@ -1,9 +1,10 @@
 //! The SASS stage: the machine code of the compile that already ran, read into per-kernel facts.
 //!
 //! For every compiled `.cu` (compiled with `-lineinfo`, which adds line tables and does not change
-//! the code), `cuobjdump -xelf all` takes the per-arch cubins out of the fatbin or object the
-//! compile produced, and `nvdisasm -c -g` disassembles each with its source lines; the text goes
-//! to `occupancy_core::sass`. Nothing is compiled a second time. The facts are cached next to the
+//! the code) whose [`SassDemand`] needs it, the kernels a lint above `allow` can report on are
+//! disassembled from the cubins of the compile that already ran, all binaries of the build in one
+//! batch ([`crate::disassemble`]: one `nvdisasm` per architecture); the text goes to
+//! `occupancy_core::sass`. Nothing is compiled a second time. The facts are cached next to the
 //! binary in the compile's cache entry (`<binary>.sass.json`), keyed by the binary's SHA-256, so
 //! a cached compile reads no SASS again.
 //!
@@ -13,7 +14,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use occupancy_core::lint::evaluate::Finding;
 use occupancy_core::lint::LintId;
@@ -22,6 +22,7 @@ use occupancy_core::sass::{self, SassFacts};
 use sha2::{Digest, Sha256};
 
 use crate::compile::CompiledSource;
+use crate::disassemble::{Disassembler, Wanted};
 use crate::fsutil::write_atomic;
 use crate::toolchain::Toolchain;
 use crate::Error;
@@ -31,8 +32,9 @@ pub const C7508: &str = "(C7508)";
 
 /// The cached facts' format and reader: bump it whenever `occupancy_core::sass` reads the same
 /// SASS into other facts, so that cached facts of the old reader are read again (2: a call into
-/// the kernel's own code is not a call; 3: what was read is recorded: all, or kernels per arch).
-const CACHE_SCHEMA: u32 = 3;
+/// the kernel's own code is not a call; 3: what was read is recorded: all, or kernels per arch;
+/// 4: kernels only, no callee functions, read by raw-mode batches).
+const CACHE_SCHEMA: u32 = 4;
 
 /// What the SASS of a build says, per kernel and architecture.
 #[derive(Debug, Clone, Default)]
@@ -129,11 +131,9 @@ pub struct SassDemand {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Selection {
     All,
-    /// Per arch, the kernels to read; with `callees`, every non-kernel function too (the
-    /// callees a `call` finding measures).
+    /// Per arch, the kernels to read.
     Kernels {
         kernels: BTreeMap<String, BTreeSet<String>>,
-        callees: bool,
     },
 }
 
@@ -143,18 +143,9 @@ impl Selection {
         match (self, wanted) {
             (Selection::All, _) => true,
             (Selection::Kernels { .. }, Selection::All) => false,
-            (
-                Selection::Kernels {
-                    kernels: read,
-                    callees: read_callees,
-                },
-                Selection::Kernels { kernels, callees },
-            ) => {
-                (*read_callees || !callees)
-                    && kernels.iter().all(|(arch, kernels)| {
-                        read.get(arch).is_some_and(|read| kernels.is_subset(read))
-                    })
-            }
+            (Selection::Kernels { kernels: read }, Selection::Kernels { kernels }) => kernels
+                .iter()
+                .all(|(arch, kernels)| read.get(arch).is_some_and(|read| kernels.is_subset(read))),
         }
     }
 
@@ -173,9 +164,18 @@ impl Selection {
         }
     }
 
-    /// Whether non-kernel functions are read too.
-    fn callees(&self) -> bool {
-        matches!(self, Selection::Kernels { callees: true, .. })
+    /// Per arch to read, its kernels (`None`: every kernel); `archs` are the binary's.
+    fn kernels_by_arch<'a>(
+        &'a self,
+        archs: impl Iterator<Item = &'a String>,
+    ) -> BTreeMap<String, Option<&'a BTreeSet<String>>> {
+        match self {
+            Selection::All => archs.map(|arch| (arch.clone(), None)).collect(),
+            Selection::Kernels { kernels } => kernels
+                .iter()
+                .map(|(arch, kernels)| (arch.clone(), Some(kernels)))
+                .collect(),
+        }
     }
 
     fn has(&self, facts: &SassFacts) -> bool {
@@ -200,33 +200,28 @@ const PTX_TRIGGERS: [(&str, &[LintId]); 3] = [
 ];
 
 /// What of `source` to disassemble (`None`: nothing): the kernels whose PTX has an operation
-/// whose lint is enabled (`call`, FP64, `setmaxnreg`), on every arch and with the callees, and
-/// the kernels with local memory on the archs where they have it.
-fn selection(
-    programs: &[ProgramScan],
-    demand: Option<&SassDemand>,
-    called: &mut BTreeSet<String>,
-) -> Option<Selection> {
+/// whose lint is enabled (`call`, FP64, `setmaxnreg`), on every arch, and the kernels with local
+/// memory on the archs where they have it. A kernel's facts come from its own code section
+/// (ptxas places its private subroutines there); other functions are never read.
+fn selection(programs: &[ProgramScan], demand: Option<&SassDemand>) -> Option<Selection> {
     let demand = demand?;
     if demand.everything {
         return Some(Selection::All);
     }
     let mut kernels = demand.local_memory.clone();
-    let mut callees = false;
-    for program in programs
-        .iter()
-        .filter(|program| !program.triggered.is_empty())
-    {
-        callees = true;
-        called.extend(program.called.iter().cloned());
-        for arch in &program.archs {
+    for program in programs {
+        for arch in program
+            .archs
+            .iter()
+            .filter(|_| !program.triggered.is_empty())
+        {
             kernels
                 .entry(arch.clone())
                 .or_default()
                 .extend(program.triggered.iter().cloned());
         }
     }
-    (!kernels.is_empty()).then_some(Selection::Kernels { kernels, callees })
+    (!kernels.is_empty()).then_some(Selection::Kernels { kernels })
 }
 
 /// What one PTX program says before any disassembly (its text read once).
@@ -238,12 +233,10 @@ struct ProgramScan {
     setmaxnreg: BTreeSet<String>,
     /// Kernels whose code has an operation whose lint the demand enables.
     triggered: BTreeSet<String>,
-    /// The functions it calls by name (`*` for an indirect call), when some kernel triggered.
-    called: BTreeSet<String>,
 }
 
 /// Reads each program's PTX once: its `setmaxnreg` kernels and, for `demand`'s enabled lints,
-/// the kernels whose code triggers them and the functions called.
+/// the kernels whose code triggers them.
 fn scan_programs(source: &CompiledSource, demand: Option<&SassDemand>) -> Vec<ProgramScan> {
     let triggers: Vec<&str> = PTX_TRIGGERS
         .iter()
@@ -258,35 +251,42 @@ fn scan_programs(source: &CompiledSource, demand: Option<&SassDemand>) -> Vec<Pr
         .iter()
         .map(|program| {
             let ptx = std::fs::read_to_string(&program.ptx).unwrap_or_default();
-            let triggered = if triggers.is_empty() {
-                BTreeSet::new()
-            } else {
-                sass::ptx_entries_with_operations(&ptx, &triggers)
-            };
+            let mut operations = triggers.clone();
+            operations.push("setmaxnreg");
+            let found = sass::ptx_entries_with_each_operation(&ptx, &operations);
+            let with = |operation: &str| found.get(operation).cloned().unwrap_or_default();
             ProgramScan {
                 archs: program.archs.clone(),
-                setmaxnreg: sass::ptx_entries_with_operations(&ptx, &["setmaxnreg"]),
-                called: if triggered.is_empty() {
-                    BTreeSet::new()
-                } else {
-                    ptx_called_functions(&ptx)
-                },
-                triggered,
+                setmaxnreg: with("setmaxnreg"),
+                triggered: triggers
+                    .iter()
+                    .flat_map(|operation| with(operation))
+                    .collect(),
             }
         })
         .collect()
 }
 
+/// A binary whose facts are not cached for what it needs: read by the batch.
+struct Pending<'a> {
+    source: &'a CompiledSource,
+    binary: &'a Path,
+    selection: Selection,
+    binary_sha256: String,
+}
+
 /// Reads the SASS of every compiled source that has a binary and a [`SassDemand`] that needs it
-/// (keyed by the source's path). `spills_reported(kernel, arch)`: ptxas reported spill bytes.
+/// (keyed by the source's path): cached facts where they cover it, the rest in one batch (one
+/// nvdisasm per arch, [`crate::disassemble`]). `spills_reported(kernel, arch)`: ptxas reported
+/// spill bytes.
 pub fn read_evidence(
     tools: &SassTools,
     compiled: &[CompiledSource],
     demands: &BTreeMap<PathBuf, SassDemand>,
-    spills_reported: &dyn Fn(&str, &str) -> bool,
+    spills_reported: &(dyn Fn(&str, &str) -> bool + Sync),
 ) -> Result<SassEvidence, Error> {
     let mut evidence = SassEvidence::default();
-    let tools = match (&tools.nvdisasm, &tools.cuobjdump) {
+    let disassembler = match (&tools.nvdisasm, &tools.cuobjdump) {
         (Some(nvdisasm), Some(cuobjdump)) => Some(Disassembler {
             cuobjdump,
             nvdisasm,
@@ -299,6 +299,7 @@ pub fn read_evidence(
             None
         }
     };
+    let mut pending: Vec<Pending> = Vec::new();
     for source in compiled {
         if source.compiler_log.contains(C7508) {
             evidence.c7508_sources.insert(source.source.clone());
@@ -311,21 +312,84 @@ pub fn read_evidence(
                 .setmaxnreg_entries
                 .extend(program.setmaxnreg.iter().cloned());
         }
-        let (Some(disassembler), Some(binary)) = (&tools, &source.binary) else {
+        let (Some(_), Some(binary)) = (&disassembler, &source.binary) else {
             continue;
         };
-        let mut called = BTreeSet::new();
-        let Some(selection) = selection(&programs, demand, &mut called) else {
+        let Some(selection) = selection(&programs, demand) else {
             continue;
         };
-        let entries = demand.map_or_else(BTreeSet::new, |demand| demand.entries.clone());
-        let functions = Functions { entries, called };
-        for facts in disassembler.facts_of_binary(source, binary, &selection, &functions)? {
-            let arch = facts.arch.clone().unwrap_or_default();
-            evidence.facts.insert((facts.kernel.clone(), arch), facts);
+        let (binary_sha256, cached) = cached_facts(binary, &selection)?;
+        match cached {
+            Some(facts) => evidence.insert(facts),
+            None => pending.push(Pending {
+                source,
+                binary,
+                selection,
+                binary_sha256,
+            }),
+        }
+    }
+    if let (Some(disassembler), Some(first)) = (&disassembler, pending.first()) {
+        let work = first
+            .binary
+            .with_file_name(format!("sass-work-{}", std::process::id()));
+        let wanted: Vec<Wanted> = pending.iter().map(Pending::wanted).collect();
+        for (pending, facts) in pending.iter().zip(disassembler.read(&wanted, &work)?) {
+            write_cache(pending, &facts)?;
+            evidence.insert(facts);
         }
     }
     Ok(evidence)
+}
+
+impl Pending<'_> {
+    fn wanted(&self) -> Wanted<'_> {
+        let archs = self
+            .source
+            .programs
+            .iter()
+            .flat_map(|program| &program.archs);
+        Wanted {
+            source: self.source,
+            binary: self.binary,
+            kernels: self.selection.kernels_by_arch(archs),
+        }
+    }
+}
+
+/// The binary's SHA-256 and, when the facts cached beside it cover `selection` for these bytes,
+/// those facts.
+fn cached_facts(
+    binary: &Path,
+    selection: &Selection,
+) -> Result<(String, Option<Vec<SassFacts>>), Error> {
+    let bytes = std::fs::read(binary).map_err(|error| Error::Io {
+        path: binary.to_path_buf(),
+        error,
+    })?;
+    let binary_sha256 = format!("{:x}", Sha256::digest(&bytes));
+    let cached = std::fs::read(cache_path(binary))
+        .ok()
+        .and_then(|text| serde_json::from_slice::<CacheFile>(&text).ok())
+        .filter(|cached| cached.covers(&binary_sha256, selection))
+        .map(|cached| {
+            (cached.kernels.into_iter())
+                .filter(|facts| selection.has(facts))
+                .collect()
+        });
+    Ok((binary_sha256, cached))
+}
+
+/// Caches the facts read for `pending` beside its binary.
+fn write_cache(pending: &Pending, facts: &[SassFacts]) -> Result<(), Error> {
+    let file = CacheFile {
+        schema: CACHE_SCHEMA,
+        binary_sha256: pending.binary_sha256.clone(),
+        selection: pending.selection.clone(),
+        kernels: facts.to_vec(),
+    };
+    let json = serde_json::to_vec(&file).expect("SASS facts are plain data");
+    write_atomic(&cache_path(pending.binary), &json)
 }
 
 /// [`read_evidence`] for a build: says in a warning when the SASS lints could not run.
@@ -348,6 +412,13 @@ pub fn read_build_evidence(
 }
 
 impl SassEvidence {
+    fn insert(&mut self, facts: Vec<SassFacts>) {
+        for facts in facts {
+            let arch = facts.arch.clone().unwrap_or_default();
+            self.facts.insert((facts.kernel.clone(), arch), facts);
+        }
+    }
+
     /// Why the SASS lints did not run, for a warning; `None` when they did.
     pub fn unavailable_warning(&self) -> Option<String> {
         self.unavailable.as_ref().map(|reason| {
@@ -411,259 +482,9 @@ fn cache_path(binary: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// The tools and what the reader needs from ptxas.
-struct Disassembler<'a> {
-    cuobjdump: &'a Path,
-    nvdisasm: &'a Path,
-    spills_reported: &'a dyn Fn(&str, &str) -> bool,
-}
-
-impl Disassembler<'_> {
-    /// The facts of `selection` of one binary: from the cache beside it when they cover it
-    /// for the same bytes, else read and cached.
-    fn facts_of_binary(
-        &self,
-        source: &CompiledSource,
-        binary: &Path,
-        selection: &Selection,
-        functions: &Functions,
-    ) -> Result<Vec<SassFacts>, Error> {
-        let bytes = std::fs::read(binary).map_err(|error| Error::Io {
-            path: binary.to_path_buf(),
-            error,
-        })?;
-        let binary_sha256 = format!("{:x}", Sha256::digest(&bytes));
-        let cache = cache_path(binary);
-        if let Some(cached) = std::fs::read(&cache)
-            .ok()
-            .and_then(|text| serde_json::from_slice::<CacheFile>(&text).ok())
-            .filter(|cached| cached.covers(&binary_sha256, selection))
-        {
-            return Ok(cached
-                .kernels
-                .into_iter()
-                .filter(|facts| selection.has(facts))
-                .collect());
-        }
-        let work = binary.with_file_name(format!("sass-work-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&work);
-        std::fs::create_dir_all(&work).map_err(|error| Error::Io {
-            path: work.clone(),
-            error,
-        })?;
-        let result = self.disassemble(source, binary, &work, selection, functions);
-        let _ = std::fs::remove_dir_all(&work);
-        let file = CacheFile {
-            schema: CACHE_SCHEMA,
-            binary_sha256,
-            selection: selection.clone(),
-            kernels: result?,
-        };
-        let json = serde_json::to_vec(&file).expect("SASS facts are plain data");
-        write_atomic(&cache, &json)?;
-        Ok(file.kernels)
-    }
-}
-
-/// The functions of a source a selection can name: its kernels, and the functions its PTX calls
-/// by name (`*` for an indirect call: any non-kernel function may be the callee).
-#[derive(Debug, Default)]
-struct Functions {
-    entries: BTreeSet<String>,
-    called: BTreeSet<String>,
-}
-
-/// `nvdisasm -fun`'s list (symbol indices) for `kernels` of one cubin, and with `callees` the
-/// functions the PTX calls; `None` (read the whole cubin) when a kernel is not in the symbol
-/// table.
-fn function_indices(
-    cubin: &Path,
-    kernels: &BTreeSet<String>,
-    callees: bool,
-    functions: &Functions,
-) -> Option<String> {
-    let bytes = std::fs::read(cubin).ok()?;
-    let symbols = crate::cubin::function_symbols(&bytes)?;
-    if !kernels.iter().all(|kernel| symbols.contains_key(kernel)) {
-        return None;
-    }
-    let any_callee = functions.called.contains("*");
-    let wanted = |name: &str| {
-        kernels.contains(name)
-            || (callees
-                && (functions.called.contains(name)
-                    || (any_callee && !functions.entries.contains(name))))
-    };
-    let indices: BTreeSet<usize> = symbols
-        .iter()
-        .filter(|(name, _)| wanted(name))
-        .map(|(_, index)| *index)
-        .collect();
-    Some(
-        indices
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(","),
-    )
-}
-
-/// Every function the PTX calls by name, in kernels and functions alike (so callees of callees
-/// too), one pass; an indirect call (`call %rd4, ...`) adds `*`. A call's operands may span lines
-/// (`call.uni (retval0),\n\tname,\n\t(param0);`).
-fn ptx_called_functions(ptx: &str) -> BTreeSet<String> {
-    let mut called = BTreeSet::new();
-    let mut pending: Option<String> = None;
-    for line in ptx.lines() {
-        let code = line.split("//").next().unwrap_or("").trim();
-        let text = match pending.take() {
-            Some(mut so_far) => {
-                so_far.push(' ');
-                so_far.push_str(code);
-                so_far
-            }
-            None if code.starts_with("call") => code.to_owned(),
-            None => continue,
-        };
-        let Some((operands, _)) = text.split_once(';') else {
-            pending = Some(text);
-            continue;
-        };
-        let operands = operands
-            .split_once(char::is_whitespace)
-            .map_or("", |(_, rest)| rest);
-        let callee = operands
-            .split(',')
-            .map(str::trim)
-            .find(|part| !part.starts_with('(') && !part.is_empty());
-        match callee {
-            Some(name) if name.starts_with('%') => called.insert("*".to_owned()),
-            Some(name) => called.insert(name.to_owned()),
-            None => false,
-        };
-    }
-    called
-}
-
-/// The arch of a cubin cuobjdump extracted (`name.1.sm_90a.cubin` -> `sm_90a`).
-fn cubin_arch(path: &Path) -> Option<&str> {
-    path.file_stem()?.to_str()?.rsplit('.').next()
-}
-
-fn run_tool(command: &mut Command, source: &CompiledSource) -> Result<String, Error> {
-    let rendered = crate::compile::render_command(command);
-    let output = command.output().map_err(|error| Error::ToolNotStarted {
-        command: rendered.clone(),
-        error,
-    })?;
-    if !output.status.success() {
-        return Err(Error::UnreadableOutput {
-            file: source.source.clone(),
-            message: format!(
-                "`{rendered}` failed ({}): {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            ),
-        });
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-}
-
-impl Disassembler<'_> {
-    /// Extracts the binary's cubins, disassembles those of `selection` in parallel (only the
-    /// selected kernels' functions where it names them), reads the facts.
-    fn disassemble(
-        &self,
-        source: &CompiledSource,
-        binary: &Path,
-        work: &Path,
-        selection: &Selection,
-        functions: &Functions,
-    ) -> Result<Vec<SassFacts>, Error> {
-        run_tool(
-            Command::new(self.cuobjdump)
-                .args(["-xelf", "all"])
-                .arg(binary)
-                .current_dir(work),
-            source,
-        )?;
-        let mut cubins: Vec<PathBuf> = std::fs::read_dir(work)
-            .map_err(|error| Error::Io {
-                path: work.to_path_buf(),
-                error,
-            })?
-            .flatten()
-            .map(|entry| entry.path())
-            .filter(|path| path.extension().is_some_and(|ext| ext == "cubin"))
-            .filter(|path| cubin_arch(path).is_some_and(|arch| selection.has_arch(arch)))
-            .collect();
-        cubins.sort();
-        let nvdisasm = self.nvdisasm;
-        let texts: Vec<Result<String, Error>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = cubins
-                .iter()
-                .map(|cubin| {
-                    let functions = cubin_arch(cubin)
-                        .and_then(|arch| selection.kernels_on(arch))
-                        .and_then(|kernels| {
-                            function_indices(cubin, kernels, selection.callees(), functions)
-                        });
-                    scope.spawn(move || {
-                        let mut command = Command::new(nvdisasm);
-                        command.args(["-c", "-g", "-ndf"]);
-                        if let Some(functions) = functions {
-                            command.arg("-fun").arg(functions);
-                        }
-                        run_tool(command.arg(cubin), source)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|handle| handle.join().expect("nvdisasm runner does not panic"))
-                .collect()
-        });
-        let mut kernels = Vec::new();
-        for text in texts {
-            kernels.extend(self.read_facts(source, binary, &text?)?);
-        }
-        Ok(kernels)
-    }
-
-    /// The facts of one cubin's disassembly.
-    fn read_facts(
-        &self,
-        source: &CompiledSource,
-        binary: &Path,
-        text: &str,
-    ) -> Result<Vec<SassFacts>, Error> {
-        let arch = text
-            .lines()
-            .find_map(|line| line.trim().strip_prefix(".target"))
-            .map(|rest| rest.trim().to_owned())
-            .unwrap_or_default();
-        sass::analyze(text, |kernel| (self.spills_reported)(kernel, &arch)).map_err(|error| {
-            Error::UnreadableOutput {
-                file: source.source.clone(),
-                message: format!("nvdisasm's SASS of {}: {error}", binary.display()),
-            }
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn called_functions_are_read_across_lines() {
-        let ptx = "\tcall.uni (retval0), \n\t__internal_trig_reduction_slowpathd, \n\t(\n\tparam0\n\t);\n\tcall.uni _Z6helperv, ();\n\t// call.uni commented, ();\n\tcall %rd4, (param0), prototype_0;\n\tadd.s32 %r1, %r2, %r3;\n";
-        let called: Vec<String> = ptx_called_functions(ptx).into_iter().collect();
-        assert_eq!(
-            called,
-            ["*", "_Z6helperv", "__internal_trig_reduction_slowpathd"]
-        );
-    }
 
     #[test]
     fn only_operations_in_a_kernels_code_trigger_it() {
@@ -702,7 +523,6 @@ mod tests {
                     ((*arch).to_owned(), names)
                 })
                 .collect(),
-            callees: false,
         };
         let file = |selection: Selection| CacheFile {
             schema: CACHE_SCHEMA,
@@ -721,17 +541,6 @@ mod tests {
         assert!(file(kernels(&[("sm_90", &["spill", "other"])])).covers("ab", &spill));
         assert!(!file(kernels(&[("sm_80", &["spill"])])).covers("ab", &spill));
         assert!(!file(kernels(&[("sm_90", &["other"])])).covers("ab", &spill));
-        let with_callees = |selection: Selection| match selection {
-            Selection::Kernels { kernels, .. } => Selection::Kernels {
-                kernels,
-                callees: true,
-            },
-            all => all,
-        };
-        assert!(!file(spill.clone()).covers("ab", &with_callees(spill.clone())));
-        assert!(file(with_callees(spill.clone())).covers("ab", &spill));
-        assert_eq!(cubin_arch(Path::new("/w/k.2.sm_90a.cubin")), Some("sm_90a"));
-        assert_eq!(cubin_arch(Path::new("k.1.sm_80.cubin")), Some("sm_80"));
     }
 
     #[test]
@@ -770,9 +579,8 @@ mod tests {
                 .map(|arch| ((*arch).to_owned(), BTreeSet::from(["k".to_owned()])))
                 .collect(),
         };
-        let mut called = BTreeSet::new();
-        let mut selection = |source: &CompiledSource, demand: Option<&SassDemand>| {
-            selection(&scan_programs(source, demand), demand, &mut called)
+        let selection = |source: &CompiledSource, demand: Option<&SassDemand>| {
+            selection(&scan_programs(source, demand), demand)
         };
         assert_eq!(selection(&source, None), None, "no demand");
         // FP64 in the PTX, but `fp64` at its default `allow` and no local memory: nothing to read.
@@ -784,7 +592,6 @@ mod tests {
             selection(&source, Some(&fp64)),
             Some(Selection::Kernels {
                 kernels: BTreeMap::from([("sm_80".to_owned(), k()), ("sm_90".to_owned(), k())]),
-                callees: true,
             })
         );
         let only_sm_90 = demand(&[LintId::Spills], &["sm_90"]);
@@ -792,7 +599,6 @@ mod tests {
             selection(&source, Some(&only_sm_90)),
             Some(Selection::Kernels {
                 kernels: BTreeMap::from([("sm_90".to_owned(), BTreeSet::from(["k".to_owned()]))]),
-                callees: false,
             })
         );
         let _ = std::fs::remove_dir_all(dir);

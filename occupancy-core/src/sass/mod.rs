@@ -16,6 +16,7 @@ pub mod cfg;
 pub mod facts;
 pub mod lints;
 pub mod parse;
+pub mod raw;
 
 pub use callee::{describe_callee, is_compiler_subroutine, KnownCallee};
 pub use facts::{
@@ -54,7 +55,15 @@ pub fn analyze(
     text: &str,
     spills_reported: impl Fn(&str) -> bool,
 ) -> Result<Vec<SassFacts>, SassError> {
-    parse_nvdisasm(text)?
+    analyze_sections(&parse_nvdisasm(text)?, spills_reported)
+}
+
+/// Facts for every kernel of sections read another way ([`raw::RawBinary::sections`]).
+pub fn analyze_sections(
+    sections: &[SassSection],
+    spills_reported: impl Fn(&str) -> bool,
+) -> Result<Vec<SassFacts>, SassError> {
+    sections
         .iter()
         .filter(|section| section.entry)
         .map(|section| kernel_facts(section, spills_reported(&section.name)))
@@ -68,7 +77,20 @@ pub fn ptx_entries_with_operations(
     ptx: &str,
     operations: &[&str],
 ) -> std::collections::BTreeSet<String> {
-    let mut found = std::collections::BTreeSet::new();
+    ptx_entries_with_each_operation(ptx, operations)
+        .into_values()
+        .flatten()
+        .collect()
+}
+
+/// Per operation of `operations`, the `.entry` kernels whose code has it (operations no kernel
+/// has are absent): [`ptx_entries_with_operations`] for several questions in one pass.
+pub fn ptx_entries_with_each_operation<'a>(
+    ptx: &str,
+    operations: &[&'a str],
+) -> std::collections::BTreeMap<&'a str, std::collections::BTreeSet<String>> {
+    let mut found: std::collections::BTreeMap<&str, std::collections::BTreeSet<String>> =
+        std::collections::BTreeMap::new();
     let mut current: Option<&str> = None;
     for line in ptx.lines() {
         let code = line.split("//").next().unwrap_or("").trim_start();
@@ -80,10 +102,15 @@ pub fn ptx_entries_with_operations(
             current = Some(kernel);
         } else if declaration.starts_with(".func") {
             current = None;
-        } else if let Some(kernel) = current {
-            if !code.starts_with('.') && operations.iter().any(|operation| code.contains(operation))
+        } else if let Some(kernel) = current.filter(|_| !code.starts_with('.')) {
+            for operation in operations
+                .iter()
+                .filter(|operation| code.contains(**operation))
             {
-                found.insert(kernel.to_owned());
+                found
+                    .entry(operation)
+                    .or_default()
+                    .insert(kernel.to_owned());
             }
         }
     }

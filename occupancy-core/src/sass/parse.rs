@@ -190,13 +190,9 @@ impl ParseState {
         section.labels.insert(label.to_owned(), at);
         let is_subroutine = pending.as_deref() == Some(label) && label != section.name;
         if is_subroutine && label.starts_with('$') {
-            let name = label
-                .trim_start_matches('$')
-                .split_once('$')
-                .map_or(label, |(_, callee)| callee);
             section.subroutines.push(Subroutine {
                 label: label.to_owned(),
-                name: name.to_owned(),
+                name: subroutine_name(label).to_owned(),
                 first_instruction: at,
             });
         }
@@ -227,49 +223,20 @@ impl ParseState {
     }
 
     fn instruction(&mut self, line: &str, text_line: usize) -> Result<(), SassError> {
-        let malformed = |message: &str| SassError::Line {
-            text_line,
-            line: line.to_owned(),
-            message: message.to_owned(),
+        let Some(mut instruction) = parse_instruction(line, text_line)? else {
+            return Ok(());
         };
-        let (offset_text, rest) = line[2..]
-            .split_once("*/")
-            .ok_or_else(|| malformed("an address comment `/*0000*/` without its `*/`"))?;
-        let offset = u64::from_str_radix(offset_text.trim(), 16)
-            .map_err(|_| malformed("the address is not hexadecimal"))?;
-        let body = rest.split(';').next().unwrap_or("").trim();
-        if body.is_empty() || body.starts_with('.') {
-            return Ok(()); // `.byte` data or a bare encoding comment
-        }
-        let mut words = body.splitn(2, char::is_whitespace);
-        let mut first = words.next().unwrap_or("");
-        let mut remainder = words.next().unwrap_or("").trim_start();
-        let mut predicate = None;
-        if first.starts_with('@') {
-            if first != "@PT" {
-                predicate = Some(first.to_owned());
-            }
-            let mut split = remainder.splitn(2, char::is_whitespace);
-            first = split.next().unwrap_or("");
-            remainder = split.next().unwrap_or("").trim_start();
-        }
-        if first.is_empty() || !first.starts_with(|c: char| c.is_ascii_uppercase()) {
-            return Err(malformed("no mnemonic after the address"));
-        }
-        let source_line = self.current_line;
+        instruction.source_line = self.current_line;
         let section = self
             .sections
             .last_mut()
             .filter(|section| !section.name.is_empty())
-            .ok_or_else(|| malformed("an instruction outside any `.text.` section"))?;
-        section.instructions.push(Instruction {
-            offset,
-            predicate,
-            opcode: first.to_owned(),
-            operands: remainder.trim_end().to_owned(),
-            source_line,
-            text_line,
-        });
+            .ok_or_else(|| SassError::Line {
+                text_line,
+                line: line.to_owned(),
+                message: "an instruction outside any `.text.` section".to_owned(),
+            })?;
+        section.instructions.push(instruction);
         Ok(())
     }
 
@@ -284,6 +251,59 @@ impl ParseState {
         }
         Ok(sections)
     }
+}
+
+/// One `/*0310*/ @!P0 BRA ... ;` line (trimmed) as an instruction without its source line;
+/// `None` for `.byte` data or a bare encoding comment.
+pub(crate) fn parse_instruction(
+    line: &str,
+    text_line: usize,
+) -> Result<Option<Instruction>, SassError> {
+    let malformed = |message: &str| SassError::Line {
+        text_line,
+        line: line.to_owned(),
+        message: message.to_owned(),
+    };
+    let (offset_text, rest) = line[2..]
+        .split_once("*/")
+        .ok_or_else(|| malformed("an address comment `/*0000*/` without its `*/`"))?;
+    let offset = u64::from_str_radix(offset_text.trim(), 16)
+        .map_err(|_| malformed("the address is not hexadecimal"))?;
+    let body = rest.split(';').next().unwrap_or("").trim();
+    if body.is_empty() || body.starts_with('.') {
+        return Ok(None);
+    }
+    let mut words = body.splitn(2, char::is_whitespace);
+    let mut first = words.next().unwrap_or("");
+    let mut remainder = words.next().unwrap_or("").trim_start();
+    let mut predicate = None;
+    if first.starts_with('@') {
+        if first != "@PT" {
+            predicate = Some(first.to_owned());
+        }
+        let mut split = remainder.splitn(2, char::is_whitespace);
+        first = split.next().unwrap_or("");
+        remainder = split.next().unwrap_or("").trim_start();
+    }
+    if first.is_empty() || !first.starts_with(|c: char| c.is_ascii_uppercase()) {
+        return Err(malformed("no mnemonic after the address"));
+    }
+    Ok(Some(Instruction {
+        offset,
+        predicate,
+        opcode: first.to_owned(),
+        operands: remainder.trim_end().to_owned(),
+        source_line: None,
+        text_line,
+    }))
+}
+
+/// The callee's own name in a subroutine label: `callee` for `$kernel$callee`.
+pub(crate) fn subroutine_name(label: &str) -> &str {
+    label
+        .trim_start_matches('$')
+        .split_once('$')
+        .map_or(label, |(_, callee)| callee)
 }
 
 #[cfg(test)]

@@ -1,0 +1,471 @@
+//! Disassembly for the SASS stage: the selected kernels of every binary that needs reading,
+//! with one nvdisasm per architecture for all of them.
+//!
+//! `cuobjdump -xelf all` takes each binary's per-arch cubins out. From each cubin the kernels to
+//! read are cut out by their ELF symbols ([`crate::cubin`]: each kernel's section of code, the
+//! subroutines ptxas placed in it, the symbols its relocations name, its `-lineinfo` rows), laid
+//! one after another per architecture, and `nvdisasm -c --binary SMxx` disassembles each
+//! architecture's code of the whole build in one process ([`occupancy_core::sass::raw`] splits
+//! the text back into one section per kernel). nvdisasm spends about 0.15 s of CPU starting up
+//! for an architecture, however little it reads, so a build pays that per architecture instead of
+//! per cubin. A cubin this cannot cut (an arch before sm_75, which raw mode does not read; a
+//! symbol or line table it does not know), and an architecture whose raw disassembly fails, is
+//! disassembled whole by nvdisasm's ELF mode (`nvdisasm -c -g -ndf`) as before; both readings
+//! give the same facts (`tests` below compares them on the kernel corpus).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use occupancy_core::sass::raw::{FunctionCode, RawBinary};
+use occupancy_core::sass::{self, SassFacts};
+
+use crate::compile::CompiledSource;
+use crate::cubin::Cubin;
+use crate::Error;
+
+/// One binary to read and, per arch, which kernels (`None` for an arch: all of them).
+pub struct Wanted<'a> {
+    pub source: &'a CompiledSource,
+    pub binary: &'a Path,
+    /// The archs to read, each with its kernels (`None`: every kernel).
+    pub kernels: BTreeMap<String, Option<&'a BTreeSet<String>>>,
+}
+
+/// The tools and what the reader needs from ptxas.
+pub struct Disassembler<'a> {
+    pub cuobjdump: &'a Path,
+    pub nvdisasm: &'a Path,
+    /// `(kernel, arch)`: ptxas reported spill bytes.
+    pub spills_reported: &'a (dyn Fn(&str, &str) -> bool + Sync),
+}
+
+/// The code of one architecture, from many cubins, and which wanted binary each function is of.
+#[derive(Default)]
+struct ArchBatch {
+    functions: Vec<FunctionCode>,
+    owners: Vec<usize>,
+    /// The cubins it came from, to read whole if raw mode fails.
+    cubins: Vec<WholeCubin>,
+}
+
+/// A cubin for nvdisasm's ELF mode, `symbols` only when given.
+#[derive(Clone)]
+struct WholeCubin {
+    owner: usize,
+    path: PathBuf,
+    symbols: Option<Vec<usize>>,
+}
+
+impl Disassembler<'_> {
+    /// The facts of every wanted binary, in order. `work` is a scratch directory, removed after.
+    pub fn read(&self, wanted: &[Wanted], work: &Path) -> Result<Vec<Vec<SassFacts>>, Error> {
+        let _ = std::fs::remove_dir_all(work);
+        let result = self.read_in(wanted, work);
+        let _ = std::fs::remove_dir_all(work);
+        result
+    }
+
+    fn read_in(&self, wanted: &[Wanted], work: &Path) -> Result<Vec<Vec<SassFacts>>, Error> {
+        let extracted = self.extract_all(wanted, work)?;
+        let mut batches: BTreeMap<String, ArchBatch> = BTreeMap::new();
+        let mut whole: Vec<WholeCubin> = Vec::new();
+        for (owner, cubins) in extracted.into_iter().enumerate() {
+            for (arch, path) in cubins {
+                let kernels = wanted[owner].kernels.get(&arch).copied().flatten();
+                batch_cubin(owner, &arch, path, kernels, &mut batches, &mut whole)?;
+            }
+        }
+        let mut facts: Vec<Vec<SassFacts>> = wanted.iter().map(|_| Vec::new()).collect();
+        for (owner, found) in self.run_all(wanted, &batches, &whole, work)? {
+            facts[owner].extend(found);
+        }
+        Ok(facts)
+    }
+
+    /// Every wanted binary's cubins on the archs it reads, by arch (cuobjdump in parallel).
+    fn extract_all(
+        &self,
+        wanted: &[Wanted],
+        work: &Path,
+    ) -> Result<Vec<Vec<(String, PathBuf)>>, Error> {
+        std::thread::scope(|scope| {
+            let runs: Vec<_> = wanted
+                .iter()
+                .enumerate()
+                .map(|(owner, binary)| {
+                    let dir = work.join(owner.to_string());
+                    scope.spawn(move || self.extract(binary, &dir))
+                })
+                .collect();
+            runs.into_iter()
+                .map(|run| run.join().expect("cuobjdump runner does not panic"))
+                .collect()
+        })
+    }
+
+    /// The cubins of one binary on the archs it reads, by arch, sorted.
+    fn extract(&self, wanted: &Wanted, dir: &Path) -> Result<Vec<(String, PathBuf)>, Error> {
+        let io = |error| Error::Io {
+            path: dir.to_path_buf(),
+            error,
+        };
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let mut command = Command::new(self.cuobjdump);
+        command
+            .args(["-xelf", "all"])
+            .arg(wanted.binary)
+            .current_dir(dir);
+        run_tool(&mut command, wanted.source)?;
+        let mut cubins: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
+            .map_err(io)?
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "cubin"))
+            .filter_map(|path| Some((cubin_arch(&path)?.to_owned(), path)))
+            .filter(|(arch, _)| wanted.kernels.contains_key(arch))
+            .collect();
+        cubins.sort();
+        Ok(cubins)
+    }
+
+    /// Runs every nvdisasm at once (one per arch batch, one per whole cubin) and reads the facts,
+    /// each with the index of the binary it belongs to.
+    fn run_all(
+        &self,
+        wanted: &[Wanted],
+        batches: &BTreeMap<String, ArchBatch>,
+        whole: &[WholeCubin],
+        work: &Path,
+    ) -> Result<Vec<(usize, Vec<SassFacts>)>, Error> {
+        std::thread::scope(|scope| {
+            let batch_runs: Vec<_> = batches
+                .iter()
+                .map(|(arch, batch)| {
+                    scope.spawn(move || self.read_batch(wanted, arch, batch, work))
+                })
+                .collect();
+            let whole_runs: Vec<_> = whole
+                .iter()
+                .map(|cubin| {
+                    scope.spawn(move || {
+                        let found = self.read_whole(wanted[cubin.owner].source, cubin)?;
+                        Ok(vec![(cubin.owner, found)])
+                    })
+                })
+                .collect();
+            let mut all = Vec::new();
+            for run in batch_runs.into_iter().chain(whole_runs) {
+                all.extend(run.join().expect("nvdisasm runner does not panic")?);
+            }
+            Ok(all)
+        })
+    }
+
+    /// One arch's code through one raw-mode nvdisasm; when that fails, each cubin read whole.
+    fn read_batch(
+        &self,
+        wanted: &[Wanted],
+        arch: &str,
+        batch: &ArchBatch,
+        work: &Path,
+    ) -> Result<Vec<(usize, Vec<SassFacts>)>, Error> {
+        let Some(&first_owner) = batch.owners.first() else {
+            return Ok(Vec::new());
+        };
+        let source = wanted[first_owner].source;
+        let raw = RawBinary::new(&batch.functions);
+        let text = raw.as_ref().and_then(|raw| {
+            let path = work.join(format!("{arch}.sass.bin"));
+            std::fs::write(&path, &raw.bytes).ok()?;
+            let mut command = Command::new(self.nvdisasm);
+            command
+                .args(["-c", "-b", raw_arch(arch)?.as_str()])
+                .arg(&path);
+            run_tool(&mut command, source).ok()
+        });
+        let (Some(raw), Some(text)) = (raw, text) else {
+            return batch
+                .cubins
+                .iter()
+                .map(|cubin| {
+                    Ok((
+                        cubin.owner,
+                        self.read_whole(wanted[cubin.owner].source, cubin)?,
+                    ))
+                })
+                .collect();
+        };
+        let sections = raw
+            .sections(&text, arch)
+            .map_err(|error| Error::UnreadableOutput {
+                file: source.source.clone(),
+                message: format!("nvdisasm's SASS of the {arch} code: {error}"),
+            })?;
+        sections
+            .iter()
+            .zip(&batch.owners)
+            .map(|(section, &owner)| {
+                let facts = sass::analyze_sections(std::slice::from_ref(section), |kernel| {
+                    (self.spills_reported)(kernel, arch)
+                })
+                .map_err(|error| Error::UnreadableOutput {
+                    file: wanted[owner].source.source.clone(),
+                    message: format!("nvdisasm's SASS of `{}` on {arch}: {error}", section.name),
+                })?;
+                Ok((owner, facts))
+            })
+            .collect()
+    }
+
+    /// One cubin through nvdisasm's ELF mode.
+    fn read_whole(
+        &self,
+        source: &CompiledSource,
+        cubin: &WholeCubin,
+    ) -> Result<Vec<SassFacts>, Error> {
+        let mut command = Command::new(self.nvdisasm);
+        command.args(["-c", "-g", "-ndf"]);
+        if let Some(symbols) = &cubin.symbols {
+            let list: Vec<String> = symbols.iter().map(ToString::to_string).collect();
+            command.arg("-fun").arg(list.join(","));
+        }
+        let text = run_tool(command.arg(&cubin.path), source)?;
+        read_elf_mode(&text, self.spills_reported).map_err(|error| Error::UnreadableOutput {
+            file: source.source.clone(),
+            message: format!("nvdisasm's SASS of {}: {error}", cubin.path.display()),
+        })
+    }
+}
+
+/// The facts of nvdisasm's ELF-mode text of one cubin.
+pub fn read_elf_mode(
+    text: &str,
+    spills_reported: &(dyn Fn(&str, &str) -> bool + Sync),
+) -> Result<Vec<SassFacts>, sass::SassError> {
+    let arch = text
+        .lines()
+        .find_map(|line| line.trim().strip_prefix(".target"))
+        .map(|rest| rest.trim().to_owned())
+        .unwrap_or_default();
+    sass::analyze(text, |kernel| spills_reported(kernel, &arch))
+}
+
+/// Puts one cubin's wanted kernels into its arch's batch, or the cubin into `whole` when raw
+/// mode cannot read it. A wanted kernel the cubin does not have fails closed.
+fn batch_cubin(
+    owner: usize,
+    arch: &str,
+    path: PathBuf,
+    kernels: Option<&BTreeSet<String>>,
+    batches: &mut BTreeMap<String, ArchBatch>,
+    whole: &mut Vec<WholeCubin>,
+) -> Result<(), Error> {
+    let bytes = std::fs::read(&path).map_err(|error| Error::Io {
+        path: path.clone(),
+        error,
+    })?;
+    let parsed = Cubin::parse(&bytes);
+    let symbols = parsed
+        .as_ref()
+        .and_then(|cubin| cubin.kernel_symbols(kernels));
+    let code = parsed
+        .as_ref()
+        .zip(symbols.as_ref())
+        .filter(|_| raw_arch(arch).is_some())
+        .and_then(|(cubin, symbols)| cubin.code_of(symbols));
+    let cubin = WholeCubin {
+        owner,
+        path,
+        symbols,
+    };
+    match code {
+        Some(code) => {
+            let batch = batches.entry(arch.to_owned()).or_default();
+            batch.owners.extend(std::iter::repeat_n(owner, code.len()));
+            batch.functions.extend(code);
+            batch.cubins.push(cubin);
+        }
+        None => whole.push(cubin),
+    }
+    Ok(())
+}
+
+/// nvdisasm's `--binary` name of an arch it reads raw (`sm_90a` → `SM90a`), sm_75 and later.
+fn raw_arch(arch: &str) -> Option<String> {
+    let rest = arch.strip_prefix("sm_")?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let suffix = &rest[digits.len()..];
+    let number: u32 = digits.parse().ok()?;
+    let known_suffix = suffix.is_empty() || suffix == "a" || suffix == "f";
+    (number >= 75 && known_suffix).then(|| format!("SM{digits}{suffix}"))
+}
+
+/// The arch of a cubin cuobjdump extracted (`name.1.sm_90a.cubin` -> `sm_90a`).
+pub fn cubin_arch(path: &Path) -> Option<&str> {
+    path.file_stem()?.to_str()?.rsplit('.').next()
+}
+
+pub fn run_tool(command: &mut Command, source: &CompiledSource) -> Result<String, Error> {
+    let rendered = crate::compile::render_command(command);
+    let output = command.output().map_err(|error| Error::ToolNotStarted {
+        command: rendered.clone(),
+        error,
+    })?;
+    if !output.status.success() {
+        return Err(Error::UnreadableOutput {
+            file: source.source.clone(),
+            message: format!(
+                "`{rendered}` failed ({}): {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+        });
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_mode_names_the_archs_it_reads() {
+        assert_eq!(raw_arch("sm_90a").as_deref(), Some("SM90a"));
+        assert_eq!(raw_arch("sm_100f").as_deref(), Some("SM100f"));
+        assert_eq!(raw_arch("sm_75").as_deref(), Some("SM75"));
+        assert_eq!(raw_arch("sm_70"), None, "raw mode reads sm_75 and later");
+        assert_eq!(raw_arch("compute_90"), None);
+        assert_eq!(cubin_arch(Path::new("/w/k.2.sm_90a.cubin")), Some("sm_90a"));
+        assert_eq!(cubin_arch(Path::new("k.1.sm_80.cubin")), Some("sm_80"));
+    }
+
+    fn tool(variable: &str, beside_nvcc: &str) -> PathBuf {
+        std::env::var_os(variable)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                let nvcc =
+                    std::env::var_os("NVCC").expect("NVCC: source <(scripts/setup-cuda.sh --env)");
+                Path::new(&nvcc).with_file_name(beside_nvcc)
+            })
+    }
+
+    /// A fatbin of `source` for sm_80, sm_90 and sm_120 (or sm_90a, sm_100), with line tables.
+    fn fatbin(source: &Path, out: &Path) -> PathBuf {
+        let binary = out.join(format!(
+            "{}.fatbin",
+            source.file_stem().unwrap().to_string_lossy()
+        ));
+        // Clusters need sm_90; the warp-specialised `setmaxnreg` kernels sm_90a.
+        let codes = match source.file_stem().unwrap().to_str() {
+            Some("launch_bounds") => "arch=compute_90,code=[sm_90,sm_100]",
+            Some("setmaxnreg") => "arch=compute_90a,code=sm_90a",
+            _ => "arch=compute_80,code=[sm_80,sm_90,sm_120]",
+        };
+        let status = Command::new(tool("NVCC", "nvcc"))
+            .args(["-fatbin", "-lineinfo", "-gencode", codes, "-o"])
+            .arg(&binary)
+            .arg(source)
+            .status()
+            .unwrap();
+        assert!(status.success(), "nvcc {}", source.display());
+        binary
+    }
+
+    /// The batched raw-mode reading gives, for every kernel of the corpus on every arch, the
+    /// same facts (counts, loops, lines, calls, local kinds) as nvdisasm's ELF mode on the whole
+    /// cubin, which the counts test (`tests/tests/sass_counts.rs`) holds to `cuobjdump -sass`.
+    #[test]
+    fn raw_batches_read_what_elf_mode_reads() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/kernels");
+        let out = std::env::temp_dir().join(format!("occupancy-raw-{}", std::process::id()));
+        std::fs::create_dir_all(&out).unwrap();
+        let names = [
+            "sass_evidence",
+            "spills",
+            "device_frames",
+            "setmaxnreg",
+            "launch_bounds",
+            "shared_memory",
+            "constants",
+        ];
+        let sources: Vec<CompiledSource> = names
+            .iter()
+            .map(|name| {
+                let binary = fatbin(&root.join(format!("{name}.cu")), &out);
+                CompiledSource::for_tests(root.join(format!("{name}.cu")), binary)
+            })
+            .collect();
+        let archs = ["sm_80", "sm_90", "sm_90a", "sm_100", "sm_120"];
+        let wanted: Vec<Wanted> = sources
+            .iter()
+            .map(|source| Wanted {
+                source,
+                binary: source.binary.as_deref().unwrap(),
+                kernels: archs
+                    .iter()
+                    .map(|arch| ((*arch).to_owned(), None))
+                    .collect(),
+            })
+            .collect();
+        let (cuobjdump, nvdisasm) = (
+            tool("OCCUPANCY_CUOBJDUMP", "cuobjdump"),
+            tool("OCCUPANCY_NVDISASM", "nvdisasm"),
+        );
+        // nvdisasm behind a script that logs its arguments: the batch must use raw mode only.
+        let logged = out.join("nvdisasm");
+        let log = out.join("nvdisasm.log");
+        let script = format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            nvdisasm.display()
+        );
+        std::fs::write(&logged, script).unwrap();
+        let mut permissions = std::fs::metadata(&logged).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+        std::fs::set_permissions(&logged, permissions).unwrap();
+        let spills_reported = |_: &str, _: &str| true;
+        let disassembler = Disassembler {
+            cuobjdump: &cuobjdump,
+            nvdisasm: &logged,
+            spills_reported: &spills_reported,
+        };
+        let batched = disassembler.read(&wanted, &out.join("work")).unwrap();
+        let runs = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(
+            runs.lines().count(),
+            archs.len(),
+            "one nvdisasm per arch: {runs}"
+        );
+        assert!(
+            runs.lines().all(|run| run.starts_with("-c -b SM")),
+            "raw mode only: {runs}"
+        );
+        let mut compared = 0;
+        for (index, wanted) in wanted.iter().enumerate() {
+            let dir = out.join(format!("whole-{index}"));
+            let mut elf_mode = Vec::new();
+            for (_, cubin) in disassembler.extract(wanted, &dir).unwrap() {
+                let text = run_tool(
+                    Command::new(&nvdisasm)
+                        .args(["-c", "-g", "-ndf"])
+                        .arg(&cubin),
+                    wanted.source,
+                )
+                .unwrap();
+                elf_mode.extend(read_elf_mode(&text, &spills_reported).unwrap());
+            }
+            let key = |facts: &SassFacts| (facts.kernel.clone(), facts.arch.clone());
+            let mut raw = batched[index].clone();
+            raw.sort_by_key(key);
+            elf_mode.sort_by_key(key);
+            assert_eq!(raw.len(), elf_mode.len(), "{}", wanted.binary.display());
+            for (raw, elf) in raw.iter().zip(&elf_mode) {
+                assert_eq!(raw, elf, "{} on {:?}", raw.kernel, raw.arch);
+                compared += 1;
+            }
+        }
+        assert!(compared > 40, "only {compared} kernels compared");
+        let _ = std::fs::remove_dir_all(out);
+    }
+}
