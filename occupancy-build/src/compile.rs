@@ -704,12 +704,10 @@ fn selected_definitions(header: &str, used: &std::collections::BTreeSet<String>)
     Some(selected)
 }
 
-/// Directories whose files are fingerprinted by size and mtime instead of content: the toolkit's
-/// and the system's headers, hundreds of files that change only with a new toolkit/compiler.
+/// Whether the cache fingerprints this header by size and mtime instead of content: see
+/// [`crate::toolchain::is_system_header`].
 fn is_system_header(settings: &CompileSettings, path: &Path) -> bool {
-    path.starts_with(&settings.toolchain.cuda_home)
-        || path.starts_with("/usr/include")
-        || path.starts_with("/usr/lib")
+    crate::toolchain::is_system_header(&settings.toolchain.cuda_home, path)
 }
 
 /// Length-prefixed fields into one SHA-256, so no two field lists hash alike.

@@ -179,10 +179,11 @@ fn placeholder_output(context: &Context, product: Product) -> Result<Output, Err
 }
 
 /// Whether a file nvcc read gets its own `rerun-if-changed`: not the files this build script
-/// writes (occupancy_bounds.h in OUT_DIR: their inputs are tracked), not the toolkit's headers
-/// (the toolkit is tracked by its identity files); every user header is.
+/// writes (occupancy_bounds.h in OUT_DIR: their inputs are tracked), not the toolkit's or the
+/// system's headers (the toolkit is tracked by its identity files;
+/// [`crate::toolchain::is_system_header`]); every user header is.
 fn is_tracked_dependency(path: &Path, out_dir: &Path, cuda_home: &Path) -> bool {
-    !path.starts_with(out_dir) && !path.starts_with(cuda_home)
+    !path.starts_with(out_dir) && !crate::toolchain::is_system_header(cuda_home, path)
 }
 
 /// Lines of nvcc's stderr that are not ptxas's `-v` report: warnings the user should see.
@@ -208,7 +209,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn toolkit_headers_are_not_tracked_one_by_one() {
+    fn toolkit_and_system_headers_are_not_tracked_one_by_one() {
         let (out, cuda) = (Path::new("/t/out"), Path::new("/opt/cuda"));
         assert!(!is_tracked_dependency(
             Path::new("/opt/cuda/include/cuda_fp16.hpp"),
@@ -225,8 +226,20 @@ mod tests {
             out,
             cuda
         ));
+        // The host compiler's headers change with the compiler, as the toolkit's do: 190 lines
+        // of `rerun-if-changed` on the generated kernel crate that cargo echoed before every
+        // error. The compile cache still fingerprints them.
+        for system in [
+            "/usr/include/stdio.h",
+            "/usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h",
+        ] {
+            assert!(
+                !is_tracked_dependency(Path::new(system), out, cuda),
+                "{system}"
+            );
+        }
         assert!(is_tracked_dependency(
-            Path::new("/usr/include/stdio.h"),
+            Path::new("/usr/local/include/mylib.h"),
             out,
             cuda
         ));

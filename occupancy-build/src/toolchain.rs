@@ -173,6 +173,14 @@ impl Toolchain {
 }
 
 /// The files that identify a toolkit: a new release or patch replaces at least one of them.
+/// The toolkit's and the system's headers (`/usr/include`, `/usr/lib`): hundreds of files that
+/// change only with a new toolkit or host compiler. The compile cache fingerprints them by size
+/// and mtime, and the build script does not watch them one by one (the toolkit is watched by its
+/// identity files; the host compiler's headers, as the `cc` crate does, not at all).
+pub fn is_system_header(cuda_home: &Path, path: &Path) -> bool {
+    path.starts_with(cuda_home) || path.starts_with("/usr/include") || path.starts_with("/usr/lib")
+}
+
 fn identity_files(nvcc: &Path, cuda_home: &Path) -> Vec<PathBuf> {
     let ptxas = format!("ptxas{}", std::env::consts::EXE_SUFFIX);
     let cicc = format!("cicc{}", std::env::consts::EXE_SUFFIX);
