@@ -71,6 +71,8 @@ impl CacheFile {
 pub struct SassTools {
     pub nvdisasm: Option<PathBuf>,
     pub cuobjdump: Option<PathBuf>,
+    /// For sources whose binary has no line tables: what assembles cubins that have them.
+    pub line_tables: Option<crate::line_tables::LineTableCompiler>,
 }
 
 impl SassTools {
@@ -84,6 +86,9 @@ impl SassTools {
                 .cuobjdump
                 .clone()
                 .or_else(|| locate_tool(toolchain, "cuobjdump")),
+            line_tables: Some(crate::line_tables::LineTableCompiler::new(
+                context, toolchain,
+            )),
         }
     }
 }
@@ -290,6 +295,7 @@ pub fn read_evidence(
         (Some(nvdisasm), Some(cuobjdump)) => Some(Disassembler {
             cuobjdump,
             nvdisasm,
+            line_tables: tools.line_tables.as_ref(),
             spills_reported,
         }),
         _ => {
@@ -415,6 +421,7 @@ fn cache_path(binary: &Path) -> PathBuf {
 struct Disassembler<'a> {
     cuobjdump: &'a Path,
     nvdisasm: &'a Path,
+    line_tables: Option<&'a crate::line_tables::LineTableCompiler>,
     spills_reported: &'a dyn Fn(&str, &str) -> bool,
 }
 
@@ -545,6 +552,24 @@ fn ptx_called_functions(ptx: &str) -> BTreeSet<String> {
     called
 }
 
+/// Per arch, the kernels `selection` reads of `source` (for [`Selection::All`], every kernel on
+/// every arch of its programs).
+fn selected_kernels(
+    source: &CompiledSource,
+    selection: &Selection,
+    functions: &Functions,
+) -> BTreeMap<String, BTreeSet<String>> {
+    match selection {
+        Selection::Kernels { kernels, .. } => kernels.clone(),
+        Selection::All => source
+            .programs
+            .iter()
+            .flat_map(|program| program.archs.iter())
+            .map(|arch| (arch.clone(), functions.entries.clone()))
+            .collect(),
+    }
+}
+
 /// The arch of a cubin cuobjdump extracted (`name.1.sm_90a.cubin` -> `sm_90a`).
 fn cubin_arch(path: &Path) -> Option<&str> {
     path.file_stem()?.to_str()?.rsplit('.').next()
@@ -570,7 +595,8 @@ fn run_tool(command: &mut Command, source: &CompiledSource) -> Result<String, Er
 }
 
 impl Disassembler<'_> {
-    /// Extracts the binary's cubins, disassembles those of `selection` in parallel (only the
+    /// Extracts the binary's cubins (or, for a binary without line tables, assembles cubins
+    /// with them: `crate::line_tables`), disassembles those of `selection` in parallel (only the
     /// selected kernels' functions where it names them), reads the facts.
     fn disassemble(
         &self,
@@ -580,6 +606,27 @@ impl Disassembler<'_> {
         selection: &Selection,
         functions: &Functions,
     ) -> Result<Vec<SassFacts>, Error> {
+        let cubins = match (self.line_tables, &source.lineinfo_ptx) {
+            (Some(compiler), Some(_)) => {
+                let kernels = selected_kernels(source, selection, functions);
+                crate::line_tables::line_cubins(compiler, source, &kernels, work)?
+                    .into_iter()
+                    .map(|(_, cubin)| cubin)
+                    .collect()
+            }
+            _ => self.extract_cubins(source, binary, work, selection)?,
+        };
+        self.disassemble_cubins(source, binary, &cubins, selection, functions)
+    }
+
+    /// `cuobjdump -xelf all`: the binary's cubins of the archs `selection` reads.
+    fn extract_cubins(
+        &self,
+        source: &CompiledSource,
+        binary: &Path,
+        work: &Path,
+        selection: &Selection,
+    ) -> Result<Vec<PathBuf>, Error> {
         run_tool(
             Command::new(self.cuobjdump)
                 .args(["-xelf", "all"])
@@ -598,6 +645,18 @@ impl Disassembler<'_> {
             .filter(|path| cubin_arch(path).is_some_and(|arch| selection.has_arch(arch)))
             .collect();
         cubins.sort();
+        Ok(cubins)
+    }
+
+    /// Disassembles `cubins` in parallel and reads the facts.
+    fn disassemble_cubins(
+        &self,
+        source: &CompiledSource,
+        binary: &Path,
+        cubins: &[PathBuf],
+        selection: &Selection,
+        functions: &Functions,
+    ) -> Result<Vec<SassFacts>, Error> {
         let nvdisasm = self.nvdisasm;
         let texts: Vec<Result<String, Error>> = std::thread::scope(|scope| {
             let handles: Vec<_> = cubins
@@ -750,6 +809,8 @@ mod tests {
             kind: crate::compile::SourceKind::Cuda,
             ptx: ptx.clone(),
             binary: Some(dir.join("k.fatbin")),
+            lineinfo_ptx: None,
+            kernel_lines: None,
             compiler_log: String::new(),
             dependencies: Vec::new(),
             from_cache: false,
