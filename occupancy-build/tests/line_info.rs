@@ -9,7 +9,8 @@
 //! * still put each kernel's row at the line the `-lineinfo` PTX gives (its first `.loc`);
 //! * give the SASS facts of the former one-step compile: per arch, the facts that `nvcc -cubin
 //!   -arch=compute_80 -code=sm_X -lineinfo` of the `.cu` gives, for every kernel the SASS stage
-//!   read (a subset of them: the stage reads only what a lint can report on).
+//!   read (a subset of them: the stage reads only what a lint can report on);
+//! * pass the user's arguments to both nvcc steps, with the numbers of the one-step compile.
 
 mod common;
 
@@ -213,4 +214,102 @@ fn shipped_ptx_has_no_line_info_and_nothing_the_line_info_gave_is_lost() {
         read >= 10 && read < rows,
         "the SASS stage read {read} of {rows} rows: some, not all"
     );
+}
+
+/// `registers, stack, spill stores, spill loads` by (kernel, arch).
+type Numbers = BTreeMap<(String, String), (u32, u64, u64, u64)>;
+
+/// The user's arguments reach both steps of a `compile_ptx` compile: cicc's (`-I`, `-D`,
+/// `-std`, `--use_fast_math`, `-O3`), which nvcc ignores for the `.ptx` input of the ptxas step
+/// (no error), and ptxas's (`-maxrregcount`, `-Xptxas`), which nvcc passes to ptxas from a
+/// `.ptx` input as from a `.cu`: every kernel gets the numbers of the former one-step compile.
+#[test]
+fn the_users_arguments_reach_cicc_and_ptxas() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("line-info-flags");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("include")).unwrap();
+    std::fs::write(dir.join("include/width.h"), "#define WIDTH_FROM_HEADER 1\n").unwrap();
+    let source = dir.join("spills.cu");
+    let text = std::fs::read_to_string(corpus("spills.cu")).unwrap();
+    // Compiles only when -I and -D reached cicc.
+    let guarded = format!("#include \"width.h\"\n#if !WIDTH_FROM_HEADER || !FROM_DEFINE\n#error flags lost\n#endif\n{text}");
+    std::fs::write(&source, guarded).unwrap();
+    let include = format!("-I{}", dir.join("include").display());
+    let flags = [
+        include.as_str(),
+        "-DFROM_DEFINE=1",
+        "-std=c++17",
+        "--use_fast_math",
+        "-O3",
+        "-maxrregcount=40",
+        "-Xptxas",
+        "-O2",
+    ];
+    let mut build = Build::new();
+    build
+        .file(&source)
+        .out_dir(dir.join("out"))
+        .manifest_dir(&dir);
+    for arch in ARCHS {
+        build.arch(arch);
+    }
+    for flag in flags {
+        build.flag(flag);
+    }
+    let checked = build
+        .check_sources(&occupancy_build::SourceCheck::default())
+        .unwrap_or_else(|error| panic!("{error}"));
+    let ours: Numbers = checked
+        .report
+        .kernels
+        .iter()
+        .map(|row| {
+            let numbers = (
+                row.registers,
+                row.stack_frame_bytes,
+                row.spill_store_bytes,
+                row.spill_load_bytes,
+            );
+            ((row.name.clone(), row.arch.clone()), numbers)
+        })
+        .collect();
+    let mut args = vec![
+        "-fatbin",
+        "-arch=compute_80",
+        "-code=sm_80,sm_90",
+        "-lineinfo",
+        "-Xptxas",
+        "-v",
+    ];
+    args.extend(flags);
+    args.push("-o");
+    let output = Command::new(nvcc())
+        .args(&args)
+        .arg(dir.join("one-step.fatbin"))
+        .arg(&source)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let one_step: Numbers = ptxas::parse_log(&String::from_utf8_lossy(&output.stderr))
+        .unwrap()
+        .kernels
+        .iter()
+        .filter(|record| record.entry)
+        .map(|record| {
+            let numbers = (
+                record.registers.unwrap_or(0),
+                record.stack_frame_bytes.unwrap_or(0),
+                record.spill_store_bytes.unwrap_or(0),
+                record.spill_load_bytes.unwrap_or(0),
+            );
+            ((record.name.clone(), record.arch.clone()), numbers)
+        })
+        .collect();
+    assert_eq!(ours, one_step);
+    // `__launch_bounds__` kernels keep their own cap; the unbounded one gets the command line's.
+    for arch in ARCHS {
+        let unbounded = ours[&("unbounded_window_sum".to_owned(), arch.to_owned())];
+        assert_eq!(unbounded.0, 40, "-maxrregcount reached ptxas on {arch}");
+        assert!(unbounded.2 > 0, "the cap makes ptxas spill on {arch}");
+    }
 }
