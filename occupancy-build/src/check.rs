@@ -577,6 +577,8 @@ mod tests {
             }],
             ptx,
             binary: None,
+            lineinfo_ptx: None,
+            kernel_lines: None,
             compiler_log: log.to_string(),
             dependencies: Vec::new(),
             from_cache: false,

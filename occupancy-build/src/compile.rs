@@ -1,20 +1,26 @@
 //! Compiling each source once with nvcc, keeping ptxas's report, and caching by content.
 //!
-//! One nvcc process per source file, every target architecture in it:
+//! One nvcc process per source file, every target architecture in it (two for `compile_ptx`):
 //!
-//! * `.compile_ptx()`: `nvcc -fatbin -arch=compute_<lowest> -code=sm_<a>,sm_<b> -lineinfo -Xptxas -v --keep`.
-//!   cicc runs once and writes the PTX we ship (kept by `--keep`); ptxas assembles that same PTX
-//!   for every target architecture, which is exactly what the driver's JIT will do with it at run
-//!   time, and prints the resource report on stderr. The only work beyond a plain `nvcc -ptx` is
-//!   ptxas itself, which is what measuring resources costs; no source is compiled twice.
+//! * `.compile_ptx()`: `nvcc -ptx -arch=compute_<lowest> -lineinfo --keep`, that PTX stripped of
+//!   its line information (the PTX we ship), then `nvcc -fatbin -arch=compute_<lowest>
+//!   -code=sm_<a>,sm_<b> -Xptxas -v` on the stripped PTX (`crate::line_info`): cicc runs once,
+//!   and ptxas assembles the shipped PTX for every target architecture, which is exactly what the
+//!   driver's JIT will do with it at run time, and prints the resource report on stderr. The only
+//!   work beyond a plain `nvcc -ptx` is ptxas itself, which is what measuring resources costs; no
+//!   source is compiled twice. Under a compiler cache (which refuses a `.ptx` input), one `nvcc
+//!   -fatbin -arch=compute_<lowest> -code=sm_<a>,sm_<b> -lineinfo -Xptxas -v --keep` as before,
+//!   its kept PTX stripped after.
 //! * `.compile_lib()`: `nvcc -c -arch=compute_<lowest> -code=sm_<a>,...,compute_<lowest> -Xptxas -v
 //!   --keep`: the object the crate links (SASS per arch plus PTX for newer GPUs), the same report,
 //!   and the PTX kept for the launch-bound checks. Its sm_90 SASS is ptxas's work on the
 //!   compute_80 PTX, like the JIT's, so those rows say `ptx_target = compute_80` too.
-//! * `.ptx_per_arch(true)`: the same commands with one `-gencode arch=compute_<t>,code=[sm_<t>,...]`
-//!   per target arch instead: cicc runs once per target, each arch's SASS (and each JIT arch's,
-//!   from the highest target not above it) comes from its own PTX, kept as
-//!   `<stem>.compute_<t>.ptx`, and ptxas's report is still that one compile's.
+//! * `.ptx_per_arch(true)`: one `nvcc -fatbin` (or `-c`) `-lineinfo -Xptxas -v --keep` with one
+//!   `-gencode arch=compute_<t>,code=[sm_<t>,...]` per target arch: cicc runs once per target,
+//!   each arch's SASS (and each JIT arch's, from the highest target not above it) comes from its
+//!   own PTX, kept (and shipped, line information included) as `<stem>.compute_<t>.ptx`, and
+//!   ptxas's report is still that one compile's. `-G` too compiles in one step, without
+//!   `-lineinfo` (it has its own line information) and with nothing stripped.
 //! * `.ptx_file()` (PTX made elsewhere): `nvcc -cubin -arch=sm_<a> -Xptxas -v` per architecture.
 //!
 //! `-MD -MF` makes nvcc list every header it read. The cache entry of a source (in OUT_DIR) is
@@ -126,6 +132,13 @@ pub struct CompiledSource {
     /// default build (the lowest target's PTX for every arch), one per target arch with
     /// `ptx_per_arch`. The first is `ptx`.
     pub programs: Vec<Program>,
+    /// The `-lineinfo` PTX that `ptx` was stripped from, when the binary was assembled from the
+    /// stripped PTX and so has no line tables: the SASS stage compiles line-table cubins from it
+    /// (`crate::line_tables`). `None` when the binary has line tables or there is no such PTX.
+    pub lineinfo_ptx: Option<PathBuf>,
+    /// Where each kernel is defined (JSON, from the `-lineinfo` PTX's `.file`/`.loc`), when the
+    /// shipped `ptx` was stripped of them; `None`: `ptx` itself says (or nothing does).
+    pub kernel_lines: Option<PathBuf>,
 }
 
 #[cfg(test)]
@@ -143,6 +156,8 @@ impl CompiledSource {
             wrapper_failure: None,
             ptx_target: None,
             programs: Vec::new(),
+            lineinfo_ptx: None,
+            kernel_lines: None,
         }
     }
 }
@@ -243,6 +258,16 @@ pub fn compile_source(
     // The products move to the staging root under fixed names; nvcc's intermediates go.
     let stem = file_stem(source);
     let mut products: Vec<(String, String)> = Vec::new();
+    if crate::line_info::strips(settings, kind) {
+        let keep_lineinfo = crate::line_info::two_steps(settings, kind);
+        products.extend(crate::line_info::products(
+            source,
+            &work,
+            &staging.dir,
+            &stem,
+            keep_lineinfo,
+        )?);
+    }
     if kind == SourceKind::Cuda {
         for (target, ptx) in &fresh.ptx {
             let name = format!("{stem}.{target}.ptx");
@@ -329,6 +354,8 @@ fn compiled_from_entry(
         ptx: shipped.map(|program| program.ptx).unwrap_or_default(),
         programs,
         binary: entry.path("binary"),
+        lineinfo_ptx: entry.path(crate::line_info::LINEINFO_ROLE),
+        kernel_lines: entry.path(crate::line_info::KERNEL_LINES_ROLE),
         compiler_log: entry.log,
         dependencies: entry.manifest.dependencies,
         from_cache,
@@ -359,7 +386,7 @@ struct FreshOutput {
 
 /// `-arch=compute_<lowest> -code=sm_<a>,...` for one program, else one `-gencode` per program
 /// (`ptx_per_arch`): `arch=compute_<t>,code=[sm_<t>,<its JIT archs>(,compute_<t>)]`.
-fn arch_args(settings: &CompileSettings, with_ptx: bool) -> Vec<OsString> {
+pub(crate) fn arch_args(settings: &CompileSettings, with_ptx: bool) -> Vec<OsString> {
     let programs = settings.program_archs();
     let codes = |target: &SmArch, archs: &[SmArch]| {
         let mut codes: Vec<String> = archs.iter().map(ToString::to_string).collect();
@@ -399,6 +426,9 @@ fn nvcc_args(
 ) -> Vec<Vec<OsString>> {
     let stem = file_stem(source);
     match kind {
+        SourceKind::Cuda if crate::line_info::two_steps(settings, kind) => {
+            crate::line_info::two_step_args(settings, source, work)
+        }
         SourceKind::Cuda => {
             let mut args: Vec<OsString> = Vec::new();
             match settings.product {
@@ -415,11 +445,7 @@ fn nvcc_args(
             // invocation, a header's line), and the SASS stage (crate::sass) maps instructions to
             // lines; it adds line tables only, not code. `-G` carries its own, and nvcc warns when
             // both are given.
-            if !settings
-                .user_args
-                .iter()
-                .any(|arg| arg == "-G" || arg == "--device-debug")
-            {
+            if !device_debug(settings) {
                 args.push("-lineinfo".into());
             }
             args.extend([
@@ -472,13 +498,35 @@ fn nvcc_args(
     }
 }
 
+/// Whether the user asked for device debug code (`-G`), which carries its own line information.
+pub(crate) fn device_debug(settings: &CompileSettings) -> bool {
+    settings
+        .user_args
+        .iter()
+        .any(|arg| arg == "-G" || arg == "--device-debug")
+}
+
 fn run_nvcc(
     settings: &CompileSettings,
     source: &Path,
     kind: SourceKind,
     work: &Path,
 ) -> Result<FreshOutput, Error> {
-    let (compiler_log, wrapper_failure) = run_nvcc_commands(settings, source, kind, work)?;
+    let commands = nvcc_args(settings, source, kind, work);
+    let stem = file_stem(source);
+    let (compiler_log, wrapper_failure) = if crate::line_info::two_steps(settings, kind) {
+        // cicc, the strip, then ptxas on the stripped PTX (crate::line_info).
+        let (mut log, _) = run_nvcc_commands(settings, source, &commands[..1])?;
+        crate::line_info::strip(source, work, &stem)?;
+        log.push_str(&run_nvcc_commands(settings, source, &commands[1..])?.0);
+        (log, None)
+    } else {
+        let output = run_nvcc_commands(settings, source, &commands)?;
+        if crate::line_info::strips(settings, kind) {
+            crate::line_info::strip_kept(source, work, &stem)?;
+        }
+        output
+    };
     match kind {
         SourceKind::Cuda => {
             let (ptx, binary, dependencies) = kept_outputs(settings, source, work)?;
@@ -505,8 +553,7 @@ fn run_nvcc(
 fn run_nvcc_commands(
     settings: &CompileSettings,
     source: &Path,
-    kind: SourceKind,
-    work: &Path,
+    commands: &[Vec<OsString>],
 ) -> Result<(String, Option<String>), Error> {
     let mut compiler_log = String::new();
     let mut wrapper_failure = None;
@@ -518,16 +565,16 @@ fn run_nvcc_commands(
         });
         output.map(|output| (output, rendered))
     };
-    for args in nvcc_args(settings, source, kind, work) {
+    for args in commands {
         let mut command = settings.toolchain.command();
-        command.args(&args);
+        command.args(args);
         let (mut output, mut rendered) = run(command)?;
         // A compiler cache must not be able to fail a build that nvcc passes: sccache 0.16, for
         // one, drops all but one ptxas step of `-arch=compute_X -code=sm_A,sm_B` and then fails
         // in fatbinary. Rerun such a compile with nvcc alone; its report is then nvcc's own.
         if !output.status.success() && settings.toolchain.wrapper.is_some() {
             let mut direct = settings.toolchain.command_without_wrapper();
-            direct.args(&args);
+            direct.args(args);
             let (direct_output, direct_rendered) = run(direct)?;
             if direct_output.status.success() {
                 wrapper_failure = Some(format!(
@@ -658,7 +705,7 @@ pub fn render_command(command: &std::process::Command) -> String {
         .join(" ")
 }
 
-fn file_stem(source: &Path) -> String {
+pub(crate) fn file_stem(source: &Path) -> String {
     source
         .file_stem()
         .map(|stem| stem.to_string_lossy().into_owned())
@@ -729,7 +776,9 @@ impl KeyHasher {
 /// the slot, so two configurations of one source (other `-D`, archs, toolkit) never share one.
 fn config_key(settings: &CompileSettings, source: &Path, kind: SourceKind) -> String {
     let mut hasher = KeyHasher::default();
-    hasher.field(b"occupancy-build cache v3");
+    // v4: `compile_ptx` ships stripped PTX; the entry holds the kernels' lines (and the
+    // `-lineinfo` PTX when the binary has no line tables).
+    hasher.field(b"occupancy-build cache v4");
     hasher.field(settings.toolchain.version_text.as_bytes());
     hasher.field(settings.toolchain.fingerprint.as_bytes());
     hasher.field(settings.toolchain.nvcc.as_os_str().as_encoded_bytes());

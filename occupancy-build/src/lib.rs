@@ -39,6 +39,8 @@ mod facts;
 mod fsutil;
 mod jobs;
 mod levels;
+mod line_info;
+mod line_tables;
 mod matching;
 mod nvcc_archs;
 mod parse;

@@ -19,7 +19,8 @@ pub(crate) struct CompiledKernel<'a> {
     pub(crate) source: &'a CompiledSource,
     /// The entry in the first program that defines it (launch-bound defaults).
     pub(crate) ptx: Option<PtxEntry>,
-    /// Where the kernel is defined, from the PTX's `-lineinfo` (`.file`/`.loc`).
+    /// Where the kernel is defined, from the `-lineinfo` PTX's `.file`/`.loc` (read into the
+    /// cache entry when the shipped PTX is stripped of them).
     pub(crate) defined_at: Option<EntrySourceLine>,
     /// For a `.ptx_file` source: the line of its `.entry` in that file.
     pub(crate) entry_line: Option<u32>,
@@ -53,15 +54,21 @@ pub(crate) fn parse_compiled<'a>(
             message,
         };
         let mut programs = Vec::new();
-        let mut source_lines = BTreeMap::new();
+        // A stripped PTX's kernel lines were read from its `-lineinfo` PTX into the cache entry.
+        let mut source_lines = match &source.kernel_lines {
+            Some(path) => crate::line_info::read_kernel_lines(&source.source, path)?,
+            None => BTreeMap::new(),
+        };
         let mut entry_lines = BTreeMap::new();
         for program in &source.programs {
             let ptx_text = std::fs::read_to_string(&program.ptx).map_err(|error| Error::Io {
                 path: program.ptx.clone(),
                 error,
             })?;
-            for (name, line) in ptxas::entry_source_lines(&ptx_text) {
-                source_lines.entry(name).or_insert(line);
+            if source.kernel_lines.is_none() {
+                for (name, line) in ptxas::entry_source_lines(&ptx_text) {
+                    source_lines.entry(name).or_insert(line);
+                }
             }
             if source.kind == crate::SourceKind::Ptx {
                 entry_lines = entry_definition_lines(&ptx_text);
