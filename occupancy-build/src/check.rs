@@ -59,6 +59,7 @@ pub fn check(
         declarations,
         &levels,
         context.read_all_sass,
+        evaluate::resolve_undeclared_level,
     );
     let evidence = read_sass_evidence(context, toolchain, compiled, &kernels, &demands, cargo)?;
     let inputs = CheckInputs {
@@ -246,17 +247,24 @@ fn denied(
     Err(Error::Denied { rendered, count })
 }
 
+/// How a lint's level is found for a kernel without a declaration.
+pub(crate) type LevelOf = fn(LintId, &LevelSources<'_>) -> Level;
+
 /// Whether ptxas reported spill bytes for this kernel on this arch.
 pub(crate) fn spills(record: &KernelRecord) -> bool {
     record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0) > 0
 }
 
 /// The SASS lints, and `spills` (whose finding carries the hottest spill's line), that are above
-/// `allow` for one kernel, with its declaration's levels as check evaluates them.
+/// `allow` for one kernel, with its declaration's levels as check evaluates them (for a kernel
+/// without one, `undeclared_level`: [`evaluate::resolve_undeclared_level`] in a build, where it
+/// is checked against the hard limits only, [`evaluate::resolve_level`] in `cargo occupancy
+/// check`, where the command line gives every kernel its launch).
 fn machine_code_lints(
     levels: &Levels,
     declared: Option<&Declared>,
     kernel_name: &str,
+    undeclared_level: LevelOf,
 ) -> BTreeSet<LintId> {
     let attribute_levels =
         declared.map(|declared| crate::expectations::evaluated_levels(&declared.kernel.spec));
@@ -274,7 +282,13 @@ fn machine_code_lints(
         LintId::SetmaxnregBudget,
     ]
     .into_iter()
-    .filter(|&lint| evaluate::resolve_level(lint, &sources) != Level::Allow)
+    .filter(|&lint| {
+        let level = match declared {
+            Some(_) => evaluate::resolve_level(lint, &sources),
+            None => undeclared_level(lint, &sources),
+        };
+        level != Level::Allow
+    })
     .collect()
 }
 
@@ -286,6 +300,7 @@ pub(crate) fn sass_demands(
     declarations: &Declarations,
     levels: &Levels,
     read_all: bool,
+    undeclared_level: LevelOf,
 ) -> BTreeMap<PathBuf, crate::sass::SassDemand> {
     let mut demands: BTreeMap<PathBuf, crate::sass::SassDemand> = BTreeMap::new();
     for (index, kernel) in kernels.iter().enumerate() {
@@ -293,7 +308,7 @@ pub(crate) fn sass_demands(
             .by_kernel
             .get(&index)
             .map(|&at| &declarations.kernels[at]);
-        let enabled = machine_code_lints(levels, declared, &kernel.name);
+        let enabled = machine_code_lints(levels, declared, &kernel.name, undeclared_level);
         let reads_spills =
             enabled.contains(&LintId::Spills) || enabled.contains(&LintId::SpillInLoop);
         let reads_local = enabled.contains(&LintId::LocalArray);

@@ -75,6 +75,7 @@ impl Build {
             &declarations,
             &levels,
             context.read_all_sass,
+            occupancy_core::lint::evaluate::resolve_level,
         );
         let spilled = check::spilled_on(&kernels);
         let evidence = crate::sass::read_evidence(

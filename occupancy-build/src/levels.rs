@@ -111,7 +111,11 @@ impl Gathered {
         kernel: &str,
         undeclared: bool,
     ) -> Option<Gathered> {
-        let level = evaluate::resolve_level(finding.lint, sources);
+        let level = if undeclared {
+            evaluate::resolve_undeclared_level(finding.lint, sources)
+        } else {
+            evaluate::resolve_level(finding.lint, sources)
+        };
         (level != Level::Allow).then(|| Gathered {
             leveled: LeveledFinding { finding, level },
             declaration,

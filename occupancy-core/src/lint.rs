@@ -149,7 +149,7 @@ declare_lints! {
         name: "undeclared_kernel",
         default_level: Allow,
         summary: "A compiled kernel has no `#[occupancy::kernel]` declaration.",
-        why_bad: "An undeclared kernel is only checked for spills, unlaunchable launches and stack frames, at the crate's default launch (`block` under `[package.metadata.occupancy]`, 256 threads when unset, or the kernel's smaller `__launch_bounds__`), not against the crate's intent; findings of many undeclared kernels are shown as one summary per lint, the full list in the report.",
+        why_bad: "An undeclared kernel is only checked for the hard failures (spills and spills in loops, unlaunchable launches, stack frames, a dropped `setmaxnreg`), at the crate's default launch (`block` under `[package.metadata.occupancy]`, 256 threads when unset, or the kernel's smaller `__launch_bounds__`), not against the crate's intent; findings of many undeclared kernels are shown as one summary per lint, the full list in the report.",
         example: "A .cu file defines `__global__ void transpose(...)` but no Rust stub declares it.",
         fix: "Declare it next to its Rust stub with `#[occupancy::kernel(...)]` (one `family = \"prefix_*\"` declaration covers a macro-generated family), or leave this lint at its default `allow`.",
         check: Check::Undeclared(kernels::undeclared_kernel),
@@ -193,7 +193,7 @@ declare_lints! {
         why_bad: "A spill inside a loop is a local-memory round trip on every iteration, which is where spills cost time; a spill outside loops runs once and stays with `spills` at its own level.",
         example: "A loop that updates 48 accumulators under `__launch_bounds__(256, 8)` (32 registers): ptxas spills some of them and reloads them in the loop body on every iteration.",
         fix: "Give the loop more registers (lower `min_blocks_per_sm`, raise `max_registers`, move `setmaxnreg` budget to the warps that run the loop), keep fewer values live across the loop at the line named, or `allow(spill_in_loop)` when the loop is cold.",
-        check: Check::Sass(sass::lints::spill_in_loop),
+        check: Check::Sass { run: sass::lints::spill_in_loop, undeclared: true },
     }
     /// A local array indexed at run time (local memory at a computed address in the SASS).
     LocalArray {
@@ -203,7 +203,7 @@ declare_lints! {
         why_bad: "An array indexed by a value the compiler cannot resolve cannot live in registers; every access is a local-memory access, often inside the loop that computes the index.",
         example: "`float table[32]; ... sum += table[index[i] & 31];`: ptxas places `table` in local memory and each lookup is an `LDL`.",
         fix: "Index with compile-time constants (unroll the loop), use shared memory for tables, select with a switch or shuffles, or `allow(local_array)`.",
-        check: Check::Sass(sass::lints::local_array),
+        check: Check::Sass { run: sass::lints::local_array, undeclared: false },
     }
     /// A `setmaxnreg` ptxas dropped (warning C7508, or no `USETMAXREG` in the SASS).
     SetmaxnregIgnored {
@@ -213,7 +213,7 @@ declare_lints! {
         why_bad: "Warp-specialised kernels rely on `setmaxnreg` to give consumer warps more registers; ignored, every warp keeps the entry count, and the consumers spill or the budget plan silently does nothing.",
         example: "`setmaxnreg.inc.sync.aligned.u32 240;` in a kernel without `__launch_bounds__`: ptxas prints `(C7508) ... 'setmaxnreg' ignored` and emits no `USETMAXREG`.",
         fix: "Give the kernel launch bounds with a maximum block size (`__launch_bounds__(OCCUPANCY_BOUNDS_<kernel>)` from the declaration, or `__launch_bounds__(384, 1)`), so ptxas knows the register count at entry.",
-        check: Check::Sass(sass::lints::setmaxnreg_ignored),
+        check: Check::Sass { run: sass::lints::setmaxnreg_ignored, undeclared: true },
     }
     /// Warp-specialised `setmaxnreg` budgets that exceed the block's register allocation.
     SetmaxnregBudget {
@@ -223,7 +223,7 @@ declare_lints! {
         why_bad: "`setmaxnreg.inc` waits until the block's pool has the registers; if the roles' budgets add up to more than the block got at launch, the increasing warps wait forever or the plan cannot hold.",
         example: "384 threads at 168 registers (64512 per block): one producer warpgroup at 40 and two consumers at 240 need 128 x (40 + 2 x 240) = 66560.",
         fix: "Lower the consumers' `setmaxnreg.inc` value or raise the producer's `.dec` release so that 128 x (producer + consumers x warpgroups) fits the block's allocation, or change the block size.",
-        check: Check::Sass(sass::lints::setmaxnreg_budget),
+        check: Check::Sass { run: sass::lints::setmaxnreg_budget, undeclared: false },
     }
     /// Double-precision instructions in the kernel's SASS.
     Fp64 {
@@ -233,7 +233,7 @@ declare_lints! {
         why_bad: "FP64 throughput is 1/2 of FP32 on data-centre GPUs but 1/64 on consumer ones; a stray `double` literal or `sin` instead of `sinf` can make a float kernel FP64-bound.",
         example: "`out[i] = sin(x[i]);` on a `float` array promotes to double: DFMA/DMUL in the SASS and a call to the double-precision sin/cos slow path.",
         fix: "Use `float` literals (`1.0f`) and functions (`sinf`, `expf`), `-use_fast_math` where acceptable; or leave this lint at its default `allow` when FP64 is intended.",
-        check: Check::Sass(sass::lints::fp64),
+        check: Check::Sass { run: sass::lints::fp64, undeclared: false },
     }
     /// Non-inlined calls in the kernel's SASS.
     Call {
@@ -243,7 +243,7 @@ declare_lints! {
         why_bad: "A call spills live registers around it to the callee's frame in local memory and blocks optimisation across it; in a loop, that cost is paid every iteration.",
         example: "`sin(x)` on a double: ptxas calls `__internal_trig_reduction_slowpathd`, the double-precision sin/cos slow path, with a local-memory frame.",
         fix: "For math helpers, the fix the finding names (`sinf`/`__sinf`/`-use_fast_math`); for your own functions, `__forceinline__`; or `allow(call)`.",
-        check: Check::Sass(sass::lints::calls),
+        check: Check::Sass { run: sass::lints::calls, undeclared: false },
     }
 }
 
@@ -414,7 +414,7 @@ mod tests {
                 Check::Worse(make) => make("k", "sm_90", &before, &worse).into_iter().collect(),
                 Check::Stale(make) => vec![make("sm_90", "changed".into(), Vec::new())],
                 Check::Expectation(make) => vec![make("k", LintId::Spills, Some("tracked"))],
-                Check::Launch { .. } | Check::OnArch { .. } | Check::Sass(_) => continue,
+                Check::Launch { .. } | Check::OnArch { .. } | Check::Sass { .. } => continue,
             };
             assert!(!made.is_empty(), "{}", lint.id);
             for finding in made {

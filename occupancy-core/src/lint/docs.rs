@@ -4,6 +4,17 @@ use super::{Level, LintId};
 
 /// Renders `docs/lints.md` from the registry. A test compares the committed file with this;
 /// `OCCUPANCY_BLESS_DOCS=1 cargo test -p occupancy-core --test lints_doc` rewrites it.
+/// Whether a kernel with no declaration gets the lint: `yes`, `if set` (machine-code lints that
+/// need an explicit level there), or `no`.
+fn undeclared_column(id: LintId) -> &'static str {
+    match id.lint().check {
+        check if check.checks_undeclared() => "yes",
+        super::Check::Sass { .. } => "if set",
+        super::Check::Undeclared(_) | super::Check::Worse(_) | super::Check::Stale(_) => "yes",
+        _ => "no",
+    }
+}
+
 pub fn render_lints_markdown() -> String {
     let mut out = String::new();
     out.push_str("# Lints\n\n");
@@ -26,11 +37,16 @@ pub fn render_lints_markdown() -> String {
         "   or for every crate of a workspace under `[workspace.metadata.occupancy.lints]`;\n",
     );
     out.push_str("4. the default level below.\n\n");
-    out.push_str("| lint | default | environment variable | summary |\n|---|---|---|---|\n");
+    out.push_str("A kernel with no `#[occupancy::kernel]` declaration is checked at the crate's default launch for\n");
+    out.push_str("the hard failures only (column *undeclared*: `yes`); the machine-code lints marked `if set` reach it\n");
+    out.push_str("only when their level is set explicitly (environment, `[package.metadata.occupancy.lints]`, or the\n");
+    out.push_str("kernel's table), and `cargo occupancy check` checks every kernel at its command-line launch.\n\n");
+    out.push_str("| lint | default | undeclared | environment variable | summary |\n|---|---|---|---|---|\n");
     for id in LintId::ALL {
         out.push_str(&format!(
-            "| [`{id}`](#{id}) | {} | `{}` | {} |\n",
+            "| [`{id}`](#{id}) | {} | {} | `{}` | {} |\n",
             id.default_level(),
+            undeclared_column(id),
             id.env_var(),
             id.lint().summary
         ));

@@ -248,6 +248,11 @@ pub struct LevelSources<'a> {
 /// (As with rustc, where `#[allow]` in the source beats `-D` on the command line, a kernel's
 /// own choice beats the environment, which beats the crate-wide setting.)
 pub fn resolve_level(lint: LintId, sources: &LevelSources<'_>) -> Level {
+    explicit_level(lint, sources).unwrap_or_else(|| lint.default_level())
+}
+
+/// The level the most specific source sets for `lint`, if any sets one.
+fn explicit_level(lint: LintId, sources: &LevelSources<'_>) -> Option<Level> {
     [
         sources.attribute,
         sources.kernel_config,
@@ -257,7 +262,19 @@ pub fn resolve_level(lint: LintId, sources: &LevelSources<'_>) -> Level {
     .into_iter()
     .flatten()
     .find_map(|levels| levels.get(&lint).copied())
-    .unwrap_or_else(|| lint.default_level())
+}
+
+/// The level of `lint` for a kernel with no declaration. A machine-code lint whose declaration
+/// says `undeclared: false` (`call`, `fp64`, `local_array`, `setmaxnreg_budget`: matters of a
+/// kernel's intent, not hard failures) is `allow` there unless a level is set for it explicitly
+/// (per kernel, by environment or for the crate); every other lint as [`resolve_level`].
+pub fn resolve_undeclared_level(lint: LintId, sources: &LevelSources<'_>) -> Level {
+    match lint.lint().check {
+        Check::Sass {
+            undeclared: false, ..
+        } => explicit_level(lint, sources).unwrap_or(Level::Allow),
+        _ => resolve_level(lint, sources),
+    }
 }
 
 /// The block an undeclared kernel is checked at when the crate sets none: the common launch of

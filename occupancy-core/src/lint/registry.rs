@@ -59,8 +59,14 @@ pub enum Check {
         /// Also checked for a kernel with no declaration, at the crate's default launch.
         undeclared: bool,
     },
-    /// Per kernel and architecture from its machine code, declared or not.
-    Sass(fn(&SassLintInputs<'_>, &mut Vec<Finding>)),
+    /// Per kernel and architecture from its machine code.
+    Sass {
+        /// Pushes the lint's findings for one kernel on one architecture.
+        run: fn(&SassLintInputs<'_>, &mut Vec<Finding>),
+        /// Also checked for a kernel with no declaration (a hard failure such as a spill in a
+        /// loop or a dropped `setmaxnreg`, not a matter of the kernel's intent).
+        undeclared: bool,
+    },
     /// A declaration matched against every compiled kernel's name: `kernel` for a declared
     /// name, `family` for a `family = "prefix_*"` pattern (declared, compiled names).
     Matching {
@@ -82,12 +88,13 @@ pub enum Check {
 
 impl Check {
     /// Whether an undeclared kernel, checked at the crate's default launch, gets this lint's
-    /// launch findings (SASS findings concern every kernel and are not filtered).
+    /// launch or machine-code findings.
     pub const fn checks_undeclared(&self) -> bool {
         match *self {
-            Check::Launch { undeclared, .. } | Check::OnArch { undeclared, .. } => undeclared,
-            Check::Sass(_)
-            | Check::Matching { .. }
+            Check::Launch { undeclared, .. }
+            | Check::OnArch { undeclared, .. }
+            | Check::Sass { undeclared, .. } => undeclared,
+            Check::Matching { .. }
             | Check::Undeclared(_)
             | Check::Worse(_)
             | Check::Stale(_)

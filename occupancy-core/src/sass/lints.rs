@@ -69,7 +69,7 @@ pub fn hottest_spill_note(facts: &SassFacts) -> Option<String> {
 pub fn evaluate_sass(inputs: &SassLintInputs<'_>) -> Vec<Finding> {
     let mut findings = Vec::new();
     for lint in &LINTS {
-        if let Check::Sass(run) = lint.check {
+        if let Check::Sass { run, .. } = lint.check {
             run(inputs, &mut findings);
         }
     }
@@ -458,7 +458,7 @@ mod tests {
     fn fired_under_their_own_ids(inputs: &SassLintInputs<'_>) -> BTreeSet<LintId> {
         let mut fired = BTreeSet::new();
         for lint in &LINTS {
-            let Check::Sass(run) = lint.check else {
+            let Check::Sass { run, .. } = lint.check else {
                 continue;
             };
             let mut findings = Vec::new();
@@ -521,7 +521,7 @@ mod tests {
         fired.extend(fired_under_their_own_ids(&inputs(&over_budget)));
         let sass_lints: BTreeSet<LintId> = LINTS
             .iter()
-            .filter(|lint| matches!(lint.check, Check::Sass(_)))
+            .filter(|lint| matches!(lint.check, Check::Sass { .. }))
             .map(|lint| lint.id)
             .collect();
         assert_eq!(fired, sass_lints);

@@ -625,10 +625,60 @@ fn only_the_lints_declared_for_undeclared_kernels_check_them() {
         .filter(|lint| lint.check.checks_undeclared())
         .map(|lint| lint.id)
         .collect();
+    // The hard failures: spills (and a spill in a loop), an unlaunchable launch, a stack frame,
+    // a dropped `setmaxnreg`.
     assert_eq!(
         undeclared,
-        [LintId::Spills, LintId::Unlaunchable, LintId::StackFrame]
+        [
+            LintId::Spills,
+            LintId::Unlaunchable,
+            LintId::StackFrame,
+            LintId::SpillInLoop,
+            LintId::SetmaxnregIgnored
+        ]
     );
+}
+
+#[test]
+fn machine_code_detail_lints_need_a_declaration_or_an_explicit_level() {
+    let none = BTreeMap::new();
+    let crate_warns_call = BTreeMap::from([(LintId::Call, Level::Warn)]);
+    let sources = |crate_config| LevelSources {
+        attribute: None,
+        kernel_config: None,
+        environment: Some(&none),
+        crate_config: Some(crate_config),
+    };
+    for lint in [
+        LintId::Call,
+        LintId::LocalArray,
+        LintId::Fp64,
+        LintId::SetmaxnregBudget,
+    ] {
+        assert_eq!(
+            resolve_undeclared_level(lint, &sources(&none)),
+            Level::Allow,
+            "{lint:?}"
+        );
+    }
+    assert_eq!(resolve_level(LintId::Call, &sources(&none)), Level::Warn);
+    assert_eq!(
+        resolve_undeclared_level(LintId::Call, &sources(&crate_warns_call)),
+        Level::Warn,
+        "an explicit crate level reaches undeclared kernels"
+    );
+    for lint in [
+        LintId::Spills,
+        LintId::SpillInLoop,
+        LintId::Regression,
+        LintId::UndeclaredKernel,
+    ] {
+        assert_eq!(
+            resolve_undeclared_level(lint, &sources(&none)),
+            lint.default_level(),
+            "{lint:?}"
+        );
+    }
 }
 
 #[test]
