@@ -261,7 +261,6 @@ pub fn compile_source(
     if crate::line_info::strips(settings, kind) {
         let keep_lineinfo = crate::line_info::two_steps(settings, kind);
         products.extend(crate::line_info::products(
-            source,
             &work,
             &staging.dir,
             &stem,

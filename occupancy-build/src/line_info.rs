@@ -10,7 +10,8 @@
 //! 1. `nvcc -ptx -arch=compute_<lowest> -lineinfo --keep ... -o <stem>.lineinfo.ptx` (cicc
 //!    once; the `.cpp1.ii` it keeps lists the headers read, as before);
 //! 2. [`strip`]: `<stem>.ptx`, the shipped PTX ([`occupancy_core::ptxas::strip_line_info`]), and
-//!    the kernels' definition lines, read once into the cache entry (`kernel_lines.json`);
+//!    the kernels' definition lines, read once into the cache entry (`kernel_lines.json`), from
+//!    one read of the `-lineinfo` PTX;
 //! 3. `nvcc -fatbin -arch=compute_<lowest> -code=sm_<a>,... -Xptxas -v [user args] <stem>.ptx`:
 //!    ptxas's report and the fatbin, from exactly the PTX that ships.
 //!
@@ -97,11 +98,18 @@ pub(crate) fn shipped_path(work: &Path, stem: &str) -> PathBuf {
     work.join(format!("{stem}.ptx"))
 }
 
-/// Writes the shipped PTX (`<stem>.ptx`) from the line-info PTX (`<stem>.lineinfo.ptx`), both
-/// in `work`; a missing input names `source`.
+/// The kernels' definition lines, as JSON, in `work` and in the cache entry.
+const KERNEL_LINES_FILE: &str = "kernel_lines.json";
+
+/// Reads the line-info PTX (`<stem>.lineinfo.ptx` in `work`) once and writes the shipped PTX
+/// (`<stem>.ptx`) and the kernels' definition lines (`kernel_lines.json`) beside it; a missing
+/// input names `source`.
 pub(crate) fn strip(source: &Path, work: &Path, stem: &str) -> Result<(), Error> {
     let lineinfo = lineinfo_path(work, stem);
     let text = read_ptx(source, &lineinfo)?;
+    let lines = ptxas::entry_source_lines(&text);
+    let json = serde_json::to_vec(&lines).expect("source lines are plain data");
+    crate::fsutil::write_atomic(&work.join(KERNEL_LINES_FILE), &json)?;
     crate::fsutil::write_atomic(
         &shipped_path(work, stem),
         ptxas::strip_line_info(&text).as_bytes(),
@@ -127,26 +135,26 @@ pub(crate) fn strip_kept(source: &Path, work: &Path, stem: &str) -> Result<(), E
 /// the kernels' definition lines (always) and, when the binary was assembled from the stripped
 /// PTX (`keep_lineinfo`), the line-info PTX for the SASS stage. Returns (role, file name).
 pub(crate) fn products(
-    source: &Path,
     work: &Path,
     entry: &Path,
     stem: &str,
     keep_lineinfo: bool,
 ) -> Result<Vec<(String, String)>, Error> {
-    let lineinfo = lineinfo_path(work, stem);
-    let text = read_ptx(source, &lineinfo)?;
-    let lines = ptxas::entry_source_lines(&text);
-    let json = serde_json::to_vec(&lines).expect("source lines are plain data");
-    let lines_name = "kernel_lines.json".to_owned();
-    crate::fsutil::write_atomic(&entry.join(&lines_name), &json)?;
-    let mut products = vec![(KERNEL_LINES_ROLE.to_owned(), lines_name)];
+    let mut moves = vec![(KERNEL_LINES_ROLE, work.join(KERNEL_LINES_FILE))];
     if keep_lineinfo {
-        let name = format!("{stem}.lineinfo.ptx");
-        std::fs::rename(&lineinfo, entry.join(&name)).map_err(|error| Error::Io {
+        moves.push((LINEINFO_ROLE, lineinfo_path(work, stem)));
+    }
+    let mut products = Vec::new();
+    for (role, from) in moves {
+        let name = from
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        std::fs::rename(&from, entry.join(&name)).map_err(|error| Error::Io {
             path: entry.join(&name),
             error,
         })?;
-        products.push((LINEINFO_ROLE.to_owned(), name));
+        products.push((role.to_owned(), name));
     }
     Ok(products)
 }

@@ -134,12 +134,12 @@ fn for_each_identifier<'a>(text: &'a str, mut found: impl FnMut(&'a str)) {
     let bytes = text.as_bytes();
     let mut at = 0;
     while at < bytes.len() {
-        if let Some(end) = skip_comment_or_string(bytes, at) {
-            at = end;
-            continue;
-        }
-        if !is_identifier_byte(bytes[at]) {
-            at += 1;
+        let byte = bytes[at];
+        if !is_identifier_byte(byte) {
+            at = match byte {
+                b'/' | b'"' => skip_comment_or_string(bytes, at).unwrap_or(at + 1),
+                _ => at + 1,
+            };
             continue;
         }
         let start = at;
@@ -161,14 +161,19 @@ fn is_identifier_byte(byte: u8) -> bool {
 /// break, a `/* */` to its end or the end of the text, a string to its closing quote or line
 /// break).
 fn skip_comment_or_string(bytes: &[u8], at: usize) -> Option<usize> {
-    let find = |from: usize, predicate: &dyn Fn(&[u8]) -> bool, width: usize| {
-        (from..bytes.len())
-            .find(|&index| predicate(&bytes[index..]))
-            .map_or(bytes.len(), |index| index + width)
-    };
     match (bytes[at], bytes.get(at + 1)) {
-        (b'/', Some(b'/')) => Some(find(at + 2, &|rest| rest[0] == b'\n', 0)),
-        (b'/', Some(b'*')) => Some(find(at + 2, &|rest| rest.starts_with(b"*/"), 2)),
+        (b'/', Some(b'/')) => Some(
+            bytes[at + 2..]
+                .iter()
+                .position(|&byte| byte == b'\n')
+                .map_or(bytes.len(), |offset| at + 2 + offset),
+        ),
+        (b'/', Some(b'*')) => Some(
+            bytes[at + 2..]
+                .windows(2)
+                .position(|pair| pair == b"*/")
+                .map_or(bytes.len(), |offset| at + 2 + offset + 2),
+        ),
         (b'"', _) => {
             let mut index = at + 1;
             while let Some(&byte) = bytes.get(index) {
@@ -186,6 +191,18 @@ fn skip_comment_or_string(bytes: &[u8], at: usize) -> Option<usize> {
         _ => None,
     }
 }
+
+/// The bytes that can end a statement or start a comment or string.
+static STATEMENT_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let special = b"{};=/\"";
+    let mut index = 0;
+    while index < special.len() {
+        table[special[index] as usize] = true;
+        index += 1;
+    }
+    table
+};
 
 /// Directives that end at their line break rather than a `;`.
 const LINE_DIRECTIVES: [&str; 4] = [".version", ".target", ".address_size", ".file"];
@@ -217,8 +234,8 @@ fn split_statements(ptx: &str) -> Result<Vec<Statement<'_>>, SubsetError> {
             },
             EndError::Unterminated => SubsetError::Unterminated { line: line_of(at) },
         })?;
-        let kind =
-            classify(&ptx[at..end]).ok_or(SubsetError::Unrecognized { line: line_of(at) })?;
+        let kind = classify(&ptx[at..end])
+            .ok_or_else(|| SubsetError::Unrecognized { line: line_of(at) })?;
         statements.push(Statement {
             text: &ptx[start..end],
             kind,
@@ -260,6 +277,11 @@ fn statement_end(ptx: &str, from: usize) -> Result<usize, EndError> {
     let mut initializer = false;
     let mut at = from;
     while at < bytes.len() {
+        // Most bytes are code that decides nothing: skipped in a tight loop.
+        if !STATEMENT_BYTES[usize::from(bytes[at])] {
+            at += 1;
+            continue;
+        }
         if let Some(end) = skip_comment_or_string(bytes, at) {
             at = end;
             continue;
@@ -473,6 +495,28 @@ mod tests {
         assert!(
             !subset.contains("leaf"),
             "a prototype of a dropped function goes"
+        );
+    }
+
+    /// Linear: a module of 100,000 functions (a statement's line number was once counted from
+    /// the start of the text for every statement, which took seconds on a 9.5 MB module).
+    #[test]
+    fn a_large_module_is_cut_in_linear_time() {
+        let mut module = String::from(".version 9.0\n.target sm_80\n.address_size 64\n");
+        module.push_str(".visible .entry k()\n{\n\tcall.uni f7, ();\n\tret;\n}\n");
+        for index in 0..100_000 {
+            module.push_str(&format!(
+                ".func f{index}()\n{{\n\t// f{index}\n\tret;\n}}\n"
+            ));
+        }
+        let start = std::time::Instant::now();
+        let subset = subset_ptx(&module, &names(&["k"])).unwrap();
+        let elapsed = start.elapsed();
+        assert!(subset.contains(".func f7()") && !subset.contains(".func f8()"));
+        assert!(
+            elapsed.as_secs_f64() < 2.0,
+            "{elapsed:?} for {} bytes",
+            module.len()
         );
     }
 
