@@ -592,7 +592,6 @@ mod tests {
             }],
             ptx,
             binary: None,
-            lineinfo_ptx: None,
             kernel_lines: None,
             compiler_log: log.to_string(),
             dependencies: Vec::new(),

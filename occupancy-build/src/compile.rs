@@ -132,10 +132,6 @@ pub struct CompiledSource {
     /// default build (the lowest target's PTX for every arch), one per target arch with
     /// `ptx_per_arch`. The first is `ptx`.
     pub programs: Vec<Program>,
-    /// The `-lineinfo` PTX that `ptx` was stripped from, when the binary was assembled from the
-    /// stripped PTX and so has no line tables: the SASS stage compiles line-table cubins from it
-    /// (`crate::line_tables`). `None` when the binary has line tables or there is no such PTX.
-    pub lineinfo_ptx: Option<PathBuf>,
     /// Where each kernel is defined (JSON, from the `-lineinfo` PTX's `.file`/`.loc`), when the
     /// shipped `ptx` was stripped of them; `None`: `ptx` itself says (or nothing does).
     pub kernel_lines: Option<PathBuf>,
@@ -156,7 +152,6 @@ impl CompiledSource {
             wrapper_failure: None,
             ptx_target: None,
             programs: Vec::new(),
-            lineinfo_ptx: None,
             kernel_lines: None,
         }
     }
@@ -259,13 +254,7 @@ pub fn compile_source(
     let stem = file_stem(source);
     let mut products: Vec<(String, String)> = Vec::new();
     if crate::line_info::strips(settings, kind) {
-        let keep_lineinfo = crate::line_info::two_steps(settings, kind);
-        products.extend(crate::line_info::products(
-            &work,
-            &staging.dir,
-            &stem,
-            keep_lineinfo,
-        )?);
+        products.extend(crate::line_info::products(&work, &staging.dir)?);
     }
     if kind == SourceKind::Cuda {
         for (target, ptx) in &fresh.ptx {
@@ -353,7 +342,6 @@ fn compiled_from_entry(
         ptx: shipped.map(|program| program.ptx).unwrap_or_default(),
         programs,
         binary: entry.path("binary"),
-        lineinfo_ptx: entry.path(crate::line_info::LINEINFO_ROLE),
         kernel_lines: entry.path(crate::line_info::KERNEL_LINES_ROLE),
         compiler_log: entry.log,
         dependencies: entry.manifest.dependencies,
@@ -385,7 +373,7 @@ struct FreshOutput {
 
 /// `-arch=compute_<lowest> -code=sm_<a>,...` for one program, else one `-gencode` per program
 /// (`ptx_per_arch`): `arch=compute_<t>,code=[sm_<t>,<its JIT archs>(,compute_<t>)]`.
-pub(crate) fn arch_args(settings: &CompileSettings, with_ptx: bool) -> Vec<OsString> {
+fn arch_args(settings: &CompileSettings, with_ptx: bool) -> Vec<OsString> {
     let programs = settings.program_archs();
     let codes = |target: &SmArch, archs: &[SmArch]| {
         let mut codes: Vec<String> = archs.iter().map(ToString::to_string).collect();
@@ -425,9 +413,6 @@ fn nvcc_args(
 ) -> Vec<Vec<OsString>> {
     let stem = file_stem(source);
     match kind {
-        SourceKind::Cuda if crate::line_info::two_steps(settings, kind) => {
-            crate::line_info::two_step_args(settings, source, work)
-        }
         SourceKind::Cuda => {
             let mut args: Vec<OsString> = Vec::new();
             match settings.product {
@@ -513,19 +498,10 @@ fn run_nvcc(
 ) -> Result<FreshOutput, Error> {
     let commands = nvcc_args(settings, source, kind, work);
     let stem = file_stem(source);
-    let (compiler_log, wrapper_failure) = if crate::line_info::two_steps(settings, kind) {
-        // cicc, the strip, then ptxas on the stripped PTX (crate::line_info).
-        let (mut log, _) = run_nvcc_commands(settings, source, &commands[..1])?;
-        crate::line_info::strip(source, work, &stem)?;
-        log.push_str(&run_nvcc_commands(settings, source, &commands[1..])?.0);
-        (log, None)
-    } else {
-        let output = run_nvcc_commands(settings, source, &commands)?;
-        if crate::line_info::strips(settings, kind) {
-            crate::line_info::strip_kept(source, work, &stem)?;
-        }
-        output
-    };
+    let (compiler_log, wrapper_failure) = run_nvcc_commands(settings, source, &commands)?;
+    if crate::line_info::strips(settings, kind) {
+        crate::line_info::strip_kept(source, work, &stem)?;
+    }
     match kind {
         SourceKind::Cuda => {
             let (ptx, binary, dependencies) = kept_outputs(settings, source, work)?;
@@ -775,9 +751,9 @@ impl KeyHasher {
 /// the slot, so two configurations of one source (other `-D`, archs, toolkit) never share one.
 fn config_key(settings: &CompileSettings, source: &Path, kind: SourceKind) -> String {
     let mut hasher = KeyHasher::default();
-    // v4: `compile_ptx` ships stripped PTX; the entry holds the kernels' lines (and the
-    // `-lineinfo` PTX when the binary has no line tables).
-    hasher.field(b"occupancy-build cache v4");
+    // v5: `compile_ptx` ships its PTX stripped of line information; the entry holds the
+    // kernels' lines (v4, unreleased, assembled the stripped PTX and kept the `-lineinfo` one).
+    hasher.field(b"occupancy-build cache v5");
     hasher.field(settings.toolchain.version_text.as_bytes());
     hasher.field(settings.toolchain.fingerprint.as_bytes());
     hasher.field(settings.toolchain.nvcc.as_os_str().as_encoded_bytes());

@@ -22,7 +22,6 @@ use occupancy_core::sass::{self, SassFacts};
 
 use crate::compile::CompiledSource;
 use crate::cubin::Cubin;
-use crate::line_tables::LineTableCompiler;
 use crate::Error;
 
 /// One binary to read and, per arch, which kernels (`None` for an arch: all of them).
@@ -31,17 +30,12 @@ pub struct Wanted<'a> {
     pub binary: &'a Path,
     /// The archs to read, each with its kernels (`None`: every kernel).
     pub kernels: BTreeMap<String, Option<&'a BTreeSet<String>>>,
-    /// Every kernel of the source (what `None` means where the kernels must be named).
-    pub entries: &'a BTreeSet<String>,
 }
 
 /// The tools and what the reader needs from ptxas.
 pub struct Disassembler<'a> {
     pub cuobjdump: &'a Path,
     pub nvdisasm: &'a Path,
-    /// For a source whose binary has no line tables (a `compile_ptx` source ships PTX without
-    /// them): what assembles cubins that have them ([`crate::line_tables`]).
-    pub line_tables: Option<&'a LineTableCompiler>,
     /// `(kernel, arch)`: ptxas reported spill bytes.
     pub spills_reported: &'a (dyn Fn(&str, &str) -> bool + Sync),
 }
@@ -110,23 +104,13 @@ impl Disassembler<'_> {
         })
     }
 
-    /// The cubins of one binary on the archs it reads, by arch, sorted: its own, or for a
-    /// binary without line tables, cubins of the wanted kernels assembled with them.
+    /// The cubins of one binary on the archs it reads, by arch, sorted.
     fn extract(&self, wanted: &Wanted, dir: &Path) -> Result<Vec<(String, PathBuf)>, Error> {
         let io = |error| Error::Io {
             path: dir.to_path_buf(),
             error,
         };
         std::fs::create_dir_all(dir).map_err(io)?;
-        if let (Some(compiler), Some(_)) = (self.line_tables, &wanted.source.lineinfo_ptx) {
-            let kernels: BTreeMap<String, BTreeSet<String>> = (wanted.kernels.iter())
-                .map(|(arch, kernels)| (arch.clone(), kernels.unwrap_or(wanted.entries).clone()))
-                .collect();
-            let mut cubins =
-                crate::line_tables::line_cubins(compiler, wanted.source, &kernels, dir)?;
-            cubins.sort();
-            return Ok(cubins);
-        }
         let mut command = Command::new(self.cuobjdump);
         command
             .args(["-xelf", "all"])
@@ -439,7 +423,6 @@ mod tests {
             })
             .collect();
         let archs = ["sm_80", "sm_90", "sm_90a", "sm_100", "sm_120"];
-        let no_kernels = BTreeSet::new();
         let wanted: Vec<Wanted> = sources
             .iter()
             .map(|source| Wanted {
@@ -449,7 +432,6 @@ mod tests {
                     .iter()
                     .map(|arch| ((*arch).to_owned(), None))
                     .collect(),
-                entries: &no_kernels,
             })
             .collect();
         let (cuobjdump, nvdisasm) = (
@@ -472,7 +454,6 @@ mod tests {
         let disassembler = Disassembler {
             cuobjdump: &cuobjdump,
             nvdisasm: &logged,
-            line_tables: None,
             spills_reported: &spills_reported,
         };
         let batched = disassembler.read(&wanted, &out.join("work")).unwrap();

@@ -73,8 +73,6 @@ impl CacheFile {
 pub struct SassTools {
     pub nvdisasm: Option<PathBuf>,
     pub cuobjdump: Option<PathBuf>,
-    /// For sources whose binary has no line tables: what assembles cubins that have them.
-    pub line_tables: Option<crate::line_tables::LineTableCompiler>,
 }
 
 impl SassTools {
@@ -88,9 +86,6 @@ impl SassTools {
                 .cuobjdump
                 .clone()
                 .or_else(|| locate_tool(toolchain, "cuobjdump")),
-            line_tables: Some(crate::line_tables::LineTableCompiler::new(
-                context, toolchain,
-            )),
         }
     }
 }
@@ -272,16 +267,12 @@ fn scan_programs(source: &CompiledSource, demand: Option<&SassDemand>) -> Vec<Pr
         .collect()
 }
 
-static NO_KERNELS: BTreeSet<String> = BTreeSet::new();
-
 /// A binary whose facts are not cached for what it needs: read by the batch.
 struct Pending<'a> {
     source: &'a CompiledSource,
     binary: &'a Path,
     selection: Selection,
     binary_sha256: String,
-    /// Every kernel of the source.
-    entries: &'a BTreeSet<String>,
 }
 
 /// Reads the SASS of every compiled source that has a binary and a [`SassDemand`] that needs it
@@ -299,7 +290,6 @@ pub fn read_evidence(
         (Some(nvdisasm), Some(cuobjdump)) => Some(Disassembler {
             cuobjdump,
             nvdisasm,
-            line_tables: tools.line_tables.as_ref(),
             spills_reported,
         }),
         _ => {
@@ -336,7 +326,6 @@ pub fn read_evidence(
                 binary,
                 selection,
                 binary_sha256,
-                entries: demand.map_or(&NO_KERNELS, |demand| &demand.entries),
             }),
         }
     }
@@ -364,7 +353,6 @@ impl Pending<'_> {
             source: self.source,
             binary: self.binary,
             kernels: self.selection.kernels_by_arch(archs),
-            entries: self.entries,
         }
     }
 }
@@ -571,7 +559,6 @@ mod tests {
             kind: crate::compile::SourceKind::Cuda,
             ptx: ptx.clone(),
             binary: Some(dir.join("k.fatbin")),
-            lineinfo_ptx: None,
             kernel_lines: None,
             compiler_log: String::new(),
             dependencies: Vec::new(),

@@ -10,7 +10,7 @@
 //! * give the SASS facts of the former one-step compile: per arch, the facts that `nvcc -cubin
 //!   -arch=compute_80 -code=sm_X -lineinfo` of the `.cu` gives, for every kernel the SASS stage
 //!   read (a subset of them: the stage reads only what a lint can report on);
-//! * pass the user's arguments to both nvcc steps, with the numbers of the one-step compile.
+//! * pass the user's arguments to nvcc, with the numbers of a direct `nvcc -fatbin` compile.
 
 mod common;
 
@@ -219,10 +219,9 @@ fn shipped_ptx_has_no_line_info_and_nothing_the_line_info_gave_is_lost() {
 /// `registers, stack, spill stores, spill loads` by (kernel, arch).
 type Numbers = BTreeMap<(String, String), (u32, u64, u64, u64)>;
 
-/// The user's arguments reach both steps of a `compile_ptx` compile: cicc's (`-I`, `-D`,
-/// `-std`, `--use_fast_math`, `-O3`), which nvcc ignores for the `.ptx` input of the ptxas step
-/// (no error), and ptxas's (`-maxrregcount`, `-Xptxas`), which nvcc passes to ptxas from a
-/// `.ptx` input as from a `.cu`: every kernel gets the numbers of the former one-step compile.
+/// The user's arguments reach cicc (`-I`, `-D`, `-std`, `--use_fast_math`, `-O3`) and ptxas
+/// (`-maxrregcount`, `-Xptxas`) in a `compile_ptx` compile whose PTX ships stripped: every
+/// kernel gets the numbers of a direct `nvcc -fatbin -lineinfo` compile with those flags.
 #[test]
 fn the_users_arguments_reach_cicc_and_ptxas() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("line-info-flags");

@@ -41,7 +41,9 @@ pub fn render_lints_markdown() -> String {
     out.push_str("the hard failures only (column *undeclared*: `yes`); the machine-code lints marked `if set` reach it\n");
     out.push_str("only when their level is set explicitly (environment, `[package.metadata.occupancy.lints]`, or the\n");
     out.push_str("kernel's table), and `cargo occupancy check` checks every kernel at its command-line launch.\n\n");
-    out.push_str("| lint | default | undeclared | environment variable | summary |\n|---|---|---|---|---|\n");
+    out.push_str(
+        "| lint | default | undeclared | environment variable | summary |\n|---|---|---|---|---|\n",
+    );
     for id in LintId::ALL {
         out.push_str(&format!(
             "| [`{id}`](#{id}) | {} | {} | `{}` | {} |\n",

@@ -17,13 +17,11 @@
 //!   or object.
 //! * [`parse_ptx_directives`]: `.entry` performance-tuning directives (`.maxntid`, ...).
 //! * [`strip_line_info`]: PTX without `-lineinfo`'s `.loc`/`.file`/`.section .debug_*`.
-//! * [`subset_ptx`]: a PTX module cut down to some kernels and the functions they reach.
 
 mod cuobjdump;
 mod lineinfo;
 mod log;
 mod ptx;
-mod subset;
 
 pub use cuobjdump::{
     cuobjdump_reserved_shared_bytes, parse_cuobjdump_resource_usage, CuobjdumpFunction,
@@ -33,7 +31,6 @@ pub use log::{parse_log, LineKind, LogParser};
 pub use ptx::{
     entry_declared_on, entry_source_lines, parse_ptx_directives, EntrySourceLine, PtxEntry,
 };
-pub use subset::{subset_ptx, SubsetError};
 
 use serde::Serialize;
 
