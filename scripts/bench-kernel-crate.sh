@@ -63,7 +63,8 @@ ours_cold() { rm -rf "$work/ours"; NUM_JOBS=$JOBS "$BENCH_BIN" ptx "$work/crate/
 # nothing), so that its own cost is a ratio of one run to another (issue 14: <= 5%).
 ours_no_sass() {
   rm -rf "$work/ours-no-sass"
-  env -u OCCUPANCY_NVDISASM PATH="$(dirname "$NVCC"):/usr/bin:/bin" NUM_JOBS=$JOBS "$BENCH_BIN" ptx "$work/crate/kernels" "$work/ours-no-sass" "$ARCHS" "$work/crate/src" -O3
+  env -u OCCUPANCY_NVDISASM CARGO="$(command -v cargo)" PATH="$(dirname "$NVCC"):/usr/bin:/bin" \
+    NUM_JOBS=$JOBS "$BENCH_BIN" ptx "$work/crate/kernels" "$work/ours-no-sass" "$ARCHS" "$work/crate/src" -O3
 }
 ours_rerun() { NUM_JOBS=$JOBS "$BENCH_BIN" ptx "$work/crate/kernels" "$work/ours" "$ARCHS" "$work/crate/src" -O3; }
 check_cold() {
