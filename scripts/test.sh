@@ -7,6 +7,9 @@ cd "$root"
 scripts/setup-cuda.sh
 scripts/setup-test-deps.sh
 source <(scripts/setup-cuda.sh --env)
+# Every package of Cargo.lock, for every platform: tests/tests/ci_recipe.rs runs `cargo metadata`
+# offline on a fixture, which resolves target-specific packages (r-efi) no build here downloads.
+cargo fetch --locked
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0
