@@ -1,26 +1,23 @@
 //! Compiling each source once with nvcc, keeping ptxas's report, and caching by content.
 //!
-//! One nvcc process per source file, every target architecture in it (two for `compile_ptx`):
+//! One nvcc process per source file, every target architecture in it:
 //!
-//! * `.compile_ptx()`: `nvcc -ptx -arch=compute_<lowest> -lineinfo --keep`, that PTX stripped of
-//!   its line information (the PTX we ship), then `nvcc -fatbin -arch=compute_<lowest>
-//!   -code=sm_<a>,sm_<b> -Xptxas -v` on the stripped PTX (`crate::line_info`): cicc runs once,
-//!   and ptxas assembles the shipped PTX for every target architecture, which is exactly what the
-//!   driver's JIT will do with it at run time, and prints the resource report on stderr. The only
-//!   work beyond a plain `nvcc -ptx` is ptxas itself, which is what measuring resources costs; no
-//!   source is compiled twice. Under a compiler cache (which refuses a `.ptx` input), one `nvcc
-//!   -fatbin -arch=compute_<lowest> -code=sm_<a>,sm_<b> -lineinfo -Xptxas -v --keep` as before,
-//!   its kept PTX stripped after.
+//! * `.compile_ptx()`: `nvcc -fatbin -arch=compute_<lowest> -code=sm_<a>,sm_<b> -lineinfo -Xptxas -v --keep`.
+//!   cicc runs once and writes the PTX (kept by `--keep`); ptxas assembles that same PTX for
+//!   every target architecture, which is exactly what the driver's JIT will do with it at run
+//!   time, and prints the resource report on stderr. The only work beyond a plain `nvcc -ptx` is
+//!   ptxas itself, which is what measuring resources costs; no source is compiled twice. The
+//!   kept PTX ships stripped of its line information (`crate::line_info`).
 //! * `.compile_lib()`: `nvcc -c -arch=compute_<lowest> -code=sm_<a>,...,compute_<lowest> -Xptxas -v
 //!   --keep`: the object the crate links (SASS per arch plus PTX for newer GPUs), the same report,
 //!   and the PTX kept for the launch-bound checks. Its sm_90 SASS is ptxas's work on the
 //!   compute_80 PTX, like the JIT's, so those rows say `ptx_target = compute_80` too.
-//! * `.ptx_per_arch(true)`: one `nvcc -fatbin` (or `-c`) `-lineinfo -Xptxas -v --keep` with one
+//! * `.ptx_per_arch(true)`: the same commands with one
 //!   `-gencode arch=compute_<t>,code=[sm_<t>,...]` per target arch: cicc runs once per target,
 //!   each arch's SASS (and each JIT arch's, from the highest target not above it) comes from its
 //!   own PTX, kept (and shipped, line information included) as `<stem>.compute_<t>.ptx`, and
-//!   ptxas's report is still that one compile's. `-G` too compiles in one step, without
-//!   `-lineinfo` (it has its own line information) and with nothing stripped.
+//!   ptxas's report is still that one compile's. `-G` compiles without `-lineinfo` (it has its
+//!   own line information) and ships its PTX as it is.
 //! * `.ptx_file()` (PTX made elsewhere): `nvcc -cubin -arch=sm_<a> -Xptxas -v` per architecture.
 //!
 //! `-MD -MF` makes nvcc list every header it read. The cache entry of a source (in OUT_DIR) is
@@ -680,7 +677,7 @@ pub fn render_command(command: &std::process::Command) -> String {
         .join(" ")
 }
 
-pub(crate) fn file_stem(source: &Path) -> String {
+fn file_stem(source: &Path) -> String {
     source
         .file_stem()
         .map(|stem| stem.to_string_lossy().into_owned())

@@ -17,7 +17,7 @@
 //! kernel corpus, where the stage reads nearly every kernel (docs/build.md), so it is not done.
 //! `ptx_per_arch`, `compile_lib` and `-G` compile as before and ship what they did.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use occupancy_core::ptxas;
 
@@ -36,48 +36,25 @@ pub(crate) fn strips(settings: &CompileSettings, kind: SourceKind) -> bool {
         && !device_debug(settings)
 }
 
-/// `<work>/<stem>.lineinfo.ptx`: cicc's PTX with its line information.
-pub(crate) fn lineinfo_path(work: &Path, stem: &str) -> PathBuf {
-    work.join(format!("{stem}.lineinfo.ptx"))
-}
-
-/// `<work>/<stem>.ptx`: the PTX that ships.
-pub(crate) fn shipped_path(work: &Path, stem: &str) -> PathBuf {
-    work.join(format!("{stem}.ptx"))
-}
-
 /// The kernels' definition lines, as JSON, in `work` and in the cache entry.
 const KERNEL_LINES_FILE: &str = "kernel_lines.json";
 
-/// Reads the line-info PTX (`<stem>.lineinfo.ptx` in `work`) once and writes the shipped PTX
-/// (`<stem>.ptx`) and the kernels' definition lines (`kernel_lines.json`) beside it; a missing
-/// input names `source`.
-fn strip(source: &Path, work: &Path, stem: &str) -> Result<(), Error> {
-    let lineinfo = lineinfo_path(work, stem);
-    let text = read_ptx(source, &lineinfo)?;
-    let lines = ptxas::entry_source_lines(&text);
-    let json = serde_json::to_vec(&lines).expect("source lines are plain data");
-    crate::fsutil::write_atomic(&work.join(KERNEL_LINES_FILE), &json)?;
-    crate::fsutil::write_atomic(
-        &shipped_path(work, stem),
-        ptxas::strip_line_info(&text).as_bytes(),
-    )
-}
-
-/// After a compile that strips: the kept `<stem>.ptx` is the line-info PTX; it becomes
-/// `<stem>.lineinfo.ptx` (left in the work directory, not cached) and `<stem>.ptx` its stripped
-/// text.
+/// After a compile that strips: reads the `-lineinfo` PTX `--keep` left (`<stem>.ptx` in
+/// `work`) once, writes the kernels' definition lines (`kernel_lines.json`) beside it and
+/// replaces it with its stripped text, the PTX that ships. An unreadable PTX names `source`.
 pub(crate) fn strip_kept(source: &Path, work: &Path, stem: &str) -> Result<(), Error> {
-    let kept = shipped_path(work, stem);
-    let lineinfo = lineinfo_path(work, stem);
-    std::fs::rename(&kept, &lineinfo).map_err(|error| Error::UnreadableOutput {
+    let kept = work.join(format!("{stem}.ptx"));
+    let text = std::fs::read_to_string(&kept).map_err(|error| Error::UnreadableOutput {
         file: source.to_path_buf(),
         message: format!(
-            "nvcc succeeded but the PTX kept by --keep ({}) cannot be moved: {error}",
+            "nvcc succeeded but the PTX kept by --keep ({}) cannot be read: {error}",
             kept.display()
         ),
     })?;
-    strip(source, work, stem)
+    let lines = ptxas::entry_source_lines(&text);
+    let json = serde_json::to_vec(&lines).expect("source lines are plain data");
+    crate::fsutil::write_atomic(&work.join(KERNEL_LINES_FILE), &json)?;
+    crate::fsutil::write_atomic(&kept, ptxas::strip_line_info(&text).as_bytes())
 }
 
 /// The product a stripping compile adds to its cache entry, moved from `work` into `entry`: the
@@ -102,16 +79,6 @@ pub(crate) fn read_kernel_lines(
         file: source.to_path_buf(),
         message: format!(
             "the kernels' lines {} do not parse: {error}",
-            path.display()
-        ),
-    })
-}
-
-fn read_ptx(source: &Path, path: &Path) -> Result<String, Error> {
-    std::fs::read_to_string(path).map_err(|error| Error::UnreadableOutput {
-        file: source.to_path_buf(),
-        message: format!(
-            "nvcc succeeded but its -lineinfo PTX {} cannot be read: {error}",
             path.display()
         ),
     })
