@@ -11,27 +11,33 @@
 //!
 //! The full key covers the slot's configuration and the content of the source and every header
 //! it read; two configurations never share a slot, and an entry's name is its key, so a reader
-//! can only ever see one whole compile. The manifest records each product's size and SHA-256;
-//! an entry whose products do not match (truncated, emptied, edited) is not used: the caller
-//! recompiles. This module knows nothing about nvcc; it moves and verifies files.
+//! can only ever see one whole compile. The manifest records each product's size and
+//! modification time, which publishing sets to a fixed past instant ([`PRODUCT_STAMP_AGE`]
+//! before the publish): a product written, truncated or emptied afterwards has today's time,
+//! however fine the filesystem's clock, so an entry whose products do not match is not used and
+//! the caller recompiles. Checking a hit is a `stat` per product, not a read: hashing the
+//! megabytes of PTX and fatbin on every build-script run cost a debug build script (how cargo
+//! builds it) about a second on a 935-kernel crate. This module knows nothing about nvcc; it
+//! moves and verifies files.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
-use sha2::{Digest, Sha256};
-
 use crate::fsutil::write_atomic;
 use crate::Error;
 
 /// Bumped when the layout or the manifest changes: older entries are then ignored.
-const MANIFEST_SCHEMA: u32 = 2;
+const MANIFEST_SCHEMA: u32 = 3;
 const POINTER: &str = "current";
 const MANIFEST: &str = "manifest.json";
 /// Entries not used for this long are removed when a newer one is published in their slot.
 const UNUSED_ENTRY_AGE: Duration = Duration::from_secs(600);
 /// Staging directories older than this belong to a process that died mid-compile.
 const ABANDONED_STAGING_AGE: Duration = Duration::from_secs(3600);
+/// How far before the publish a product's modification time is set: any later write gives it
+/// the current time, which then differs from the recorded one.
+const PRODUCT_STAMP_AGE: Duration = Duration::from_secs(24 * 3600);
 
 /// One product file of an entry, as recorded in its manifest.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -41,8 +47,8 @@ pub struct ProductFile {
     /// The file's name inside the entry.
     pub name: String,
     pub size_bytes: u64,
-    /// SHA-256 of the content, lowercase hex.
-    pub sha256: String,
+    /// The modification time publishing gave the file, in nanoseconds since the Unix epoch.
+    pub modified_ns: u64,
 }
 
 /// What an entry holds and what it was compiled from.
@@ -63,7 +69,7 @@ impl Manifest {
     }
 }
 
-/// A verified entry: every product matched its recorded size and hash.
+/// A verified entry: every product matched its recorded size and modification time.
 #[derive(Debug, Clone)]
 pub struct Entry {
     pub dir: PathBuf,
@@ -167,16 +173,19 @@ impl Slot {
     ) -> Result<Entry, Error> {
         let mut records = Vec::new();
         let mut log = String::new();
+        let stamp = SystemTime::now() - PRODUCT_STAMP_AGE;
         for (role, name) in products {
-            let bytes = crate::fsutil::read(&staging.dir.join(name))?;
+            let path = staging.dir.join(name);
             if *role == "log" {
-                log = String::from_utf8_lossy(&bytes).into_owned();
+                log = String::from_utf8_lossy(&crate::fsutil::read(&path)?).into_owned();
             }
+            let (size_bytes, modified_ns) =
+                stamp_product(&path, stamp).map_err(|error| Error::Io { path, error })?;
             records.push(ProductFile {
                 role: (*role).to_string(),
                 name: (*name).to_string(),
-                size_bytes: bytes.len() as u64,
-                sha256: hex(&Sha256::digest(&bytes)),
+                size_bytes,
+                modified_ns,
             });
         }
         let manifest = Manifest {
@@ -218,19 +227,21 @@ impl Slot {
         self.verify(name, manifest)
     }
 
-    /// Reads every product and compares it with the manifest's size and hash.
+    /// Compares every product's size and modification time with the manifest's, and reads the
+    /// log.
     fn verify(&self, name: &str, manifest: Manifest) -> Option<Entry> {
         let dir = self.dir.join(name);
         let mut log = None;
         for product in &manifest.products {
-            let bytes = std::fs::read(dir.join(&product.name)).ok()?;
-            if bytes.len() as u64 != product.size_bytes
-                || hex(&Sha256::digest(&bytes)) != product.sha256
+            let path = dir.join(&product.name);
+            let metadata = std::fs::metadata(&path).ok()?;
+            if metadata.len() != product.size_bytes
+                || modified_ns(&metadata)? != product.modified_ns
             {
                 return None;
             }
             if product.role == "log" {
-                log = Some(String::from_utf8(bytes).ok()?);
+                log = Some(String::from_utf8(std::fs::read(&path).ok()?).ok()?);
             }
         }
         Some(Entry {
@@ -276,6 +287,28 @@ fn expired(modified: Option<SystemTime>, now: SystemTime, limit: Duration, stagi
         Some(modified) => now.duration_since(modified).is_ok_and(|age| age > limit),
         None => !staging,
     }
+}
+
+/// Sets a product's modification time to `stamp`; returns its size and that time as recorded.
+fn stamp_product(path: &Path, stamp: SystemTime) -> std::io::Result<(u64, u64)> {
+    let file = std::fs::File::options().write(true).open(path)?;
+    file.set_modified(stamp)?;
+    let metadata = file.metadata()?;
+    let modified = modified_ns(&metadata).ok_or_else(|| {
+        std::io::Error::other("the file system keeps no modification time before 2554")
+    })?;
+    Ok((metadata.len(), modified))
+}
+
+/// A file's modification time in nanoseconds since the Unix epoch (`None`: not readable, or
+/// outside 1970..2554).
+pub(crate) fn modified_ns(metadata: &std::fs::Metadata) -> Option<u64> {
+    let since_epoch = metadata
+        .modified()
+        .ok()?
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .ok()?;
+    u64::try_from(since_epoch.as_nanos()).ok()
 }
 
 /// An entry's directory name: its key, shortened (still 128 bits).

@@ -19,7 +19,6 @@ use occupancy_core::lint::evaluate::Finding;
 use occupancy_core::lint::LintId;
 use occupancy_core::report::KernelRow;
 use occupancy_core::sass::{self, SassFacts};
-use sha2::{Digest, Sha256};
 
 use crate::compile::CompiledSource;
 use crate::disassemble::{Disassembler, Wanted};
@@ -33,8 +32,9 @@ pub const C7508: &str = "(C7508)";
 /// The cached facts' format and reader: bump it whenever `occupancy_core::sass` reads the same
 /// SASS into other facts, so that cached facts of the old reader are read again (2: a call into
 /// the kernel's own code is not a call; 3: what was read is recorded: all, or kernels per arch;
-/// 4: kernels only, no callee functions, read by raw-mode batches).
-const CACHE_SCHEMA: u32 = 4;
+/// 4: kernels only, no callee functions, read by raw-mode batches; 5: keyed by the binary's
+/// size and modification time, not its SHA-256).
+const CACHE_SCHEMA: u32 = 5;
 
 /// What the SASS of a build says, per kernel and architecture.
 #[derive(Debug, Clone, Default)]
@@ -52,7 +52,8 @@ pub struct SassEvidence {
 #[derive(serde::Serialize, serde::Deserialize)]
 struct CacheFile {
     schema: u32,
-    binary_sha256: String,
+    /// Which binary the facts were read from ([`binary_stamp`]).
+    binary_stamp: String,
     /// What was read.
     selection: Selection,
     kernels: Vec<SassFacts>,
@@ -60,9 +61,9 @@ struct CacheFile {
 
 impl CacheFile {
     /// Whether these facts cover `wanted` of this binary.
-    fn covers(&self, binary_sha256: &str, wanted: &Selection) -> bool {
+    fn covers(&self, binary_stamp: &str, wanted: &Selection) -> bool {
         self.schema == CACHE_SCHEMA
-            && self.binary_sha256 == binary_sha256
+            && self.binary_stamp == binary_stamp
             && self.selection.covers(wanted)
     }
 }
@@ -235,9 +236,12 @@ struct ProgramScan {
     triggered: BTreeSet<String>,
 }
 
-/// Reads each program's PTX once: its `setmaxnreg` kernels and, for `demand`'s enabled lints,
-/// the kernels whose code triggers them.
-fn scan_programs(source: &CompiledSource, demand: Option<&SassDemand>) -> Vec<ProgramScan> {
+/// Each program's `setmaxnreg` kernels and, for `demand`'s enabled lints, the kernels whose code
+/// triggers them, from its summary (`crate::ptx_summary`: the PTX scanned once per compile).
+fn scan_programs(
+    source: &CompiledSource,
+    demand: Option<&SassDemand>,
+) -> Result<Vec<ProgramScan>, Error> {
     let triggers: Vec<&str> = PTX_TRIGGERS
         .iter()
         .filter(|(_, lints)| {
@@ -250,19 +254,18 @@ fn scan_programs(source: &CompiledSource, demand: Option<&SassDemand>) -> Vec<Pr
         .programs
         .iter()
         .map(|program| {
-            let ptx = std::fs::read_to_string(&program.ptx).unwrap_or_default();
-            let mut operations = triggers.clone();
-            operations.push("setmaxnreg");
-            let found = sass::ptx_entries_with_each_operation(&ptx, &operations);
-            let with = |operation: &str| found.get(operation).cloned().unwrap_or_default();
-            ProgramScan {
+            let summary = crate::ptx_summary::summary(program, source.kind)?;
+            let with = |operation: &str| {
+                (summary.kernels_by_operation.get(operation).cloned()).unwrap_or_default()
+            };
+            Ok(ProgramScan {
                 archs: program.archs.clone(),
                 setmaxnreg: with("setmaxnreg"),
                 triggered: triggers
                     .iter()
                     .flat_map(|operation| with(operation))
                     .collect(),
-            }
+            })
         })
         .collect()
 }
@@ -272,7 +275,7 @@ struct Pending<'a> {
     source: &'a CompiledSource,
     binary: &'a Path,
     selection: Selection,
-    binary_sha256: String,
+    binary_stamp: String,
 }
 
 /// Reads the SASS of every compiled source that has a binary and a [`SassDemand`] that needs it
@@ -306,7 +309,7 @@ pub fn read_evidence(
         }
         let demand = demands.get(&source.source);
         // Every program's PTX: with `ptx_per_arch` a kernel may differ between them.
-        let programs = scan_programs(source, demand);
+        let programs = scan_programs(source, demand)?;
         for program in &programs {
             evidence
                 .setmaxnreg_entries
@@ -318,14 +321,14 @@ pub fn read_evidence(
         let Some(selection) = selection(&programs, demand) else {
             continue;
         };
-        let (binary_sha256, cached) = cached_facts(binary, &selection)?;
+        let (binary_stamp, cached) = cached_facts(binary, &selection)?;
         match cached {
             Some(facts) => evidence.insert(facts),
             None => pending.push(Pending {
                 source,
                 binary,
                 selection,
-                binary_sha256,
+                binary_stamp,
             }),
         }
     }
@@ -357,34 +360,44 @@ impl Pending<'_> {
     }
 }
 
-/// The binary's SHA-256 and, when the facts cached beside it cover `selection` for these bytes,
-/// those facts.
+/// The binary's stamp ([`binary_stamp`]) and, when the facts cached beside it cover
+/// `selection` of this binary, those facts.
 fn cached_facts(
     binary: &Path,
     selection: &Selection,
 ) -> Result<(String, Option<Vec<SassFacts>>), Error> {
-    let bytes = std::fs::read(binary).map_err(|error| Error::Io {
-        path: binary.to_path_buf(),
-        error,
-    })?;
-    let binary_sha256 = format!("{:x}", Sha256::digest(&bytes));
+    let binary_stamp = binary_stamp(binary)?;
     let cached = std::fs::read(cache_path(binary))
         .ok()
         .and_then(|text| serde_json::from_slice::<CacheFile>(&text).ok())
-        .filter(|cached| cached.covers(&binary_sha256, selection))
+        .filter(|cached| cached.covers(&binary_stamp, selection))
         .map(|cached| {
             (cached.kernels.into_iter())
                 .filter(|facts| selection.has(facts))
                 .collect()
         });
-    Ok((binary_sha256, cached))
+    Ok((binary_stamp, cached))
+}
+
+/// Which binary this is, without reading it: its size and modification time. The binary is a
+/// compile-cache product, whose time publishing set to a past instant (`crate::cache`): a binary
+/// compiled again, or written over, has another.
+fn binary_stamp(binary: &Path) -> Result<String, Error> {
+    let io = |error| Error::Io {
+        path: binary.to_path_buf(),
+        error,
+    };
+    let metadata = std::fs::metadata(binary).map_err(io)?;
+    let modified = crate::cache::modified_ns(&metadata)
+        .ok_or_else(|| io(std::io::Error::other("no modification time")))?;
+    Ok(format!("{} bytes, modified {modified} ns", metadata.len()))
 }
 
 /// Caches the facts read for `pending` beside its binary.
 fn write_cache(pending: &Pending, facts: &[SassFacts]) -> Result<(), Error> {
     let file = CacheFile {
         schema: CACHE_SCHEMA,
-        binary_sha256: pending.binary_sha256.clone(),
+        binary_stamp: pending.binary_stamp.clone(),
         selection: pending.selection.clone(),
         kernels: facts.to_vec(),
     };
@@ -514,6 +527,16 @@ mod tests {
     }
 
     #[test]
+    fn every_trigger_operation_is_one_the_ptx_summary_records() {
+        for (operation, _) in PTX_TRIGGERS {
+            assert!(
+                crate::ptx_summary::OPERATIONS.contains(&operation),
+                "{operation}"
+            );
+        }
+    }
+
+    #[test]
     fn cached_facts_are_used_only_for_what_they_cover() {
         let kernels = |pairs: &[(&str, &[&str])]| Selection::Kernels {
             kernels: pairs
@@ -526,7 +549,7 @@ mod tests {
         };
         let file = |selection: Selection| CacheFile {
             schema: CACHE_SCHEMA,
-            binary_sha256: "ab".into(),
+            binary_stamp: "ab".into(),
             selection,
             kernels: Vec::new(),
         };
@@ -569,6 +592,8 @@ mod tests {
                 ptx_target: Some("compute_80".into()),
                 ptx,
                 archs: vec!["sm_80".into(), "sm_90".into()],
+                summary: None,
+                line_info: true,
             }],
         };
         let demand = |lints: &[LintId], archs: &[&str]| SassDemand {
@@ -581,7 +606,7 @@ mod tests {
                 .collect(),
         };
         let selection = |source: &CompiledSource, demand: Option<&SassDemand>| {
-            selection(&scan_programs(source, demand), demand)
+            selection(&scan_programs(source, demand).unwrap(), demand)
         };
         assert_eq!(selection(&source, None), None, "no demand");
         // FP64 in the PTX, but `fp64` at its default `allow` and no local memory: nothing to read.
