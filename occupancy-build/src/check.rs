@@ -589,6 +589,8 @@ mod tests {
                 ptx_target: Some("compute_80".into()),
                 ptx: ptx.clone(),
                 archs: vec!["sm_80".into(), "sm_90".into()],
+                summary: None,
+                line_info: true,
             }],
             ptx,
             binary: None,

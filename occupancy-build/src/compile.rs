@@ -74,6 +74,12 @@ pub struct Program {
     pub ptx: PathBuf,
     /// `sm_90` (and any JIT arch that loads this PTX), as ptxas names them in its report.
     pub archs: Vec<String>,
+    /// Where the PTX's summary is cached (`crate::ptx_summary`): in the compile's cache entry,
+    /// never beside a source; `None`: scanned each time it is needed.
+    pub summary: Option<PathBuf>,
+    /// Whether the PTX may say where its kernels are (`.file`/`.loc`): not when it was stripped
+    /// of them, its kernels' lines kept in the entry instead (`crate::line_info`).
+    pub line_info: bool,
 }
 
 impl CompileSettings {
@@ -315,18 +321,24 @@ fn compiled_from_entry(
         SourceKind::Cuda => settings
             .program_archs()
             .into_iter()
-            .map(|(target, archs)| Program {
-                ptx_target: Some(target.virtual_name()),
-                ptx: entry
-                    .path(&ptx_role(&target.virtual_name()))
-                    .unwrap_or_default(),
-                archs: archs.iter().map(ToString::to_string).collect(),
+            .map(|(target, archs)| {
+                let role = ptx_role(&target.virtual_name());
+                Program {
+                    ptx_target: Some(target.virtual_name()),
+                    ptx: entry.path(&role).unwrap_or_default(),
+                    archs: archs.iter().map(ToString::to_string).collect(),
+                    summary: Some(crate::ptx_summary::cache_path(&entry.dir, &role)),
+                    line_info: entry.path(crate::line_info::KERNEL_LINES_ROLE).is_none(),
+                }
             })
             .collect(),
         SourceKind::Ptx => vec![Program {
             ptx_target: ptx_file_target(source),
             ptx: source.to_path_buf(),
             archs: settings.archs.iter().map(ToString::to_string).collect(),
+            // In the entry (keyed by the source's content), not beside the user's file.
+            summary: Some(crate::ptx_summary::cache_path(&entry.dir, "ptx")),
+            line_info: true,
         }],
     };
     let shipped = programs.first().cloned();

@@ -45,6 +45,7 @@ mod nvcc_archs;
 mod parse;
 mod pipeline;
 mod products;
+mod ptx_summary;
 mod render;
 mod report;
 mod resolve;

@@ -61,19 +61,16 @@ pub(crate) fn parse_compiled<'a>(
         };
         let mut entry_lines = BTreeMap::new();
         for program in &source.programs {
-            let ptx_text = std::fs::read_to_string(&program.ptx).map_err(|error| Error::Io {
-                path: program.ptx.clone(),
-                error,
-            })?;
+            let summary = crate::ptx_summary::summary(program, source.kind)?;
             if source.kernel_lines.is_none() {
-                for (name, line) in ptxas::entry_source_lines(&ptx_text) {
+                for (name, line) in summary.source_lines {
                     source_lines.entry(name).or_insert(line);
                 }
             }
             if source.kind == crate::SourceKind::Ptx {
-                entry_lines = entry_definition_lines(&ptx_text);
+                entry_lines = summary.entry_lines;
             }
-            programs.push((program, ptxas::parse_ptx_directives(&ptx_text)));
+            programs.push((program, summary.entries));
         }
         let no_entries = programs.iter().all(|(_, entries)| entries.is_empty());
         let parsed = match ptxas::parse_log(&source.compiler_log) {

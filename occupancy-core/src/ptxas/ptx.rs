@@ -18,7 +18,7 @@ use super::demangle;
 use serde::Serialize;
 
 /// The performance-tuning directives of one `.entry`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
 #[non_exhaustive]
 pub struct PtxEntry {
     /// Mangled name.

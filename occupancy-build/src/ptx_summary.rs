@@ -1,0 +1,232 @@
+//! What the build reads from a PTX program, read from its text once per compile.
+//!
+//! The parse stage needs each `.entry`'s launch directives (and, for PTX with line information
+//! or a `.ptx` source, where each kernel is defined); the SASS stage needs which kernels use an
+//! operation a machine-code lint starts from (`call`, FP64, `setmaxnreg`). Both come from
+//! scanning megabytes of PTX (10 MB on a 935-kernel crate), which a debug build script (how
+//! cargo builds one) does at a few tens of MB/s, on every run of the build script, whatever
+//! changed. So the first reader scans the text once for all of it and caches the answer beside
+//! the compile's other products (`<role>.summary.json` in the cache entry); later runs, after a
+//! Rust-only edit, read that small file instead. The cached summary names the PTX it was read
+//! from by size and modification time, like the SASS facts (`crate::sass`): a PTX compiled again
+//! or written over is scanned again. The PTX itself is only ever read.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use occupancy_core::ptxas::{self, EntrySourceLine, PtxEntry};
+
+use crate::compile::{Program, SourceKind};
+use crate::Error;
+
+/// Bumped whenever the scan reads the same PTX into another summary.
+const SUMMARY_SCHEMA: u32 = 1;
+
+/// The PTX operations whose kernels the SASS stage asks for (`crate::sass`).
+pub(crate) const OPERATIONS: [&str; 3] = ["call", "f64", "setmaxnreg"];
+
+/// What one PTX program says before any assembly or disassembly.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct PtxSummary {
+    /// Every `.entry` with its launch directives, in the order of the text.
+    pub entries: Vec<PtxEntry>,
+    /// Where each kernel is defined, from the PTX's `.file`/`.loc` (empty without them).
+    pub source_lines: BTreeMap<String, EntrySourceLine>,
+    /// For a `.ptx` source: the 1-based line of each `.entry` in it.
+    pub entry_lines: BTreeMap<String, u32>,
+    /// Per operation of [`OPERATIONS`], the kernels whose code has it (none: absent).
+    pub kernels_by_operation: BTreeMap<String, BTreeSet<String>>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SummaryFile {
+    schema: u32,
+    /// Which PTX was read: its size and modification time.
+    ptx_stamp: String,
+    summary: PtxSummary,
+}
+
+/// The summary of `program`'s PTX of a `kind` source: cached (when the program has a place for
+/// it, `Program::summary`) or scanned now, once, and cached. An unreadable PTX is an error
+/// naming it.
+pub(crate) fn summary(program: &Program, kind: SourceKind) -> Result<PtxSummary, Error> {
+    let stamp = ptx_stamp(&program.ptx)?;
+    let cached = program.summary.as_deref().and_then(|path| {
+        let file: SummaryFile = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+        (file.schema == SUMMARY_SCHEMA && file.ptx_stamp == stamp).then_some(file.summary)
+    });
+    if let Some(summary) = cached {
+        return Ok(summary);
+    }
+    let text = std::fs::read_to_string(&program.ptx).map_err(|error| Error::Io {
+        path: program.ptx.clone(),
+        error,
+    })?;
+    let summary = scan(&text, kind, program.line_info);
+    if let Some(path) = &program.summary {
+        let file = SummaryFile {
+            schema: SUMMARY_SCHEMA,
+            ptx_stamp: stamp,
+            summary,
+        };
+        let json = serde_json::to_vec(&file).expect("a PTX summary is plain data");
+        crate::fsutil::write_atomic(path, &json)?;
+        return Ok(file.summary);
+    }
+    Ok(summary)
+}
+
+/// Reads everything [`PtxSummary`] holds from one PTX text; its kernels' lines only when it may
+/// have them (`line_info`).
+pub(crate) fn scan(text: &str, kind: SourceKind, line_info: bool) -> PtxSummary {
+    let kernels_by_operation =
+        occupancy_core::sass::ptx_entries_with_each_operation(text, &OPERATIONS)
+            .into_iter()
+            .map(|(operation, kernels)| (operation.to_owned(), kernels))
+            .collect();
+    PtxSummary {
+        entries: ptxas::parse_ptx_directives(text),
+        source_lines: if line_info {
+            ptxas::entry_source_lines(text)
+        } else {
+            BTreeMap::new()
+        },
+        entry_lines: match kind {
+            SourceKind::Ptx => crate::parse::entry_definition_lines(text),
+            SourceKind::Cuda => BTreeMap::new(),
+        },
+        kernels_by_operation,
+    }
+}
+
+/// Which PTX this is, without reading it: its size and modification time.
+fn ptx_stamp(ptx: &Path) -> Result<String, Error> {
+    let io = |error| Error::Io {
+        path: ptx.to_path_buf(),
+        error,
+    };
+    let metadata = std::fs::metadata(ptx).map_err(io)?;
+    let modified = crate::cache::modified_ns(&metadata)
+        .ok_or_else(|| io(std::io::Error::other("no modification time")))?;
+    Ok(format!("{} bytes, modified {modified} ns", metadata.len()))
+}
+
+/// Where the summary of the PTX with cache role `role` goes in a cache entry.
+pub(crate) fn cache_path(entry_dir: &Path, role: &str) -> PathBuf {
+    entry_dir.join(format!("{role}.summary.json"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PTX: &str = "\
+.version 8.0
+.target sm_80
+.file 1 \"/src/k.cu\"
+.visible .entry calls(
+    .param .u64 p
+)
+.maxntid 256, 1, 1
+{
+    .loc 1 12 3
+    call.uni helper, ();
+    ret;
+}
+.visible .entry plain()
+{
+    add.f64 %fd1, %fd2, %fd3;
+    ret;
+}
+";
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "occupancy-ptx-summary-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn the_scan_reads_directives_lines_and_operations_in_one_summary() {
+        let summary = scan(PTX, SourceKind::Ptx, true);
+        let names: Vec<&str> = summary
+            .entries
+            .iter()
+            .map(|entry| entry.name.as_str())
+            .collect();
+        assert_eq!(names, ["calls", "plain"]);
+        assert_eq!(summary.entries[0].maxntid, Some(vec![256, 1, 1]));
+        assert_eq!(summary.entry_lines.get("calls"), Some(&4));
+        assert_eq!(
+            summary.source_lines.get("calls").map(|line| line.line),
+            Some(12)
+        );
+        let with = |operation: &str| summary.kernels_by_operation.get(operation).cloned();
+        assert_eq!(with("call"), Some(BTreeSet::from(["calls".to_owned()])));
+        assert_eq!(with("f64"), Some(BTreeSet::from(["plain".to_owned()])));
+        assert_eq!(with("setmaxnreg"), None);
+        assert!(scan(PTX, SourceKind::Cuda, true).entry_lines.is_empty());
+        assert!(scan(PTX, SourceKind::Cuda, false).source_lines.is_empty());
+    }
+
+    #[test]
+    fn a_cached_summary_is_used_only_for_the_ptx_it_was_read_from() {
+        let dir = scratch("cache");
+        let ptx = dir.join("k.ptx");
+        std::fs::write(&ptx, PTX).unwrap();
+        let program = Program {
+            ptx_target: None,
+            ptx: ptx.clone(),
+            archs: vec!["sm_80".into()],
+            summary: Some(cache_path(&dir, "ptx")),
+            line_info: true,
+        };
+        let first = summary(&program, SourceKind::Cuda).unwrap();
+        assert!(cache_path(&dir, "ptx").is_file(), "cached");
+        // A summary file that answers differently shows which one a second read used.
+        let mut file: SummaryFile =
+            serde_json::from_slice(&std::fs::read(cache_path(&dir, "ptx")).unwrap()).unwrap();
+        file.summary.entries.clear();
+        std::fs::write(cache_path(&dir, "ptx"), serde_json::to_vec(&file).unwrap()).unwrap();
+        assert!(
+            summary(&program, SourceKind::Cuda)
+                .unwrap()
+                .entries
+                .is_empty(),
+            "the cache"
+        );
+        // The PTX written again (another size): scanned again, and the cache replaced.
+        std::fs::write(&ptx, format!("{PTX}\n")).unwrap();
+        assert_eq!(summary(&program, SourceKind::Cuda).unwrap(), first);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn without_a_place_for_it_nothing_is_written_beside_the_ptx() {
+        let dir = scratch("no-cache");
+        let ptx = dir.join("user.ptx");
+        std::fs::write(&ptx, PTX).unwrap();
+        let program = Program {
+            ptx_target: None,
+            ptx,
+            archs: vec!["sm_80".into()],
+            summary: None,
+            line_info: true,
+        };
+        assert_eq!(
+            summary(&program, SourceKind::Ptx).unwrap(),
+            scan(PTX, SourceKind::Ptx, true)
+        );
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, ["user.ptx"]);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
