@@ -31,8 +31,8 @@ mkdir -p "$work/decls" "$work/include"
 for lib in examples/tiled-gemm/src/lib.rs examples/saxpy/src/main.rs; do
   cp "$lib" "$work/decls/$(basename "$(dirname "$(dirname "$lib")")")-$(basename "$lib")"
 done
-cargo build -q -p occupancy-build --example bench_corpus
-bench="$root/target/debug/examples/bench_corpus"
+# The build script as cargo builds it: opt-level 0 throughout.
+bench="$(scripts/build-bench-corpus.sh)"
 lowest=${ARCHS%%,*}; lowest=${lowest#sm_}
 codes=$(echo "$ARCHS" | tr -d ' ')
 files=("$work"/corpus/*.cu)
