@@ -300,6 +300,21 @@ fn stamp_product(path: &Path, stamp: SystemTime) -> std::io::Result<(u64, u64)> 
     Ok((metadata.len(), modified))
 }
 
+/// Which file this is, without reading it: its size and modification time. For a product of an
+/// entry, whose time publishing set to a past instant, a file compiled again or written over
+/// has another stamp: what the caches kept beside products (SASS facts, PTX summaries) are keyed
+/// by.
+pub(crate) fn file_stamp(path: &Path) -> Result<String, Error> {
+    let io = |error| Error::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    let metadata = std::fs::metadata(path).map_err(io)?;
+    let modified =
+        modified_ns(&metadata).ok_or_else(|| io(std::io::Error::other("no modification time")))?;
+    Ok(format!("{} bytes, modified {modified} ns", metadata.len()))
+}
+
 /// A file's modification time in nanoseconds since the Unix epoch (`None`: not readable, or
 /// outside 1970..2554).
 pub(crate) fn modified_ns(metadata: &std::fs::Metadata) -> Option<u64> {

@@ -50,7 +50,7 @@ struct SummaryFile {
 /// it, `Program::summary`) or scanned now, once, and cached. An unreadable PTX is an error
 /// naming it.
 pub(crate) fn summary(program: &Program, kind: SourceKind) -> Result<PtxSummary, Error> {
-    let stamp = ptx_stamp(&program.ptx)?;
+    let stamp = crate::cache::file_stamp(&program.ptx)?;
     let cached = program.summary.as_deref().and_then(|path| {
         let file: SummaryFile = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
         (file.schema == SUMMARY_SCHEMA && file.ptx_stamp == stamp).then_some(file.summary)
@@ -97,18 +97,6 @@ pub(crate) fn scan(text: &str, kind: SourceKind, line_info: bool) -> PtxSummary 
         },
         kernels_by_operation,
     }
-}
-
-/// Which PTX this is, without reading it: its size and modification time.
-fn ptx_stamp(ptx: &Path) -> Result<String, Error> {
-    let io = |error| Error::Io {
-        path: ptx.to_path_buf(),
-        error,
-    };
-    let metadata = std::fs::metadata(ptx).map_err(io)?;
-    let modified = crate::cache::modified_ns(&metadata)
-        .ok_or_else(|| io(std::io::Error::other("no modification time")))?;
-    Ok(format!("{} bytes, modified {modified} ns", metadata.len()))
 }
 
 /// Where the summary of the PTX with cache role `role` goes in a cache entry.

@@ -52,7 +52,7 @@ pub struct SassEvidence {
 #[derive(serde::Serialize, serde::Deserialize)]
 struct CacheFile {
     schema: u32,
-    /// Which binary the facts were read from ([`binary_stamp`]).
+    /// Which binary the facts were read from (`crate::cache::file_stamp`).
     binary_stamp: String,
     /// What was read.
     selection: Selection,
@@ -360,13 +360,13 @@ impl Pending<'_> {
     }
 }
 
-/// The binary's stamp ([`binary_stamp`]) and, when the facts cached beside it cover
+/// The binary's stamp (`crate::cache::file_stamp`) and, when the facts cached beside it cover
 /// `selection` of this binary, those facts.
 fn cached_facts(
     binary: &Path,
     selection: &Selection,
 ) -> Result<(String, Option<Vec<SassFacts>>), Error> {
-    let binary_stamp = binary_stamp(binary)?;
+    let binary_stamp = crate::cache::file_stamp(binary)?;
     let cached = std::fs::read(cache_path(binary))
         .ok()
         .and_then(|text| serde_json::from_slice::<CacheFile>(&text).ok())
@@ -377,20 +377,6 @@ fn cached_facts(
                 .collect()
         });
     Ok((binary_stamp, cached))
-}
-
-/// Which binary this is, without reading it: its size and modification time. The binary is a
-/// compile-cache product, whose time publishing set to a past instant (`crate::cache`): a binary
-/// compiled again, or written over, has another.
-fn binary_stamp(binary: &Path) -> Result<String, Error> {
-    let io = |error| Error::Io {
-        path: binary.to_path_buf(),
-        error,
-    };
-    let metadata = std::fs::metadata(binary).map_err(io)?;
-    let modified = crate::cache::modified_ns(&metadata)
-        .ok_or_else(|| io(std::io::Error::other("no modification time")))?;
-    Ok(format!("{} bytes, modified {modified} ns", metadata.len()))
 }
 
 /// Caches the facts read for `pending` beside its binary.
