@@ -22,6 +22,7 @@ mod cuobjdump;
 mod lineinfo;
 mod log;
 mod ptx;
+pub(crate) mod text;
 
 pub use cuobjdump::{
     cuobjdump_reserved_shared_bytes, parse_cuobjdump_resource_usage, CuobjdumpFunction,

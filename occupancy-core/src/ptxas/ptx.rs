@@ -46,7 +46,7 @@ pub struct PtxEntry {
 /// The kernel a line declares (`.visible .entry k(`, `.weak .entry k`, `.entry k`), if it
 /// declares one: for line-by-line scans that attribute code to its kernel.
 pub fn entry_declared_on(line: &str) -> Option<&str> {
-    let text = line.trim_start();
+    let text = line.trim_ascii_start();
     let text = text
         .strip_prefix(".visible ")
         .or_else(|| text.strip_prefix(".weak "))
@@ -516,7 +516,7 @@ pub fn entry_source_lines(ptx_text: &str) -> std::collections::BTreeMap<String, 
     let mut first_locs: Vec<(String, u32, u32)> = Vec::new();
     let mut open_entry: Option<String> = None;
     for line in ptx_text.lines() {
-        let line = line.trim_start();
+        let line = line.trim_ascii_start();
         if let Some(rest) = line.strip_prefix(".file") {
             if let Some((index, path)) = file_directive(rest) {
                 files.insert(index, path);
@@ -530,7 +530,7 @@ pub fn entry_source_lines(ptx_text: &str) -> std::collections::BTreeMap<String, 
                     first_locs.push((name, file_index, line_number));
                 }
             }
-        } else if let Some(position) = line.find(".entry ") {
+        } else if let Some(position) = super::text::find(line, ".entry ") {
             if !line.starts_with("//") {
                 let name: String = line[position + ".entry ".len()..]
                     .trim_start()
@@ -539,7 +539,7 @@ pub fn entry_source_lines(ptx_text: &str) -> std::collections::BTreeMap<String, 
                     .collect();
                 open_entry = (!name.is_empty()).then_some(name);
             }
-        } else if line.contains(".func ") && !line.starts_with("//") {
+        } else if super::text::contains(line, ".func ") && !line.starts_with("//") {
             open_entry = None;
         }
     }

@@ -93,19 +93,22 @@ pub fn ptx_entries_with_each_operation<'a>(
         std::collections::BTreeMap::new();
     let mut current: Option<&str> = None;
     for line in ptx.lines() {
-        let code = line.split("//").next().unwrap_or("").trim_start();
-        let declaration = code
-            .strip_prefix(".visible ")
-            .or_else(|| code.strip_prefix(".weak "))
-            .unwrap_or(code);
-        if let Some(kernel) = crate::ptxas::entry_declared_on(code) {
-            current = Some(kernel);
-        } else if declaration.starts_with(".func") {
-            current = None;
-        } else if let Some(kernel) = current.filter(|_| !code.starts_with('.')) {
+        let code = crate::ptxas::text::before_line_comment(line).trim_ascii_start();
+        if code.starts_with('.') {
+            // A declaration: a kernel's start, or a function's (whose code is no kernel's).
+            let declaration = code
+                .strip_prefix(".visible ")
+                .or_else(|| code.strip_prefix(".weak "))
+                .unwrap_or(code);
+            if let Some(kernel) = crate::ptxas::entry_declared_on(code) {
+                current = Some(kernel);
+            } else if declaration.starts_with(".func") {
+                current = None;
+            }
+        } else if let Some(kernel) = current {
             for operation in operations
                 .iter()
-                .filter(|operation| code.contains(**operation))
+                .filter(|operation| crate::ptxas::text::contains(code, operation))
             {
                 found
                     .entry(operation)
