@@ -138,6 +138,19 @@ mod tests {
         dir
     }
 
+    /// A program whose PTX is [`PTX`], written as `name` in `dir`.
+    fn program_in(dir: &Path, name: &str, summary: Option<PathBuf>) -> Program {
+        let ptx = dir.join(name);
+        std::fs::write(&ptx, PTX).unwrap();
+        Program {
+            ptx_target: None,
+            ptx,
+            archs: vec!["sm_80".into()],
+            summary,
+            line_info: true,
+        }
+    }
+
     #[test]
     fn the_scan_reads_directives_lines_and_operations_in_one_summary() {
         let summary = scan(PTX, SourceKind::Ptx, true);
@@ -164,15 +177,8 @@ mod tests {
     #[test]
     fn a_cached_summary_is_used_only_for_the_ptx_it_was_read_from() {
         let dir = scratch("cache");
-        let ptx = dir.join("k.ptx");
-        std::fs::write(&ptx, PTX).unwrap();
-        let program = Program {
-            ptx_target: None,
-            ptx: ptx.clone(),
-            archs: vec!["sm_80".into()],
-            summary: Some(cache_path(&dir, "ptx")),
-            line_info: true,
-        };
+        let program = program_in(&dir, "k.ptx", Some(cache_path(&dir, "ptx")));
+        let ptx = program.ptx.clone();
         let first = summary(&program, SourceKind::Cuda).unwrap();
         assert!(cache_path(&dir, "ptx").is_file(), "cached");
         // A summary file that answers differently shows which one a second read used.
@@ -196,15 +202,7 @@ mod tests {
     #[test]
     fn without_a_place_for_it_nothing_is_written_beside_the_ptx() {
         let dir = scratch("no-cache");
-        let ptx = dir.join("user.ptx");
-        std::fs::write(&ptx, PTX).unwrap();
-        let program = Program {
-            ptx_target: None,
-            ptx,
-            archs: vec!["sm_80".into()],
-            summary: None,
-            line_info: true,
-        };
+        let program = program_in(&dir, "user.ptx", None);
         assert_eq!(
             summary(&program, SourceKind::Ptx).unwrap(),
             scan(PTX, SourceKind::Ptx, true)
