@@ -297,7 +297,7 @@ fn stamp_product(path: &Path, stamp: SystemTime) -> std::io::Result<(u64, u64)> 
     let _ = file.set_modified(stamp);
     let metadata = file.metadata()?;
     let modified = modified_ns(&metadata).ok_or_else(|| {
-        std::io::Error::other("the file system keeps no modification time before 2554")
+        std::io::Error::other("its modification time cannot be read or lies outside 1970-2554")
     })?;
     Ok((metadata.len(), modified))
 }
