@@ -47,8 +47,8 @@ struct SummaryFile {
 }
 
 /// The summary of `program`'s PTX of a `kind` source: cached (when the program has a place for
-/// it, `Program::summary`) or scanned now, once, and cached. An unreadable PTX is an error
-/// naming it.
+/// it, `Program::summary`) or scanned now, once, and cached where the cache can be written. An
+/// unreadable PTX is an error naming it.
 pub(crate) fn summary(program: &Program, kind: SourceKind) -> Result<PtxSummary, Error> {
     let stamp = crate::cache::file_stamp(&program.ptx)?;
     let cached = program.summary.as_deref().and_then(|path| {
@@ -70,7 +70,9 @@ pub(crate) fn summary(program: &Program, kind: SourceKind) -> Result<PtxSummary,
             summary,
         };
         let json = serde_json::to_vec(&file).expect("a PTX summary is plain data");
-        crate::fsutil::write_atomic(path, &json)?;
+        // A cache that cannot be written (a read-only shared `--cache-dir`) costs the next run
+        // a scan, nothing else.
+        let _ = crate::fsutil::write_atomic(path, &json);
         return Ok(file.summary);
     }
     Ok(summary)
