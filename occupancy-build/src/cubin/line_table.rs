@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use occupancy_core::sass::raw::LineRow;
 
+use super::{u16_at, u32_at, u64_at};
+
 /// Rows per code section, in program order by offset (rows at one offset keep their order:
 /// nvdisasm's `-g` shows the last). `locate(operand_at, stored)` places an address operand at
 /// byte `operand_at` of `program` holding `stored`: `(section, offset)`, or `None` for an address
@@ -19,7 +21,7 @@ pub fn rows(
     let mut rows: BTreeMap<usize, Vec<LineRow>> = BTreeMap::new();
     let mut at = 0;
     while at < program.len() {
-        let unit_length = usize::try_from(u32::from_le_bytes(bytes::<4>(program, at)?)).ok()?;
+        let unit_length = usize::try_from(u32_at(program, at, 0)?).ok()?;
         if unit_length >= 0xffff_fff0 {
             return None; // 64-bit DWARF
         }
@@ -45,11 +47,11 @@ struct Header {
 }
 
 fn header(unit: &[u8], start: usize) -> Option<(Header, usize)> {
-    let version = u16::from_le_bytes(bytes::<2>(unit, start + 4)?);
+    let version = u16_at(unit, start, 4)?;
     if !(2..=4).contains(&version) {
         return None;
     }
-    let header_length = usize::try_from(u32::from_le_bytes(bytes::<4>(unit, start + 6)?)).ok()?;
+    let header_length = usize::try_from(u32_at(unit, start, 6)?).ok()?;
     let program_start = start.checked_add(10)?.checked_add(header_length)?;
     let mut at = start + 10;
     let minimum_instruction_length = u64::from(*unit.get(at)?);
@@ -169,7 +171,7 @@ fn run_unit(
                         state = State::new();
                     }
                     Some(2) => {
-                        let stored = u64::from_le_bytes(bytes::<8>(unit, next + 1)?);
+                        let stored = u64_at(unit, next, 1)?;
                         state.place = locate(next + 1, stored);
                     }
                     _ => {} // DW_LNE_define_file, set_discriminator, NVIDIA's own: skipped
@@ -197,7 +199,7 @@ fn run_unit(
                 state.advance(adjusted / header.line_range * header.minimum_instruction_length);
             }
             9 => {
-                state.advance(u64::from(u16::from_le_bytes(bytes::<2>(unit, at)?)));
+                state.advance(u64::from(u16_at(unit, at, 0)?));
                 at += 2;
             }
             _ => {
@@ -212,10 +214,6 @@ fn run_unit(
     Some(())
 }
 
-fn bytes<const N: usize>(data: &[u8], at: usize) -> Option<[u8; N]> {
-    data.get(at..at.checked_add(N)?)?.try_into().ok()
-}
-
 fn c_string(data: &[u8], at: usize) -> Option<(String, usize)> {
     let rest = data.get(at..)?;
     let length = rest.iter().position(|&byte| byte == 0)?;
@@ -223,44 +221,64 @@ fn c_string(data: &[u8], at: usize) -> Option<(String, usize)> {
     Some((text, at + length + 1))
 }
 
-fn uleb(data: &[u8], mut at: usize) -> Option<(u64, usize)> {
-    let mut value = 0u64;
+/// One LEB128 number's low 64 bits, how many bits its bytes carried, and where it ends.
+fn leb128(data: &[u8], mut at: usize) -> Option<(u64, u32, usize)> {
+    let mut bits = 0u64;
     let mut shift = 0u32;
     loop {
         let byte = *data.get(at)?;
         at += 1;
         if shift < 64 {
-            value |= u64::from(byte & 0x7f) << shift;
+            bits |= u64::from(byte & 0x7f) << shift;
         }
         shift = shift.saturating_add(7);
         if byte & 0x80 == 0 {
-            return Some((value, at));
+            return Some((bits, shift, at));
         }
     }
 }
 
-fn sleb(data: &[u8], mut at: usize) -> Option<(i64, usize)> {
-    let mut value = 0i64;
-    let mut shift = 0u32;
-    loop {
-        let byte = *data.get(at)?;
-        at += 1;
-        if shift < 64 {
-            value |= i64::from(byte & 0x7f) << shift;
-        }
-        shift = shift.saturating_add(7);
-        if byte & 0x80 == 0 {
-            if shift < 64 && byte & 0x40 != 0 {
-                value |= -1i64 << shift;
-            }
-            return Some((value, at));
-        }
+fn uleb(data: &[u8], at: usize) -> Option<(u64, usize)> {
+    let (bits, _, at) = leb128(data, at)?;
+    Some((bits, at))
+}
+
+fn sleb(data: &[u8], at: usize) -> Option<(i64, usize)> {
+    let (mut bits, shift, at) = leb128(data, at)?;
+    // The last byte's bit 6 is the sign: extend it above the bits read.
+    if shift < 64 && (bits >> (shift - 1)) & 1 == 1 {
+        bits |= u64::MAX << shift;
     }
+    Some((bits as i64, at))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn leb128_reads_the_dwarf_examples() {
+        // DWARF 5, tables 7.6 and 7.7.
+        for (bytes, value) in [
+            (&[2u8][..], 2u64),
+            (&[127], 127),
+            (&[0x80, 1], 128),
+            (&[0xb9, 0x64], 12857),
+        ] {
+            assert_eq!(uleb(bytes, 0), Some((value, bytes.len())), "{bytes:?}");
+        }
+        for (bytes, value) in [
+            (&[2u8][..], 2i64),
+            (&[0x7e], -2),
+            (&[0xff, 0], 127),
+            (&[0x81, 0x7f], -127),
+            (&[0x80, 1], 128),
+            (&[0x80, 0x7f], -128),
+        ] {
+            assert_eq!(sleb(bytes, 0), Some((value, bytes.len())), "{bytes:?}");
+        }
+        assert_eq!(uleb(&[0x80], 0), None, "cut short");
+    }
 
     /// A DWARF 2 line program for one function: files `a.cu` (absolute) and `inc/b.cuh`, rows at
     /// 0 (line 7), 0x10 (line 9), 0x10 (b.cuh line 3), end at 0x40.
