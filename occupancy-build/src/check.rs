@@ -590,7 +590,6 @@ mod tests {
                 ptx: ptx.clone(),
                 archs: vec!["sm_80".into(), "sm_90".into()],
                 summary: None,
-                line_info: true,
             }],
             ptx,
             binary: None,

@@ -77,9 +77,6 @@ pub struct Program {
     /// Where the PTX's summary is cached (`crate::ptx_summary`): in the compile's cache entry,
     /// never beside a source; `None`: scanned each time it is needed.
     pub summary: Option<PathBuf>,
-    /// Whether the PTX may say where its kernels are (`.file`/`.loc`): not when it was stripped
-    /// of them, its kernels' lines kept in the entry instead (`crate::line_info`).
-    pub line_info: bool,
 }
 
 impl CompileSettings {
@@ -328,7 +325,6 @@ fn compiled_from_entry(
                     ptx: entry.path(&role).unwrap_or_default(),
                     archs: archs.iter().map(ToString::to_string).collect(),
                     summary: Some(crate::ptx_summary::cache_path(&entry.dir, &role)),
-                    line_info: entry.path(crate::line_info::KERNEL_LINES_ROLE).is_none(),
                 }
             })
             .collect(),
@@ -338,7 +334,6 @@ fn compiled_from_entry(
             archs: settings.archs.iter().map(ToString::to_string).collect(),
             // In the entry (keyed by the source's content), not beside the user's file.
             summary: Some(crate::ptx_summary::cache_path(&entry.dir, "ptx")),
-            line_info: true,
         }],
     };
     let shipped = programs.first().cloned();

@@ -61,7 +61,7 @@ pub(crate) fn parse_compiled<'a>(
         };
         let mut entry_lines = BTreeMap::new();
         for program in &source.programs {
-            let summary = crate::ptx_summary::summary(program, source.kind)?;
+            let summary = crate::ptx_summary::summary(source, program)?;
             if source.kernel_lines.is_none() {
                 for (name, line) in summary.source_lines {
                     source_lines.entry(name).or_insert(line);

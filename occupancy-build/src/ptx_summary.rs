@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use occupancy_core::ptxas::{self, EntrySourceLine, PtxEntry};
 
-use crate::compile::{Program, SourceKind};
+use crate::compile::{CompiledSource, Program, SourceKind};
 use crate::Error;
 
 /// Bumped whenever the scan reads the same PTX into another summary.
@@ -46,10 +46,11 @@ struct SummaryFile {
     summary: PtxSummary,
 }
 
-/// The summary of `program`'s PTX of a `kind` source: cached (when the program has a place for
-/// it, `Program::summary`) or scanned now, once, and cached where the cache can be written. An
-/// unreadable PTX is an error naming it.
-pub(crate) fn summary(program: &Program, kind: SourceKind) -> Result<PtxSummary, Error> {
+/// The summary of the PTX of `source`'s `program`: cached (when the program has a place for it,
+/// `Program::summary`) or scanned now, once, and cached where the cache can be written. The
+/// kernels' lines are read from the PTX only when it still has them (not stripped into
+/// `source.kernel_lines`). An unreadable PTX is an error naming it.
+pub(crate) fn summary(source: &CompiledSource, program: &Program) -> Result<PtxSummary, Error> {
     let stamp = crate::cache::file_stamp(&program.ptx)?;
     let cached = program.summary.as_deref().and_then(|path| {
         let file: SummaryFile = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
@@ -62,7 +63,7 @@ pub(crate) fn summary(program: &Program, kind: SourceKind) -> Result<PtxSummary,
         path: program.ptx.clone(),
         error,
     })?;
-    let summary = scan(&text, kind, program.line_info);
+    let summary = scan(&text, source.kind, source.kernel_lines.is_none());
     if let Some(path) = &program.summary {
         let file = SummaryFile {
             schema: SUMMARY_SCHEMA,
@@ -149,8 +150,14 @@ mod tests {
             ptx,
             archs: vec!["sm_80".into()],
             summary,
-            line_info: true,
         }
+    }
+
+    /// A compiled source of `kind` whose PTX kept its line information.
+    fn compiled(kind: SourceKind) -> CompiledSource {
+        let mut source = CompiledSource::for_tests(PathBuf::from("/src/k"), PathBuf::from("/k.o"));
+        source.kind = kind;
+        source
     }
 
     #[test]
@@ -181,7 +188,7 @@ mod tests {
         let dir = scratch("cache");
         let program = program_in(&dir, "k.ptx", Some(cache_path(&dir, "ptx")));
         let ptx = program.ptx.clone();
-        let first = summary(&program, SourceKind::Cuda).unwrap();
+        let first = summary(&compiled(SourceKind::Cuda), &program).unwrap();
         assert!(cache_path(&dir, "ptx").is_file(), "cached");
         // A summary file that answers differently shows which one a second read used.
         let mut file: SummaryFile =
@@ -189,7 +196,7 @@ mod tests {
         file.summary.entries.clear();
         std::fs::write(cache_path(&dir, "ptx"), serde_json::to_vec(&file).unwrap()).unwrap();
         assert!(
-            summary(&program, SourceKind::Cuda)
+            summary(&compiled(SourceKind::Cuda), &program)
                 .unwrap()
                 .entries
                 .is_empty(),
@@ -197,7 +204,10 @@ mod tests {
         );
         // The PTX written again (another size): scanned again, and the cache replaced.
         std::fs::write(&ptx, format!("{PTX}\n")).unwrap();
-        assert_eq!(summary(&program, SourceKind::Cuda).unwrap(), first);
+        assert_eq!(
+            summary(&compiled(SourceKind::Cuda), &program).unwrap(),
+            first
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 
@@ -206,7 +216,7 @@ mod tests {
         let dir = scratch("no-cache");
         let program = program_in(&dir, "user.ptx", None);
         assert_eq!(
-            summary(&program, SourceKind::Ptx).unwrap(),
+            summary(&compiled(SourceKind::Ptx), &program).unwrap(),
             scan(PTX, SourceKind::Ptx, true)
         );
         let names: Vec<_> = std::fs::read_dir(&dir)

@@ -254,7 +254,7 @@ fn scan_programs(
         .programs
         .iter()
         .map(|program| {
-            let summary = crate::ptx_summary::summary(program, source.kind)?;
+            let summary = crate::ptx_summary::summary(source, program)?;
             let with = |operation: &str| {
                 (summary.kernels_by_operation.get(operation).cloned()).unwrap_or_default()
             };
@@ -579,7 +579,6 @@ mod tests {
                 ptx,
                 archs: vec!["sm_80".into(), "sm_90".into()],
                 summary: None,
-                line_info: true,
             }],
         };
         let demand = |lints: &[LintId], archs: &[&str]| SassDemand {
