@@ -338,7 +338,8 @@ pub fn read_evidence(
             .with_file_name(format!("sass-work-{}", std::process::id()));
         let wanted: Vec<Wanted> = pending.iter().map(Pending::wanted).collect();
         for (pending, facts) in pending.iter().zip(disassembler.read(&wanted, &work)?) {
-            write_cache(pending, &facts)?;
+            // Like the PTX summaries: a cache that cannot be written costs the next run a read.
+            let _ = write_cache(pending, &facts);
             evidence.insert(facts);
         }
     }
