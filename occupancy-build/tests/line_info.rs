@@ -75,13 +75,8 @@ fn build() -> (PathBuf, PathBuf, Report) {
     // `fp64` (allow by default) enabled: more kernels, on every arch, for the SASS stage.
     let mut env = occupancy_build::TrackedEnv::new();
     env.set("OCCUPANCY_LINT_FP64", Some("warn"));
-    let mut build = Build::new();
-    build
-        .env(env)
-        .source_dir("kernels")
-        .out_dir(&out)
-        .manifest_dir(&pkg)
-        .cargo_metadata(false);
+    let mut build = common::package_build(&pkg, &out);
+    build.env(env).source_dir("kernels");
     for arch in ARCHS {
         build.arch(arch);
     }

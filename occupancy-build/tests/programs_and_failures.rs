@@ -20,12 +20,8 @@ fn package(name: &str, metadata: &str, lib_rs: &str, kernel: &str) -> (PathBuf, 
 }
 
 fn build(pkg: &Path, out: &Path) -> Build {
-    let mut build = Build::new();
-    build
-        .file("kernels/k.cu")
-        .out_dir(out)
-        .manifest_dir(pkg)
-        .cargo_metadata(false);
+    let mut build = common::package_build(pkg, out);
+    build.file("kernels/k.cu");
     build
 }
 

@@ -28,14 +28,8 @@ fn package(name: &str, metadata: &str) -> (PathBuf, PathBuf) {
 }
 
 fn build(pkg: &Path, out: &Path) -> Build {
-    let mut build = Build::new();
-    build
-        .file("kernels/k.cu")
-        .out_dir(out)
-        .manifest_dir(pkg)
-        .cargo_metadata(false)
-        .arch("sm_80")
-        .arch("sm_90");
+    let mut build = common::package_build(pkg, out);
+    build.file("kernels/k.cu").arch("sm_80").arch("sm_90");
     build
 }
 

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use occupancy_build::{Build, Error};
+use occupancy_build::Error;
 use occupancy_core::lint::LintId;
 use occupancy_core::report::{KernelRow, Report};
 
@@ -58,13 +58,10 @@ fn build_fixture() -> Report {
     // The reference has no local memory, so no lint needs its SASS: ask for every kernel's.
     let mut env = occupancy_build::TrackedEnv::new();
     env.set("OCCUPANCY_SASS", Some("all"));
-    let mut build = Build::new();
+    let mut build = common::package_build(&pkg, &out);
     build
         .env(env)
         .file("kernels/spill_placement.cu")
-        .out_dir(&out)
-        .manifest_dir(&pkg)
-        .cargo_metadata(false)
         .arch("sm_90");
     match build.try_compile_ptx() {
         Err(Error::Denied { .. }) => {}

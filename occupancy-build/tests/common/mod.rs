@@ -26,3 +26,11 @@ pub fn scratch_package(dir: &Path, manifest_tail: &str, lib_rs: &str) -> (PathBu
     std::fs::write(pkg.join("src/lib.rs"), lib_rs).unwrap();
     (pkg, out)
 }
+
+/// The build a crate's build.rs would run on the package: OUT_DIR and the manifest dir set,
+/// no `cargo:` lines printed. The caller adds sources, archs and settings.
+pub fn package_build(pkg: &Path, out: &Path) -> occupancy_build::Build {
+    let mut build = occupancy_build::Build::new();
+    build.out_dir(out).manifest_dir(pkg).cargo_metadata(false);
+    build
+}
