@@ -318,6 +318,13 @@ pub(crate) fn sass_demands(
         for (arch, record) in &kernel.records {
             let local = record.stack_frame_bytes.unwrap_or(0) > 0
                 || record.local_memory_bytes.unwrap_or(0) > 0;
+            if local || spills(record) {
+                demand
+                    .uses_local_memory
+                    .entry(arch.clone())
+                    .or_default()
+                    .insert(kernel.name.clone());
+            }
             if (spills(record) && reads_spills) || ((local || spills(record)) && reads_local) {
                 demand
                     .local_memory
@@ -593,6 +600,7 @@ mod tests {
             }],
             ptx,
             binary: None,
+            lineinfo_ptx: None,
             kernel_lines: None,
             compiler_log: log.to_string(),
             dependencies: Vec::new(),

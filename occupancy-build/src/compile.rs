@@ -2,12 +2,13 @@
 //!
 //! One nvcc process per source file, every target architecture in it:
 //!
-//! * `.compile_ptx()`: `nvcc -fatbin -arch=compute_<lowest> -code=sm_<a>,sm_<b> -lineinfo -Xptxas -v --keep`.
-//!   cicc runs once and writes the PTX (kept by `--keep`); ptxas assembles that same PTX for
-//!   every target architecture, which is exactly what the driver's JIT will do with it at run
-//!   time, and prints the resource report on stderr. The only work beyond a plain `nvcc -ptx` is
-//!   ptxas itself, which is what measuring resources costs; no source is compiled twice. The
-//!   kept PTX ships stripped of its line information (`crate::line_info`).
+//! * `.compile_ptx()`: `nvcc -ptx -arch=compute_<lowest> -lineinfo --keep`, then
+//!   `nvcc -fatbin -arch=compute_<lowest> -code=sm_<a>,sm_<b> -Xptxas -v` on that PTX stripped of
+//!   its line information (`crate::line_info`; one `nvcc -fatbin -lineinfo` under a compiler
+//!   cache). cicc runs once; ptxas assembles the PTX that ships for every target architecture,
+//!   which is exactly what the driver's JIT will do with it at run time, and prints the resource
+//!   report on stderr. The only work beyond a plain `nvcc -ptx` is ptxas itself, which is what
+//!   measuring resources costs; no source is compiled twice.
 //! * `.compile_lib()`: `nvcc -c -arch=compute_<lowest> -code=sm_<a>,...,compute_<lowest> -Xptxas -v
 //!   --keep`: the object the crate links (SASS per arch plus PTX for newer GPUs), the same report,
 //!   and the PTX kept for the launch-bound checks. Its sm_90 SASS is ptxas's work on the
@@ -132,6 +133,11 @@ pub struct CompiledSource {
     /// default build (the lowest target's PTX for every arch), one per target arch with
     /// `ptx_per_arch`. The first is `ptx`.
     pub programs: Vec<Program>,
+    /// The `-lineinfo` PTX that `ptx` was stripped from, when the binary was assembled from the
+    /// stripped PTX and so has no line tables: the SASS stage assembles line-table cubins of the
+    /// kernels it reads that use local memory from it (`crate::line_tables`). `None` when the
+    /// binary has line tables or there is no such PTX.
+    pub lineinfo_ptx: Option<PathBuf>,
     /// Where each kernel is defined (JSON, from the `-lineinfo` PTX's `.file`/`.loc`), when the
     /// shipped `ptx` was stripped of them; `None`: `ptx` itself says (or nothing does).
     pub kernel_lines: Option<PathBuf>,
@@ -152,6 +158,7 @@ impl CompiledSource {
             wrapper_failure: None,
             ptx_target: None,
             programs: Vec::new(),
+            lineinfo_ptx: None,
             kernel_lines: None,
         }
     }
@@ -254,7 +261,13 @@ pub fn compile_source(
     let stem = file_stem(source);
     let mut products: Vec<(String, String)> = Vec::new();
     if crate::line_info::strips(settings, kind) {
-        products.extend(crate::line_info::products(&work, &staging.dir)?);
+        let keep_lineinfo = crate::line_info::two_steps(settings, kind);
+        products.extend(crate::line_info::products(
+            &work,
+            &staging.dir,
+            &stem,
+            keep_lineinfo,
+        )?);
     }
     if kind == SourceKind::Cuda {
         for (target, ptx) in &fresh.ptx {
@@ -346,6 +359,7 @@ fn compiled_from_entry(
         ptx: shipped.map(|program| program.ptx).unwrap_or_default(),
         programs,
         binary: entry.path("binary"),
+        lineinfo_ptx: entry.path(crate::line_info::LINEINFO_ROLE),
         kernel_lines: entry.path(crate::line_info::KERNEL_LINES_ROLE),
         compiler_log: entry.log,
         dependencies: entry.manifest.dependencies,
@@ -377,7 +391,7 @@ struct FreshOutput {
 
 /// `-arch=compute_<lowest> -code=sm_<a>,...` for one program, else one `-gencode` per program
 /// (`ptx_per_arch`): `arch=compute_<t>,code=[sm_<t>,<its JIT archs>(,compute_<t>)]`.
-fn arch_args(settings: &CompileSettings, with_ptx: bool) -> Vec<OsString> {
+pub(crate) fn arch_args(settings: &CompileSettings, with_ptx: bool) -> Vec<OsString> {
     let programs = settings.program_archs();
     let codes = |target: &SmArch, archs: &[SmArch]| {
         let mut codes: Vec<String> = archs.iter().map(ToString::to_string).collect();
@@ -417,6 +431,9 @@ fn nvcc_args(
 ) -> Vec<Vec<OsString>> {
     let stem = file_stem(source);
     match kind {
+        SourceKind::Cuda if crate::line_info::two_steps(settings, kind) => {
+            crate::line_info::two_step_args(settings, source, work)
+        }
         SourceKind::Cuda => {
             let mut args: Vec<OsString> = Vec::new();
             match settings.product {
@@ -502,10 +519,19 @@ fn run_nvcc(
 ) -> Result<FreshOutput, Error> {
     let commands = nvcc_args(settings, source, kind, work);
     let stem = file_stem(source);
-    let (compiler_log, wrapper_failure) = run_nvcc_commands(settings, source, &commands)?;
-    if crate::line_info::strips(settings, kind) {
-        crate::line_info::strip_kept(source, work, &stem)?;
-    }
+    let (compiler_log, wrapper_failure) = if crate::line_info::two_steps(settings, kind) {
+        // cicc, the strip, then ptxas on the stripped PTX (crate::line_info).
+        let (mut log, _) = run_nvcc_commands(settings, source, &commands[..1])?;
+        crate::line_info::strip(source, work, &stem)?;
+        log.push_str(&run_nvcc_commands(settings, source, &commands[1..])?.0);
+        (log, None)
+    } else {
+        let output = run_nvcc_commands(settings, source, &commands)?;
+        if crate::line_info::strips(settings, kind) {
+            crate::line_info::strip_kept(source, work, &stem)?;
+        }
+        output
+    };
     match kind {
         SourceKind::Cuda => {
             let (ptx, binary, dependencies) = kept_outputs(settings, source, work)?;
@@ -684,7 +710,7 @@ pub fn render_command(command: &std::process::Command) -> String {
         .join(" ")
 }
 
-fn file_stem(source: &Path) -> String {
+pub(crate) fn file_stem(source: &Path) -> String {
     source
         .file_stem()
         .map(|stem| stem.to_string_lossy().into_owned())
@@ -755,9 +781,9 @@ impl KeyHasher {
 /// the slot, so two configurations of one source (other `-D`, archs, toolkit) never share one.
 fn config_key(settings: &CompileSettings, source: &Path, kind: SourceKind) -> String {
     let mut hasher = KeyHasher::default();
-    // v5: `compile_ptx` ships its PTX stripped of line information; the entry holds the
-    // kernels' lines (v4, unreleased, assembled the stripped PTX and kept the `-lineinfo` one).
-    hasher.field(b"occupancy-build cache v5");
+    // v6: `compile_ptx` assembles the stripped PTX it ships; the entry keeps the `-lineinfo`
+    // PTX for the SASS stage's line tables (v5 assembled the `-lineinfo` PTX).
+    hasher.field(b"occupancy-build cache v6");
     hasher.field(settings.toolchain.version_text.as_bytes());
     hasher.field(settings.toolchain.fingerprint.as_bytes());
     hasher.field(settings.toolchain.nvcc.as_os_str().as_encoded_bytes());

@@ -22,7 +22,15 @@ use occupancy_core::sass::{self, SassFacts};
 
 use crate::compile::CompiledSource;
 use crate::cubin::Cubin;
+use crate::line_tables::LineTableCompiler;
 use crate::Error;
+
+/// One cubin of a wanted binary, its arch, and the kernels to read of it (`None`: all).
+struct CubinRead {
+    arch: String,
+    path: PathBuf,
+    kernels: Option<BTreeSet<String>>,
+}
 
 /// One binary to read and, per arch, which kernels (`None` for an arch: all of them).
 pub struct Wanted<'a> {
@@ -30,12 +38,21 @@ pub struct Wanted<'a> {
     pub binary: &'a Path,
     /// The archs to read, each with its kernels (`None`: every kernel).
     pub kernels: BTreeMap<String, Option<&'a BTreeSet<String>>>,
+    /// Per arch, the wanted kernels to read from cubins with line tables assembled from the
+    /// source's `-lineinfo` PTX ([`crate::line_tables`]) instead of from `binary`, which has
+    /// none: those that use local memory there, whose findings name lines. Empty when the
+    /// binary has line tables.
+    pub from_line_tables: BTreeMap<String, BTreeSet<String>>,
+    /// Every kernel of the source (what `None` in `kernels` means where kernels must be named).
+    pub entries: &'a BTreeSet<String>,
 }
 
 /// The tools and what the reader needs from ptxas.
 pub struct Disassembler<'a> {
     pub cuobjdump: &'a Path,
     pub nvdisasm: &'a Path,
+    /// What assembles line-table cubins for [`Wanted::from_line_tables`].
+    pub line_tables: Option<&'a LineTableCompiler>,
     /// `(kernel, arch)`: ptxas reported spill bytes.
     pub spills_reported: &'a (dyn Fn(&str, &str) -> bool + Sync),
 }
@@ -71,9 +88,16 @@ impl Disassembler<'_> {
         let mut batches: BTreeMap<String, ArchBatch> = BTreeMap::new();
         let mut whole: Vec<WholeCubin> = Vec::new();
         for (owner, cubins) in extracted.into_iter().enumerate() {
-            for (arch, path) in cubins {
-                let kernels = wanted[owner].kernels.get(&arch).copied().flatten();
-                batch_cubin(owner, &arch, path, kernels, &mut batches, &mut whole)?;
+            for read in cubins {
+                let kernels = read.kernels.as_ref();
+                batch_cubin(
+                    owner,
+                    &read.arch,
+                    read.path,
+                    kernels,
+                    &mut batches,
+                    &mut whole,
+                )?;
             }
         }
         let mut facts: Vec<Vec<SassFacts>> = wanted.iter().map(|_| Vec::new()).collect();
@@ -84,11 +108,7 @@ impl Disassembler<'_> {
     }
 
     /// Every wanted binary's cubins on the archs it reads, by arch (cuobjdump in parallel).
-    fn extract_all(
-        &self,
-        wanted: &[Wanted],
-        work: &Path,
-    ) -> Result<Vec<Vec<(String, PathBuf)>>, Error> {
+    fn extract_all(&self, wanted: &[Wanted], work: &Path) -> Result<Vec<Vec<CubinRead>>, Error> {
         std::thread::scope(|scope| {
             let runs: Vec<_> = wanted
                 .iter()
@@ -104,8 +124,52 @@ impl Disassembler<'_> {
         })
     }
 
-    /// The cubins of one binary on the archs it reads, by arch, sorted.
-    fn extract(&self, wanted: &Wanted, dir: &Path) -> Result<Vec<(String, PathBuf)>, Error> {
+    /// The cubins of one binary on the archs it reads, by arch, each with the kernels to read of
+    /// it: the binary's own, and line-table cubins for [`Wanted::from_line_tables`].
+    fn extract(&self, wanted: &Wanted, dir: &Path) -> Result<Vec<CubinRead>, Error> {
+        let mut reads: Vec<CubinRead> = Vec::new();
+        for (arch, path) in self.extract_binary(wanted, dir)? {
+            let kernels = wanted.kernels.get(&arch).copied().flatten();
+            let kernels = match wanted.from_line_tables.get(&arch) {
+                Some(lined) => Some(
+                    (kernels.unwrap_or(wanted.entries))
+                        .difference(lined)
+                        .cloned()
+                        .collect(),
+                ),
+                None => kernels.cloned(),
+            };
+            if kernels.as_ref().is_none_or(|kernels| !kernels.is_empty()) {
+                reads.push(CubinRead {
+                    arch,
+                    path,
+                    kernels,
+                });
+            }
+        }
+        if wanted.from_line_tables.is_empty() {
+            return Ok(reads);
+        }
+        let compiler = self.line_tables.ok_or_else(|| Error::UnreadableOutput {
+            file: wanted.source.source.clone(),
+            message: "its binary has no line tables and nothing assembles them".to_owned(),
+        })?;
+        let lined = &wanted.from_line_tables;
+        let cubins =
+            crate::line_tables::line_cubins(compiler, wanted.source, lined, &dir.join("lines"))?;
+        for (arch, path) in cubins {
+            let kernels = lined.get(&arch).cloned();
+            reads.push(CubinRead {
+                arch,
+                path,
+                kernels,
+            });
+        }
+        Ok(reads)
+    }
+
+    /// The binary's own cubins on the archs it reads, by arch, sorted.
+    fn extract_binary(&self, wanted: &Wanted, dir: &Path) -> Result<Vec<(String, PathBuf)>, Error> {
         let io = |error| Error::Io {
             path: dir.to_path_buf(),
             error,
@@ -423,6 +487,7 @@ mod tests {
             })
             .collect();
         let archs = ["sm_80", "sm_90", "sm_90a", "sm_100", "sm_120"];
+        let no_kernels = BTreeSet::new();
         let wanted: Vec<Wanted> = sources
             .iter()
             .map(|source| Wanted {
@@ -432,6 +497,8 @@ mod tests {
                     .iter()
                     .map(|arch| ((*arch).to_owned(), None))
                     .collect(),
+                from_line_tables: BTreeMap::new(),
+                entries: &no_kernels,
             })
             .collect();
         let (cuobjdump, nvdisasm) = (
@@ -454,6 +521,7 @@ mod tests {
         let disassembler = Disassembler {
             cuobjdump: &cuobjdump,
             nvdisasm: &logged,
+            line_tables: None,
             spills_reported: &spills_reported,
         };
         let batched = disassembler.read(&wanted, &out.join("work")).unwrap();
@@ -471,11 +539,11 @@ mod tests {
         for (index, wanted) in wanted.iter().enumerate() {
             let dir = out.join(format!("whole-{index}"));
             let mut elf_mode = Vec::new();
-            for (_, cubin) in disassembler.extract(wanted, &dir).unwrap() {
+            for read in disassembler.extract(wanted, &dir).unwrap() {
                 let text = run_tool(
                     Command::new(&nvdisasm)
                         .args(["-c", "-g", "-ndf"])
-                        .arg(&cubin),
+                        .arg(&read.path),
                     wanted.source,
                 )
                 .unwrap();

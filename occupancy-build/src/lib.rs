@@ -40,6 +40,7 @@ mod fsutil;
 mod jobs;
 mod levels;
 mod line_info;
+mod line_tables;
 mod matching;
 mod nvcc_archs;
 mod parse;

@@ -1,29 +1,46 @@
-//! Line information without its price in what ships: a `compile_ptx` source is compiled with
-//! `-lineinfo` once, and the build ships its PTX stripped of `.loc`/`.file`/`.section .debug_*`.
+//! Line information without its price in what ships or in ptxas: a `compile_ptx` source's PTX
+//! is made with `-lineinfo` once, the build ships it stripped of `.loc`/`.file`/`.section
+//! .debug_*`, and ptxas assembles the stripped PTX.
 //!
 //! `-lineinfo` is needed for where each kernel is defined (the PTX's `.file`/`.loc`) and for the
-//! SASS stage's source lines (the cubins' line tables), but it nearly doubles the PTX (5.4 to
-//! 9.5 MB for a quantized-kernel file), which users embed with `include_str!` and the driver
-//! JIT-compiles. So after the one compile (`nvcc -fatbin -lineinfo --keep ...`), [`strip_kept`]
-//! reads the kept PTX once into the shipped PTX ([`occupancy_core::ptxas::strip_line_info`]) and
-//! the kernels' definition lines (`kernel_lines.json` in the cache entry). ptxas makes the same
-//! SASS of the stripped PTX as of the `-lineinfo` one (compared on the corpus,
-//! `occupancy-build/tests/line_info.rs`): what the driver JIT-compiles from the shipped PTX is
-//! what was checked, and the fatbin (never shipped) keeps its line tables for the SASS stage.
+//! SASS stage's source lines (the cubins' line tables), but it nearly doubles the shipped PTX
+//! (5.4 to 9.5 MB for a quantized-kernel file, which users embed with `include_str!` and the
+//! driver JIT-compiles), and line tables cost ptxas about 3.5% more on every arch (19.7 vs
+//! 20.4 s of ptxas CPU over the generated 935-kernel crate, sm_80 + sm_90, twice). So a `.cu` of
+//! a `compile_ptx` build is compiled in two nvcc steps (without a compiler cache in front):
 //!
-//! Compiling in two steps instead (cicc with `-lineinfo`, then ptxas on the stripped PTX, and
-//! line-table cubins of just the kernels the SASS stage reads) saves ptxas its line tables but
-//! compiles those kernels twice: 2% less CPU on the generated 935-kernel crate, 20% more on the
-//! kernel corpus, where the stage reads nearly every kernel (docs/build.md), so it is not done.
-//! `ptx_per_arch`, `compile_lib` and `-G` compile as before and ship what they did.
+//! 1. `nvcc -ptx -arch=compute_<lowest> -lineinfo --keep ... -o <stem>.lineinfo.ptx` (cicc
+//!    once; the `.cpp1.ii` it keeps lists the headers read, as before);
+//! 2. [`strip`]: `<stem>.ptx`, the shipped PTX ([`occupancy_core::ptxas::strip_line_info`]), and
+//!    the kernels' definition lines (`kernel_lines.json`), from one read of the `-lineinfo` PTX;
+//! 3. `nvcc -fatbin -arch=compute_<lowest> -code=sm_<a>,... -Xptxas -v [user args] <stem>.ptx`:
+//!    ptxas's report and the fatbin, from exactly the PTX that ships.
+//!
+//! ptxas assembles the stripped PTX into the same SASS as the `-lineinfo` PTX (compared on the
+//! corpus, `occupancy-build/tests/line_info.rs`). Only the SASS lints about local memory (a
+//! spill's or a local array's line, the loop it is in) need line tables, so the `-lineinfo` PTX
+//! stays in the cache entry and the SASS stage assembles, per arch, a module of just the kernels
+//! it reads that use local memory there (`crate::line_tables`); every other kernel is read from
+//! the fatbin. nvcc gives ptxas the same options for a `.ptx` input as for the `.cu`
+//! (`-maxrregcount`, `-Xptxas`, `-fmad=false`, `-w`, `-Werror`, `-rdc`, checked with `nvcc
+//! -dryrun`, nvcc 13.0) and ignores cicc's (`-I`, `-D`, `-std`, `--use_fast_math`, `-O3`), so
+//! the user's arguments go to both steps unchanged.
+//!
+//! Under a compiler cache (sccache refuses `.ptx` inputs) the one-step compile runs
+//! (`nvcc -fatbin -lineinfo --keep ...`) and its kept PTX is stripped after ([`strip_kept`]):
+//! the same PTX ships, and the fatbin keeps its line tables for the SASS stage.
+//! `ptx_per_arch`, `compile_lib` and `-G` compile in one step and ship what nvcc made.
 
-use std::path::Path;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
 use occupancy_core::ptxas;
 
-use crate::compile::{device_debug, CompileSettings, Product, SourceKind};
+use crate::compile::{arch_args, device_debug, file_stem, CompileSettings, Product, SourceKind};
 use crate::Error;
 
+/// The cache role of the `-lineinfo` PTX the shipped PTX was stripped from (two-step compiles).
+pub(crate) const LINEINFO_ROLE: &str = "ptx_lineinfo";
 /// The cache role of the kernels' definition lines (JSON, [`ptxas::EntrySourceLine`] by name).
 pub(crate) const KERNEL_LINES_ROLE: &str = "kernel_lines";
 
@@ -36,37 +53,123 @@ pub(crate) fn strips(settings: &CompileSettings, kind: SourceKind) -> bool {
         && !device_debug(settings)
 }
 
+/// Whether the source is compiled in two steps (cicc, then ptxas on the stripped PTX): when it
+/// strips and no compiler cache runs nvcc (sccache refuses a `.ptx` input).
+pub(crate) fn two_steps(settings: &CompileSettings, kind: SourceKind) -> bool {
+    strips(settings, kind) && settings.toolchain.wrapper.is_none()
+}
+
+/// The two nvcc commands of a two-step compile (module docs); [`strip`] runs between them.
+/// The user's arguments go to both: nvcc passes to ptxas what concerns it.
+pub(crate) fn two_step_args(
+    settings: &CompileSettings,
+    source: &Path,
+    work: &Path,
+) -> Vec<Vec<OsString>> {
+    let stem = file_stem(source);
+    let arch = arch_args(settings, false);
+    let mut cicc: Vec<OsString> = vec!["-ptx".into()];
+    cicc.extend(arch.iter().take(1).cloned());
+    cicc.extend([
+        "-lineinfo".into(),
+        "--keep".into(),
+        "--keep-dir".into(),
+        work.as_os_str().to_owned(),
+        "-o".into(),
+        lineinfo_path(work, &stem).into_os_string(),
+    ]);
+    cicc.extend(settings.user_args.iter().cloned());
+    cicc.push(source.as_os_str().to_owned());
+    let mut assemble: Vec<OsString> = vec!["-fatbin".into()];
+    assemble.extend(arch);
+    assemble.extend([
+        "-Xptxas".into(),
+        "-v".into(),
+        "-o".into(),
+        work.join(format!("{stem}.fatbin")).into_os_string(),
+    ]);
+    assemble.extend(settings.user_args.iter().cloned());
+    assemble.push(shipped_path(work, &stem).into_os_string());
+    vec![cicc, assemble]
+}
+
+/// `<work>/<stem>.lineinfo.ptx`: cicc's PTX with its line information.
+fn lineinfo_path(work: &Path, stem: &str) -> PathBuf {
+    work.join(format!("{stem}.lineinfo.ptx"))
+}
+
+/// `<work>/<stem>.ptx`: the PTX that ships.
+fn shipped_path(work: &Path, stem: &str) -> PathBuf {
+    work.join(format!("{stem}.ptx"))
+}
+
 /// The kernels' definition lines, as JSON, in `work` and in the cache entry.
 const KERNEL_LINES_FILE: &str = "kernel_lines.json";
 
-/// After a compile that strips: reads the `-lineinfo` PTX `--keep` left (`<stem>.ptx` in
-/// `work`) once, writes the kernels' definition lines (`kernel_lines.json`) beside it and
-/// replaces it with its stripped text, the PTX that ships. An unreadable PTX names `source`.
-pub(crate) fn strip_kept(source: &Path, work: &Path, stem: &str) -> Result<(), Error> {
-    let kept = work.join(format!("{stem}.ptx"));
-    let text = std::fs::read_to_string(&kept).map_err(|error| Error::UnreadableOutput {
+/// Reads the line-info PTX (`<stem>.lineinfo.ptx` in `work`) once and writes the shipped PTX
+/// (`<stem>.ptx`) and the kernels' definition lines (`kernel_lines.json`) beside it; an
+/// unreadable PTX names `source`.
+pub(crate) fn strip(source: &Path, work: &Path, stem: &str) -> Result<(), Error> {
+    let lineinfo = lineinfo_path(work, stem);
+    let text = std::fs::read_to_string(&lineinfo).map_err(|error| Error::UnreadableOutput {
         file: source.to_path_buf(),
         message: format!(
-            "nvcc succeeded but the PTX kept by --keep ({}) cannot be read: {error}",
-            kept.display()
+            "nvcc succeeded but its -lineinfo PTX ({}) cannot be read: {error}",
+            lineinfo.display()
         ),
     })?;
     let lines = ptxas::entry_source_lines(&text);
     let json = serde_json::to_vec(&lines).expect("source lines are plain data");
     crate::fsutil::write_atomic(&work.join(KERNEL_LINES_FILE), &json)?;
-    crate::fsutil::write_atomic(&kept, ptxas::strip_line_info(&text).as_bytes())
+    crate::fsutil::write_atomic(
+        &shipped_path(work, stem),
+        ptxas::strip_line_info(&text).as_bytes(),
+    )
 }
 
-/// The product a stripping compile adds to its cache entry, moved from `work` into `entry`: the
-/// kernels' definition lines. Returns (role, file name).
-pub(crate) fn products(work: &Path, entry: &Path) -> Result<Vec<(String, String)>, Error> {
-    let to = entry.join(KERNEL_LINES_FILE);
-    std::fs::rename(work.join(KERNEL_LINES_FILE), &to)
-        .map_err(|error| Error::Io { path: to, error })?;
-    Ok(vec![(
-        KERNEL_LINES_ROLE.to_owned(),
-        KERNEL_LINES_FILE.to_owned(),
-    )])
+/// After a one-step compile that strips (under a compiler cache): the `-lineinfo` PTX that
+/// `--keep` left (`<stem>.ptx`) becomes `<stem>.lineinfo.ptx`, then [`strip`] writes the shipped
+/// `<stem>.ptx` from it.
+pub(crate) fn strip_kept(source: &Path, work: &Path, stem: &str) -> Result<(), Error> {
+    let kept = shipped_path(work, stem);
+    let lineinfo = lineinfo_path(work, stem);
+    std::fs::rename(&kept, &lineinfo).map_err(|error| Error::UnreadableOutput {
+        file: source.to_path_buf(),
+        message: format!(
+            "nvcc succeeded but the PTX kept by --keep ({}) cannot be moved: {error}",
+            kept.display()
+        ),
+    })?;
+    strip(source, work, stem)
+}
+
+/// The products a stripping compile adds to its cache entry, moved from `work` into `entry`:
+/// the kernels' definition lines and, when the binary was assembled from the stripped PTX
+/// (`keep_lineinfo`), the `-lineinfo` PTX for the SASS stage's line tables. Returns (role, file
+/// name).
+pub(crate) fn products(
+    work: &Path,
+    entry: &Path,
+    stem: &str,
+    keep_lineinfo: bool,
+) -> Result<Vec<(String, String)>, Error> {
+    let mut moves = vec![(KERNEL_LINES_ROLE, work.join(KERNEL_LINES_FILE))];
+    if keep_lineinfo {
+        moves.push((LINEINFO_ROLE, lineinfo_path(work, stem)));
+    }
+    let mut products = Vec::new();
+    for (role, from) in moves {
+        let name = from
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        std::fs::rename(&from, entry.join(&name)).map_err(|error| Error::Io {
+            path: entry.join(&name),
+            error,
+        })?;
+        products.push((role.to_owned(), name));
+    }
+    Ok(products)
 }
 
 /// Where each kernel of a stripping compile is defined, from its entry's `kernel_lines.json`.

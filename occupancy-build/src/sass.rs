@@ -74,6 +74,8 @@ impl CacheFile {
 pub struct SassTools {
     pub nvdisasm: Option<PathBuf>,
     pub cuobjdump: Option<PathBuf>,
+    /// For sources whose binary has no line tables: what assembles cubins that have them.
+    pub line_tables: Option<crate::line_tables::LineTableCompiler>,
 }
 
 impl SassTools {
@@ -87,6 +89,9 @@ impl SassTools {
                 .cuobjdump
                 .clone()
                 .or_else(|| locate_tool(toolchain, "cuobjdump")),
+            line_tables: Some(crate::line_tables::LineTableCompiler::new(
+                context, toolchain,
+            )),
         }
     }
 }
@@ -126,6 +131,10 @@ pub struct SassDemand {
     /// hottest-spill note of `spills`, `local_array`): every `LDL`/`STL` is in ptxas's stack
     /// frame, so other kernels and archs cannot have one.
     pub local_memory: BTreeMap<String, BTreeSet<String>>,
+    /// Per arch, every kernel of the source that uses local memory there, whatever the lints:
+    /// when the binary has no line tables (`CompiledSource::lineinfo_ptx`), these kernels are
+    /// read from line-table cubins, so that a kernel's facts always come with their lines.
+    pub uses_local_memory: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// What to disassemble of one binary: every function of every arch, or named kernels per arch.
@@ -273,6 +282,7 @@ fn scan_programs(
 /// A binary whose facts are not cached for what it needs: read by the batch.
 struct Pending<'a> {
     source: &'a CompiledSource,
+    demand: &'a SassDemand,
     binary: &'a Path,
     selection: Selection,
     binary_stamp: String,
@@ -293,6 +303,7 @@ pub fn read_evidence(
         (Some(nvdisasm), Some(cuobjdump)) => Some(Disassembler {
             cuobjdump,
             nvdisasm,
+            line_tables: tools.line_tables.as_ref(),
             spills_reported,
         }),
         _ => {
@@ -318,7 +329,7 @@ pub fn read_evidence(
         let (Some(_), Some(binary)) = (&disassembler, &source.binary) else {
             continue;
         };
-        let Some(selection) = selection(&programs, demand) else {
+        let (Some(demand), Some(selection)) = (demand, selection(&programs, demand)) else {
             continue;
         };
         let (binary_stamp, cached) = cached_facts(binary, &selection)?;
@@ -326,6 +337,7 @@ pub fn read_evidence(
             Some(facts) => evidence.insert(facts),
             None => pending.push(Pending {
                 source,
+                demand,
                 binary,
                 selection,
                 binary_stamp,
@@ -353,11 +365,45 @@ impl Pending<'_> {
             .programs
             .iter()
             .flat_map(|program| &program.archs);
+        let kernels = self.selection.kernels_by_arch(archs);
+        let from_line_tables = match self.source.lineinfo_ptx {
+            Some(_) => self.local_memory_kernels(&kernels),
+            None => BTreeMap::new(),
+        };
         Wanted {
             source: self.source,
             binary: self.binary,
-            kernels: self.selection.kernels_by_arch(archs),
+            kernels,
+            from_line_tables,
+            entries: &self.demand.entries,
         }
+    }
+
+    /// For a binary without line tables, per arch of `kernels` (`None`: every kernel), those to
+    /// read from line-table cubins: the ones that use local memory there (their findings name
+    /// lines; others' findings do not, and their facts lack only their loops' lines), or every
+    /// one when everything is read (`explain` and HTML show every loop's line).
+    fn local_memory_kernels(
+        &self,
+        kernels: &BTreeMap<String, Option<&BTreeSet<String>>>,
+    ) -> BTreeMap<String, BTreeSet<String>> {
+        let no_kernels = BTreeSet::new();
+        kernels
+            .iter()
+            .filter_map(|(arch, kernels)| {
+                let read = kernels.unwrap_or(&self.demand.entries);
+                let lined: BTreeSet<String> = match self.demand.everything {
+                    true => read.clone(),
+                    false => {
+                        let local = self.demand.uses_local_memory.get(arch);
+                        read.intersection(local.unwrap_or(&no_kernels))
+                            .cloned()
+                            .collect()
+                    }
+                };
+                (!lined.is_empty()).then(|| (arch.clone(), lined))
+            })
+            .collect()
     }
 }
 
@@ -569,6 +615,7 @@ mod tests {
             kind: crate::compile::SourceKind::Cuda,
             ptx: ptx.clone(),
             binary: Some(dir.join("k.fatbin")),
+            lineinfo_ptx: None,
             kernel_lines: None,
             compiler_log: String::new(),
             dependencies: Vec::new(),
@@ -590,6 +637,7 @@ mod tests {
                 .iter()
                 .map(|arch| ((*arch).to_owned(), BTreeSet::from(["k".to_owned()])))
                 .collect(),
+            uses_local_memory: BTreeMap::new(),
         };
         let selection = |source: &CompiledSource, demand: Option<&SassDemand>| {
             selection(&scan_programs(source, demand).unwrap(), demand)

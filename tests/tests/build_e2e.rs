@@ -73,15 +73,29 @@ impl Fixture {
         command.output().expect("cargo runs")
     }
 
-    /// Kernel compiles logged so far: one line each (not `--version`, nor `cc`'s probes of
-    /// the compiler family).
+    /// Kernel compiles logged so far: one line each, the nvcc that reads the `.cu` (not
+    /// `--version`, nor `cc`'s probes of the compiler family). A `compile_ptx` source is
+    /// compiled by `nvcc -ptx -lineinfo --keep-dir <dir>` and then assembled from its stripped
+    /// PTX, `<dir>/<stem>.ptx`, by a second nvcc (`-Xptxas -v`); each compile must have that step.
     fn nvcc_compiles(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.nvcc_log)
-            .unwrap_or_default()
-            .lines()
-            .filter(|line| line.contains("-Xptxas -v"))
-            .map(str::to_string)
-            .collect()
+        let log = std::fs::read_to_string(&self.nvcc_log).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        let mut compiles = Vec::new();
+        for (index, line) in lines.iter().enumerate() {
+            if line.contains(" -ptx ") && line.ends_with(".cu") {
+                let stem = line.rsplit('/').next().unwrap().trim_end_matches(".cu");
+                let dir = line.split("--keep-dir ").nth(1).unwrap();
+                let shipped = format!("{}/{stem}.ptx", dir.split(' ').next().unwrap());
+                let assembled = lines[index + 1..]
+                    .iter()
+                    .any(|next| next.contains("-Xptxas -v") && next.ends_with(&shipped));
+                assert!(assembled, "{line}: no ptxas step on its PTX:\n{log}");
+                compiles.push((*line).to_string());
+            } else if line.contains("-Xptxas -v") && line.ends_with(".cu") {
+                compiles.push((*line).to_string());
+            }
+        }
+        compiles
     }
 
     /// The `cargo:` lines the fixture's build script printed in the last build.

@@ -17,11 +17,13 @@
 //!   or object.
 //! * [`parse_ptx_directives`]: `.entry` performance-tuning directives (`.maxntid`, ...).
 //! * [`strip_line_info`]: PTX without `-lineinfo`'s `.loc`/`.file`/`.section .debug_*`.
+//! * [`subset_ptx`]: a PTX module cut down to some kernels and the functions they reach.
 
 mod cuobjdump;
 mod lineinfo;
 mod log;
 mod ptx;
+mod subset;
 pub(crate) mod text;
 
 pub use cuobjdump::{
@@ -32,6 +34,7 @@ pub use log::{parse_log, LineKind, LogParser};
 pub use ptx::{
     entry_declared_on, entry_source_lines, parse_ptx_directives, EntrySourceLine, PtxEntry,
 };
+pub use subset::{subset_ptx, SubsetError};
 
 use serde::Serialize;
 
