@@ -209,22 +209,36 @@ fn find_entry_keyword(text: &str) -> Option<usize> {
     None
 }
 
-/// Skips a `{ ... }` body whose opening brace was consumed.
+/// Skips a `{ ... }` body whose opening brace was consumed. The braces are found with
+/// `str::find(char)` (memchr), each once: a byte loop costs several times more at opt-level 0.
 fn skip_body(text: &str) -> &str {
     let mut depth = 1usize;
-    for (index, byte) in text.bytes().enumerate() {
-        match byte {
-            b'{' => depth += 1,
-            b'}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return &text[index + 1..];
-                }
-            }
-            _ => {}
+    let mut next_open = find_char_from(text, 0, '{');
+    let mut next_close = find_char_from(text, 0, '}');
+    while next_close < text.len() {
+        if next_open < next_close {
+            depth += 1;
+            next_open = find_char_from(text, next_open + 1, '{');
+            continue;
         }
+        depth -= 1;
+        if depth == 0 {
+            return &text[next_close + 1..];
+        }
+        next_close = find_char_from(text, next_close + 1, '}');
     }
     ""
+}
+
+/// The offset of the first `wanted` (ASCII) in `text` at or after byte `from`, which may be
+/// inside a character (an ASCII byte never is); `text.len()` if none.
+fn find_char_from(text: &str, mut from: usize, wanted: char) -> usize {
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    text[from..]
+        .find(wanted)
+        .map_or(text.len(), |offset| from + offset)
 }
 
 /// PTX without its comments, in one pass: `// ...` up to the end of its line is removed, a
@@ -239,11 +253,20 @@ pub(crate) fn strip_comments(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut copied_to = 0;
     let mut at = 0;
-    while let Some(offset) = bytes[at..]
-        .iter()
-        .position(|&byte| byte == b'/' || byte == b'"')
-    {
-        let special = at + offset;
+    // The next `/` and `"` at or after `at`, each found with memchr once.
+    let mut next_slash = find_char_from(text, 0, '/');
+    let mut next_quote = find_char_from(text, 0, '"');
+    loop {
+        if next_slash < at {
+            next_slash = find_char_from(text, at, '/');
+        }
+        if next_quote < at {
+            next_quote = find_char_from(text, at, '"');
+        }
+        let special = next_slash.min(next_quote);
+        if special >= bytes.len() {
+            break;
+        }
         match (bytes[special], bytes.get(special + 1)) {
             (b'"', _) => {
                 at = string_end(bytes, special + 1);
@@ -251,18 +274,13 @@ pub(crate) fn strip_comments(text: &str) -> String {
             }
             (b'/', Some(b'/')) => {
                 out.push_str(&text[copied_to..special]);
-                at = bytes[special..]
-                    .iter()
-                    .position(|&byte| byte == b'\n')
-                    .map_or(bytes.len(), |end| special + end);
+                at = find_char_from(text, special, '\n');
             }
             (b'/', Some(b'*')) => {
                 out.push_str(&text[copied_to..special]);
                 out.push(' ');
                 let body_start = special + 2;
-                let close = bytes[body_start..]
-                    .windows(2)
-                    .position(|pair| pair == b"*/");
+                let close = text[body_start..].find("*/");
                 let body_end = close.map_or(bytes.len(), |close| body_start + close);
                 if close.is_some() {
                     let line_breaks = bytes[body_start..body_end]
@@ -481,8 +499,29 @@ mod tests {
         }
 
         #[test]
-        fn strip_comments_equals_the_reference_on_any_text(text in "[/*\"\\\\\na-z ]{0,60}") {
+        fn strip_comments_equals_the_reference_on_any_text(text in "[/*\"\\\\\na-zä ]{0,60}") {
             prop_assert_eq!(strip_comments(&text), strip_comments_reference(&text));
+        }
+
+        #[test]
+        fn skip_body_ends_where_the_braces_balance(text in "[{}ä a\n]{0,40}") {
+            let reference = {
+                let mut depth = 1usize;
+                let mut end = None;
+                for (index, byte) in text.bytes().enumerate() {
+                    match byte {
+                        b'{' => depth += 1,
+                        b'}' => depth -= 1,
+                        _ => {}
+                    }
+                    if depth == 0 {
+                        end = Some(index + 1);
+                        break;
+                    }
+                }
+                end.map_or("", |end| &text[end..])
+            };
+            prop_assert_eq!(skip_body(&text), reference);
         }
 
         #[test]
@@ -510,37 +549,35 @@ pub struct EntrySourceLine {
 
 /// For each `.entry` in `ptx_text` that has line information (`nvcc -lineinfo`), the file and
 /// line of its first `.loc`: where the kernel's definition starts. Entries without `.loc` are
-/// left out. One pass over the lines, linear in the text.
+/// left out. (A `.local` depot is no `.loc`: the directive is a word.)
+///
+/// Only the lines that hold `.entry `, `.func `, `.file` or, after each entry's line, the next
+/// `.loc` are read (`text::lines_holding`): linear in the text, and several times faster in an
+/// unoptimized build than reading every line, which gives the same answer
+/// (`source_line_tests::entry_source_lines_line_by_line`, compared by proptest).
 pub fn entry_source_lines(ptx_text: &str) -> std::collections::BTreeMap<String, EntrySourceLine> {
     let mut files: std::collections::BTreeMap<u32, String> = std::collections::BTreeMap::new();
-    let mut first_locs: Vec<(String, u32, u32)> = Vec::new();
-    let mut open_entry: Option<String> = None;
-    for line in ptx_text.lines() {
-        let line = line.trim_ascii_start();
-        if let Some(rest) = line.strip_prefix(".file") {
+    for start in super::text::lines_holding(ptx_text, &[".file"]) {
+        if let Some(rest) = line_from(ptx_text, start).0.strip_prefix(".file") {
             if let Some((index, path)) = file_directive(rest) {
                 files.insert(index, path);
             }
-        } else if let Some(rest) = line.strip_prefix(".loc") {
-            if let Some(name) = open_entry.take() {
-                let mut fields = rest.split_whitespace();
-                let file_index = fields.next().and_then(|field| field.parse().ok());
-                let line_number = fields.next().and_then(|field| field.parse().ok());
-                if let (Some(file_index), Some(line_number)) = (file_index, line_number) {
-                    first_locs.push((name, file_index, line_number));
-                }
-            }
-        } else if let Some(position) = super::text::find(line, ".entry ") {
-            if !line.starts_with("//") {
-                let name: String = line[position + ".entry ".len()..]
-                    .trim_start()
-                    .chars()
-                    .take_while(|character| *character != '(' && !character.is_whitespace())
-                    .collect();
-                open_entry = (!name.is_empty()).then_some(name);
-            }
-        } else if super::text::contains(line, ".func ") && !line.starts_with("//") {
-            open_entry = None;
+        }
+    }
+    let events: Vec<(usize, usize, Option<String>)> =
+        super::text::lines_holding(ptx_text, &[".entry ", ".func "])
+            .into_iter()
+            .filter_map(|start| {
+                let (line, end) = line_from(ptx_text, start);
+                source_line_event(line).map(|opened| (start, end, opened))
+            })
+            .collect();
+    let mut first_locs: Vec<(String, u32, u32)> = Vec::new();
+    for (index, (_, end, opened)) in events.iter().enumerate() {
+        let Some(name) = opened else { continue };
+        let until = events.get(index + 1).map_or(ptx_text.len(), |next| next.0);
+        if let Some((file_index, line)) = first_loc(ptx_text, *end, until) {
+            first_locs.push((name.clone(), file_index, line));
         }
     }
     first_locs
@@ -550,6 +587,58 @@ pub fn entry_source_lines(ptx_text: &str) -> std::collections::BTreeMap<String, 
             Some((name, EntrySourceLine { file, line }))
         })
         .collect()
+}
+
+/// The line starting at `start`, without leading white space, and where it ends.
+fn line_from(text: &str, start: usize) -> (&str, usize) {
+    let (_, end) = super::text::line_around(text, start);
+    (
+        super::text::line_text(text, start, end).trim_ascii_start(),
+        end,
+    )
+}
+
+/// What a line does to the entry whose first `.loc` is looked for (`line` without leading white
+/// space): opens an entry (`Some(Some(name))`), closes it (`Some(None)`: a `.func`, or an entry
+/// without a name), or nothing (`None`: a `.file`/`.loc` line, a comment, any other line).
+fn source_line_event(line: &str) -> Option<Option<String>> {
+    if line.starts_with(".file") || is_loc(line) || line.starts_with("//") {
+        return None;
+    }
+    if let Some(position) = super::text::find(line, ".entry ") {
+        let name: String = line[position + ".entry ".len()..]
+            .trim_start()
+            .chars()
+            .take_while(|character| *character != '(' && !character.is_whitespace())
+            .collect();
+        return Some((!name.is_empty()).then_some(name));
+    }
+    super::text::contains(line, ".func ").then_some(None)
+}
+
+/// Whether `line` (without leading white space) is a `.loc` directive, not `.local`.
+fn is_loc(line: &str) -> bool {
+    line.strip_prefix(".loc")
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(|c: char| c.is_ascii_whitespace()))
+}
+
+/// The (file index, line) of the first `.loc` line in `text[from..until]`; `None` when there is
+/// none or its fields do not parse.
+fn first_loc(text: &str, from: usize, until: usize) -> Option<(u32, u32)> {
+    let region = &text[from..until];
+    let mut at = 0;
+    while let Some(offset) = region[at..].find(".loc") {
+        let (start, end) = super::text::line_around(region, at + offset);
+        let (line, _) = line_from(region, start);
+        if is_loc(line) {
+            let mut fields = line[".loc".len()..].split_whitespace();
+            let file_index = fields.next().and_then(|field| field.parse().ok());
+            let line_number = fields.next().and_then(|field| field.parse().ok());
+            return file_index.zip(line_number);
+        }
+        at = end;
+    }
+    None
 }
 
 /// `1 "/path/k.cu"` or `1 "/path/k.cu", 1700000000, 1234` (after `.file`).
@@ -586,6 +675,97 @@ mod source_line_tests {
         assert_eq!(at("no_line_info"), None);
         assert_eq!(at("helper"), None);
         assert_eq!(lines.len(), 3);
+    }
+
+    /// What [`entry_source_lines`] must answer, reading every line.
+    fn entry_source_lines_line_by_line(
+        ptx_text: &str,
+    ) -> std::collections::BTreeMap<String, EntrySourceLine> {
+        let mut files = std::collections::BTreeMap::new();
+        let mut first_locs: Vec<(String, u32, u32)> = Vec::new();
+        let mut open_entry: Option<String> = None;
+        for line in ptx_text.lines() {
+            let line = line.trim_ascii_start();
+            if let Some(rest) = line.strip_prefix(".file") {
+                if let Some((index, path)) = file_directive(rest) {
+                    files.insert(index, path);
+                }
+            } else if is_loc(line) {
+                if let Some(name) = open_entry.take() {
+                    let mut fields = line[".loc".len()..].split_whitespace();
+                    let file_index = fields.next().and_then(|field| field.parse().ok());
+                    let line_number = fields.next().and_then(|field| field.parse().ok());
+                    if let (Some(file_index), Some(line_number)) = (file_index, line_number) {
+                        first_locs.push((name, file_index, line_number));
+                    }
+                }
+            } else if let Some(position) = line.find(".entry ") {
+                if !line.starts_with("//") {
+                    let name: String = line[position + ".entry ".len()..]
+                        .trim_start()
+                        .chars()
+                        .take_while(|character| *character != '(' && !character.is_whitespace())
+                        .collect();
+                    open_entry = (!name.is_empty()).then_some(name);
+                }
+            } else if line.contains(".func ") && !line.starts_with("//") {
+                open_entry = None;
+            }
+        }
+        first_locs
+            .into_iter()
+            .filter_map(|(name, file_index, line)| {
+                let file = files.get(&file_index)?.clone();
+                Some((name, EntrySourceLine { file, line }))
+            })
+            .collect()
+    }
+
+    fn lineinfo_soup() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let line = prop::sample::select(vec![
+            ".visible .entry k1(",
+            "\t.entry k2()",
+            ".entry ",
+            "// .entry commented(",
+            ".func helper(",
+            ".visible .func (.param .b32 r) f(",
+            "\t.local .align 4 .b8 \t__local_depot0[28];",
+            "\t.loc\t1 12 0",
+            "\t.loc\t2 7 41",
+            "\t.loc 1 x",
+            ".loc",
+            "\t.file\t1 \"/src/a.cu\"",
+            "\t.file\t2 \"/src/b.cuh\", 1700000000, 512",
+            "\t.loc .entry k4(",
+            "\tret;",
+            "{",
+            "}",
+        ]);
+        prop::collection::vec((line, prop::bool::ANY), 0..40).prop_map(|lines| {
+            lines
+                .into_iter()
+                .map(|(line, crlf)| format!("{line}{}", if crlf { "\r\n" } else { "\n" }))
+                .collect()
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn entry_source_lines_equal_reading_every_line(ptx in lineinfo_soup(), cut in 0usize..400) {
+            let ptx = &ptx[..ptx.floor_char_boundary(cut.min(ptx.len()))];
+            proptest::prop_assert_eq!(entry_source_lines(ptx), entry_source_lines_line_by_line(ptx));
+        }
+    }
+
+    #[test]
+    fn a_local_depot_is_no_loc() {
+        let ptx = ".visible .entry k(\n)\n{\n\t.local .align 4 .b8 \t__local_depot0[28];\n\t.loc\t1 142 0\n}\n\t.file\t1 \"/src/k.cu\"\n";
+        let lines = entry_source_lines(ptx);
+        assert_eq!(
+            lines["k"].line, 142,
+            "the first .loc, not the .local depot before it"
+        );
     }
 
     #[test]
