@@ -84,45 +84,150 @@ pub fn ptx_entries_with_operations(
 }
 
 /// Per operation of `operations`, the `.entry` kernels whose code has it (operations no kernel
-/// has are absent): [`ptx_entries_with_operations`] for several questions in one pass.
+/// has are absent): [`ptx_entries_with_operations`] for several questions at once.
+///
+/// Only the lines that hold a declaration (`.entry`, `.func`) or an operation are read
+/// (`ptxas::text::lines_holding`): the declarations mark where each kernel's code starts and
+/// ends, and once a kernel is known to have an operation the search for it resumes at the next
+/// declaration. Linear in the text; the answer is that of reading every line
+/// (`tests::entries_with_each_operation_line_by_line`, compared by proptest).
 pub fn ptx_entries_with_each_operation<'a>(
     ptx: &str,
     operations: &[&'a str],
 ) -> std::collections::BTreeMap<&'a str, std::collections::BTreeSet<String>> {
+    use crate::ptxas::text;
+    // (line start, the kernel whose code follows; `None` after a `.func`'s declaration).
+    let regions: Vec<(usize, Option<&str>)> = text::lines_holding(ptx, &[".entry", ".func"])
+        .into_iter()
+        .filter_map(|start| {
+            let (_, end) = text::line_around(ptx, start);
+            declared_on(text::line_text(ptx, start, end)).map(|kernel| (start, kernel))
+        })
+        .collect();
     let mut found: std::collections::BTreeMap<&str, std::collections::BTreeSet<String>> =
         std::collections::BTreeMap::new();
-    let mut current: Option<&str> = None;
-    for line in ptx.lines() {
-        let code = crate::ptxas::text::before_line_comment(line).trim_ascii_start();
-        if code.starts_with('.') {
-            // A declaration: a kernel's start, or a function's (whose code is no kernel's).
-            let declaration = code
-                .strip_prefix(".visible ")
-                .or_else(|| code.strip_prefix(".weak "))
-                .unwrap_or(code);
-            if let Some(kernel) = crate::ptxas::entry_declared_on(code) {
-                current = Some(kernel);
-            } else if declaration.starts_with(".func") {
-                current = None;
+    for &operation in operations.iter().filter(|operation| !operation.is_empty()) {
+        let mut from = 0;
+        while let Some(offset) = ptx[from..].find(operation) {
+            let (start, end) = text::line_around(ptx, from + offset);
+            let code = code_of(text::line_text(ptx, start, end));
+            if code.starts_with('.') || !text::contains(code, operation) {
+                from = end;
+                continue;
             }
-        } else if let Some(kernel) = current {
-            for operation in operations
-                .iter()
-                .filter(|operation| crate::ptxas::text::contains(code, operation))
-            {
+            let region = regions.partition_point(|(declared, _)| *declared < start);
+            if let Some(&(_, Some(kernel))) = region.checked_sub(1).map(|at| &regions[at]) {
                 found
                     .entry(operation)
                     .or_default()
                     .insert(kernel.to_owned());
             }
+            // This kernel (or code of no kernel) has nothing more to say about `operation`.
+            from = regions.get(region).map_or(ptx.len(), |(next, _)| *next);
         }
     }
     found
 }
 
+/// A PTX line without its `//` comment and leading white space.
+fn code_of(line: &str) -> &str {
+    crate::ptxas::text::before_line_comment(line).trim_ascii_start()
+}
+
+/// What a declaration line starts: a kernel's code (`Some(Some(name))`), a function's, which is
+/// no kernel's (`Some(None)`); `None` for any other line.
+fn declared_on(line: &str) -> Option<Option<&str>> {
+    let code = code_of(line);
+    if !code.starts_with('.') {
+        return None;
+    }
+    let declaration = code
+        .strip_prefix(".visible ")
+        .or_else(|| code.strip_prefix(".weak "))
+        .unwrap_or(code);
+    match crate::ptxas::entry_declared_on(code) {
+        Some(kernel) => Some(Some(kernel)),
+        None => declaration.starts_with(".func").then_some(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// What [`ptx_entries_with_each_operation`] must answer, reading every line.
+    fn entries_with_each_operation_line_by_line<'a>(
+        ptx: &str,
+        operations: &[&'a str],
+    ) -> std::collections::BTreeMap<&'a str, std::collections::BTreeSet<String>> {
+        let mut found: std::collections::BTreeMap<&str, std::collections::BTreeSet<String>> =
+            std::collections::BTreeMap::new();
+        let mut current: Option<&str> = None;
+        for line in ptx.lines() {
+            let code = code_of(line);
+            if code.starts_with('.') {
+                match declared_on(line) {
+                    Some(kernel) => current = kernel,
+                    None => {}
+                }
+            } else if let Some(kernel) = current {
+                for operation in operations
+                    .iter()
+                    .filter(|operation| code.contains(*operation))
+                {
+                    found
+                        .entry(operation)
+                        .or_default()
+                        .insert(kernel.to_owned());
+                }
+            }
+        }
+        found
+    }
+
+    /// PTX-like lines: kernels, functions, code with and without the operations, comments,
+    /// directives, `\r\n` endings.
+    fn ptx_soup() -> impl Strategy<Value = String> {
+        let line = prop::sample::select(vec![
+            ".visible .entry k1(",
+            ".entry k2()",
+            ".weak .entry k3(",
+            ".func helper(",
+            ".visible .func (.param .b32 r) f(",
+            "{",
+            "}",
+            "\tadd.f64 %fd1, %fd2, %fd3;",
+            "\tcall.uni helper, ();",
+            "\tsetmaxnreg.inc.sync.aligned.u32 240;",
+            "\tret; // call f64",
+            "// .entry commented(",
+            "\t.reg .f64 %fd<4>;",
+            "\tmov.u32 %r1, %r2;",
+            "\t.loc 1 2 3",
+            "\tcall.uni f64helper, (); // setmaxnreg",
+            ".entry",
+            "",
+        ]);
+        prop::collection::vec((line, prop::bool::ANY), 0..40).prop_map(|lines| {
+            lines
+                .into_iter()
+                .map(|(line, crlf)| format!("{line}{}", if crlf { "\r\n" } else { "\n" }))
+                .collect()
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn each_operation_is_found_as_reading_every_line(ptx in ptx_soup(), cut in 0usize..200) {
+            let operations = ["call", "f64", "setmaxnreg"];
+            let ptx = &ptx[..ptx.floor_char_boundary(cut.min(ptx.len()))];
+            prop_assert_eq!(
+                ptx_entries_with_each_operation(ptx, &operations),
+                entries_with_each_operation_line_by_line(ptx, &operations)
+            );
+        }
+    }
 
     #[test]
     fn finds_setmaxnreg_per_entry() {
