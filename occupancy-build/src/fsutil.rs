@@ -95,24 +95,45 @@ pub fn parse_dep_file(text: &str) -> Vec<PathBuf> {
 
 /// The files a preprocessor output read, from its line markers (`# 12 "path/to/file.h" 1 3`),
 /// without the preprocessor's pseudo-files (`<built-in>`, `<command-line>`). Sorted, deduplicated.
+///
+/// Only the marker lines are read (found by a whole-text search for `\n# `), and each name is
+/// made a path once: the `.cpp1.ii` of a file is megabytes of preprocessed code with thousands
+/// of markers naming a few dozen files, and a build script runs unoptimized.
 pub fn parse_line_markers(text: &str) -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = text
-        .lines()
-        .filter_map(|line| {
-            let rest = line.strip_prefix("# ")?;
-            let (number, rest) = rest.split_once(' ')?;
-            if !number.bytes().all(|byte| byte.is_ascii_digit()) {
-                return None;
-            }
-            let quoted = rest.strip_prefix('"')?;
-            let end = quoted.find('"')?;
-            let name = quoted[..end].replace("\\\\", "\\");
-            (!name.starts_with('<')).then(|| PathBuf::from(name))
-        })
+    let next_marker = |from: usize| text[from..].find("\n# ").map(|offset| from + offset + 1);
+    let mut names: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+    let mut marker = match text.starts_with("# ") {
+        true => Some(0),
+        false => next_marker(0),
+    };
+    while let Some(start) = marker {
+        let end = text[start..]
+            .find('\n')
+            .map_or(text.len(), |offset| start + offset);
+        names.extend(marker_name(&text[start..end]));
+        marker = next_marker(end);
+    }
+    let mut paths: Vec<PathBuf> = names
+        .into_iter()
+        .map(|name| name.replace("\\\\", "\\"))
+        .filter(|name| !name.starts_with('<'))
+        .map(PathBuf::from)
         .collect();
     paths.sort();
     paths.dedup();
     paths
+}
+
+/// The quoted name of a line marker (`# 12 "name" 1 3`) as written; `None` for any other line.
+fn marker_name(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix("# ")?;
+    let (number, rest) = rest.split_once(' ')?;
+    if !number.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    let quoted = rest.strip_prefix('"')?;
+    let end = quoted.find('"')?;
+    Some(&quoted[..end])
 }
 
 /// Splits `target: prerequisites` at the rule's colon (not a Windows drive letter's).
@@ -174,6 +195,38 @@ mod tests {
                 PathBuf::from("kernels/common.cuh")
             ]
         );
+    }
+
+    /// What [`parse_line_markers`] must answer, reading every line.
+    fn line_markers_line_by_line(text: &str) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = text
+            .lines()
+            .filter_map(|line| {
+                let name = marker_name(line)?.replace("\\\\", "\\");
+                (!name.starts_with('<')).then(|| PathBuf::from(name))
+            })
+            .collect();
+        paths.sort();
+        paths.dedup();
+        paths
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn line_markers_are_those_of_every_line(
+            lines in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "# 1 \"k.cu\"", "# 0 \"<built-in>\"", "# 12 \"/a/b.h\" 1 3", "#  2 \"x.h\"",
+                    "# 3 \"C:\\\\x\\\\y.h\"", "# 4 \"a//b.h\"", "# 5 \"a/b.h\"", "int x;", "#define Y",
+                    "# 7 \"unterminated", "", " # 8 \"indented.h\"",
+                ]),
+                0..30,
+            ),
+            crlf in proptest::bool::ANY,
+        ) {
+            let text = lines.join(if crlf { "\r\n" } else { "\n" });
+            proptest::prop_assert_eq!(parse_line_markers(&text), line_markers_line_by_line(&text));
+        }
     }
 
     #[test]
