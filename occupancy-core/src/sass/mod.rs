@@ -167,9 +167,8 @@ mod tests {
         for line in ptx.lines() {
             let code = code_of(line);
             if code.starts_with('.') {
-                match declared_on(line) {
-                    Some(kernel) => current = kernel,
-                    None => {}
+                if let Some(kernel) = declared_on(line) {
+                    current = kernel;
                 }
             } else if let Some(kernel) = current {
                 for operation in operations
