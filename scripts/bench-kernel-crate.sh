@@ -3,6 +3,7 @@
 # files, 935 kernels, a 5 MB PTX), against plain nvcc with the same outputs and parallelism.
 #
 #   scripts/bench-kernel-crate.sh        # RUNS=3 JOBS=$(nproc) SCALE=full ARCHS=sm_80,sm_90
+#   CLEAN_ONLY=1 RUNS=11 scripts/bench-kernel-crate.sh   # the clean build, rerun and SASS stage only
 #
 # Prints, per comparison, wall and CPU (user + sys of every process) medians and their ratio:
 #   clean build: compile_ptx (debug build-script code, as cargo builds it) vs the compiler work it
@@ -105,6 +106,7 @@ for run in $(seq "$RUNS"); do
   stage_share=$(echo "$stage / (${ours#* } - $stage)" | bc -l); stage_share_runs+="$stage_share "
   printf '  this run: clean build cpu %.3fx plain; build'"'"'s own cpu %s s; SASS stage cpu %.3f s = %.1f%% of the rest of the clean build\n' \
     "$clean_ratio" "$own" "$stage" "$(echo "100 * $stage_share" | bc -l)"
+  [[ -n "${CLEAN_ONLY:-}" ]] && continue
   record ours_no_sass "$(measure ours_no_sass)"
   fatbin=$(measure plain_fatbin); record plain_fatbin "$fatbin"
   check=$(measure check_cold); record check_cold "$check"
@@ -119,10 +121,12 @@ report() { # label, ours, plain
 }
 echo "medians (ratio = occupancy / plain nvcc)"
 report "clean build vs nvcc -ptx + ptxas -v per arch" ours_cold plain_work
-report "check cold vs nvcc -fatbin -Xptxas -v" check_cold plain_fatbin
-report "SASS stage: clean build with vs without" ours_cold ours_no_sass
+if [[ -z "${CLEAN_ONLY:-}" ]]; then
+  report "check cold vs nvcc -fatbin -Xptxas -v" check_cold plain_fatbin
+  report "SASS stage: clean build with vs without" ours_cold ours_no_sass
+fi
 printf '%-44s wall %7.3fs | cpu %7.3fs (target <= 0.5 s)\n' "rerun, no CUDA source changed" "$(med "${wall[ours_rerun]}")" "$(med "${cpu[ours_rerun]}")"
 printf '%-44s %.3fx (runs: %s)\n' "clean build cpu ratio, median of the runs'" "$(med "$clean_ratio_runs")" "$clean_ratio_runs"
-printf '%-44s %.3fx (runs: %s)\n' "check cold cpu ratio, median of the runs'" "$(med "$check_ratio_runs")" "$check_ratio_runs"
+[[ -z "${CLEAN_ONLY:-}" ]] && printf '%-44s %.3fx (runs: %s)\n' "check cold cpu ratio, median of the runs'" "$(med "$check_ratio_runs")" "$check_ratio_runs"
 printf '%-44s cpu %7.3fs = %.1f%% of the rest of the clean build (target <= 5%%)\n' "SASS stage, read directly" "$(med "$stage_runs")" "$(echo "100 * $(med "$stage_share_runs")" | bc -l)"
 printf '%-44s cpu %7.3fs\n' "the build's own CPU (not the tools it ran)" "$(med "$own_cpu_runs")"
