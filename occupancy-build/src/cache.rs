@@ -123,13 +123,7 @@ impl Slot {
     /// The entry published last, if its key is still `current_key(dependencies)` and every
     /// product verifies. `None` means: compile.
     pub fn lookup(&self, current_key: impl Fn(&[PathBuf]) -> Option<String>) -> Option<Entry> {
-        let name = std::fs::read_to_string(self.dir.join(POINTER)).ok()?;
-        if name.is_empty() || !name.bytes().all(|byte| byte.is_ascii_hexdigit()) {
-            return None;
-        }
-        let dir = self.dir.join(&name);
-        let manifest: Manifest =
-            serde_json::from_slice(&std::fs::read(dir.join(MANIFEST)).ok()?).ok()?;
+        let (name, dir, manifest) = self.published()?;
         if manifest.schema != MANIFEST_SCHEMA
             || manifest.dependencies.is_empty()
             || entry_name(&manifest.key) != name
@@ -143,6 +137,26 @@ impl Slot {
             let _ = file.set_modified(SystemTime::now());
         }
         Some(entry)
+    }
+
+    /// A product of the entry published last, whatever its key: the previous compile of a source
+    /// that changed since. A hint for how to compile it again (`crate::line_info`), never a
+    /// result: it is not verified. `None` when there is none.
+    pub fn previous_product(&self, role: &str) -> Option<PathBuf> {
+        let (_, dir, manifest) = self.published()?;
+        Some(dir.join(&manifest.product(role)?.name))
+    }
+
+    /// The entry `current` points at: its name, directory and manifest, unchecked.
+    fn published(&self) -> Option<(String, PathBuf, Manifest)> {
+        let name = std::fs::read_to_string(self.dir.join(POINTER)).ok()?;
+        if name.is_empty() || !name.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+            return None;
+        }
+        let dir = self.dir.join(&name);
+        let manifest: Manifest =
+            serde_json::from_slice(&std::fs::read(dir.join(MANIFEST)).ok()?).ok()?;
+        Some((name, dir, manifest))
     }
 
     /// A fresh, empty staging directory inside the slot (unique per process and call).

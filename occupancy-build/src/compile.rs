@@ -256,17 +256,17 @@ pub fn compile_source(
         path: work.clone(),
         error,
     })?;
-    let fresh = run_nvcc(settings, source, kind, &work)?;
+    let two_steps = compiles_in_two_steps(settings, kind, &slot);
+    let fresh = run_nvcc(settings, source, kind, &work, two_steps)?;
     // The products move to the staging root under fixed names; nvcc's intermediates go.
     let stem = file_stem(source);
     let mut products: Vec<(String, String)> = Vec::new();
     if crate::line_info::strips(settings, kind) {
-        let keep_lineinfo = crate::line_info::two_steps(settings, kind);
         products.extend(crate::line_info::products(
             &work,
             &staging.dir,
             &stem,
-            keep_lineinfo,
+            two_steps,
         )?);
     }
     if kind == SourceKind::Cuda {
@@ -301,6 +301,16 @@ pub fn compile_source(
         false,
         fresh.wrapper_failure,
     ))
+}
+
+/// Whether this compile runs in two steps (`crate::line_info`): when the source may, unless its
+/// previous compile in `slot` (the source before its last change) spilled in many kernels.
+fn compiles_in_two_steps(settings: &CompileSettings, kind: SourceKind, slot: &Slot) -> bool {
+    crate::line_info::two_steps(settings, kind)
+        && !slot
+            .previous_product("log")
+            .and_then(|log| std::fs::read_to_string(log).ok())
+            .is_some_and(|log| crate::line_info::spills_are_common(&log))
 }
 
 /// `compute_80` from a PTX file's `.target sm_80[, ...]` directive (read from its header only).
@@ -422,18 +432,18 @@ pub(crate) fn arch_args(settings: &CompileSettings, with_ptx: bool) -> Vec<OsStr
         .collect()
 }
 
-/// The nvcc arguments for one source, without the wrapper and host args (shared with the cache key).
+/// The nvcc arguments for one source, without the wrapper and host args (shared with the cache
+/// key), in two steps or one (`two_steps`, `crate::line_info`).
 fn nvcc_args(
     settings: &CompileSettings,
     source: &Path,
     kind: SourceKind,
     work: &Path,
+    two_steps: bool,
 ) -> Vec<Vec<OsString>> {
     let stem = file_stem(source);
     match kind {
-        SourceKind::Cuda if crate::line_info::two_steps(settings, kind) => {
-            crate::line_info::two_step_args(settings, source, work)
-        }
+        SourceKind::Cuda if two_steps => crate::line_info::two_step_args(settings, source, work),
         SourceKind::Cuda => {
             let mut args: Vec<OsString> = Vec::new();
             match settings.product {
@@ -516,10 +526,11 @@ fn run_nvcc(
     source: &Path,
     kind: SourceKind,
     work: &Path,
+    two_steps: bool,
 ) -> Result<FreshOutput, Error> {
-    let commands = nvcc_args(settings, source, kind, work);
+    let commands = nvcc_args(settings, source, kind, work, two_steps);
     let stem = file_stem(source);
-    let (compiler_log, wrapper_failure) = if crate::line_info::two_steps(settings, kind) {
+    let (compiler_log, wrapper_failure) = if two_steps {
         // cicc, the strip, then ptxas on the stripped PTX (crate::line_info).
         let (mut log, _) = run_nvcc_commands(settings, source, &commands[..1])?;
         crate::line_info::strip(source, work, &stem)?;
@@ -804,8 +815,12 @@ fn config_key(settings: &CompileSettings, source: &Path, kind: SourceKind) -> St
         hasher.field(arch.to_string().as_bytes());
     }
     hasher.field(absolute(source).as_os_str().as_encoded_bytes());
-    // The arguments with a fixed work dir, so the key does not depend on the process id.
-    for args in nvcc_args(settings, source, kind, Path::new("/work")) {
+    // The arguments with a fixed work dir, so the key does not depend on the process id; the
+    // two-step commands when the source may compile in two steps: whether it does (its previous
+    // compile decides, `crate::line_info::spills_are_common`) changes only the binary's line
+    // tables, never what ships or what ptxas reports, so both ways share the slot.
+    let two_steps = crate::line_info::two_steps(settings, kind);
+    for args in nvcc_args(settings, source, kind, Path::new("/work"), two_steps) {
         for arg in args {
             hasher.field(arg.as_encoded_bytes());
         }

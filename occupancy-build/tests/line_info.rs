@@ -326,3 +326,121 @@ fn the_users_arguments_reach_cicc_and_ptxas() {
         assert!(unbounded.2 > 0, "the cap makes ptxas spill on {arch}");
     }
 }
+
+/// The cache entries' `-lineinfo` PTX files under `out`, by file name: an entry has one when its
+/// source was compiled in two steps.
+fn lineinfo_ptx_files(out: &Path) -> Vec<String> {
+    fn walk(dir: &Path, found: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, found);
+            } else if path.to_string_lossy().ends_with(".lineinfo.ptx") {
+                found.push(path.file_name().unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(&out.join("occupancy/cache"), &mut found);
+    found.sort();
+    found
+}
+
+/// A source whose previous compile spilled in many kernels is compiled in one step, ptxas
+/// making line tables for all (`line_info::spills_are_common`): `spills.cu` after an edit, while
+/// `constants.cu`, which does not spill, stays in two. Both ways give the same report and SASS
+/// facts, lines included.
+#[test]
+fn a_source_that_spilled_in_many_kernels_is_compiled_in_one_step_next_time() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("line-info-one-step");
+    let (pkg, out) = common::scratch_package(&dir, "\n[workspace]\n", "");
+    for file in ["spills.cu", "constants.cu"] {
+        std::fs::copy(corpus(file), pkg.join("kernels").join(file)).unwrap();
+    }
+    let build = || {
+        let mut build = common::package_build(&pkg, &out);
+        build.source_dir("kernels").arch("sm_80").arch("sm_90");
+        match build.try_compile_ptx() {
+            Ok(_) | Err(Error::Denied { .. }) => {}
+            Err(error) => panic!("{error}"),
+        }
+        let json = std::fs::read_to_string(out.join("occupancy.json")).unwrap();
+        Report::from_json(&json).unwrap()
+    };
+    let first = build();
+    assert_eq!(
+        lineinfo_ptx_files(&out),
+        ["constants.lineinfo.ptx", "spills.lineinfo.ptx"],
+        "no previous compile: both in two steps"
+    );
+    let spilled = first
+        .kernels
+        .iter()
+        .filter(|row| row.spill_store_bytes > 0)
+        .count();
+    assert!(
+        spilled * 100 >= first.kernels.len(),
+        "{spilled} of {} rows spill",
+        first.kernels.len()
+    );
+    // An edit that changes no line of code: a comment at the end of each file.
+    for file in ["spills.cu", "constants.cu"] {
+        let path = pkg.join("kernels").join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{text}\n// edited\n")).unwrap();
+    }
+    let second = build();
+    let lineinfo = lineinfo_ptx_files(&out);
+    assert!(
+        lineinfo.contains(&"constants.lineinfo.ptx".to_owned()),
+        "constants.cu spills nowhere: two steps again: {lineinfo:?}"
+    );
+    // The old entries stay until the cache collects them; the new spills entry has none.
+    let spills_entries = lineinfo
+        .iter()
+        .filter(|name| name.starts_with("spills"))
+        .count();
+    assert!(spills_entries <= 1, "{lineinfo:?}");
+    let entry_of_latest = |stem: &str| {
+        let slot = std::fs::read_dir(out.join("occupancy/cache"))
+            .unwrap()
+            .flatten()
+            .find(|entry| {
+                entry
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("{stem}-"))
+            })
+            .unwrap()
+            .path();
+        let current = std::fs::read_to_string(slot.join("current")).unwrap();
+        slot.join(current.trim())
+    };
+    assert!(
+        !entry_of_latest("spills")
+            .join("spills.lineinfo.ptx")
+            .exists(),
+        "spills.cu spilled in most kernels: compiled in one step"
+    );
+    assert!(entry_of_latest("constants")
+        .join("constants.lineinfo.ptx")
+        .exists());
+    let rows = |report: &Report| {
+        let mut rows: Vec<String> = report
+            .kernels
+            .iter()
+            .map(|row| serde_json::to_string(row).unwrap())
+            .collect();
+        rows.sort();
+        rows
+    };
+    assert_eq!(
+        rows(&second),
+        rows(&first),
+        "the same rows, SASS facts and lines included"
+    );
+    assert!(second.kernels.iter().any(|row| row
+        .sass
+        .as_ref()
+        .is_some_and(|facts| !facts.lines.is_empty())));
+}
