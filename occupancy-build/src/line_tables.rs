@@ -2,9 +2,10 @@
 //!
 //! A `compile_ptx` source's fatbin is assembled from the stripped PTX that ships
 //! (`crate::line_info`), so its cubins cannot say which source line an instruction came from.
-//! The SASS stage reads only some kernels (those a lint above `allow` can report on), so instead
-//! of assembling the whole `-lineinfo` PTX again, [`line_cubins`] assembles, per arch, a module
-//! of just those kernels and the functions they reach
+//! Only the findings about local memory name lines, so the SASS stage reads the kernels it wants
+//! that use local memory on an arch from a cubin with line tables (and the others from the
+//! fatbin): instead of assembling the whole `-lineinfo` PTX again, [`line_cubins`] assembles,
+//! per arch, a module of just those kernels and the functions they reach
 //! ([`occupancy_core::ptxas::subset_ptx`]), with `-lineinfo`:
 //! `nvcc -cubin -arch=sm_<a> -lineinfo -Xptxas -v [user args] <subset>.ptx`.
 //!

@@ -1,12 +1,15 @@
 //! The SASS stage: the machine code of the compile that already ran, read into per-kernel facts.
 //!
-//! For every compiled `.cu` (compiled with `-lineinfo`, which adds line tables and does not change
-//! the code) whose [`SassDemand`] needs it, the kernels a lint above `allow` can report on are
-//! disassembled from the cubins of the compile that already ran, all binaries of the build in one
-//! batch ([`crate::disassemble`]: one `nvdisasm` per architecture); the text goes to
-//! `occupancy_core::sass`. Nothing is compiled a second time. The facts are cached next to the
-//! binary in the compile's cache entry (`<binary>.sass.json`), keyed by the binary's SHA-256, so
-//! a cached compile reads no SASS again.
+//! For every compiled `.cu` whose [`SassDemand`] needs it, the kernels a lint above `allow` can
+//! report on are disassembled from the cubins of the compile that already ran, all binaries of
+//! the build in one batch ([`crate::disassemble`]: one `nvdisasm` per architecture); the text
+//! goes to `occupancy_core::sass`. A binary assembled with `-lineinfo` (line tables; the code is
+//! the same) is read as it is; a `compile_ptx` binary assembled from the stripped PTX has no line
+//! tables, so its kernels that use local memory, whose findings name lines, are read from cubins
+//! of just those kernels assembled from the `-lineinfo` PTX kept in the entry
+//! ([`crate::line_tables`]). The facts are cached next to the binary in the compile's cache entry
+//! (`<binary>.sass.json`), keyed by the binary's size and modification time, so a cached compile
+//! reads no SASS again.
 //!
 //! When nvdisasm or cuobjdump is missing, the stage reports why ([`SassEvidence::unavailable`])
 //! and the caller says so in a warning: the SASS lints did not run. A disassembler that runs and
