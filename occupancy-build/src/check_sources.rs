@@ -14,7 +14,7 @@ use occupancy_core::report::{Finding, KernelRow, Report};
 use occupancy_core::spec::{BlockDim, KernelSpec};
 
 use crate::check;
-use crate::compile::{self, Product};
+use crate::compile::{self, LineTables, Product};
 use crate::declarations::Declarations;
 use crate::levels::Levels;
 use crate::matching::Matching;
@@ -65,7 +65,9 @@ impl Build {
     pub fn check_sources(&self, request: &SourceCheck) -> Result<SourceCheckOutput, Error> {
         let context = self.resolve_without_package()?;
         let toolchain = Toolchain::find(&self.env, false)?;
-        let compiled = compile::compile_all(&context, &toolchain, Product::Ptx)?;
+        // Every lint on every kernel: the SASS stage reads every kernel with local memory.
+        let compiled =
+            compile::compile_all(&context, &toolchain, Product::Ptx, LineTables::Everywhere)?;
         let (kernels, without_kernels) = parse::parse_compiled(&compiled, &context)?;
         let levels = Levels::uniform(request.lint_levels.clone());
         let declarations = Declarations::default();

@@ -64,6 +64,21 @@ pub struct CompileSettings {
     pub ptx_per_arch: bool,
     /// The archs of `archs` checked only as JIT targets of the shipped PTX (`jit_archs`).
     pub jit_archs: Vec<SmArch>,
+    /// Which kernels a `compile_ptx` build's ptxas makes line tables for.
+    pub line_tables: LineTables,
+}
+
+/// Which kernels ptxas makes line tables for in a `compile_ptx` build (`crate::line_info`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineTables {
+    /// None in the build's binary (ptxas assembles the stripped PTX); the SASS stage assembles
+    /// them for the kernels it reads that use local memory: few, in a build, where the SASS
+    /// lints read what a declaration or a hard failure asks for.
+    OnDemand,
+    /// Every kernel, in the one compile (`nvcc -fatbin -lineinfo`): when the SASS stage reads
+    /// the local memory of every kernel (`cargo occupancy check`, every lint on every kernel;
+    /// `OCCUPANCY_SASS=all`), assembling each such kernel again would cost more than the 3.5%.
+    Everywhere,
 }
 
 /// One PTX program of a source and the archs whose SASS ptxas assembled from it.
@@ -171,6 +186,7 @@ pub fn compile_all(
     context: &Context,
     toolchain: &Toolchain,
     product: Product,
+    line_tables: LineTables,
 ) -> Result<Vec<CompiledSource>, Error> {
     let settings = CompileSettings {
         toolchain: toolchain.clone(),
@@ -180,6 +196,7 @@ pub fn compile_all(
         cache_root: context.out_dir.join("occupancy").join("cache"),
         ptx_per_arch: context.ptx_per_arch,
         jit_archs: context.jit_archs.clone(),
+        line_tables,
     };
     for (path, _) in &context.sources {
         if !path.is_file() {
@@ -303,10 +320,12 @@ pub fn compile_source(
     ))
 }
 
-/// Whether this compile runs in two steps (`crate::line_info`): when the source may, unless its
-/// previous compile in `slot` (the source before its last change) spilled in many kernels.
+/// Whether this compile runs in two steps (`crate::line_info`): when the source may and line
+/// tables are made on demand, unless its previous compile in `slot` (the source before its last
+/// change) spilled in many kernels.
 fn compiles_in_two_steps(settings: &CompileSettings, kind: SourceKind, slot: &Slot) -> bool {
     crate::line_info::two_steps(settings, kind)
+        && settings.line_tables == LineTables::OnDemand
         && !slot
             .previous_product("log")
             .and_then(|log| std::fs::read_to_string(log).ok())
@@ -922,7 +941,13 @@ mod tests {
         std::fs::create_dir_all(dir.join("b")).unwrap();
         let mut context = crate::context::Context::for_tests(&dir, &["sm_90"]);
         let compile = |context: &crate::context::Context| {
-            compile_all(context, &absent_toolchain(), Product::Ptx).unwrap_err()
+            compile_all(
+                context,
+                &absent_toolchain(),
+                Product::Ptx,
+                LineTables::OnDemand,
+            )
+            .unwrap_err()
         };
         let error = compile(&context);
         assert!(matches!(error, Error::NoSources), "{error:?}");
@@ -1029,6 +1054,7 @@ mod key_tests {
             cache_root: PathBuf::from("/cache"),
             ptx_per_arch: false,
             jit_archs: Vec::new(),
+            line_tables: LineTables::OnDemand,
         }
     }
 
@@ -1061,6 +1087,10 @@ mod key_tests {
             slot_dir(&settings(&["-DWIDTH=2"], &["sm_80"])),
             "two -D configurations never share a slot"
         );
+        // Where the line tables are made changes neither what ships nor ptxas's report.
+        let mut everywhere = settings(&["-DWIDTH=1"], &["sm_80"]);
+        everywhere.line_tables = LineTables::Everywhere;
+        assert_eq!(key(&everywhere), base, "line tables do not name a slot");
     }
 
     fn arch(name: &str) -> SmArch {

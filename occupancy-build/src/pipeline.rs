@@ -55,7 +55,11 @@ pub fn run(
     let declarations = crate::declarations::scan_declarations(context, cargo)?;
     crate::declarations::write_bounds_header(context, &declarations)?;
     compile::check_unique_stems(&context.sources)?;
-    let compiled = compile::compile_all(context, &toolchain, product)?;
+    let line_tables = match context.read_all_sass {
+        true => compile::LineTables::Everywhere,
+        false => compile::LineTables::OnDemand,
+    };
+    let compiled = compile::compile_all(context, &toolchain, product, line_tables)?;
     watch_compiled(context, &toolchain, &compiled, cargo);
     let mut output = Output {
         ptx_files: Vec::new(),
