@@ -95,3 +95,13 @@ pub fn assert_success(output: &std::process::Output) {
         text(output)
     );
 }
+
+/// Runs a tool a test needs; its output. The test fails, naming the command and what it printed,
+/// unless the tool ran and succeeded.
+pub fn run_tool(command: &mut std::process::Command) -> std::process::Output {
+    let output = command
+        .output()
+        .unwrap_or_else(|error| panic!("{command:?}: {error}"));
+    assert!(output.status.success(), "{command:?}: {}", text(&output));
+    output
+}

@@ -35,17 +35,7 @@ fn run(program: &Path, args: &[&str]) -> String {
         dir.parent().unwrap().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let output = Command::new(program)
-        .args(args)
-        .env("PATH", path)
-        .output()
-        .unwrap_or_else(|error| panic!("{}: {error}", program.display()));
-    assert!(
-        output.status.success(),
-        "{} {args:?}: {}",
-        program.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = occupancy_tests::run_tool(Command::new(program).args(args).env("PATH", path));
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 

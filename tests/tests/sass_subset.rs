@@ -30,16 +30,7 @@ fn nvdisasm() -> PathBuf {
 
 /// Runs `program args`; its stdout and stderr (it must succeed).
 fn run(program: &Path, args: &[&std::ffi::OsStr]) -> (String, String) {
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|error| panic!("{}: {error}", program.display()));
-    assert!(
-        output.status.success(),
-        "{} {args:?}: {}",
-        program.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = occupancy_tests::run_tool(Command::new(program).args(args));
     (
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),

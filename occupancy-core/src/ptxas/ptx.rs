@@ -580,6 +580,14 @@ pub fn entry_source_lines(ptx_text: &str) -> std::collections::BTreeMap<String, 
             first_locs.push((name.clone(), file_index, line));
         }
     }
+    with_files(first_locs, &files)
+}
+
+/// Each (entry, `.file` index, line) with its file's path; one whose index has no `.file` goes.
+fn with_files(
+    first_locs: Vec<(String, u32, u32)>,
+    files: &std::collections::BTreeMap<u32, String>,
+) -> std::collections::BTreeMap<String, EntrySourceLine> {
     first_locs
         .into_iter()
         .filter_map(|(name, file_index, line)| {
@@ -712,13 +720,7 @@ mod source_line_tests {
                 open_entry = None;
             }
         }
-        first_locs
-            .into_iter()
-            .filter_map(|(name, file_index, line)| {
-                let file = files.get(&file_index)?.clone();
-                Some((name, EntrySourceLine { file, line }))
-            })
-            .collect()
+        with_files(first_locs, &files)
     }
 
     fn lineinfo_soup() -> impl proptest::strategy::Strategy<Value = String> {
@@ -742,12 +744,7 @@ mod source_line_tests {
             "{",
             "}",
         ]);
-        prop::collection::vec((line, prop::bool::ANY), 0..40).prop_map(|lines| {
-            lines
-                .into_iter()
-                .map(|(line, crlf)| format!("{line}{}", if crlf { "\r\n" } else { "\n" }))
-                .collect()
-        })
+        crate::ptxas::text::tests::lines_of(line)
     }
 
     proptest::proptest! {

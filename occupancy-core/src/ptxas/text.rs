@@ -74,9 +74,22 @@ pub(crate) fn lines_holding(text: &str, needles: &[&str]) -> Vec<usize> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Up to 40 lines drawn from `line`, each ended by `\n` or `\r\n`: PTX-like text for the
+    /// scans' proptests.
+    pub(crate) fn lines_of(
+        line: impl Strategy<Value = &'static str>,
+    ) -> impl Strategy<Value = String> {
+        prop::collection::vec((line, prop::bool::ANY), 0..40).prop_map(|lines| {
+            lines
+                .into_iter()
+                .map(|(line, crlf)| format!("{line}{}", if crlf { "\r\n" } else { "\n" }))
+                .collect()
+        })
+    }
 
     #[test]
     fn finds_what_str_finds() {

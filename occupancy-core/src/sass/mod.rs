@@ -208,12 +208,7 @@ mod tests {
             ".entry",
             "",
         ]);
-        prop::collection::vec((line, prop::bool::ANY), 0..40).prop_map(|lines| {
-            lines
-                .into_iter()
-                .map(|(line, crlf)| format!("{line}{}", if crlf { "\r\n" } else { "\n" }))
-                .collect()
-        })
+        crate::ptxas::text::tests::lines_of(line)
     }
 
     proptest! {
