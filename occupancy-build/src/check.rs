@@ -316,16 +316,18 @@ pub(crate) fn sass_demands(
         demand.everything = read_all;
         demand.entries.insert(kernel.name.clone());
         for (arch, record) in &kernel.records {
-            let local = record.stack_frame_bytes.unwrap_or(0) > 0
+            let spilled = spills(record);
+            let uses_local = spilled
+                || record.stack_frame_bytes.unwrap_or(0) > 0
                 || record.local_memory_bytes.unwrap_or(0) > 0;
-            if local || spills(record) {
+            if uses_local {
                 demand
                     .uses_local_memory
                     .entry(arch.clone())
                     .or_default()
                     .insert(kernel.name.clone());
             }
-            if (spills(record) && reads_spills) || ((local || spills(record)) && reads_local) {
+            if (spilled && reads_spills) || (uses_local && reads_local) {
                 demand
                     .local_memory
                     .entry(arch.clone())

@@ -4,8 +4,8 @@
 //! or a `.ptx` source, where each kernel is defined); the SASS stage needs which kernels use an
 //! operation a machine-code lint starts from (`call`, FP64, `setmaxnreg`). Both come from
 //! scanning megabytes of PTX (10 MB on a 935-kernel crate), which a debug build script (how
-//! cargo builds one) does at a few tens of MB/s, on every run of the build script, whatever
-//! changed. So the first reader scans the text once for all of it and caches the answer beside
+//! cargo builds one) does several times slower than optimized code, and would do on every run
+//! of the build script, whatever changed. So the first reader scans the text once for all of it and caches the answer beside
 //! the compile's other products (`<role>.summary.json` in the cache entry); later runs, after a
 //! Rust-only edit, read that small file instead. The cached summary names the PTX it was read
 //! from by size and modification time, like the SASS facts (`crate::sass`): a PTX compiled again

@@ -15,6 +15,7 @@
 //! skipped without being interpreted.
 
 use super::demangle;
+use super::text::find_char_from;
 use serde::Serialize;
 
 /// The performance-tuning directives of one `.entry`.
@@ -228,17 +229,6 @@ fn skip_body(text: &str) -> &str {
         next_close = find_char_from(text, next_close + 1, '}');
     }
     ""
-}
-
-/// The offset of the first `wanted` (ASCII) in `text` at or after byte `from`, which may be
-/// inside a character (an ASCII byte never is); `text.len()` if none.
-fn find_char_from(text: &str, mut from: usize, wanted: char) -> usize {
-    while !text.is_char_boundary(from) {
-        from += 1;
-    }
-    text[from..]
-        .find(wanted)
-        .map_or(text.len(), |offset| from + offset)
 }
 
 /// PTX without its comments, in one pass: `// ...` up to the end of its line is removed, a

@@ -37,13 +37,21 @@ pub(crate) fn before_line_comment(line: &str) -> &str {
     find(line, "//").map_or(line, |at| &line[..at])
 }
 
+/// The offset of the first `wanted` (ASCII) in `text` at or after byte `from`, which may be
+/// inside a character (an ASCII byte never is); `text.len()` if none.
+pub(crate) fn find_char_from(text: &str, mut from: usize, wanted: char) -> usize {
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    text[from..]
+        .find(wanted)
+        .map_or(text.len(), |offset| from + offset)
+}
+
 /// The line that holds byte `at` of `text`: (start, end), `end` at its `\n` or the text's end.
 pub(crate) fn line_around(text: &str, at: usize) -> (usize, usize) {
     let start = text[..at].rfind('\n').map_or(0, |newline| newline + 1);
-    let end = text[at..]
-        .find('\n')
-        .map_or(text.len(), |newline| at + newline);
-    (start, end)
+    (start, find_char_from(text, at, '\n'))
 }
 
 /// The line from `start` to `end` as `str::lines` gives it: without the `\r` of a `\r\n`.
