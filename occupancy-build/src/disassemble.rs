@@ -36,15 +36,12 @@ struct CubinRead {
 pub struct Wanted<'a> {
     pub source: &'a CompiledSource,
     pub binary: &'a Path,
-    /// The archs to read, each with its kernels (`None`: every kernel).
-    pub kernels: BTreeMap<String, Option<&'a BTreeSet<String>>>,
-    /// Per arch, the wanted kernels to read from cubins with line tables assembled from the
-    /// source's `-lineinfo` PTX ([`crate::line_tables`]) instead of from `binary`, which has
-    /// none: those that use local memory there, whose findings name lines. Empty when the
-    /// binary has line tables.
+    /// The archs to read from `binary`, each with its kernels (`None`: every kernel).
+    pub kernels: BTreeMap<String, Option<BTreeSet<String>>>,
+    /// Per arch, the kernels to read from cubins with line tables assembled from the source's
+    /// `-lineinfo` PTX ([`crate::line_tables`]), because `binary` has none; never also in
+    /// `kernels`. Empty when the binary has line tables.
     pub from_line_tables: BTreeMap<String, BTreeSet<String>>,
-    /// Every kernel of the source (what `None` in `kernels` means where kernels must be named).
-    pub entries: &'a BTreeSet<String>,
 }
 
 /// The tools and what the reader needs from ptxas.
@@ -129,16 +126,7 @@ impl Disassembler<'_> {
     fn extract(&self, wanted: &Wanted, dir: &Path) -> Result<Vec<CubinRead>, Error> {
         let mut reads: Vec<CubinRead> = Vec::new();
         for (arch, path) in self.extract_binary(wanted, dir)? {
-            let kernels = wanted.kernels.get(&arch).copied().flatten();
-            let kernels = match wanted.from_line_tables.get(&arch) {
-                Some(lined) => Some(
-                    (kernels.unwrap_or(wanted.entries))
-                        .difference(lined)
-                        .cloned()
-                        .collect(),
-                ),
-                None => kernels.cloned(),
-            };
+            let kernels = wanted.kernels.get(&arch).cloned().flatten();
             if kernels.as_ref().is_none_or(|kernels| !kernels.is_empty()) {
                 reads.push(CubinRead {
                     arch,
@@ -487,7 +475,6 @@ mod tests {
             })
             .collect();
         let archs = ["sm_80", "sm_90", "sm_90a", "sm_100", "sm_120"];
-        let no_kernels = BTreeSet::new();
         let wanted: Vec<Wanted> = sources
             .iter()
             .map(|source| Wanted {
@@ -498,7 +485,6 @@ mod tests {
                     .map(|arch| ((*arch).to_owned(), None))
                     .collect(),
                 from_line_tables: BTreeMap::new(),
-                entries: &no_kernels,
             })
             .collect();
         let (cuobjdump, nvdisasm) = (

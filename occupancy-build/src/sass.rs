@@ -368,17 +368,27 @@ impl Pending<'_> {
             .programs
             .iter()
             .flat_map(|program| &program.archs);
-        let kernels = self.selection.kernels_by_arch(archs);
+        let mut kernels: BTreeMap<String, Option<BTreeSet<String>>> = (self.selection)
+            .kernels_by_arch(archs)
+            .into_iter()
+            .map(|(arch, kernels)| (arch, kernels.cloned()))
+            .collect();
         let from_line_tables = match self.source.lineinfo_ptx {
             Some(_) => self.local_memory_kernels(&kernels),
             None => BTreeMap::new(),
         };
+        // What comes from line-table cubins is not read from the binary too.
+        for (arch, lined) in &from_line_tables {
+            if let Some(read) = kernels.get_mut(arch) {
+                let all = read.take().unwrap_or_else(|| self.demand.entries.clone());
+                *read = Some(all.difference(lined).cloned().collect());
+            }
+        }
         Wanted {
             source: self.source,
             binary: self.binary,
             kernels,
             from_line_tables,
-            entries: &self.demand.entries,
         }
     }
 
@@ -388,13 +398,13 @@ impl Pending<'_> {
     /// one when everything is read (`explain` and HTML show every loop's line).
     fn local_memory_kernels(
         &self,
-        kernels: &BTreeMap<String, Option<&BTreeSet<String>>>,
+        kernels: &BTreeMap<String, Option<BTreeSet<String>>>,
     ) -> BTreeMap<String, BTreeSet<String>> {
         let no_kernels = BTreeSet::new();
         kernels
             .iter()
             .filter_map(|(arch, kernels)| {
-                let read = kernels.unwrap_or(&self.demand.entries);
+                let read = kernels.as_ref().unwrap_or(&self.demand.entries);
                 let lined: BTreeSet<String> = match self.demand.everything {
                     true => read.clone(),
                     false => {
