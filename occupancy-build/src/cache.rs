@@ -154,8 +154,7 @@ impl Slot {
             return None;
         }
         let dir = self.dir.join(&name);
-        let manifest: Manifest =
-            serde_json::from_slice(&std::fs::read(dir.join(MANIFEST)).ok()?).ok()?;
+        let manifest = read_manifest(&dir)?;
         Some((name, dir, manifest))
     }
 
@@ -234,9 +233,7 @@ impl Slot {
 
     /// The entry `name` when its manifest has `key` and every product verifies.
     fn lookup_named(&self, name: &str, key: &str) -> Option<Entry> {
-        let manifest: Manifest =
-            serde_json::from_slice(&std::fs::read(self.dir.join(name).join(MANIFEST)).ok()?)
-                .ok()?;
+        let manifest = read_manifest(&self.dir.join(name))?;
         (manifest.schema == MANIFEST_SCHEMA && manifest.key == key).then_some(())?;
         self.verify(name, manifest)
     }
@@ -301,6 +298,11 @@ fn expired(modified: Option<SystemTime>, now: SystemTime, limit: Duration, stagi
         Some(modified) => now.duration_since(modified).is_ok_and(|age| age > limit),
         None => !staging,
     }
+}
+
+/// The manifest of the entry in `dir`, unchecked; `None` when it cannot be read or parsed.
+fn read_manifest(dir: &Path) -> Option<Manifest> {
+    serde_json::from_slice(&std::fs::read(dir.join(MANIFEST)).ok()?).ok()
 }
 
 /// Sets a product's modification time to `stamp`; returns its size and its time as the file
