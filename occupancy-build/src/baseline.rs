@@ -169,6 +169,37 @@ impl Baseline {
     }
 }
 
+/// `OCCUPANCY_BLESS`: writes the crate's numbers (`report`, every product so far) as the
+/// package's baseline, keeping the entries of archs the build did not check.
+pub(crate) fn bless_file(
+    context: &crate::context::Context,
+    report: &Report,
+    stamp: ToolchainStamp,
+    cargo: &mut crate::cargo_lines::CargoLines,
+) -> Result<(), Error> {
+    let path = baseline_path(context);
+    let previous = Baseline::load(&path)?;
+    let blessed = Baseline::blessed(previous, Baseline::of_report(report, &stamp));
+    crate::fsutil::write_atomic(&path, blessed.to_text().as_bytes())?;
+    cargo.warning(&format!(
+        "occupancy: OCCUPANCY_BLESS is set: wrote the baseline {}",
+        crate::fsutil::display_path(&context.manifest_dir, &path)
+    ));
+    Ok(())
+}
+
+/// The package's baseline file: `baseline = ...` under `[package.metadata.occupancy]`, else
+/// `occupancy.lock`, relative to the package root.
+pub(crate) fn baseline_path(context: &crate::context::Context) -> std::path::PathBuf {
+    context.manifest_dir.join(
+        context
+            .settings
+            .baseline
+            .clone()
+            .unwrap_or_else(|| std::path::PathBuf::from("occupancy.lock")),
+    )
+}
+
 /// What comparing a build with the baseline found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Comparison {

@@ -17,34 +17,59 @@ use crate::cargo_lines::CargoLines;
 use crate::compile::CompiledSource;
 use crate::context::Context;
 use crate::declarations::{Declarations, Declared};
-use crate::fsutil::{display_path, write_atomic};
+use crate::fsutil::display_path;
 use crate::levels::{Gathered, Levels};
 use crate::matching::{check_kernel_tables, match_declarations, Matching};
 use crate::parse::{parse_compiled, CompiledKernel};
 use crate::render::render_findings;
-use crate::report::{for_build, write_reports};
+use crate::report::for_build;
 use crate::rows::{kernel_rows, ArchRow};
 use crate::spill_help::spill_free_help;
 use crate::toolchain::Toolchain;
 use crate::Error;
 use occupancy_core::report::{KernelRow, Report, SourceFile};
 
-/// Checks the compiled sources against the declarations and writes the reports: parse, match
-/// declarations, read the SASS where it matters, evaluate every kernel, compare with the
-/// baseline, settle expectations, render; deny findings come back as [`Error::Denied`].
+/// What checking one product found: its report (rows and the findings of its kernels), which
+/// declarations its kernels matched and which expectations they fulfilled (the crate-level
+/// questions `crate_view` settles over every product), and its rendered errors.
+#[derive(Debug, Default)]
+pub(crate) struct CheckedProduct {
+    /// This product's rows, sources and findings.
+    pub(crate) report: Report,
+    /// Every compiled kernel's name (for a missing declaration's suggestions).
+    pub(crate) compiled_kernels: Vec<String>,
+    /// Declarations (indices into the build's `Declarations`) a kernel of this product matched.
+    pub(crate) matched: BTreeSet<usize>,
+    /// `expect(lint)` of a declaration that a finding of this product fulfilled.
+    pub(crate) fulfilled: BTreeSet<(usize, LintId)>,
+    /// Deny findings rendered as rustc-style errors.
+    pub(crate) denials: Vec<String>,
+    /// Toolchain changes since the baseline (said first in a failure).
+    pub(crate) toolchain_changes: Vec<String>,
+    /// The toolchain stamp when blessing: the crate view writes the baseline.
+    pub(crate) bless_stamp: Option<ToolchainStamp>,
+    /// Why nothing was checked (`.check(false)`, `OCCUPANCY_SKIP`); `None`: checked.
+    pub(crate) unchecked: Option<String>,
+}
+
+/// Checks one product's compiled sources against the declarations: parse, match declarations,
+/// read the SASS where it matters, evaluate every kernel, compare with the baseline, settle the
+/// expectations its findings fulfil, render. Nothing is written here: the crate view writes the
+/// crate's files from every product (`crate_view.rs`).
 pub fn check(
     context: &Context,
     toolchain: &Toolchain,
     compiled: &[CompiledSource],
     declarations: &Declarations,
     cargo: &mut CargoLines,
-) -> Result<Report, Error> {
+) -> Result<CheckedProduct, Error> {
     let mut report = for_build(context, Some(toolchain.release.clone()), None);
     report.sources = compiled
         .iter()
         .map(|source| SourceFile {
             path: display_path(&context.manifest_dir, &source.source),
             from_cache: source.from_cache,
+            product: None,
         })
         .collect();
     require_reasons(context, declarations)?;
@@ -79,12 +104,6 @@ pub fn check(
         gathered.extend(found);
         report.kernels.extend(rows);
     }
-    gathered.extend(unmatched_declarations(
-        &kernels,
-        &matching,
-        declarations,
-        &levels,
-    ));
     // Asking ptxas its version costs a process: only when there is a baseline to stamp.
     let stamp = (context.bless || baseline.baseline.is_some())
         .then(|| ToolchainStamp::of(&context.stamped_flags, toolchain));
@@ -102,15 +121,18 @@ pub fn check(
         gathered.extend(found);
         toolchain_changes = changes;
     }
-    crate::expectations::settle(declarations, &levels, &mut gathered);
-    let rendered_denials = render_findings(gathered, context, declarations, &mut report, cargo);
-    if let (Some(stamp), true) = (stamp, context.bless) {
-        baseline.bless(context, &report, stamp, cargo)?;
-    }
-    write_reports(context, &report)?;
-    crate::facts::write(context, &crate::facts::of_report(&report, declarations))?;
-    denied(context, &toolchain_changes, &rendered_denials)?;
-    Ok(report)
+    let fulfilled = crate::expectations::settle(declarations, &mut gathered);
+    let denials = render_findings(gathered, context, declarations, &mut report, cargo);
+    Ok(CheckedProduct {
+        report,
+        compiled_kernels: kernels.iter().map(|kernel| kernel.name.clone()).collect(),
+        matched: matching.matched.clone(),
+        fulfilled,
+        denials,
+        toolchain_changes,
+        bless_stamp: stamp.filter(|_| context.bless),
+        unchecked: None,
+    })
 }
 
 /// `allow`/`expect` of a deny-by-default lint without a `reason` (unless the crate opts out).
@@ -128,53 +150,20 @@ fn require_reasons(context: &Context, declarations: &Declarations) -> Result<(),
     })
 }
 
-/// `missing_kernel` (or a family matching nothing) for every declaration no kernel took.
-fn unmatched_declarations(
-    kernels: &[CompiledKernel<'_>],
-    matching: &Matching,
-    declarations: &Declarations,
-    levels: &Levels,
-) -> Vec<Gathered> {
-    let compiled_names: Vec<&str> = kernels.iter().map(|kernel| kernel.name.as_str()).collect();
-    let mut gathered = Vec::new();
-    for &declaration_index in &matching.unmatched {
-        let declared = &declarations.kernels[declaration_index];
-        let finding = match &declared.kernel.spec.family {
-            Some(pattern) => evaluate::family_matches_nothing(pattern, &compiled_names),
-            None => evaluate::missing_kernel(&declared.kernel.kernel_name, &compiled_names),
-        };
-        gathered.extend(Gathered::leveled(
-            finding,
-            &levels.sources(Some(declared), &declared.kernel.kernel_name),
-            Some(declaration_index),
-            &declared.kernel.kernel_name,
-            false,
-        ));
-    }
-    gathered
-}
-
 /// The package's baseline file (`occupancy.lock`, or `baseline = ...`) and what it holds.
 struct BaselineFile {
-    path: PathBuf,
     baseline: Option<Baseline>,
 }
 
 impl BaselineFile {
     /// Loaded when blessing too: blessing keeps the entries of archs this build did not check.
     fn load(context: &Context, cargo: &mut CargoLines) -> Result<BaselineFile, Error> {
-        let path = context.manifest_dir.join(
-            context
-                .settings
-                .baseline
-                .clone()
-                .unwrap_or_else(|| PathBuf::from("occupancy.lock")),
-        );
+        let path = crate::baseline::baseline_path(context);
         let baseline = Baseline::load(&path)?;
         if path.exists() {
             cargo.rerun_if_changed(&path);
         }
-        Ok(BaselineFile { path, baseline })
+        Ok(BaselineFile { baseline })
     }
 
     /// The regressions against the baseline, and the toolchain changes since it (said as
@@ -206,45 +195,6 @@ impl BaselineFile {
         let found = baseline_findings(comparison.findings, kernels, matching, declarations, levels);
         (found, changes)
     }
-
-    /// `OCCUPANCY_BLESS`: writes this build's numbers as the baseline.
-    fn bless(
-        self,
-        context: &Context,
-        report: &Report,
-        stamp: ToolchainStamp,
-        cargo: &mut CargoLines,
-    ) -> Result<(), Error> {
-        let blessed = Baseline::blessed(self.baseline, Baseline::of_report(report, &stamp));
-        write_atomic(&self.path, blessed.to_text().as_bytes())?;
-        cargo.warning(&format!(
-            "occupancy: OCCUPANCY_BLESS is set: wrote the baseline {}",
-            display_path(&context.manifest_dir, &self.path)
-        ));
-        Ok(())
-    }
-}
-
-/// [`Error::Denied`] with every deny finding rendered, when there is one.
-fn denied(
-    context: &Context,
-    toolchain_changes: &[String],
-    rendered_denials: &[String],
-) -> Result<(), Error> {
-    if rendered_denials.is_empty() {
-        return Ok(());
-    }
-    let count = rendered_denials.len();
-    // A toolchain change is said first: it may explain every regression below.
-    let mut rendered = toolchain_changes.concat();
-    rendered.push_str(&rendered_denials.join("\n"));
-    rendered.push_str(&format!(
-        "\nerror: occupancy checks failed for `{}`: {count} error{} (full report: {})\n",
-        context.crate_name,
-        if count == 1 { "" } else { "s" },
-        context.out_dir.join("occupancy.json").display()
-    ));
-    Err(Error::Denied { rendered, count })
 }
 
 /// How a lint's level is found for a kernel without a declaration.
@@ -700,10 +650,9 @@ mod tests {
         assert_eq!(declared(1), Some("affine_f64"));
         assert_eq!(declared(2), None);
         // `cast_*` matches nothing: reported as missing at its attribute.
-        let unmatched: Vec<&str> = matching
-            .unmatched
-            .iter()
-            .map(|&index| declarations.kernels[index].kernel.rust_name.as_str())
+        let unmatched: Vec<&str> = (0..declarations.kernels.len())
+            .filter(|index| !matching.matched.contains(index))
+            .map(|index| declarations.kernels[index].kernel.rust_name.as_str())
             .collect();
         assert_eq!(unmatched, ["cast"]);
         std::fs::remove_dir_all(dir).unwrap();

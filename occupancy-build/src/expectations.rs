@@ -13,7 +13,7 @@ use occupancy_core::spec::{KernelSpec, SpecKey};
 
 use crate::declarations::{Declarations, Declared};
 use crate::diagnostics::{self, Diagnostic};
-use crate::levels::{Gathered, Levels};
+use crate::levels::Gathered;
 
 /// The attribute's levels as the lints are evaluated: an expected lint, and a lint allowed with
 /// a reason, at warn, so that their findings reach [`settle`] (which sets them back to allow).
@@ -30,11 +30,15 @@ pub fn evaluated_levels(spec: &KernelSpec) -> BTreeMap<LintId, Level> {
     levels
 }
 
-/// Settles expectations and reasons over every finding of the build: an expected finding is
+/// Settles expectations and reasons over one product's findings: an expected finding is
 /// fulfilled (kept at allow with its reason), a finding allowed with a reason is kept at allow,
-/// every finding gets its declaration's reason; then one `unfulfilled_expectation` finding is
-/// added per expectation no finding fulfilled.
-pub(crate) fn settle(declarations: &Declarations, levels: &Levels, gathered: &mut Vec<Gathered>) {
+/// every finding gets its declaration's reason. Returns the expectations fulfilled; whether an
+/// expectation no finding fulfilled is `unfulfilled_expectation` is for the whole build script
+/// to say (`crate_view.rs`): a later product may fulfil it.
+pub(crate) fn settle(
+    declarations: &Declarations,
+    gathered: &mut [Gathered],
+) -> BTreeSet<(usize, LintId)> {
     let mut fulfilled: BTreeSet<(usize, LintId)> = BTreeSet::new();
     for found in gathered.iter_mut() {
         let Some(index) = found.declaration else {
@@ -50,24 +54,11 @@ pub(crate) fn settle(declarations: &Declarations, levels: &Levels, gathered: &mu
             found.leveled.level = Level::Allow;
         }
     }
-    for (index, declared) in declarations.kernels.iter().enumerate() {
-        for lint in &declared.kernel.spec.expected_lints {
-            if fulfilled.contains(&(index, *lint)) {
-                continue;
-            }
-            gathered.extend(Gathered::leveled(
-                unfulfilled(declared, *lint),
-                &levels.sources(Some(declared), &declared.kernel.kernel_name),
-                Some(index),
-                &declared.kernel.kernel_name,
-                false,
-            ));
-        }
-    }
+    fulfilled
 }
 
 /// The `unfulfilled_expectation` finding of `expect(lint)` on `declared`.
-fn unfulfilled(declared: &Declared, lint: LintId) -> Finding {
+pub(crate) fn unfulfilled(declared: &Declared, lint: LintId) -> Finding {
     let spec = &declared.kernel.spec;
     evaluate::unfulfilled_expectation(
         &declared.kernel.kernel_name,

@@ -28,6 +28,7 @@ mod config;
 #[cfg(test)]
 mod config_fuzz;
 mod context;
+mod crate_view;
 mod cubin;
 mod declarations;
 mod diagnostics;

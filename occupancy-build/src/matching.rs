@@ -1,7 +1,7 @@
 //! Matching compiled kernels to declarations: exact names, demangled names, family patterns;
 //! and every `[package.metadata.occupancy.kernels.<name>]` table must name a kernel.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use occupancy_core::lint::evaluate;
 use occupancy_core::spec::{self};
@@ -17,8 +17,10 @@ use crate::Error;
 pub(crate) struct Matching {
     /// Kernel index -> declaration index.
     pub(crate) by_kernel: BTreeMap<usize, usize>,
-    /// Declarations that matched no compiled kernel (exact names and families).
-    pub(crate) unmatched: Vec<usize>,
+    /// Declarations that matched a kernel: an exact one that took it, a family whose pattern
+    /// matches one (even where an exact declaration took it). Whether a declaration matched
+    /// nothing is settled over every product of the build script (`crate_view.rs`).
+    pub(crate) matched: BTreeSet<usize>,
 }
 
 /// Matches declarations to compiled kernels: an exact declaration by symbol (else a unique
@@ -29,7 +31,7 @@ pub(crate) fn match_declarations(
     declarations: &Declarations,
 ) -> Result<Matching, Error> {
     let mut by_kernel: BTreeMap<usize, usize> = BTreeMap::new();
-    let mut unmatched = Vec::new();
+    let mut matched = BTreeSet::new();
     let mut families = Vec::new();
     for (declaration_index, declared) in declarations.kernels.iter().enumerate() {
         if declared.kernel.spec.family.is_some() {
@@ -54,11 +56,9 @@ pub(crate) fn match_declarations(
                 .collect();
             (candidates.len() == 1).then(|| candidates[0])
         };
-        match exact.or_else(by_demangled) {
-            Some(index) => {
-                by_kernel.insert(index, declaration_index);
-            }
-            None => unmatched.push(declaration_index),
+        if let Some(index) = exact.or_else(by_demangled) {
+            by_kernel.insert(index, declaration_index);
+            matched.insert(declaration_index);
         }
     }
     for &family_index in &families {
@@ -66,12 +66,11 @@ pub(crate) fn match_declarations(
             .kernel
             .kernel_name
             .as_str();
-        let mut matched_any = false;
         for (kernel_index, kernel) in kernels.iter().enumerate() {
             if !spec::family_matches(pattern, &kernel.name) {
                 continue;
             }
-            matched_any = true;
+            matched.insert(family_index);
             match by_kernel.get(&kernel_index) {
                 None => {
                     by_kernel.insert(kernel_index, family_index);
@@ -82,14 +81,8 @@ pub(crate) fn match_declarations(
                 Some(_) => {} // an exact declaration beats the pattern
             }
         }
-        if !matched_any {
-            unmatched.push(family_index);
-        }
     }
-    Ok(Matching {
-        by_kernel,
-        unmatched,
-    })
+    Ok(Matching { by_kernel, matched })
 }
 
 pub(crate) fn two_families(

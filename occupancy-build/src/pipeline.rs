@@ -6,12 +6,14 @@
 
 use std::path::Path;
 
-use crate::cargo_lines::CargoLines;
-use crate::compile::{self, CompiledSource, Product};
-use crate::context::Context;
-use crate::toolchain::Toolchain;
 use std::path::PathBuf;
 
+use crate::cargo_lines::CargoLines;
+use crate::check::CheckedProduct;
+use crate::compile::{self, CompiledSource, Product};
+use crate::context::Context;
+use crate::crate_view::{self, ProductKey, RecordedProduct};
+use crate::toolchain::Toolchain;
 use crate::{products, Error, Report};
 
 /// What a successful [`Build::compile_ptx`] or [`Build::compile_lib`] produced.
@@ -43,7 +45,7 @@ pub fn run(
             cargo.warning(&format!(
                 "occupancy: {reason} and nvcc was not found ({looked}): no kernel was compiled and nothing was checked"
             ));
-            return placeholder_output(context, product);
+            return placeholder_output(context, product, library_name, cargo);
         }
         Err(error) => return Err(error),
     };
@@ -55,6 +57,10 @@ pub fn run(
     let declarations = crate::declarations::scan_declarations(context, cargo)?;
     crate::declarations::write_bounds_header(context, &declarations)?;
     compile::check_unique_stems(&context.sources)?;
+    let key = ProductKey::of(context, product, library_name);
+    if product == Product::Ptx {
+        check_stems_across_products(context, &key)?;
+    }
     let line_tables = match context.read_all_sass {
         true => compile::LineTables::Everywhere,
         false => compile::LineTables::OnDemand,
@@ -67,11 +73,13 @@ pub fn run(
         library: None,
         report: crate::report::for_build(context, Some(toolchain.release.clone()), None),
     };
+    let mut ptx = Vec::new();
     match product {
         Product::Ptx => {
-            let ptx = products::write_ptx(context, &compiled)?;
-            output.ptx_files = ptx.files;
-            output.ptx_module = Some(ptx.module);
+            let products = products::write_ptx(context, &compiled)?;
+            output.ptx_files = products.files;
+            output.ptx_module = Some(context.out_dir.join("occupancy_ptx.rs"));
+            ptx = products.sources;
         }
         Product::Object => {
             let name = library_name.expect("compile_lib passes its name");
@@ -80,21 +88,61 @@ pub fn run(
             )?);
         }
     }
-    output.report = if context.check && context.skip_reason.is_none() {
+    let checked = if context.check && context.skip_reason.is_none() {
         crate::check::check(context, &toolchain, &compiled, &declarations, cargo)?
     } else {
-        unchecked_report(context, &toolchain, &declarations, cargo)?
+        unchecked_product(context, &toolchain, cargo)
     };
+    let (report, verdict) = record_and_write(context, key, ptx, declarations, checked, cargo)?;
+    output.report = report;
+    verdict?;
     Ok(output)
 }
 
-/// The report of a build that checks nothing (`.check(false)`, `OCCUPANCY_SKIP`, docs.rs).
-fn unchecked_report(
+/// Records the checked product in the crate view and writes the crate's files from every
+/// product so far; returns the crate's report and this product's failure, if it denied.
+fn record_and_write(
+    context: &Context,
+    key: ProductKey,
+    ptx: Vec<crate::products::ModuleSource>,
+    declarations: crate::declarations::Declarations,
+    checked: CheckedProduct,
+    cargo: &mut CargoLines,
+) -> Result<(Report, Result<(), Error>), Error> {
+    let at = |index: &usize| crate_view::at(&declarations, &declarations.kernels[*index]);
+    let recorded = RecordedProduct {
+        key,
+        matched: checked.matched.iter().map(at).collect(),
+        fulfilled: checked
+            .fulfilled
+            .iter()
+            .map(|(index, lint)| (at(index), *lint))
+            .collect(),
+        report: checked.report,
+        declarations: declarations.clone(),
+        compiled_kernels: checked.compiled_kernels,
+        ptx,
+        bless_stamp: checked.bless_stamp,
+        unchecked: checked.unchecked,
+    };
+    let view = crate_view::record(context, recorded);
+    let levels = crate::levels::Levels::read(context)?;
+    let (report, settled) = view.write(context, &levels, cargo)?;
+    let denied = crate_view::denied(
+        context,
+        &checked.toolchain_changes,
+        &checked.denials,
+        &settled,
+    );
+    Ok((report, denied))
+}
+
+/// A product compiled without its checks (`.check(false)`, `OCCUPANCY_SKIP`, docs.rs).
+fn unchecked_product(
     context: &Context,
     toolchain: &Toolchain,
-    declarations: &crate::declarations::Declarations,
     cargo: &mut CargoLines,
-) -> Result<crate::Report, Error> {
+) -> CheckedProduct {
     let reason = context
         .skip_reason
         .clone()
@@ -104,10 +152,34 @@ fn unchecked_report(
             "occupancy: {reason}: kernels were compiled but nothing was checked"
         ));
     }
-    let report = crate::report::for_build(context, Some(toolchain.release.clone()), Some(reason));
-    crate::report::write_reports(context, &report)?;
-    crate::facts::write(context, &crate::facts::of_report(&report, declarations))?;
-    Ok(report)
+    CheckedProduct {
+        report: crate::report::for_build(
+            context,
+            Some(toolchain.release.clone()),
+            Some(reason.clone()),
+        ),
+        unchecked: Some(reason),
+        ..CheckedProduct::default()
+    }
+}
+
+/// A source of a PTX product must not ship under a stem another PTX product of the crate
+/// uses: their files share `OUT_DIR`, and their constants the module.
+fn check_stems_across_products(context: &Context, key: &ProductKey) -> Result<(), Error> {
+    let others = crate_view::other_ptx_stems(context, key);
+    for (source, _) in &context.sources {
+        let stem = source
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if let Some((_, other)) = others.iter().find(|(used, _)| *used == stem) {
+            return Err(Error::DuplicateStem {
+                stem,
+                path: other.clone(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// `rerun-if-changed` for every source directory and source.
@@ -159,24 +231,29 @@ fn watch_compiled(
 
 /// Without nvcc under OCCUPANCY_SKIP/docs.rs: a report that says so, and empty PTX constants
 /// so the crate still compiles.
-fn placeholder_output(context: &Context, product: Product) -> Result<Output, Error> {
-    let report = crate::report::for_build(
-        context,
-        None,
-        Some(context.skip_reason.clone().unwrap_or_default()),
-    );
-    crate::report::write_reports(context, &report)?;
-    crate::facts::write(
-        context,
-        &crate::facts::of_report(&report, &Default::default()),
-    )?;
-    let ptx_module = match product {
-        Product::Ptx => Some(products::write_placeholder_ptx(context)?),
-        Product::Object => None,
+fn placeholder_output(
+    context: &Context,
+    product: Product,
+    library_name: Option<&str>,
+    cargo: &mut CargoLines,
+) -> Result<Output, Error> {
+    let reason = context.skip_reason.clone().unwrap_or_default();
+    let checked = CheckedProduct {
+        report: crate::report::for_build(context, None, Some(reason.clone())),
+        unchecked: Some(reason),
+        ..CheckedProduct::default()
     };
+    let ptx = match product {
+        Product::Ptx => products::placeholder_ptx(context),
+        Product::Object => Vec::new(),
+    };
+    let key = ProductKey::of(context, product, library_name);
+    let (report, verdict) =
+        record_and_write(context, key, ptx, Default::default(), checked, cargo)?;
+    verdict?;
     Ok(Output {
         ptx_files: Vec::new(),
-        ptx_module,
+        ptx_module: (product == Product::Ptx).then(|| context.out_dir.join("occupancy_ptx.rs")),
         library: None,
         report,
     })

@@ -9,11 +9,15 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::lint::{Level, LintId};
+
 /// The file's name in `OUT_DIR`.
 pub const FACTS_FILE: &str = "occupancy_facts.json";
 
 /// The version of the format this crate writes and reads.
-pub const FACTS_SCHEMA_VERSION: u32 = 1;
+///
+/// History: 1: first version; 2: `settled` findings and `not_checked` per declaration.
+pub const FACTS_SCHEMA_VERSION: u32 = 2;
 
 /// The facts of one build.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,6 +48,34 @@ pub struct DeclarationFacts {
     pub line: u32,
     /// The kernel on each architecture it was checked on (empty when not compiled or skipped).
     pub compiled: Vec<CompiledFacts>,
+    /// The findings about the declaration that only the whole build script can make, settled
+    /// over every product its `Build`s compiled: no kernel matched the declaration
+    /// (`missing_kernel`), an `expect(...)` no finding fulfilled (`unfulfilled_expectation`).
+    /// A `Build` cannot know whether a later one compiles the kernel, so the expansion, which
+    /// runs after the build script, renders these at the attribute (warn and deny only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settled: Vec<SettledFinding>,
+    /// Why the declaration's kernel may be unchecked although the build ran (a product built
+    /// with `.check(false)` could hold it); absent when every product was checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_checked: Option<String>,
+}
+
+/// A finding about one declaration, as the attribute renders it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettledFinding {
+    /// The lint.
+    pub lint: LintId,
+    /// `warn` or `deny` (allowed findings are not written).
+    pub level: Level,
+    /// The message, as the report has it.
+    pub message: String,
+    /// Its notes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// How to fix it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
 }
 
 /// One kernel on one architecture at its declared launch, as the build's report has it.
@@ -138,6 +170,14 @@ mod tests {
                     warps_per_sm: 64,
                     occupancy: 1.0,
                 }],
+                settled: vec![SettledFinding {
+                    lint: LintId::UnfulfilledExpectation,
+                    level: Level::Deny,
+                    message: "`expect(spills)` on kernel `saxpy` is unfulfilled".into(),
+                    notes: Vec::new(),
+                    help: Some("remove it".into()),
+                }],
+                not_checked: None,
             }],
         };
         let parsed = BuildFacts::from_json(&facts.to_json()).unwrap();
@@ -146,9 +186,9 @@ mod tests {
         assert!(parsed.declaration("saxpy", "other").is_none());
         let newer = facts
             .to_json()
-            .replace("\"schema_version\": 1", "\"schema_version\": 2");
+            .replace("\"schema_version\": 2", "\"schema_version\": 3");
         let error = BuildFacts::from_json(&newer).unwrap_err().to_string();
-        assert!(error.contains("schema_version 2"), "{error}");
+        assert!(error.contains("schema_version 3"), "{error}");
         assert!(BuildFacts::from_json("{").is_err());
     }
 }

@@ -1,6 +1,6 @@
 //! Tokens for one `#[occupancy::kernel(...)]`: the item as written, then one const per kernel.
 
-use occupancy_core::facts::CompiledFacts;
+use occupancy_core::facts::{CompiledFacts, SettledFinding};
 use occupancy_core::lint::Level;
 use occupancy_core::spec::{KernelStub, StubKernel, StubKind};
 use proc_macro2::{Literal, Span, TokenStream};
@@ -31,11 +31,66 @@ fn optional_u32(value: Option<u32>) -> TokenStream {
     }
 }
 
+/// The findings the whole build settled about this declaration, at its attribute: deny ones
+/// as errors; warn ones as warnings, through the one lint a proc macro can raise on stable
+/// (`deprecated`, on a const named after the lint).
+fn settled_findings(kernel: &StubKernel, lookup: &Lookup) -> syn::Result<TokenStream> {
+    let Status::Checked { settled, .. } = &lookup.checked else {
+        return Ok(TokenStream::new());
+    };
+    let mut errors: Option<syn::Error> = None;
+    let mut warnings = Vec::new();
+    for finding in settled {
+        let text = settled_text(finding);
+        match finding.level {
+            Level::Deny => {
+                let error = syn::Error::new(kernel.attribute_span, text);
+                match &mut errors {
+                    Some(errors) => errors.combine(error),
+                    None => errors = Some(error),
+                }
+            }
+            Level::Warn => {
+                let name = format_ident!("{}", finding.lint.as_str(), span = kernel.attribute_span);
+                warnings.push(quote_spanned! {kernel.attribute_span=>
+                    const _: () = {
+                        #[deprecated(note = #text)]
+                        #[allow(non_upper_case_globals)]
+                        const #name: () = ();
+                        #name
+                    };
+                });
+            }
+            Level::Allow => {}
+        }
+    }
+    match errors {
+        Some(errors) => Err(errors),
+        None => Ok(quote!(#(#warnings)*)),
+    }
+}
+
+/// `missing_kernel: ...` with its notes and help, as the build's diagnostics say them (rustc
+/// puts `error: ` before it; a warning is named after the lint by its const).
+fn settled_text(finding: &SettledFinding) -> String {
+    let mut text = match finding.level {
+        Level::Deny => format!("{}: {}", finding.lint, finding.message),
+        _ => finding.message.clone(),
+    };
+    for note in &finding.notes {
+        text.push_str(&format!("\n  = note: {note}"));
+    }
+    if let Some(help) = &finding.help {
+        text.push_str(&format!("\n  = help: {help}"));
+    }
+    text
+}
+
 /// `compiled` and `not_checked` of the const, and a use of the file read so rustc tracks it.
 fn checked_fields(lookup: &Lookup) -> (TokenStream, TokenStream) {
     let file = lookup.file_read.display().to_string();
     let (compiled, not_checked) = match &lookup.checked {
-        Status::Checked { compiled } => (compiled.iter().map(compiled_facts).collect(), None),
+        Status::Checked { compiled, .. } => (compiled.iter().map(compiled_facts).collect(), None),
         Status::Skipped { reason } => (
             Vec::new(),
             Some(format!("the build checked nothing: {reason}")),
@@ -143,7 +198,9 @@ fn declaration_const(kernel: &StubKernel, lookup: &Lookup) -> syn::Result<TokenS
         }
     };
     let (compiled, not_checked) = checked_fields(lookup);
+    let settled = settled_findings(kernel, lookup)?;
     Ok(quote! {
+        #settled
         #[doc = #doc]
         #[allow(dead_code, non_upper_case_globals)]
         #visibility const #const_ident: ::occupancy::KernelDeclaration = ::occupancy::KernelDeclaration {

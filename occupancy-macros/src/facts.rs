@@ -13,14 +13,19 @@
 
 use std::path::{Path, PathBuf};
 
-use occupancy_core::facts::{BuildFacts, CompiledFacts, FACTS_FILE};
+use occupancy_core::facts::{BuildFacts, CompiledFacts, SettledFinding, FACTS_FILE};
 use occupancy_core::spec::StubKernel;
 
 /// What the build knows about one declaration.
 #[derive(Debug)]
 pub(crate) enum Status {
-    /// The build checked the kernel: its facts per arch.
-    Checked { compiled: Vec<CompiledFacts> },
+    /// The build checked the kernel: its facts per arch, and the findings about the
+    /// declaration that the whole build script settled (no kernel matched it, an unfulfilled
+    /// `expect(...)`), which the expansion reports at the attribute.
+    Checked {
+        compiled: Vec<CompiledFacts>,
+        settled: Vec<SettledFinding>,
+    },
     /// The build ran but checked nothing (`OCCUPANCY_SKIP`, docs.rs, `.check(false)`).
     Skipped { reason: String },
     /// The crate has no occupancy build and says why in Cargo.toml.
@@ -78,8 +83,14 @@ fn from_facts(kernel: &StubKernel, path: &Path, crate_name: &str) -> Result<Look
         (Some(reason), _) => Status::Skipped {
             reason: reason.clone(),
         },
-        (None, Some(declared)) => Status::Checked {
-            compiled: declared.compiled.clone(),
+        (None, Some(declared)) => match &declared.not_checked {
+            Some(reason) => Status::Skipped {
+                reason: reason.clone(),
+            },
+            None => Status::Checked {
+                compiled: declared.compiled.clone(),
+                settled: declared.settled.clone(),
+            },
         },
         (None, None) => return Err(unseen_message(kernel, crate_name, &facts)),
     };
@@ -206,6 +217,8 @@ mod tests {
                     path: "src/lib.rs".into(),
                     line: 3,
                     compiled: Vec::new(),
+                    settled: Vec::new(),
+                    not_checked: None,
                 })
                 .collect(),
         }

@@ -8,8 +8,34 @@
 
 use std::path::{Path, PathBuf};
 
-use occupancy_core::facts::{BuildFacts, DeclarationFacts, FACTS_FILE, FACTS_SCHEMA_VERSION};
+use occupancy_core::facts::{
+    BuildFacts, DeclarationFacts, SettledFinding, FACTS_FILE, FACTS_SCHEMA_VERSION,
+};
+use occupancy_core::lint::{Level, LintId};
 use occupancy_core::spec::scan_source;
+
+/// What the build settles over every product for the declarations of
+/// `fail_settled_findings.rs`: a kernel no product compiled (deny) and an expectation no
+/// finding fulfilled (set to warn).
+fn settled(rust_name: &str) -> Vec<SettledFinding> {
+    match rust_name {
+        "settled_missing" => vec![SettledFinding {
+            lint: LintId::MissingKernel,
+            level: Level::Deny,
+            message: "declared kernel `settled_missing` is not in any compiled output".into(),
+            notes: vec!["2 kernels compiled: settled_expected, settled_mising".into()],
+            help: Some("did you mean `name = \"settled_mising\"`?".into()),
+        }],
+        "settled_expected" => vec![SettledFinding {
+            lint: LintId::UnfulfilledExpectation,
+            level: Level::Warn,
+            message: "kernel `settled_expected` expects `stack_frame`, but no `stack_frame` finding occurred on any target arch".into(),
+            notes: Vec::new(),
+            help: Some("remove `expect(stack_frame...)` from the declaration".into()),
+        }],
+        _ => Vec::new(),
+    }
+}
 
 /// Every declaration the build's scanner finds in `files`.
 fn scanned(files: &[PathBuf]) -> Vec<DeclarationFacts> {
@@ -19,6 +45,8 @@ fn scanned(files: &[PathBuf]) -> Vec<DeclarationFacts> {
         // Files with syntax errors (some fail cases) hold nothing a build would check.
         for kernel in scan_source(&text).unwrap_or_default() {
             declarations.push(DeclarationFacts {
+                settled: settled(&kernel.rust_name),
+                not_checked: None,
                 rust_name: kernel.rust_name,
                 kernel_name: kernel.kernel_name,
                 path: file
@@ -53,6 +81,8 @@ fn write_facts() -> PathBuf {
         path: "tests/ui/fail_declaration_in_unmarked_extern_block.rs".into(),
         line: 4,
         compiled: Vec::new(),
+        settled: Vec::new(),
+        not_checked: None,
     });
     let facts = BuildFacts {
         schema_version: FACTS_SCHEMA_VERSION,

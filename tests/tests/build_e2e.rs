@@ -5,6 +5,7 @@
 //! its dependencies compile once. nvcc runs through tests/fixtures/nvcc-logger.sh, which logs each
 //! invocation, so the tests can count what was compiled.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -57,9 +58,14 @@ impl Fixture {
     }
 
     fn cargo_build(&self, env: &[(&str, &str)]) -> Output {
+        self.cargo(&["build", "--offline", "-v"], env)
+    }
+
+    /// `cargo <args>` in the fixture, with nvcc logged and the developer's overrides cleared.
+    fn cargo(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
         command
-            .args(["build", "--offline", "-v"])
+            .args(args)
             .current_dir(&self.dir)
             .env("CARGO_TARGET_DIR", e2e_root().join("target"))
             .env("NVCC", repo_root().join("tests/fixtures/nvcc-logger.sh"))
@@ -394,18 +400,31 @@ fn declarations_are_checked_against_what_was_compiled() {
         "{stderr}"
     );
     assert!(stderr.contains("error[bounds_mismatch]: kernel `narrow` was not compiled with the declared launch bounds"), "{stderr}");
-    // A typo in a declared name: the PTX file made elsewhere has `external_scale`.
+    // A typo in a declared name: the PTX file made elsewhere has `external_scale`. Whether a
+    // declaration matched a kernel is for every `Build` of the build script to say: a failing
+    // build names it as a note, and the attribute fails once the build script passes.
     assert!(
         stderr.contains(
-            "error[missing_kernel]: declared kernel `external_scal` is not in any compiled output"
+            "note[missing_kernel]: declared kernel `external_scal` is not in any compiled output (src/lib.rs:13:1): did you mean `name = \"external_scale\"`?"
         ),
         "{stderr}"
     );
-    assert!(
-        stderr.contains("did you mean `name = \"external_scale\"`?"),
-        "{stderr}"
-    );
     insta::assert_snapshot!("mismatch_diagnostics", stderr);
+    fixture.edit(
+        "src/lib.rs",
+        "#[occupancy::kernel(block = 256, min_blocks_per_sm = 4)]",
+        "#[occupancy::kernel(block = 128)]",
+    );
+    let output = fixture.cargo_build(&[]);
+    assert!(!output.status.success(), "{}", text(&output));
+    let stderr = text(&output);
+    assert!(
+        stderr.contains(
+            "error: missing_kernel: declared kernel `external_scal` is not in any compiled output"
+        ) && stderr.contains("= help: did you mean `name = \"external_scale\"`?")
+            && stderr.contains("--> src/lib.rs:13:1"),
+        "the attribute fails with the suggestion:\n{stderr}"
+    );
     // The PTX made elsewhere was assembled by ptxas and checked like the rest.
     let report = fixture.report();
     let external = report["kernels"]
@@ -473,4 +492,104 @@ fn the_cuda_side_takes_its_bounds_from_the_rust_declaration() {
         .as_str()
         .unwrap()
         .contains("OCCUPANCY_SKIP"));
+}
+
+#[test]
+fn two_builds_of_one_crate_are_checked_as_one_crate() {
+    // candle's shape: PTX for run-time loading and a static library for FFI, two `Build`s.
+    let fixture = Fixture::new("products", "products");
+    let output = fixture.cargo_build(&[]);
+    assert_success(&output);
+    let report = fixture.report();
+    let products: BTreeMap<String, String> = report["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|source| {
+            (
+                source["path"].as_str().unwrap().to_string(),
+                source["product"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        products,
+        BTreeMap::from(
+            [
+                ("kernels/ptx/affine.cu", "PTX"),
+                ("kernels/ptx/copy.cu", "PTX"),
+                ("kernels/lib/moe.cu", "library `moe`"),
+                ("kernels/lib/mmvq.cu", "library `moe`"),
+            ]
+            .map(|(path, product)| (path.to_string(), product.to_string()))
+        ),
+        "{report}"
+    );
+    // Rows of both products, every kernel on both archs, each declaration's kernels with it.
+    let rows: BTreeMap<(String, String), Option<String>> = report["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                (
+                    row["demangled"].as_str().unwrap().to_string(),
+                    row["arch"].as_str().unwrap().to_string(),
+                ),
+                row["rust_name"].as_str().map(str::to_string),
+            )
+        })
+        .collect();
+    for (kernel, declared) in [
+        ("affine_f32", Some("affine")),
+        ("affine_f64", Some("affine")),
+        ("affine_i64", Some("affine")),
+        ("copy_f32", Some("copy_f32")),
+        ("moe_gemm", Some("launch_moe_gemm")),
+        (
+            "void mul_mat_vec_q<1>(float const*, float const*, float*, int)",
+            None,
+        ),
+        (
+            "void mul_mat_vec_q<2>(float const*, float const*, float*, int)",
+            None,
+        ),
+    ] {
+        for arch in ["sm_80", "sm_90"] {
+            assert_eq!(
+                rows.get(&(kernel.to_string(), arch.to_string())),
+                Some(&declared.map(str::to_string)),
+                "{kernel} on {arch}: {rows:?}"
+            );
+        }
+    }
+    assert_eq!(rows.len(), 14, "{rows:?}");
+    let denied: Vec<&serde_json::Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|finding| finding["level"] == "deny")
+        .collect();
+    assert!(denied.is_empty(), "{denied:?}");
+    // The crate compiles and its declarations read the facts of both products.
+    let output = fixture.cargo(&["test", "--offline", "--lib"], &[]);
+    assert_success(&output);
+    // A declared kernel that no product compiled fails at its attribute, with a suggestion
+    // from every product's kernels.
+    fixture.edit(
+        "src/lib.rs",
+        "#[cfg(test)]",
+        "#[occupancy::kernel(block = 128)]\npub fn moe_gem();\n\n#[cfg(test)]",
+    );
+    let output = fixture.cargo_build(&[]);
+    let stderr = text(&output);
+    assert!(
+        !output.status.success()
+            && stderr.contains(
+                "error: missing_kernel: declared kernel `moe_gem` is not in any compiled output"
+            )
+            && stderr.contains("did you mean `name = \"moe_gemm\"`?")
+            && stderr.contains("matched against every product of the build script: PTX (4 kernels), library `moe` (3 kernels)"),
+        "{stderr}"
+    );
 }

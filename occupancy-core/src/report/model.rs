@@ -78,6 +78,10 @@ pub struct SourceFile {
     pub path: String,
     /// True when the result was replayed from the per-file cache.
     pub from_cache: bool,
+    /// The product the source was compiled into (`PTX`, ``library `moe` ``), when the build
+    /// script made several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product: Option<String>,
 }
 
 /// A report file whose schema this version cannot read.
