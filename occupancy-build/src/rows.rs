@@ -98,6 +98,7 @@ pub(crate) fn kernel_rows<'a>(
         }
     }
     let source_location = kernel_location(context, kernel);
+    let compiled_from = display_path(&context.manifest_dir, &kernel.source.source);
     let launch = RowLaunch {
         block: block_threads,
         dynamic_smem_bytes: u64::from(dynamic_smem_bytes),
@@ -124,6 +125,7 @@ pub(crate) fn kernel_rows<'a>(
             None => kernel.source.ptx_target.clone(),
         };
         row.source = Some(source_location.clone());
+        row.compiled_from = Some(compiled_from.clone());
         if let Some((declared, _)) = declared {
             row.declaration = Some(declarations.location(declared));
             row.rust_name = Some(declared.kernel.rust_name.clone());

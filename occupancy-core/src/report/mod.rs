@@ -99,6 +99,7 @@ impl KernelRow {
             limiters: Vec::new(),
             headroom: Headroom::default(),
             source: None,
+            compiled_from: None,
             declaration: None,
             rust_name: None,
             sass: None,

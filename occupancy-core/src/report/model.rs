@@ -261,6 +261,11 @@ pub struct KernelRow {
     /// Where the kernel is defined (the .cu file or the PTX `.entry`), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Location>,
+    /// The source whose compile made this row, as the report's `sources` name it (a kernel
+    /// defined in a header has its header in `source` and the `.cu` that compiled it here);
+    /// absent for rows read from a log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiled_from: Option<String>,
     /// Where the kernel is declared (the `#[occupancy::kernel]` attribute), when declared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub declaration: Option<Location>,
