@@ -122,6 +122,7 @@ pub fn check(
         toolchain_changes = changes;
     }
     let fulfilled = crate::expectations::settle(declarations, &mut gathered);
+    accept_frames_of_accepted_spills(&mut gathered, &report);
     let denials = render_findings(gathered, context, declarations, &mut report, cargo);
     Ok(CheckedProduct {
         report,
@@ -133,6 +134,51 @@ pub fn check(
         bless_stamp: stamp.filter(|_| context.bless),
         unchecked: None,
     })
+}
+
+/// The frame of an accepted spill is accepted too: a `stack_frame` finding on an arch where the
+/// kernel's spill stands accepted (within `max_spill_bytes`, or allowed or expected with a
+/// reason) is allowed when the frame holds nothing but that spill (the SASS shows no local
+/// array, stack data or call; without the SASS, the frame is no bigger than the spill stores).
+fn accept_frames_of_accepted_spills(gathered: &mut [Gathered], report: &Report) {
+    let rows: BTreeMap<(&str, &str), &KernelRow> = report
+        .kernels
+        .iter()
+        .map(|row| ((row.name.as_str(), row.arch.as_str()), row))
+        .collect();
+    let reported_spills: BTreeSet<(String, String)> = gathered
+        .iter()
+        .filter(|found| {
+            found.leveled.finding.lint == LintId::Spills && found.leveled.level != Level::Allow
+        })
+        .filter_map(|found| Some((found.kernel.clone(), found.leveled.finding.arch.clone()?)))
+        .collect();
+    for found in gathered.iter_mut() {
+        let finding = &found.leveled.finding;
+        let Some(arch) = finding.arch.as_deref() else {
+            continue;
+        };
+        let Some(row) = rows.get(&(found.kernel.as_str(), arch)) else {
+            continue;
+        };
+        let accepted_spill = row.spill_bytes() > 0
+            && !reported_spills.contains(&(found.kernel.clone(), arch.to_string()));
+        let frame_is_the_spill = match &row.sass {
+            Some(sass) => {
+                sass.local_array_accesses == 0
+                    && sass.stack_data_accesses == 0
+                    && sass.calls.is_empty()
+            }
+            None => row.stack_frame_bytes <= row.spill_store_bytes,
+        };
+        if finding.lint == LintId::StackFrame && accepted_spill && frame_is_the_spill {
+            found.leveled.level = Level::Allow;
+            found.leveled.finding.notes.push(
+                "the frame holds the kernel's accepted spill, and nothing else: accepted with it"
+                    .to_string(),
+            );
+        }
+    }
 }
 
 /// `allow`/`expect` of a deny-by-default lint without a `reason` (unless the crate opts out).

@@ -219,6 +219,26 @@ fn an_expectation_holds_while_the_kernel_spills_and_fails_once_it_does_not() {
             "{finding}"
         );
     }
+    // The frame that holds the accepted spill is accepted with it: no stack_frame warning.
+    assert!(
+        !text(&output).contains("warning[stack_frame]"),
+        "{}",
+        text(&output)
+    );
+    let frames: Vec<&serde_json::Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|finding| finding["lint"] == "stack_frame")
+        .collect();
+    assert!(!frames.is_empty(), "{report}");
+    for finding in frames {
+        assert_eq!(finding["level"], "allow", "{finding}");
+        assert!(
+            finding["notes"].to_string().contains("accepted spill"),
+            "{finding}"
+        );
+    }
 
     // Without a reason, an expectation of a deny lint is refused, at the lint.
     fixture.edit(

@@ -259,8 +259,8 @@ fn warn_level_warns_and_passes() {
         .collect();
     assert_eq!(
         warnings.len(),
-        2,
-        "one concise warning per arch:\n{}",
+        1,
+        "one concise warning per lint:\n{}",
         text(&output)
     );
     insta::assert_snapshot!("spill_warnings", warnings.join("\n"));

@@ -25,7 +25,7 @@ pub use super::kernels::{
     family_matches_nothing, few_names, missing_kernel, undeclared_kernel, NAMES_SHOWN,
 };
 pub use super::launch::register_budget;
-pub use super::summary::{summarize, FindingSummary};
+pub use super::summary::{phrase, summarize, FindingSummary, Summarized};
 
 /// One finding, before a level is attached.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

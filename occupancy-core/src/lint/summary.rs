@@ -1,12 +1,29 @@
-//! One line for many undeclared kernels with the same finding: what the build prints instead
-//! of one diagnostic per kernel.
+//! One line for many kernels with the same finding: what the build prints instead of one
+//! diagnostic per kernel and architecture, the full list staying in the report.
 
-use super::evaluate::LeveledFinding;
+use std::collections::HashMap;
+
 use super::kernels::NAMES_SHOWN;
 use super::{Level, LintId};
 
-/// One line for many kernels with the same lint at the same level: what the build prints for
-/// undeclared kernels instead of one diagnostic each (the full list is in the report).
+/// One finding as a summary counts it.
+#[derive(Debug, Clone, Copy)]
+pub struct Summarized<'a> {
+    /// The lint.
+    pub lint: LintId,
+    /// Its level.
+    pub level: Level,
+    /// The architecture, when the finding names one.
+    pub arch: Option<&'a str>,
+    /// The kernel, as people read its name.
+    pub kernel: &'a str,
+    /// How bad it is, for ordering (spill bytes, stack bytes, ...): the worst kernels are named.
+    pub weight: u64,
+    /// Whether the kernel has a declaration.
+    pub declared: bool,
+}
+
+/// One line for many kernels with the same lint at the same level.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FindingSummary {
@@ -14,32 +31,20 @@ pub struct FindingSummary {
     pub lint: LintId,
     /// Its level.
     pub level: Level,
-    /// The kernels, each once, in the order first found.
+    /// The kernels, each once, the worst first (then in the order first found).
     pub kernels: Vec<String>,
     /// The architectures concerned, each once, in the order first found.
     pub archs: Vec<String>,
+    /// How many of the kernels have no declaration.
+    pub undeclared: usize,
 }
 
 impl FindingSummary {
-    /// `3 undeclared kernels spill to local memory on sm_90: a, b, c (+2 more, see REPORT)`.
+    /// `3 undeclared kernels spill registers to local memory on sm_90: a, b, c (details in
+    /// REPORT)`; with more than [`NAMES_SHOWN`] kernels, the worst ones and `(+N more, see
+    /// REPORT)`.
     pub fn message(&self, report_path: &str) -> String {
         let count = self.kernels.len();
-        let (one, many) = match self.lint {
-            LintId::Spills => (
-                "spills registers to local memory",
-                "spill registers to local memory",
-            ),
-            LintId::Unlaunchable => (
-                "cannot start at the crate's default launch",
-                "cannot start at the crate's default launch",
-            ),
-            LintId::StackFrame => ("has a stack frame", "have a stack frame"),
-            LintId::UndeclaredKernel => (
-                "is compiled without a declaration",
-                "are compiled without a declaration",
-            ),
-            _ => ("has findings", "have findings"),
-        };
         let names: Vec<&str> = self.kernels.iter().map(String::as_str).collect();
         let list = if count > NAMES_SHOWN {
             format!(
@@ -55,43 +60,137 @@ impl FindingSummary {
         } else {
             format!(" on {}", self.archs.join(", "))
         };
-        if count == 1 {
-            format!("1 undeclared kernel {one}{archs}: {list}")
-        } else {
-            format!("{count} undeclared kernels {many}{archs}: {list}")
-        }
+        let what = phrase(self.lint, count != 1);
+        let kernels = match (count, self.undeclared) {
+            (1, 1) => "1 undeclared kernel".to_string(),
+            (1, _) => "1 kernel".to_string(),
+            (_, undeclared) if undeclared == count => format!("{count} undeclared kernels"),
+            (_, 0) => format!("{count} kernels"),
+            (_, undeclared) => format!("{count} kernels ({undeclared} undeclared)"),
+        };
+        format!("{kernels} {what}{archs}: {list}")
     }
 }
 
-/// Groups findings by (lint, level), in the order first seen.
-pub fn summarize<'a>(
-    findings: impl IntoIterator<Item = (&'a LeveledFinding, &'a str)>,
-) -> Vec<FindingSummary> {
-    let mut summaries: Vec<FindingSummary> = Vec::new();
-    for (leveled, kernel) in findings {
-        let index = match summaries.iter().position(|summary| {
-            summary.lint == leveled.finding.lint && summary.level == leveled.level
-        }) {
-            Some(index) => index,
-            None => {
-                summaries.push(FindingSummary {
-                    lint: leveled.finding.lint,
-                    level: leveled.level,
+/// What a kernel with a finding of `lint` does, for a summary's sentence (`many`: plural).
+pub fn phrase(lint: LintId, many: bool) -> &'static str {
+    let (one, more) = match lint {
+        LintId::Spills => (
+            "spills registers to local memory",
+            "spill registers to local memory",
+        ),
+        LintId::LowOccupancy => (
+            "is below its declared occupancy",
+            "are below their declared occupancy",
+        ),
+        LintId::TooManyRegisters => (
+            "uses more registers than declared",
+            "use more registers than declared",
+        ),
+        LintId::Unlaunchable => ("cannot start at its launch", "cannot start at their launch"),
+        LintId::BoundsMismatch => (
+            "was not compiled with its declared bounds",
+            "were not compiled with their declared bounds",
+        ),
+        LintId::MissingKernel => ("is not compiled", "are not compiled"),
+        LintId::StackFrame => ("has a stack frame", "have a stack frame"),
+        LintId::LocalMemory => ("uses local memory", "use local memory"),
+        LintId::OccupancyCliff => (
+            "is a few registers from losing a block",
+            "are a few registers from losing a block",
+        ),
+        LintId::PartialWarp => (
+            "is launched with a partial warp",
+            "are launched with a partial warp",
+        ),
+        LintId::UndeclaredKernel => (
+            "is compiled without a declaration",
+            "are compiled without a declaration",
+        ),
+        LintId::Regression => ("is worse than the baseline", "are worse than the baseline"),
+        LintId::BaselineStale => ("differs from the baseline", "differ from the baseline"),
+        LintId::UnfulfilledExpectation => (
+            "has an unfulfilled expectation",
+            "have an unfulfilled expectation",
+        ),
+        LintId::SpillInLoop => ("spills inside a loop", "spill inside a loop"),
+        LintId::LocalArray => (
+            "indexes a local array at run time",
+            "index a local array at run time",
+        ),
+        LintId::SetmaxnregIgnored => (
+            "has a `setmaxnreg` ptxas ignored",
+            "have a `setmaxnreg` ptxas ignored",
+        ),
+        LintId::SetmaxnregBudget => (
+            "asks `setmaxnreg` for more registers than the block has",
+            "ask `setmaxnreg` for more registers than the block has",
+        ),
+        LintId::Fp64 => (
+            "runs double-precision instructions",
+            "run double-precision instructions",
+        ),
+        LintId::Call => ("makes non-inlined calls", "make non-inlined calls"),
+    };
+    if many {
+        more
+    } else {
+        one
+    }
+}
+
+/// Groups findings by (lint, level), in the order first seen; each group's kernels worst
+/// first. One pass, hashed: linear in the number of findings.
+pub fn summarize<'a>(items: impl IntoIterator<Item = Summarized<'a>>) -> Vec<FindingSummary> {
+    struct Group<'a> {
+        summary: FindingSummary,
+        /// Kernel -> (worst weight, first seen, declared).
+        kernels: HashMap<&'a str, (u64, usize, bool)>,
+    }
+    let mut groups: Vec<Group<'a>> = Vec::new();
+    let mut index: HashMap<(LintId, Level), usize> = HashMap::new();
+    for (seen, item) in items.into_iter().enumerate() {
+        let at = *index.entry((item.lint, item.level)).or_insert_with(|| {
+            groups.push(Group {
+                summary: FindingSummary {
+                    lint: item.lint,
+                    level: item.level,
                     kernels: Vec::new(),
                     archs: Vec::new(),
-                });
-                summaries.len() - 1
-            }
-        };
-        let summary = &mut summaries[index];
-        if !summary.kernels.iter().any(|known| known == kernel) {
-            summary.kernels.push(kernel.to_string());
-        }
-        if let Some(arch) = &leveled.finding.arch {
-            if !summary.archs.contains(arch) {
-                summary.archs.push(arch.clone());
+                    undeclared: 0,
+                },
+                kernels: HashMap::new(),
+            });
+            groups.len() - 1
+        });
+        let group = &mut groups[at];
+        let entry = group
+            .kernels
+            .entry(item.kernel)
+            .or_insert((item.weight, seen, item.declared));
+        entry.0 = entry.0.max(item.weight);
+        if let Some(arch) = item.arch {
+            // A build has a handful of architectures: a short list, looked through.
+            if !group.summary.archs.iter().any(|known| known == arch) {
+                group.summary.archs.push(arch.to_string());
             }
         }
     }
-    summaries
+    groups
+        .into_iter()
+        .map(|group| {
+            let mut summary = group.summary;
+            let mut kernels: Vec<(&str, (u64, usize, bool))> = group.kernels.into_iter().collect();
+            kernels.sort_by_key(|(_, (weight, seen, _))| (std::cmp::Reverse(*weight), *seen));
+            summary.undeclared = kernels
+                .iter()
+                .filter(|(_, (.., declared))| !declared)
+                .count();
+            summary.kernels = kernels
+                .into_iter()
+                .map(|(name, _)| name.to_string())
+                .collect();
+            summary
+        })
+        .collect()
 }

@@ -288,6 +288,12 @@ impl KernelRow {
         }
     }
 
+    /// The name as a CUDA engineer writes it in a sentence: the demangled name without its
+    /// return type and parameters ([`readable_kernel_name`]).
+    pub fn readable_name(&self) -> &str {
+        readable_kernel_name(self.display_name())
+    }
+
     /// Total spill bytes (stores + loads) per thread.
     pub fn spill_bytes(&self) -> u64 {
         self.spill_store_bytes + self.spill_load_bytes
@@ -329,6 +335,47 @@ pub enum LocationKind {
     PtxEntry,
     /// A line of a compiler log.
     Log,
+}
+
+/// A kernel's name as a CUDA engineer writes it: the demangled name without its return type
+/// and parameter list, namespaces and template arguments kept (`mul_mat_q<(ggml_type)2, 112>`
+/// for `void mul_mat_q<(ggml_type)2, 112>(char const*, float*)`); a name that is not a
+/// function signature (an `extern "C"` symbol) as it is.
+pub fn readable_kernel_name(demangled: &str) -> &str {
+    let text = demangled.trim();
+    let mut end = text.len();
+    if text.ends_with(')') {
+        let mut depth = 0usize;
+        for (index, c) in text.char_indices().rev() {
+            match c {
+                ')' => depth += 1,
+                '(' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = index;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let head = &text[..end];
+    // The return type ends at the last space outside template arguments and parentheses.
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (index, c) in head.char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' => depth = depth.saturating_sub(1),
+            ' ' if depth == 0 => start = index + 1,
+            _ => {}
+        }
+    }
+    match head[start..].trim() {
+        "" => text,
+        name => name,
+    }
 }
 
 /// A place in a file. Paths are as the writer saw them (relative to the workspace root when the

@@ -512,3 +512,35 @@ fn accepted_exceptions_are_shown_with_their_reason_in_every_rendering() {
         );
     }
 }
+
+#[test]
+fn readable_names_drop_the_return_type_and_the_parameters() {
+    for (demangled, readable) in [
+        (
+            "void mul_mat_vec_q<1>(float const*, float const*, float*, int)",
+            "mul_mat_vec_q<1>",
+        ),
+        (
+            "void mul_mat_q<(ggml_type)2, 112, true>(char const*, int const*, float*)",
+            "mul_mat_q<(ggml_type)2, 112, true>",
+        ),
+        ("void corpus::frames::gather(float const*, int)", "corpus::frames::gather"),
+        ("void (anonymous namespace)::k(int)", "(anonymous namespace)::k"),
+        (
+            "void cub::DeviceRadixSortOnesweepKernel<cub::Policy<800>, true, float, unsigned int, int>(int*)",
+            "cub::DeviceRadixSortOnesweepKernel<cub::Policy<800>, true, float, unsigned int, int>",
+        ),
+        ("saxpy", "saxpy"),
+        ("", ""),
+    ] {
+        assert_eq!(readable_kernel_name(demangled), readable, "{demangled}");
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn a_readable_name_is_part_of_the_demangled_name(text in ".{0,80}") {
+        let readable = readable_kernel_name(&text);
+        proptest::prop_assert!(text.contains(readable));
+    }
+}

@@ -340,6 +340,45 @@ fn an_undeclared_kernel_too_big_for_the_crate_block_is_unlaunchable() {
     );
 }
 
+fn summarized<'a>((leveled, name): &'a (LeveledFinding, &'a str)) -> Summarized<'a> {
+    Summarized {
+        lint: leveled.finding.lint,
+        level: leveled.level,
+        arch: leveled.finding.arch.as_deref(),
+        kernel: name,
+        weight: 0,
+        declared: false,
+    }
+}
+
+#[test]
+fn summaries_name_the_worst_kernels_first_and_say_which_are_declared() {
+    let item = |kernel, weight, declared| Summarized {
+        lint: LintId::StackFrame,
+        level: Level::Warn,
+        arch: Some("sm_90"),
+        kernel,
+        weight,
+        declared,
+    };
+    let summaries = summarize([
+        item("a", 8, true),
+        item("b", 512, false),
+        item("c", 64, false),
+        item("a", 1024, true),
+    ]);
+    assert_eq!(summaries[0].kernels, ["a", "b", "c"]);
+    assert_eq!(
+        summaries[0].message("r.json"),
+        "3 kernels (2 undeclared) have a stack frame on sm_90: a, b, c (details in r.json)"
+    );
+    let declared = summarize([item("a", 8, true), item("d", 8, true)]);
+    assert_eq!(
+        declared[0].message("r.json"),
+        "2 kernels have a stack frame on sm_90: a, d (details in r.json)"
+    );
+}
+
 #[test]
 fn summaries_name_a_few_kernels_and_count_the_rest() {
     let finding = |arch: &str| LeveledFinding {
@@ -362,13 +401,13 @@ fn summaries_name_a_few_kernels_and_count_the_rest() {
             ]
         })
         .collect();
-    let summaries = summarize(findings.iter().map(|(leveled, name)| (leveled, *name)));
+    let summaries = summarize(findings.iter().map(summarized));
     assert_eq!(summaries.len(), 1);
     assert_eq!(
         summaries[0].message("target/occupancy/k.json"),
         "8 undeclared kernels spill registers to local memory on sm_80, sm_90: k0, k1, k2, k3, k4 (+3 more, see target/occupancy/k.json)"
     );
-    let one = summarize(findings[..1].iter().map(|(leveled, name)| (leveled, *name)));
+    let one = summarize(findings[..1].iter().map(summarized));
     assert_eq!(
         one[0].message("r.json"),
         "1 undeclared kernel spills registers to local memory on sm_80: k0 (details in r.json)"
