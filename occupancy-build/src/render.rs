@@ -182,8 +182,10 @@ fn render_declared_denials(
     rows: &RowLookup<'_>,
     declarations: &Declarations,
 ) -> Vec<String> {
-    let mut groups: Vec<((Option<usize>, LintId), Vec<&Finding>)> = Vec::new();
-    let mut index: HashMap<(Option<usize>, LintId), usize> = HashMap::new();
+    /// A declaration (none for a crate-wide finding) and a lint.
+    type GroupKey = (Option<usize>, LintId);
+    let mut groups: Vec<(GroupKey, Vec<&Finding>)> = Vec::new();
+    let mut index: HashMap<GroupKey, usize> = HashMap::new();
     for (gathered, finding) in gathered.iter().zip(findings) {
         if gathered.undeclared || finding.level != Level::Deny {
             continue;
