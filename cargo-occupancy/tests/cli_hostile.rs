@@ -386,3 +386,101 @@ fn explain_with_shared_memory_beyond_every_gpu_finishes() {
     );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
+
+/// Writes an executable shell script.
+fn write_script(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Whether the process `pid` is gone or a zombie (killed, waiting for its reaper).
+fn is_dead(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// An nvcc that never answers (issue 23, item 5) fails `check` within `OCCUPANCY_TOOL_TIMEOUT`,
+/// naming the command line, the limit and the setting, at the `--version` probe and in the
+/// compile; the compiler it started dies with it.
+#[test]
+fn a_hung_nvcc_is_killed_and_named() {
+    let dir = scratch("hung-nvcc");
+    std::fs::write(dir.join("kernel.cu"), "__global__ void k() {}\n").unwrap();
+    let pid_file = dir.join("compiler.pid");
+    let compile_hangs = format!(
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Cuda compilation tools, release 13.0, V13.0.88'; exit 0; fi\nsleep 3600 &\necho $! > '{}'\nwait\n",
+        pid_file.display()
+    );
+    let cases = [
+        ("probe", "#!/bin/sh\nsleep 3600\n", "nvcc-probe --version`"),
+        ("compile", compile_hangs.as_str(), "kernel.cu`"),
+    ];
+    for (name, script, command_end) in cases {
+        let nvcc = dir.join(format!("nvcc-{name}"));
+        write_script(&nvcc, script);
+        let args = [
+            "check",
+            "kernel.cu",
+            "--arch",
+            "sm_90",
+            "--cache-dir",
+            "cache",
+        ];
+        let started = Instant::now();
+        let output = binary()
+            .arg("occupancy")
+            .args(args)
+            .current_dir(&dir)
+            .env("NVCC", &nvcc)
+            .env("OCCUPANCY_TOOL_TIMEOUT", "1")
+            .output()
+            .unwrap();
+        let message = stderr(&output);
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{name}: {:?}",
+            started.elapsed()
+        );
+        assert_eq!(output.status.code(), Some(2), "{name}: {message}");
+        let expected = format!("{command_end} did not finish within 1 s and was killed");
+        assert!(
+            message.contains(&expected) && message.contains("OCCUPANCY_TOOL_TIMEOUT"),
+            "{name}: {message}"
+        );
+        assert!(defects(&message, &args).is_empty(), "{name}: {message}");
+    }
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    assert!(is_dead(pid.trim()), "nvcc's compiler outlived the kill");
+}
+
+#[test]
+fn a_tool_timeout_that_is_not_seconds_is_refused() {
+    let dir = scratch("bad-timeout");
+    std::fs::write(dir.join("kernel.cu"), "__global__ void k() {}\n").unwrap();
+    let output = binary()
+        .args([
+            "occupancy",
+            "check",
+            "kernel.cu",
+            "--arch",
+            "sm_90",
+            "--cache-dir",
+            "cache",
+        ])
+        .current_dir(&dir)
+        .env("OCCUPANCY_TOOL_TIMEOUT", "soon")
+        .output()
+        .unwrap();
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(
+        message.contains("OCCUPANCY_TOOL_TIMEOUT=\"soon\""),
+        "{message}"
+    );
+}

@@ -64,7 +64,7 @@ impl Build {
     /// error.
     pub fn check_sources(&self, request: &SourceCheck) -> Result<SourceCheckOutput, Error> {
         let context = self.resolve_without_package()?;
-        let toolchain = Toolchain::find(&self.env, false)?;
+        let toolchain = Toolchain::find(&self.env, false, &context.tool_timeouts)?;
         // Every lint on every kernel: the SASS stage reads every kernel with local memory.
         let compiled =
             compile::compile_all(&context, &toolchain, Product::Ptx, LineTables::Everywhere)?;

@@ -36,6 +36,7 @@ use crate::cache::{hex, Entry, Slot};
 use crate::context::Context;
 pub use crate::context::SourceKind;
 use crate::fsutil::{parse_dep_file, parse_line_markers};
+use crate::process::{render_command, run_bounded, ToolKind};
 use crate::targets::SmArch;
 use crate::toolchain::Toolchain;
 use crate::Error;
@@ -592,13 +593,10 @@ fn run_nvcc_commands(
 ) -> Result<(String, Option<String>), Error> {
     let mut compiler_log = String::new();
     let mut wrapper_failure = None;
+    let timeouts = &settings.toolchain.timeouts;
     let run = |mut command: std::process::Command| {
         let rendered = render_command(&command);
-        let output = command.output().map_err(|error| Error::ToolNotStarted {
-            command: rendered.clone(),
-            error,
-        });
-        output.map(|output| (output, rendered))
+        run_bounded(&mut command, timeouts, ToolKind::Work).map(|output| (output, rendered))
     };
     for args in commands {
         let mut command = settings.toolchain.command();
@@ -720,24 +718,6 @@ fn absolute(path: &Path) -> PathBuf {
         }
     }
     normal
-}
-
-/// The command as a shell line, for error messages and logs.
-pub fn render_command(command: &std::process::Command) -> String {
-    std::iter::once(command.get_program())
-        .chain(command.get_args())
-        .map(|part| {
-            let text = part.to_string_lossy();
-            if text.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'')
-                || text.is_empty()
-            {
-                format!("'{}'", text.replace('\'', "'\\''"))
-            } else {
-                text.into_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 pub(crate) fn file_stem(source: &Path) -> String {
@@ -931,6 +911,7 @@ mod tests {
             release: "13.0".into(),
             identity_files: Vec::new(),
             fingerprint: String::new(),
+            timeouts: Default::default(),
         }
     }
 
@@ -1044,6 +1025,7 @@ mod key_tests {
                 release: "13.0".into(),
                 identity_files: Vec::new(),
                 fingerprint: "/cuda/bin/ptxas 100 1\n".into(),
+                timeouts: Default::default(),
             },
             archs: archs
                 .iter()

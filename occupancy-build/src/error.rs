@@ -46,6 +46,22 @@ pub enum Error {
         #[source]
         error: std::io::Error,
     },
+    /// A program (nvcc, ptxas, cuobjdump, nvdisasm, `cargo metadata`, nvidia-smi, a `--version`
+    /// probe) ran past its time limit and was killed with every process it started.
+    #[error(
+        "occupancy-build: `{command}` did not finish within {} and was killed, with every process it started; {hint}",
+        crate::process::seconds(*.limit)
+    )]
+    ToolTimedOut {
+        /// The command line, as a shell would take it.
+        command: String,
+        limit: std::time::Duration,
+        /// Which setting sets the limit and how to raise it.
+        hint: String,
+    },
+    /// `OCCUPANCY_TOOL_TIMEOUT` is not a number of seconds above 0.
+    #[error("occupancy-build: OCCUPANCY_TOOL_TIMEOUT={value:?}: give the seconds a tool may run before it is killed, a number above 0 (e.g. 3600)")]
+    BadToolTimeout { value: String },
     /// nvcc ran and failed; its own diagnostics are in `diagnostics`.
     #[error("nvcc failed to compile {} ({status}):\n{diagnostics}\ncommand: {command}", file.display())]
     NvccFailed {

@@ -230,6 +230,26 @@ fn file_and_tool_cases() -> Vec<Case> {
             true,
         ),
         case(
+            Error::ToolTimedOut {
+                command: "/opt/cuda/bin/nvcc --version".into(),
+                limit: std::time::Duration::from_secs(60),
+                hint: "set OCCUPANCY_TOOL_TIMEOUT".into(),
+            },
+            &[
+                "`/opt/cuda/bin/nvcc --version` did not finish within 60 s",
+                "killed, with every process it started",
+                "OCCUPANCY_TOOL_TIMEOUT",
+            ],
+            false,
+        ),
+        case(
+            Error::BadToolTimeout {
+                value: "soon".into(),
+            },
+            &["OCCUPANCY_TOOL_TIMEOUT=\"soon\"", "above 0"],
+            false,
+        ),
+        case(
             Error::NotNvcc {
                 nvcc: PathBuf::from("/usr/bin/nvcc"),
                 status: "exit status: 1".into(),
