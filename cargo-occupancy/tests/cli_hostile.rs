@@ -484,3 +484,85 @@ fn a_tool_timeout_that_is_not_seconds_is_refused() {
         "{message}"
     );
 }
+
+/// `--html` onto a FIFO or a device (`--html /dev/null` replaced the system's `/dev/null` with a
+/// file, run as root) writes into it and leaves the node; through a symlink, the link stays and
+/// its target gets the report. Private nodes only: a FIFO in the scratch directory, and a link
+/// to it as `/dev/stdout` is a link.
+#[test]
+fn an_html_report_onto_a_fifo_or_a_link_keeps_the_node() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = scratch("html-nodes");
+    let fifo = dir.join("out.fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    std::os::unix::fs::symlink("out.fifo", dir.join("stdout-link")).unwrap();
+    std::fs::create_dir_all(dir.join("shared")).unwrap();
+    std::fs::write(dir.join("shared/report.html"), "old").unwrap();
+    std::os::unix::fs::symlink("shared/report.html", dir.join("report-link.html")).unwrap();
+    for html in ["out.fifo", "stdout-link"] {
+        let reader_path = fifo.clone();
+        let (sender, read) = std::sync::mpsc::channel();
+        std::thread::spawn(move || sender.send(std::fs::read(reader_path).unwrap()));
+        let output = run_in(&dir, &["check", "build.log", "--html", html, "--json"]);
+        assert!(
+            matches!(output.status.code(), Some(0 | 1)),
+            "{html}: {}",
+            stderr(&output)
+        );
+        let is_fifo = std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo();
+        assert!(is_fifo, "{html}: the FIFO was replaced");
+        // Fails, rather than hangs, when the run never opened the FIFO.
+        let bytes = read
+            .recv_timeout(Duration::from_secs(20))
+            .expect("nothing written");
+        let html_text = String::from_utf8(bytes).unwrap();
+        assert!(html_text.trim_end().ends_with("</html>"), "{html}");
+    }
+    let output = run_in(
+        &dir,
+        &["check", "build.log", "--html", "report-link.html", "--json"],
+    );
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        std::fs::read_link(dir.join("report-link.html")).unwrap(),
+        Path::new("shared/report.html")
+    );
+    let shared = std::fs::read_to_string(dir.join("shared/report.html")).unwrap();
+    assert!(shared.trim_end().ends_with("</html>"), "{shared}");
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+}
+
+/// A link into a directory that does not exist is refused before any work, naming both.
+#[test]
+fn an_html_link_into_a_missing_directory_is_refused() {
+    let dir = scratch("html-dangling");
+    std::os::unix::fs::symlink("gone/report.html", dir.join("dangling.html")).unwrap();
+    let args = ["check", "build.log", "--html", "dangling.html"];
+    let output = run_in(&dir, &args);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(
+        message.contains("--html dangling.html: is a symbolic link to")
+            && message.contains("gone/report.html, whose directory"),
+        "{message}"
+    );
+    assert!(defects(&message, &args).is_empty(), "{message}");
+    assert!(!dir.join("gone").exists());
+}

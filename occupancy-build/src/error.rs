@@ -226,6 +226,10 @@ pub enum Error {
         #[source]
         error: std::io::Error,
     },
+    /// An output path that cannot be written safely: a directory, a socket, a link to a
+    /// directory that does not exist. `reason` says which.
+    #[error("occupancy-build: {} cannot be written: it {reason}", path.display())]
+    Unwritable { path: PathBuf, reason: String },
     /// One or more deny-level findings; `rendered` holds the rustc-style diagnostics.
     #[error("{rendered}")]
     Denied { rendered: String, count: usize },

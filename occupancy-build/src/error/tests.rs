@@ -222,6 +222,14 @@ fn file_and_tool_cases() -> Vec<Case> {
             true,
         ),
         case(
+            Error::Unwritable {
+                path: PathBuf::from("/out/occupancy.lock"),
+                reason: "is a directory".into(),
+            },
+            &["/out/occupancy.lock cannot be written: it is a directory"],
+            false,
+        ),
+        case(
             Error::ToolNotStarted {
                 command: "/opt/cuda/bin/nvdisasm -c -g k.cubin".into(),
                 error: io_error(),
