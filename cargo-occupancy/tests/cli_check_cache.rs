@@ -263,3 +263,83 @@ fn report_says_when_a_build_failed_instead_of_zero_deny() {
     assert_eq!(only_good.status.code(), Some(0), "{}", stderr(&only_good));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An nvcc (the real one, via `$NVCC`) that logs each call to `$OCCUPANCY_TEST_NVCC_LOG`; after
+/// a compile (not the `--version` probe) it copies `$OCCUPANCY_TEST_EDIT` over
+/// `$OCCUPANCY_TEST_SOURCE`: a save in the editor while nvcc compiles.
+fn editing_nvcc(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let script = dir.join("nvcc-editing.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \"$OCCUPANCY_TEST_NVCC_LOG\"\n\"$OCCUPANCY_TEST_REAL_NVCC\" \"$@\"\nstatus=$?\ncase \"$*\" in\n  *--version*) ;;\n  *) if [ -n \"$OCCUPANCY_TEST_EDIT\" ]; then cp \"$OCCUPANCY_TEST_EDIT\" \"$OCCUPANCY_TEST_SOURCE\"; fi ;;\nesac\nexit $status\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+/// A `.cu` saved while nvcc compiles it (issue 23, item 3a): the run reports what nvcc read and
+/// says the result is not cached; the next run compiles the saved text, never replaying the old
+/// numbers under the new text's key; the one after is a cache hit.
+#[test]
+fn a_source_saved_during_its_compile_is_not_cached_under_its_new_text() {
+    let dir = scratch("saved-during");
+    let cache = dir.join("cache");
+    let source = dir.join("configured.cu");
+    let saved = dir.join("saved.cu");
+    std::fs::write(&source, format!("#define TILE 128\n{CONFIGURED}")).unwrap();
+    std::fs::write(&saved, format!("#define TILE 256\n{CONFIGURED}")).unwrap();
+    let log = dir.join("nvcc.log");
+    let real_nvcc = std::env::var_os("NVCC").expect("scripts/setup-cuda.sh --env sets NVCC");
+    // Written once: the toolkit's identity (nvcc's size and time) is part of the cache slot.
+    let nvcc = editing_nvcc(&dir);
+    let run = |edit: bool| {
+        let mut command = binary();
+        command
+            .args(["occupancy", "check", "--cache-dir"])
+            .arg(&cache)
+            .arg(&source)
+            .args(["--arch", "sm_90", "--json"])
+            .env("NVCC", &nvcc)
+            .env("OCCUPANCY_TEST_REAL_NVCC", &real_nvcc)
+            .env("OCCUPANCY_TEST_NVCC_LOG", &log)
+            .env("OCCUPANCY_TEST_SOURCE", &source);
+        if edit {
+            command.env("OCCUPANCY_TEST_EDIT", &saved);
+        }
+        let _ = std::fs::remove_file(&log);
+        let output = command.output().unwrap();
+        let compiles = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| !line.contains("--version"))
+            .count();
+        (output, compiles)
+    };
+    let (during, compiles) = run(true);
+    assert_configured(&during, 128, "the run during which the file was saved");
+    assert_eq!(compiles, 1);
+    assert!(
+        stderr(&during).contains("configured.cu changed while nvcc compiled")
+            && stderr(&during).contains("does not cache it"),
+        "{}",
+        stderr(&during)
+    );
+    assert_eq!(
+        std::fs::read(&source).unwrap(),
+        std::fs::read(&saved).unwrap()
+    );
+    let (next, compiles) = run(false);
+    assert_configured(&next, 256, "the run after the save");
+    assert_eq!(compiles, 1, "the saved text is compiled, not replayed");
+    let (again, compiles) = run(false);
+    assert_configured(&again, 256, "a rerun");
+    assert_eq!(compiles, 0, "and then cached");
+    assert!(
+        !stderr(&again).contains("changed while"),
+        "{}",
+        stderr(&again)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -93,16 +93,22 @@ pub struct Slot {
     dir: PathBuf,
 }
 
-/// A private directory to compile into; becomes an entry by [`Slot::publish`].
+/// A private directory to compile into; becomes an entry by [`Slot::publish`], or stays a
+/// result of this run only by [`Slot::keep_unpublished`].
 #[derive(Debug)]
 pub struct Staging {
     pub dir: PathBuf,
+    /// Kept for this run (unpublished): not removed when dropped.
+    kept: bool,
 }
 
 impl Drop for Staging {
     fn drop(&mut self) {
-        // Published staging dirs were renamed away; anything left is a failed compile.
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // Published staging dirs were renamed away; anything left is a failed compile, unless
+        // this run still reads it (a later publish in the slot collects it after an hour).
+        if !self.kept {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
@@ -147,6 +153,14 @@ impl Slot {
         Some(dir.join(&manifest.product(role)?.name))
     }
 
+    /// The files the entry published last was compiled from, whatever its key: the files a
+    /// compile of the source will most likely read again, to look at before it runs.
+    pub fn previous_dependencies(&self) -> Vec<PathBuf> {
+        self.published()
+            .map(|(_, _, manifest)| manifest.dependencies)
+            .unwrap_or_default()
+    }
+
     /// The entry `current` points at: its name, directory and manifest, unchecked.
     fn published(&self) -> Option<(String, PathBuf, Manifest)> {
         let name = std::fs::read_to_string(self.dir.join(POINTER)).ok()?;
@@ -171,7 +185,7 @@ impl Slot {
             path: dir.clone(),
             error,
         })?;
-        Ok(Staging { dir })
+        Ok(Staging { dir, kept: false })
     }
 
     /// Records `products` (files already inside the staging dir) in a manifest and renames the
@@ -184,31 +198,7 @@ impl Slot {
         dependencies: Vec<PathBuf>,
         products: &[(&str, &str)],
     ) -> Result<Entry, Error> {
-        let mut records = Vec::new();
-        let mut log = String::new();
-        let stamp = SystemTime::now() - PRODUCT_STAMP_AGE;
-        for (role, name) in products {
-            let path = staging.dir.join(name);
-            if *role == "log" {
-                log = String::from_utf8_lossy(&crate::fsutil::read(&path)?).into_owned();
-            }
-            let (size_bytes, modified_ns) =
-                stamp_product(&path, stamp).map_err(|error| Error::Io { path, error })?;
-            records.push(ProductFile {
-                role: (*role).to_string(),
-                name: (*name).to_string(),
-                size_bytes,
-                modified_ns,
-            });
-        }
-        let manifest = Manifest {
-            schema: MANIFEST_SCHEMA,
-            key,
-            dependencies,
-            products: records,
-        };
-        let json = serde_json::to_vec_pretty(&manifest).expect("the manifest is plain data");
-        write_atomic(&staging.dir.join(MANIFEST), &json)?;
+        let (manifest, log) = record(&staging, key, dependencies, products)?;
         let name = entry_name(&manifest.key);
         let dir = self.dir.join(&name);
         if std::fs::rename(&staging.dir, &dir).is_err() {
@@ -229,6 +219,25 @@ impl Slot {
         write_atomic(&self.dir.join(POINTER), name.as_bytes())?;
         self.collect_garbage(&name);
         Ok(Entry { dir, manifest, log })
+    }
+
+    /// Records `products` like [`Slot::publish`] but leaves them where they are, out of every
+    /// lookup: the result of a compile whose inputs changed while it ran, which this run uses
+    /// and no later run may (its key would name text the compiler may not have read).
+    pub fn keep_unpublished(
+        &self,
+        mut staging: Staging,
+        key: String,
+        dependencies: Vec<PathBuf>,
+        products: &[(&str, &str)],
+    ) -> Result<Entry, Error> {
+        let (manifest, log) = record(&staging, key, dependencies, products)?;
+        staging.kept = true;
+        Ok(Entry {
+            dir: staging.dir.clone(),
+            manifest,
+            log,
+        })
     }
 
     /// The entry `name` when its manifest has `key` and every product verifies.
@@ -285,6 +294,42 @@ impl Slot {
             }
         }
     }
+}
+
+/// Stamps each of `products` (files in the staging dir) and writes the manifest recording them;
+/// returns it and the `log` product's text.
+fn record(
+    staging: &Staging,
+    key: String,
+    dependencies: Vec<PathBuf>,
+    products: &[(&str, &str)],
+) -> Result<(Manifest, String), Error> {
+    let mut records = Vec::new();
+    let mut log = String::new();
+    let stamp = SystemTime::now() - PRODUCT_STAMP_AGE;
+    for (role, name) in products {
+        let path = staging.dir.join(name);
+        if *role == "log" {
+            log = String::from_utf8_lossy(&crate::fsutil::read(&path)?).into_owned();
+        }
+        let (size_bytes, modified_ns) =
+            stamp_product(&path, stamp).map_err(|error| Error::Io { path, error })?;
+        records.push(ProductFile {
+            role: (*role).to_string(),
+            name: (*name).to_string(),
+            size_bytes,
+            modified_ns,
+        });
+    }
+    let manifest = Manifest {
+        schema: MANIFEST_SCHEMA,
+        key,
+        dependencies,
+        products: records,
+    };
+    let json = serde_json::to_vec_pretty(&manifest).expect("the manifest is plain data");
+    write_atomic(&staging.dir.join(MANIFEST), &json)?;
+    Ok((manifest, log))
 }
 
 /// Whether a slot child last modified at `modified` (read at `now`) is old enough to remove.

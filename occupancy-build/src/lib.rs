@@ -37,6 +37,7 @@ mod error;
 mod expectations;
 mod facts;
 mod fsutil;
+mod input_watch;
 mod jobs;
 mod levels;
 mod line_info;

@@ -638,6 +638,7 @@ mod tests {
             dependencies: Vec::new(),
             from_cache: false,
             wrapper_failure: None,
+            notes: Vec::new(),
             ptx_target: Some("compute_80".into()),
             programs: vec![crate::compile::Program {
                 ptx_target: Some("compute_80".into()),
