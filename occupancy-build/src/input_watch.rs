@@ -118,7 +118,10 @@ mod tests {
         assert_eq!(unchanged.changed(&[source.clone(), header.clone()]), None);
         let edited = watch();
         std::fs::write(&source, "__global__ void k() { spill(); }\n").unwrap();
-        assert_eq!(edited.changed(&[source.clone()]), Some(source.clone()));
+        assert_eq!(
+            edited.changed(std::slice::from_ref(&source)),
+            Some(source.clone())
+        );
         // The same text written again (an editor's save): nvcc may have read it half written.
         let rewritten = watch();
         let text = std::fs::read(&header).unwrap();
@@ -133,7 +136,10 @@ mod tests {
         assert_eq!(rewritten.changed(&[]), Some(header.clone()));
         let removed = watch();
         std::fs::remove_file(&header).unwrap();
-        assert_eq!(removed.changed(&[source.clone()]), Some(header.clone()));
+        assert_eq!(
+            removed.changed(std::slice::from_ref(&source)),
+            Some(header.clone())
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 
@@ -161,7 +167,7 @@ mod tests {
             Some(new_header.clone())
         );
         let gone = dir.join("gone.cuh");
-        assert_eq!(watch.changed(&[gone.clone()]), Some(gone));
+        assert_eq!(watch.changed(std::slice::from_ref(&gone)), Some(gone));
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -24,15 +24,24 @@ fn scratch(name: &str) -> std::path::PathBuf {
     dir
 }
 
-/// Whether the process `pid` is gone or a zombie (killed, waiting for its reaper).
+/// Whether the process `pid` is gone or a zombie (killed, waiting for its reaper) within a few
+/// seconds: `SIGKILL` is sent at once, but a loaded machine may take a moment to end it.
 fn is_dead(pid: &str) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+    let dead = || match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
         Ok(stat) => stat
             .rsplit(')')
             .next()
             .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    };
+    let started = Instant::now();
+    while !dead() {
+        if started.elapsed() > Duration::from_secs(5) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
+    true
 }
 
 #[test]
