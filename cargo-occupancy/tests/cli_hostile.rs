@@ -34,12 +34,14 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// `cargo occupancy ARGS` in `dir`, with nvcc out of reach, killed after 60 s (a hang fails).
+/// `cargo occupancy ARGS` in `dir`, with nvcc out of reach and the user's cache directory in
+/// `dir`, killed after 60 s (a hang fails).
 fn run_in(dir: &Path, args: &[&str]) -> Output {
     let mut child = binary()
         .arg("occupancy")
         .args(args)
         .current_dir(dir)
+        .env("XDG_CACHE_HOME", dir.join("xdg-cache"))
         .env("PATH", "/usr/bin:/bin")
         .env_remove("NVCC")
         .env_remove("CUDA_HOME")
@@ -394,15 +396,24 @@ fn write_script(path: &Path, text: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-/// Whether the process `pid` is gone or a zombie (killed, waiting for its reaper).
+/// Whether the process `pid` is gone or a zombie (killed, waiting for its reaper) within a few
+/// seconds: `SIGKILL` is sent at once, but a loaded machine may take a moment to end it.
 fn is_dead(pid: &str) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+    let dead = || match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
         Ok(stat) => stat
             .rsplit(')')
             .next()
             .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    };
+    let started = Instant::now();
+    while !dead() {
+        if started.elapsed() > Duration::from_secs(5) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
+    true
 }
 
 /// An nvcc that never answers (issue 23, item 5) fails `check` within `OCCUPANCY_TOOL_TIMEOUT`,

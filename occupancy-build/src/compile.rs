@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::cache::{hex, Entry, Slot, Staging};
+use crate::cache::{hex, Entry, Lookup, Slot, Staging};
 use crate::context::Context;
 pub use crate::context::SourceKind;
 use crate::fsutil::{parse_dep_file, parse_line_markers};
@@ -213,6 +213,7 @@ pub fn compile_all(
     if inputs.is_empty() {
         return Err(Error::NoSources);
     }
+    crate::trust::open_cache_root(&settings.cache_root, &context.out_dir)?;
     let settings = &settings;
     let tasks: Vec<_> = inputs
         .iter()
@@ -268,10 +269,18 @@ pub fn compile_source(
     let config = config_key(settings, source, kind);
     let slot = Slot::new(&settings.cache_root, &file_stem(source), &config);
     let current_key = |dependencies: &[PathBuf]| cache_key(settings, &config, dependencies).ok();
-    if let Some(entry) = slot.lookup(current_key) {
-        return Ok(compiled_from_entry(
-            settings, source, kind, entry, true, None,
-        ));
+    let mut notes = Vec::new();
+    match slot.find(current_key) {
+        Lookup::Hit(entry) => {
+            return Ok(compiled_from_entry(
+                settings, source, kind, entry, true, None,
+            ))
+        }
+        Lookup::Miss => {}
+        Lookup::Untrusted(reason) => notes.push(format!(
+            "the cached compile of {} is not used: {reason}, and another user could have written it; compiled again",
+            source.display()
+        )),
     }
     let staging = slot.staging()?;
     let work = staging.dir.join("keep");
@@ -292,12 +301,13 @@ pub fn compile_source(
         .collect();
     // After the key: a file changed while the key was taken is caught too.
     let changed = watch.changed(&fresh.dependencies);
-    let entry = match &changed {
-        None => slot.publish(staging, key, fresh.dependencies, &named)?,
-        Some(_) => slot.keep_unpublished(staging, key, fresh.dependencies, &named)?,
+    let entry = match changed.is_none() && slot.accepts_entries() {
+        true => slot.publish(staging, key, fresh.dependencies, &named)?,
+        false => slot.keep_unpublished(staging, key, fresh.dependencies, &named)?,
     };
     let mut compiled =
         compiled_from_entry(settings, source, kind, entry, false, fresh.wrapper_failure);
+    compiled.notes = notes;
     compiled.notes.extend(changed.map(|changed| {
         format!(
             "{} changed while nvcc compiled {}: this run checks what nvcc read, which may not be the file as it is now, and does not cache it (the next run compiles it again)",

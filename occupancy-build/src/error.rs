@@ -226,6 +226,10 @@ pub enum Error {
         #[source]
         error: std::io::Error,
     },
+    /// A compile-cache directory another user owns or may write: its entries could make a
+    /// spilling kernel pass, so it is not used.
+    #[error("occupancy-build: the compile cache in {} is not used: it {reason}; another user could put results in it that pass a kernel that spills. Make it yours and private (`chmod go-w`), remove it, or use another directory", path.display())]
+    UntrustedCache { path: PathBuf, reason: String },
     /// An output path that cannot be written safely: a directory, a socket, a link to a
     /// directory that does not exist. `reason` says which.
     #[error("occupancy-build: {} cannot be written: it {reason}", path.display())]

@@ -57,6 +57,7 @@ mod sass;
 mod spill_help;
 mod targets;
 mod toolchain;
+mod trust;
 
 pub use build::Build;
 pub use check_sources::{
@@ -74,3 +75,4 @@ pub use pipeline::Output;
 pub use process::{run_bounded, ToolKind, ToolTimeouts};
 pub use targets::{Arch, ArchSource, SmArch};
 pub use toolchain::{Toolchain, NVCC_WHEELS};
+pub use trust::check_private_dir;

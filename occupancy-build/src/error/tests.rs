@@ -222,6 +222,43 @@ fn file_and_tool_cases() -> Vec<Case> {
             true,
         ),
         case(
+            Error::NotNvcc {
+                nvcc: PathBuf::from("/usr/bin/nvcc"),
+                status: "exit status: 1".into(),
+                output: "usage: ...".into(),
+            },
+            &[
+                "`/usr/bin/nvcc --version` did not answer like nvcc (exit status: 1)",
+                "point NVCC at the nvcc executable",
+            ],
+            false,
+        ),
+        case(
+            Error::ArchiveFailed {
+                library: "kernels".into(),
+                error: cc::Error::from(io_error()),
+            },
+            &["libkernels.a"],
+            true,
+        ),
+    ]
+}
+
+/// Time limits, untrusted caches and outputs that cannot be written safely (issue 23).
+fn fault_cases() -> Vec<Case> {
+    vec![
+        case(
+            Error::UntrustedCache {
+                path: PathBuf::from("/tmp/cargo-occupancy-check"),
+                reason: "belongs to uid 1001, not to you (uid 1000)".into(),
+            },
+            &[
+                "/tmp/cargo-occupancy-check is not used: it belongs to uid 1001",
+                "chmod go-w",
+            ],
+            false,
+        ),
+        case(
             Error::Unwritable {
                 path: PathBuf::from("/out/occupancy.lock"),
                 reason: "is a directory".into(),
@@ -257,26 +294,6 @@ fn file_and_tool_cases() -> Vec<Case> {
             &["OCCUPANCY_TOOL_TIMEOUT=\"soon\"", "above 0"],
             false,
         ),
-        case(
-            Error::NotNvcc {
-                nvcc: PathBuf::from("/usr/bin/nvcc"),
-                status: "exit status: 1".into(),
-                output: "usage: ...".into(),
-            },
-            &[
-                "`/usr/bin/nvcc --version` did not answer like nvcc (exit status: 1)",
-                "point NVCC at the nvcc executable",
-            ],
-            false,
-        ),
-        case(
-            Error::ArchiveFailed {
-                library: "kernels".into(),
-                error: cc::Error::from(io_error()),
-            },
-            &["libkernels.a"],
-            true,
-        ),
     ]
 }
 
@@ -285,7 +302,8 @@ fn every_cause_names_what_to_change_and_keeps_its_source() {
     let cases = setting_cases()
         .into_iter()
         .chain(source_cases())
-        .chain(file_and_tool_cases());
+        .chain(file_and_tool_cases())
+        .chain(fault_cases());
     for Case {
         error,
         names,
