@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod cache_dir;
 mod cmd;
 mod flags;
 mod inputs;

@@ -2,13 +2,13 @@
 //! against every input before any work: an output never replaces an input file, never lands inside
 //! an input directory, and an output directory never holds an input, whichever way the paths are
 //! spelled (`./`, `..`, symlinks, hard links). Outputs are checked for writability up front too,
-//! so a read-only destination fails the run before a compile, and files are written atomically
-//! (a temporary file beside the destination, then a rename): a killed run leaves the old file or
-//! the new one, never half of one.
+//! so a read-only destination fails the run before a compile. Files are written by the build's
+//! own writer (`occupancy_build::write_atomic`, the one every report, baseline and cache file
+//! goes through): atomically (a temporary file beside the destination, then a rename) where the
+//! output is or links to a regular file, so a killed run leaves the old file or the new one;
+//! through a symlink onto what it points to; into a FIFO or device (`/dev/null`, `/dev/stdout`)
+//! in place, never replacing the node.
 
-use std::ffi::OsString;
-use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::cmd::report::UsageError;
@@ -116,7 +116,9 @@ fn parent_dir(path: &Path) -> &Path {
     }
 }
 
-/// A file output must not be a directory, and its directory must take a new file.
+/// A file output must be one the writer takes (not a directory, not a link into a missing
+/// directory), and the directory of the file it replaces must take a new file; a FIFO or a
+/// device is written in place and needs neither.
 fn check_writable_file(output: &Output<'_>, resolved: &Path) -> Result<(), UsageError> {
     if resolved.is_dir() {
         return Err(UsageError(format!(
@@ -125,44 +127,27 @@ fn check_writable_file(output: &Output<'_>, resolved: &Path) -> Result<(), Usage
             output.path.display()
         )));
     }
-    let probe = temporary_sibling(resolved);
-    match File::create(&probe) {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(error) => Err(UsageError(format!(
-            "{} {}: cannot write in {} ({error}); choose a writable path",
-            output.flag,
-            output.path.display(),
-            parent_dir(resolved).display()
-        ))),
-    }
+    occupancy_build::check_writable(output.path)
+        .map_err(|error| write_error(output.flag, output.path, error))
 }
 
-/// `.<name>.<pid>.tmp` beside `path`.
-fn temporary_sibling(path: &Path) -> PathBuf {
-    let mut name = OsString::from(".");
-    name.push(path.file_name().unwrap_or_default());
-    name.push(format!(".{}.tmp", std::process::id()));
-    parent_dir(path).join(name)
-}
-
-/// Writes `bytes` to `path` atomically: a temporary file beside it, synced, then renamed over it.
+/// Writes `bytes` to `path` with the build's writer: atomically where `path` is (or links to) a
+/// regular file, in place into a FIFO or device.
 pub fn write_atomically(flag: &str, path: &Path, bytes: &[u8]) -> Result<(), UsageError> {
-    let temporary = temporary_sibling(path);
-    let written = File::create(&temporary).and_then(|mut file| {
-        file.write_all(bytes)?;
-        file.sync_all()
-    });
-    let renamed = written.and_then(|()| std::fs::rename(&temporary, path));
-    renamed.map_err(|error| {
-        let _ = std::fs::remove_file(&temporary);
-        UsageError(format!(
-            "{flag} {}: cannot write it: {error}",
-            path.display()
-        ))
-    })
+    occupancy_build::write_atomic(path, bytes).map_err(|error| write_error(flag, path, error))
+}
+
+/// The writer's error as the CLI says it: the flag, the path, and why.
+fn write_error(flag: &str, path: &Path, error: occupancy_build::Error) -> UsageError {
+    let why = match error {
+        occupancy_build::Error::Unwritable { reason, .. } => reason,
+        occupancy_build::Error::Io { error, .. } => format!("cannot write it: {error}"),
+        other => other.to_string(),
+    };
+    UsageError(format!(
+        "{flag} {}: {why}; choose another path",
+        path.display()
+    ))
 }
 
 #[cfg(test)]

@@ -263,3 +263,267 @@ fn report_says_when_a_build_failed_instead_of_zero_deny() {
     assert_eq!(only_good.status.code(), Some(0), "{}", stderr(&only_good));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An nvcc (the real one, via `$NVCC`) that logs each call to `$OCCUPANCY_TEST_NVCC_LOG`; after
+/// a compile (not the `--version` probe) it copies `$OCCUPANCY_TEST_EDIT` over
+/// `$OCCUPANCY_TEST_SOURCE`: a save in the editor while nvcc compiles.
+fn editing_nvcc(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let script = dir.join("nvcc-editing.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \"$OCCUPANCY_TEST_NVCC_LOG\"\n\"$OCCUPANCY_TEST_REAL_NVCC\" \"$@\"\nstatus=$?\ncase \"$*\" in\n  *--version*) ;;\n  *) if [ -n \"$OCCUPANCY_TEST_EDIT\" ]; then cp \"$OCCUPANCY_TEST_EDIT\" \"$OCCUPANCY_TEST_SOURCE\"; fi ;;\nesac\nexit $status\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+/// A `.cu` saved while nvcc compiles it (issue 23, item 3a): the run reports what nvcc read and
+/// says the result is not cached; the next run compiles the saved text, never replaying the old
+/// numbers under the new text's key; the one after is a cache hit.
+#[test]
+fn a_source_saved_during_its_compile_is_not_cached_under_its_new_text() {
+    let dir = scratch("saved-during");
+    let cache = dir.join("cache");
+    let source = dir.join("configured.cu");
+    let saved = dir.join("saved.cu");
+    std::fs::write(&source, format!("#define TILE 128\n{CONFIGURED}")).unwrap();
+    std::fs::write(&saved, format!("#define TILE 256\n{CONFIGURED}")).unwrap();
+    let log = dir.join("nvcc.log");
+    let real_nvcc = std::env::var_os("NVCC").expect("scripts/setup-cuda.sh --env sets NVCC");
+    // Written once: the toolkit's identity (nvcc's size and time) is part of the cache slot.
+    let nvcc = editing_nvcc(&dir);
+    let run = |edit: bool| {
+        let mut command = binary();
+        command
+            .args(["occupancy", "check", "--cache-dir"])
+            .arg(&cache)
+            .arg(&source)
+            .args(["--arch", "sm_90", "--json"])
+            .env("NVCC", &nvcc)
+            .env("OCCUPANCY_TEST_REAL_NVCC", &real_nvcc)
+            .env("OCCUPANCY_TEST_NVCC_LOG", &log)
+            .env("OCCUPANCY_TEST_SOURCE", &source);
+        if edit {
+            command.env("OCCUPANCY_TEST_EDIT", &saved);
+        }
+        let _ = std::fs::remove_file(&log);
+        let output = command.output().unwrap();
+        let compiles = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| !line.contains("--version"))
+            .count();
+        (output, compiles)
+    };
+    let (during, compiles) = run(true);
+    assert_configured(&during, 128, "the run during which the file was saved");
+    assert_eq!(compiles, 1);
+    assert!(
+        stderr(&during).contains("configured.cu changed while nvcc compiled")
+            && stderr(&during).contains("does not cache it"),
+        "{}",
+        stderr(&during)
+    );
+    assert_eq!(
+        std::fs::read(&source).unwrap(),
+        std::fs::read(&saved).unwrap()
+    );
+    let (next, compiles) = run(false);
+    assert_configured(&next, 256, "the run after the save");
+    assert_eq!(compiles, 1, "the saved text is compiled, not replayed");
+    let (again, compiles) = run(false);
+    assert_configured(&again, 256, "a rerun");
+    assert_eq!(compiles, 0, "and then cached");
+    assert!(
+        !stderr(&again).contains("changed while"),
+        "{}",
+        stderr(&again)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether these tests run as root, and so can make files of another user (`chown`).
+fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|metadata| metadata.uid() == 0)
+}
+
+/// `chown -R 12345:12345 path`: a file another local user made.
+fn give_to_another_user(path: &Path) {
+    let status = std::process::Command::new("chown")
+        .args(["-R", "12345:12345"])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// `check configured.cu -DTILE=128` with `extra` arguments (a `--cache-dir`), the user's cache
+/// home in `dir/xdg` and the temporary directory in `dir/tmp`, through the logging nvcc; what
+/// it printed and how many compiles ran.
+fn check_counting(dir: &Path, extra: &[&std::ffi::OsStr]) -> (Output, usize) {
+    let source = dir.join("configured.cu");
+    if !source.exists() {
+        std::fs::write(&source, CONFIGURED).unwrap();
+    }
+    let nvcc = dir.join("nvcc-editing.sh");
+    if !nvcc.exists() {
+        editing_nvcc(dir);
+    }
+    let log = dir.join("nvcc.log");
+    let _ = std::fs::remove_file(&log);
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    let output = binary()
+        .args(["occupancy", "check"])
+        .arg(&source)
+        .args(extra)
+        .args(["--arch", "sm_90", "--json", "--", "-DTILE=128"])
+        .env("XDG_CACHE_HOME", dir.join("xdg"))
+        .env("TMPDIR", dir.join("tmp"))
+        .env("NVCC", &nvcc)
+        .env(
+            "OCCUPANCY_TEST_REAL_NVCC",
+            std::env::var_os("NVCC").unwrap(),
+        )
+        .env("OCCUPANCY_TEST_NVCC_LOG", &log)
+        .output()
+        .unwrap();
+    let compiles = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| !line.contains("--version"))
+        .count();
+    (output, compiles)
+}
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+/// Without `--cache-dir`, the cache is the user's own (issue 23, item 3b): under
+/// `$XDG_CACHE_HOME/occupancy`, created private, reused by the next run; no longer one fixed
+/// directory in the shared `/tmp`.
+#[test]
+fn the_default_cache_is_private_to_the_user() {
+    let dir = scratch("default-cache");
+    let (first, compiles) = check_counting(&dir, &[]);
+    assert_configured(&first, 128, "cold");
+    assert_eq!(compiles, 1);
+    let cache = dir.join("xdg/occupancy");
+    for private in [
+        dir.join("xdg"),
+        cache.clone(),
+        cache.join("occupancy/cache"),
+    ] {
+        assert_eq!(mode(&private), 0o700, "{}", private.display());
+    }
+    let (again, compiles) = check_counting(&dir, &[]);
+    assert_configured(&again, 128, "warm");
+    assert_eq!(compiles, 0, "a cache hit: {}", stderr(&again));
+    assert!(!stderr(&again).contains("warning"), "{}", stderr(&again));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A cache directory others may write, or another user's, is not used: one warning, the
+/// compile runs in a private temporary directory, and nothing is read from or written to it.
+#[test]
+fn a_cache_dir_others_may_write_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("shared-cache");
+    let shared = dir.join("shared");
+    let arg = [std::ffi::OsStr::new("--cache-dir"), shared.as_os_str()];
+    let (first, _) = check_counting(&dir, &arg);
+    assert_configured(&first, 128, "in a private cache");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let mut owners = vec!["writable by group or others (mode 1777)"];
+    if is_root() {
+        owners.push("belongs to uid 12345");
+    }
+    for reason in owners {
+        if reason.contains("uid") {
+            give_to_another_user(&shared);
+            std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let before = files_under(&shared);
+        let (output, compiles) = check_counting(&dir, &arg);
+        assert_configured(&output, 128, reason);
+        assert_eq!(compiles, 1, "{reason}: compiled, not read from the cache");
+        let message = stderr(&output);
+        assert_eq!(message.matches("warning:").count(), 1, "{message}");
+        assert!(
+            message.contains(&format!(
+                "the compile cache in {} is not used",
+                shared.display()
+            )) && message.contains(reason)
+                && message.contains("compiling in a private temporary directory"),
+            "{message}"
+        );
+        assert_eq!(
+            files_under(&shared),
+            before,
+            "{reason}: the directory was written"
+        );
+    }
+    assert!(
+        files_under(&dir.join("tmp")).is_empty(),
+        "the temporary directory was left behind"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every file under `dir`, with its size and modification time.
+fn files_under(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).unwrap().flatten() {
+            let metadata = entry.metadata().unwrap();
+            if metadata.is_dir() {
+                stack.push(entry.path());
+            }
+            found.push((entry.path(), metadata.len(), metadata.modified().unwrap()));
+        }
+    }
+    found.sort();
+    found
+}
+
+/// An entry inside the user's own cache that another user planted (as root: `chown`) is not
+/// used: the run says so, compiles, and replaces it; the next run is a cache hit.
+#[test]
+fn an_entry_another_user_planted_is_compiled_again() {
+    if !is_root() {
+        eprintln!("skipped: making another user's files needs root (chown)");
+        return;
+    }
+    let dir = scratch("planted-entry");
+    let cache = dir.join("cache");
+    let arg = [std::ffi::OsStr::new("--cache-dir"), cache.as_os_str()];
+    let (first, _) = check_counting(&dir, &arg);
+    assert_configured(&first, 128, "cold");
+    let mut manifests = Vec::new();
+    files_named(&cache, "json", &mut manifests);
+    let manifest = manifests
+        .iter()
+        .find(|path| path.ends_with("manifest.json"))
+        .expect("an entry")
+        .clone();
+    give_to_another_user(manifest.parent().unwrap());
+    let (planted, compiles) = check_counting(&dir, &arg);
+    assert_configured(&planted, 128, "planted");
+    assert_eq!(compiles, 1);
+    let message = stderr(&planted);
+    assert!(
+        message.contains("the cached compile of")
+            && message.contains("belongs to uid 12345")
+            && message.contains("compiled again"),
+        "{message}"
+    );
+    let (again, compiles) = check_counting(&dir, &arg);
+    assert_configured(&again, 128, "after");
+    assert_eq!(compiles, 0, "{}", stderr(&again));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -34,12 +34,14 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// `cargo occupancy ARGS` in `dir`, with nvcc out of reach, killed after 60 s (a hang fails).
+/// `cargo occupancy ARGS` in `dir`, with nvcc out of reach and the user's cache directory in
+/// `dir`, killed after 60 s (a hang fails).
 fn run_in(dir: &Path, args: &[&str]) -> Output {
     let mut child = binary()
         .arg("occupancy")
         .args(args)
         .current_dir(dir)
+        .env("XDG_CACHE_HOME", dir.join("xdg-cache"))
         .env("PATH", "/usr/bin:/bin")
         .env_remove("NVCC")
         .env_remove("CUDA_HOME")
@@ -385,4 +387,193 @@ fn explain_with_shared_memory_beyond_every_gpu_finishes() {
         ],
     );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+/// Writes an executable shell script.
+fn write_script(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Whether the process `pid` is gone or a zombie (killed, waiting for its reaper) within a few
+/// seconds: `SIGKILL` is sent at once, but a loaded machine may take a moment to end it.
+fn is_dead(pid: &str) -> bool {
+    let dead = || match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    };
+    let started = Instant::now();
+    while !dead() {
+        if started.elapsed() > Duration::from_secs(5) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// An nvcc that never answers (issue 23, item 5) fails `check` within `OCCUPANCY_TOOL_TIMEOUT`,
+/// naming the command line, the limit and the setting, at the `--version` probe and in the
+/// compile; the compiler it started dies with it.
+#[test]
+fn a_hung_nvcc_is_killed_and_named() {
+    let dir = scratch("hung-nvcc");
+    std::fs::write(dir.join("kernel.cu"), "__global__ void k() {}\n").unwrap();
+    let pid_file = dir.join("compiler.pid");
+    let compile_hangs = format!(
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Cuda compilation tools, release 13.0, V13.0.88'; exit 0; fi\nsleep 3600 &\necho $! > '{}'\nwait\n",
+        pid_file.display()
+    );
+    let cases = [
+        ("probe", "#!/bin/sh\nsleep 3600\n", "nvcc-probe --version`"),
+        ("compile", compile_hangs.as_str(), "kernel.cu`"),
+    ];
+    for (name, script, command_end) in cases {
+        let nvcc = dir.join(format!("nvcc-{name}"));
+        write_script(&nvcc, script);
+        let args = [
+            "check",
+            "kernel.cu",
+            "--arch",
+            "sm_90",
+            "--cache-dir",
+            "cache",
+        ];
+        let started = Instant::now();
+        let output = binary()
+            .arg("occupancy")
+            .args(args)
+            .current_dir(&dir)
+            .env("NVCC", &nvcc)
+            .env("OCCUPANCY_TOOL_TIMEOUT", "1")
+            .output()
+            .unwrap();
+        let message = stderr(&output);
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{name}: {:?}",
+            started.elapsed()
+        );
+        assert_eq!(output.status.code(), Some(2), "{name}: {message}");
+        let expected = format!("{command_end} did not finish within 1 s and was killed");
+        assert!(
+            message.contains(&expected) && message.contains("OCCUPANCY_TOOL_TIMEOUT"),
+            "{name}: {message}"
+        );
+        assert!(defects(&message, &args).is_empty(), "{name}: {message}");
+    }
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    assert!(is_dead(pid.trim()), "nvcc's compiler outlived the kill");
+}
+
+#[test]
+fn a_tool_timeout_that_is_not_seconds_is_refused() {
+    let dir = scratch("bad-timeout");
+    std::fs::write(dir.join("kernel.cu"), "__global__ void k() {}\n").unwrap();
+    let output = binary()
+        .args([
+            "occupancy",
+            "check",
+            "kernel.cu",
+            "--arch",
+            "sm_90",
+            "--cache-dir",
+            "cache",
+        ])
+        .current_dir(&dir)
+        .env("OCCUPANCY_TOOL_TIMEOUT", "soon")
+        .output()
+        .unwrap();
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(
+        message.contains("OCCUPANCY_TOOL_TIMEOUT=\"soon\""),
+        "{message}"
+    );
+}
+
+/// `--html` onto a FIFO or a device (`--html /dev/null` replaced the system's `/dev/null` with a
+/// file, run as root) writes into it and leaves the node; through a symlink, the link stays and
+/// its target gets the report. Private nodes only: a FIFO in the scratch directory, and a link
+/// to it as `/dev/stdout` is a link.
+#[test]
+fn an_html_report_onto_a_fifo_or_a_link_keeps_the_node() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = scratch("html-nodes");
+    let fifo = dir.join("out.fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    std::os::unix::fs::symlink("out.fifo", dir.join("stdout-link")).unwrap();
+    std::fs::create_dir_all(dir.join("shared")).unwrap();
+    std::fs::write(dir.join("shared/report.html"), "old").unwrap();
+    std::os::unix::fs::symlink("shared/report.html", dir.join("report-link.html")).unwrap();
+    for html in ["out.fifo", "stdout-link"] {
+        let reader_path = fifo.clone();
+        let (sender, read) = std::sync::mpsc::channel();
+        std::thread::spawn(move || sender.send(std::fs::read(reader_path).unwrap()));
+        let output = run_in(&dir, &["check", "build.log", "--html", html, "--json"]);
+        assert!(
+            matches!(output.status.code(), Some(0 | 1)),
+            "{html}: {}",
+            stderr(&output)
+        );
+        let is_fifo = std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo();
+        assert!(is_fifo, "{html}: the FIFO was replaced");
+        // Fails, rather than hangs, when the run never opened the FIFO.
+        let bytes = read
+            .recv_timeout(Duration::from_secs(20))
+            .expect("nothing written");
+        let html_text = String::from_utf8(bytes).unwrap();
+        assert!(html_text.trim_end().ends_with("</html>"), "{html}");
+    }
+    let output = run_in(
+        &dir,
+        &["check", "build.log", "--html", "report-link.html", "--json"],
+    );
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        std::fs::read_link(dir.join("report-link.html")).unwrap(),
+        Path::new("shared/report.html")
+    );
+    let shared = std::fs::read_to_string(dir.join("shared/report.html")).unwrap();
+    assert!(shared.trim_end().ends_with("</html>"), "{shared}");
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+}
+
+/// A link into a directory that does not exist is refused before any work, naming both.
+#[test]
+fn an_html_link_into_a_missing_directory_is_refused() {
+    let dir = scratch("html-dangling");
+    std::os::unix::fs::symlink("gone/report.html", dir.join("dangling.html")).unwrap();
+    let args = ["check", "build.log", "--html", "dangling.html"];
+    let output = run_in(&dir, &args);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(
+        message.contains("--html dangling.html: is a symbolic link to")
+            && message.contains("gone/report.html, whose directory"),
+        "{message}"
+    );
+    assert!(defects(&message, &args).is_empty(), "{message}");
+    assert!(!dir.join("gone").exists());
 }

@@ -230,7 +230,7 @@ impl Build {
                 return Err(error);
             }
         };
-        let toolchain = Toolchain::find(&self.env, true);
+        let toolchain = Toolchain::find(&self.env, true, &context.tool_timeouts);
         let result = pipeline::run(&context, toolchain, product, library_name, &mut cargo);
         if let Err(error) = &result {
             // A denied build wrote its report with the findings; any other failure checked

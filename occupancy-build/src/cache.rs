@@ -91,18 +91,39 @@ impl Entry {
 #[derive(Debug, Clone)]
 pub struct Slot {
     dir: PathBuf,
+    /// The cache root: where compiles go when the slot is not ours.
+    root: PathBuf,
+    /// Why nothing in the slot is used (it is another user's), naming it.
+    untrusted: Option<String>,
 }
 
-/// A private directory to compile into; becomes an entry by [`Slot::publish`].
+/// What a lookup found.
+#[derive(Debug)]
+pub enum Lookup {
+    /// A verified entry of today's key.
+    Hit(Entry),
+    /// Nothing usable (no entry, another key, a damaged one): compile.
+    Miss,
+    /// An entry, or the slot, that another user owns or may write: compile, and say why.
+    Untrusted(String),
+}
+
+/// A private directory to compile into; becomes an entry by [`Slot::publish`], or stays a
+/// result of this run only by [`Slot::keep_unpublished`].
 #[derive(Debug)]
 pub struct Staging {
     pub dir: PathBuf,
+    /// Kept for this run (unpublished): not removed when dropped.
+    kept: bool,
 }
 
 impl Drop for Staging {
     fn drop(&mut self) {
-        // Published staging dirs were renamed away; anything left is a failed compile.
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // Published staging dirs were renamed away; anything left is a failed compile, unless
+        // this run still reads it (a later publish in the slot collects it after an hour).
+        if !self.kept {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
@@ -112,66 +133,118 @@ pub fn hex(bytes: &[u8]) -> String {
 }
 
 impl Slot {
-    /// The slot for a source named `stem` under the configuration hashed as `config_key`.
+    /// The slot for a source named `stem` under the configuration hashed as `config_key`. A
+    /// slot of ours that the umask left writable by others is made private; one that is another
+    /// user's is never read or written.
     pub fn new(cache_root: &Path, stem: &str, config_key: &str) -> Slot {
         let short = config_key.get(..12).unwrap_or(config_key);
+        let dir = cache_root.join(format!("{stem}-{short}"));
+        let untrusted = crate::trust::open_slot(&dir)
+            .err()
+            .map(|reason| format!("{} {reason}", dir.display()));
         Slot {
-            dir: cache_root.join(format!("{stem}-{short}")),
+            dir,
+            root: cache_root.to_path_buf(),
+            untrusted,
         }
     }
 
-    /// The entry published last, if its key is still `current_key(dependencies)` and every
-    /// product verifies. `None` means: compile.
+    /// The entry published last, if its key is still `current_key(dependencies)`, every
+    /// product verifies and everything is the current user's alone. `None` means: compile.
+    #[cfg(test)]
     pub fn lookup(&self, current_key: impl Fn(&[PathBuf]) -> Option<String>) -> Option<Entry> {
-        let (name, dir, manifest) = self.published()?;
+        match self.find(current_key) {
+            Lookup::Hit(entry) => Some(entry),
+            Lookup::Miss | Lookup::Untrusted(_) => None,
+        }
+    }
+
+    /// [`Slot::lookup`], saying why when something is not trusted.
+    pub fn find(&self, current_key: impl Fn(&[PathBuf]) -> Option<String>) -> Lookup {
+        if let Some(reason) = &self.untrusted {
+            return Lookup::Untrusted(reason.clone());
+        }
+        let (name, dir, manifest) = match self.published() {
+            Ok(Some(published)) => published,
+            Ok(None) => return Lookup::Miss,
+            Err(reason) => return Lookup::Untrusted(reason),
+        };
         if manifest.schema != MANIFEST_SCHEMA
             || manifest.dependencies.is_empty()
             || entry_name(&manifest.key) != name
-            || current_key(&manifest.dependencies)? != manifest.key
+            || current_key(&manifest.dependencies) != Some(manifest.key.clone())
         {
-            return None;
+            return Lookup::Miss;
         }
-        let entry = self.verify(&name, manifest)?;
-        // Mark it used, so a concurrent publish in this slot does not collect it.
-        if let Ok(file) = std::fs::File::open(dir.join(MANIFEST)) {
-            let _ = file.set_modified(SystemTime::now());
+        match self.verify(&name, manifest) {
+            Ok(Some(entry)) => {
+                // Mark it used, so a concurrent publish in this slot does not collect it.
+                if let Ok(file) = std::fs::File::open(dir.join(MANIFEST)) {
+                    let _ = file.set_modified(SystemTime::now());
+                }
+                Lookup::Hit(entry)
+            }
+            Ok(None) => Lookup::Miss,
+            Err(reason) => Lookup::Untrusted(reason),
         }
-        Some(entry)
+    }
+
+    /// Whether compiles may be published here: the slot is not another user's.
+    pub fn accepts_entries(&self) -> bool {
+        self.untrusted.is_none()
     }
 
     /// A product of the entry published last, whatever its key: the previous compile of a source
     /// that changed since. A hint for how to compile it again (`crate::line_info`), never a
     /// result: it is not verified. `None` when there is none.
     pub fn previous_product(&self, role: &str) -> Option<PathBuf> {
-        let (_, dir, manifest) = self.published()?;
+        let (_, dir, manifest) = self.published().ok()??;
         Some(dir.join(&manifest.product(role)?.name))
     }
 
-    /// The entry `current` points at: its name, directory and manifest, unchecked.
-    fn published(&self) -> Option<(String, PathBuf, Manifest)> {
-        let name = std::fs::read_to_string(self.dir.join(POINTER)).ok()?;
-        if name.is_empty() || !name.bytes().all(|byte| byte.is_ascii_hexdigit()) {
-            return None;
+    /// The files the entry published last was compiled from, whatever its key: the files a
+    /// compile of the source will most likely read again, to look at before it runs.
+    pub fn previous_dependencies(&self) -> Vec<PathBuf> {
+        match self.published() {
+            Ok(Some((_, _, manifest))) => manifest.dependencies,
+            _ => Vec::new(),
         }
-        let dir = self.dir.join(&name);
-        let manifest = read_manifest(&dir)?;
-        Some((name, dir, manifest))
     }
 
-    /// A fresh, empty staging directory inside the slot (unique per process and call).
+    /// The entry `current` points at: its name, directory and manifest, not verified; `Err`
+    /// naming what is not to be trusted (the pointer, the entry, its manifest).
+    fn published(&self) -> Result<Option<(String, PathBuf, Manifest)>, String> {
+        if self.untrusted.is_some() {
+            return Ok(None);
+        }
+        let pointer = self.dir.join(POINTER);
+        let Ok(name) = std::fs::read_to_string(&pointer) else {
+            return Ok(None);
+        };
+        trusted(&pointer)?;
+        if name.is_empty() || !name.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+            return Ok(None);
+        }
+        let dir = self.dir.join(&name);
+        trusted(&dir)?;
+        trusted(&dir.join(MANIFEST))?;
+        Ok(read_manifest(&dir).map(|manifest| (name, dir, manifest)))
+    }
+
+    /// A fresh, empty, private staging directory inside the slot (in the cache root when the
+    /// slot is another user's), unique per process and call.
     pub fn staging(&self) -> Result<Staging, Error> {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let dir = self.dir.join(format!(
-            "tmp-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::SeqCst)
-        ));
+        let parent = match self.untrusted {
+            None => &self.dir,
+            Some(_) => &self.root,
+        };
+        let dir = parent.join(format!("tmp-{}", unique_suffix()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|error| Error::Io {
+        crate::trust::create_private_dir(&dir).map_err(|error| Error::Io {
             path: dir.clone(),
             error,
         })?;
-        Ok(Staging { dir })
+        Ok(Staging { dir, kept: false })
     }
 
     /// Records `products` (files already inside the staging dir) in a manifest and renames the
@@ -184,31 +257,7 @@ impl Slot {
         dependencies: Vec<PathBuf>,
         products: &[(&str, &str)],
     ) -> Result<Entry, Error> {
-        let mut records = Vec::new();
-        let mut log = String::new();
-        let stamp = SystemTime::now() - PRODUCT_STAMP_AGE;
-        for (role, name) in products {
-            let path = staging.dir.join(name);
-            if *role == "log" {
-                log = String::from_utf8_lossy(&crate::fsutil::read(&path)?).into_owned();
-            }
-            let (size_bytes, modified_ns) =
-                stamp_product(&path, stamp).map_err(|error| Error::Io { path, error })?;
-            records.push(ProductFile {
-                role: (*role).to_string(),
-                name: (*name).to_string(),
-                size_bytes,
-                modified_ns,
-            });
-        }
-        let manifest = Manifest {
-            schema: MANIFEST_SCHEMA,
-            key,
-            dependencies,
-            products: records,
-        };
-        let json = serde_json::to_vec_pretty(&manifest).expect("the manifest is plain data");
-        write_atomic(&staging.dir.join(MANIFEST), &json)?;
+        let (manifest, log) = record(&staging, key, dependencies, products)?;
         let name = entry_name(&manifest.key);
         let dir = self.dir.join(&name);
         if std::fs::rename(&staging.dir, &dir).is_err() {
@@ -216,50 +265,92 @@ impl Slot {
             // theirs is the same key, so the same compile; use it if it verifies.
             let key = manifest.key.clone();
             if let Some(entry) = self.lookup_named(&name, &key) {
-                write_atomic(&self.dir.join(POINTER), name.as_bytes())?;
+                self.point_at(&name)?;
                 return Ok(entry);
             }
-            // A damaged entry under our name: replace it with ours.
-            let _ = std::fs::remove_dir_all(&dir);
+            // A damaged or untrusted entry under our name: replace it with ours. One of another
+            // user's that cannot be removed is moved aside (a rename within our own slot).
+            if std::fs::remove_dir_all(&dir).is_err() {
+                let aside = self.dir.join(format!("untrusted-{}", unique_suffix()));
+                let _ = std::fs::rename(&dir, aside);
+            }
             std::fs::rename(&staging.dir, &dir).map_err(|error| Error::Io {
                 path: dir.clone(),
                 error,
             })?;
         }
-        write_atomic(&self.dir.join(POINTER), name.as_bytes())?;
+        self.point_at(&name)?;
         self.collect_garbage(&name);
         Ok(Entry { dir, manifest, log })
     }
 
-    /// The entry `name` when its manifest has `key` and every product verifies.
-    fn lookup_named(&self, name: &str, key: &str) -> Option<Entry> {
-        let manifest = read_manifest(&self.dir.join(name))?;
-        (manifest.schema == MANIFEST_SCHEMA && manifest.key == key).then_some(())?;
-        self.verify(name, manifest)
+    /// Points `current` at the entry `name` (a private file).
+    fn point_at(&self, name: &str) -> Result<(), Error> {
+        let pointer = self.dir.join(POINTER);
+        write_atomic(&pointer, name.as_bytes())?;
+        crate::trust::make_private(&pointer).map_err(|error| Error::Io {
+            path: pointer,
+            error,
+        })
     }
 
-    /// Compares every product's size and modification time with the manifest's, and reads the
-    /// log.
-    fn verify(&self, name: &str, manifest: Manifest) -> Option<Entry> {
+    /// Records `products` like [`Slot::publish`] but leaves them where they are, out of every
+    /// lookup: the result of a compile whose inputs changed while it ran, which this run uses
+    /// and no later run may (its key would name text the compiler may not have read).
+    pub fn keep_unpublished(
+        &self,
+        mut staging: Staging,
+        key: String,
+        dependencies: Vec<PathBuf>,
+        products: &[(&str, &str)],
+    ) -> Result<Entry, Error> {
+        let (manifest, log) = record(&staging, key, dependencies, products)?;
+        staging.kept = true;
+        Ok(Entry {
+            dir: staging.dir.clone(),
+            manifest,
+            log,
+        })
+    }
+
+    /// The entry `name` when it is ours alone, its manifest has `key` and every product
+    /// verifies.
+    fn lookup_named(&self, name: &str, key: &str) -> Option<Entry> {
+        let dir = self.dir.join(name);
+        trusted(&dir)
+            .and_then(|()| trusted(&dir.join(MANIFEST)))
+            .ok()?;
+        let manifest = read_manifest(&dir)?;
+        (manifest.schema == MANIFEST_SCHEMA && manifest.key == key).then_some(())?;
+        self.verify(name, manifest).ok()?
+    }
+
+    /// Compares every product's size and modification time with the manifest's, checks that it
+    /// is ours alone, and reads the log. `Ok(None)`: damaged; `Err`: a product not to be
+    /// trusted, named.
+    fn verify(&self, name: &str, manifest: Manifest) -> Result<Option<Entry>, String> {
         let dir = self.dir.join(name);
         let mut log = None;
         for product in &manifest.products {
             let path = dir.join(&product.name);
-            let metadata = std::fs::metadata(&path).ok()?;
+            let Ok(metadata) = std::fs::symlink_metadata(&path) else {
+                return Ok(None);
+            };
+            if let Some(reason) = crate::trust::distrust(&metadata) {
+                return Err(format!("{} {reason}", path.display()));
+            }
             if metadata.len() != product.size_bytes
-                || modified_ns(&metadata)? != product.modified_ns
+                || modified_ns(&metadata) != Some(product.modified_ns)
             {
-                return None;
+                return Ok(None);
             }
             if product.role == "log" {
-                log = Some(String::from_utf8(std::fs::read(&path).ok()?).ok()?);
+                log = std::fs::read(&path)
+                    .ok()
+                    .and_then(|bytes| String::from_utf8(bytes).ok());
             }
         }
-        Some(Entry {
-            dir,
-            manifest,
-            log: log?,
-        })
+        Ok(log.map(|log| Entry { dir, manifest, log }))
     }
 
     /// Removes entries of this slot not used for a while and abandoned staging dirs.
@@ -287,6 +378,69 @@ impl Slot {
     }
 }
 
+/// `Err` naming `path` and why when it exists and another user owns or may write it (a missing
+/// one is a damaged entry, which the lookup misses on).
+fn trusted(path: &Path) -> Result<(), String> {
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) => match crate::trust::distrust(&metadata) {
+            None => Ok(()),
+            Some(reason) => Err(format!("{} {reason}", path.display())),
+        },
+        Err(_) => Ok(()),
+    }
+}
+
+/// `<pid>-<n>`: unique per process and call.
+fn unique_suffix() -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+/// Stamps each of `products` (files in the staging dir) and writes the manifest recording them;
+/// returns it and the `log` product's text.
+fn record(
+    staging: &Staging,
+    key: String,
+    dependencies: Vec<PathBuf>,
+    products: &[(&str, &str)],
+) -> Result<(Manifest, String), Error> {
+    let mut records = Vec::new();
+    let mut log = String::new();
+    let stamp = SystemTime::now() - PRODUCT_STAMP_AGE;
+    for (role, name) in products {
+        let path = staging.dir.join(name);
+        if *role == "log" {
+            log = String::from_utf8_lossy(&crate::fsutil::read(&path)?).into_owned();
+        }
+        let (size_bytes, modified_ns) =
+            stamp_product(&path, stamp).map_err(|error| Error::Io { path, error })?;
+        records.push(ProductFile {
+            role: (*role).to_string(),
+            name: (*name).to_string(),
+            size_bytes,
+            modified_ns,
+        });
+    }
+    let manifest = Manifest {
+        schema: MANIFEST_SCHEMA,
+        key,
+        dependencies,
+        products: records,
+    };
+    let json = serde_json::to_vec_pretty(&manifest).expect("the manifest is plain data");
+    let manifest_path = staging.dir.join(MANIFEST);
+    write_atomic(&manifest_path, &json)?;
+    crate::trust::make_private(&manifest_path).map_err(|error| Error::Io {
+        path: manifest_path,
+        error,
+    })?;
+    Ok((manifest, log))
+}
+
 /// Whether a slot child last modified at `modified` (read at `now`) is old enough to remove.
 ///
 /// Another process may be writing into it at this very moment: a time after `now` is a child
@@ -309,6 +463,8 @@ fn read_manifest(dir: &Path) -> Option<Manifest> {
 /// system keeps it (rounded to its clock). A file system that refuses to set times keeps the
 /// time of the write: still a miss after any later write, except one in the same clock tick.
 fn stamp_product(path: &Path, stamp: SystemTime) -> std::io::Result<(u64, u64)> {
+    // Ours alone: a lookup trusts nothing another user may write.
+    crate::trust::make_private(path)?;
     let file = std::fs::File::options().write(true).open(path)?;
     let _ = file.set_modified(stamp);
     let metadata = file.metadata()?;
@@ -499,6 +655,128 @@ mod tests {
         let slot = Slot::new(&root, "k", "0123456789abcdef");
         let key = format!("{:064x}", ".entry k { race; }".len());
         assert!(slot.lookup(|_| Some(key.clone())).is_some());
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    /// Another local user's entry in the cache (issue 23, item 3b) must not decide a check:
+    /// an entry, its manifest, a product or the pointer that is theirs, or that group or
+    /// others may write, is a lookup that says so, and the recompile replaces it.
+    #[cfg(unix)]
+    #[test]
+    fn an_entry_another_user_owns_or_may_write_is_never_used_and_is_replaced() {
+        use crate::trust::tests::give_to_another_user;
+        use std::os::unix::fs::PermissionsExt;
+        let root = scratch("planted");
+        type Plant = (&'static str, fn(&Path, &Path) -> bool);
+        let plants: [Plant; 6] = [
+            ("group-writable product", |entry, _| {
+                let path = entry.join("k.ptx");
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o664)).unwrap();
+                true
+            }),
+            ("world-writable entry", |entry, _| {
+                std::fs::set_permissions(entry, std::fs::Permissions::from_mode(0o777)).unwrap();
+                true
+            }),
+            ("another user's entry", |entry, _| {
+                give_to_another_user(entry)
+            }),
+            ("another user's manifest", |entry, _| {
+                give_to_another_user(&entry.join(MANIFEST))
+            }),
+            ("another user's log", |entry, _| {
+                give_to_another_user(&entry.join("nvcc.log"))
+            }),
+            ("another user's pointer", |_, slot| {
+                give_to_another_user(&slot.join(POINTER))
+            }),
+        ];
+        for (what, plant) in plants {
+            let (slot, key) = published(&root, ".entry k { planted; }");
+            let entry = slot.lookup(|_| Some(key.clone())).expect("a hit before");
+            if !plant(&entry.dir, &slot.dir) {
+                continue; // needs root: chown
+            }
+            let Lookup::Untrusted(reason) = slot.find(|_| Some(key.clone())) else {
+                panic!("{what} was used");
+            };
+            assert!(
+                reason.contains(&slot.dir.display().to_string()),
+                "{what}: {reason}"
+            );
+            assert!(
+                reason.contains("belongs to uid 12345") || reason.contains("writable by group"),
+                "{what}: {reason}"
+            );
+            // The recompile of the same key replaces it.
+            let (again, _) = published(&root, ".entry k { planted; }");
+            let mine = again
+                .lookup(|_| Some(key.clone()))
+                .expect("ours replaced theirs");
+            assert_eq!(mine.log, "ptxas info : Used 8 registers", "{what}");
+            let _ = std::fs::remove_dir_all(&slot.dir);
+        }
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    /// Everything a publish leaves is private, whatever mode the compiler and the umask gave it.
+    #[cfg(unix)]
+    #[test]
+    fn published_files_and_directories_are_private() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let root = scratch("private");
+        let slot = Slot::new(&root, "k", "0123456789abcdef");
+        let staging = slot.staging().unwrap();
+        for name in ["k.ptx", "k.fatbin", "nvcc.log"] {
+            let path = staging.dir.join(name);
+            std::fs::write(&path, "ptxas info : Used 8 registers").unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        }
+        let key = format!("{:064x}", 7);
+        let entry = slot
+            .publish(
+                staging,
+                key,
+                vec![root.join("k.cu")],
+                &[
+                    ("ptx", "k.ptx"),
+                    ("binary", "k.fatbin"),
+                    ("log", "nvcc.log"),
+                ],
+            )
+            .unwrap();
+        for path in [
+            slot.dir.clone(),
+            slot.dir.join(POINTER),
+            entry.dir.clone(),
+            entry.dir.join(MANIFEST),
+            entry.dir.join("k.ptx"),
+            entry.dir.join("nvcc.log"),
+        ] {
+            let mode = std::fs::metadata(&path).unwrap().mode();
+            assert_eq!(mode & 0o022, 0, "{} has mode {mode:o}", path.display());
+        }
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    /// A slot that is another user's is neither read nor written: the compile goes to a private
+    /// directory of the cache root and is not published.
+    #[cfg(unix)]
+    #[test]
+    fn a_slot_another_user_owns_is_left_alone() {
+        let root = scratch("their-slot");
+        let (slot, key) = published(&root, ".entry k { theirs; }");
+        if !crate::trust::tests::give_to_another_user(&slot.dir) {
+            return; // needs root: chown
+        }
+        let theirs = Slot::new(&root, "k", "0123456789abcdef");
+        assert!(matches!(
+            theirs.find(|_| Some(key.clone())),
+            Lookup::Untrusted(reason) if reason.contains("belongs to uid 12345")
+        ));
+        assert!(!theirs.accepts_entries());
+        let staging = theirs.staging().unwrap();
+        assert_eq!(staging.dir.parent(), Some(root.as_path()));
         let _ = std::fs::remove_dir_all(root);
     }
 }

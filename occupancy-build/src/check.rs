@@ -604,6 +604,7 @@ mod tests {
             dependencies: Vec::new(),
             from_cache: false,
             wrapper_failure: None,
+            notes: Vec::new(),
             ptx_target: Some("compute_80".into()),
         }
     }

@@ -43,7 +43,9 @@ pub struct SourceCheckOutput {
     pub report: Report,
     /// Sources that define no kernel (device functions only): nothing was checked in them.
     pub without_kernels: Vec<PathBuf>,
-    /// Why some check did not run (the SASS tools missing), for a warning.
+    /// Why some check did not run (the SASS tools missing), and what to know about how a source
+    /// was compiled (an input changed during its compile, a cache entry not trusted), for
+    /// warnings.
     pub warnings: Vec<String>,
 }
 
@@ -64,7 +66,7 @@ impl Build {
     /// error.
     pub fn check_sources(&self, request: &SourceCheck) -> Result<SourceCheckOutput, Error> {
         let context = self.resolve_without_package()?;
-        let toolchain = Toolchain::find(&self.env, false)?;
+        let toolchain = Toolchain::find(&self.env, false, &context.tool_timeouts)?;
         // Every lint on every kernel: the SASS stage reads every kernel with local memory.
         let compiled =
             compile::compile_all(&context, &toolchain, Product::Ptx, LineTables::Everywhere)?;
@@ -115,7 +117,11 @@ impl Build {
                 ..Report::default()
             },
             without_kernels: without_kernels.into_iter().map(PathBuf::from).collect(),
-            warnings: evidence.unavailable_warning().into_iter().collect(),
+            warnings: compiled
+                .iter()
+                .flat_map(|source| source.notes.iter().cloned())
+                .chain(evidence.unavailable_warning())
+                .collect(),
         })
     }
 }

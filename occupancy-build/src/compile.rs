@@ -32,10 +32,12 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::cache::{hex, Entry, Slot};
+use crate::cache::{hex, Entry, Lookup, Slot, Staging};
 use crate::context::Context;
 pub use crate::context::SourceKind;
 use crate::fsutil::{parse_dep_file, parse_line_markers};
+use crate::input_watch::InputWatch;
+use crate::process::{render_command, run_bounded, ToolKind};
 use crate::targets::SmArch;
 use crate::toolchain::Toolchain;
 use crate::Error;
@@ -141,6 +143,9 @@ pub struct CompiledSource {
     /// Set when the compiler cache in front of nvcc (`RUSTC_WRAPPER`, e.g. sccache) failed this
     /// compile and nvcc alone succeeded: what the cache printed, for a warning.
     pub wrapper_failure: Option<String>,
+    /// What the user should know about how this source was compiled (an input changed during
+    /// the compile, a cache entry not trusted), one line each, for warnings.
+    pub notes: Vec<String>,
     /// The virtual arch of the shipped PTX `ptx` (`compute_80`): the lowest target for a
     /// `.cu`, the `.target` of a `.ptx_file`.
     pub ptx_target: Option<String>,
@@ -171,6 +176,7 @@ impl CompiledSource {
             dependencies: Vec::new(),
             from_cache: false,
             wrapper_failure: None,
+            notes: Vec::new(),
             ptx_target: None,
             programs: Vec::new(),
             lineinfo_ptx: None,
@@ -207,6 +213,7 @@ pub fn compile_all(
     if inputs.is_empty() {
         return Err(Error::NoSources);
     }
+    crate::trust::open_cache_root(&settings.cache_root, &context.out_dir)?;
     let settings = &settings;
     let tasks: Vec<_> = inputs
         .iter()
@@ -262,10 +269,18 @@ pub fn compile_source(
     let config = config_key(settings, source, kind);
     let slot = Slot::new(&settings.cache_root, &file_stem(source), &config);
     let current_key = |dependencies: &[PathBuf]| cache_key(settings, &config, dependencies).ok();
-    if let Some(entry) = slot.lookup(current_key) {
-        return Ok(compiled_from_entry(
-            settings, source, kind, entry, true, None,
-        ));
+    let mut notes = Vec::new();
+    match slot.find(current_key) {
+        Lookup::Hit(entry) => {
+            return Ok(compiled_from_entry(
+                settings, source, kind, entry, true, None,
+            ))
+        }
+        Lookup::Miss => {}
+        Lookup::Untrusted(reason) => notes.push(format!(
+            "the cached compile of {} is not used: {reason}, and another user could have written it; compiled again",
+            source.display()
+        )),
     }
     let staging = slot.staging()?;
     let work = staging.dir.join("keep");
@@ -274,8 +289,46 @@ pub fn compile_source(
         error,
     })?;
     let two_steps = compiles_in_two_steps(settings, kind, &slot);
+    let mut watched = slot.previous_dependencies();
+    watched.push(absolute(source));
+    let watch = InputWatch::before(&settings.toolchain.cuda_home, watched);
     let fresh = run_nvcc(settings, source, kind, &work, two_steps)?;
-    // The products move to the staging root under fixed names; nvcc's intermediates go.
+    let products = move_products(settings, source, kind, &fresh, &staging, two_steps)?;
+    let key = cache_key(settings, &config, &fresh.dependencies)?;
+    let named: Vec<(&str, &str)> = products
+        .iter()
+        .map(|(role, name)| (role.as_str(), name.as_str()))
+        .collect();
+    // After the key: a file changed while the key was taken is caught too.
+    let changed = watch.changed(&fresh.dependencies);
+    let entry = match changed.is_none() && slot.accepts_entries() {
+        true => slot.publish(staging, key, fresh.dependencies, &named)?,
+        false => slot.keep_unpublished(staging, key, fresh.dependencies, &named)?,
+    };
+    let mut compiled =
+        compiled_from_entry(settings, source, kind, entry, false, fresh.wrapper_failure);
+    compiled.notes = notes;
+    compiled.notes.extend(changed.map(|changed| {
+        format!(
+            "{} changed while nvcc compiled {}: this run checks what nvcc read, which may not be the file as it is now, and does not cache it (the next run compiles it again)",
+            changed.display(),
+            source.display()
+        )
+    }));
+    Ok(compiled)
+}
+
+/// Moves a fresh compile's products from nvcc's work dir to the staging root under fixed names
+/// (nvcc's intermediates go) and writes its log; returns each product's (role, name).
+fn move_products(
+    settings: &CompileSettings,
+    source: &Path,
+    kind: SourceKind,
+    fresh: &FreshOutput,
+    staging: &Staging,
+    two_steps: bool,
+) -> Result<Vec<(String, String)>, Error> {
+    let work = staging.dir.join("keep");
     let stem = file_stem(source);
     let mut products: Vec<(String, String)> = Vec::new();
     if crate::line_info::strips(settings, kind) {
@@ -304,20 +357,7 @@ pub fn compile_source(
     crate::fsutil::write_atomic(&staging.dir.join("nvcc.log"), fresh.compiler_log.as_bytes())?;
     products.push(("log".into(), "nvcc.log".into()));
     let _ = std::fs::remove_dir_all(&work);
-    let key = cache_key(settings, &config, &fresh.dependencies)?;
-    let named: Vec<(&str, &str)> = products
-        .iter()
-        .map(|(role, name)| (role.as_str(), name.as_str()))
-        .collect();
-    let entry = slot.publish(staging, key, fresh.dependencies, &named)?;
-    Ok(compiled_from_entry(
-        settings,
-        source,
-        kind,
-        entry,
-        false,
-        fresh.wrapper_failure,
-    ))
+    Ok(products)
 }
 
 /// Whether this compile runs in two steps (`crate::line_info`): when the source may and line
@@ -394,6 +434,7 @@ fn compiled_from_entry(
         dependencies: entry.manifest.dependencies,
         from_cache,
         wrapper_failure,
+        notes: Vec::new(),
     }
 }
 
@@ -592,13 +633,10 @@ fn run_nvcc_commands(
 ) -> Result<(String, Option<String>), Error> {
     let mut compiler_log = String::new();
     let mut wrapper_failure = None;
+    let timeouts = &settings.toolchain.timeouts;
     let run = |mut command: std::process::Command| {
         let rendered = render_command(&command);
-        let output = command.output().map_err(|error| Error::ToolNotStarted {
-            command: rendered.clone(),
-            error,
-        });
-        output.map(|output| (output, rendered))
+        run_bounded(&mut command, timeouts, ToolKind::Work).map(|output| (output, rendered))
     };
     for args in commands {
         let mut command = settings.toolchain.command();
@@ -720,24 +758,6 @@ fn absolute(path: &Path) -> PathBuf {
         }
     }
     normal
-}
-
-/// The command as a shell line, for error messages and logs.
-pub fn render_command(command: &std::process::Command) -> String {
-    std::iter::once(command.get_program())
-        .chain(command.get_args())
-        .map(|part| {
-            let text = part.to_string_lossy();
-            if text.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'')
-                || text.is_empty()
-            {
-                format!("'{}'", text.replace('\'', "'\\''"))
-            } else {
-                text.into_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 pub(crate) fn file_stem(source: &Path) -> String {
@@ -931,6 +951,7 @@ mod tests {
             release: "13.0".into(),
             identity_files: Vec::new(),
             fingerprint: String::new(),
+            timeouts: Default::default(),
         }
     }
 
@@ -1044,6 +1065,7 @@ mod key_tests {
                 release: "13.0".into(),
                 identity_files: Vec::new(),
                 fingerprint: "/cuda/bin/ptxas 100 1\n".into(),
+                timeouts: Default::default(),
             },
             archs: archs
                 .iter()

@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::process::{run_bounded, ToolKind, ToolTimeouts};
+use crate::Error;
+
 /// The crate's occupancy settings: `[workspace.metadata.occupancy]` overridden by
 /// `[package.metadata.occupancy]`.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -62,6 +65,19 @@ pub enum SettingsError {
         manifest_path: PathBuf,
         #[source]
         source: cargo_metadata::Error,
+    },
+    /// `cargo metadata` ran past its time limit (`OCCUPANCY_TOOL_TIMEOUT`) and was killed.
+    #[error(
+        "`{command}` did not finish within {} and was killed, with every process it started, so the package settings in {} could not be read; {hint}",
+        crate::process::seconds(*.limit), manifest_path.display()
+    )]
+    CargoMetadataTimedOut {
+        manifest_path: PathBuf,
+        /// The command line, as a shell would take it.
+        command: String,
+        limit: std::time::Duration,
+        /// Which setting sets the limit and how to raise it.
+        hint: String,
     },
     /// The manifest is not a package's (a virtual workspace manifest, for one).
     #[error("{} is not a package's manifest (`cargo metadata` lists no package with it): give `.manifest_dir(...)` the directory of the package whose kernels this build checks", manifest_path.display())]
@@ -152,8 +168,13 @@ const KNOWN_KEYS: &[&str] = &[
 ];
 
 /// The package at `manifest_dir/Cargo.toml` and its workspace, as `cargo metadata` (run as
-/// `cargo`, the build's `$CARGO`, else `cargo` on PATH) reports them, read into settings.
-pub fn load(manifest_dir: &Path, cargo: Option<&Path>) -> Result<OccupancySettings, SettingsError> {
+/// `cargo`, the build's `$CARGO`, else `cargo` on PATH, within the probes' time limit) reports
+/// them, read into settings.
+pub fn load(
+    manifest_dir: &Path,
+    cargo: Option<&Path>,
+    timeouts: &ToolTimeouts,
+) -> Result<OccupancySettings, SettingsError> {
     let manifest_path = manifest_dir.join("Cargo.toml");
     let mut command = cargo_metadata::MetadataCommand::new();
     command
@@ -164,13 +185,59 @@ pub fn load(manifest_dir: &Path, cargo: Option<&Path>) -> Result<OccupancySettin
     if let Some(cargo) = cargo {
         command.cargo_path(cargo);
     }
-    let metadata = command
-        .exec()
+    let metadata = run_metadata(&command, timeouts).map_err(|error| match error {
+        Error::ToolTimedOut {
+            command,
+            limit,
+            hint,
+        } => SettingsError::CargoMetadataTimedOut {
+            manifest_path: manifest_path.clone(),
+            command,
+            limit,
+            hint,
+        },
+        Error::ToolNotStarted { error, .. } => SettingsError::CargoMetadata {
+            manifest_path: manifest_path.clone(),
+            source: error.into(),
+        },
+        other => SettingsError::CargoMetadata {
+            manifest_path: manifest_path.clone(),
+            source: std::io::Error::other(other.to_string()).into(),
+        },
+    })?;
+    metadata
+        .and_then(|stdout| parse_metadata(&stdout))
         .map_err(|source| SettingsError::CargoMetadata {
             manifest_path: manifest_path.clone(),
             source,
-        })?;
-    from_cargo_metadata(&metadata, &manifest_path)
+        })
+        .and_then(|metadata| from_cargo_metadata(&metadata, &manifest_path))
+}
+
+/// Runs `cargo metadata` as `MetadataCommand::exec` would, within the probes' time limit:
+/// `Err` when it could not start or was killed; `Ok(Err)` when it failed (its stderr);
+/// `Ok(Ok(stdout))` otherwise.
+fn run_metadata(
+    command: &cargo_metadata::MetadataCommand,
+    timeouts: &ToolTimeouts,
+) -> Result<Result<Vec<u8>, cargo_metadata::Error>, Error> {
+    let output = run_bounded(&mut command.cargo_command(), timeouts, ToolKind::Probe)?;
+    if !output.status.success() {
+        return Ok(match String::from_utf8(output.stderr) {
+            Ok(stderr) => Err(cargo_metadata::Error::CargoMetadata { stderr }),
+            Err(error) => Err(error.into()),
+        });
+    }
+    Ok(Ok(output.stdout))
+}
+
+/// The metadata in `cargo metadata`'s standard output (its JSON line).
+fn parse_metadata(stdout: &[u8]) -> Result<cargo_metadata::Metadata, cargo_metadata::Error> {
+    let json = std::str::from_utf8(stdout)?
+        .lines()
+        .find(|line| line.starts_with('{'))
+        .ok_or(cargo_metadata::Error::NoJson)?;
+    cargo_metadata::MetadataCommand::parse(json)
 }
 
 /// The settings of the package whose manifest is `manifest_path`, from `cargo metadata`'s answer.

@@ -115,7 +115,7 @@ fn load_table(occupancy: toml::Table) -> Result<(), String> {
     // cargo wants a target in a package.
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::write(dir.join("src/lib.rs"), "").unwrap();
-    let result = load(&dir, None)
+    let result = load(&dir, None, &crate::process::ToolTimeouts::default())
         .map(|_| ())
         .map_err(|error| error.to_string());
     let _ = std::fs::remove_dir_all(&dir);

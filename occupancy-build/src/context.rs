@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use occupancy_core::lint::{Level, LintId};
 
 use crate::config::OccupancySettings;
+use crate::process::ToolTimeouts;
 use crate::targets::{ArchSource, SmArch};
 
 /// How the CUDA runtime is linked into a crate that uses `Build::compile_lib`.
@@ -83,6 +84,8 @@ pub struct Context {
     /// `OCCUPANCY_NVDISASM` / `OCCUPANCY_CUOBJDUMP`: the SASS stage's tools, when named.
     pub nvdisasm: Option<PathBuf>,
     pub cuobjdump: Option<PathBuf>,
+    /// `OCCUPANCY_TOOL_TIMEOUT`: how long every child process may run.
+    pub tool_timeouts: ToolTimeouts,
 }
 
 #[cfg(test)]
@@ -117,6 +120,7 @@ impl Context {
             read_all_sass: false,
             nvdisasm: None,
             cuobjdump: None,
+            tool_timeouts: ToolTimeouts::default(),
         }
     }
 }

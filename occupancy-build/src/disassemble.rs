@@ -23,6 +23,7 @@ use occupancy_core::sass::{self, SassFacts};
 use crate::compile::CompiledSource;
 use crate::cubin::Cubin;
 use crate::line_tables::LineTableCompiler;
+use crate::process::{render_command, run_bounded, ToolKind, ToolTimeouts};
 use crate::Error;
 
 /// One cubin of a wanted binary, its arch, and the kernels to read of it (`None`: all).
@@ -52,6 +53,8 @@ pub struct Disassembler<'a> {
     pub line_tables: Option<&'a LineTableCompiler>,
     /// `(kernel, arch)`: ptxas reported spill bytes.
     pub spills_reported: &'a (dyn Fn(&str, &str) -> bool + Sync),
+    /// How long cuobjdump and nvdisasm may run.
+    pub timeouts: ToolTimeouts,
 }
 
 /// The code of one architecture, from many cubins, and which wanted binary each function is of.
@@ -168,7 +171,7 @@ impl Disassembler<'_> {
             .args(["-xelf", "all"])
             .arg(wanted.binary)
             .current_dir(dir);
-        run_tool(&mut command, wanted.source)?;
+        run_tool(&mut command, wanted.source, &self.timeouts)?;
         let mut cubins: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
             .map_err(io)?
             .flatten()
@@ -227,15 +230,10 @@ impl Disassembler<'_> {
         };
         let source = wanted[first_owner].source;
         let raw = RawBinary::new(&batch.functions);
-        let text = raw.as_ref().and_then(|raw| {
-            let path = work.join(format!("{arch}.sass.bin"));
-            std::fs::write(&path, &raw.bytes).ok()?;
-            let mut command = Command::new(self.nvdisasm);
-            command
-                .args(["-c", "-b", raw_arch(arch)?.as_str()])
-                .arg(&path);
-            run_tool(&mut command, source).ok()
-        });
+        let text = match &raw {
+            Some(raw) => self.disassemble_raw(raw, arch, work, source)?,
+            None => None,
+        };
         let (Some(raw), Some(text)) = (raw, text) else {
             return batch
                 .cubins
@@ -270,6 +268,32 @@ impl Disassembler<'_> {
             .collect()
     }
 
+    /// The raw-mode text of one arch's code; `None` when raw mode cannot read it (the caller
+    /// reads each cubin whole instead). An nvdisasm past its time limit is an error: reading
+    /// whole cubins would only hang again.
+    fn disassemble_raw(
+        &self,
+        raw: &RawBinary,
+        arch: &str,
+        work: &Path,
+        source: &CompiledSource,
+    ) -> Result<Option<String>, Error> {
+        let path = work.join(format!("{arch}.sass.bin"));
+        let Some(binary_arch) = raw_arch(arch) else {
+            return Ok(None);
+        };
+        if std::fs::write(&path, &raw.bytes).is_err() {
+            return Ok(None);
+        }
+        let mut command = Command::new(self.nvdisasm);
+        command.args(["-c", "-b", binary_arch.as_str()]).arg(&path);
+        match run_tool(&mut command, source, &self.timeouts) {
+            Ok(text) => Ok(Some(text)),
+            Err(error @ Error::ToolTimedOut { .. }) => Err(error),
+            Err(_) => Ok(None),
+        }
+    }
+
     /// One cubin through nvdisasm's ELF mode.
     fn read_whole(
         &self,
@@ -282,7 +306,7 @@ impl Disassembler<'_> {
             let list: Vec<String> = symbols.iter().map(ToString::to_string).collect();
             command.arg("-fun").arg(list.join(","));
         }
-        let text = run_tool(command.arg(&cubin.path), source)?;
+        let text = run_tool(command.arg(&cubin.path), source, &self.timeouts)?;
         read_elf_mode(&text, self.spills_reported).map_err(|error| Error::UnreadableOutput {
             file: source.source.clone(),
             message: format!("nvdisasm's SASS of {}: {error}", cubin.path.display()),
@@ -358,12 +382,15 @@ pub fn cubin_arch(path: &Path) -> Option<&str> {
     path.file_stem()?.to_str()?.rsplit('.').next()
 }
 
-pub fn run_tool(command: &mut Command, source: &CompiledSource) -> Result<String, Error> {
-    let rendered = crate::compile::render_command(command);
-    let output = command.output().map_err(|error| Error::ToolNotStarted {
-        command: rendered.clone(),
-        error,
-    })?;
+/// Runs a SASS tool (within the work limit) and returns its standard output; a failure is an
+/// unreadable output of `source`.
+pub fn run_tool(
+    command: &mut Command,
+    source: &CompiledSource,
+    timeouts: &ToolTimeouts,
+) -> Result<String, Error> {
+    let rendered = render_command(command);
+    let output = run_bounded(command, timeouts, ToolKind::Work)?;
     if !output.status.success() {
         return Err(Error::UnreadableOutput {
             file: source.source.clone(),
@@ -509,6 +536,7 @@ mod tests {
             nvdisasm: &logged,
             line_tables: None,
             spills_reported: &spills_reported,
+            timeouts: ToolTimeouts::default(),
         };
         let batched = disassembler.read(&wanted, &out.join("work")).unwrap();
         let runs = std::fs::read_to_string(&log).unwrap();
@@ -531,6 +559,7 @@ mod tests {
                         .args(["-c", "-g", "-ndf"])
                         .arg(&read.path),
                     wanted.source,
+                    &ToolTimeouts::default(),
                 )
                 .unwrap();
                 elf_mode.extend(read_elf_mode(&text, &spills_reported).unwrap());

@@ -46,6 +46,22 @@ pub enum Error {
         #[source]
         error: std::io::Error,
     },
+    /// A program (nvcc, ptxas, cuobjdump, nvdisasm, `cargo metadata`, nvidia-smi, a `--version`
+    /// probe) ran past its time limit and was killed with every process it started.
+    #[error(
+        "occupancy-build: `{command}` did not finish within {} and was killed, with every process it started; {hint}",
+        crate::process::seconds(*.limit)
+    )]
+    ToolTimedOut {
+        /// The command line, as a shell would take it.
+        command: String,
+        limit: std::time::Duration,
+        /// Which setting sets the limit and how to raise it.
+        hint: String,
+    },
+    /// `OCCUPANCY_TOOL_TIMEOUT` is not a number of seconds above 0.
+    #[error("occupancy-build: OCCUPANCY_TOOL_TIMEOUT={value:?}: give the seconds a tool may run before it is killed, a number above 0 (e.g. 3600)")]
+    BadToolTimeout { value: String },
     /// nvcc ran and failed; its own diagnostics are in `diagnostics`.
     #[error("nvcc failed to compile {} ({status}):\n{diagnostics}\ncommand: {command}", file.display())]
     NvccFailed {
@@ -210,6 +226,14 @@ pub enum Error {
         #[source]
         error: std::io::Error,
     },
+    /// A compile-cache directory another user owns or may write: its entries could make a
+    /// spilling kernel pass, so it is not used.
+    #[error("occupancy-build: the compile cache in {} is not used: it {reason}; another user could put results in it that pass a kernel that spills. Make it yours and private (`chmod go-w`), remove it, or use another directory", path.display())]
+    UntrustedCache { path: PathBuf, reason: String },
+    /// An output path that cannot be written safely: a directory, a socket, a link to a
+    /// directory that does not exist. `reason` says which.
+    #[error("occupancy-build: {} cannot be written: it {reason}", path.display())]
+    Unwritable { path: PathBuf, reason: String },
     /// One or more deny-level findings; `rendered` holds the rustc-style diagnostics.
     #[error("{rendered}")]
     Denied { rendered: String, count: usize },

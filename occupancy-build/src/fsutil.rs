@@ -1,50 +1,263 @@
-//! Small file-system helpers: atomic writes and make-style dependency files.
+//! Small file-system helpers: the one writer of every output, and make-style dependency files.
 //!
-//! Reports and cache manifests are written to a temporary file beside the target and renamed
-//! into place, so a reader never sees half a file and an interrupted build leaves the old one.
+//! [`write_atomic`] is how everything is written: reports, the baseline, the compile cache's
+//! files, the generated sources, and `cargo occupancy`'s `--html`. What it does depends on what
+//! the path names:
+//!
+//! * a regular file, or nothing yet: a temporary file beside it (created new, never through a
+//!   link), synced, then renamed over it, so a reader never sees half a file and an interrupted
+//!   build leaves the old one; an existing file keeps its permissions;
+//! * a symbolic link: the same at the file the link resolves to (a link whose target does not
+//!   exist yet gets it, when the target's directory exists), so the link stays a link and what
+//!   it points to (a shared baseline) gets the new contents;
+//! * a FIFO or a character or block device (`/dev/null`, `/dev/stdout`, a `>(...)` pipe):
+//!   opened and written, never renamed over: the node stays;
+//! * anything else (a directory, a socket, a dangling link whose directory does not exist) is
+//!   refused with an error naming the path and why.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::Error;
 
-/// Writes `contents` to `path` atomically (temp file in the same directory, then rename).
+/// Symbolic links followed at most, as the kernel's own limit.
+const MAX_LINKS: usize = 40;
+
+/// Where a write to a path lands.
+#[derive(Debug, PartialEq)]
+enum Destination {
+    /// A regular file, existing (with its permissions) or new: written beside and renamed onto.
+    File {
+        target: PathBuf,
+        permissions: Option<std::fs::Permissions>,
+    },
+    /// A FIFO or a device: written in place.
+    Special,
+}
+
+/// Writes `contents` to `path`, atomically where the path is (or links to) a regular file;
+/// see the module's documentation for links, FIFOs and devices. Creates missing parent
+/// directories of a new file (not of a link's target).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), Error> {
-    let io = |error: std::io::Error| Error::Io {
-        path: path.to_path_buf(),
-        error,
+    match destination(path)? {
+        Destination::Special => write_special(path, contents),
+        Destination::File {
+            target,
+            permissions,
+        } => {
+            if permissions.is_none() {
+                let dir = parent_dir(&target);
+                std::fs::create_dir_all(dir).map_err(|error| io(path, error))?;
+            }
+            replace(&target, contents, permissions).map_err(|error| io(path, error))
+        }
+    }
+}
+
+/// Whether [`write_atomic`] could write `path`, without writing it: refuses what it refuses,
+/// and checks that a temporary file can be made beside the file it would replace (creating
+/// and removing one; nothing beside a FIFO or a device, which are written in place).
+pub fn check_writable(path: &Path) -> Result<(), Error> {
+    let Destination::File { target, .. } = destination(path)? else {
+        return Ok(());
     };
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io)?;
-    let file_name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    // Unique per process and call: threads of one process (the CLI) may write one path at once.
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let temp = dir.join(format!(
-        ".{file_name}.{}-{}.tmp",
-        std::process::id(),
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-    ));
+    let probe = temporary_beside(&target);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(|error| Error::Unwritable {
+            path: path.to_path_buf(),
+            reason: format!(
+                "is in {}, where no file can be created ({error})",
+                parent_dir(&target).display()
+            ),
+        })?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// What `path` names, through any symbolic links, and so how it is written.
+fn destination(path: &Path) -> Result<Destination, Error> {
+    let refuse = |reason: String| Error::Unwritable {
+        path: path.to_path_buf(),
+        reason,
+    };
+    match std::fs::metadata(path) {
+        Ok(metadata) => {
+            let kind = metadata.file_type();
+            if metadata.is_file() {
+                let linked =
+                    std::fs::symlink_metadata(path).is_ok_and(|own| own.file_type().is_symlink());
+                let target = match linked {
+                    true => std::fs::canonicalize(path).map_err(|error| io(path, error))?,
+                    false => path.to_path_buf(),
+                };
+                let permissions = Some(metadata.permissions());
+                Ok(Destination::File {
+                    target,
+                    permissions,
+                })
+            } else if is_special(&kind) {
+                Ok(Destination::Special)
+            } else if kind.is_dir() {
+                Err(refuse("is a directory".into()))
+            } else {
+                Err(refuse(
+                    "is neither a file, a FIFO nor a device (a socket?)".into(),
+                ))
+            }
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => new_file(path),
+        Err(error) => Err(io(path, error)),
+    }
+}
+
+/// The destination of a path that names no existing file: itself, or the missing target of
+/// the link it is, whose directory must exist.
+fn new_file(path: &Path) -> Result<Destination, Error> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|own| own.file_type().is_symlink());
+    if !is_link {
+        return Ok(Destination::File {
+            target: path.to_path_buf(),
+            permissions: None,
+        });
+    }
+    let target = link_target(path)?;
+    let dir = parent_dir(&target);
+    if !dir.is_dir() {
+        return Err(Error::Unwritable {
+            path: path.to_path_buf(),
+            reason: format!(
+                "is a symbolic link to {}, whose directory {} does not exist",
+                target.display(),
+                dir.display()
+            ),
+        });
+    }
+    Ok(Destination::File {
+        target,
+        permissions: None,
+    })
+}
+
+/// Where a chain of symbolic links starting at `path` ends (a path that does not exist).
+fn link_target(path: &Path) -> Result<PathBuf, Error> {
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match std::fs::symlink_metadata(&current) {
+            Ok(own) if own.file_type().is_symlink() => {
+                let next = std::fs::read_link(&current).map_err(|error| io(path, error))?;
+                current = parent_dir(&current).join(next);
+            }
+            Ok(_) => return Ok(current),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(current),
+            Err(error) => return Err(io(path, error)),
+        }
+    }
+    Err(Error::Unwritable {
+        path: path.to_path_buf(),
+        reason: format!("is a chain of more than {MAX_LINKS} symbolic links"),
+    })
+}
+
+/// A FIFO or a character or block device.
+#[cfg(unix)]
+fn is_special(kind: &std::fs::FileType) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    kind.is_fifo() || kind.is_char_device() || kind.is_block_device()
+}
+
+#[cfg(not(unix))]
+fn is_special(_kind: &std::fs::FileType) -> bool {
+    false
+}
+
+/// Opens a FIFO or device (through any link) and writes to it; never creates, truncates or
+/// renames. Opening a FIFO waits for its reader, as a shell's `>` does.
+fn write_special(path: &Path, contents: &[u8]) -> Result<(), Error> {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|error| io(path, error))?;
+    // Replaced by another kind of file between the look and the open: write nothing into it.
+    let still_special = file
+        .metadata()
+        .is_ok_and(|metadata| is_special(&metadata.file_type()));
+    if !still_special {
+        return Err(Error::Unwritable {
+            path: path.to_path_buf(),
+            reason: "changed from a FIFO or device to another kind of file while being opened; run again".into(),
+        });
+    }
+    file.write_all(contents).map_err(|error| io(path, error))
+}
+
+/// Writes a new temporary file beside `target` and renames it over `target`.
+fn replace(
+    target: &Path,
+    contents: &[u8],
+    permissions: Option<std::fs::Permissions>,
+) -> std::io::Result<()> {
+    let temp = temporary_beside(target);
     let result = (|| {
-        let mut file = std::fs::File::create(&temp)?;
+        // New, never an existing file or a link someone placed at this name.
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
         file.write_all(contents)?;
+        if let Some(permissions) = permissions {
+            file.set_permissions(permissions)?;
+        }
         file.sync_all()?;
-        std::fs::rename(&temp, path)
+        std::fs::rename(&temp, target)
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
-    result.map_err(io)
+    result
+}
+
+/// `.<name>.<pid>-<n>.tmp` beside `target`: unique per process and call (threads of one
+/// process, the CLI's, may write one path at once).
+fn temporary_beside(target: &Path) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let file_name = target
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    parent_dir(target).join(format!(
+        ".{file_name}.{}-{}.tmp",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    ))
+}
+
+/// The directory a path lives in (`.` for a bare file name).
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
+fn io(path: &Path, error: std::io::Error) -> Error {
+    Error::Io {
+        path: path.to_path_buf(),
+        error,
+    }
 }
 
 /// Writes only when the contents differ, so files `include!`d or `include_str!`d by the crate
-/// keep their mtime and do not retrigger rustc.
+/// keep their mtime and do not retrigger rustc. Only a regular file is read to compare: reading
+/// a FIFO would wait for a writer, a device like `/dev/zero` never ends.
 pub fn write_if_changed(path: &Path, contents: &[u8]) -> Result<(), Error> {
-    if std::fs::read(path)
-        .map(|existing| existing == contents)
-        .unwrap_or(false)
+    let regular = std::fs::metadata(path).is_ok_and(|metadata| metadata.is_file());
+    if regular
+        && std::fs::read(path)
+            .map(|existing| existing == contents)
+            .unwrap_or(false)
     {
         return Ok(());
     }
@@ -243,6 +456,181 @@ mod tests {
             .map(|entry| entry.file_name())
             .collect();
         assert_eq!(names.len(), 1, "{names:?}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A private scratch directory (never the system's shared paths).
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("occupancy-write-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[cfg(unix)]
+    fn mkfifo(path: &Path) {
+        let status = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(status.success(), "mkfifo {}", path.display());
+    }
+
+    #[cfg(unix)]
+    fn is_fifo(path: &Path) -> bool {
+        use std::os::unix::fs::FileTypeExt;
+        std::fs::symlink_metadata(path)
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    }
+
+    /// Runs `write` while a reader drains `fifo`; what the reader got. Fails instead of hanging
+    /// when the write never opens the FIFO (or reads it first, waiting for a writer).
+    #[cfg(unix)]
+    fn read_fifo_while(fifo: &Path, write: impl FnOnce() + Send + 'static) -> Vec<u8> {
+        let fifo = fifo.to_path_buf();
+        let read_from = fifo.clone();
+        let reader = std::thread::spawn(move || std::fs::read(read_from).unwrap());
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            write();
+            let _ = done.send(());
+        });
+        finished
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the write to the FIFO did not finish");
+        // Before waiting for the reader: a FIFO renamed over never gets its writer.
+        assert!(is_fifo(&fifo), "the FIFO was replaced");
+        reader.join().unwrap()
+    }
+
+    /// A baseline shared through a link (`occupancy.lock -> ../shared/occupancy.lock`): the
+    /// shared file gets the new contents and the link stays a link (issue 23, item 4).
+    #[cfg(unix)]
+    #[test]
+    fn a_write_through_a_link_replaces_the_target_and_keeps_the_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch("link");
+        std::fs::create_dir_all(dir.join("shared")).unwrap();
+        std::fs::create_dir_all(dir.join("crate")).unwrap();
+        let shared = dir.join("shared/occupancy.lock");
+        std::fs::write(&shared, "old").unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let link = dir.join("crate/occupancy.lock");
+        std::os::unix::fs::symlink("../shared/occupancy.lock", &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert_eq!(std::fs::read(&shared).unwrap(), b"new");
+        assert_eq!(
+            std::fs::read_link(&link).unwrap(),
+            Path::new("../shared/occupancy.lock")
+        );
+        let mode = std::fs::metadata(&shared).unwrap().permissions().mode();
+        assert_eq!(
+            mode & 0o777,
+            0o640,
+            "the replaced file keeps its permissions"
+        );
+        assert_eq!(names(&dir.join("shared")), ["occupancy.lock"]);
+        assert_eq!(names(&dir.join("crate")), ["occupancy.lock"]);
+        write_if_changed(&link, b"newer").unwrap();
+        assert_eq!(std::fs::read(&shared).unwrap(), b"newer");
+        // A link whose target does not exist yet gets it, when its directory exists.
+        let dangling = dir.join("crate/report.json");
+        std::os::unix::fs::symlink("../shared/report.json", &dangling).unwrap();
+        write_atomic(&dangling, b"{}").unwrap();
+        assert_eq!(
+            std::fs::read(dir.join("shared/report.json")).unwrap(),
+            b"{}"
+        );
+        assert!(std::fs::symlink_metadata(&dangling)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// `--html /dev/null` replaced the system's `/dev/null` with a file. FIFOs and devices
+    /// (here a private FIFO, and a link to it as `/dev/stdout` is one) are written in place.
+    #[cfg(unix)]
+    #[test]
+    fn fifos_and_links_to_them_are_written_in_place() {
+        let dir = scratch("fifo");
+        let fifo = dir.join("out.fifo");
+        mkfifo(&fifo);
+        let link = dir.join("null");
+        std::os::unix::fs::symlink(&fifo, &link).unwrap();
+        for (path, writer) in [(fifo.clone(), "atomic"), (link.clone(), "if_changed")] {
+            let target = path.clone();
+            let got = read_fifo_while(&fifo, move || match writer {
+                "atomic" => write_atomic(&target, b"report").unwrap(),
+                _ => write_if_changed(&target, b"report").unwrap(),
+            });
+            assert_eq!(got, b"report", "{}", path.display());
+            assert!(is_fifo(&fifo), "the FIFO was replaced");
+        }
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        check_writable(&fifo).unwrap();
+        check_writable(&link).unwrap();
+        assert_eq!(
+            names(&dir),
+            ["null", "out.fifo"],
+            "nothing created beside them"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn what_cannot_be_written_safely_is_refused_naming_it() {
+        let dir = scratch("refused");
+        std::fs::create_dir_all(dir.join("reports")).unwrap();
+        std::os::unix::fs::symlink(dir.join("reports"), dir.join("to-dir")).unwrap();
+        std::os::unix::fs::symlink(dir.join("missing/r.json"), dir.join("nowhere")).unwrap();
+        std::os::unix::fs::symlink("loop-b", dir.join("loop-a")).unwrap();
+        std::os::unix::fs::symlink("loop-a", dir.join("loop-b")).unwrap();
+        let cases = [
+            ("reports", "it is a directory"),
+            ("to-dir", "it is a directory"),
+            ("nowhere", "whose directory"),
+            ("loop-a", "loop-a"),
+        ];
+        for (name, reason) in cases {
+            let path = dir.join(name);
+            for error in [
+                write_atomic(&path, b"x").unwrap_err(),
+                check_writable(&path).unwrap_err(),
+            ] {
+                let message = error.to_string();
+                assert!(
+                    message.contains(&path.display().to_string()) && message.contains(reason),
+                    "{name}: {message}"
+                );
+            }
+        }
+        assert!(
+            !dir.join("missing").exists(),
+            "no directory made for a link"
+        );
+        assert_eq!(
+            names(&dir),
+            ["loop-a", "loop-b", "nowhere", "reports", "to-dir"]
+        );
+        assert!(names(&dir.join("reports")).is_empty());
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

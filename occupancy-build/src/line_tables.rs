@@ -24,8 +24,9 @@ use std::path::{Path, PathBuf};
 
 use occupancy_core::ptxas::{self, KernelRecord};
 
-use crate::compile::{file_stem, render_command, CompiledSource};
+use crate::compile::{file_stem, CompiledSource};
 use crate::context::Context;
+use crate::process::{render_command, run_bounded, ToolKind};
 use crate::toolchain::Toolchain;
 use crate::Error;
 
@@ -204,10 +205,8 @@ impl ArchJob<'_> {
             .args(&self.compiler.user_args)
             .arg(ptx);
         let rendered = render_command(&command);
-        let output = command.output().map_err(|error| Error::ToolNotStarted {
-            command: rendered.clone(),
-            error,
-        })?;
+        let timeouts = &self.compiler.toolchain.timeouts;
+        let output = run_bounded(&mut command, timeouts, ToolKind::Work)?;
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
         if !output.status.success() {

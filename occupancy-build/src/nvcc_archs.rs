@@ -8,6 +8,7 @@ use std::process::Command;
 use occupancy_core::arch::UnknownArch;
 
 use crate::env::TrackedEnv;
+use crate::process::{run_bounded, ToolKind, ToolTimeouts};
 use crate::toolchain::locate_nvcc;
 
 /// An nvcc and the virtual architectures it lists.
@@ -21,10 +22,13 @@ pub struct NvccArchs {
 }
 
 impl NvccArchs {
-    /// Runs `nvcc --version` and `nvcc --list-gpu-arch`; `None` when either fails.
-    pub fn of(nvcc: &Path) -> Option<NvccArchs> {
+    /// Runs `nvcc --version` and `nvcc --list-gpu-arch`, each within the probes' limit; `None`
+    /// when either fails or does not answer in time.
+    pub fn of(nvcc: &Path, timeouts: &ToolTimeouts) -> Option<NvccArchs> {
         let stdout = |flag: &str| -> Option<String> {
-            let output = Command::new(nvcc).arg(flag).output().ok()?;
+            let mut command = Command::new(nvcc);
+            command.arg(flag);
+            let output = run_bounded(&mut command, timeouts, ToolKind::Probe).ok()?;
             output
                 .status
                 .success()
@@ -43,8 +47,8 @@ impl NvccArchs {
     }
 
     /// The nvcc a build would use (NVCC, CUDA_HOME, CUDA_PATH, PATH), if there is one.
-    pub fn installed(env: &TrackedEnv) -> Option<NvccArchs> {
-        NvccArchs::of(&locate_nvcc(env).ok()?)
+    pub fn installed(env: &TrackedEnv, timeouts: &ToolTimeouts) -> Option<NvccArchs> {
+        NvccArchs::of(&locate_nvcc(env).ok()?, timeouts)
     }
 
     fn lists(&self, number: u32) -> bool {
@@ -137,7 +141,7 @@ mod tests {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&nvcc, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        let listing = NvccArchs::of(&nvcc).unwrap();
+        let listing = NvccArchs::of(&nvcc, &ToolTimeouts::default()).unwrap();
         assert_eq!(listing.version, "Build cuda_14.0");
         assert_eq!(listing.listed, ["compute_90", "compute_130"]);
         assert!(listing.lists(130) && !listing.lists(13));

@@ -218,6 +218,9 @@ fn watch_compiled(
         for line in compiler_messages(&source.compiler_log) {
             cargo.warning(&format!("{}: {line}", source.source.display()));
         }
+        for note in &source.notes {
+            cargo.warning(&format!("occupancy: {note}"));
+        }
         if let (Some(failure), Some(wrapper)) = (&source.wrapper_failure, &toolchain.wrapper) {
             cargo.warning(&format!(
                 "occupancy: {} failed to compile {} and nvcc alone succeeded, so it was compiled without the compiler cache (checked as usual); the cache said (ptxas's report left out):\n{}",

@@ -12,6 +12,7 @@ use crate::config::{self, OccupancySettings};
 use crate::context::{Context, SourceKind};
 use crate::env::TrackedEnv;
 use crate::nvcc_archs::NvccArchs;
+use crate::process::ToolTimeouts;
 use crate::targets::{self, ArchInputs, SmArch};
 use crate::{jobs, Build, Error};
 
@@ -22,15 +23,17 @@ impl Build {
         let out_dir = self.dir_setting(&self.out_dir, "OUT_DIR", "out_dir")?;
         let manifest_dir =
             self.dir_setting(&self.manifest_dir, "CARGO_MANIFEST_DIR", "manifest_dir")?;
+        // First: `cargo metadata` below is the first tool to run, held to these limits too.
+        let timeouts = ToolTimeouts::from_env(&self.env)?;
         // `cargo metadata` with the cargo that runs the build (`$CARGO`; set by cargo, not tracked).
         let cargo = self.env.get("CARGO").map(PathBuf::from);
-        let settings = config::load(&manifest_dir, cargo.as_deref())?;
+        let settings = config::load(&manifest_dir, cargo.as_deref(), &timeouts)?;
         let crate_name = self
             .env
             .get("CARGO_PKG_NAME")
             .or_else(|| settings.package_name.clone())
             .unwrap_or_else(|| "crate".to_string());
-        self.resolve_in(out_dir, manifest_dir, settings, crate_name)
+        self.resolve_in(out_dir, manifest_dir, settings, crate_name, timeouts)
     }
 
     /// The context of a check of sources outside any package (`Build::check_sources`): no
@@ -46,11 +49,13 @@ impl Build {
             .clone()
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_default();
+        let timeouts = ToolTimeouts::from_env(&self.env)?;
         self.resolve_in(
             out_dir,
             manifest_dir,
             OccupancySettings::default(),
             String::new(),
+            timeouts,
         )
     }
 
@@ -61,22 +66,14 @@ impl Build {
         manifest_dir: PathBuf,
         settings: OccupancySettings,
         crate_name: String,
+        timeouts: ToolTimeouts,
     ) -> Result<Context, Error> {
         let env = &self.env;
-        let nvcc = || NvccArchs::installed(env);
+        let nvcc = || NvccArchs::installed(env, &timeouts);
         if let Some(first) = self.arch_errors.first() {
             return Err(targets::unknown("in `.arch(...)`", first.clone(), &nvcc));
         }
-        let (archs, arch_source) = targets::resolve(
-            ArchInputs {
-                builder: &self.archs,
-                occupancy_archs_env: env.get("OCCUPANCY_ARCHS"),
-                cuda_compute_cap_env: env.get("CUDA_COMPUTE_CAP"),
-                metadata: settings.archs.clone(),
-            },
-            targets::query_installed_gpus,
-            &nvcc,
-        )?;
+        let (archs, arch_source) = self.target_archs(&settings, &timeouts, &nvcc)?;
         let (archs, jit_archs) = self.with_jit_archs(&settings, archs, &nvcc)?;
         Ok(Context {
             ptx_per_arch: self.ptx_per_arch.or(settings.ptx_per_arch).unwrap_or(false),
@@ -105,6 +102,7 @@ impl Build {
             read_all_sass: sass_setting(env)?,
             nvdisasm: env.get("OCCUPANCY_NVDISASM").map(PathBuf::from),
             cuobjdump: env.get("OCCUPANCY_CUOBJDUMP").map(PathBuf::from),
+            tool_timeouts: timeouts,
             out_dir,
             manifest_dir,
             crate_name,
@@ -113,6 +111,38 @@ impl Build {
             jit_archs,
             arch_source,
         })
+    }
+
+    /// The target archs and where they came from (`targets::resolve`). nvidia-smi is asked
+    /// only when nothing earlier decides; one that is missing or fails means no GPU here, one
+    /// that hangs past its time limit fails the build.
+    fn target_archs(
+        &self,
+        settings: &OccupancySettings,
+        timeouts: &ToolTimeouts,
+        nvcc: &dyn Fn() -> Option<NvccArchs>,
+    ) -> Result<(Vec<SmArch>, targets::ArchSource), Error> {
+        let mut gpu_query_failed = None;
+        let query_gpu = || {
+            targets::query_installed_gpus(timeouts).unwrap_or_else(|error| {
+                gpu_query_failed = Some(error);
+                None
+            })
+        };
+        let archs = targets::resolve(
+            ArchInputs {
+                builder: &self.archs,
+                occupancy_archs_env: self.env.get("OCCUPANCY_ARCHS"),
+                cuda_compute_cap_env: self.env.get("CUDA_COMPUTE_CAP"),
+                metadata: settings.archs.clone(),
+            },
+            query_gpu,
+            nvcc,
+        );
+        match gpu_query_failed {
+            Some(error) => Err(error),
+            None => archs,
+        }
     }
 
     /// A directory the builder names, else the variable cargo sets for build scripts.

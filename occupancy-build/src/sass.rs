@@ -79,6 +79,8 @@ pub struct SassTools {
     pub cuobjdump: Option<PathBuf>,
     /// For sources whose binary has no line tables: what assembles cubins that have them.
     pub line_tables: Option<crate::line_tables::LineTableCompiler>,
+    /// How long cuobjdump and nvdisasm may run (the toolchain's limits).
+    pub timeouts: crate::process::ToolTimeouts,
 }
 
 impl SassTools {
@@ -95,6 +97,7 @@ impl SassTools {
             line_tables: Some(crate::line_tables::LineTableCompiler::new(
                 context, toolchain,
             )),
+            timeouts: toolchain.timeouts,
         }
     }
 }
@@ -308,6 +311,7 @@ pub fn read_evidence(
             nvdisasm,
             line_tables: tools.line_tables.as_ref(),
             spills_reported,
+            timeouts: tools.timeouts,
         }),
         _ => {
             evidence.unavailable = Some(
@@ -634,6 +638,7 @@ mod tests {
             dependencies: Vec::new(),
             from_cache: false,
             wrapper_failure: None,
+            notes: Vec::new(),
             ptx_target: Some("compute_80".into()),
             programs: vec![crate::compile::Program {
                 ptx_target: Some("compute_80".into()),

@@ -5,9 +5,9 @@ use occupancy_core::arch::{self};
 use occupancy_core::ptxas::{self};
 use occupancy_core::spec::DeclaredKernel;
 
-use crate::compile::render_command;
 use crate::context::Context;
 use crate::parse::CompiledKernel;
+use crate::process::{run_bounded, ToolKind};
 use crate::toolchain::Toolchain;
 use occupancy_core::report::{KernelRow, RowLaunch};
 
@@ -46,8 +46,8 @@ pub(crate) fn spill_free_help(
             .args(["-cubin", &format!("-arch={arch}"), "-Xptxas", "-v", "-o"])
             .arg(probe_dir.join("probe.cubin"))
             .arg(&ptx_path);
-        let _ = render_command(&command);
-        let output = command.output().ok()?;
+        // Help, not a check: a probe that fails or runs past its limit only drops the help line.
+        let output = run_bounded(&mut command, &toolchain.timeouts, ToolKind::Work).ok()?;
         if !output.status.success() {
             return None;
         }

@@ -6,9 +6,12 @@
 //! then [`DEFAULT_ARCHS`]. This module parses and orders; it runs `nvidia-smi` only through the
 //! closure its caller passes.
 
+use std::path::Path;
+
 use occupancy_core::arch::UnknownArch;
 
 use crate::nvcc_archs::{explain_unknown, NvccArchs};
+use crate::process::{run_bounded, ToolKind, ToolTimeouts};
 use crate::Error;
 
 pub use occupancy_core::arch::Arch;
@@ -144,16 +147,24 @@ fn non_empty(
 }
 
 /// Runs `nvidia-smi --query-gpu=compute_cap --format=csv,noheader` and returns its output
-/// (`9.0` per GPU), or `None` when there is no driver or no GPU.
-pub fn query_installed_gpus() -> Option<String> {
-    let output = std::process::Command::new("nvidia-smi")
-        .args(["--query-gpu=compute_cap", "--format=csv,noheader"])
-        .output()
-        .ok()?;
+/// (`9.0` per GPU), or `None` when there is no driver or no GPU. An nvidia-smi that does not
+/// answer within the probes' limit (a driver in a bad state) is an error, not "no GPU".
+pub fn query_installed_gpus(timeouts: &ToolTimeouts) -> Result<Option<String>, Error> {
+    query_gpus(Path::new("nvidia-smi"), timeouts)
+}
+
+fn query_gpus(nvidia_smi: &Path, timeouts: &ToolTimeouts) -> Result<Option<String>, Error> {
+    let mut command = std::process::Command::new(nvidia_smi);
+    command.args(["--query-gpu=compute_cap", "--format=csv,noheader"]);
+    let output = match run_bounded(&mut command, timeouts, ToolKind::Probe) {
+        Ok(output) => output,
+        Err(error @ Error::ToolTimedOut { .. }) => return Err(error),
+        Err(_) => return Ok(None),
+    };
     if !output.status.success() {
-        return None;
+        return Ok(None);
     }
-    String::from_utf8(output.stdout).ok()
+    Ok(String::from_utf8(output.stdout).ok())
 }
 
 #[cfg(test)]
@@ -353,5 +364,34 @@ mod tests {
             ),
             "{error:?}"
         );
+    }
+
+    /// A driver in a bad state leaves nvidia-smi hanging: the build fails naming it instead of
+    /// hanging too; a missing nvidia-smi is no GPU, as before.
+    #[cfg(unix)]
+    #[test]
+    fn a_hung_nvidia_smi_fails_within_the_limit() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("occupancy-smi-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let smi = dir.join("nvidia-smi");
+        std::fs::write(&smi, "#!/bin/sh\nsleep 3600\n").unwrap();
+        std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut env = crate::env::TrackedEnv::new();
+        env.set("OCCUPANCY_TOOL_TIMEOUT", Some("0.3"));
+        let timeouts = ToolTimeouts::from_env(&env).unwrap();
+        let error = query_gpus(&smi, &timeouts).unwrap_err();
+        assert!(
+            matches!(&error, Error::ToolTimedOut { command, .. }
+                if command.ends_with("nvidia-smi --query-gpu=compute_cap --format=csv,noheader")),
+            "{error:?}"
+        );
+        assert!(
+            query_gpus(&dir.join("missing"), &timeouts)
+                .unwrap()
+                .is_none(),
+            "no nvidia-smi: no GPU"
+        );
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

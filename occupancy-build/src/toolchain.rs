@@ -4,13 +4,15 @@
 //! `/usr/local/cuda/bin`. The `cc` crate contributes what it knows about the host side (`-ccbin`,
 //! `-Xcompiler -fPIC`, the target's flags) and the compiler cache from `RUSTC_WRAPPER` (sccache),
 //! so a crate that already builds C++ with `cc` gets the same host setup for its CUDA code.
-//! This module runs `nvcc --version` and nothing else.
+//! This module runs `nvcc --version` and nothing else, within the probes' time limit
+//! ([`crate::process`]); the [`Toolchain`] carries the limits to every later run of a tool.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::env::TrackedEnv;
+use crate::process::{run_bounded, ToolKind, ToolTimeouts};
 use crate::Error;
 
 /// The wheels that make a complete nvcc on any Linux machine with Python (no root needed).
@@ -38,19 +40,23 @@ pub struct Toolchain {
     /// Path, size and mtime of each identity file: part of every cache key, so a new ptxas or
     /// cicc under an unchanged nvcc still invalidates the cache.
     pub fingerprint: String,
+    /// How long each tool may run (`OCCUPANCY_TOOL_TIMEOUT`, read at resolution).
+    pub timeouts: ToolTimeouts,
 }
 
 impl Toolchain {
-    /// Finds nvcc and asks it for its version.
-    pub fn find(env: &TrackedEnv, use_cc_host_setup: bool) -> Result<Toolchain, Error> {
+    /// Finds nvcc and asks it for its version; every tool it runs later is held to `timeouts`.
+    pub fn find(
+        env: &TrackedEnv,
+        use_cc_host_setup: bool,
+        timeouts: &ToolTimeouts,
+    ) -> Result<Toolchain, Error> {
         let nvcc = locate_nvcc(env)?;
-        let output = Command::new(&nvcc)
-            .arg("--version")
-            .output()
-            .map_err(|error| Error::ToolNotStarted {
-                command: format!("{} --version", nvcc.display()),
-                error,
-            })?;
+        let output = run_bounded(
+            Command::new(&nvcc).arg("--version"),
+            timeouts,
+            ToolKind::Probe,
+        )?;
         let version_text = String::from_utf8_lossy(&output.stdout).into_owned();
         if !output.status.success() || !version_text.contains("Cuda compilation tools") {
             return Err(Error::NotNvcc {
@@ -98,6 +104,7 @@ impl Toolchain {
             release,
             identity_files,
             fingerprint,
+            timeouts: *timeouts,
         })
     }
 
@@ -140,7 +147,9 @@ impl Toolchain {
             .flatten()
             .filter(|path| path.is_file())
             .find_map(|path| {
-                let output = Command::new(path).arg("--version").output().ok()?;
+                let mut command = Command::new(path);
+                command.arg("--version");
+                let output = run_bounded(&mut command, &self.timeouts, ToolKind::Probe).ok()?;
                 full_version(&String::from_utf8_lossy(&output.stdout))
             })
             .unwrap_or_else(|| "unknown".to_string())

@@ -1,7 +1,7 @@
 //! `cargo occupancy arch [--json] [--gpus]`: the per-architecture facts table (or the product
 //! presets), and the `--arch`/`--gpu` selection the other subcommands share.
 
-use occupancy_build::{explain_unknown, NvccArchs, TrackedEnv};
+use occupancy_build::{explain_unknown, NvccArchs, ToolTimeouts, TrackedEnv};
 use occupancy_core::arch::{self, Arch, ArchFacts, GpuPreset, Variant};
 use std::io::Write;
 use std::process::ExitCode;
@@ -41,7 +41,13 @@ pub fn parse_arch(text: &str) -> Result<Arch, String> {
 fn installed_nvcc_archs() -> Option<&'static NvccArchs> {
     static INSTALLED: std::sync::OnceLock<Option<NvccArchs>> = std::sync::OnceLock::new();
     INSTALLED
-        .get_or_init(|| NvccArchs::installed(&TrackedEnv::new()))
+        .get_or_init(|| {
+            let env = TrackedEnv::new();
+            // Only an explanation depends on it: a bad OCCUPANCY_TOOL_TIMEOUT keeps the defaults
+            // here (`check`, which runs tools for real, refuses it).
+            let timeouts = ToolTimeouts::from_env(&env).unwrap_or_default();
+            NvccArchs::installed(&env, &timeouts)
+        })
         .as_ref()
 }
 

@@ -28,6 +28,7 @@ use occupancy_core::report::{Finding, Location, LocationKind, Report, RowLaunch}
 
 use super::log_input;
 use super::report::{emit, fail, row_from_record, OutputArgs, UsageError};
+use crate::cache_dir::CacheDir;
 use crate::outputs::{check_outputs, Output};
 
 /// `cargo occupancy check` arguments.
@@ -59,8 +60,8 @@ pub struct Args {
     /// Make a lint allow-level (repeatable).
     #[arg(long = "allow", value_name = "LINT")]
     pub allow: Vec<String>,
-    /// Directory for nvcc's outputs and the per-file cache (default: a directory under the
-    /// system's temporary directory, kept between runs).
+    /// Directory for nvcc's outputs and the per-file cache, yours alone (default:
+    /// $XDG_CACHE_HOME/occupancy or ~/.cache/occupancy, created private, kept between runs).
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     #[command(flatten)]
@@ -163,10 +164,7 @@ fn run_inner(args: &Args) -> Result<Report, UsageError> {
 
 /// Compiles and checks the .cu/.ptx inputs through `Build::check_sources`.
 fn check_compiled(args: &Args, inputs: &[&Input], levels: &Levels) -> Result<Report, UsageError> {
-    let cache_dir = match &args.cache_dir {
-        Some(dir) => dir.clone(),
-        None => std::env::temp_dir().join("cargo-occupancy-check"),
-    };
+    let cache_dir = CacheDir::choose(args.cache_dir.as_deref())?;
     let mut build = Build::new();
     for input in inputs {
         let absolute = std::fs::canonicalize(input_path_buf(input))
@@ -186,7 +184,7 @@ fn check_compiled(args: &Args, inputs: &[&Input], levels: &Levels) -> Result<Rep
     if let Ok(current) = std::env::current_dir().and_then(std::fs::canonicalize) {
         build.manifest_dir(current);
     }
-    build.out_dir(&cache_dir).env(TrackedEnv::new());
+    build.out_dir(&cache_dir.path).env(TrackedEnv::new());
     let mut request = SourceCheck::default();
     request.block_threads = args.block;
     request.dynamic_smem_bytes = args.dynamic_smem;

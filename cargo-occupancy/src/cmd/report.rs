@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use occupancy_build::{run_bounded, ToolKind, ToolTimeouts, TrackedEnv};
 use occupancy_core::lint::LintId;
 
 use crate::outputs::{check_outputs, Output};
@@ -126,25 +127,68 @@ pub fn emit(report: &Report, output: &OutputArgs, title: &str) -> Result<(), Usa
 }
 
 /// The workspace's target directory, from `cargo metadata` (honours `CARGO_TARGET_DIR` and
-/// `build.target-dir`); run as `$CARGO` when cargo runs this subcommand, else `cargo` on PATH.
+/// `build.target-dir`); run as `$CARGO` when cargo runs this subcommand, else `cargo` on PATH,
+/// within the time limit of every tool (`OCCUPANCY_TOOL_TIMEOUT`).
 pub fn target_dir(manifest_path: Option<&Path>) -> Result<PathBuf, UsageError> {
     let mut command = cargo_metadata::MetadataCommand::new();
     command.no_deps();
     if let Some(path) = manifest_path {
         command.manifest_path(path);
     }
-    match command.exec() {
+    match cargo_metadata(&command) {
         Ok(metadata) => Ok(metadata.target_directory.into_std_path_buf()),
-        Err(cargo_metadata::Error::Io(error)) => Err(UsageError(format!(
-            "cannot run `cargo metadata`: {error}; give the report directory with --dir"
+        Err(MetadataError::Tool(error)) => Err(UsageError(format!(
+            "{}; or give the report directory with --dir",
+            error.to_string().trim_start_matches("occupancy-build: ")
         ))),
-        Err(cargo_metadata::Error::CargoMetadata { stderr }) => Err(UsageError(format!(
+        Err(MetadataError::Cargo(error)) => Err(metadata_error(error)),
+    }
+}
+
+/// Why `cargo metadata` gave no metadata: it did not run (or ran too long), or said why.
+enum MetadataError {
+    Tool(occupancy_build::Error),
+    Cargo(cargo_metadata::Error),
+}
+
+/// `MetadataCommand::exec` within the time limit of every tool.
+fn cargo_metadata(
+    command: &cargo_metadata::MetadataCommand,
+) -> Result<cargo_metadata::Metadata, MetadataError> {
+    let timeouts = ToolTimeouts::from_env(&TrackedEnv::new()).map_err(MetadataError::Tool)?;
+    let output = match run_bounded(&mut command.cargo_command(), &timeouts, ToolKind::Probe) {
+        Ok(output) => output,
+        Err(occupancy_build::Error::ToolNotStarted { error, .. }) => {
+            return Err(MetadataError::Cargo(error.into()))
+        }
+        Err(error) => return Err(MetadataError::Tool(error)),
+    };
+    let cargo = |error: cargo_metadata::Error| MetadataError::Cargo(error);
+    if !output.status.success() {
+        let stderr = String::from_utf8(output.stderr).map_err(|error| cargo(error.into()))?;
+        return Err(cargo(cargo_metadata::Error::CargoMetadata { stderr }));
+    }
+    let stdout = std::str::from_utf8(&output.stdout).map_err(|error| cargo(error.into()))?;
+    let json = stdout
+        .lines()
+        .find(|line| line.starts_with('{'))
+        .ok_or(cargo(cargo_metadata::Error::NoJson))?;
+    cargo_metadata::MetadataCommand::parse(json).map_err(cargo)
+}
+
+/// What to say when `cargo metadata` could not tell the target directory.
+fn metadata_error(error: cargo_metadata::Error) -> UsageError {
+    match error {
+        cargo_metadata::Error::Io(error) => UsageError(format!(
+            "cannot run `cargo metadata`: {error}; give the report directory with --dir"
+        )),
+        cargo_metadata::Error::CargoMetadata { stderr } => UsageError(format!(
             "`cargo metadata` failed (run inside a Rust workspace, or give --manifest-path or --dir):\n{}",
             stderr.trim_end()
-        ))),
-        Err(other) => Err(UsageError(format!(
+        )),
+        other => UsageError(format!(
             "`cargo metadata` printed something this cannot read: {other}; give the report directory with --dir"
-        ))),
+        )),
     }
 }
 

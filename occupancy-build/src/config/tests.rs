@@ -17,7 +17,7 @@ fn write_package(dir: &Path, manifest: &str) {
 }
 
 fn load_from(dir: &Path) -> Result<OccupancySettings, SettingsError> {
-    load(dir, None)
+    load(dir, None, &ToolTimeouts::default())
 }
 
 #[test]
@@ -230,7 +230,7 @@ fn runs_the_given_cargo_without_resolving_or_downloading() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    let settings = load(&root.join("k"), Some(&wrapper)).unwrap();
+    let settings = load(&root.join("k"), Some(&wrapper), &ToolTimeouts::default()).unwrap();
     assert_eq!(settings.archs, Some(vec!["sm_90".to_string()]));
     let args = std::fs::read_to_string(&log).unwrap();
     assert_eq!(args.lines().count(), 1, "one cargo call: {args}");
@@ -246,11 +246,49 @@ fn runs_the_given_cargo_without_resolving_or_downloading() {
 fn a_cargo_that_cannot_run_is_an_error_not_default_settings() {
     let root = temp_dir("no-cargo");
     write_package(&root, "[package]\nname=\"k\"\n");
-    let error = load(&root, Some(&root.join("no-such-cargo"))).unwrap_err();
+    let error = load(
+        &root,
+        Some(&root.join("no-such-cargo")),
+        &ToolTimeouts::default(),
+    )
+    .unwrap_err();
     assert!(
         matches!(error, SettingsError::CargoMetadata { .. }),
         "{error:?}"
     );
     assert!(error.to_string().contains("$CARGO"), "{error}");
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+/// A cargo that never answers fails the build within the limit, naming the command and the
+/// setting, instead of hanging it (`cargo metadata` is the first tool a build runs).
+#[cfg(unix)]
+#[test]
+fn a_hung_cargo_is_killed_and_named() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = temp_dir("hung-cargo");
+    write_package(&root, "[package]\nname=\"k\"\n");
+    let cargo = root.join("hung-cargo.sh");
+    std::fs::write(&cargo, "#!/bin/sh\nsleep 3600\n").unwrap();
+    std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut env = crate::env::TrackedEnv::new();
+    env.set("OCCUPANCY_TOOL_TIMEOUT", Some("0.5"));
+    let timeouts = ToolTimeouts::from_env(&env).unwrap();
+    let started = std::time::Instant::now();
+    let error = load(&root, Some(&cargo), &timeouts).unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert!(
+        matches!(error, SettingsError::CargoMetadataTimedOut { .. }),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    for part in [
+        "hung-cargo.sh metadata --format-version 1 --no-deps",
+        "within 0.5 s",
+        "OCCUPANCY_TOOL_TIMEOUT",
+        "Cargo.toml",
+    ] {
+        assert!(message.contains(part), "{part:?} not in {message}");
+    }
     std::fs::remove_dir_all(root).unwrap();
 }

@@ -222,14 +222,6 @@ fn file_and_tool_cases() -> Vec<Case> {
             true,
         ),
         case(
-            Error::ToolNotStarted {
-                command: "/opt/cuda/bin/nvdisasm -c -g k.cubin".into(),
-                error: io_error(),
-            },
-            &["`/opt/cuda/bin/nvdisasm -c -g k.cubin`"],
-            true,
-        ),
-        case(
             Error::NotNvcc {
                 nvcc: PathBuf::from("/usr/bin/nvcc"),
                 status: "exit status: 1".into(),
@@ -252,12 +244,66 @@ fn file_and_tool_cases() -> Vec<Case> {
     ]
 }
 
+/// Time limits, untrusted caches and outputs that cannot be written safely (issue 23).
+fn fault_cases() -> Vec<Case> {
+    vec![
+        case(
+            Error::UntrustedCache {
+                path: PathBuf::from("/tmp/cargo-occupancy-check"),
+                reason: "belongs to uid 1001, not to you (uid 1000)".into(),
+            },
+            &[
+                "/tmp/cargo-occupancy-check is not used: it belongs to uid 1001",
+                "chmod go-w",
+            ],
+            false,
+        ),
+        case(
+            Error::Unwritable {
+                path: PathBuf::from("/out/occupancy.lock"),
+                reason: "is a directory".into(),
+            },
+            &["/out/occupancy.lock cannot be written: it is a directory"],
+            false,
+        ),
+        case(
+            Error::ToolNotStarted {
+                command: "/opt/cuda/bin/nvdisasm -c -g k.cubin".into(),
+                error: io_error(),
+            },
+            &["`/opt/cuda/bin/nvdisasm -c -g k.cubin`"],
+            true,
+        ),
+        case(
+            Error::ToolTimedOut {
+                command: "/opt/cuda/bin/nvcc --version".into(),
+                limit: std::time::Duration::from_secs(60),
+                hint: "set OCCUPANCY_TOOL_TIMEOUT".into(),
+            },
+            &[
+                "`/opt/cuda/bin/nvcc --version` did not finish within 60 s",
+                "killed, with every process it started",
+                "OCCUPANCY_TOOL_TIMEOUT",
+            ],
+            false,
+        ),
+        case(
+            Error::BadToolTimeout {
+                value: "soon".into(),
+            },
+            &["OCCUPANCY_TOOL_TIMEOUT=\"soon\"", "above 0"],
+            false,
+        ),
+    ]
+}
+
 #[test]
 fn every_cause_names_what_to_change_and_keeps_its_source() {
     let cases = setting_cases()
         .into_iter()
         .chain(source_cases())
-        .chain(file_and_tool_cases());
+        .chain(file_and_tool_cases())
+        .chain(fault_cases());
     for Case {
         error,
         names,
