@@ -483,6 +483,7 @@ mod tests {
             "launch_bounds",
             "shared_memory",
             "constants",
+            "calls",
         ];
         let mut paths: Vec<PathBuf> = names
             .iter()
@@ -569,6 +570,23 @@ mod tests {
             }
         }
         assert!(compared > 150, "only {compared} kernels compared");
+        // Both readings name `assert`'s callee, which the SASS calls through a register.
+        let asserts: Vec<&SassFacts> = (batched.iter().flatten())
+            .filter(|facts| facts.kernel == "asserts")
+            .collect();
+        assert_eq!(
+            asserts.len(),
+            3,
+            "calls.cu is built for sm_80, sm_90 and sm_120"
+        );
+        for facts in asserts {
+            let callees: Vec<&str> = facts
+                .calls
+                .iter()
+                .map(|call| call.callee.as_str())
+                .collect();
+            assert_eq!(callees, ["__assertfail"], "{:?}", facts.arch);
+        }
         let _ = std::fs::remove_dir_all(out);
     }
 }
