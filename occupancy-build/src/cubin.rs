@@ -2,13 +2,17 @@
 //! symbols by name (`nvdisasm --function` takes symbol indices), and each function's section of
 //! code with what nvdisasm would otherwise read from the file around it (the subroutines ptxas
 //! placed in the section, the symbols its relocations name, its `-lineinfo` line table), so that
-//! one `nvdisasm --binary` per architecture reads the code of many cubins. Every read is
-//! bounds-checked: a file this cannot read gives `None` and the caller disassembles the whole
-//! cubin with nvdisasm.
+//! one `nvdisasm --binary` per architecture reads the code of many cubins; and what names the
+//! callee of a call through a register, which no disassembly prints: the function symbols and the
+//! constant-bank slots that relocations fill with a function's address ([`Cubin::call_symbols`]).
+//! Every read is bounds-checked: a file this cannot read gives `None` and the caller disassembles
+//! the whole cubin with nvdisasm.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use occupancy_core::sass::raw::{FunctionCode, LineRow};
+use occupancy_core::sass::FunctionSymbols;
 
 mod line_table;
 
@@ -203,13 +207,50 @@ impl<'a> Cubin<'a> {
         sections.sort_unstable();
         sections.dedup();
         let mut lines = self.line_rows()?;
+        let functions = Arc::new(self.call_symbols());
         sections
             .into_iter()
-            .map(|index| self.function_code(index, lines.remove(&index).unwrap_or_default()))
+            .map(|index| {
+                let lines = lines.remove(&index).unwrap_or_default();
+                self.function_code(index, lines, Arc::clone(&functions))
+            })
             .collect()
     }
 
-    fn function_code(&self, index: usize, lines: Vec<LineRow>) -> Option<FunctionCode> {
+    /// The function symbols and, per slot of a module-wide constant bank (`.nv.constant4`), the
+    /// function a relocation writes there: in whole-program code the addresses of `__assertfail`,
+    /// `vprintf`, `malloc`, which a kernel loads into a register to call
+    /// (`LDC.64 R2, c[0x4][R0]`). A relocation section this cannot read gives no slots.
+    pub fn call_symbols(&self) -> FunctionSymbols {
+        let is_function = |index: usize| {
+            self.symbols
+                .get(index)
+                .filter(|symbol| symbol.kind == STT_FUNC && !symbol.name.is_empty())
+        };
+        let names = (0..self.symbols.len())
+            .filter_map(is_function)
+            .map(|symbol| symbol.name.clone())
+            .collect();
+        let mut slots = BTreeMap::new();
+        for (index, section) in self.sections.iter().enumerate() {
+            let Some(bank) = module_constant_bank(&section.name) else {
+                continue;
+            };
+            for (offset, relocation) in self.relocations_of(index).unwrap_or_default() {
+                if let Some(symbol) = is_function(relocation.symbol) {
+                    slots.insert((bank, offset), symbol.name.clone());
+                }
+            }
+        }
+        FunctionSymbols::new(names, slots)
+    }
+
+    fn function_code(
+        &self,
+        index: usize,
+        lines: Vec<LineRow>,
+        functions: Arc<FunctionSymbols>,
+    ) -> Option<FunctionCode> {
         let section = self.sections.get(index)?;
         let name = section.name.strip_prefix(".text.")?.to_owned();
         let in_section = || {
@@ -239,6 +280,7 @@ impl<'a> Cubin<'a> {
             subroutines,
             relocated_symbols,
             lines,
+            functions,
         })
     }
 
@@ -264,6 +306,14 @@ impl<'a> Cubin<'a> {
         };
         line_table::rows(program, &locate)
     }
+}
+
+/// The bank of a module-wide constant section: 4 for `.nv.constant4`; `None` for a kernel's own
+/// (`.nv.constant0.k`) and every other section.
+fn module_constant_bank(name: &str) -> Option<u32> {
+    let digits = name.strip_prefix(".nv.constant")?;
+    let numbered = !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit());
+    numbered.then(|| digits.parse().ok()).flatten()
 }
 
 /// `N` bytes at `base + offset`, when the file has them.
@@ -333,6 +383,99 @@ mod tests {
         not_a_function[64 + 24 * 2 + 4] = 0x13; // STT_SECTION
         let found = function_symbols(&not_a_function).unwrap();
         assert_eq!(found, BTreeMap::from([("k".into(), 1)]));
+    }
+
+    /// An ELF64 of `(name, kind, contents, link, info)` sections after the null one, with the
+    /// section names in a last string table.
+    fn elf(sections: &[(&str, u32, Vec<u8>, u32, u32)]) -> Vec<u8> {
+        let mut names = b"\0".to_vec();
+        let mut bytes = vec![0u8; 64];
+        bytes[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        let mut headers = vec![0u8; 64];
+        let mut add = |bytes: &mut Vec<u8>, name: &str, kind: u32, data: &[u8], link, info| {
+            let mut header = vec![0u8; 64];
+            header[..4].copy_from_slice(&(names.len() as u32).to_le_bytes());
+            names.extend(name.bytes().chain([0]));
+            header[4..8].copy_from_slice(&kind.to_le_bytes());
+            header[0x18..0x20].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
+            header[0x20..0x28].copy_from_slice(&(data.len() as u64).to_le_bytes());
+            header[0x28..0x2C].copy_from_slice(&u32::to_le_bytes(link));
+            header[0x2C..0x30].copy_from_slice(&u32::to_le_bytes(info));
+            bytes.extend(data);
+            headers.extend(header);
+        };
+        for (name, kind, data, link, info) in sections {
+            add(&mut bytes, name, *kind, data, *link, *info);
+        }
+        let count = sections.len() + 2;
+        let names_at = bytes.len();
+        let names_size = names.len() + ".shstrtab\0".len();
+        let mut header = vec![0u8; 64];
+        header[..4].copy_from_slice(&(names.len() as u32).to_le_bytes());
+        names.extend(b".shstrtab\0");
+        header[4..8].copy_from_slice(&3u32.to_le_bytes());
+        header[0x18..0x20].copy_from_slice(&(names_at as u64).to_le_bytes());
+        header[0x20..0x28].copy_from_slice(&(names_size as u64).to_le_bytes());
+        bytes.extend(&names);
+        headers.extend(header);
+        let table = bytes.len();
+        bytes[0x28..0x30].copy_from_slice(&(table as u64).to_le_bytes());
+        bytes[0x3A..0x3C].copy_from_slice(&64u16.to_le_bytes());
+        bytes[0x3C..0x3E].copy_from_slice(&(count as u16).to_le_bytes());
+        bytes[0x3E..0x40].copy_from_slice(&((count - 1) as u16).to_le_bytes());
+        bytes.extend(headers);
+        bytes
+    }
+
+    #[test]
+    fn constant_slots_name_the_functions_relocations_put_there() {
+        // Symbols: 1 `__assertfail` (function), 2 `$str` (data).
+        let strings = b"\0__assertfail\0$str\0".to_vec();
+        let mut symbols = vec![0u8; 24 * 3];
+        symbols[24..28].copy_from_slice(&1u32.to_le_bytes());
+        symbols[24 + 4] = 0x12; // STB_GLOBAL, STT_FUNC
+        symbols[48..52].copy_from_slice(&14u32.to_le_bytes());
+        symbols[48 + 4] = 0x01; // STT_OBJECT
+        let rela = |entries: &[(u64, u64)]| -> Vec<u8> {
+            let mut bytes = Vec::new();
+            for (offset, symbol) in entries {
+                bytes.extend(offset.to_le_bytes());
+                bytes.extend(((symbol << 32) | 2).to_le_bytes());
+                bytes.extend(0u64.to_le_bytes());
+            }
+            bytes
+        };
+        let file = elf(&[
+            (".strtab", 3, strings, 0, 0),
+            (".symtab", SHT_SYMTAB, symbols, 1, 0),
+            (".nv.constant4", 1, vec![0; 0x48], 0, 0),
+            (
+                ".rela.nv.constant4",
+                SHT_RELA,
+                rela(&[(0x40, 1), (0x10, 2)]),
+                2,
+                3,
+            ),
+            (".nv.constant0.k", 1, vec![0; 0x10], 0, 0),
+            (".rela.nv.constant0.k", SHT_RELA, rela(&[(0x8, 1)]), 2, 5),
+        ]);
+        let cubin = Cubin::parse(&file).unwrap();
+        let found = cubin.call_symbols();
+        assert_eq!(found.names, BTreeSet::from(["__assertfail".to_owned()]));
+        assert_eq!(
+            found.constant_slots,
+            BTreeMap::from([((4, 0x40), "__assertfail".to_owned())]),
+            "a data symbol's slot and a kernel's own bank are not function slots"
+        );
+    }
+
+    #[test]
+    fn only_module_wide_constant_banks_hold_function_slots() {
+        assert_eq!(module_constant_bank(".nv.constant4"), Some(4));
+        assert_eq!(module_constant_bank(".nv.constant2"), Some(2));
+        assert_eq!(module_constant_bank(".nv.constant0.asserts"), None);
+        assert_eq!(module_constant_bank(".nv.constant"), None);
+        assert_eq!(module_constant_bank(".text.k"), None);
     }
 
     #[test]

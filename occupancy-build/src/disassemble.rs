@@ -11,14 +11,17 @@
 //! per cubin. A cubin this cannot cut (an arch before sm_75, which raw mode does not read; a
 //! symbol or line table it does not know), and an architecture whose raw disassembly fails, is
 //! disassembled whole by nvdisasm's ELF mode (`nvdisasm -c -g -ndf`) as before; both readings
-//! give the same facts (`tests` below compares them on the kernel corpus).
+//! give the same facts (`tests` below compares them on the kernel corpus). Either way the cubin's
+//! function symbols and constant-bank slots ([`Cubin::call_symbols`]) name the callee of a call
+//! through a register, which no disassembly prints.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 use occupancy_core::sass::raw::{FunctionCode, RawBinary};
-use occupancy_core::sass::{self, SassFacts};
+use occupancy_core::sass::{self, FunctionSymbols, SassFacts};
 
 use crate::compile::CompiledSource;
 use crate::cubin::Cubin;
@@ -307,16 +310,31 @@ impl Disassembler<'_> {
             command.arg("-fun").arg(list.join(","));
         }
         let text = run_tool(command.arg(&cubin.path), source, &self.timeouts)?;
-        read_elf_mode(&text, self.spills_reported).map_err(|error| Error::UnreadableOutput {
-            file: source.source.clone(),
-            message: format!("nvdisasm's SASS of {}: {error}", cubin.path.display()),
+        let functions = call_symbols(&cubin.path)?;
+        read_elf_mode(&text, functions, self.spills_reported).map_err(|error| {
+            Error::UnreadableOutput {
+                file: source.source.clone(),
+                message: format!("nvdisasm's SASS of {}: {error}", cubin.path.display()),
+            }
         })
     }
 }
 
-/// The facts of nvdisasm's ELF-mode text of one cubin.
+/// What the cubin at `path` says about the callees of calls through registers; `None` when it
+/// is not an ELF file this reads (those calls are then indirect).
+fn call_symbols(path: &Path) -> Result<Option<Arc<FunctionSymbols>>, Error> {
+    let bytes = std::fs::read(path).map_err(|error| Error::Io {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    Ok(Cubin::parse(&bytes).map(|cubin| Arc::new(cubin.call_symbols())))
+}
+
+/// The facts of nvdisasm's ELF-mode text of one cubin, whose function symbols are `functions`
+/// ([`Cubin::call_symbols`]).
 pub fn read_elf_mode(
     text: &str,
+    functions: Option<Arc<FunctionSymbols>>,
     spills_reported: &(dyn Fn(&str, &str) -> bool + Sync),
 ) -> Result<Vec<SassFacts>, sass::SassError> {
     let arch = text
@@ -324,7 +342,11 @@ pub fn read_elf_mode(
         .find_map(|line| line.trim().strip_prefix(".target"))
         .map(|rest| rest.trim().to_owned())
         .unwrap_or_default();
-    sass::analyze(text, |kernel| spills_reported(kernel, &arch))
+    let mut sections = sass::parse_nvdisasm(text)?;
+    for section in &mut sections {
+        section.functions = functions.clone();
+    }
+    sass::analyze_sections(&sections, |kernel| spills_reported(kernel, &arch))
 }
 
 /// Puts one cubin's wanted kernels into its arch's batch, or the cubin into `whole` when raw
@@ -488,6 +510,7 @@ mod tests {
             "launch_bounds",
             "shared_memory",
             "constants",
+            "calls",
         ];
         let mut paths: Vec<PathBuf> = names
             .iter()
@@ -562,7 +585,8 @@ mod tests {
                     &ToolTimeouts::default(),
                 )
                 .unwrap();
-                elf_mode.extend(read_elf_mode(&text, &spills_reported).unwrap());
+                let functions = call_symbols(&read.path).unwrap();
+                elf_mode.extend(read_elf_mode(&text, functions, &spills_reported).unwrap());
             }
             let key = |facts: &SassFacts| (facts.kernel.clone(), facts.arch.clone());
             let mut raw = batched[index].clone();
@@ -575,6 +599,23 @@ mod tests {
             }
         }
         assert!(compared > 150, "only {compared} kernels compared");
+        // Both readings name `assert`'s callee, which the SASS calls through a register.
+        let asserts: Vec<&SassFacts> = (batched.iter().flatten())
+            .filter(|facts| facts.kernel == "asserts")
+            .collect();
+        assert_eq!(
+            asserts.len(),
+            3,
+            "calls.cu is built for sm_80, sm_90 and sm_120"
+        );
+        for facts in asserts {
+            let callees: Vec<&str> = facts
+                .calls
+                .iter()
+                .map(|call| call.callee.as_str())
+                .collect();
+            assert_eq!(callees, ["__assertfail"], "{:?}", facts.arch);
+        }
         let _ = std::fs::remove_dir_all(out);
     }
 }

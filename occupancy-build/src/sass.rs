@@ -36,8 +36,9 @@ pub const C7508: &str = "(C7508)";
 /// SASS into other facts, so that cached facts of the old reader are read again (2: a call into
 /// the kernel's own code is not a call; 3: what was read is recorded: all, or kernels per arch;
 /// 4: kernels only, no callee functions, read by raw-mode batches; 5: keyed by the binary's
-/// size and modification time, not its SHA-256).
-const CACHE_SCHEMA: u32 = 5;
+/// size and modification time, not its SHA-256; 6: a call through a register names the function
+/// it reaches, or is indirect, instead of naming the register).
+const CACHE_SCHEMA: u32 = 6;
 
 /// What the SASS of a build says, per kernel and architecture.
 #[derive(Debug, Clone, Default)]

@@ -239,10 +239,10 @@ declare_lints! {
     Call {
         name: "call",
         default_level: Warn,
-        summary: "The kernel makes non-inlined calls (`CALL`) in its SASS; the finding names each callee and, for math-library helpers, what it is. ptxas's own arithmetic subroutines (the IEEE division, square root and reciprocal slow paths, 64-bit integer division) are not counted: ptxas branches to them only for operands its inline fast path cannot handle, and calls them without a frame.",
+        summary: "The kernel makes non-inlined calls (`CALL`) in its SASS; the finding names each callee and, for math-library helpers and the device library's functions, what it is. A call through a register is named by the function the register holds, read from the cubin's relocations (`assert` calls `__assertfail`, `printf` `vprintf`, `new`/`delete` `malloc`/`free`); one through a function pointer is reported as an indirect call. ptxas's own arithmetic subroutines (the IEEE division, square root and reciprocal slow paths, 64-bit integer division) are not counted: ptxas branches to them only for operands its inline fast path cannot handle, and calls them without a frame.",
         why_bad: "A call spills live registers around it to the callee's frame in local memory and blocks optimisation across it; in a loop, that cost is paid every iteration.",
         example: "`sin(x)` on a double: ptxas calls `__internal_trig_reduction_slowpathd`, the double-precision sin/cos slow path, with a local-memory frame.",
-        fix: "For math helpers, the fix the finding names (`sinf`/`__sinf`/`-use_fast_math`); for your own functions, `__forceinline__`; or `allow(call)`.",
+        fix: "The fix the finding names: for math helpers `sinf`/`__sinf`/`-use_fast_math`, for `assert` `-DNDEBUG` in release builds, for `printf` none in release builds; for your own functions, `__forceinline__`; for a function pointer, a direct call or a `switch` over the functions; or `allow(call)`.",
         check: Check::Sass { run: sass::lints::calls, undeclared: false },
     }
 }

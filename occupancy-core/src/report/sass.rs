@@ -58,7 +58,10 @@ fn summary(facts: &SassFacts) -> String {
         parts.push(format!("local array at {}:{}", array.file, array.line));
     }
     for call in &facts.calls {
-        parts.push(format!("calls {}", call.callee));
+        parts.push(match call.indirect {
+            true => "indirect calls".to_owned(),
+            false => format!("calls {}", call.callee),
+        });
     }
     if facts.fp64_instructions > 0 {
         parts.push(format!("{} FP64 instructions", facts.fp64_instructions));
@@ -178,7 +181,10 @@ pub fn explain_lines(row: &KernelRow) -> Vec<String> {
             .as_deref()
             .unwrap_or("a function that was not inlined");
         let fix = call.fix.as_deref().unwrap_or("`__forceinline__`");
-        lines.push(format!("calls `{}` ({what}); fix: {fix}", call.callee));
+        lines.push(match call.indirect {
+            true => format!("makes {what}; fix: {fix}"),
+            false => format!("calls `{}` ({what}); fix: {fix}", call.callee),
+        });
     }
     lines
 }
@@ -251,5 +257,46 @@ mod tests {
         let explained = explain_lines(&row);
         assert!(explained[0].contains("2 spill loads + 1 spill stores per iteration"));
         assert!(render_sass_text(&[KernelRow::new("k", "sm_90", 256)]).is_empty());
+    }
+
+    #[test]
+    fn calls_are_named_and_indirect_calls_said_so() {
+        let mut row = row();
+        let facts = row.sass.as_mut().unwrap();
+        for (callee, indirect) in [
+            ("__assertfail", false),
+            (crate::sass::INDIRECT_CALLEE, true),
+        ] {
+            let known = match indirect {
+                true => Some(crate::sass::INDIRECT_CALL),
+                false => crate::sass::describe_callee(callee),
+            };
+            let call: crate::sass::CallFacts = serde_json::from_value(serde_json::json!({
+                "callee": callee,
+                "indirect": indirect,
+                "call_sites": 1,
+                "call_sites_in_loops": 0,
+                "callee_local_accesses": 0,
+                "what": known.map(|known| known.what),
+                "fix": known.map(|known| known.fix),
+            }))
+            .unwrap();
+            facts.calls.push(call);
+        }
+        let text = render_sass_text(std::slice::from_ref(&row));
+        assert!(
+            text.contains("; calls __assertfail; indirect calls"),
+            "{text}"
+        );
+        let explained = explain_lines(&row).join("\n");
+        assert!(
+            explained.contains("calls `__assertfail` (device-side `assert()`"),
+            "{explained}"
+        );
+        assert!(
+            explained.contains("makes an indirect call through a function pointer"),
+            "{explained}"
+        );
+        assert!(!explained.contains("(indirect)"), "{explained}");
     }
 }

@@ -1,7 +1,11 @@
-//! What a non-inlined callee that ptxas or the CUDA math library put in a kernel is, and the fix.
+//! What a non-inlined callee of a kernel is, and the fix.
 //!
 //! The names are the internal functions of CUDA's math library and of ptxas's IEEE division and
-//! square root; ptxas reports each one's frame under "Function properties for NAME".
+//! square root (ptxas reports each one's frame under "Function properties for NAME"), and the
+//! functions of the CUDA runtime's device library that every kernel calls through a register
+//! (`__assertfail` for `assert()`, `vprintf` for `printf`, `malloc`/`free` for the device heap and
+//! `new`/`delete`, `__cudaCDP2*` for a device-side launch): their addresses sit in constant bank 4,
+//! and [`super::call_target`] names them from the cubin's relocations.
 
 /// What a known callee is and how to avoid it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,8 +41,51 @@ pub fn is_compiler_subroutine(name: &str) -> bool {
         && rest[generation.len()..].starts_with('_')
 }
 
-/// Describes `name` when it is a known math-library or compiler helper.
+/// What an indirect call is ([`super::CallFacts::indirect`]): a call through a register whose
+/// value is not one function's address.
+pub const INDIRECT_CALL: KnownCallee = KnownCallee {
+    what: "an indirect call through a function pointer: the target is known only at run time",
+    fix: "call the function directly, or dispatch with a `switch` over the functions so that ptxas can inline them; or `allow(call)`",
+};
+
+/// Describes `name` when it is a known math-library or compiler helper, or a function of the
+/// CUDA runtime's device library.
 pub fn describe_callee(name: &str) -> Option<KnownCallee> {
+    describe_runtime_callee(name).or_else(|| describe_math_callee(name))
+}
+
+/// Whether `name` is a function of the CUDA runtime's device library (`__assertfail`, `vprintf`,
+/// `malloc`, ...): its code is linked in by the driver, not in the kernel's cubin.
+pub fn is_device_library(name: &str) -> bool {
+    describe_runtime_callee(name).is_some()
+}
+
+/// The device library's functions that CUDA C++ calls for `assert`, `printf`, the device heap
+/// and device-side launches.
+fn describe_runtime_callee(name: &str) -> Option<KnownCallee> {
+    let known = |what, fix| Some(KnownCallee { what, fix });
+    match name {
+        "__assertfail" => known(
+            "device-side `assert()`, which calls `__assertfail` when the assertion fails",
+            "compile release builds with `-DNDEBUG` (removes `assert`), or `allow(call)` where the check is wanted",
+        ),
+        "vprintf" => known(
+            "device-side `printf`, which packs its arguments into a local-memory buffer for `vprintf`",
+            "remove `printf` from kernels built for release (guard it with a debug macro), or `allow(call)`",
+        ),
+        "malloc" | "free" => known(
+            "the device heap: `malloc`/`free`, which `new`/`delete` call",
+            "allocate on the host (`cudaMalloc`) or use shared memory or a preallocated buffer; the device heap is slow and bounded by `cudaLimitMallocHeapSize`",
+        ),
+        _ if name.starts_with("__cudaCDP") => known(
+            "a device-side kernel launch (dynamic parallelism)",
+            "launch from the host, or `allow(call)` where the device-side launch is intended",
+        ),
+        _ => None,
+    }
+}
+
+fn describe_math_callee(name: &str) -> Option<KnownCallee> {
     let known = |what, fix| Some(KnownCallee { what, fix });
     if name.starts_with("__internal_trig_reduction_slowpath") {
         return known(
@@ -93,6 +140,25 @@ mod tests {
             .unwrap()
             .what
             .contains("single-precision division"));
+    }
+
+    #[test]
+    fn names_the_device_library_functions_and_their_fixes() {
+        let assert = describe_callee("__assertfail").unwrap();
+        assert!(assert.what.contains("assert()"));
+        assert!(assert.fix.contains("-DNDEBUG"));
+        assert!(describe_callee("vprintf").unwrap().what.contains("printf"));
+        for heap in ["malloc", "free"] {
+            assert!(describe_callee(heap).unwrap().what.contains("device heap"));
+        }
+        assert!(describe_callee("__cudaCDP2LaunchDeviceV2")
+            .unwrap()
+            .what
+            .contains("dynamic parallelism"));
+        assert!(is_device_library("__assertfail") && !is_device_library("_Z5twicef"));
+        // Only the exact names: a user's function that merely contains one is not described.
+        assert!(describe_callee("my_malloc").is_none());
+        assert!(describe_callee("_Z6vprintfPKc").is_none());
     }
 
     #[test]

@@ -147,6 +147,21 @@ impl ControlFlow {
     pub fn block_of(&self, index: usize) -> usize {
         self.blocks.partition_point(|block| block.start <= index) - 1
     }
+
+    /// Each block's predecessors.
+    pub fn predecessors(&self) -> Vec<Vec<usize>> {
+        predecessors(&self.blocks)
+    }
+}
+
+fn predecessors(blocks: &[Block]) -> Vec<Vec<usize>> {
+    let mut predecessors = vec![Vec::new(); blocks.len()];
+    for (block, data) in blocks.iter().enumerate() {
+        for successor in &data.successors {
+            predecessors[*successor].push(block);
+        }
+    }
+    predecessors
 }
 
 /// Reverse post-order of the blocks reachable from block 0.
@@ -177,12 +192,7 @@ fn immediate_dominators(blocks: &[Block]) -> Vec<Option<usize>> {
     for (position, block) in order.iter().enumerate() {
         rank[*block] = position;
     }
-    let mut predecessors = vec![Vec::new(); blocks.len()];
-    for (block, data) in blocks.iter().enumerate() {
-        for successor in &data.successors {
-            predecessors[*successor].push(block);
-        }
-    }
+    let predecessors = predecessors(blocks);
     let mut idom: Vec<Option<usize>> = vec![None; blocks.len()];
     idom[0] = Some(0);
     let intersect = |idom: &[Option<usize>], mut a: usize, mut b: usize| {
@@ -234,12 +244,7 @@ fn dominates(idom: &[Option<usize>], dominator: usize, mut block: usize) -> bool
 /// Natural loops by back edges, merged per header, nested, and each block's innermost loop.
 fn natural_loops(blocks: &[Block]) -> (Vec<Loop>, Vec<Option<usize>>) {
     let idom = immediate_dominators(blocks);
-    let mut predecessors = vec![Vec::new(); blocks.len()];
-    for (block, data) in blocks.iter().enumerate() {
-        for successor in &data.successors {
-            predecessors[*successor].push(block);
-        }
-    }
+    let predecessors = predecessors(blocks);
     let mut by_header: std::collections::BTreeMap<usize, BTreeSet<usize>> = Default::default();
     for (tail, data) in blocks.iter().enumerate() {
         if idom[tail].is_none() {

@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::callee::describe_callee;
+use super::call_target::{CallResolver, CallTarget};
+use super::callee::{describe_callee, INDIRECT_CALL};
 use super::cfg::ControlFlow;
 use super::parse::{Instruction, SassSection, SourceLine};
 use super::SassError;
@@ -71,14 +72,22 @@ pub struct LoopFacts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct CallFacts {
+    /// The callee's (mangled) name: a subroutine, a relocated symbol, or the one function a call
+    /// through a register can reach (`__assertfail`); [`INDIRECT_CALLEE`] for indirect calls.
     pub callee: String,
+    /// Calls through a register that holds no single known function (a function pointer).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub indirect: bool,
+    /// For indirect calls, the functions they may reach, when each was named.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<String>,
     /// Call sites in the kernel's own code.
     pub call_sites: u32,
     /// Of those, inside loops.
     pub call_sites_in_loops: u32,
     /// Local loads and stores in the callee's code (its frame).
     pub callee_local_accesses: u32,
-    /// What it is, for known math-library helpers.
+    /// What it is, for known math-library helpers, device-library functions and indirect calls.
     pub what: Option<String>,
     /// How to avoid it.
     pub fix: Option<String>,
@@ -144,6 +153,9 @@ impl SassFacts {
             .max_by_key(|group| (group.loop_depth, group.loads + group.stores))
     }
 }
+
+/// The `callee` of [`CallFacts`] for indirect calls: no symbol is spelt so.
+pub const INDIRECT_CALLEE: &str = "(indirect)";
 
 const FP64_OPCODES: [&str; 7] = ["DADD", "DFMA", "DMUL", "DMNMX", "DSET", "DSETP", "DMMA"];
 
@@ -227,7 +239,8 @@ pub fn kernel_facts(section: &SassSection, spills_reported: bool) -> Result<Sass
         .iter()
         .any(|instruction| is_local_access(instruction).is_some() && !is_stack_slot(instruction));
     let mut groups: BTreeMap<(SourceLine, LocalKind, u32), (u32, u32)> = BTreeMap::new();
-    let mut calls: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+    let mut calls: BTreeMap<String, CallSites> = BTreeMap::new();
+    let resolver = CallResolver::new(section, &cfg, &body);
     for (index, instruction) in section.instructions.iter().enumerate() {
         count_everywhere(&mut facts, instruction);
         if index >= body.end {
@@ -236,10 +249,17 @@ pub fn kernel_facts(section: &SassSection, spills_reported: bool) -> Result<Sass
         let innermost = cfg.block_loop[cfg.block_of(index)];
         let depth = innermost.map_or(0, |found| cfg.loops[found].depth);
         if instruction.base_opcode() == "CALL" && !calls_into_body(section, instruction, &body) {
-            let callee = callee_name(section, instruction);
-            let entry = calls.entry(callee).or_default();
-            entry.0 += 1;
-            entry.1 += u32::from(depth > 0);
+            let sites = match resolver.target(index) {
+                CallTarget::Named(callee) => calls.entry(callee).or_default(),
+                CallTarget::Indirect { candidates } => {
+                    let sites = calls.entry(INDIRECT_CALLEE.to_owned()).or_default();
+                    sites.indirect = true;
+                    sites.candidates.extend(candidates);
+                    sites
+                }
+            };
+            sites.sites += 1;
+            sites.in_loops += u32::from(depth > 0);
             for_each_enclosing(&cfg, innermost, |found| facts.loops[found].calls += 1);
         }
         let Some(store) = is_local_access(instruction) else {
@@ -365,24 +385,27 @@ fn loop_skeletons(section: &SassSection, cfg: &ControlFlow) -> Vec<LoopFacts> {
 }
 
 /// A `CALL.REL.NOINC` to a label inside the kernel's own code (ptxas emits one to the very next
-/// instruction, e.g. in sgemm on sm_80) is control flow, not a call of another function.
+/// instruction, e.g. in sgemm on sm_80) is control flow, not a call of another function. A call
+/// through a register is a call whatever its label (`` CALL.REL.NOINC R2 `(k) ``).
 fn calls_into_body(
     section: &SassSection,
     call: &Instruction,
     body: &std::ops::Range<usize>,
 ) -> bool {
-    call.label_operand()
-        .and_then(|label| section.labels.get(label))
-        .is_some_and(|&at| body.contains(&at))
+    super::call_target::call_register(call).is_none()
+        && call
+            .label_operand()
+            .and_then(|label| section.labels.get(label))
+            .is_some_and(|&at| body.contains(&at))
 }
 
-fn callee_name(section: &SassSection, call: &Instruction) -> String {
-    let label = call.label_operand().unwrap_or(call.operands.as_str());
-    section
-        .subroutines
-        .iter()
-        .find(|subroutine| subroutine.label == label)
-        .map_or_else(|| label.to_owned(), |subroutine| subroutine.name.clone())
+/// The call sites of one callee.
+#[derive(Default)]
+struct CallSites {
+    sites: u32,
+    in_loops: u32,
+    indirect: bool,
+    candidates: std::collections::BTreeSet<String>,
 }
 
 fn line_groups(groups: BTreeMap<(SourceLine, LocalKind, u32), (u32, u32)>) -> Vec<LineFacts> {
@@ -401,10 +424,10 @@ fn line_groups(groups: BTreeMap<(SourceLine, LocalKind, u32), (u32, u32)>) -> Ve
     lines
 }
 
-fn call_facts(section: &SassSection, calls: BTreeMap<String, (u32, u32)>) -> Vec<CallFacts> {
+fn call_facts(section: &SassSection, calls: BTreeMap<String, CallSites>) -> Vec<CallFacts> {
     calls
         .into_iter()
-        .map(|(callee, (call_sites, call_sites_in_loops))| {
+        .map(|(callee, sites)| {
             let callee_local_accesses = section
                 .subroutines
                 .iter()
@@ -413,11 +436,16 @@ fn call_facts(section: &SassSection, calls: BTreeMap<String, (u32, u32)>) -> Vec
                 .flat_map(|(index, _)| &section.instructions[section.range_of(Some(index))])
                 .filter(|instruction| is_local_access(instruction).is_some())
                 .count() as u32;
-            let known = describe_callee(&callee);
+            let known = match sites.indirect {
+                true => Some(INDIRECT_CALL),
+                false => describe_callee(&callee),
+            };
             CallFacts {
                 callee,
-                call_sites,
-                call_sites_in_loops,
+                indirect: sites.indirect,
+                candidates: sites.candidates.into_iter().collect(),
+                call_sites: sites.sites,
+                call_sites_in_loops: sites.in_loops,
                 callee_local_accesses,
                 what: known.map(|known| known.what.to_owned()),
                 fix: known.map(|known| known.fix.to_owned()),
@@ -429,6 +457,48 @@ fn call_facts(section: &SassSection, calls: BTreeMap<String, (u32, u32)>) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::sync::Arc;
+
+    use crate::sass::{parse_nvdisasm, FunctionSymbols};
+
+    #[test]
+    fn calls_through_registers_are_named_or_indirect_never_a_register() {
+        // nvcc 13.0 sm_90: `assert` and a call through a pointer from a global table
+        // (``CALL.REL.NOINC R2 `(k)``, whose label is no callee and no jump into the body).
+        let text =
+            "\t.section\t.text.k,\"ax\",@progbits\n\t.other\tk,@\"STO_CUDA_ENTRY STV_DEFAULT\"\nk:
+        /*0000*/                   MOV R0, 0x40 ;
+        /*0010*/                   LDC.64 R2, c[0x4][R0] ;
+        /*0020*/                   CALL.ABS.NOINC R2 ;
+        /*0030*/                   LDG.E R2, desc[UR36][R6.64] ;
+        /*0040*/                   LDC.64 R2, c[0x2][R2] ;
+        /*0050*/                   CALL.REL.NOINC R2 `(k) ;
+        /*0060*/                   EXIT ;
+";
+        let mut section = parse_nvdisasm(text).unwrap().remove(0);
+        section.functions = Some(Arc::new(FunctionSymbols::new(
+            ["__assertfail".to_owned(), "k".to_owned()].into(),
+            BTreeMap::from([((4, 0x40), "__assertfail".to_owned())]),
+        )));
+        let facts = kernel_facts(&section, false).unwrap();
+        let callees: Vec<(&str, bool)> = (facts.calls.iter())
+            .map(|call| (call.callee.as_str(), call.indirect))
+            .collect();
+        assert_eq!(callees, [(INDIRECT_CALLEE, true), ("__assertfail", false)]);
+        assert!(facts.calls[1].what.as_deref().unwrap().contains("assert()"));
+        assert!(facts.calls[0]
+            .what
+            .as_deref()
+            .unwrap()
+            .contains("function pointer"));
+        let json = serde_json::to_string(&facts.calls[1]).unwrap();
+        assert!(json.contains("\"callee\":\"__assertfail\""), "{json}");
+        assert!(
+            !json.contains("indirect"),
+            "a direct call's JSON is as before: {json}"
+        );
+    }
 
     #[test]
     fn widths_follow_the_modifiers() {

@@ -167,7 +167,8 @@ pub(crate) fn local_array(inputs: &SassLintInputs<'_>, findings: &mut Vec<Findin
     findings.push(finding);
 }
 
-/// `call`: one finding per non-inlined callee that is not one of ptxas's own subroutines.
+/// `call`: one finding per non-inlined callee that is not one of ptxas's own subroutines, and
+/// one for the kernel's indirect calls.
 pub(crate) fn calls(inputs: &SassLintInputs<'_>, findings: &mut Vec<Finding>) {
     let found = inputs
         .facts
@@ -175,32 +176,49 @@ pub(crate) fn calls(inputs: &SassLintInputs<'_>, findings: &mut Vec<Finding>) {
         .iter()
         .filter(|call| !super::callee::is_compiler_subroutine(&call.callee))
         .map(|call| {
-            let what = call
-                .what
-                .as_deref()
-                .map_or_else(String::new, |what| format!(" ({what})"));
-            let mut found = finding(
-                inputs,
-                LintId::Call,
-                format!(
-                    "kernel `{}` calls `{}`{what} on {}: {} call site(s), {} inside loops",
-                    inputs.kernel,
-                    call.callee,
-                    inputs.arch,
-                    call.call_sites,
-                    call.call_sites_in_loops
-                ),
-            );
-            found.notes.push(format!(
-                "the callee's code has {} local loads and stores (its frame)",
-                call.callee_local_accesses
-            ));
-            found.help = Some(call.fix.clone().unwrap_or_else(|| {
-                format!("mark `{}` `__forceinline__`, or `allow(call)`", call.callee)
+            let mut found = finding(inputs, LintId::Call, call_message(inputs, call));
+            // The device library's code and an indirect call's targets are not the kernel's.
+            if !call.indirect && !super::callee::is_device_library(&call.callee) {
+                found.notes.push(format!(
+                    "the callee's code has {} local loads and stores (its frame)",
+                    call.callee_local_accesses
+                ));
+            }
+            found.help = Some(call.fix.clone().unwrap_or_else(|| match call.indirect {
+                true => super::callee::INDIRECT_CALL.fix.to_owned(),
+                false => format!("mark `{}` `__forceinline__`, or `allow(call)`", call.callee),
             }));
             found
         });
     findings.extend(found);
+}
+
+/// `kernel `k` calls `__assertfail` (device-side `assert()`, ...) on sm_90: ...`, or for
+/// indirect calls `kernel `k` makes indirect calls through a function pointer (to `f` or `g`)`.
+fn call_message(inputs: &SassLintInputs<'_>, call: &super::CallFacts) -> String {
+    let subject = match call.indirect {
+        true => {
+            let candidates: Vec<String> = (call.candidates.iter())
+                .map(|name| format!("`{name}`"))
+                .collect();
+            let to = match candidates.is_empty() {
+                true => String::new(),
+                false => format!(" (to {})", candidates.join(" or ")),
+            };
+            format!("makes an indirect call through a function pointer{to}")
+        }
+        false => {
+            let what = call
+                .what
+                .as_deref()
+                .map_or_else(String::new, |what| format!(" ({what})"));
+            format!("calls `{}`{what}", call.callee)
+        }
+    };
+    format!(
+        "kernel `{}` {subject} on {}: {} call site(s), {} inside loops",
+        inputs.kernel, inputs.arch, call.call_sites, call.call_sites_in_loops
+    )
 }
 
 /// `fp64`: double-precision instructions, counted.
@@ -504,6 +522,8 @@ mod tests {
         facts.fp64_instructions = 1;
         facts.calls.push(crate::sass::CallFacts {
             callee: "helper".into(),
+            indirect: false,
+            candidates: Vec::new(),
             call_sites: 1,
             call_sites_in_loops: 0,
             callee_local_accesses: 0,
@@ -534,6 +554,8 @@ mod tests {
         facts.fp64_instructions = 17;
         facts.calls.push(crate::sass::CallFacts {
             callee: "__internal_trig_reduction_slowpathd".into(),
+            indirect: false,
+            candidates: Vec::new(),
             call_sites: 1,
             call_sites_in_loops: 0,
             callee_local_accesses: 5,
@@ -548,6 +570,61 @@ mod tests {
         assert!(findings[0].message.contains("17 double-precision"));
     }
 
+    fn call(callee: &str, indirect: bool) -> crate::sass::CallFacts {
+        let known = match indirect {
+            true => Some(crate::sass::INDIRECT_CALL),
+            false => crate::sass::describe_callee(callee),
+        };
+        crate::sass::CallFacts {
+            callee: callee.into(),
+            indirect,
+            candidates: Vec::new(),
+            call_sites: 2,
+            call_sites_in_loops: 1,
+            callee_local_accesses: 0,
+            what: known.map(|known| known.what.to_owned()),
+            fix: known.map(|known| known.fix.to_owned()),
+        }
+    }
+
+    #[test]
+    fn device_library_and_indirect_calls_say_what_they_are() {
+        let mut facts = empty();
+        facts.calls.push(call("__assertfail", false));
+        facts.calls.push(call("vprintf", false));
+        let mut pointer = call(crate::sass::INDIRECT_CALLEE, true);
+        pointer.candidates = vec!["_Z5twicef".into(), "_Z6thricef".into()];
+        facts.calls.push(pointer);
+        let findings = evaluate_sass(&inputs(&facts));
+        let messages: Vec<&str> = findings
+            .iter()
+            .map(|found| found.message.as_str())
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                "kernel `k` calls `__assertfail` (device-side `assert()`, which calls `__assertfail` when the assertion fails) on sm_90a: 2 call site(s), 1 inside loops",
+                "kernel `k` calls `vprintf` (device-side `printf`, which packs its arguments into a local-memory buffer for `vprintf`) on sm_90a: 2 call site(s), 1 inside loops",
+                "kernel `k` makes an indirect call through a function pointer (to `_Z5twicef` or `_Z6thricef`) on sm_90a: 2 call site(s), 1 inside loops",
+            ]
+        );
+        assert!(findings[0].help.as_deref().unwrap().contains("-DNDEBUG"));
+        for found in &findings {
+            let help = found.help.as_deref().unwrap();
+            assert!(!help.contains("__forceinline__"), "{help}");
+            assert!(found.notes.is_empty(), "no frame of code not in the cubin");
+        }
+        // A callee of its own with no description keeps the inlining help and its frame.
+        let mut own = empty();
+        own.calls.push(call("_Z5twicef", false));
+        let findings = evaluate_sass(&inputs(&own));
+        assert_eq!(
+            findings[0].help.as_deref(),
+            Some("mark `_Z5twicef` `__forceinline__`, or `allow(call)`")
+        );
+        assert_eq!(findings[0].notes.len(), 1);
+    }
+
     #[test]
     fn ptxas_arithmetic_subroutines_are_no_call_finding() {
         let mut facts = empty();
@@ -557,6 +634,8 @@ mod tests {
         ] {
             facts.calls.push(crate::sass::CallFacts {
                 callee: callee.into(),
+                indirect: false,
+                candidates: Vec::new(),
                 call_sites: 1,
                 call_sites_in_loops: 1,
                 callee_local_accesses: 0,

@@ -5,12 +5,14 @@
 //! stores (`LDL`/`STL`) sit inside loops (natural loops of the control-flow graph, with their
 //! nesting), at which source line (`-lineinfo` line tables, which do not change the code), and
 //! whether they are spills, local arrays indexed at run time, or a callee's frame (naming the
-//! callee and what it is). It also counts double-precision instructions, non-inlined calls and
+//! callee and what it is). It also counts double-precision instructions, non-inlined calls
+//! (naming the callee of a call through a register, [`call_target::CallResolver`]) and
 //! `setmaxnreg` (`USETMAXREG`).
 //!
 //! Data flows one way: [`parse::parse_nvdisasm`] (text → sections) → [`cfg::ControlFlow`]
 //! (blocks, dominators, loops) → [`facts::kernel_facts`] (counts). Pure: no I/O.
 
+pub mod call_target;
 pub mod callee;
 pub mod cfg;
 pub mod facts;
@@ -18,10 +20,11 @@ pub mod lints;
 pub mod parse;
 pub mod raw;
 
-pub use callee::{describe_callee, is_compiler_subroutine, KnownCallee};
+pub use call_target::{CallResolver, CallTarget, FunctionSymbols};
+pub use callee::{describe_callee, is_compiler_subroutine, KnownCallee, INDIRECT_CALL};
 pub use facts::{
     access_width_bits, kernel_facts, CallFacts, LineFacts, LocalKind, LoopFacts, SassFacts,
-    SetMaxRegFacts,
+    SetMaxRegFacts, INDIRECT_CALLEE,
 };
 pub use lints::{evaluate_sass, hottest_spill_note, SassLintInputs};
 pub use parse::{parse_nvdisasm, Instruction, SassSection, SourceLine};

@@ -19,7 +19,9 @@
 //! linear walk over the text.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
+use super::call_target::FunctionSymbols;
 use super::SassError;
 
 /// A `//## File "PATH", line N` position (the innermost one when `-gi` adds `inlined at`).
@@ -48,6 +50,10 @@ pub struct Instruction {
     pub source_line: Option<usize>,
     /// 1-based line of the disassembly it was read from.
     pub text_line: usize,
+    /// The symbol whose address a relocation writes into the instruction's operand: ELF mode
+    /// prints it (`MOV R2, 32@lo(fun@unified(f))`), raw mode has it from the cubin. Not for branch
+    /// and call targets, which are labels.
+    pub symbol: Option<String>,
 }
 
 impl Instruction {
@@ -94,6 +100,9 @@ pub struct SassSection {
     pub subroutines: Vec<Subroutine>,
     /// The distinct source lines the instructions point at.
     pub lines: Vec<SourceLine>,
+    /// What the cubin says about function symbols, which names the callee of a call through a
+    /// register; `None` when the cubin was not read (such a call is then indirect).
+    pub functions: Option<Arc<FunctionSymbols>>,
 }
 
 impl SassSection {
@@ -295,7 +304,22 @@ pub(crate) fn parse_instruction(
         operands: remainder.trim_end().to_owned(),
         source_line: None,
         text_line,
+        symbol: relocated_symbol(remainder),
     }))
+}
+
+/// The symbol of `32@lo(NAME)`, `32@hi(fun@unified(NAME))` in ELF mode's operands; `None` for
+/// an expression (`32@lo((k + .L_x_2@srel))`, a return address).
+fn relocated_symbol(operands: &str) -> Option<String> {
+    let at = operands.find("32@")?;
+    let inner = operands[at + 3..]
+        .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+        .strip_prefix('(')?;
+    let inner = inner.strip_prefix("fun@unified(").unwrap_or(inner);
+    let end = inner.find(')')?;
+    let name = &inner[..end];
+    let plain = !name.is_empty() && !name.contains(['(', ' ', '+']);
+    plain.then(|| name.to_owned())
 }
 
 /// The callee's own name in a subroutine label: `callee` for `$kernel$callee`.
@@ -352,6 +376,20 @@ $k$callee:
         let branch = &k.instructions[2];
         assert_eq!(branch.predicate.as_deref(), Some("@!P0"));
         assert_eq!(branch.label_operand(), Some(".L_x_1"));
+    }
+
+    #[test]
+    fn relocated_symbols_are_read_from_the_operands() {
+        assert_eq!(
+            relocated_symbol("R2, 32@lo(_Z5twicef)").as_deref(),
+            Some("_Z5twicef")
+        );
+        assert_eq!(
+            relocated_symbol("UR5, 32@hi(fun@unified(_Z15external_helperf))").as_deref(),
+            Some("_Z15external_helperf")
+        );
+        assert_eq!(relocated_symbol("R20, 32@lo((k + .L_x_0@srel))"), None);
+        assert_eq!(relocated_symbol("R2, 0x40"), None);
     }
 
     #[test]

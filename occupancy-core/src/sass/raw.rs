@@ -7,12 +7,15 @@
 //! [`RawBinary::sections`] reads nvdisasm's text back into what its ELF mode (`nvdisasm -c -g`)
 //! gives [`super::parse_nvdisasm`]: branch, call and `BSSY` targets as labels (`.L_x_<offset>`,
 //! the function, a subroutine `$kernel$callee`), a call the cubin relocates named by its symbol,
-//! subroutines at their symbols' offsets, and every instruction's source line from the line
-//! table rows (the last row at or before its offset, as `-g` shows it). What the cubin says about
-//! the code ([`FunctionCode`]) is read by the caller; this module does no I/O.
+//! subroutines at their symbols' offsets, the symbol a relocation writes into another
+//! instruction's operand (ELF mode's `32@lo(NAME)`), and every instruction's source line from the
+//! line table rows (the last row at or before its offset, as `-g` shows it). What the cubin says
+//! about the code ([`FunctionCode`]) is read by the caller; this module does no I/O.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
+use super::call_target::FunctionSymbols;
 use super::parse::{parse_instruction, subroutine_name, Instruction, SourceLine, Subroutine};
 use super::{SassError, SassSection};
 
@@ -46,6 +49,8 @@ pub struct FunctionCode {
     pub relocated_symbols: BTreeMap<u64, String>,
     /// Line table rows, by offset.
     pub lines: Vec<LineRow>,
+    /// The cubin's function symbols and constant slots (one for all functions of a cubin).
+    pub functions: Arc<FunctionSymbols>,
 }
 
 /// Functions laid one after another in one raw instruction binary.
@@ -86,6 +91,7 @@ impl<'a> RawBinary<'a> {
                 name: function.name.clone(),
                 arch: Some(arch.to_owned()),
                 entry: function.entry,
+                functions: Some(Arc::clone(&function.functions)),
                 ..SassSection::default()
             })
             .collect();
@@ -139,6 +145,9 @@ impl<'a> RawBinary<'a> {
         let base = self.bases[index];
         let size = function.code.len() as u64;
         for instruction in &mut section.instructions {
+            if let Some(symbol) = operand_symbol(instruction, function) {
+                instruction.symbol = Some(symbol);
+            }
             let Some(label) = target_label(instruction, function, base, size, &mut labels) else {
                 continue;
             };
@@ -152,6 +161,21 @@ impl<'a> RawBinary<'a> {
         assign_lines(section, &function.lines);
         Ok(())
     }
+}
+
+/// The symbol a relocation writes into an instruction that has no target (`MOV R2, 0x0` that
+/// ELF mode prints `MOV R2, 32@lo(f)`); not the function's own (a return address, which ELF mode
+/// prints as an expression).
+fn operand_symbol(instruction: &Instruction, function: &FunctionCode) -> Option<String> {
+    if TARGETED.contains(&instruction.base_opcode()) {
+        return None;
+    }
+    let end = instruction.offset + INSTRUCTION_BYTES as u64;
+    let (_, symbol) = function
+        .relocated_symbols
+        .range(instruction.offset..end)
+        .next()?;
+    (*symbol != function.name).then(|| symbol.clone())
 }
 
 /// The label an instruction's target becomes, and the offset it labels in the function (`None`
@@ -238,6 +262,7 @@ mod tests {
             subroutines: Vec::new(),
             relocated_symbols: BTreeMap::new(),
             lines: Vec::new(),
+            functions: Arc::default(),
         }
     }
 
@@ -258,7 +283,9 @@ mod tests {
         ];
         let mut second = function("b", 5);
         second.subroutines = vec![(0x30, "$b$callee".into())];
-        second.relocated_symbols = BTreeMap::from([(0x14, "vprintf".into())]);
+        second.relocated_symbols =
+            BTreeMap::from([(0x14, "vprintf".into()), (0x34, "_Z5twicef".into())]);
+        first.relocated_symbols = BTreeMap::from([(0x4, "a".into())]);
         let functions = [first, second];
         let raw = RawBinary::new(&functions).unwrap();
         assert_eq!(raw.bytes.len(), 9 * 16);
@@ -270,7 +297,7 @@ mod tests {
             /*0040*/ BSSY B0, 0x60 ;\n\
             /*0050*/ CALL.ABS.NOINC 0x0 ;\n\
             /*0060*/ CALL.REL.NOINC 0x70 ;\n\
-            /*0070*/ EXIT ;\n\
+            /*0070*/ MOV R2, 0x0 ;\n\
             /*0080*/ RET.REL.NODEC R20 0x40 ;\n";
         let sections = raw.sections(text, "sm_90").unwrap();
         let a = &sections[0];
@@ -286,6 +313,11 @@ mod tests {
         assert_eq!(b.instructions[1].operands, "`(vprintf)");
         assert_eq!(b.instructions[2].operands, "`($b$callee)");
         assert_eq!(b.instructions[4].operands, "R20 `(b)");
+        // A relocated operand names its symbol, unless it is the function's own (an address in
+        // it); a relocated target is a label, not an operand's symbol.
+        assert_eq!(b.instructions[3].symbol.as_deref(), Some("_Z5twicef"));
+        assert_eq!(b.instructions[1].symbol, None);
+        assert_eq!(a.instructions[0].symbol, None);
         assert_eq!(b.subroutines[0].name, "callee");
         assert_eq!(b.range_of(None), 0..3);
         assert!(b.instructions[0].source_line.is_none());
