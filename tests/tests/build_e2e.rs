@@ -498,8 +498,29 @@ fn the_cuda_side_takes_its_bounds_from_the_rust_declaration() {
 fn two_builds_of_one_crate_are_checked_as_one_crate() {
     // candle's shape: PTX for run-time loading and a static library for FFI, two `Build`s.
     let fixture = Fixture::new("products", "products");
-    let output = fixture.cargo_build(&[]);
+    let output = fixture.cargo(&["build", "--offline"], &[]);
     assert_success(&output);
+    // A green build reads in a few lines: one per lint and product, callees by name.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let printed: Vec<&str> = stderr
+        .lines()
+        .filter(|line| {
+            let line = line.trim_start();
+            !line.starts_with("Compiling ") && !line.starts_with("Blocking ")
+        })
+        .collect();
+    assert!(printed.len() <= 15, "{} lines:\n{stderr}", printed.len());
+    let calls: Vec<&&str> = printed
+        .iter()
+        .filter(|line| line.contains("warning[call]"))
+        .collect();
+    assert_eq!(calls.len(), 2, "one `call` line per product:\n{stderr}");
+    assert!(
+        calls
+            .iter()
+            .all(|line| line.contains("calls `__assertfail`") && !line.contains("`R2`")),
+        "{stderr}"
+    );
     let report = fixture.report();
     let products: BTreeMap<String, String> = report["sources"]
         .as_array()
