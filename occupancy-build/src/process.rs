@@ -3,9 +3,10 @@
 //! with a time limit, its standard output and error read to the end while it runs (a chatty
 //! child never blocks on a full pipe), its standard input closed.
 //!
-//! A child that runs past its limit is killed with every process it started: on Unix it runs
-//! in a process group of its own (`process_group(0)`) and the whole group is sent `SIGKILL`
-//! (nvcc starts cicc, ptxas and fatbinary, and a compiler cache may start more). The run then
+//! A child that runs past its limit is killed with every process it started (nvcc starts cicc,
+//! ptxas and fatbinary, and a compiler cache may start more): its descendants are found by
+//! their parent ids and sent `SIGKILL`, then the child. The child stays in the build's process
+//! group, so a Ctrl-C at the terminal still reaches nvcc and everything it runs. The run then
 //! fails with [`Error::ToolTimedOut`], which names the command line, the limit and the setting
 //! that changes it. The limits come from `OCCUPANCY_TOOL_TIMEOUT`, read once at resolution
 //! ([`ToolTimeouts::from_env`]); std only: a thread per pipe and a `try_wait` loop.
@@ -115,7 +116,7 @@ pub(crate) fn seconds(duration: Duration) -> String {
 
 /// Runs `command` to completion within its kind's limit and returns what it printed, like
 /// [`Command::output`]. Not started: [`Error::ToolNotStarted`]; past the limit (exiting, or
-/// closing its output, later than that): killed with its process group, [`Error::ToolTimedOut`].
+/// closing its output, later than that): killed with what it started, [`Error::ToolTimedOut`].
 /// A non-zero exit is not an error here: the caller reads the status.
 pub fn run_bounded(
     command: &mut Command,
@@ -128,20 +129,19 @@ pub fn run_bounded(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(command, 0);
     let not_started = |error| Error::ToolNotStarted {
         command: rendered.clone(),
         error,
     };
     let mut child = command.spawn().map_err(not_started)?;
     let deadline = Instant::now() + limit;
-    let pipes = Drain::start(&mut child).inspect_err(|_| stop(&mut child));
-    let (stdout, stderr) = pipes.map_err(not_started)?;
+    let pipes = PipeNames::of(&child);
+    let drains = Drain::start(&mut child).inspect_err(|_| stop(&mut child, &pipes));
+    let (stdout, stderr) = drains.map_err(not_started)?;
     let status = match wait_until(&mut child, deadline) {
         Ok(status) => status,
         Err(error) => {
-            stop(&mut child);
+            stop(&mut child, &pipes);
             return Err(not_started(error));
         }
     };
@@ -153,7 +153,7 @@ pub fn run_bounded(
         })
     });
     output.ok_or_else(|| {
-        stop(&mut child);
+        stop(&mut child, &pipes);
         Error::ToolTimedOut {
             command: rendered,
             limit,
@@ -179,26 +179,162 @@ fn wait_until(child: &mut Child, deadline: Instant) -> std::io::Result<Option<Ex
     }
 }
 
-/// Kills the child and every process in its group, then reaps it (waiting at most
-/// [`AFTER_KILL`]).
-///
-/// The group id is the child's pid. Until the child is reaped (here, after the kill) that pid
-/// cannot be reused, and a group that still has members keeps its id: the signal reaches only
-/// processes this run started.
-fn stop(child: &mut Child) {
+/// What the child's stdout and stderr pipes are called in `/proc` (`pipe:[1234]`): whoever
+/// else holds them open was started by this run, also once its parent has exited (a background
+/// process of a script is adopted by init). Empty without `/proc`.
+#[derive(Debug, Default)]
+struct PipeNames(Vec<std::path::PathBuf>);
+
+impl PipeNames {
+    fn of(child: &Child) -> PipeNames {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            let fds = [
+                child.stdout.as_ref().map(AsRawFd::as_raw_fd),
+                child.stderr.as_ref().map(AsRawFd::as_raw_fd),
+            ];
+            PipeNames(
+                fds.into_iter()
+                    .flatten()
+                    .filter_map(|fd| std::fs::read_link(format!("/proc/self/fd/{fd}")).ok())
+                    .collect(),
+            )
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = child;
+            PipeNames::default()
+        }
+    }
+
+    /// Every other process that holds one of the pipes open.
+    fn holders(&self) -> Vec<u32> {
+        if self.0.is_empty() {
+            return Vec::new();
+        }
+        let me = std::process::id();
+        let Ok(processes) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        processes
+            .flatten()
+            .filter_map(|entry| {
+                let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+                let fds = std::fs::read_dir(entry.path().join("fd")).ok()?;
+                let holds = fds.flatten().any(|fd| {
+                    std::fs::read_link(fd.path()).is_ok_and(|target| self.0.contains(&target))
+                });
+                (holds && pid != me).then_some(pid)
+            })
+            .collect()
+    }
+}
+
+/// Kills the child and every process it started, then reaps it (waiting at most
+/// [`AFTER_KILL`]): its descendants, found by parent ids, and whoever else holds its output
+/// pipes (adopted by init once their parent exited), looked for again until none is left (a
+/// process may start another while its tree is being killed). The child, not reaped until
+/// then, keeps its pid, so the tree is this run's.
+fn stop(child: &mut Child, pipes: &PipeNames) {
     #[cfg(unix)]
-    kill_group(child.id());
+    for _ in 0..4 {
+        let mut doomed = descendants_of(child.id());
+        doomed.extend(pipes.holders());
+        if doomed.is_empty() {
+            break;
+        }
+        kill(&doomed);
+    }
+    #[cfg(not(unix))]
+    let _ = pipes;
     let _ = child.kill();
     let _ = wait_until(child, Instant::now() + AFTER_KILL);
 }
 
-/// `SIGKILL` to the process group `group`. std has no `killpg`; the shell's `kill` builtin
-/// signals a group given as `-PGID` (POSIX), and `/bin/sh` exists on every Unix.
+/// Every live process below `root`, found by parent ids: on Linux from `/proc/<pid>/stat`,
+/// elsewhere from `pgrep -P`.
 #[cfg(unix)]
-fn kill_group(group: u32) {
+fn descendants_of(root: u32) -> Vec<u32> {
+    let parents = parent_ids();
+    let mut found = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        let children: Vec<u32> = match &parents {
+            Some(parents) => parents
+                .iter()
+                .filter(|(_, ppid)| *ppid == parent)
+                .map(|(pid, _)| *pid)
+                .collect(),
+            None => pgrep_children(parent),
+        };
+        for child in children {
+            if !found.contains(&child) {
+                found.push(child);
+                frontier.push(child);
+            }
+        }
+    }
+    found
+}
+
+/// (pid, parent pid) of every process, from `/proc`; `None` without `/proc` (macOS, BSD).
+#[cfg(unix)]
+fn parent_ids() -> Option<Vec<(u32, u32)>> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let mut pairs = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse().ok())
+        else {
+            continue;
+        };
+        if let Some(ppid) = std::fs::read_to_string(entry.path().join("stat"))
+            .ok()
+            .and_then(|stat| parent_of_stat(&stat))
+        {
+            pairs.push((pid, ppid));
+        }
+    }
+    Some(pairs)
+}
+
+/// The parent pid in a `/proc/<pid>/stat` line: the second field after the command name in
+/// parentheses (which may itself hold spaces and parentheses, so the last `)` ends it).
+#[cfg(any(unix, test))]
+fn parent_of_stat(stat: &str) -> Option<u32> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The children of `parent` by `pgrep -P`, where there is no `/proc`.
+#[cfg(unix)]
+fn pgrep_children(parent: u32) -> Vec<u32> {
+    Command::new("pgrep")
+        .arg("-P")
+        .arg(parent.to_string())
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .map(|output| {
+            String::from_utf8_lossy(&output.stdout)
+                .split_whitespace()
+                .filter_map(|pid| pid.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `SIGKILL` to each of `pids`. std signals only its own children; the shell's `kill` builtin
+/// signals any pid, and `/bin/sh` exists on every Unix.
+#[cfg(unix)]
+fn kill(pids: &[u32]) {
+    let list: Vec<String> = pids.iter().map(ToString::to_string).collect();
     let _ = Command::new("/bin/sh")
         .arg("-c")
-        .arg(format!("kill -s KILL -- -{group}"))
+        .arg(format!("kill -s KILL {} 2>/dev/null", list.join(" ")))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

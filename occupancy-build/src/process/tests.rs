@@ -175,3 +175,31 @@ fn the_setting_is_seconds_above_zero() {
     assert_eq!(seconds(Duration::from_secs(60)), "60 s");
     assert_eq!(seconds(Duration::from_millis(500)), "0.5 s");
 }
+
+#[test]
+fn the_child_stays_in_the_callers_process_group() {
+    // A Ctrl-C at the terminal signals the foreground process group: nvcc must be in it, or it
+    // would compile on after the build was interrupted.
+    let group_of = |stat: &str| -> String {
+        let after_name = &stat[stat.rfind(')').unwrap() + 1..];
+        after_name.split_whitespace().nth(2).unwrap().to_string()
+    };
+    let ours = group_of(&std::fs::read_to_string("/proc/self/stat").unwrap());
+    let output = run_bounded(
+        &mut shell("cat /proc/$$/stat"),
+        &limits(Duration::from_secs(60)),
+        ToolKind::Probe,
+    )
+    .unwrap();
+    assert_eq!(group_of(&String::from_utf8_lossy(&output.stdout)), ours);
+}
+
+#[test]
+fn a_stat_line_gives_its_parent_even_with_a_strange_name() {
+    assert_eq!(
+        parent_of_stat("4242 (a (b) c) S 17 4242 4242 0 -1 4194560"),
+        Some(17)
+    );
+    assert_eq!(parent_of_stat("1 (init) S 0 1 1"), Some(0));
+    assert_eq!(parent_of_stat("garbage"), None);
+}
