@@ -1,6 +1,8 @@
 //! One line for many undeclared kernels with the same finding: what the build prints instead
 //! of one diagnostic per kernel.
 
+use std::collections::{HashMap, HashSet};
+
 use super::evaluate::LeveledFinding;
 use super::kernels::NAMES_SHOWN;
 use super::{Level, LintId};
@@ -63,35 +65,115 @@ impl FindingSummary {
     }
 }
 
-/// Groups findings by (lint, level), in the order first seen.
+/// Groups findings by (lint, level), in the order first seen. Linear in the findings: the group
+/// is one hash lookup, and each group's kernels and archs are de-duplicated through hash sets
+/// (a scan of the names gathered so far made this quadratic in the kernels).
 pub fn summarize<'a>(
     findings: impl IntoIterator<Item = (&'a LeveledFinding, &'a str)>,
 ) -> Vec<FindingSummary> {
     let mut summaries: Vec<FindingSummary> = Vec::new();
+    let mut index_of: HashMap<(LintId, Level), usize> = HashMap::new();
+    let mut seen: Vec<(HashSet<&'a str>, HashSet<&'a str>)> = Vec::new();
     for (leveled, kernel) in findings {
-        let index = match summaries.iter().position(|summary| {
-            summary.lint == leveled.finding.lint && summary.level == leveled.level
-        }) {
-            Some(index) => index,
-            None => {
-                summaries.push(FindingSummary {
-                    lint: leveled.finding.lint,
-                    level: leveled.level,
-                    kernels: Vec::new(),
-                    archs: Vec::new(),
-                });
-                summaries.len() - 1
-            }
-        };
+        let key = (leveled.finding.lint, leveled.level);
+        let index = *index_of.entry(key).or_insert_with(|| {
+            summaries.push(FindingSummary {
+                lint: leveled.finding.lint,
+                level: leveled.level,
+                kernels: Vec::new(),
+                archs: Vec::new(),
+            });
+            seen.push((HashSet::new(), HashSet::new()));
+            summaries.len() - 1
+        });
         let summary = &mut summaries[index];
-        if !summary.kernels.iter().any(|known| known == kernel) {
+        let (kernels, archs) = &mut seen[index];
+        if kernels.insert(kernel) {
             summary.kernels.push(kernel.to_string());
         }
         if let Some(arch) = &leveled.finding.arch {
-            if !summary.archs.contains(arch) {
+            if archs.insert(arch.as_str()) {
                 summary.archs.push(arch.clone());
             }
         }
     }
     summaries
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lint::evaluate::Finding;
+
+    fn leveled(lint: LintId, level: Level, arch: &str) -> LeveledFinding {
+        LeveledFinding {
+            finding: Finding {
+                lint,
+                arch: Some(arch.to_string()),
+                message: String::new(),
+                notes: Vec::new(),
+                help: None,
+            },
+            level,
+        }
+    }
+
+    /// Groups in first-seen order; kernels and archs each once, in first-seen order.
+    #[test]
+    fn groups_by_lint_and_level_keeping_first_seen_order() {
+        let spills_80 = leveled(LintId::Spills, Level::Deny, "sm_80");
+        let spills_90 = leveled(LintId::Spills, Level::Deny, "sm_90");
+        let stack = leveled(LintId::StackFrame, Level::Warn, "sm_90");
+        let spills_warn = leveled(LintId::Spills, Level::Warn, "sm_80");
+        let summaries = summarize([
+            (&spills_80, "b"),
+            (&stack, "a"),
+            (&spills_90, "a"),
+            (&spills_80, "b"),
+            (&spills_warn, "c"),
+            (&spills_90, "b"),
+        ]);
+        let shape: Vec<(LintId, Level, Vec<&str>, Vec<&str>)> = summaries
+            .iter()
+            .map(|summary| {
+                (
+                    summary.lint,
+                    summary.level,
+                    summary.kernels.iter().map(String::as_str).collect(),
+                    summary.archs.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (
+                    LintId::Spills,
+                    Level::Deny,
+                    vec!["b", "a"],
+                    vec!["sm_80", "sm_90"]
+                ),
+                (LintId::StackFrame, Level::Warn, vec!["a"], vec!["sm_90"]),
+                (LintId::Spills, Level::Warn, vec!["c"], vec!["sm_80"]),
+            ]
+        );
+    }
+
+    /// 200,000 findings of distinct kernels: one summary holding each kernel once (this took
+    /// minutes when every finding scanned the kernels gathered so far).
+    #[test]
+    fn many_distinct_kernels_are_summarized_each_once() {
+        let finding = leveled(LintId::Spills, Level::Deny, "sm_90");
+        let names: Vec<String> = (0..200_000).map(|index| format!("k{index}")).collect();
+        let summaries = summarize(
+            names
+                .iter()
+                .chain(names.iter().take(10))
+                .map(|name| (&finding, name.as_str())),
+        );
+        assert_eq!(summaries.len(), 1);
+        assert_eq!(summaries[0].kernels.len(), 200_000);
+        assert_eq!(summaries[0].kernels[199_999], "k199999");
+        assert_eq!(summaries[0].archs, ["sm_90"]);
+    }
 }
