@@ -7,6 +7,7 @@ use std::process::ExitCode;
 mod cmd;
 mod flags;
 mod inputs;
+mod lines;
 mod outputs;
 
 /// Cargo invokes `cargo-occupancy occupancy <args>`; a user may also run `cargo-occupancy <args>`.
