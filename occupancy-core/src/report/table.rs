@@ -169,7 +169,7 @@ pub fn table_cells(
 }
 
 /// Whether a column holds numbers (right-aligned).
-fn numeric(header: &str) -> bool {
+pub(super) fn numeric(header: &str) -> bool {
     matches!(
         header,
         "block" | "regs" | "spills st/ld" | "stack" | "smem" | "bar" | "blocks/SM" | "occupancy"
@@ -337,11 +337,16 @@ pub fn program_note(arch: &str, ptx_target: &str) -> String {
 /// `programs: sm_80 from compute_80 PTX, sm_90 from compute_80 PTX (JIT)`: which program each
 /// architecture's rows describe, when known.
 fn programs_line(report: &Report) -> Option<String> {
-    let mut pairs: Vec<(&str, &str)> = report
+    let pairs: Vec<(&str, &str)> = report
         .kernels
         .iter()
         .filter_map(|row| Some((row.arch.as_str(), row.ptx_target.as_deref()?)))
         .collect();
+    describe_programs(pairs)
+}
+
+/// [`programs_line`] of these (arch, PTX target) pairs.
+pub(super) fn describe_programs(mut pairs: Vec<(&str, &str)>) -> Option<String> {
     pairs.sort_by_key(|(arch, ptx)| {
         (
             crate::arch::lookup(arch).map_or(u32::MAX, |facts| facts.major * 10 + facts.minor),
