@@ -20,7 +20,7 @@
 //! launch); rows read from logs are evaluated by the same `occupancy_build::evaluate_at_launch`.
 //! This module parses the command line, reads logs and renders: it evaluates nothing itself.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -329,10 +329,18 @@ fn toolchain_error(error: occupancy_build::Error) -> UsageError {
     }
 }
 
-/// Kernel → (display name, the architectures a log has it for): what `missing_kernel` needs.
-/// Kept only when `--arch` asks for architectures; bounded by the distinct kernels, not the
-/// records.
-type SeenKernels = BTreeMap<String, (String, BTreeSet<String>)>;
+/// Kernel symbol → the architectures a log has it for (a bit per `occupancy_core::arch::all()`
+/// row): what `missing_kernel` needs. Kept only when `--arch` asks for architectures; it grows
+/// with the distinct kernels (about 80 bytes each), not the records.
+type SeenKernels = BTreeMap<String, u64>;
+
+/// The bit of canonical architecture `name` in [`SeenKernels`].
+fn arch_bit(name: &str) -> u64 {
+    occupancy_core::arch::all()
+        .iter()
+        .position(|facts| facts.name == name)
+        .map_or(0, |index| 1 << index)
+}
 
 /// Reads every log into `stream`, in the order of the report (by path, as `sort_rows` groups
 /// rows; each log's rows in log order, which is line order); then the `missing_kernel` findings
@@ -374,10 +382,9 @@ fn stream_logs(
     let level = levels.level(LintId::MissingKernel);
     let mut missing = 0;
     for (_, log, kernels) in &seen {
-        for finding in missing_on_requested_archs(kernels, &wanted, log, level) {
-            stream.add_finding(&finding, None)?;
-            missing += 1;
-        }
+        missing += missing_on_requested_archs(kernels, &wanted, log, level, |finding| {
+            stream.add_finding(&finding, None)
+        })?;
     }
     Ok(missing)
 }
@@ -428,10 +435,7 @@ impl LogRead<'_> {
             let row =
                 row_from_record(&record, None::<&PtxEntry>, launch).map_err(|error| error.0)?;
             if !self.wanted.is_empty() {
-                seen.entry(record.name.clone())
-                    .or_insert_with(|| (row.demangled.clone(), BTreeSet::new()))
-                    .1
-                    .insert(row.arch.clone());
+                *seen.entry(record.name.clone()).or_default() |= arch_bit(&row.arch);
                 if !self.wanted.contains(&row.arch.as_str()) {
                     return Ok(());
                 }
@@ -522,18 +526,35 @@ impl LogRead<'_> {
     }
 }
 
-/// `missing_kernel` for every kernel of the log that has no record for a requested arch.
+/// `missing_kernel` for every kernel of the log that has no record for a requested arch, each
+/// handed to `emit` in kernel order; returns how many there were.
 fn missing_on_requested_archs(
     seen: &SeenKernels,
     wanted: &[&str],
     log: &str,
     level: Level,
-) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    for (kernel, (shown, present)) in seen {
-        for arch in wanted.iter().filter(|arch| !present.contains(**arch)) {
-            let present: Vec<&str> = present.iter().map(String::as_str).collect();
-            findings.push(Finding {
+    mut emit: impl FnMut(Finding) -> Result<(), UsageError>,
+) -> Result<usize, UsageError> {
+    let mut count = 0;
+    for (kernel, present) in seen {
+        let missing: Vec<&&str> = wanted
+            .iter()
+            .filter(|arch| present & arch_bit(arch) == 0)
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        // As the row shows it: the demangled name, and the archs in name order.
+        let shown = demangled(kernel);
+        let mut present: Vec<&str> = occupancy_core::arch::all()
+            .iter()
+            .filter(|facts| present & arch_bit(facts.name) != 0)
+            .map(|facts| facts.name)
+            .collect();
+        present.sort_unstable();
+        for arch in missing {
+            count += 1;
+            emit(Finding {
                 lint: LintId::MissingKernel,
                 level,
                 crate_name: None,
@@ -554,10 +575,20 @@ fn missing_on_requested_archs(
                     column: 0,
                 }),
                 reason: None,
-            });
+            })?;
         }
     }
-    findings
+    Ok(count)
+}
+
+/// A kernel symbol as a row shows it: demangled when it is a C++ name (what the log parser
+/// gives a record).
+fn demangled(symbol: &str) -> String {
+    symbol
+        .starts_with("_Z")
+        .then(|| occupancy_core::ptxas::demangle(symbol))
+        .flatten()
+        .unwrap_or_else(|| symbol.to_string())
 }
 
 /// The path as given relative to the current directory when inside it.
