@@ -111,7 +111,7 @@ fn run_inner(args: &Args) -> Result<bool, UsageError> {
         .iter()
         .filter(|input| !matches!(input, Input::Log(_)))
         .collect();
-    let mut stream = ReportStream::new(&args.output)?;
+    let mut stream = ReportStream::new(&args.output);
     if !compile_inputs.is_empty() {
         stream.add_report(&check_compiled(args, &compile_inputs, &levels)?)?;
     }

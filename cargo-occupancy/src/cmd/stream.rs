@@ -10,7 +10,8 @@
 //!   an anonymous temporary file (a *spool*), and the document is written at the end around the
 //!   spooled arrays, byte for byte what [`render_json`] / [`render_sarif`] write for the whole
 //!   report. Standard output gets the whole document or, when the run fails, nothing. Disk, not
-//!   memory, holds the size of the output;
+//!   memory, holds the size of the output (memory, with a warning, when `$TMPDIR` takes no
+//!   file);
 //! * `--html`: the HTML page draws every kernel's curves, so this one output still keeps the
 //!   whole report in memory (its size grows with the rows, as the page does).
 
@@ -26,10 +27,20 @@ use serde::Serialize;
 
 use super::report::{OutputArgs, UsageError};
 
+/// Where a spool's bytes go.
+#[derive(Debug)]
+enum Storage {
+    /// An anonymous temporary file: memory holds 64 KiB of it.
+    File(BufWriter<File>),
+    /// Memory, when no temporary file can be made (a read-only `$TMPDIR`): the output is right,
+    /// and memory grows with it, as it did before spooling.
+    Memory(Vec<u8>),
+}
+
 /// Serialized elements of one JSON array, in an anonymous temporary file.
 #[derive(Debug)]
 struct Spool {
-    file: BufWriter<File>,
+    storage: Storage,
     elements: u64,
     /// The indentation of the array's elements in the document.
     indent: usize,
@@ -37,12 +48,22 @@ struct Spool {
 
 impl Spool {
     /// A spool for an array whose elements stand `indent` spaces in.
-    fn new(indent: usize) -> Result<Spool, UsageError> {
-        Ok(Spool {
-            file: BufWriter::with_capacity(1 << 16, anonymous_file()?),
+    fn new(indent: usize) -> Spool {
+        let storage = match anonymous_file() {
+            Ok(file) => Storage::File(BufWriter::with_capacity(1 << 16, file)),
+            Err(error) => {
+                static WARNED: std::sync::Once = std::sync::Once::new();
+                WARNED.call_once(|| {
+                    eprintln!("warning: {error}; the report is held in memory instead");
+                });
+                Storage::Memory(Vec::new())
+            }
+        };
+        Spool {
+            storage,
             elements: 0,
             indent,
-        })
+        }
     }
 
     /// Appends `element`, pretty-printed at the array's indentation.
@@ -55,7 +76,10 @@ impl Spool {
         out.push_str(&pad);
         // Strings hold no raw line breaks: every `\n` of the text starts a line to indent.
         out.push_str(&text.replace('\n', &format!("\n{pad}")));
-        self.file.write_all(out.as_bytes()).map_err(spool_error)?;
+        match &mut self.storage {
+            Storage::File(file) => file.write_all(out.as_bytes()).map_err(spool_error)?,
+            Storage::Memory(bytes) => bytes.extend_from_slice(out.as_bytes()),
+        }
         self.elements += 1;
         Ok(())
     }
@@ -65,17 +89,22 @@ impl Spool {
         if self.elements == 0 {
             return out.write_all(b"[]");
         }
-        let mut file = self.file.into_inner().map_err(|error| error.into_error())?;
-        file.rewind()?;
         out.write_all(b"[")?;
-        std::io::copy(&mut file, out)?;
+        match self.storage {
+            Storage::File(file) => {
+                let mut file = file.into_inner().map_err(|error| error.into_error())?;
+                file.rewind()?;
+                std::io::copy(&mut file, out)?;
+            }
+            Storage::Memory(bytes) => out.write_all(&bytes)?,
+        }
         write!(out, "\n{}]", " ".repeat(self.indent.saturating_sub(2)))
     }
 }
 
 fn spool_error(error: std::io::Error) -> UsageError {
     UsageError(format!(
-        "cannot write the report to a temporary file in {}: {error} (set TMPDIR to a directory with room for the report)",
+        "cannot write the report to a temporary file in {}: {error} (set TMPDIR to a writable directory with room for the report)",
         std::env::temp_dir().display()
     ))
 }
@@ -142,27 +171,27 @@ pub struct ReportStream {
 
 impl ReportStream {
     /// A stream for the output `output` asks for.
-    pub fn new(output: &OutputArgs) -> Result<ReportStream, UsageError> {
+    pub fn new(output: &OutputArgs) -> ReportStream {
         let sink = if output.json {
             Sink::Json {
-                kernels: Spool::new(4)?,
-                findings: Spool::new(4)?,
+                kernels: Spool::new(4),
+                findings: Spool::new(4),
             }
         } else if output.sarif {
             Sink::Sarif {
-                results: Spool::new(8)?,
+                results: Spool::new(8),
             }
         } else if output.markdown {
             Sink::Markdown(Box::default())
         } else {
             Sink::Text(Box::default())
         };
-        Ok(ReportStream {
+        ReportStream {
             sink,
             html: output.html.is_some().then(Report::default),
             rows: 0,
             deny: false,
-        })
+        }
     }
 
     /// Takes in a whole report (the compiled sources'): its rows, then its findings.
@@ -287,7 +316,7 @@ mod tests {
     use occupancy_core::report::example_report;
 
     fn streamed(output: &OutputArgs, report: &Report) -> String {
-        let mut stream = ReportStream::new(output).unwrap();
+        let mut stream = ReportStream::new(output);
         stream.add_report(report).unwrap();
         assert_eq!(stream.has_deny(), report.has_deny());
         let mut out = Vec::new();
@@ -349,6 +378,28 @@ mod tests {
                 occupancy_core::report::render_markdown(&report)
             );
         }
+    }
+
+    /// Without a temporary file the spool holds the array in memory, with the same bytes.
+    #[test]
+    fn a_spool_in_memory_writes_what_a_spool_in_a_file_writes() {
+        let report = example_report();
+        let mut arrays = Vec::new();
+        for storage in [Storage::Memory(Vec::new()), Spool::new(4).storage] {
+            let mut spool = Spool {
+                storage,
+                elements: 0,
+                indent: 4,
+            };
+            for row in &report.kernels {
+                spool.push(row).unwrap();
+            }
+            let mut out = Vec::new();
+            spool.write_array(&mut out).unwrap();
+            arrays.push(out);
+        }
+        assert!(arrays[0].starts_with(b"[\n    {\n      \"crate\""));
+        assert_eq!(arrays[0], arrays[1]);
     }
 
     #[test]
