@@ -6,8 +6,7 @@
 #   scripts/bench-parse.sh --divan    # also the divan benches (log, streaming, cuobjdump, PTX scan)
 #   scripts/bench-parse.sh --scale [MB...]
 #                                     # the CLI end to end on generated logs (default 64 256 1024 MB):
-#                                     # `parse` and `check` (check up to 256 MB: it keeps one report
-#                                     # row per record) with wall time, MB/s and peak RSS
+#                                     # `parse` and `check` with wall time, MB/s and peak RSS
 #                                     # (/usr/bin/time -v), each against `wc -l` and `cat` on the
 #                                     # same file. Linear means flat MB/s and flat RSS across sizes.
 set -euo pipefail
@@ -45,8 +44,7 @@ scale() {
     local bytes; bytes=$(wc -c < "$log")
     read -r _ wc_s _ <<< "$(measure wc -l "$log")"
     read -r _ cat_s _ <<< "$(measure cat "$log")"
-    local commands=(parse)
-    (( mb <= 256 )) && commands+=(check)
+    local commands=(parse check)
     for command in "${commands[@]}"; do
       local args=(occupancy "$command" "$log")
       [[ $command == check ]] && args+=(--arch sm_90 --cache-dir "$dir/cache")

@@ -8,6 +8,7 @@ mod cache_dir;
 mod cmd;
 mod flags;
 mod inputs;
+mod lines;
 mod outputs;
 
 /// Cargo invokes `cargo-occupancy occupancy <args>`; a user may also run `cargo-occupancy <args>`.

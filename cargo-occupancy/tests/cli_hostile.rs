@@ -125,6 +125,11 @@ const CORPUS: &[(&[&str], &str)] = &[
         &["explain", "k", "--log", "/dev/zero"],
         "/dev/zero is a device",
     ),
+    // A batch is read line by line: endless input with no newline is refused at the 1 MiB cap.
+    (
+        &["calc", "--batch", "/dev/zero"],
+        "`/dev/zero`: line 1 is longer than 1048576 bytes (1 MiB",
+    ),
     (&["check", "empty-dir"], "empty-dir"),
     (&["check", "empty.log"], "empty.log"),
     (&["check", "binary.log"], "binary.log"),

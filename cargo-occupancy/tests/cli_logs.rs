@@ -185,5 +185,11 @@ fn an_over_long_line_is_skipped_and_noted() {
             "{command}: {}",
             stderr(&output)
         );
+        assert!(
+            stderr(&output).contains("1 MiB, the longest line read")
+                && stderr(&output).contains("the first is line 1)"),
+            "{command}: {}",
+            stderr(&output)
+        );
     }
 }

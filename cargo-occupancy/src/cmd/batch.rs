@@ -16,12 +16,17 @@
 //! objects of integers, plain strings and `null`; any other JSON (escapes, fractions, nested
 //! values) goes through serde_json, with the same answers (a property test holds the two equal).
 //! Answers are written by [`AnswerWriter`] into one buffer that goes out in 64 KiB pieces.
+//!
+//! A line may hold at most 1 MiB ([`crate::lines`]): a longer one, or input with no newline at
+//! all (`/dev/zero`), ends the batch with one message naming the line and the cap, exit 2.
 
 use super::arch::parse_arch;
 use occupancy_core::arch::ArchFacts;
 use occupancy_core::calc::{Carveout, KernelFacts, Launch};
 use serde_json::Value;
 use std::io::{BufRead, Write};
+
+use crate::lines::{BoundedLines, LineError, MAX_LINE_BYTES};
 
 /// Keys a batch line may carry.
 pub const KEYS: [&str; 9] = [
@@ -331,15 +336,17 @@ pub use write::AnswerWriter;
 pub enum Outcome {
     /// Every line answered; this many were bad (each got an `{"error": ...}` answer).
     Finished { bad_lines: u64 },
-    /// The reader stopped answering; the batch ends here.
+    /// The reader stopped answering, or a line ran past [`MAX_LINE_BYTES`] (`/dev/zero`): the
+    /// batch ends here with this message.
     ReadError(String),
     /// Nobody reads our output any more (a closed pipe): stop quietly.
     Closed,
 }
 
 /// Answers every line of `input` on `out`. Lines are read in place from the reader's buffer
-/// (copied only when one spans the buffer's end) and answers gather in one buffer written out in
-/// 64 KiB pieces.
+/// (copied only when one spans the buffer's end, up to [`MAX_LINE_BYTES`]) and answers gather
+/// in one buffer written out in 64 KiB pieces. A line longer than the cap ends the batch with a
+/// message naming its number and the cap: memory never holds more than one line of 1 MiB.
 pub fn answer_all(
     input: &mut impl BufRead,
     input_name: &str,
@@ -347,39 +354,38 @@ pub fn answer_all(
     defaults: (Option<&'static ArchFacts>, Option<u32>),
     fields: Option<&[Field]>,
 ) -> std::io::Result<Outcome> {
+    answer_all_capped(input, input_name, out, defaults, fields, MAX_LINE_BYTES)
+}
+
+/// [`answer_all`] with lines of at most `max_line_bytes`.
+fn answer_all_capped(
+    input: &mut impl BufRead,
+    input_name: &str,
+    out: &mut impl Write,
+    defaults: (Option<&'static ArchFacts>, Option<u32>),
+    fields: Option<&[Field]>,
+    max_line_bytes: usize,
+) -> std::io::Result<Outcome> {
     let mut batch = Batch {
         writer: AnswerWriter::new(fields),
         defaults,
         answers: Vec::with_capacity(OUTPUT_CHUNK_BYTES + 4096),
         bad_lines: 0,
     };
-    let mut spanning = Vec::new();
-    let mut number = 0u64;
+    let mut lines = BoundedLines::new(input, max_line_bytes);
     loop {
-        let read = match input.fill_buf() {
-            Ok([]) => break,
-            Ok(available) => {
-                number += 1;
-                match memchr::memchr(b'\n', available) {
-                    Some(end) => {
-                        batch.answer(&available[..end], number);
-                        Ok(end + 1)
-                    }
-                    None => Err(()),
-                }
+        match lines.next_line(|line, number| batch.answer(line, number)) {
+            Ok(Some(())) => {}
+            Ok(None) => break,
+            Err(LineError::Read { line, error }) => {
+                return batch.stop(out, input_name, line, &error)
             }
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(error) => return batch.stop(out, input_name, number + 1, &error),
-        };
-        match read {
-            Ok(consumed) => input.consume(consumed),
-            Err(()) => {
-                // A line across the end of the buffer, or a last line without a newline.
-                spanning.clear();
-                if let Err(error) = input.read_until(b'\n', &mut spanning) {
-                    return batch.stop(out, input_name, number, &error);
-                }
-                batch.answer(strip_newline(&spanning), number);
+            Err(too_long @ LineError::TooLong { .. }) => {
+                let message = format!(
+                    "{}; the batch stops here (a batch line holds one JSON object)",
+                    too_long.message(&format!("the batch input {input_name}"))
+                );
+                return batch.end(out, message);
             }
         }
         if batch.answers.len() >= OUTPUT_CHUNK_BYTES && !batch.flush(out)? {
@@ -434,12 +440,20 @@ impl Batch<'_> {
         number: u64,
         error: &std::io::Error,
     ) -> std::io::Result<Outcome> {
+        self.end(
+            out,
+            format!(
+                "reading the batch input {input_name} at line {number}: {error}; the batch stops here"
+            ),
+        )
+    }
+
+    /// Ends the batch: the answers so far go out, then `message`.
+    fn end(&mut self, out: &mut impl Write, message: String) -> std::io::Result<Outcome> {
         if !self.flush(out)? {
             return Ok(Outcome::Closed);
         }
-        Ok(Outcome::ReadError(format!(
-            "reading the batch input {input_name} at line {number}: {error}; the batch stops here"
-        )))
+        Ok(Outcome::ReadError(message))
     }
 
     /// Writes the gathered answers out; `false` when nobody reads them any more (a closed pipe).
@@ -452,10 +466,6 @@ impl Batch<'_> {
             Err(error) => Err(error),
         }
     }
-}
-
-fn strip_newline(line: &[u8]) -> &[u8] {
-    line.strip_suffix(b"\n").unwrap_or(line)
 }
 
 #[cfg(test)]

@@ -9,25 +9,32 @@
 //! through the streaming reader `parse` uses (`log_input`); a kernel a log has on one requested
 //! arch but not another is a `missing_kernel` finding.
 //!
+//! Memory does not grow with a log: each record becomes a row, is evaluated and goes to
+//! [`ReportStream`] as it is read, which keeps what the output needs (text and Markdown: the
+//! worst rows, each lint's first findings and counts; JSON and SARIF: spooled to a temporary
+//! file and written whole at the end). What grows is `--html` (the page draws every kernel) and,
+//! with `--arch`, the set of kernel names each log has (for `missing_kernel`).
+//!
 //! `.cu`/`.ptx` inputs go to `occupancy_build::Build::check_sources`, the build's own pipeline
 //! without a package (compile, parse, rows, the SASS stage, evaluation at the command line's
 //! launch); rows read from logs are evaluated by the same `occupancy_build::evaluate_at_launch`.
 //! This module parses the command line, reads logs and renders: it evaluates nothing itself.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use occupancy_build::{
-    evaluate_at_launch, sort_rows, Build, CheckedRow, SourceCheck, TrackedEnv, NVCC_WHEELS,
+    evaluate_at_launch, Build, CheckedRow, SourceCheck, TrackedEnv, NVCC_WHEELS,
 };
 use occupancy_core::lint::evaluate::LevelSources;
-use occupancy_core::lint::{Level, LintId};
-use occupancy_core::ptxas::PtxEntry;
-use occupancy_core::report::{Finding, Location, LocationKind, Report, RowLaunch};
+use occupancy_core::lint::{Check, Level, LintId};
+use occupancy_core::ptxas::{KernelRecord, PtxEntry};
+use occupancy_core::report::{Finding, KernelRow, Location, LocationKind, Report, RowLaunch};
 
 use super::log_input;
-use super::report::{emit, fail, row_from_record, OutputArgs, UsageError};
+use super::report::{fail, row_from_record, OutputArgs, UsageError};
+use super::stream::ReportStream;
 use crate::cache_dir::CacheDir;
 use crate::outputs::{check_outputs, Output};
 
@@ -85,18 +92,13 @@ enum Input {
 /// Runs `check`.
 pub fn run(args: Args) -> ExitCode {
     match run_inner(&args) {
-        Ok(report) => {
-            if report.has_deny() {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
+        Ok(true) => ExitCode::from(1),
+        Ok(false) => ExitCode::SUCCESS,
         Err(error) => fail(&error),
     }
 }
 
-fn run_inner(args: &Args) -> Result<Report, UsageError> {
+fn run_inner(args: &Args) -> Result<bool, UsageError> {
     if args.block == Some(0) {
         return Err(UsageError("--block must be at least 1 thread".into()));
     }
@@ -106,60 +108,27 @@ fn run_inner(args: &Args) -> Result<Report, UsageError> {
         super::arch::lookup_arch(arch).map_err(|error| UsageError(format!("--arch: {error}")))?;
     }
     let inputs = collect_inputs(&args.paths)?;
-    let launch = RowLaunch {
-        block: args.block.unwrap_or(DEFAULT_BLOCK),
-        dynamic_smem_bytes: args.dynamic_smem,
-        carveout_percent: None,
-    };
     let compile_inputs: Vec<&Input> = inputs
         .iter()
         .filter(|input| !matches!(input, Input::Log(_)))
         .collect();
-    let mut report = Report::default();
+    let mut stream = ReportStream::new(&args.output);
     if !compile_inputs.is_empty() {
-        report = check_compiled(args, &compile_inputs, &levels)?;
+        stream.add_report(&check_compiled(args, &compile_inputs, &levels)?)?;
     }
-    let mut log_rows: Vec<CheckedRow> = Vec::new();
-    let mut log_findings = Vec::new();
-    for input in &inputs {
-        if let Input::Log(path) = input {
-            let (rows, missing) = rows_of_log(path, launch, &args.archs, &levels)?;
-            log_rows.extend(rows);
-            log_findings.extend(missing);
-        }
-    }
-    if report.kernels.is_empty() && log_rows.is_empty() && log_findings.is_empty() {
+    let missing = stream_logs(args, &inputs, &levels, &mut stream)?;
+    if stream.rows() == 0 && missing == 0 {
         return Err(UsageError("no kernels found in the given paths".into()));
     }
-    if args.block.is_none() {
-        for CheckedRow { row, .. } in &mut log_rows {
-            if let (Some(bound), Ok(facts)) = (
-                row.max_threads_per_block,
-                occupancy_core::arch::lookup(&row.arch),
-            ) {
-                if bound < row.block {
-                    row.block = bound;
-                    row.compute(facts);
-                }
-            }
-        }
-    }
-    sort_rows(&mut log_rows);
-    report
-        .findings
-        .extend(evaluate_at_launch(&log_rows, &levels.settings));
-    report.findings.extend(log_findings);
-    report
-        .kernels
-        .extend(log_rows.into_iter().map(|checked| checked.row));
     let title = args
         .paths
         .iter()
         .map(|path| path.display().to_string())
         .collect::<Vec<_>>()
         .join(" ");
-    emit(&report, &args.output, &title)?;
-    Ok(report)
+    let has_deny = stream.has_deny();
+    stream.finish(&args.output, &title)?;
+    Ok(has_deny)
 }
 
 /// Compiles and checks the .cu/.ptx inputs through `Build::check_sources`.
@@ -358,77 +327,232 @@ fn toolchain_error(error: occupancy_build::Error) -> UsageError {
     }
 }
 
-/// Rows of a ptxas log file (CMake, make, a CI log), read through the shared streaming reader
-/// (`log_input`), and a `missing_kernel` finding for each kernel the log has on some
-/// architecture but not on a requested one. A log holding a compiler error is an error of the
-/// run: its kernels' numbers are not a passing compile's.
-fn rows_of_log(
-    path: &Path,
-    launch: RowLaunch,
-    archs: &[String],
+/// Kernel symbol → the architectures a log has it for (a bit per `occupancy_core::arch::all()`
+/// row): what `missing_kernel` needs. Kept only when `--arch` asks for architectures; it grows
+/// with the distinct kernels (about 80 bytes each), not the records.
+type SeenKernels = BTreeMap<String, u64>;
+
+/// The bit of canonical architecture `name` in [`SeenKernels`].
+fn arch_bit(name: &str) -> u64 {
+    occupancy_core::arch::all()
+        .iter()
+        .position(|facts| facts.name == name)
+        .map_or(0, |index| 1 << index)
+}
+
+/// Reads every log into `stream`, in the order of the report (by path, as `sort_rows` groups
+/// rows; each log's rows in log order, which is line order); then the `missing_kernel` findings
+/// of each log, in the order the logs were given. Returns how many of those there were.
+fn stream_logs(
+    args: &Args,
+    inputs: &[Input],
     levels: &Levels,
-) -> Result<(Vec<CheckedRow>, Vec<Finding>), UsageError> {
-    let wanted: Vec<&str> = archs
+    stream: &mut ReportStream,
+) -> Result<usize, UsageError> {
+    let wanted: Vec<&'static str> = args
+        .archs
         .iter()
         .filter_map(|arch| occupancy_core::arch::lookup(arch).ok())
         .map(|facts| facts.name)
         .collect();
-    let log = display_path(path);
-    // Kernel → (display name, the architectures the log has it for).
-    let mut seen: BTreeMap<String, (String, BTreeSet<String>)> = BTreeMap::new();
-    let mut rows = Vec::new();
-    let output = log_input::read_log(path, |record| {
-        if !record.errors.is_empty() {
-            return Ok(()); // reported below as the run's error
+    let mut logs: Vec<(String, usize, &Path)> = inputs
+        .iter()
+        .filter_map(|input| match input {
+            Input::Log(path) => Some(path.as_path()),
+            _ => None,
+        })
+        .enumerate()
+        .map(|(given, path)| (display_path(path), given, path))
+        .collect();
+    logs.sort();
+    let mut seen: Vec<(usize, String, SeenKernels)> = Vec::new();
+    for (log, given, path) in &logs {
+        let read = LogRead {
+            args,
+            levels,
+            wanted: &wanted,
+            log,
+        };
+        let kernels = read.stream(path, stream)?;
+        seen.push((*given, log.clone(), kernels));
+    }
+    seen.sort_by_key(|(given, _, _)| *given);
+    let level = levels.level(LintId::MissingKernel);
+    let mut missing = 0;
+    for (_, log, kernels) in &seen {
+        missing += missing_on_requested_archs(kernels, &wanted, log, level, |finding| {
+            stream.add_finding(&finding, None)
+        })?;
+    }
+    Ok(missing)
+}
+
+/// Whether `lint` is checked once per launch whatever the architecture (`partial_warp`): its
+/// finding concerns every row of the kernel.
+fn once_per_launch(lint: LintId) -> bool {
+    matches!(lint.lint().check, Check::Launch { .. })
+}
+
+/// Consecutive rows of one kernel in a log: `evaluate_at_launch` takes them as one group, whose
+/// findings all point at its first row, with the per-launch ones once.
+struct Run {
+    kernel: String,
+    location: Option<Location>,
+    /// The (level, lint) of the group's per-launch findings: they concern every row of it.
+    launch_lints: Vec<(Level, LintId)>,
+}
+
+/// One ptxas log file (CMake, make, a CI log) read into the report.
+struct LogRead<'a> {
+    args: &'a Args,
+    levels: &'a Levels,
+    /// The canonical names of `--arch`.
+    wanted: &'a [&'static str],
+    /// The log's path as shown.
+    log: &'a str,
+}
+
+impl LogRead<'_> {
+    /// Streams the log's rows into `stream` through the shared reader (`log_input`), each
+    /// evaluated at the launch as it is read: `evaluate_at_launch` on the row alone, made what it
+    /// gives for a [`Run`] of rows taken whole (the per-launch findings once, every finding at
+    /// the run's first row). A log holding a compiler error is an error of the run: its
+    /// kernels' numbers are not a passing compile's. Returns the kernels seen (with `--arch`).
+    fn stream(&self, path: &Path, stream: &mut ReportStream) -> Result<SeenKernels, UsageError> {
+        let launch = RowLaunch {
+            block: self.args.block.unwrap_or(DEFAULT_BLOCK),
+            dynamic_smem_bytes: self.args.dynamic_smem,
+            carveout_percent: None,
+        };
+        let mut seen = SeenKernels::new();
+        let mut run: Option<Run> = None;
+        let output = log_input::read_log(path, |record| {
+            if !record.errors.is_empty() {
+                return Ok(()); // reported below as the run's error
+            }
+            let row =
+                row_from_record(&record, None::<&PtxEntry>, launch).map_err(|error| error.0)?;
+            if !self.wanted.is_empty() {
+                *seen.entry(record.name.clone()).or_default() |= arch_bit(&row.arch);
+                if !self.wanted.contains(&row.arch.as_str()) {
+                    return Ok(());
+                }
+            }
+            let checked = self.checked_row(row, record);
+            self.evaluate(checked, &mut run, stream)
+                .map_err(|error| error.0)
+        })
+        .map_err(UsageError)?;
+        let name = path.display().to_string();
+        for note in log_input::reading_notes(&name, &output) {
+            eprintln!("note: {note}");
         }
-        let mut row =
-            row_from_record(&record, None::<&PtxEntry>, launch).map_err(|error| error.0)?;
-        seen.entry(record.name.clone())
-            .or_insert_with(|| (row.demangled.clone(), BTreeSet::new()))
-            .1
-            .insert(row.arch.clone());
-        if !wanted.is_empty() && !wanted.contains(&row.arch.as_str()) {
-            return Ok(());
+        for diagnostic in &output.diagnostics {
+            eprintln!("warning: {name}:{diagnostic}");
         }
+        log_input::compile_errors(&name, &output).map_err(UsageError)?;
+        Ok(seen)
+    }
+
+    /// The row located in the log, at the kernel's `__launch_bounds__` maximum when that is
+    /// smaller than the default block (no `--block`).
+    fn checked_row(&self, mut row: KernelRow, record: KernelRecord) -> CheckedRow {
         row.source = Some(Location {
             kind: LocationKind::Log,
-            path: log.clone(),
+            path: self.log.to_string(),
             line: u32::try_from(record.line_number).unwrap_or(0),
             column: 0,
         });
-        rows.push(CheckedRow {
+        if self.args.block.is_none() {
+            if let (Some(bound), Ok(facts)) = (
+                row.max_threads_per_block,
+                occupancy_core::arch::lookup(&row.arch),
+            ) {
+                if bound < row.block {
+                    row.block = bound;
+                    row.compute(facts);
+                }
+            }
+        }
+        CheckedRow {
             row,
             record,
             ptx: None,
-        });
+        }
+    }
+
+    /// Evaluates one row and hands it and its findings to `stream`.
+    fn evaluate(
+        &self,
+        checked: CheckedRow,
+        run: &mut Option<Run>,
+        stream: &mut ReportStream,
+    ) -> Result<(), UsageError> {
+        let mut findings =
+            evaluate_at_launch(std::slice::from_ref(&checked), &self.levels.settings);
+        let mut lints: Vec<(Level, LintId)> = findings
+            .iter()
+            .map(|finding| (finding.level, finding.lint))
+            .collect();
+        match run {
+            Some(run) if run.kernel == checked.row.name => {
+                findings.retain(|finding| !once_per_launch(finding.lint));
+                for finding in &mut findings {
+                    finding.location.clone_from(&run.location);
+                }
+                lints.extend(run.launch_lints.iter().copied());
+            }
+            _ => {
+                *run = Some(Run {
+                    kernel: checked.row.name.clone(),
+                    location: checked.row.source.clone(),
+                    launch_lints: lints
+                        .iter()
+                        .copied()
+                        .filter(|(_, lint)| once_per_launch(*lint))
+                        .collect(),
+                });
+            }
+        }
+        lints.sort_unstable();
+        lints.dedup();
+        stream.add_row(&checked.row, &lints)?;
+        for finding in &findings {
+            stream.add_finding(finding, Some(&checked.row))?;
+        }
         Ok(())
-    })
-    .map_err(UsageError)?;
-    let name = path.display().to_string();
-    for note in log_input::reading_notes(&name, &output) {
-        eprintln!("note: {note}");
     }
-    for diagnostic in &output.diagnostics {
-        eprintln!("warning: {name}:{diagnostic}");
-    }
-    log_input::compile_errors(&name, &output).map_err(UsageError)?;
-    let missing =
-        missing_on_requested_archs(&seen, &wanted, &log, levels.level(LintId::MissingKernel));
-    Ok((rows, missing))
 }
 
-/// `missing_kernel` for every kernel of the log that has no record for a requested arch.
+/// `missing_kernel` for every kernel of the log that has no record for a requested arch, each
+/// handed to `emit` in kernel order; returns how many there were.
 fn missing_on_requested_archs(
-    seen: &BTreeMap<String, (String, BTreeSet<String>)>,
+    seen: &SeenKernels,
     wanted: &[&str],
     log: &str,
     level: Level,
-) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    for (kernel, (shown, present)) in seen {
-        for arch in wanted.iter().filter(|arch| !present.contains(**arch)) {
-            let present: Vec<&str> = present.iter().map(String::as_str).collect();
-            findings.push(Finding {
+    mut emit: impl FnMut(Finding) -> Result<(), UsageError>,
+) -> Result<usize, UsageError> {
+    let mut count = 0;
+    for (kernel, present) in seen {
+        let missing: Vec<&&str> = wanted
+            .iter()
+            .filter(|arch| present & arch_bit(arch) == 0)
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        // As the row shows it: the demangled name, and the archs in name order.
+        let shown = demangled(kernel);
+        let mut present: Vec<&str> = occupancy_core::arch::all()
+            .iter()
+            .filter(|facts| present & arch_bit(facts.name) != 0)
+            .map(|facts| facts.name)
+            .collect();
+        present.sort_unstable();
+        for arch in missing {
+            count += 1;
+            emit(Finding {
                 lint: LintId::MissingKernel,
                 level,
                 crate_name: None,
@@ -449,10 +573,20 @@ fn missing_on_requested_archs(
                     column: 0,
                 }),
                 reason: None,
-            });
+            })?;
         }
     }
-    findings
+    Ok(count)
+}
+
+/// A kernel symbol as a row shows it: demangled when it is a C++ name (what the log parser
+/// gives a record).
+fn demangled(symbol: &str) -> String {
+    symbol
+        .starts_with("_Z")
+        .then(|| occupancy_core::ptxas::demangle(symbol))
+        .flatten()
+        .unwrap_or_else(|| symbol.to_string())
 }
 
 /// The path as given relative to the current directory when inside it.

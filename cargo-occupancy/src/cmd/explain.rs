@@ -3,7 +3,11 @@
 //! curves as text. The facts come from a ptxas log (`--log`), from direct values
 //! (`--registers`, ...), or from the reports the workspace's builds wrote.
 //! The reasoning lives in `occupancy_core::report::explain`; this file finds the kernel.
+//!
+//! A log is streamed, and only the wanted kernel's rows are kept ([`Selector`]): explaining one
+//! kernel of a log of millions of records holds that kernel's distinct rows and a few names.
 
+use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -119,15 +123,12 @@ fn rows(args: &Args) -> Result<Vec<KernelRow>, UsageError> {
         rows_from_logs(args)?
     } else {
         let dir = report_dir(args.dir.as_deref(), args.manifest_path.as_deref())?;
-        load_dir(&dir)?
-            .kernels
-            .into_iter()
-            .filter(|row| row.entry)
-            .collect()
+        let mut selector = Selector::new(&args.kernel);
+        for row in load_dir(&dir)?.kernels.into_iter().filter(|row| row.entry) {
+            selector.add(&row);
+        }
+        selector.finish()?
     };
-    if args.registers.is_none() {
-        rows = select_kernel(rows, &args.kernel)?;
-    }
     if !archs.is_empty() {
         let available: Vec<String> = rows.iter().map(|row| row.arch.clone()).collect();
         rows.retain(|row| archs.contains(&row.arch.as_str()));
@@ -168,8 +169,10 @@ fn direct_row(args: &Args, arch_name: &str, registers: u32) -> KernelRow {
     }
 }
 
+/// The rows of the kernel `args.kernel` names in the logs: every record is looked at as the
+/// log streams by, and only that kernel's rows are kept (each distinct row once).
 fn rows_from_logs(args: &Args) -> Result<Vec<KernelRow>, UsageError> {
-    let mut rows = Vec::new();
+    let mut selector = Selector::new(&args.kernel);
     for path in &args.logs {
         // Without PTX the compiled bounds are unknown; the launch is the user's or 256.
         let launch = RowLaunch {
@@ -178,7 +181,7 @@ fn rows_from_logs(args: &Args) -> Result<Vec<KernelRow>, UsageError> {
             carveout_percent: None,
         };
         let output = super::log_input::read_log(path, |record| {
-            rows.push(row_from_record(&record, None, launch).map_err(|error| error.0)?);
+            selector.add(&row_from_record(&record, None, launch).map_err(|error| error.0)?);
             Ok(())
         })
         .map_err(UsageError)?;
@@ -188,61 +191,271 @@ fn rows_from_logs(args: &Args) -> Result<Vec<KernelRow>, UsageError> {
         }
         super::log_input::compile_errors(&name, &output).map_err(UsageError)?;
     }
-    Ok(rows)
+    selector.finish()
 }
 
-/// Keeps the rows of the one kernel `wanted` names: an exact symbol or demangled name, else the
-/// demangled name without its parameter list, else a unique substring.
-fn select_kernel(rows: Vec<KernelRow>, wanted: &str) -> Result<Vec<KernelRow>, UsageError> {
-    let short = |row: &KernelRow| {
-        row.demangled
-            .split('(')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .rsplit(' ')
-            .next()
-            .unwrap_or("")
-            .to_string()
-    };
-    let tiers: [&dyn Fn(&KernelRow) -> bool; 3] = [
-        &|row: &KernelRow| row.name == wanted || row.demangled == wanted,
-        &|row: &KernelRow| short(row) == wanted || short(row).split('<').next() == Some(wanted),
-        &|row: &KernelRow| row.name.contains(wanted) || row.demangled.contains(wanted),
-    ];
-    let mut all_names: Vec<String> = rows
-        .iter()
-        .map(|row| row.display_name().to_string())
-        .collect();
-    all_names.sort();
-    all_names.dedup();
-    for matches in tiers {
-        let selected: Vec<KernelRow> = rows.iter().filter(|row| matches(row)).cloned().collect();
-        let mut names: Vec<(Option<String>, String)> = selected
+/// Kernel names listed when `explain` cannot pick one kernel (the first, by name).
+const NAMES_LISTED: usize = 100;
+
+/// The first [`NAMES_LISTED`] of a set of names in order, and whether there were more.
+#[derive(Debug)]
+struct FirstNames<T: Ord> {
+    names: BTreeSet<T>,
+    more: bool,
+}
+
+impl<T: Ord> FirstNames<T> {
+    fn new() -> Self {
+        FirstNames {
+            names: BTreeSet::new(),
+            more: false,
+        }
+    }
+
+    fn insert(&mut self, name: T) {
+        if self.names.len() == NAMES_LISTED && self.names.last().is_some_and(|last| name >= *last) {
+            self.more |= !self.names.contains(&name);
+            return;
+        }
+        self.names.insert(name);
+        if self.names.len() > NAMES_LISTED {
+            self.names.pop_last();
+            self.more = true;
+        }
+    }
+
+    /// Exactly one name, and no more.
+    fn is_one(&self) -> bool {
+        self.names.len() == 1 && !self.more
+    }
+
+    /// `  a` per line, then `  … and more` when some were left out.
+    fn listed<'a>(&'a self, shown: impl Fn(&'a T) -> &'a str) -> String {
+        let mut lines: Vec<String> = self
+            .names
             .iter()
-            .map(|row| (row.crate_name.clone(), row.name.clone()))
+            .map(|name| format!("  {}", shown(name)))
             .collect();
-        names.sort();
-        names.dedup();
-        match names.len() {
-            0 => continue,
-            1 => return Ok(selected),
-            _ => {
-                let listed: Vec<String> =
-                    names.iter().map(|(_, name)| format!("  {name}")).collect();
-                return Err(UsageError(format!(
-                    "`{wanted}` matches several kernels; name one exactly:\n{}",
-                    listed.join("\n")
-                )));
+        if self.more {
+            lines.push(format!(
+                "  … and more (the first {NAMES_LISTED} by name are listed)"
+            ));
+        }
+        lines.join("\n")
+    }
+}
+
+/// The rows one way of matching the wanted name picked: while they are of one kernel, its
+/// distinct rows; once a second kernel matches, only the kernels' names (for the error).
+#[derive(Debug)]
+struct Tier {
+    kernels: FirstNames<(Option<String>, String)>,
+    rows: Vec<KernelRow>,
+    /// The rows kept, as JSON: a log that compiles the kernel many times gives one row per
+    /// distinct compile, not one per record.
+    distinct_rows: HashSet<String>,
+}
+
+impl Tier {
+    fn new() -> Self {
+        Tier {
+            kernels: FirstNames::new(),
+            rows: Vec::new(),
+            distinct_rows: HashSet::new(),
+        }
+    }
+
+    fn add(&mut self, row: &KernelRow) {
+        self.kernels
+            .insert((row.crate_name.clone(), row.name.clone()));
+        if !self.kernels.is_one() {
+            self.rows = Vec::new();
+            self.distinct_rows = HashSet::new();
+            return;
+        }
+        let key = serde_json::to_string(row).unwrap_or_default();
+        if self.distinct_rows.insert(key) {
+            self.rows.push(row.clone());
+        }
+    }
+}
+
+/// Picks the rows of the one kernel `wanted` names, from rows seen one at a time: an exact
+/// symbol or demangled name, else the demangled name without its parameter list, else a
+/// unique substring. Memory holds the matching kernel's rows and a few names, not the rows.
+#[derive(Debug)]
+struct Selector<'a> {
+    wanted: &'a str,
+    /// Exact name, short name, substring.
+    tiers: [Tier; 3],
+    /// Every kernel's display name, for the error when nothing matches.
+    all_names: FirstNames<String>,
+}
+
+impl<'a> Selector<'a> {
+    fn new(wanted: &'a str) -> Self {
+        Selector {
+            wanted,
+            tiers: [Tier::new(), Tier::new(), Tier::new()],
+            all_names: FirstNames::new(),
+        }
+    }
+
+    fn add(&mut self, row: &KernelRow) {
+        self.all_names.insert(row.display_name().to_string());
+        let wanted = self.wanted;
+        let short = || {
+            row.demangled
+                .split('(')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .rsplit(' ')
+                .next()
+                .unwrap_or("")
+                .to_string()
+        };
+        let matches = [
+            row.name == wanted || row.demangled == wanted,
+            short() == wanted || short().split('<').next() == Some(wanted),
+            row.name.contains(wanted) || row.demangled.contains(wanted),
+        ];
+        for (tier, matched) in self.tiers.iter_mut().zip(matches) {
+            if matched {
+                tier.add(row);
             }
         }
     }
-    Err(UsageError(format!(
-        "no kernel named `{wanted}`; the kernels are:\n{}",
-        all_names
+
+    /// The rows of the first way of matching that picked any kernel; an error when it picked
+    /// several, or when none picked one.
+    fn finish(self) -> Result<Vec<KernelRow>, UsageError> {
+        let wanted = self.wanted;
+        for tier in self.tiers {
+            if tier.kernels.names.is_empty() {
+                continue;
+            }
+            if tier.kernels.is_one() {
+                return Ok(tier.rows);
+            }
+            return Err(UsageError(format!(
+                "`{wanted}` matches several kernels; name one exactly:\n{}",
+                tier.kernels.listed(|(_, name)| name.as_str())
+            )));
+        }
+        Err(UsageError(format!(
+            "no kernel named `{wanted}`; the kernels are:\n{}",
+            self.all_names.listed(String::as_str)
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, demangled: &str, arch: &str, registers: u32) -> KernelRow {
+        let mut row = KernelRow {
+            demangled: demangled.to_string(),
+            registers,
+            ..KernelRow::new(name, arch, 256)
+        };
+        row.compute(arch::lookup(arch).unwrap());
+        row
+    }
+
+    fn select(wanted: &str, rows: &[KernelRow]) -> Result<Vec<KernelRow>, UsageError> {
+        let mut selector = Selector::new(wanted);
+        for row in rows {
+            selector.add(row);
+        }
+        selector.finish()
+    }
+
+    fn rows() -> Vec<KernelRow> {
+        vec![
+            row("_Z5scalePf", "scale(float*)", "sm_80", 16),
+            row("_Z11scale_wholePf", "scale_whole(float*)", "sm_80", 20),
+            row("_Z5scalePf", "scale(float*)", "sm_90", 18),
+            row("_ZN2ns4sumsEPf", "ns::sums(float*)", "sm_90", 30),
+        ]
+    }
+
+    /// An exact name wins over a substring that matches more; the short name over a substring.
+    #[test]
+    fn the_first_way_of_matching_that_picks_a_kernel_wins() {
+        let picked = select("_Z5scalePf", &rows()).unwrap();
+        assert_eq!(picked.len(), 2);
+        assert!(picked.iter().all(|row| row.name == "_Z5scalePf"));
+        let picked = select("scale", &rows()).unwrap();
+        assert_eq!(picked.len(), 2);
+        let picked = select("sums", &rows()).unwrap();
+        assert_eq!(picked[0].name, "_ZN2ns4sumsEPf");
+        let picked = select("whole", &rows()).unwrap();
+        assert_eq!(picked[0].name, "_Z11scale_wholePf");
+    }
+
+    #[test]
+    fn a_name_matching_several_kernels_lists_them() {
+        let error = select("Pf", &rows()).unwrap_err();
+        assert_eq!(
+            error.0,
+            "`Pf` matches several kernels; name one exactly:\n  _Z11scale_wholePf\n  _Z5scalePf\n  _ZN2ns4sumsEPf"
+        );
+    }
+
+    /// The same compile repeated (a log made of copies) is one row, not one per record.
+    #[test]
+    fn repeated_equal_rows_are_kept_once() {
+        let mut many = Vec::new();
+        for _ in 0..1000 {
+            many.extend(rows());
+        }
+        many.push(row("_Z5scalePf", "scale(float*)", "sm_90", 40));
+        let picked = select("scale", &many).unwrap();
+        let registers: Vec<(&str, u32)> = picked
             .iter()
-            .map(|name| format!("  {name}"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    )))
+            .map(|row| (row.arch.as_str(), row.registers))
+            .collect();
+        assert_eq!(registers, [("sm_80", 16), ("sm_90", 18), ("sm_90", 40)]);
+    }
+
+    /// Nothing matches: the kernels are listed by name, the first hundred when there are more.
+    #[test]
+    fn no_match_lists_the_first_names() {
+        let error = select("nope", &rows()).unwrap_err();
+        assert_eq!(
+            error.0,
+            "no kernel named `nope`; the kernels are:\n  ns::sums(float*)\n  scale(float*)\n  scale_whole(float*)"
+        );
+        let many: Vec<KernelRow> = (0..1000)
+            .rev()
+            .map(|index| row(&format!("k{index:04}"), "", "sm_90", 16))
+            .collect();
+        let error = select("nope", &many).unwrap_err();
+        let lines: Vec<&str> = error.0.lines().collect();
+        assert_eq!(lines.len(), 1 + NAMES_LISTED + 1, "{}", error.0);
+        assert_eq!(lines[1], "  k0000");
+        assert_eq!(lines[NAMES_LISTED], "  k0099");
+        assert_eq!(
+            lines[NAMES_LISTED + 1],
+            "  … and more (the first 100 by name are listed)"
+        );
+    }
+
+    #[test]
+    fn first_names_keep_the_smallest_and_say_when_there_were_more() {
+        let mut names = FirstNames::new();
+        for index in (0..NAMES_LISTED).rev() {
+            names.insert(index);
+            names.insert(index);
+        }
+        assert!(!names.more);
+        names.insert(NAMES_LISTED - 1);
+        assert!(!names.more);
+        names.insert(NAMES_LISTED);
+        assert!(names.more);
+        assert_eq!(names.names.len(), NAMES_LISTED);
+        assert_eq!(names.names.last(), Some(&(NAMES_LISTED - 1)));
+    }
 }

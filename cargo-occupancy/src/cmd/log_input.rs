@@ -64,8 +64,11 @@ pub fn reading_notes(name: &str, output: &ParseOutput) -> Vec<String> {
         ));
     }
     if output.long_lines_skipped > 0 {
+        let first = output
+            .first_long_line
+            .map_or(String::new(), |line| format!("; the first is line {line}"));
         notes.push(format!(
-            "{name}: {} line(s) longer than {MAX_LINE_BYTES} bytes were skipped unread (no ptxas line is that long)",
+            "{name}: {} line(s) longer than {MAX_LINE_BYTES} bytes were skipped unread (1 MiB, the longest line read: no ptxas line is that long{first})",
             output.long_lines_skipped
         ));
     }

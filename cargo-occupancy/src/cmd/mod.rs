@@ -7,4 +7,5 @@ pub mod explain;
 pub mod log_input;
 pub mod parse;
 pub mod report;
+pub mod stream;
 pub mod sweep;

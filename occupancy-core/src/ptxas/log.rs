@@ -80,6 +80,11 @@ type CalleeKey = (String, String, [Option<u64>; 4]);
 /// Diagnostics kept per log; a log of garbage that looks like ptxas's is counted past this.
 const MAX_DIAGNOSTICS: usize = 1000;
 
+/// Demangled names cached per parser; past this many distinct names the cache starts over, so
+/// that a log of millions of distinct kernels does not keep every name twice (a kernel's
+/// records for its architectures come close together, which is what the cache is for).
+const DEMANGLE_CACHE_ENTRIES: usize = 1 << 16;
+
 /// A line over [`MAX_LINE_BYTES`] being skipped: its start (for the diagnostic) and length.
 #[derive(Debug)]
 struct LongLine {
@@ -109,6 +114,8 @@ pub struct LogParser {
     /// Entry records already handed out by [`take_finished_kernels`](Self::take_finished_kernels).
     kernels_taken: usize,
     long_line: Option<LongLine>,
+    /// The longest line held: [`MAX_LINE_BYTES`] (smaller in tests).
+    max_line_bytes: usize,
     seen_warnings: std::collections::HashSet<String>,
     seen_callees: std::collections::HashSet<CalleeKey>,
     first_truncation: Option<ParseError>,
@@ -180,6 +187,7 @@ impl LogParser {
                 invalid_utf8_lines: 0,
                 diagnostics_not_kept: 0,
                 long_lines_skipped: 0,
+                first_long_line: None,
                 lines: 0,
             },
             section: Section::default(),
@@ -191,6 +199,7 @@ impl LogParser {
             note_sequence: 0,
             kernels_taken: 0,
             long_line: None,
+            max_line_bytes: MAX_LINE_BYTES,
             seen_warnings: std::collections::HashSet::new(),
             seen_callees: std::collections::HashSet::new(),
             first_truncation: None,
@@ -202,12 +211,14 @@ impl LogParser {
     /// Feeds a chunk of bytes; lines may be split across chunks.
     ///
     /// Invalid UTF-8 is replaced by U+FFFD, line by line, and counted
-    /// ([`ParseOutput::invalid_utf8_lines`]). A line longer than [`MAX_LINE_BYTES`] is skipped
-    /// as it streams by, never held whole ([`ParseOutput::long_lines_skipped`]).
+    /// ([`ParseOutput::invalid_utf8_lines`]). A line longer than [`MAX_LINE_BYTES`] (counting
+    /// every byte before its `\n`, a `\r` included) is skipped as it streams by, never held whole
+    /// ([`ParseOutput::long_lines_skipped`]); a line of exactly that many bytes is read.
     pub fn feed(&mut self, mut chunk: &[u8]) {
+        let max = self.max_line_bytes;
         while let Some(end) = chunk.iter().position(|&byte| byte == b'\n') {
             let (line, rest) = chunk.split_at(end);
-            if self.long_line.is_some() || self.partial_line.len() + line.len() > MAX_LINE_BYTES {
+            if self.long_line.is_some() || self.partial_line.len() + line.len() > max {
                 self.skip_long_line_part(line);
                 self.end_long_line();
             } else if self.partial_line.is_empty() {
@@ -219,7 +230,7 @@ impl LogParser {
             }
             chunk = &rest[1..];
         }
-        if self.long_line.is_some() || self.partial_line.len() + chunk.len() > MAX_LINE_BYTES {
+        if self.long_line.is_some() || self.partial_line.len() + chunk.len() > max {
             self.skip_long_line_part(chunk);
         } else {
             self.partial_line.extend_from_slice(chunk);
@@ -258,14 +269,15 @@ impl LogParser {
         };
         self.line_number += 1;
         self.output.long_lines_skipped += 1;
+        self.output.first_long_line.get_or_insert(self.line_number);
         let start = String::from_utf8_lossy(&long_line.start);
         let looks_like_ptxas = ascii_trim_start(strip_msbuild_prefix(ascii_trim_start(&start)))
             .starts_with("ptxas")
             || is_stack_line(ascii_trim_start(&start));
         if looks_like_ptxas || self.open_entry.is_some() || self.open_device.is_some() {
             let message = format!(
-                "line of {} bytes, longer than any ptxas line ({MAX_LINE_BYTES} bytes): skipped unread",
-                long_line.bytes
+                "line of {} bytes, longer than any ptxas line ({} bytes): skipped unread",
+                long_line.bytes, self.max_line_bytes
             );
             self.diagnostic(&format!("{start}..."), message);
         } else {
@@ -538,6 +550,9 @@ impl LogParser {
                 Some(demangled) => demangled.clone(),
                 None => {
                     let demangled = demangle(name);
+                    if self.demangled_names.len() >= DEMANGLE_CACHE_ENTRIES {
+                        self.demangled_names.clear();
+                    }
                     self.demangled_names
                         .insert(name.to_string(), demangled.clone());
                     demangled
@@ -1396,6 +1411,151 @@ ptxas info    : Compile time = 10.567 ms
             taken.extend(rest.kernels.clone());
             assert_eq!(taken, whole.kernels);
             assert_eq!(rest.callees, whole.callees);
+        }
+    }
+
+    /// A parser holding lines of at most `max` bytes (the cap made small for the properties).
+    fn parser_with_cap(max: usize) -> LogParser {
+        let mut parser = LogParser::new();
+        parser.max_line_bytes = max;
+        parser
+    }
+
+    /// The 64 Ki-entry demangling cache starts over instead of growing with distinct names.
+    #[test]
+    fn the_demangling_cache_is_bounded() {
+        let mut parser = LogParser::new();
+        for index in 0..(DEMANGLE_CACHE_ENTRIES + 10) {
+            let name = format!("_Z13kernel{index:07}Pf");
+            let record = parser.new_record(&name, "sm_90".into(), true);
+            assert_eq!(
+                record.demangled.as_deref(),
+                Some(format!("kernel{index:07}(float*)").as_str())
+            );
+            assert!(parser.demangled_names.len() <= DEMANGLE_CACHE_ENTRIES);
+        }
+    }
+
+    /// A line of exactly the cap is read, one byte more is skipped; the `\r` of a CRLF line
+    /// counts toward the cap (then is dropped); a last line without `\n` is read at the end, or
+    /// skipped there when it is too long, and the note names its line.
+    #[test]
+    fn the_cap_is_inclusive_and_counts_the_carriage_return() {
+        let max = 200;
+        let record_lines = TWO_ARCHS.lines().count();
+        let filler = |bytes: usize| "m".repeat(bytes);
+        for (first, skipped) in [
+            (filler(max), 0),
+            (filler(max - 1) + "\r", 0),
+            (filler(max) + "\r", 1),
+            (filler(max + 1), 1),
+        ] {
+            let text = format!("{first}\n{TWO_ARCHS}");
+            for chunk_size in [1, 7, 4096] {
+                let mut parser = parser_with_cap(max);
+                for chunk in text.as_bytes().chunks(chunk_size) {
+                    parser.feed(chunk);
+                }
+                let output = parser.finish().unwrap();
+                assert_eq!(output.long_lines_skipped, skipped, "{first:?}");
+                assert_eq!(output.first_long_line, (skipped == 1).then_some(1));
+                assert_eq!(output.kernels.len(), 2);
+                assert_eq!(output.lines, 1 + record_lines);
+            }
+        }
+        for (last, skipped) in [(filler(max), 0), (filler(max + 1), 1)] {
+            let mut parser = parser_with_cap(max);
+            parser.feed(TWO_ARCHS.as_bytes());
+            parser.feed(last.as_bytes());
+            let output = parser.finish().unwrap();
+            assert_eq!(output.long_lines_skipped, skipped);
+            assert_eq!(output.lines, record_lines + 1);
+            assert_eq!(
+                output.first_long_line,
+                (skipped == 1).then_some(record_lines + 1)
+            );
+        }
+    }
+
+    /// A log of `lines` (see the property) joined by `\n`, each line a record line of
+    /// [`TWO_ARCHS`] or filler of a length around `max`, some with a `\r`.
+    fn log_of(lines: &[(usize, bool, usize)], max: usize, trailing_newline: bool) -> Vec<u8> {
+        let records: Vec<&str> = TWO_ARCHS.lines().collect();
+        let mut text = Vec::new();
+        for (index, (kind, crlf, length)) in lines.iter().enumerate() {
+            if index > 0 {
+                text.push(b'\n');
+            }
+            let filler = |bytes: usize| std::iter::repeat_n(b'm', bytes);
+            match kind {
+                // Record lines in order (some longer than the cap: then skipped).
+                0..=3 => text.extend_from_slice(records[index % records.len()].as_bytes()),
+                4 => text.extend(filler(max)),
+                5 => text.extend(filler(max + 1)),
+                6 => text.extend(filler(max - 1)),
+                7 => text.extend(filler(max * 3 + length)),
+                _ => text.extend(filler(*length)),
+            }
+            if *crlf {
+                text.push(b'\r');
+            }
+        }
+        if trailing_newline && !lines.is_empty() {
+            text.push(b'\n');
+        }
+        text
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Whatever the chunking, line endings and lengths around the cap: the parser reads
+        /// every line within the cap exactly as feeding that line alone reads it, skips (and
+        /// counts) every longer one as if it were an empty line, and never holds more than the
+        /// cap.
+        #[test]
+        fn chunked_feeding_reads_lines_within_the_cap_and_skips_the_rest(
+            lines in proptest::collection::vec(
+                (0usize..9, proptest::bool::weighted(0.2), 0usize..40),
+                0..40,
+            ),
+            trailing_newline in proptest::bool::ANY,
+            chunk_size in 1usize..70,
+            max in 40usize..100,
+        ) {
+            let text = log_of(&lines, max, trailing_newline);
+            // The reference: the lines split by hand, fed one by one, a long one as "".
+            let mut reference = LogParser::new();
+            let mut long = 0;
+            if !text.is_empty() {
+                for line in text.strip_suffix(b"\n").unwrap_or(&text).split(|&b| b == b'\n') {
+                    if line.len() > max {
+                        long += 1;
+                        reference.feed_line("");
+                    } else {
+                        reference.feed_line(std::str::from_utf8(line).unwrap());
+                    }
+                }
+            }
+            let mut parser = parser_with_cap(max);
+            for chunk in text.chunks(chunk_size) {
+                parser.feed(chunk);
+                proptest::prop_assert!(parser.partial_line.len() <= max);
+                proptest::prop_assert!(
+                    parser.long_line.as_ref().map_or(0, |line| line.start.len()) <= 120
+                );
+            }
+            match (parser.finish(), reference.finish()) {
+                (Ok(streamed), Ok(whole)) => {
+                    proptest::prop_assert_eq!(streamed.long_lines_skipped, long);
+                    proptest::prop_assert_eq!(streamed.first_long_line.is_some(), long > 0);
+                    proptest::prop_assert_eq!(streamed.lines, whole.lines);
+                    proptest::prop_assert_eq!(&streamed.kernels, &whole.kernels);
+                    proptest::prop_assert_eq!(&streamed.callees, &whole.callees);
+                    proptest::prop_assert_eq!(&streamed.errors, &whole.errors);
+                }
+                (streamed, whole) => proptest::prop_assert_eq!(streamed.err(), whole.err()),
+            }
         }
     }
 }

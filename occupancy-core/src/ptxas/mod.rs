@@ -160,6 +160,8 @@ pub struct ParseOutput {
     /// Lines longer than [`MAX_LINE_BYTES`], skipped unread (no ptxas line is that long); a
     /// [`Diagnostic`] names each one that looked like ptxas's or came inside a record.
     pub long_lines_skipped: usize,
+    /// The 1-based number of the first line skipped for its length, if any.
+    pub first_long_line: Option<usize>,
     /// Lines read.
     pub lines: usize,
 }

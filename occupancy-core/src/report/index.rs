@@ -64,26 +64,41 @@ fn row_key(row: &KernelRow) -> RowKey<'_> {
     (row.crate_name.as_deref(), &row.name, &row.arch)
 }
 
-/// The rows of a report by kernel name, for finding the rows a finding concerns.
+/// The rows of a report by kernel name and by (kernel, arch), for finding the rows a finding
+/// concerns: a finding on one arch looks only at that arch's rows (a log that compiles a kernel
+/// many times for one arch made a scan of the kernel's rows quadratic for another arch's findings).
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct RowIndex<'a> {
     by_kernel: HashMap<&'a str, Vec<&'a KernelRow>>,
+    by_kernel_arch: HashMap<(&'a str, &'a str), Vec<&'a KernelRow>>,
 }
 
 impl<'a> RowIndex<'a> {
     /// Indexes `rows` by kernel name.
     pub fn new(rows: impl IntoIterator<Item = &'a KernelRow>) -> Self {
         let mut by_kernel: HashMap<&str, Vec<&KernelRow>> = HashMap::new();
+        let mut by_kernel_arch: HashMap<(&str, &str), Vec<&KernelRow>> = HashMap::new();
         for row in rows {
             by_kernel.entry(row.name.as_str()).or_default().push(row);
+            by_kernel_arch
+                .entry((row.name.as_str(), row.arch.as_str()))
+                .or_default()
+                .push(row);
         }
-        RowIndex { by_kernel }
+        RowIndex {
+            by_kernel,
+            by_kernel_arch,
+        }
     }
 
     /// The first indexed row `finding` concerns, if any.
     pub fn first_concerned(&self, finding: &Finding) -> Option<&'a KernelRow> {
-        let rows = self.by_kernel.get(finding.kernel.as_deref()?)?;
+        let kernel = finding.kernel.as_deref()?;
+        let rows = match finding.arch.as_deref() {
+            Some(arch) => self.by_kernel_arch.get(&(kernel, arch))?,
+            None => self.by_kernel.get(kernel)?,
+        };
         rows.iter().copied().find(|row| finding.concerns(row))
     }
 }

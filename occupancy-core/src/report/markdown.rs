@@ -6,7 +6,7 @@ use super::table::{summary_line, table_cells};
 use crate::lint::Level;
 
 /// Escapes text for a Markdown table cell (pipes and line breaks would break the row).
-fn cell(text: &str) -> String {
+pub(super) fn cell(text: &str) -> String {
     text.replace('\\', "\\\\")
         .replace('|', "\\|")
         .replace('\n', " ")
@@ -16,40 +16,15 @@ fn cell(text: &str) -> String {
 /// Renders the whole report.
 pub fn render_markdown(report: &Report) -> String {
     let mut out = String::new();
-    let verdict = if report.has_deny() {
-        "❌ **occupancy check failed**"
-    } else if report.count(Level::Warn) > 0 {
-        "⚠️ **occupancy check passed with warnings**"
-    } else {
-        "✅ **occupancy check passed**"
-    };
     out.push_str("## GPU occupancy\n\n");
-    out.push_str(&format!("{verdict}: {}\n\n", summary_line(report)));
+    out.push_str(&format!(
+        "{}: {}\n\n",
+        verdict(report.has_deny(), report.count(Level::Warn)),
+        summary_line(report)
+    ));
     if !report.kernels.is_empty() {
         let (header, rows) = table_cells(report, 60);
-        out.push_str(&format!("| {} |\n", header.join(" | ")));
-        let alignments: Vec<&str> = header
-            .iter()
-            .map(|title| match *title {
-                "crate" | "kernel" | "arch" | "limiter" | "headroom" | "findings" => ":---",
-                _ => "---:",
-            })
-            .collect();
-        out.push_str(&format!("|{}|\n", alignments.join("|")));
-        for cells in rows {
-            let cells: Vec<String> = cells
-                .iter()
-                .enumerate()
-                .map(|(index, text)| {
-                    if header[index] == "kernel" {
-                        format!("`{}`", text.replace('`', "'"))
-                    } else {
-                        cell(text)
-                    }
-                })
-                .collect();
-            out.push_str(&format!("| {} |\n", cells.join(" | ")));
-        }
+        out.push_str(&table(&header, rows));
         out.push('\n');
     }
     let shown: Vec<&Finding> = report.shown_findings().collect();
@@ -62,7 +37,46 @@ pub fn render_markdown(report: &Report) -> String {
     out
 }
 
-fn render_finding(finding: &Finding) -> String {
+/// The one-line verdict: failed, passed with warnings, passed.
+pub(super) fn verdict(has_deny: bool, warnings: usize) -> &'static str {
+    if has_deny {
+        "❌ **occupancy check failed**"
+    } else if warnings > 0 {
+        "⚠️ **occupancy check passed with warnings**"
+    } else {
+        "✅ **occupancy check passed**"
+    }
+}
+
+/// The kernel table of [`table_cells`]' header and rows.
+pub(super) fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut out = format!("| {} |\n", header.join(" | "));
+    let alignments: Vec<&str> = header
+        .iter()
+        .map(|title| match *title {
+            "crate" | "kernel" | "arch" | "limiter" | "headroom" | "findings" => ":---",
+            _ => "---:",
+        })
+        .collect();
+    out.push_str(&format!("|{}|\n", alignments.join("|")));
+    for cells in rows {
+        let cells: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(index, text)| {
+                if header[index] == "kernel" {
+                    format!("`{}`", text.replace('`', "'"))
+                } else {
+                    cell(text)
+                }
+            })
+            .collect();
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out
+}
+
+pub(super) fn render_finding(finding: &Finding) -> String {
     let icon = if finding.level == Level::Deny {
         "❌"
     } else {

@@ -11,6 +11,7 @@
 //! made), and must not compute occupancy any other way than through [`crate::calc`].
 
 mod curves;
+pub mod digest;
 pub mod explain;
 mod html;
 mod index;
@@ -26,6 +27,7 @@ pub use curves::{
     all_curves, block_size_curve, carveout_from_percent, registers_curve, shared_memory_curve,
     Axis, Curve, CurveInput, CurvePoint, Step,
 };
+pub use digest::ReportDigest;
 pub use html::render_html;
 pub use index::{FindingIndex, RowIndex};
 pub use markdown::render_markdown;
@@ -34,7 +36,7 @@ pub use model::{
     SourceFile, SCHEMA_VERSION,
 };
 pub use query::{parse_sort_key, Column, Query, UnknownColumn};
-pub use sarif::render_sarif;
+pub use sarif::{render_sarif, sarif_result};
 pub use table::{
     format_bytes, format_occupancy, program_note, render_finding_text, render_text, summary_line,
 };

@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use super::index::RowIndex;
-use super::model::{Finding, Location, Report};
+use super::model::{Finding, KernelRow, Location, Report};
 use crate::lint::{Level, LintId};
 
 /// The SARIF level of a lint level.
@@ -89,7 +89,9 @@ fn uses_sass_lines(lint: LintId) -> bool {
     )
 }
 
-fn result(rows: &RowIndex<'_>, finding: &Finding) -> Value {
+/// The SARIF result of `finding`, located at `row` (the row it concerns, when known): what
+/// [`render_sarif`] writes for each shown finding, for callers that write results one at a time.
+pub fn sarif_result(finding: &Finding, row: Option<&KernelRow>) -> Value {
     let rule_index = LintId::ALL
         .iter()
         .position(|id| *id == finding.lint)
@@ -107,7 +109,6 @@ fn result(rows: &RowIndex<'_>, finding: &Finding) -> Value {
         "level": sarif_level(finding.level),
         "message": { "text": text },
     });
-    let row = rows.first_concerned(finding);
     let source = row.and_then(|row| row.source.as_ref());
     if let Some(location) = finding.location.as_ref().or(source) {
         value["locations"] = json!([physical_location(location)]);
@@ -175,7 +176,7 @@ pub fn render_sarif(report: &Report, tool_version: &str) -> String {
     let rows = RowIndex::new(&report.kernels);
     let results: Vec<Value> = report
         .shown_findings()
-        .map(|finding| result(&rows, finding))
+        .map(|finding| sarif_result(finding, rows.first_concerned(finding)))
         .collect();
     let log = json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",

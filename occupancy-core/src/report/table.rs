@@ -1,5 +1,7 @@
 //! The kernel table as text (a terminal) and the cell formatting shared with Markdown and HTML.
 
+use std::collections::{HashMap, HashSet};
+
 use super::index::FindingIndex;
 use super::model::{Finding, KernelRow, Report};
 use crate::lint::{Level, LintId};
@@ -167,7 +169,7 @@ pub fn table_cells(
 }
 
 /// Whether a column holds numbers (right-aligned).
-fn numeric(header: &str) -> bool {
+pub(super) fn numeric(header: &str) -> bool {
     matches!(
         header,
         "block" | "regs" | "spills st/ld" | "stack" | "smem" | "bar" | "blocks/SM" | "occupancy"
@@ -244,21 +246,23 @@ pub const FINDINGS_SHOWN_PER_LINT: usize = 5;
 
 /// Every finding in rustc's shape, in order; a lint with more than [`FINDINGS_SHOWN_PER_LINT`]
 /// findings at one level shows its first, then one summary line naming a few of its kernels.
+/// Linear in the findings: each finds its group with one hash lookup.
 fn render_findings_text(findings: &[&Finding]) -> String {
     let group_of = |finding: &Finding| (finding.level, finding.lint);
-    let mut groups: Vec<((Level, crate::lint::LintId), Vec<&Finding>)> = Vec::new();
+    let mut group_index: HashMap<(Level, LintId), usize> = HashMap::new();
+    let mut groups: Vec<Vec<&Finding>> = Vec::new();
+    let mut member_of = Vec::with_capacity(findings.len());
     for finding in findings {
-        match groups.iter_mut().find(|(key, _)| *key == group_of(finding)) {
-            Some((_, members)) => members.push(finding),
-            None => groups.push((group_of(finding), vec![finding])),
-        }
+        let index = *group_index.entry(group_of(finding)).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[index].push(finding);
+        member_of.push(index);
     }
     let mut out = String::new();
-    for finding in findings {
-        let (_, members) = groups
-            .iter()
-            .find(|(key, _)| *key == group_of(finding))
-            .expect("every finding is in its group");
+    for (finding, index) in findings.iter().zip(member_of) {
+        let members = &groups[index];
         let first = std::ptr::eq(members[0], *finding);
         if members.len() <= FINDINGS_SHOWN_PER_LINT || first {
             out.push('\n');
@@ -272,17 +276,21 @@ fn render_findings_text(findings: &[&Finding]) -> String {
 }
 
 /// `warn[occupancy_cliff]: 211 more like this, 118 kernels in all on sm_80, sm_90: a, b, c, d, e (+113 more; --json lists every finding)`.
+/// Kernels and archs are each counted once through a hash set (a `Vec::contains` per finding
+/// made 200,000 findings of distinct kernels take a minute).
 fn group_summary_line(members: &[&Finding]) -> String {
     let mut kernels: Vec<&str> = Vec::new();
     let mut archs: Vec<&str> = Vec::new();
+    let mut seen_kernels: HashSet<&str> = HashSet::new();
+    let mut seen_archs: HashSet<&str> = HashSet::new();
     for finding in members {
         if let Some(kernel) = finding.kernel.as_deref() {
-            if !kernels.contains(&kernel) {
+            if seen_kernels.insert(kernel) {
                 kernels.push(kernel);
             }
         }
         if let Some(arch) = finding.arch.as_deref() {
-            if !archs.contains(&arch) {
+            if seen_archs.insert(arch) {
                 archs.push(arch);
             }
         }
@@ -329,11 +337,16 @@ pub fn program_note(arch: &str, ptx_target: &str) -> String {
 /// `programs: sm_80 from compute_80 PTX, sm_90 from compute_80 PTX (JIT)`: which program each
 /// architecture's rows describe, when known.
 fn programs_line(report: &Report) -> Option<String> {
-    let mut pairs: Vec<(&str, &str)> = report
+    let pairs: Vec<(&str, &str)> = report
         .kernels
         .iter()
         .filter_map(|row| Some((row.arch.as_str(), row.ptx_target.as_deref()?)))
         .collect();
+    describe_programs(pairs)
+}
+
+/// [`programs_line`] of these (arch, PTX target) pairs.
+pub(super) fn describe_programs(mut pairs: Vec<(&str, &str)>) -> Option<String> {
     pairs.sort_by_key(|(arch, ptx)| {
         (
             crate::arch::lookup(arch).map_or(u32::MAX, |facts| facts.major * 10 + facts.minor),

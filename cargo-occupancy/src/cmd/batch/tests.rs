@@ -301,3 +301,56 @@ fn answers_before_a_read_error_are_written_and_the_error_names_the_next_line() {
     let text = String::from_utf8(out).unwrap();
     assert_eq!(text.lines().count(), 2, "{text}");
 }
+
+/// A line past the cap ends the batch with one message naming its number and the cap; the
+/// answers before it are written, nothing after it is read.
+#[test]
+fn a_line_past_the_cap_ends_the_batch_naming_it() {
+    let line = b"{\"arch\":\"sm_90\",\"block\":64}";
+    let mut input = Vec::new();
+    for _ in 0..3 {
+        input.extend_from_slice(line);
+        input.push(b'\n');
+    }
+    input.extend(std::iter::repeat_n(b' ', 200));
+    input.extend_from_slice(b"\n{\"arch\":\"sm_90\",\"block\":64}\n");
+    for capacity in [4, 29, 1 << 16] {
+        let mut out = Vec::new();
+        let outcome = answer_all_capped(
+            &mut BufReader::with_capacity(capacity, input.as_slice()),
+            "`x.jsonl`",
+            &mut out,
+            (None, None),
+            None,
+            line.len(),
+        )
+        .unwrap();
+        assert_eq!(
+            outcome,
+            Outcome::ReadError(format!(
+                "the batch input `x.jsonl`: line 4 is longer than {} bytes ({} bytes, the longest line read), with no newline within them; the batch stops here (a batch line holds one JSON object)",
+                line.len(),
+                line.len()
+            )),
+            "capacity {capacity}"
+        );
+        assert_eq!(String::from_utf8(out).unwrap().lines().count(), 3);
+    }
+}
+
+/// `calc --batch /dev/zero`: endless input with no newline is refused after 1 MiB, not read
+/// until memory runs out.
+#[test]
+fn endless_input_without_a_newline_is_refused_after_one_mebibyte() {
+    let mut zeros = BufReader::with_capacity(1 << 16, std::io::repeat(0).take(u64::MAX));
+    let mut out = Vec::new();
+    let outcome = answer_all(&mut zeros, "`/dev/zero`", &mut out, (None, None), None).unwrap();
+    let Outcome::ReadError(message) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(
+        message.contains("`/dev/zero`: line 1 is longer than 1048576 bytes (1 MiB"),
+        "{message}"
+    );
+    assert!(out.is_empty());
+}
