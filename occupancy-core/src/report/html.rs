@@ -9,8 +9,9 @@
 
 use std::fmt::Write as _;
 
-use super::curves::{all_curves, Axis, Curve, Step};
+use super::curves::{all_curves, format_x, Axis, Curve, Step};
 use super::index::FindingIndex;
+use super::markup::escape;
 use super::model::{Finding, KernelRow, Report};
 use super::table::{
     format_bytes, format_findings, format_headroom, format_limiters, format_occupancy, format_smem,
@@ -18,22 +19,6 @@ use super::table::{
 };
 use crate::arch;
 use crate::lint::{Level, LintId};
-
-/// Escapes text for HTML element content and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for character in text.chars() {
-        match character {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            other => out.push(other),
-        }
-    }
-    out
-}
 
 const STYLE: &str = r#"
 :root { --ink:#1d2330; --muted:#5b6475; --line:#d8dce3; --accent:#1c64d9; --fill:rgba(28,100,217,.12);
@@ -402,15 +387,6 @@ fn render_kernel(out: &mut String, index: usize, row: &KernelRow) {
         out.push_str("</figure>\n");
     }
     out.push_str("</div>\n</article>\n");
-}
-
-/// Formats an x value of an axis for labels.
-pub(crate) fn format_x(axis: Axis, x: u64) -> String {
-    match axis {
-        Axis::BlockSize => format!("{x} threads"),
-        Axis::Registers => format!("{x} regs"),
-        Axis::SharedMemory => format_bytes(x),
-    }
 }
 
 /// One sentence under a chart: where the kernel is and where the nearest cliffs are.
