@@ -166,7 +166,7 @@ impl Curve {
 }
 
 /// The kernel and launch the curves are drawn around.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct CurveInput {
     /// The kernel's facts (registers, static shared memory, barriers, bounds).
