@@ -95,8 +95,8 @@ fn html_report_renders_without_console_errors_and_shows_every_chart() {
     let page = artifacts().join("report.html");
     std::fs::write(&page, render_html(&report, "example workspace")).unwrap();
 
-    // 1. The DOM after scripts ran, and the console.
-    let output = run_chromium(&page, &["--dump-dom"], "profile-dom");
+    // 1. The DOM after scripts ran with every row's details open, and the console.
+    let output = run_chromium_at(&page, "#open=all", &["--dump-dom"], "profile-dom");
     assert!(
         output.status.success(),
         "chromium failed: {}",
@@ -147,19 +147,30 @@ fn html_report_renders_without_console_errors_and_shows_every_chart() {
             assert_eq!(charts, 0, "device function {} has no charts", row.name);
         }
     }
-    // The sortable table made it through the parser with every row.
+    // The sortable table made it through the parser with every row, each followed by its
+    // details.
     let table = dom
-        .split("<tbody>")
+        .split("<table class=\"kernels\"")
         .nth(1)
-        .and_then(|rest| rest.split("</tbody>").next())
+        .and_then(|rest| rest.split("<tbody>").nth(1))
         .unwrap_or("");
-    assert_eq!(table.matches("<tr").count(), report.kernels.len());
+    assert_eq!(table.matches("<tr id=\"k").count(), report.kernels.len());
+    assert_eq!(
+        table.matches("<tr class=\"detail\"").count(),
+        report.kernels.len()
+    );
 
-    // 2. A screenshot: not blank, and the chart colours are on it.
+    // 2. A screenshot of the table with the details open (through a frame: the page scrolls
+    // to the table): not blank, and the chart colours are on it.
     let screenshot = artifacts().join("report.png");
     let _ = std::fs::remove_file(&screenshot);
+    std::fs::write(
+        artifacts().join("report-frame.html"),
+        harness("report.html#open=all", 1400, 2400),
+    )
+    .unwrap();
     let output = run_chromium(
-        &page,
+        &artifacts().join("report-frame.html"),
         &[
             "--window-size=1400,2400",
             &format!("--screenshot={}", screenshot.display()),
@@ -223,22 +234,32 @@ fn html_report_renders_without_console_errors_and_shows_every_chart() {
     );
 }
 
-/// The `data-sort` values of one column of the kernel table, in DOM order.
-fn column_values(dom: &str, column: usize) -> Vec<String> {
-    let body = dom
-        .split("<tbody>")
+/// The body of the kernel table (the page has other tables above it).
+fn kernel_table_body(dom: &str) -> &str {
+    dom.split("<table class=\"kernels\"")
         .nth(1)
+        .and_then(|rest| rest.split("<tbody>").nth(1))
         .and_then(|rest| rest.split("</tbody>").next())
-        .unwrap_or("");
-    body.split("<tr")
+        .unwrap_or("")
+}
+
+/// The sort keys of one column of the kernel table, in DOM order: a cell's `data-sort`, or its
+/// text when it sorts as itself (what the page's script sorts by).
+fn column_values(dom: &str, column: usize) -> Vec<String> {
+    kernel_table_body(dom)
+        .split("<tr")
         .skip(1)
         .map(|row| {
             let cell = row.split("<td").nth(column + 1).unwrap_or("");
-            cell.split("data-sort=\"")
-                .nth(1)
-                .and_then(|rest| rest.split('"').next())
-                .unwrap_or("")
-                .to_string()
+            let tag = cell.split('>').next().unwrap_or("");
+            match tag.split("data-sort=\"").nth(1) {
+                Some(rest) => rest.split('"').next().unwrap_or("").to_string(),
+                None => cell
+                    .split_once('>')
+                    .and_then(|(_, text)| text.split('<').next())
+                    .unwrap_or("")
+                    .to_string(),
+            }
         })
         .collect()
 }
@@ -313,12 +334,7 @@ fn the_table_filters_in_the_browser_from_the_link() {
         console.join("\n")
     );
     let dom = String::from_utf8_lossy(&output.stdout).into_owned();
-    let body = dom
-        .split("<tbody>")
-        .nth(1)
-        .and_then(|rest| rest.split("</tbody>").next())
-        .unwrap_or("");
-    let rows: Vec<&str> = body.split("<tr").skip(1).collect();
+    let rows: Vec<&str> = kernel_table_body(&dom).split("<tr").skip(1).collect();
     let visible: Vec<&&str> = rows
         .iter()
         .filter(|row| !row.split('>').next().unwrap_or("").contains("hidden"))
@@ -337,4 +353,44 @@ fn the_table_filters_in_the_browser_from_the_link() {
         dom.contains(&format!("{expected} of {} rows", report.kernels.len())),
         "row count shown"
     );
+}
+
+/// A page that shows `report` (a file beside it, with a fragment) in a 1400 px wide frame and,
+/// once it has loaded, writes where things are into `<pre id="layout">`. Chromium's headless
+/// `--screenshot` paints a scrolled page blank, and a frame scrolled inside a page does not,
+/// so screenshots of a scrolled report are taken through a frame too.
+fn harness(report: &str, width: u32, height: u32) -> String {
+    format!(
+        r##"<!DOCTYPE html><html><body style="margin:0">
+<iframe id="report" src="{report}" width="{width}" height="{height}" style="border:0;display:block"></iframe>
+<script>
+document.getElementById("report").addEventListener("load", function () {{
+  var doc = this.contentDocument;
+  function box(selector) {{
+    var node = doc.querySelector(selector);
+    if (!node) {{ return null; }}
+    var rect = node.getBoundingClientRect();
+    return {{ left: rect.left, right: rect.right, top: rect.top, bottom: rect.bottom }};
+  }}
+  var names = Array.prototype.map.call(doc.querySelectorAll("#kernels td.name a.k"), function (link) {{
+    return link.getBoundingClientRect().height;
+  }});
+  var layout = {{
+    width: doc.documentElement.clientWidth,
+    scroll_width: doc.documentElement.scrollWidth,
+    findings_header: box('th[data-column="findings"]'),
+    findings_cell: box("#kernels tbody tr td:last-child"),
+    by_lint: box("#by-lint"),
+    attention: box("#attention"),
+    table: box("#kernels"),
+    tallest_name: Math.max.apply(null, names),
+    name_line: parseFloat(getComputedStyle(doc.querySelector("a.k")).lineHeight)
+  }};
+  var out = document.createElement("pre");
+  out.id = "layout";
+  out.textContent = JSON.stringify(layout);
+  document.body.appendChild(out);
+}});
+</script></body></html>"##
+    )
 }
