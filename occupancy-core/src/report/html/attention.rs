@@ -215,12 +215,29 @@ fn render_lowest_occupancy(out: &mut String, context: &Context<'_>) {
     render_kernel_list(out, context, &kernels, |row| {
         let row = &context.report.kernels[row];
         let shown = format_occupancy(row.occupancy);
+        let short: Vec<&str> = row
+            .limiters
+            .iter()
+            .map(|name| short_limiter(name))
+            .collect();
         format!(
-            "<i class=\"bar\" style=\"--o:{shown}\"></i><b>{shown}</b> <span class=\"lim\">{}</span>",
-            escape(&row.limiters.join("+"))
+            "<i class=\"bar\" style=\"--o:{shown}\"></i><b>{shown}</b> <span class=\"lim\" title=\"limited by {}\">{}</span>",
+            escape(&row.limiters.join(" + ")),
+            escape(&short.join("+"))
         )
     });
     out.push_str("<p class=\"note\">theoretical occupancy and what limits it · <a href=\"#sort=occupancy\">every row by occupancy →</a></p></div>\n");
+}
+
+/// A limiter's name in a few letters, for the lists' narrow columns (`smem`, as the headroom
+/// column says).
+fn short_limiter(name: &str) -> &str {
+    match name {
+        "registers" => "regs",
+        "shared_memory" => "smem",
+        "launch_bounds" => "bounds",
+        other => other,
+    }
 }
 
 /// For each kernel with a row that `keep`s: its worst such row (most spills, lowest occupancy).

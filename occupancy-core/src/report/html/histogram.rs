@@ -9,12 +9,12 @@ use crate::report::markup::escape;
 use crate::report::table::format_occupancy;
 
 const BUCKETS: usize = 10;
-const WIDTH: f64 = 400.0;
+const WIDTH: f64 = 320.0;
 const HEIGHT: f64 = 112.0;
 const LEFT: f64 = 8.0;
 const TOP: f64 = 16.0;
 const BASE: f64 = 92.0;
-const BAR: f64 = 36.0;
+const BAR: f64 = 28.0;
 const GAP: f64 = 2.0;
 
 /// The architectures of the report's entry kernels, oldest first, each with the occupancy of
