@@ -34,7 +34,7 @@ use std::str::FromStr;
 
 /// What the compiler and the kernel's source tell us about one kernel. `Default` is the driver's
 /// assumption for an unknown kernel: 0 registers, no shared memory, 1 barrier, no bounds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct KernelFacts {
     /// Registers per thread (ptxas "Used N registers").
     pub registers_per_thread: u32,
@@ -64,7 +64,7 @@ impl Default for KernelFacts {
 }
 
 /// How the kernel is launched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct Launch {
     pub block_threads: u32,
     pub dynamic_smem_bytes: u32,
@@ -83,7 +83,7 @@ impl Launch {
 }
 
 /// Shared memory carveout preference (`cudaFuncAttributePreferredSharedMemoryCarveout`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Carveout {
     /// No preference: the driver uses the largest shared memory configuration.
     #[default]

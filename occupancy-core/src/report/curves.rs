@@ -6,6 +6,7 @@
 //! Curves are step functions; [`Curve::steps`] gives them as runs of equal blocks per SM, which
 //! is what the text curves of `explain` print and what the SVG charts draw.
 
+use super::table::format_bytes;
 use crate::arch::ArchFacts;
 use crate::calc::{self, Carveout, KernelFacts, Launch};
 
@@ -41,6 +42,15 @@ impl Axis {
             Axis::Registers => "registers",
             Axis::SharedMemory => "smem",
         }
+    }
+}
+
+/// An x value of an axis for labels: `256 threads`, `40 regs`, `4 KiB`.
+pub(crate) fn format_x(axis: Axis, x: u64) -> String {
+    match axis {
+        Axis::BlockSize => format!("{x} threads"),
+        Axis::Registers => format!("{x} regs"),
+        Axis::SharedMemory => format_bytes(x),
     }
 }
 
@@ -156,7 +166,7 @@ impl Curve {
 }
 
 /// The kernel and launch the curves are drawn around.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct CurveInput {
     /// The kernel's facts (registers, static shared memory, barriers, bounds).

@@ -11,8 +11,7 @@
 use std::fmt::Write as _;
 
 use super::bytes_u32;
-use super::curves::{all_curves, Axis, Curve};
-use super::html::format_x;
+use super::curves::{all_curves, format_x, Axis, Curve};
 use super::model::KernelRow;
 use super::table::{format_bytes, format_occupancy};
 use crate::arch::ArchFacts;

@@ -16,6 +16,7 @@ pub mod explain;
 mod html;
 mod index;
 mod markdown;
+mod markup;
 mod model;
 mod query;
 mod sarif;

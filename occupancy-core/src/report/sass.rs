@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::html::escape;
+use super::markup::escape;
 use super::model::{KernelRow, Location, LocationKind};
 use crate::sass::{LocalKind, SassFacts};
 

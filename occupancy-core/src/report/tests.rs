@@ -166,14 +166,103 @@ fn html_snapshot_of_one_kernel() {
     insta::assert_snapshot!(render_html(&report, "histo"));
 }
 
+/// The HTML page's data (the JSON its script draws from) and, per row in order, its
+/// `data-curves`: (curve number, current x) for each of the three axes.
+fn page_curves(html: &str) -> (serde_json::Value, Vec<Vec<(usize, u64)>>) {
+    let start = "<script type=\"application/json\" id=\"occupancy-data\">";
+    let json = html
+        .split(start)
+        .nth(1)
+        .and_then(|rest| rest.split("</script>").next())
+        .expect("the page has its data");
+    let data: serde_json::Value = serde_json::from_str(json).expect("the data is JSON");
+    let rows = html
+        .split("<tr id=\"k")
+        .skip(1)
+        .map(|row| {
+            let tag = row.split('>').next().unwrap_or("");
+            tag.split("data-curves=\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .map(|pairs| {
+                    pairs
+                        .split(' ')
+                        .map(|pair| {
+                            let (curve, x) = pair.split_once(':').expect("curve:x");
+                            (curve.parse().unwrap(), x.parse().unwrap())
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .collect();
+    (data, rows)
+}
+
 #[test]
-fn html_has_three_charts_per_entry_kernel_and_nothing_from_the_network() {
+fn html_has_three_curves_per_entry_kernel_and_nothing_from_the_network() {
     let report = example();
     let html = render_html(&report, "workspace");
-    let entries = report.kernels.iter().filter(|row| row.entry).count();
-    assert_eq!(html.matches("<svg class=\"chart\"").count(), 3 * entries);
+    let (data, rows) = page_curves(&html);
+    assert_eq!(
+        rows.len(),
+        report.kernels.len(),
+        "one table row per kernel and arch"
+    );
+    let limiters = data["limiters"].as_array().unwrap();
+    for (row, curves) in report.kernels.iter().zip(&rows) {
+        if !row.entry {
+            assert!(
+                curves.is_empty(),
+                "device function {} has no curves",
+                row.name
+            );
+            continue;
+        }
+        // Each of the three is the calculator's curve, run by run, at the kernel's current x.
+        let expected = all_curves(lookup(&row.arch).unwrap(), &row.curve_input());
+        assert_eq!(
+            curves.len(),
+            3,
+            "{} on {}: three curves",
+            row.name,
+            row.arch
+        );
+        for ((id, x), curve) in curves.iter().zip(&expected) {
+            assert_eq!(*x, curve.current_x, "{} {:?}", row.name, curve.axis);
+            let drawn = &data["curves"][*id];
+            let frame = &data["frames"][drawn["f"].as_u64().unwrap() as usize];
+            assert_eq!(frame["axis"], curve.axis.slug());
+            assert_eq!(frame["max"], curve.x_max);
+            let steps = drawn["s"].as_array().unwrap();
+            assert_eq!(
+                steps.len(),
+                curve.steps().len(),
+                "{} {:?}",
+                row.name,
+                curve.axis
+            );
+            for (step, run) in steps.iter().zip(curve.steps()) {
+                assert_eq!(step[0], run.x_first);
+                assert_eq!(step[1], run.x_last);
+                assert_eq!(step[2], run.blocks_per_sm);
+                assert_eq!(
+                    format!("{:.1}%", step[3].as_f64().unwrap()),
+                    format_occupancy(run.occupancy)
+                );
+                let bits = step[4].as_u64().unwrap();
+                let named: Vec<&str> = (0..limiters.len())
+                    .filter(|bit| bits & (1 << bit) != 0)
+                    .map(|bit| limiters[bit].as_str().unwrap())
+                    .collect();
+                assert_eq!(named, run.limiters, "{} {:?}", row.name, curve.axis);
+            }
+        }
+    }
     for forbidden in ["http://", "https://", "src=", "@import", "url("] {
         let outside_svg_namespace = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+        let outside_svg_namespace =
+            outside_svg_namespace.replace("var SVG = \"http://www.w3.org/2000/svg\"", "");
         assert!(
             !outside_svg_namespace.contains(forbidden),
             "page references {forbidden}"
@@ -356,11 +445,17 @@ fn a_chart_of_4_gib_of_shared_memory_has_a_handful_of_ticks() {
     row.dynamic_smem_bytes = u64::from(u32::MAX);
     row.compute(arch);
     let curve = shared_memory_curve(arch, &row.curve_input());
-    let svg = super::html::render_chart(&curve, "c");
-    let ticks = svg.matches("text-anchor=\"middle\">").count();
-    // Up to 9 tick labels and the axis title (it was 131073 labels and a 16 MB page).
-    assert!(ticks <= 10, "{ticks} x labels");
-    assert!(svg.len() < 20_000, "{} bytes", svg.len());
+    let frame = super::html::frame(curve.axis, curve.x_max);
+    // Up to 9 tick labels (it was 131073 labels and a 16 MB page).
+    assert!(frame.ticks.len() <= 9, "{} x labels", frame.ticks.len());
+    let html = render_html(
+        &Report {
+            kernels: vec![row],
+            ..Report::default()
+        },
+        "t",
+    );
+    assert!(html.len() < 80_000, "{} bytes", html.len());
 }
 
 mod properties {
@@ -432,7 +527,12 @@ mod properties {
                 Err(_) => prop_assert!(matches!(Report::from_json(&render_json(&report)), Err(ReadError::Invalid(_)))),
             }
             let html = render_html(&report, "t");
-            prop_assert_eq!(html.matches("<svg class=\"chart\"").count(), if row.entry { 3 } else { 0 });
+            let (data, rows) = page_curves(&html);
+            prop_assert_eq!(rows.len(), 1);
+            prop_assert_eq!(rows[0].len(), if row.entry { 3 } else { 0 });
+            for (curve, _) in &rows[0] {
+                prop_assert!(data["curves"][*curve]["s"].is_array());
+            }
             prop_assert!(!html.contains("k<\""));
             if row.entry {
                 let explanation = explain::explain(lookup(&row.arch).unwrap(), &row);
