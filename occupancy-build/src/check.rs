@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use occupancy_core::lint::evaluate::{self, CompiledOnArch, Launch, LevelSources};
 use occupancy_core::lint::{Level, LintId};
 use occupancy_core::ptxas::KernelRecord;
-use occupancy_core::spec::{BlockDim, KernelSpec};
+use occupancy_core::spec::KernelSpec;
 
 use crate::baseline::{Baseline, ToolchainStamp};
 use crate::cargo_lines::CargoLines;
@@ -18,12 +18,13 @@ use crate::compile::CompiledSource;
 use crate::context::Context;
 use crate::declarations::{Declarations, Declared};
 use crate::fsutil::display_path;
+use crate::kernel_tables::{KernelNames, KernelTables};
 use crate::levels::{Gathered, Levels};
-use crate::matching::{check_kernel_tables, match_declarations, Matching};
+use crate::matching::{match_declarations, Matching};
 use crate::parse::{parse_compiled, CompiledKernel};
 use crate::render::render_findings;
 use crate::report::for_build;
-use crate::rows::{kernel_rows, ArchRow};
+use crate::rows::{kernel_rows, undeclared_launch, ArchRow, UndeclaredLaunch};
 use crate::spill_help::spill_free_help;
 use crate::toolchain::Toolchain;
 use crate::Error;
@@ -76,8 +77,9 @@ pub fn check(
     let (kernels, _) = parse_compiled(compiled, context)?;
     let levels = Levels::read(context)?;
     let baseline = BaselineFile::load(context, cargo)?;
-    check_kernel_tables(context, &kernels, declarations)?;
     let matching = match_declarations(&kernels, declarations)?;
+    let tables = KernelTables::of(&context.settings);
+    check_table_ambiguity(&tables, &kernels, &matching, declarations)?;
     let demands = sass_demands(
         &kernels,
         &matching,
@@ -93,6 +95,7 @@ pub fn check(
         declarations,
         levels: &levels,
         evidence: &evidence,
+        tables: &tables,
     };
     let mut gathered = Vec::new();
     for (kernel_index, kernel) in kernels.iter().enumerate() {
@@ -179,6 +182,30 @@ fn accept_frames_of_accepted_spills(gathered: &mut [Gathered], report: &Report) 
             );
         }
     }
+}
+
+/// Two kernel-table patterns that both name one kernel: neither is more specific, so the
+/// build refuses to pick (as for two family declarations).
+fn check_table_ambiguity(
+    tables: &KernelTables,
+    kernels: &[CompiledKernel<'_>],
+    matching: &Matching,
+    declarations: &Declarations,
+) -> Result<(), Error> {
+    for (index, kernel) in kernels.iter().enumerate() {
+        let rust_name = matching
+            .by_kernel
+            .get(&index)
+            .map(|&at| declarations.kernels[at].kernel.rust_name.as_str());
+        let names = KernelNames::of(&kernel.name, kernel.demangled.as_deref(), rust_name);
+        if let Err(ambiguous) = tables.table_for(names) {
+            return Err(Error::AmbiguousKernelTables {
+                kernel: ambiguous.kernel,
+                tables: [ambiguous.first, ambiguous.second],
+            });
+        }
+    }
+    Ok(())
 }
 
 /// `allow`/`expect` of a deny-by-default lint without a `reason` (unless the crate opts out).
@@ -370,6 +397,7 @@ struct CheckInputs<'a> {
     declarations: &'a Declarations,
     levels: &'a Levels,
     evidence: &'a crate::sass::SassEvidence,
+    tables: &'a KernelTables,
 }
 
 /// One compiled kernel: its report rows, and its findings (its declaration's lints, or an
@@ -388,7 +416,10 @@ fn check_one_kernel(
         ..
     } = *inputs;
     let mut found: Vec<Gathered> = Vec::new();
-    let mut rows = kernel_rows(context, kernel, declared, declarations)?;
+    let undeclared = declared
+        .is_none()
+        .then(|| undeclared_launch(context, kernel, inputs.tables));
+    let mut rows = kernel_rows(context, kernel, declared, undeclared.as_ref(), declarations)?;
     for (_, _, row) in &mut rows {
         row.sass = evidence.facts_of(&kernel.name, &row.arch, &context.manifest_dir);
     }
@@ -415,7 +446,15 @@ fn check_one_kernel(
         .collect();
     found.extend(match declared {
         Some(declared) => declared_findings(inputs, kernel, declared, &rows, &on, &level_sources),
-        None => undeclared_findings(kernel, &rows, &on, &level_sources),
+        None => undeclared_findings(
+            kernel,
+            undeclared
+                .as_ref()
+                .expect("made for every undeclared kernel"),
+            &rows,
+            &on,
+            &level_sources,
+        ),
     });
     // The machine-code lints, for declared and undeclared kernels alike (undeclared ones are
     // summarized with the others of their lint).
@@ -428,6 +467,16 @@ fn check_one_kernel(
                 &kernel.name,
                 declared.is_none(),
             ));
+        }
+    }
+    if let Some(launch) = &undeclared {
+        for gathered in &mut found {
+            gathered
+                .leveled
+                .finding
+                .notes
+                .push(format!("checked at {}", launch.origin));
+            gathered.launch = Some(launch.origin.clone());
         }
     }
     Ok((found, rows.into_iter().map(|(_, _, row)| row).collect()))
@@ -467,24 +516,23 @@ fn declared_findings(
             kernel: kernel.name.clone(),
             undeclared: false,
             reason: None,
+            launch: None,
         });
     }
     found
 }
 
-/// An undeclared kernel's hard failures at the crate's launch, and `undeclared_kernel`.
+/// An undeclared kernel's hard failures at the launch it is checked at, and
+/// `undeclared_kernel`.
 fn undeclared_findings(
     kernel: &CompiledKernel<'_>,
+    launch: &UndeclaredLaunch,
     rows: &[ArchRow<'_>],
     on: &[CompiledOnArch<'_>],
     level_sources: &LevelSources<'_>,
 ) -> Vec<Gathered> {
-    let block = rows
-        .first()
-        .map_or(evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS, |(_, _, row)| {
-            row.block
-        });
-    let spec = KernelSpec::with_block(BlockDim::linear(block));
+    let mut spec = KernelSpec::with_block(launch.block);
+    spec.dynamic_smem_bytes = launch.dynamic_smem_bytes;
     let mut found: Vec<Gathered> =
         evaluate::check_kernel(Launch::Undeclared(&spec), on, level_sources)
             .into_iter()
@@ -494,6 +542,7 @@ fn undeclared_findings(
                 kernel: kernel.name.clone(),
                 undeclared: true,
                 reason: None,
+                launch: None,
             })
             .collect();
     let source = rows.first().and_then(|(_, _, row)| row.source.clone());
@@ -549,10 +598,11 @@ mod tests {
     use crate::declarations::write_bounds_header;
     use crate::diagnostics::SourceText;
     use crate::parse::{cuda_definition_lines, entry_definition_lines};
-    use crate::rows::{kernel_location, undeclared_block};
+    use crate::rows::kernel_location;
     use crate::spill_help::minnctapersm_position;
     use occupancy_core::ptxas::{self, EntrySourceLine};
     use occupancy_core::spec;
+    use occupancy_core::spec::BlockDim;
     use std::path::Path;
 
     #[test]
@@ -731,27 +781,61 @@ mod tests {
     }
 
     #[test]
-    fn a_kernel_table_naming_no_kernel_is_an_error_with_a_suggestion() {
+    fn a_kernel_table_naming_no_kernel_of_any_product_is_settled_with_a_suggestion() {
+        use crate::crate_view::{CrateView, ProductKey, RecordedProduct};
+        use crate::Product;
         let dir = std::env::temp_dir().join(format!("occupancy-tables-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let source = compiled(&dir, "");
-        let kernels = kernels_named(&source, &["spill", "saxpy"]);
         let declarations = declarations_of(FAMILIES);
         let mut context = context_for(&["sm_90"], &dir);
-        context.settings.package_kernel_tables = vec!["saxpy".into(), "affine".into()];
-        check_kernel_tables(&context, &kernels, &declarations).unwrap();
+        context.settings.package_kernel_tables =
+            vec!["saxpy".into(), "affine".into(), "mul_mat_vec_*".into()];
+        let product = |library: Option<&str>, kernels: &[&str]| RecordedProduct {
+            key: ProductKey {
+                product: if library.is_some() {
+                    Product::Object
+                } else {
+                    Product::Ptx
+                },
+                library: library.map(str::to_string),
+                sources: Default::default(),
+            },
+            report: Report::default(),
+            declarations: declarations.clone(),
+            compiled_kernels: kernels.iter().map(|name| name.to_string()).collect(),
+            matched: Default::default(),
+            fulfilled: Default::default(),
+            ptx: Vec::new(),
+            bless_stamp: None,
+            unchecked: None,
+        };
+        let mut view = CrateView {
+            products: vec![product(None, &["spill", "saxpy"])],
+        };
+        let crate_wide = |view: &CrateView, context: &Context| -> Vec<String> {
+            let levels = Levels::read(context).unwrap();
+            view.settle(&levels, context)
+                .into_iter()
+                .filter(|settled| settled.at.is_none())
+                .map(|settled| settled.finding.message)
+                .collect()
+        };
+        // The pattern names a kernel of a product not built yet: nothing is settled about it
+        // until then, and it is a finding only if no product of the build script has one.
+        let unknown = crate_wide(&view, &context);
+        assert_eq!(unknown.len(), 1, "{unknown:?}");
+        assert!(unknown[0].contains("kernels.mul_mat_vec_*]"), "{unknown:?}");
+        view.products
+            .push(product(Some("moe"), &["_Z13mul_mat_vec_qILi1EEvPKfS1_Pfi"]));
+        assert_eq!(crate_wide(&view, &context), Vec::<String>::new());
         context.settings.package_kernel_tables.push("spil".into());
-        let error = check_kernel_tables(&context, &kernels, &declarations).unwrap_err();
+        let unknown = crate_wide(&view, &context);
         assert!(
-            matches!(&error, Error::UnknownKernelTable { name, suggestions, compiled_kernels: 2 }
-                if name == "spil" && suggestions == &["spill"]),
-            "{error:?}"
-        );
-        let error = error.to_string();
-        assert!(
-            error.contains("[package.metadata.occupancy.kernels.spil] names no compiled kernel")
-                && error.contains("did you mean `spill`?"),
-            "{error}"
+            unknown.len() == 1
+                && unknown[0]
+                    .contains("[package.metadata.occupancy.kernels.spil] names no compiled kernel")
+                && unknown[0].contains("did you mean `spill`?"),
+            "{unknown:?}"
         );
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -794,15 +878,49 @@ mod tests {
             (location.path.as_str(), location.line),
             ("kernels/unary.cu", 8)
         );
-        assert_eq!(undeclared_block(&context, &kernels[0]), 256);
-        context.settings.block_threads = Some(1024);
-        assert_eq!(undeclared_block(&context, &kernels[0]), 1024);
+        let launch = |context: &Context, kernel: &CompiledKernel<'_>| {
+            let launch = undeclared_launch(context, kernel, &KernelTables::of(&context.settings));
+            (
+                launch.block.to_string(),
+                launch.dynamic_smem_bytes,
+                launch.origin,
+            )
+        };
+        let (block, _, origin) = launch(&context, &kernels[0]);
+        assert_eq!(block, "256");
+        assert!(
+            origin.contains("the default for undeclared kernels (set `block`"),
+            "{origin}"
+        );
+        context.settings.block = Some(BlockDim::linear(1024));
+        let (block, _, origin) = launch(&context, &kernels[0]);
+        assert_eq!(block, "1024");
+        assert!(origin.contains("the crate's `block`"), "{origin}");
+        // A kernel table for a pattern gives its launch, 2-D blocks and dynamic smem too.
+        context.settings.kernel_launches.insert(
+            "uneg_*".into(),
+            crate::config::KernelLaunch {
+                block: Some(BlockDim::new(32, 4, 1)),
+                dynamic_smem_bytes: Some(4096),
+            },
+        );
+        assert_eq!(
+            launch(&context, &kernels[0]),
+            (
+                "(32, 4)".to_string(),
+                4096,
+                "block (32, 4) from [package.metadata.occupancy.kernels.\"uneg_*\"]".to_string()
+            )
+        );
+        context.settings.kernel_launches.clear();
         kernels[0].ptx = ptxas::parse_ptx_directives(
             ".visible .entry uneg_f32(\n)\n.maxntid 512, 1, 1\n{\nret;\n}\n",
         )
         .into_iter()
         .next();
-        assert_eq!(undeclared_block(&context, &kernels[0]), 512);
+        let (block, _, origin) = launch(&context, &kernels[0]);
+        assert_eq!(block, "512");
+        assert!(origin.contains("`__launch_bounds__` maximum"), "{origin}");
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -91,7 +91,7 @@ impl Build {
         let mut checked = Vec::new();
         for kernel in &kernels {
             for (facts, record, mut row) in
-                rows::kernel_rows(&context, kernel, None, &declarations)?
+                rows::kernel_rows(&context, kernel, None, None, &declarations)?
             {
                 row.crate_name = None;
                 if let Some(block) = request.block_threads {

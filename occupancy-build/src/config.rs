@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use occupancy_core::spec::BlockDim;
 use serde_json::{Map, Value};
 
 use crate::process::{run_bounded, ToolKind, ToolTimeouts};
@@ -31,8 +32,12 @@ pub struct OccupancySettings {
     pub ptx_per_arch: Option<bool>,
     /// `[...metadata.occupancy.lints] spills = "warn"`: lint name to level word.
     pub lints: BTreeMap<String, String>,
-    /// `[...metadata.occupancy.kernels.<name>.lints]`: per-kernel levels.
+    /// `[...metadata.occupancy.kernels.<name>.lints]`: per-kernel levels (`<name>` a kernel's
+    /// symbol, readable or Rust name, or a pattern with `*`).
     pub kernel_lints: BTreeMap<String, BTreeMap<String, String>>,
+    /// `[...metadata.occupancy.kernels.<name>]` `block = [32, 4]`, `dynamic_smem = 4096`: the
+    /// launch an undeclared kernel the table names is checked at.
+    pub kernel_launches: BTreeMap<String, KernelLaunch>,
     /// The `<name>`s of `[package.metadata.occupancy.kernels.<name>]` (not the workspace's, whose
     /// kernels may live in other members): each must name a kernel of this package.
     pub package_kernel_tables: Vec<String>,
@@ -40,8 +45,8 @@ pub struct OccupancySettings {
     pub baseline: Option<PathBuf>,
     /// `reports = ["json"]`.
     pub reports: Option<Vec<String>>,
-    /// `block = 1024`: threads per block at which undeclared kernels are checked.
-    pub block_threads: Option<u32>,
+    /// `block = 1024` (or `[32, 4]`): the block at which undeclared kernels are checked.
+    pub block: Option<BlockDim>,
     /// `unchecked = "why"`: the attribute's opt-out for crates without an occupancy build
     /// (read by the macro; a crate whose build runs is checked anyway).
     pub unchecked: Option<String>,
@@ -53,6 +58,16 @@ pub struct OccupancySettings {
     /// The Cargo.toml files the settings came from: the package's, then the workspace root's
     /// when it is another file (for `rerun-if-changed`).
     pub manifest_paths: Vec<PathBuf>,
+}
+
+/// The launch a kernel table gives the undeclared kernels it names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KernelLaunch {
+    /// `block = 256` or `block = [32, 4]`.
+    pub block: Option<BlockDim>,
+    /// `dynamic_smem = 4096`: dynamic shared memory per block, bytes.
+    pub dynamic_smem_bytes: Option<u32>,
 }
 
 /// Why the settings could not be read: each names the file and the table or key to edit.
@@ -105,8 +120,8 @@ pub enum SettingsError {
         key: String,
         suggestion: Option<&'static str>,
     },
-    /// A key other than `lints` in a kernel's table.
-    #[error("{table}: unknown key `{key}` (expected `lints`)")]
+    /// A key other than `lints`, `block` and `dynamic_smem` in a kernel's table.
+    #[error("{table}: unknown key `{key}` (expected `lints`, `block` or `dynamic_smem`)")]
     UnknownKernelKey { table: TableName, key: String },
 }
 
@@ -345,11 +360,7 @@ impl OccupancySettings {
                 self.ptx_per_arch = Some(value.as_bool().ok_or_else(|| wrong("true or false"))?)
             }
             "reports" => self.reports = Some(report_formats(value, table)?),
-            "block" => {
-                self.block_threads = Some(block_threads(value).ok_or_else(|| {
-                    wrong("threads per block, an integer from 1 to 1024, e.g. `block = 1024`")
-                })?)
-            }
+            "block" => self.block = Some(block(value).ok_or_else(|| wrong(BLOCK_EXPECTED))?),
             "baseline" => {
                 let path = value.as_str().ok_or_else(|| wrong("a path string"))?;
                 self.baseline = Some(PathBuf::from(path))
@@ -380,7 +391,8 @@ impl OccupancySettings {
         Ok(())
     }
 
-    /// `kernels.<name>.lints` tables: per-kernel levels; the package's names are remembered.
+    /// `kernels.<name>` tables: per-kernel levels and launches; the package's names are
+    /// remembered.
     fn apply_kernels(
         &mut self,
         scope: Scope,
@@ -399,19 +411,57 @@ impl OccupancySettings {
                 .as_object()
                 .ok_or_else(|| SettingsError::NotATable {
                     table: sub.clone(),
-                    expected: " with `lints`",
+                    expected: " with `lints`, `block` or `dynamic_smem`",
                 })?;
             for (key, value) in entries {
-                if key != "lints" {
-                    return Err(SettingsError::UnknownKernelKey {
-                        table: sub,
-                        key: key.clone(),
-                    });
-                }
-                let levels = self.kernel_lints.entry(kernel.clone()).or_default();
-                for (lint, level) in level_table(value, &sub, "lints")? {
+                self.apply_kernel_key(kernel, key, value, &sub)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One key of a kernel's table.
+    fn apply_kernel_key(
+        &mut self,
+        kernel: &str,
+        key: &str,
+        value: &Value,
+        table: &TableName,
+    ) -> Result<(), SettingsError> {
+        match key {
+            "lints" => {
+                let levels = self.kernel_lints.entry(kernel.to_string()).or_default();
+                for (lint, level) in level_table(value, table, "lints")? {
                     levels.insert(lint, level);
                 }
+            }
+            "block" => {
+                let block = block(value).ok_or_else(|| table.wrong(key, BLOCK_EXPECTED))?;
+                self.kernel_launches
+                    .entry(kernel.to_string())
+                    .or_default()
+                    .block = Some(block);
+            }
+            "dynamic_smem" => {
+                let bytes = value
+                    .as_u64()
+                    .and_then(|bytes| u32::try_from(bytes).ok())
+                    .ok_or_else(|| {
+                        table.wrong(
+                            key,
+                            "bytes of dynamic shared memory per block, e.g. `dynamic_smem = 4096`",
+                        )
+                    })?;
+                self.kernel_launches
+                    .entry(kernel.to_string())
+                    .or_default()
+                    .dynamic_smem_bytes = Some(bytes);
+            }
+            _ => {
+                return Err(SettingsError::UnknownKernelKey {
+                    table: table.clone(),
+                    key: key.to_string(),
+                })
             }
         }
         Ok(())
@@ -438,13 +488,30 @@ fn report_formats(value: &Value, table: &TableName) -> Result<Vec<String>, Setti
     }
 }
 
-fn block_threads(value: &Value) -> Option<u32> {
-    let threads = value.as_i64()?;
-    let max_threads = occupancy_core::spec::MAX_THREADS_PER_BLOCK;
-    (1..=i64::from(max_threads))
-        .contains(&threads)
-        .then(|| u32::try_from(threads).ok())
-        .flatten()
+/// What `block` takes, for its error message.
+const BLOCK_EXPECTED: &str = "threads per block, an integer from 1 to 1024 or the block's dimensions `[x, y]` / `[x, y, z]` of at most 1024 threads in all, e.g. `block = 1024` or `block = [32, 4]`";
+
+/// `block = 256` or `block = [32, 4]` (`[x, y, z]`): each dimension at least 1, at most
+/// 1024 threads in all.
+fn block(value: &Value) -> Option<BlockDim> {
+    let dimension = |value: &Value| -> Option<u32> {
+        u32::try_from(value.as_i64()?)
+            .ok()
+            .filter(|&threads| threads >= 1)
+    };
+    let block = match value {
+        Value::Array(dims) if (1..=3).contains(&dims.len()) => {
+            let dims: Vec<u32> = dims.iter().map(dimension).collect::<Option<_>>()?;
+            BlockDim::new(
+                dims[0],
+                dims.get(1).copied().unwrap_or(1),
+                dims.get(2).copied().unwrap_or(1),
+            )
+        }
+        other => BlockDim::linear(dimension(other)?),
+    };
+    let threads = u64::from(block.x) * u64::from(block.y) * u64::from(block.z);
+    (threads <= u64::from(occupancy_core::spec::MAX_THREADS_PER_BLOCK)).then_some(block)
 }
 
 /// `{ spills = "warn", ... }`: lint name to level word (the word is checked where levels are

@@ -26,6 +26,7 @@ use crate::baseline::ToolchainStamp;
 use crate::compile::Product;
 use crate::context::Context;
 use crate::declarations::{Declarations, Declared};
+use crate::kernel_tables::{KernelNames, KernelTables};
 use crate::levels::{Gathered, Levels};
 use crate::products::ModuleSource;
 use crate::render::report_display_path;
@@ -131,10 +132,11 @@ pub(crate) fn other_ptx_stems(context: &Context, key: &ProductKey) -> Vec<(Strin
         .collect()
 }
 
-/// A finding only the whole build script can make, about one declaration.
+/// A finding only the whole build script can make, about one declaration (`at`) or about the
+/// crate as a whole (`None`: a kernel table that names nothing).
 #[derive(Debug, Clone)]
 pub(crate) struct Settled {
-    pub(crate) at: DeclarationAt,
+    pub(crate) at: Option<DeclarationAt>,
     pub(crate) finding: Finding,
 }
 
@@ -215,8 +217,93 @@ impl CrateView {
                 );
                 finding.notes.extend(self.products_note());
                 settled.push(Settled {
-                    at: place.clone(),
+                    at: Some(place.clone()),
                     finding,
+                });
+            }
+        }
+        settled.extend(self.unknown_tables(levels, context));
+        settled
+    }
+
+    /// Every `[package.metadata.occupancy.kernels.<name>]` table must name a kernel of some
+    /// product (by symbol, readable name or pattern) or a declaration (Rust name, symbol or
+    /// family pattern): a misspelt name would silently set nothing. `missing_kernel`, about
+    /// the crate.
+    fn unknown_tables(&self, levels: &Levels, context: &Context) -> Vec<Settled> {
+        let tables = &context.settings.package_kernel_tables;
+        if tables.is_empty() {
+            return Vec::new();
+        }
+        let kernels: Vec<(&str, Option<String>)> = self
+            .products
+            .iter()
+            .flat_map(|product| &product.compiled_kernels)
+            .map(|symbol| (symbol.as_str(), occupancy_core::ptxas::demangle(symbol)))
+            .collect();
+        let declared: Vec<&str> = self
+            .declarations()
+            .into_iter()
+            .flat_map(|(_, declared)| {
+                [
+                    declared.kernel.rust_name.as_str(),
+                    declared.kernel.kernel_name.as_str(),
+                ]
+            })
+            .collect();
+        let mut settled = Vec::new();
+        for name in tables {
+            let names_a_kernel = kernels.iter().any(|(symbol, demangled)| {
+                KernelTables::names(name, KernelNames::of(symbol, demangled.as_deref(), None))
+            });
+            if names_a_kernel || declared.contains(&name.as_str()) {
+                continue;
+            }
+            let known = kernels
+                .iter()
+                .map(|(symbol, demangled)| {
+                    demangled
+                        .as_deref()
+                        .map_or(*symbol, occupancy_core::report::readable_kernel_name)
+                })
+                .chain(declared.iter().copied());
+            let suggestions =
+                occupancy_core::lint::closest_names(name, known, evaluate::NAMES_SHOWN);
+            let error = Error::UnknownKernelTable {
+                name: name.clone(),
+                suggestions: suggestions.into_iter().map(str::to_string).collect(),
+                compiled_kernels: kernels.len(),
+            };
+            let message = error.to_string();
+            let finding = evaluate::Finding {
+                lint: LintId::MissingKernel,
+                arch: None,
+                message: message
+                    .strip_prefix("occupancy-build: ")
+                    .unwrap_or(&message)
+                    .to_string(),
+                notes: self.products_note().into_iter().collect(),
+                help: Some(format!(
+                    "name the table after a kernel's symbol, its readable name or the Rust name of its declaration, or a pattern with `*`; or remove it from {}",
+                    context
+                        .settings
+                        .manifest_paths
+                        .first()
+                        .map_or_else(|| "Cargo.toml".to_string(), |path| path.display().to_string())
+                )),
+            };
+            if let Some(gathered) =
+                Gathered::leveled(finding, &levels.sources(None, ""), None, "", false)
+            {
+                settled.push(Settled {
+                    at: None,
+                    finding: crate::render::report_finding(
+                        &gathered,
+                        None,
+                        context,
+                        &Declarations::default(),
+                        &BTreeMap::new(),
+                    ),
                 });
             }
         }
@@ -301,13 +388,18 @@ impl CrateView {
         ) {
             declaration.settled = settled
                 .iter()
-                .filter(|settled| settled.at == place)
+                .filter(|settled| settled.at.as_ref() == Some(&place))
                 .map(|settled| settled_finding(&settled.finding))
                 .collect();
             if declaration.compiled.is_empty() && report.skipped.is_none() {
                 declaration.not_checked = unchecked.map(str::to_string);
             }
         }
+        facts.settled = settled
+            .iter()
+            .filter(|settled| settled.at.is_none())
+            .map(|settled| settled_finding(&settled.finding))
+            .collect();
         facts
     }
 
@@ -429,9 +521,13 @@ pub(crate) fn denied(
         .filter(|settled| settled.finding.level != Level::Allow)
         .collect();
     for settled in &pending {
-        let (path, line, column) = &settled.at;
+        let place = settled
+            .at
+            .as_ref()
+            .map(|(path, line, column)| format!(" ({path}:{line}:{column})"))
+            .unwrap_or_default();
         rendered.push_str(&format!(
-            "\nnote[{}]: {} ({path}:{line}:{column}){}",
+            "\nnote[{}]: {}{place}{}",
             settled.finding.lint,
             settled.finding.message,
             settled

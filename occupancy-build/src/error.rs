@@ -187,6 +187,13 @@ pub enum Error {
         /// The archs the kernel was compiled for.
         built: Vec<String>,
     },
+    /// Two `[package.metadata.occupancy.kernels."<pattern>"]` tables whose patterns both name
+    /// one kernel.
+    #[error(
+        "occupancy-build: kernel `{kernel}` matches two kernel tables, [package.metadata.occupancy.kernels.{:?}] and [package.metadata.occupancy.kernels.{:?}]: neither pattern is more specific; narrow one, or add a table named for the kernel (it beats both)",
+        .tables[0], .tables[1]
+    )]
+    AmbiguousKernelTables { kernel: String, tables: [String; 2] },
     /// A `[package.metadata.occupancy.kernels.<name>]` table whose name matches no kernel.
     #[error(
         "occupancy-build: [package.metadata.occupancy.kernels.{name}] names no compiled kernel and no declaration{} (a kernel table is keyed by the compiled symbol or the Rust name)",

@@ -55,6 +55,7 @@ pub fn of_declarations<'a>(
         crate_name: report.crate_name.clone().unwrap_or_default(),
         skipped: report.skipped.clone(),
         declarations,
+        settled: Vec::new(),
     }
 }
 

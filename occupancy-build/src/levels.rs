@@ -9,6 +9,7 @@ use occupancy_core::lint::{Level, LintId};
 
 use crate::context::Context;
 use crate::declarations::Declared;
+use crate::kernel_tables::{KernelNames, KernelTables};
 use crate::Error;
 
 pub(crate) fn parse_levels(
@@ -33,8 +34,11 @@ pub(crate) fn parse_levels(
 /// The crate's lint levels: Cargo.toml (crate-wide and per kernel) and the environment.
 pub(crate) struct Levels {
     pub(crate) crate_levels: BTreeMap<LintId, Level>,
+    /// By kernel table name (a kernel's name or a pattern).
     pub(crate) kernel_levels: BTreeMap<String, BTreeMap<LintId, Level>>,
     pub(crate) environment_levels: BTreeMap<LintId, Level>,
+    /// Which table speaks for a kernel.
+    pub(crate) tables: KernelTables,
 }
 
 impl Levels {
@@ -45,6 +49,7 @@ impl Levels {
             crate_levels: levels,
             kernel_levels: BTreeMap::new(),
             environment_levels: BTreeMap::new(),
+            tables: KernelTables::default(),
         }
     }
 
@@ -67,6 +72,7 @@ impl Levels {
             crate_levels,
             kernel_levels,
             environment_levels: context.env_lint_levels.clone(),
+            tables: KernelTables::of(&context.settings),
         })
     }
 
@@ -76,9 +82,20 @@ impl Levels {
         declared: Option<&'a Declared>,
         kernel_name: &str,
     ) -> LevelSources<'a> {
-        let kernel_config = self.kernel_levels.get(kernel_name).or_else(|| {
-            declared.and_then(|declared| self.kernel_levels.get(&declared.kernel.rust_name))
-        });
+        // Demangling costs a build script at opt-level 0: only when some table could name it.
+        let demangled = (!self.tables.is_empty())
+            .then(|| occupancy_core::ptxas::demangle(kernel_name))
+            .flatten();
+        let names = KernelNames::of(
+            kernel_name,
+            demangled.as_deref(),
+            declared.map(|declared| declared.kernel.rust_name.as_str()),
+        );
+        // Two patterns for one kernel were refused before any level was asked for.
+        let kernel_config = match self.tables.table_for(names) {
+            Ok(Some(table)) => self.kernel_levels.get(table),
+            _ => None,
+        };
         LevelSources {
             attribute: declared.map(|declared| &declared.kernel.spec.lint_levels),
             kernel_config,
@@ -99,6 +116,8 @@ pub(crate) struct Gathered {
     pub(crate) undeclared: bool,
     /// Why the declaration allowed or expects this finding (`reason = "..."`).
     pub(crate) reason: Option<String>,
+    /// For an undeclared kernel: the launch it was checked at and where that comes from.
+    pub(crate) launch: Option<String>,
 }
 
 impl Gathered {
@@ -122,6 +141,7 @@ impl Gathered {
             kernel: kernel.to_string(),
             undeclared,
             reason: None,
+            launch: None,
         })
     }
 }

@@ -40,6 +40,7 @@ mod facts;
 mod fsutil;
 mod input_watch;
 mod jobs;
+mod kernel_tables;
 mod levels;
 mod line_info;
 mod line_tables;

@@ -3,10 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use occupancy_core::lint::evaluate;
 use occupancy_core::spec::{self};
 
-use crate::context::Context;
 use crate::declarations::Declarations;
 use crate::error::FamilyDeclaration;
 use crate::parse::CompiledKernel;
@@ -102,36 +100,4 @@ pub(crate) fn two_families(
         kernel: kernel.name.clone(),
         families: Box::new([family(first), family(second)]),
     }
-}
-
-/// Every `[package.metadata.occupancy.kernels.<name>]` table must name a compiled kernel or a
-/// declaration (Rust name, symbol or family pattern): a misspelt name would silently set nothing.
-pub(crate) fn check_kernel_tables(
-    context: &Context,
-    kernels: &[CompiledKernel<'_>],
-    declarations: &Declarations,
-) -> Result<(), Error> {
-    let known: Vec<&str> = kernels
-        .iter()
-        .map(|kernel| kernel.name.as_str())
-        .chain(declarations.kernels.iter().flat_map(|declared| {
-            [
-                declared.kernel.rust_name.as_str(),
-                declared.kernel.kernel_name.as_str(),
-            ]
-        }))
-        .collect();
-    for name in &context.settings.package_kernel_tables {
-        if known.contains(&name.as_str()) {
-            continue;
-        }
-        let suggestions =
-            occupancy_core::lint::closest_names(name, known.iter().copied(), evaluate::NAMES_SHOWN);
-        return Err(Error::UnknownKernelTable {
-            name: name.clone(),
-            suggestions: suggestions.into_iter().map(str::to_string).collect(),
-            compiled_kernels: kernels.len(),
-        });
-    }
-    Ok(())
 }

@@ -46,10 +46,12 @@ pub(crate) fn render_findings(
         gathered.undeclared && finding.level == Level::Deny
     });
     for summary in evaluate::summarize(undeclared_denials) {
+        let launches = launches_of(&gathered, &findings, &summary);
         rendered_denials.push(render_summary(
             &summary,
             &report_path,
             &rows.readable_sources,
+            launches,
         ));
     }
     render_warnings(&gathered, &findings, &rows, &report_path, cargo);
@@ -211,6 +213,35 @@ fn render_declared_denials(
         .collect()
 }
 
+/// The launches the undeclared kernels of a summary were checked at, each once (the first
+/// three, and how many more), with where each comes from: how to change them.
+fn launches_of(
+    gathered: &[Gathered],
+    findings: &[Finding],
+    summary: &evaluate::FindingSummary,
+) -> Option<String> {
+    let mut launches: Vec<&str> = Vec::new();
+    for (gathered, finding) in gathered.iter().zip(findings) {
+        if finding.lint != summary.lint || finding.level != summary.level {
+            continue;
+        }
+        if let Some(launch) = gathered.launch.as_deref() {
+            if !launches.contains(&launch) {
+                launches.push(launch);
+            }
+        }
+    }
+    match launches.len() {
+        0 => None,
+        1..=3 => Some(launches.join("; ")),
+        more => Some(format!(
+            "{} (and {} more launches)",
+            launches[..3].join("; "),
+            more - 3
+        )),
+    }
+}
+
 /// The warning of a lint that concerns one kernel: its worst finding in one line, and the
 /// other archs it occurs on.
 fn one_kernel_line(
@@ -296,7 +327,7 @@ fn render_warnings(
         finding.level == Level::Warn
     });
     for summary in evaluate::summarize(items) {
-        let line = match summary.kernels.as_slice() {
+        let mut line = match summary.kernels.as_slice() {
             [_] => one_kernel_line(&summary, findings, rows),
             _ => format!(
                 "warning[{}]: {}",
@@ -304,6 +335,9 @@ fn render_warnings(
                 summary.message(report_path)
             ),
         };
+        if let Some(launches) = launches_of(gathered, findings, &summary) {
+            line.push_str(&format!("; undeclared kernels checked at {launches}"));
+        }
         cargo.warning(&format!("occupancy: {line}"));
     }
 }
@@ -367,9 +401,10 @@ pub(crate) fn render_summary(
     summary: &evaluate::FindingSummary,
     report_path: &str,
     sources: &BTreeMap<&str, Location>,
+    launches: Option<String>,
 ) -> String {
     let message = summary.message(report_path);
-    let notes: Vec<String> = summary
+    let mut notes: Vec<String> = summary
         .kernels
         .iter()
         .take(evaluate::NAMES_SHOWN)
@@ -380,8 +415,9 @@ pub(crate) fn render_summary(
             ))
         })
         .collect();
+    notes.extend(launches.map(|launches| format!("checked at {launches}")));
     let help = format!(
-        "declare each kernel next to its Rust stub with `#[occupancy::kernel(block = ...)]` (one `family = \"prefix_*\"` declaration covers a family), set the launch undeclared kernels are checked at with `block = N` under `[package.metadata.occupancy]`, or set `{}` under `[package.metadata.occupancy.lints]`",
+        "declare each kernel next to its Rust stub with `#[occupancy::kernel(block = ...)]` (one `family = \"prefix_*\"` declaration covers a family), set the launch undeclared kernels are checked at with `block = N` under `[package.metadata.occupancy]` (per kernel or pattern under `[package.metadata.occupancy.kernels.\"name_*\"]`), or set `{}` under `[package.metadata.occupancy.lints]`",
         summary.lint.config_line(Level::Warn)
     );
     let diagnostic = diagnostics::Diagnostic {

@@ -12,9 +12,11 @@ use occupancy_core::ptxas::KernelRecord;
 use crate::context::Context;
 use crate::declarations::{Declarations, Declared};
 use crate::fsutil::display_path;
+use crate::kernel_tables::{KernelNames, KernelTables};
 use crate::parse::CompiledKernel;
 use crate::Error;
 use occupancy_core::report::{KernelRow, Location, LocationKind, RowLaunch};
+use occupancy_core::spec::BlockDim;
 
 /// Where a compiled kernel is defined: the PTX's line information (`-lineinfo`) for a `.cu`
 /// source, so a kernel made by a C macro points at the macro's invocation and one in a header
@@ -43,20 +45,74 @@ pub(crate) fn kernel_location(context: &Context, kernel: &CompiledKernel<'_>) ->
     }
 }
 
-/// The block an undeclared kernel is checked at: the crate's `block` (default
-/// [`evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS`]), or the kernel's compiled maximum
-/// (`__launch_bounds__`) when that is smaller: it cannot be launched with more.
-pub(crate) fn undeclared_block(context: &Context, kernel: &CompiledKernel<'_>) -> u32 {
-    let crate_block = context
-        .settings
-        .block_threads
-        .unwrap_or(evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS);
+/// The launch an undeclared kernel is checked at, and where it comes from in words, with the
+/// setting that changes it (said in every finding and summary about the kernel).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UndeclaredLaunch {
+    pub(crate) block: BlockDim,
+    pub(crate) dynamic_smem_bytes: u32,
+    pub(crate) origin: String,
+}
+
+/// The launch an undeclared kernel is checked at: its kernel table's (`block`,
+/// `dynamic_smem` under `[package.metadata.occupancy.kernels."<name or pattern>"]`), else the
+/// crate's `block` (default [`evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS`]), or the kernel's
+/// compiled maximum (`__launch_bounds__`) when that is smaller: it cannot be launched with
+/// more. A kernel table's launch is taken as written: a kernel compiled for fewer threads is
+/// then `unlaunchable` there, which is the point.
+pub(crate) fn undeclared_launch(
+    context: &Context,
+    kernel: &CompiledKernel<'_>,
+    tables: &KernelTables,
+) -> UndeclaredLaunch {
+    let names = KernelNames::of(&kernel.name, kernel.demangled.as_deref(), None);
+    // Two patterns for one kernel were refused before the rows were made.
+    let table = tables.table_for(names).ok().flatten();
+    let launch = table.and_then(|name| context.settings.kernel_launches.get(name));
+    if let (Some(name), Some(launch)) = (table, launch) {
+        let block = launch.block.unwrap_or_else(|| crate_block(context));
+        return UndeclaredLaunch {
+            block,
+            dynamic_smem_bytes: launch.dynamic_smem_bytes.unwrap_or(0),
+            origin: format!("block {block} from [package.metadata.occupancy.kernels.{name:?}]"),
+        };
+    }
+    let crate_block = crate_block(context);
     let compiled_max = kernel
         .ptx
         .as_ref()
         .and_then(|ptx| ptx.maxntid.as_ref().or(ptx.reqntid.as_ref()))
-        .map(|dims| dims.iter().product::<u32>());
-    compiled_max.map_or(crate_block, |max| max.min(crate_block))
+        .map(|dims| dims.iter().product::<u32>())
+        .filter(|&max| max < crate_block.threads());
+    let how = "set `block` under [package.metadata.occupancy], or per kernel or pattern under [package.metadata.occupancy.kernels.\"<name or pattern*>\"]";
+    let (block, origin) = match (compiled_max, context.settings.block) {
+        (Some(max), _) => (
+            BlockDim::linear(max),
+            format!("block {max}, the kernel's `__launch_bounds__` maximum (below the crate's {crate_block})"),
+        ),
+        (None, Some(_)) => (
+            crate_block,
+            format!("block {crate_block}, the crate's `block` under [package.metadata.occupancy]"),
+        ),
+        (None, None) => (
+            crate_block,
+            format!("block {crate_block}, the default for undeclared kernels ({how})"),
+        ),
+    };
+    UndeclaredLaunch {
+        block,
+        dynamic_smem_bytes: 0,
+        origin,
+    }
+}
+
+/// The crate's block for undeclared kernels: `block` under `[package.metadata.occupancy]`,
+/// else [`evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS`].
+fn crate_block(context: &Context) -> BlockDim {
+    context
+        .settings
+        .block
+        .unwrap_or(BlockDim::linear(evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS))
 }
 
 pub(crate) type ArchRow<'a> = (&'static ArchFacts, &'a KernelRecord, KernelRow);
@@ -67,14 +123,15 @@ pub(crate) fn kernel_rows<'a>(
     context: &Context,
     kernel: &'a CompiledKernel<'_>,
     declared: Option<(&Declared, usize)>,
+    undeclared: Option<&UndeclaredLaunch>,
     declarations: &Declarations,
 ) -> Result<Vec<ArchRow<'a>>, Error> {
     let spec = declared.map(|(declared, _)| &declared.kernel.spec);
-    let block_threads = spec.map_or_else(
-        || undeclared_block(context, kernel),
-        |spec| spec.block.threads(),
-    );
-    let dynamic_smem_bytes = spec.map_or(0, |spec| spec.dynamic_smem_bytes);
+    let (block_threads, dynamic_smem_bytes) = match (spec, undeclared) {
+        (Some(spec), _) => (spec.block.threads(), spec.dynamic_smem_bytes),
+        (None, Some(launch)) => (launch.block.threads(), launch.dynamic_smem_bytes),
+        (None, None) => (evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS, 0),
+    };
     let arch_filter: Option<BTreeSet<String>> =
         spec.and_then(|spec| spec.archs.as_ref()).map(|archs| {
             archs

@@ -33,6 +33,11 @@ pub struct BuildFacts {
     pub skipped: Option<String>,
     /// Every declaration the build saw.
     pub declarations: Vec<DeclarationFacts>,
+    /// Findings about the crate as a whole that only the whole build script can make (a
+    /// `[package.metadata.occupancy.kernels.<name>]` table that names no kernel of any
+    /// product): the expansion of the first declaration listed renders them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settled: Vec<SettledFinding>,
 }
 
 /// One declaration the build saw, and its kernel's compiled facts per architecture.
@@ -179,6 +184,7 @@ mod tests {
                 }],
                 not_checked: None,
             }],
+            settled: Vec::new(),
         };
         let parsed = BuildFacts::from_json(&facts.to_json()).unwrap();
         assert_eq!(parsed, facts);

@@ -87,10 +87,17 @@ fn from_facts(kernel: &StubKernel, path: &Path, crate_name: &str) -> Result<Look
             Some(reason) => Status::Skipped {
                 reason: reason.clone(),
             },
-            None => Status::Checked {
-                compiled: declared.compiled.clone(),
-                settled: declared.settled.clone(),
-            },
+            None => {
+                let mut settled = declared.settled.clone();
+                // What the build settled about the whole crate, once: at the first declaration.
+                if std::ptr::eq(declared, &facts.declarations[0]) {
+                    settled.extend(facts.settled.iter().cloned());
+                }
+                Status::Checked {
+                    compiled: declared.compiled.clone(),
+                    settled,
+                }
+            }
         },
         (None, None) => return Err(unseen_message(kernel, crate_name, &facts)),
     };
@@ -221,6 +228,7 @@ mod tests {
                     not_checked: None,
                 })
                 .collect(),
+            settled: Vec::new(),
         }
     }
 

@@ -89,6 +89,7 @@ fn write_facts() -> PathBuf {
         crate_name: "occupancy-tests".into(),
         skipped: None,
         declarations,
+        settled: Vec::new(),
     };
     let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ui-out-dir");
     std::fs::create_dir_all(&out_dir).unwrap();

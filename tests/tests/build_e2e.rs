@@ -515,6 +515,16 @@ fn two_builds_of_one_crate_are_checked_as_one_crate() {
         .filter(|line| line.contains("warning[call]"))
         .collect();
     assert_eq!(calls.len(), 2, "one `call` line per product:\n{stderr}");
+    // The undeclared kernels were checked at the launch their kernel table gives, and the
+    // summary says so (the table names kernels of the library, a later `Build` than the PTX's).
+    assert!(
+        printed.iter().any(|line| line.contains(
+            "warning[undeclared_kernel]: 2 undeclared kernels are compiled without a declaration"
+        ) && line.contains(
+            "checked at block (32, 4) from [package.metadata.occupancy.kernels.\"mul_mat_vec_*\"]"
+        )),
+        "{stderr}"
+    );
     assert!(
         calls
             .iter()
@@ -585,6 +595,14 @@ fn two_builds_of_one_crate_are_checked_as_one_crate() {
         }
     }
     assert_eq!(rows.len(), 14, "{rows:?}");
+    for row in report["kernels"].as_array().unwrap() {
+        let expected = match row["demangled"].as_str().unwrap() {
+            name if name.contains("mul_mat_vec_q") => 128,
+            "copy_f32" | "affine_f32" | "affine_f64" | "affine_i64" => 256,
+            _ => 128, // moe_gemm, declared with block = 128
+        };
+        assert_eq!(row["block"], expected, "{row}");
+    }
     let denied: Vec<&serde_json::Value> = report["findings"]
         .as_array()
         .unwrap()

@@ -1,6 +1,7 @@
 //! Settings read through `cargo metadata` from real manifests in scratch directories.
 
 use super::*;
+use occupancy_core::spec::BlockDim;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("occupancy-config-{name}-{}", std::process::id()));
@@ -69,7 +70,7 @@ fn a_package_that_is_its_own_workspace_reads_both_tables_from_one_file() {
         "[package]\nname=\"k\"\n[package.metadata.occupancy]\nblock=128\n[workspace]\n[workspace.metadata.occupancy]\nblock=64\nptx_per_arch=true\n",
     );
     let settings = load_from(&root).unwrap();
-    assert_eq!(settings.block_threads, Some(128));
+    assert_eq!(settings.block, Some(BlockDim::linear(128)));
     assert_eq!(settings.ptx_per_arch, Some(true));
     assert_eq!(
         settings.manifest_paths.len(),
@@ -90,8 +91,8 @@ fn block_is_read_from_the_workspace_and_checked() {
     .unwrap();
     write_package(&root.join("k"), "[package]\nname=\"k\"\n");
     assert_eq!(
-        load_from(&root.join("k")).unwrap().block_threads,
-        Some(1024)
+        load_from(&root.join("k")).unwrap().block,
+        Some(BlockDim::linear(1024))
     );
     write_package(
         &root.join("k"),
@@ -100,6 +101,47 @@ fn block_is_read_from_the_workspace_and_checked() {
     let error = load_from(&root.join("k")).unwrap_err().to_string();
     assert!(
         error.contains("[package.metadata.occupancy] `block` must be threads per block"),
+        "{error}"
+    );
+    // A 2-D block, as candle launches its matrix-vector kernels, of at most 1024 threads.
+    write_package(
+        &root.join("k"),
+        "[package]\nname=\"k\"\n[package.metadata.occupancy]\nblock=[32, 4]\n",
+    );
+    assert_eq!(
+        load_from(&root.join("k")).unwrap().block,
+        Some(BlockDim::new(32, 4, 1))
+    );
+    for bad in ["[64, 32]", "[0, 4]", "[1, 2, 3, 4]", "[]", "\"256\""] {
+        write_package(
+            &root.join("k"),
+            &format!("[package]\nname=\"k\"\n[package.metadata.occupancy]\nblock={bad}\n"),
+        );
+        let error = load_from(&root.join("k")).unwrap_err().to_string();
+        assert!(error.contains("`block = [32, 4]`"), "{bad}: {error}");
+    }
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn kernel_tables_give_launches_by_name_or_pattern() {
+    let root = temp_dir("kernel-launches");
+    write_package(
+        &root,
+        "[package]\nname=\"k\"\n[package.metadata.occupancy]\nblock=1024\n[package.metadata.occupancy.kernels.\"mul_mat_vec_*\"]\nblock=[32, 4]\ndynamic_smem=4096\n[package.metadata.occupancy.kernels.\"mul_mat_vec_*\".lints]\nspills=\"warn\"\n",
+    );
+    let settings = load_from(&root).unwrap();
+    let launch = settings.kernel_launches["mul_mat_vec_*"];
+    assert_eq!(launch.block, Some(BlockDim::new(32, 4, 1)));
+    assert_eq!(launch.dynamic_smem_bytes, Some(4096));
+    assert_eq!(settings.kernel_lints["mul_mat_vec_*"]["spills"], "warn");
+    write_package(
+        &root,
+        "[package]\nname=\"k\"\n[package.metadata.occupancy.kernels.k]\nblocks=[32, 4]\n",
+    );
+    let error = load_from(&root).unwrap_err().to_string();
+    assert!(
+        error.contains("unknown key `blocks` (expected `lints`, `block` or `dynamic_smem`)"),
         "{error}"
     );
     std::fs::remove_dir_all(root).unwrap();

@@ -72,6 +72,11 @@ impl BlockDim {
         BlockDim { x, y: 1, z: 1 }
     }
 
+    /// A block of `x` by `y` by `z` threads (each at least 1, as a launch gives them).
+    pub const fn new(x: u32, y: u32, z: u32) -> BlockDim {
+        BlockDim { x, y, z }
+    }
+
     /// Threads in one block: x * y * z.
     pub const fn threads(self) -> u32 {
         self.x * self.y * self.z
