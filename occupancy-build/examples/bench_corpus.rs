@@ -1,7 +1,10 @@
 //! Compiles a directory of .cu files through occupancy-build, outside cargo, and prints the wall
 //! time in seconds. Used by scripts/bench-build.sh to compare with plain nvcc.
 //!
-//! `bench_corpus <lib|ptx> <corpus dir> <out dir> <archs> <declarations dir> [flags...]`
+//! `bench_corpus <lib|ptx> <corpus dir | @list file> <out dir> <archs> <declarations dir> [flags...]`
+//!
+//! A corpus given as `@FILE` is the sources listed in FILE, one path a line (a crate whose
+//! products take some of its `.cu` files each, as candle's does).
 
 use std::time::Instant;
 
@@ -13,8 +16,16 @@ fn main() {
     }
     let (mode, corpus, out_dir, archs) = (&args[0], &args[1], &args[2], &args[3]);
     let mut build = occupancy_build::Build::new();
+    match corpus.strip_prefix('@') {
+        Some(list) => {
+            let text = std::fs::read_to_string(list).expect("the list of sources");
+            build.files(text.lines().filter(|line| !line.trim().is_empty()));
+        }
+        None => {
+            build.source_dir(corpus);
+        }
+    }
     build
-        .source_dir(corpus)
         .out_dir(out_dir)
         .manifest_dir(out_dir)
         .declarations(&args[4])

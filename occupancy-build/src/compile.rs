@@ -37,6 +37,7 @@ use crate::context::Context;
 pub use crate::context::SourceKind;
 use crate::fsutil::{parse_dep_file, parse_line_markers};
 use crate::input_watch::InputWatch;
+use crate::jobs::Lender;
 use crate::process::{render_command, run_bounded, ToolKind};
 use crate::targets::SmArch;
 use crate::toolchain::Toolchain;
@@ -215,13 +216,32 @@ pub fn compile_all(
     }
     crate::trust::open_cache_root(&settings.cache_root, &context.out_dir)?;
     let settings = &settings;
-    let tasks: Vec<_> = inputs
+    // The biggest sources first (by size, a cheap stand-in for compile time): the last compile
+    // to finish then is a small one, and the build's tail is short.
+    let mut order: Vec<usize> = (0..inputs.len()).collect();
+    order.sort_by_key(|&index| {
+        std::cmp::Reverse(std::fs::metadata(&inputs[index].0).map_or(0, |meta| meta.len()))
+    });
+    let tasks: Vec<_> = order
         .iter()
-        .map(|(path, kind)| move || compile_source(settings, path, *kind))
+        .map(|&index| {
+            let (path, kind) = &inputs[index];
+            move |lender: &Lender<'_>| compile_source(settings, path, *kind, lender)
+        })
         .collect();
-    let (compiled, mut failures): (Vec<_>, Vec<_>) = crate::jobs::run_all(tasks, context.max_jobs)
-        .into_iter()
-        .partition(Result::is_ok);
+    let mut results: Vec<Option<Result<CompiledSource, Error>>> =
+        crate::jobs::run_all(tasks, context.max_jobs)
+            .into_iter()
+            .map(Some)
+            .collect();
+    let in_order = (0..inputs.len()).map(|index| {
+        let at = order
+            .iter()
+            .position(|&task| task == index)
+            .unwrap_or(index);
+        results[at].take().expect("one result per source")
+    });
+    let (compiled, mut failures): (Vec<_>, Vec<_>) = in_order.partition(Result::is_ok);
     let mut failures: Vec<Error> = failures.drain(..).filter_map(Result::err).collect();
     match failures.len() {
         0 => Ok(compiled.into_iter().filter_map(Result::ok).collect()),
@@ -265,6 +285,7 @@ pub fn compile_source(
     settings: &CompileSettings,
     source: &Path,
     kind: SourceKind,
+    lender: &Lender<'_>,
 ) -> Result<CompiledSource, Error> {
     let config = config_key(settings, source, kind);
     let slot = Slot::new(&settings.cache_root, &file_stem(source), &config);
@@ -292,7 +313,7 @@ pub fn compile_source(
     let mut watched = slot.previous_dependencies();
     watched.push(absolute(source));
     let watch = InputWatch::before(&settings.toolchain.cuda_home, watched);
-    let fresh = run_nvcc(settings, source, kind, &work, two_steps)?;
+    let fresh = run_nvcc(settings, source, kind, &work, two_steps, lender)?;
     let products = move_products(settings, source, kind, &fresh, &staging, two_steps)?;
     let key = cache_key(settings, &config, &fresh.dependencies)?;
     let named: Vec<(&str, &str)> = products
@@ -587,17 +608,18 @@ fn run_nvcc(
     kind: SourceKind,
     work: &Path,
     two_steps: bool,
+    lender: &Lender<'_>,
 ) -> Result<FreshOutput, Error> {
     let commands = nvcc_args(settings, source, kind, work, two_steps);
     let stem = file_stem(source);
     let (compiler_log, wrapper_failure) = if two_steps {
         // cicc, the strip, then ptxas on the stripped PTX (crate::line_info).
-        let (mut log, _) = run_nvcc_commands(settings, source, &commands[..1])?;
+        let (mut log, _) = run_nvcc_commands(settings, source, &commands[..1], lender)?;
         crate::line_info::strip(source, work, &stem)?;
-        log.push_str(&run_nvcc_commands(settings, source, &commands[1..])?.0);
+        log.push_str(&run_nvcc_commands(settings, source, &commands[1..], lender)?.0);
         (log, None)
     } else {
-        let output = run_nvcc_commands(settings, source, &commands)?;
+        let output = run_nvcc_commands(settings, source, &commands, lender)?;
         if crate::line_info::strips(settings, kind) {
             crate::line_info::strip_kept(source, work, &stem)?;
         }
@@ -630,6 +652,7 @@ fn run_nvcc_commands(
     settings: &CompileSettings,
     source: &Path,
     commands: &[Vec<OsString>],
+    lender: &Lender<'_>,
 ) -> Result<(String, Option<String>), Error> {
     let mut compiler_log = String::new();
     let mut wrapper_failure = None;
@@ -640,8 +663,15 @@ fn run_nvcc_commands(
     };
     for args in commands {
         let mut command = settings.toolchain.command();
+        let threads = parallel_archs(settings, args, lender);
+        if threads.count() > 0 {
+            // Each arch's ptxas in a thread of its own, on slots idle right now; nvcc prints
+            // each arch's report whole, one arch after another.
+            command.arg(format!("--threads={}", threads.count() + 1));
+        }
         command.args(args);
         let (mut output, mut rendered) = run(command)?;
+        drop(threads);
         // A compiler cache must not be able to fail a build that nvcc passes: sccache 0.16, for
         // one, drops all but one ptxas step of `-arch=compute_X -code=sm_A,sm_B` and then fails
         // in fatbinary. Rerun such a compile with nvcc alone; its report is then nvcc's own.
@@ -672,6 +702,23 @@ fn run_nvcc_commands(
         compiler_log.push_str(&stderr);
     }
     Ok((compiler_log, wrapper_failure))
+}
+
+/// The idle slots a command may use to assemble its archs in parallel (nvcc `--threads`): one
+/// fewer than the SASS archs of a command that assembles several (`-fatbin`, `-c`; not cicc's
+/// `-ptx`, not a one-arch `-cubin`), none under a compiler cache (which may not know the flag).
+fn parallel_archs<'a>(
+    settings: &CompileSettings,
+    args: &[OsString],
+    lender: &Lender<'a>,
+) -> crate::jobs::Borrowed<'a> {
+    let assembles = args.iter().any(|arg| arg == "-fatbin" || arg == "-c");
+    let archs = settings.archs.len();
+    let wanted = match (assembles, &settings.toolchain.wrapper) {
+        (true, None) if archs > 1 => archs - 1,
+        _ => 0,
+    };
+    lender.borrow(wanted)
 }
 
 /// The PTX of each program (virtual arch, path), the binary, and every file the compile read.
