@@ -375,7 +375,7 @@ impl Baseline {
     /// Reads the baseline; `None` when the file does not exist (no regression checks). A lock
     /// that is not exactly a baseline is refused, naming the file, the line and what is wrong.
     pub fn load(path: &Path) -> Result<Option<Parsed>, Error> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match std::fs::read(path) {
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(error) => {

@@ -37,18 +37,19 @@ pub struct Parsed {
     pub schema_version: u32,
 }
 
-/// Parses a lock's text (schema 1 or 2), refusing anything a bless would not write.
-pub fn parse(text: &str) -> Result<Parsed, ParseError> {
+/// Parses a lock's bytes (schema 1 or 2), refusing anything a bless would not write (bytes
+/// that are not UTF-8 too, at their line).
+pub fn parse(text: &[u8]) -> Result<Parsed, ParseError> {
     /// Only the version, read first so that another schema gets a version error rather than a
     /// confusing field error; every other key is skipped here.
     #[derive(Deserialize)]
     struct Version {
         schema_version: u32,
     }
-    let version: Version = serde_json::from_str(text).map_err(ParseError::Invalid)?;
+    let version: Version = serde_json::from_slice(text).map_err(ParseError::Invalid)?;
     let baseline = match version.schema_version {
-        1 => serde_json::from_str::<FileV1>(text).map(FileV1::into_baseline),
-        SCHEMA_VERSION => serde_json::from_str::<FileV2>(text).map(FileV2::into_baseline),
+        1 => serde_json::from_slice::<FileV1>(text).map(FileV1::into_baseline),
+        SCHEMA_VERSION => serde_json::from_slice::<FileV2>(text).map(FileV2::into_baseline),
         other => return Err(ParseError::Unsupported(other)),
     }
     .map_err(ParseError::Invalid)?;

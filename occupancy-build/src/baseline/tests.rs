@@ -303,7 +303,7 @@ fn files_without_toolchains_still_load_and_say_the_cause_is_unknown() {
 #[test]
 fn the_text_round_trips() {
     let committed = baseline("13.0.88", &["sm_80"], &[("k", "sm_80", 32)]);
-    let parsed = parse(&committed.to_text()).unwrap();
+    let parsed = parse(committed.to_text().as_bytes()).unwrap();
     assert_eq!(parsed.baseline, committed);
     assert_eq!(parsed.schema_version, SCHEMA_VERSION);
 }
@@ -664,7 +664,7 @@ pub(super) const SCHEMA_1: &str = r#"{
 
 #[test]
 fn a_schema_1_lock_is_compared_by_name_and_migrated_by_a_bless() {
-    let parsed = parse(SCHEMA_1).unwrap();
+    let parsed = parse(SCHEMA_1.as_bytes()).unwrap();
     assert_eq!(parsed.schema_version, 1);
     let lock = parsed.baseline;
     assert!(lock.sources.is_empty());
@@ -736,13 +736,13 @@ fn a_schema_1_lock_is_compared_by_name_and_migrated_by_a_bless() {
             .collect::<Vec<_>>(),
         ["old"]
     );
-    assert_eq!(parse(&both.to_text()).unwrap().baseline, both);
+    assert_eq!(parse(both.to_text().as_bytes()).unwrap().baseline, both);
     std::fs::remove_dir_all(root).unwrap();
 }
 
 /// The error of reading `text`, as a build prints it.
 fn refused(text: &str) -> String {
-    match parse(text) {
+    match parse(text.as_bytes()) {
         Err(ParseError::Invalid(error)) => error.to_string(),
         other => panic!("{text}\nwas not refused: {other:?}"),
     }
@@ -849,6 +849,22 @@ fn a_key_twice_in_one_object_is_refused_not_read_as_the_last() {
         error.contains("duplicate field `schema_version`"),
         "{error}"
     );
+}
+
+#[test]
+fn bytes_that_are_not_utf8_are_refused_at_their_line() {
+    // A kernel name with a byte that is no UTF-8 (0xff where the `@` is).
+    let lock = lock_with("\"affine_f32\"", "\"affine_@\"");
+    let bytes: Vec<u8> = lock
+        .bytes()
+        .map(|byte| if byte == b'@' { 0xff } else { byte })
+        .collect();
+    let line = 1 + lock[..lock.find("affine_").unwrap()].matches('\n').count();
+    let error = match parse(&bytes) {
+        Err(ParseError::Invalid(error)) => error.to_string(),
+        other => panic!("not refused: {other:?}"),
+    };
+    assert!(error.contains(&format!("line {line} column")), "{error}");
 }
 
 #[test]
