@@ -1,12 +1,31 @@
 //! The committed baseline (`occupancy.lock`): each kernel's registers, spills, stack, static
-//! shared memory and occupancy per architecture, and the toolchain that produced them. JSON with
-//! sorted keys, so a diff of the file reads like the change.
+//! shared memory and occupancy per architecture, grouped by the source whose compile made them,
+//! with the toolchain that produced them. JSON with sorted keys, so a diff of the file reads like
+//! the change.
+//!
+//! ```json
+//! { "schema_version": 2,
+//!   "toolchains": { "sm_90": { "nvcc": "13.0.88", "ptxas": "13.0.88" } },
+//!   "sources": { "kernels/affine.cu": { "sm_90": { "flags": ["-O3"],
+//!                                                   "kernels": { "affine_f32": { ... } } } } } }
+//! ```
+//!
+//! A crate's build script may run several `Build`s (PTX and a static library), each a product
+//! with its own sources and flags. Each product is compared on its own ([`compare`]): its
+//! sources' entries on the archs it built; entries of a source no product of this run compiled
+//! yet are not judged (a later `Build` may compile it), those of a source that no longer exists
+//! are, by the first `Build` that compares. nvcc's and ptxas's versions are recorded per arch,
+//! the flags per source and arch, so a regression names the toolchain change that may explain
+//! it. A bless ([`Baseline::blessed`]) merges every product of the run.
 //!
 //! The baseline is two-way: worse than the file is the `regression` lint, anything else that
 //! differs (better numbers, a new or vanished kernel, another toolchain) is `baseline_stale`, so
-//! the committed file always equals what the code compiles to. When the toolchain changed, a
-//! summary says so first and each regression says whether the toolchain or the source moved.
-//! `OCCUPANCY_BLESS=1` rewrites the entries of the archs it rebuilt and keeps every other one.
+//! the committed file always equals what the code compiles to. `OCCUPANCY_BLESS=1` rewrites the
+//! entries of the sources and archs it rebuilt, keeps every other one, and lists every entry it
+//! added, changed or removed ([`changes`]). A lock is read strictly ([`read`]): one that is not
+//! exactly what a bless writes is refused with the line and what is wrong. A schema-1 lock
+//! (kernels by name, no sources) is read, its entries compared by kernel name, and rewritten as
+//! schema 2 by the next bless.
 //!
 //! The numbers are a committed excerpt of the build's report, not a second computation: they are
 //! read from the report's rows ([`Baseline::of_report`], [`numbers_of`]).
@@ -14,27 +33,68 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use occupancy_core::lint::evaluate::{self, BaselineNumbers, Finding};
-use occupancy_core::report::{KernelRow, Report};
-use serde::{Deserialize, Serialize};
+use occupancy_core::lint::evaluate::BaselineNumbers;
+use occupancy_core::report::{BaselineChange, KernelRow, Report};
+use serde::Serialize;
 
 use crate::toolchain::Toolchain;
 use crate::Error;
 
+pub(crate) mod changes;
+mod compare;
+pub(crate) mod read;
+
+pub use compare::{compare, KernelAt};
+pub use read::{parse, ParseError, Parsed};
+
+/// The schema this version writes (it reads 1 too).
+pub const SCHEMA_VERSION: u32 = 2;
+
 /// The baseline file's contents.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Baseline {
     pub schema_version: u32,
-    /// Arch -> the toolchain whose output the arch's numbers are (absent in files written before
-    /// toolchains were recorded).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub toolchains: BTreeMap<String, ToolchainStamp>,
-    /// Kernel name -> arch -> numbers.
-    pub kernels: BTreeMap<String, BTreeMap<String, BaselineNumbers>>,
+    /// Arch -> the nvcc and ptxas whose output the arch's numbers are.
+    pub toolchains: BTreeMap<String, Versions>,
+    /// Compiled source (as the report's `sources` name it) -> arch -> its flags and kernels.
+    pub sources: BTreeMap<String, BTreeMap<String, ArchEntries>>,
+    /// Arch -> entries read from a schema-1 lock whose source is not known yet: compared by
+    /// kernel name, moved under their source by the bless that compiles their kernel.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub unattributed: BTreeMap<String, ArchEntries>,
+}
+
+impl Default for Baseline {
+    fn default() -> Self {
+        Baseline {
+            schema_version: SCHEMA_VERSION,
+            toolchains: BTreeMap::new(),
+            sources: BTreeMap::new(),
+            unattributed: BTreeMap::new(),
+        }
+    }
+}
+
+/// The compilers of one arch's numbers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Versions {
+    /// `13.0.88` from nvcc's `V13.0.88`.
+    pub nvcc: String,
+    /// `13.0.88` from ptxas's `V13.0.88`.
+    pub ptxas: String,
+}
+
+/// One source's kernels on one arch, and the flags they were compiled with.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ArchEntries {
+    /// The flags of the `Build` that compiled them ([`ToolchainStamp::flags`]).
+    pub flags: Vec<String>,
+    /// Kernel symbol -> numbers.
+    pub kernels: BTreeMap<String, BaselineNumbers>,
 }
 
 /// What decides the compiled code besides the source: the compiler versions and the flags.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolchainStamp {
     /// `13.0.88` from nvcc's `V13.0.88`.
     pub nvcc: String,
@@ -42,7 +102,6 @@ pub struct ToolchainStamp {
     pub ptxas: String,
     /// The builder's flags and defines, then `NVCC_PREPEND_FLAGS`/`NVCC_APPEND_FLAGS`
     /// (include paths are left out: they name the machine, not the code).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flags: Vec<String>,
 }
 
@@ -57,8 +116,28 @@ impl ToolchainStamp {
         }
     }
 
+    /// The versions of the stamp.
+    pub fn versions(&self) -> Versions {
+        Versions {
+            nvcc: self.nvcc.clone(),
+            ptxas: self.ptxas.clone(),
+        }
+    }
+
     /// `nvcc 13.0.88 -> 13.5.37, flags [-O3] -> [-O2]`: what differs from `earlier` to `self`.
     pub fn change_from(&self, earlier: &ToolchainStamp) -> String {
+        [
+            self.versions_change_from(earlier),
+            self.flags_change_from(earlier),
+        ]
+        .into_iter()
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
+
+    /// `nvcc 13.0.88 -> 13.5.37` (and ptxas when it moved apart from nvcc); empty when equal.
+    pub fn versions_change_from(&self, earlier: &ToolchainStamp) -> String {
         let mut parts = Vec::new();
         if earlier.nvcc != self.nvcc {
             parts.push(format!("nvcc {} -> {}", earlier.nvcc, self.nvcc));
@@ -67,14 +146,19 @@ impl ToolchainStamp {
         {
             parts.push(format!("ptxas {} -> {}", earlier.ptxas, self.ptxas));
         }
-        if earlier.flags != self.flags {
-            parts.push(format!(
-                "flags [{}] -> [{}]",
-                earlier.flags.join(" "),
-                self.flags.join(" ")
-            ));
-        }
         parts.join(", ")
+    }
+
+    /// `flags [-O3] -> [-O2]`; empty when equal.
+    pub fn flags_change_from(&self, earlier: &ToolchainStamp) -> String {
+        if earlier.flags == self.flags {
+            return String::new();
+        }
+        format!(
+            "flags [{}] -> [{}]",
+            earlier.flags.join(" "),
+            self.flags.join(" ")
+        )
     }
 }
 
@@ -91,53 +175,207 @@ pub fn numbers_of(row: &KernelRow) -> BaselineNumbers {
 }
 
 impl Baseline {
-    /// The baseline of a build's report: every entry kernel on every architecture it was
-    /// checked on, each arch stamped with the build's toolchain.
+    /// The baseline of one product's report: every entry kernel on every architecture it was
+    /// checked on, under the source that compiled it, with the product's flags; every source it
+    /// compiled is a key (with no arch when it has no kernel), every arch it checked a toolchain.
     pub fn of_report(report: &Report, stamp: &ToolchainStamp) -> Baseline {
-        let mut baseline = Baseline {
-            schema_version: 1,
-            toolchains: BTreeMap::new(),
-            kernels: BTreeMap::new(),
-        };
+        let mut baseline = Baseline::default();
+        let versions = stamp.versions();
         for arch in &report.archs {
-            baseline.toolchains.insert(arch.clone(), stamp.clone());
+            baseline.toolchains.insert(arch.clone(), versions.clone());
+        }
+        for source in &report.sources {
+            baseline.sources.entry(source.path.clone()).or_default();
         }
         for row in report.kernels.iter().filter(|row| row.entry) {
-            baseline
+            let archs = match &row.compiled_from {
+                Some(source) => baseline.sources.entry(source.clone()).or_default(),
+                None => &mut baseline.unattributed,
+            };
+            archs
+                .entry(row.arch.clone())
+                .or_insert_with(|| ArchEntries {
+                    flags: stamp.flags.clone(),
+                    kernels: BTreeMap::new(),
+                })
                 .kernels
-                .entry(row.name.clone())
-                .or_default()
-                .insert(row.arch.clone(), numbers_of(row));
+                .insert(row.name.clone(), numbers_of(row));
             baseline
                 .toolchains
                 .entry(row.arch.clone())
-                .or_insert_with(|| stamp.clone());
+                .or_insert_with(|| versions.clone());
         }
         baseline
     }
 
-    /// What blessing writes: `current` for the archs this build checked, `previous` for every
-    /// other arch (a build for sm_80 only keeps the sm_90 baseline as it was).
-    pub fn blessed(previous: Option<Baseline>, current: Baseline) -> Baseline {
-        let Some(mut merged) = previous else {
-            return current;
-        };
-        let rebuilt: BTreeSet<&String> = current.toolchains.keys().collect();
-        for archs in merged.kernels.values_mut() {
-            archs.retain(|arch, _| !rebuilt.contains(arch));
+    /// Every (source, arch, entries); `None` is [`Baseline::unattributed`].
+    pub fn groups(&self) -> impl Iterator<Item = (Option<&str>, &str, &ArchEntries)> {
+        let sourced = self.sources.iter().flat_map(|(source, archs)| {
+            archs
+                .iter()
+                .map(move |(arch, entries)| (Some(source.as_str()), arch.as_str(), entries))
+        });
+        let unattributed = self
+            .unattributed
+            .iter()
+            .map(|(arch, entries)| (None, arch.as_str(), entries));
+        sourced.chain(unattributed)
+    }
+
+    /// The entries of `source` on `arch` (`None`: the unattributed ones).
+    pub fn entries(&self, source: Option<&str>, arch: &str) -> Option<&ArchEntries> {
+        match source {
+            Some(source) => self.sources.get(source)?.get(arch),
+            None => self.unattributed.get(arch),
         }
-        merged.kernels.retain(|_, archs| !archs.is_empty());
-        for (kernel, archs) in current.kernels {
-            merged.kernels.entry(kernel).or_default().extend(archs);
+    }
+
+    /// The committed numbers of `kernel` on `arch` compiled from `source`: its source's entry,
+    /// else a schema-1 entry of that name; with where it was found.
+    pub fn committed<'a>(
+        &'a self,
+        source: Option<&str>,
+        arch: &str,
+        kernel: &str,
+    ) -> Option<(Option<&'a str>, &'a BaselineNumbers)> {
+        let sourced = source.and_then(|source| {
+            let (source, archs) = self.sources.get_key_value(source)?;
+            let numbers = archs.get(arch)?.kernels.get(kernel)?;
+            Some((Some(source.as_str()), numbers))
+        });
+        sourced.or_else(|| {
+            let numbers = self.unattributed.get(arch)?.kernels.get(kernel)?;
+            Some((None, numbers))
+        })
+    }
+
+    /// The toolchain of `source`'s entries on `arch`: the arch's versions and the entries'
+    /// flags; `None` when the arch has no recorded toolchain.
+    pub fn stamp(&self, source: Option<&str>, arch: &str) -> Option<ToolchainStamp> {
+        let versions = self.toolchains.get(arch)?;
+        Some(ToolchainStamp {
+            nvcc: versions.nvcc.clone(),
+            ptxas: versions.ptxas.clone(),
+            flags: self
+                .entries(source, arch)
+                .map(|entries| entries.flags.clone())
+                .unwrap_or_default(),
+        })
+    }
+
+    /// The sources of the baseline whose file does not exist any more under `root` (the
+    /// package root); a file that cannot be looked at is not taken for gone.
+    pub fn deleted_sources(&self, root: &Path) -> BTreeSet<String> {
+        self.sources
+            .keys()
+            .filter(|source| matches!(root.join(source).try_exists(), Ok(false)))
+            .cloned()
+            .collect()
+    }
+
+    /// What blessing writes, from the committed baseline and every product of this run
+    /// ([`Baseline::of_report`] each, in the order their `Build`s ran): the entries of
+    /// `deleted` sources are removed; each product's sources' entries on the archs it built are
+    /// replaced (a kernel it no longer compiles there is removed); schema-1 entries whose
+    /// kernel a product compiles move under that source; everything else is kept (a build for
+    /// sm_80 only keeps the sm_90 entries, a product's bless keeps the other products').
+    pub fn blessed(
+        previous: Option<Baseline>,
+        products: &[Baseline],
+        deleted: &BTreeSet<String>,
+    ) -> Baseline {
+        let mut merged = previous.unwrap_or_default();
+        merged.schema_version = SCHEMA_VERSION;
+        merged.sources.retain(|source, _| !deleted.contains(source));
+        for product in products {
+            merged.replace_entries_of(product);
         }
-        merged.toolchains.extend(current.toolchains);
-        merged.schema_version = current.schema_version;
+        merged.attribute_unattributed(products);
+        for archs in merged.sources.values_mut() {
+            archs.retain(|_, entries| !entries.kernels.is_empty());
+        }
+        merged.sources.retain(|_, archs| !archs.is_empty());
+        merged
+            .unattributed
+            .retain(|_, entries| !entries.kernels.is_empty());
         merged
     }
 
-    /// Reads the baseline; `None` when the file does not exist (no regression checks).
-    pub fn load(path: &Path) -> Result<Option<Baseline>, Error> {
-        let text = match std::fs::read_to_string(path) {
+    /// `product`'s sources' entries (and its rows without a source) on the archs it built
+    /// replaced by its own, and its archs' toolchains.
+    fn replace_entries_of(&mut self, product: &Baseline) {
+        for (source, archs) in &product.sources {
+            let committed = self.sources.entry(source.clone()).or_default();
+            for arch in product.toolchains.keys() {
+                committed.remove(arch);
+            }
+            committed.extend(archs.clone());
+        }
+        for (arch, entries) in &product.unattributed {
+            let committed = self.unattributed.entry(arch.clone()).or_default();
+            committed.flags = entries.flags.clone();
+            committed.kernels.extend(entries.kernels.clone());
+        }
+        self.toolchains.extend(product.toolchains.clone());
+    }
+
+    /// Schema-1 entries move under each source that compiles their kernel now: on an arch its
+    /// product built, the fresh numbers stand (or the kernel is gone there); on another arch the
+    /// entry moves as it is, with the flags it was made with. Kernels no product compiled stay.
+    fn attribute_unattributed(&mut self, products: &[Baseline]) {
+        if self.unattributed.is_empty() {
+            return;
+        }
+        let mut compiled_in: CompiledIn<'_> = BTreeMap::new();
+        for product in products {
+            for (source, _, entries) in product.groups() {
+                let Some(source) = source else { continue };
+                for kernel in entries.kernels.keys() {
+                    let places = compiled_in.entry(kernel.as_str()).or_default();
+                    if !places.iter().any(|(known, _)| *known == source) {
+                        places.push((source, product));
+                    }
+                }
+            }
+        }
+        let unattributed = std::mem::take(&mut self.unattributed);
+        for (arch, entries) in unattributed {
+            let mut kept = ArchEntries {
+                flags: entries.flags.clone(),
+                kernels: BTreeMap::new(),
+            };
+            for (kernel, numbers) in entries.kernels {
+                let Some(places) = compiled_in.get(kernel.as_str()) else {
+                    kept.kernels.insert(kernel, numbers);
+                    continue;
+                };
+                let elsewhere = places
+                    .iter()
+                    .filter(|(_, product)| !product.toolchains.contains_key(&arch));
+                for (source, _) in elsewhere {
+                    self.sources
+                        .entry((*source).to_string())
+                        .or_default()
+                        .entry(arch.clone())
+                        .or_insert_with(|| ArchEntries {
+                            flags: entries.flags.clone(),
+                            kernels: BTreeMap::new(),
+                        })
+                        .kernels
+                        .entry(kernel.clone())
+                        .or_insert(numbers);
+                }
+            }
+            if !kept.kernels.is_empty() {
+                self.unattributed.insert(arch, kept);
+            }
+        }
+    }
+
+    /// Reads the baseline; `None` when the file does not exist (no regression checks). A lock
+    /// that is not exactly a baseline is refused, naming the file, the line and what is wrong.
+    pub fn load(path: &Path) -> Result<Option<Parsed>, Error> {
+        let text = match std::fs::read(path) {
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(error) => {
@@ -147,18 +385,17 @@ impl Baseline {
                 })
             }
         };
-        let baseline: Baseline =
-            serde_json::from_str(&text).map_err(|error| Error::UnreadableBaseline {
+        match parse(&text) {
+            Ok(parsed) => Ok(Some(parsed)),
+            Err(ParseError::Invalid(error)) => Err(Error::UnreadableBaseline {
                 path: path.to_path_buf(),
                 error,
-            })?;
-        if baseline.schema_version != 1 {
-            return Err(Error::UnsupportedBaselineSchema {
+            }),
+            Err(ParseError::Unsupported(schema_version)) => Err(Error::UnsupportedBaselineSchema {
                 path: path.to_path_buf(),
-                schema_version: baseline.schema_version,
-            });
+                schema_version,
+            }),
         }
-        Ok(Some(baseline))
     }
 
     /// The file's text.
@@ -169,23 +406,45 @@ impl Baseline {
     }
 }
 
-/// `OCCUPANCY_BLESS`: writes the crate's numbers (`report`, every product so far) as the
-/// package's baseline, keeping the entries of archs the build did not check.
+/// Kernel -> each source that compiles it, with the product (and so the archs) it is in.
+type CompiledIn<'a> = BTreeMap<&'a str, Vec<(&'a str, &'a Baseline)>>;
+
+/// `OCCUPANCY_BLESS`: writes every product of the run so far (each product's report and its
+/// stamp) as the package's baseline ([`Baseline::blessed`]), says what changed in one warning
+/// and returns every change since `first` (the lock as the run's first bless found it, set by
+/// that bless), for the report's `baseline_changes`.
 pub(crate) fn bless_file(
     context: &crate::context::Context,
-    report: &Report,
-    stamp: ToolchainStamp,
+    products: &[(&Report, &ToolchainStamp)],
+    first: &mut Option<Option<Baseline>>,
     cargo: &mut crate::cargo_lines::CargoLines,
-) -> Result<(), Error> {
+) -> Result<Vec<BaselineChange>, Error> {
     let path = baseline_path(context);
-    let previous = Baseline::load(&path)?;
-    let blessed = Baseline::blessed(previous, Baseline::of_report(report, &stamp));
+    let loaded = Baseline::load(&path)?;
+    let converted = loaded
+        .as_ref()
+        .is_some_and(|parsed| parsed.schema_version != SCHEMA_VERSION);
+    let previous = loaded.map(|parsed| parsed.baseline);
+    let deleted = previous
+        .as_ref()
+        .map(|previous| previous.deleted_sources(&context.manifest_dir))
+        .unwrap_or_default();
+    let current: Vec<Baseline> = products
+        .iter()
+        .map(|(report, stamp)| Baseline::of_report(report, stamp))
+        .collect();
+    let blessed = Baseline::blessed(previous.clone(), &current, &deleted);
     crate::fsutil::write_atomic(&path, blessed.to_text().as_bytes())?;
-    cargo.warning(&format!(
-        "occupancy: OCCUPANCY_BLESS is set: wrote the baseline {}",
-        crate::fsutil::display_path(&context.manifest_dir, &path)
+    let root = &context.manifest_dir;
+    let step = changes::between(previous.as_ref(), &blessed, root);
+    cargo.warning(&changes::warning_line(
+        &crate::fsutil::display_path(root, &path),
+        converted,
+        &step,
+        &crate::render::report_display_path(context),
     ));
-    Ok(())
+    let first = first.get_or_insert(previous);
+    Ok(changes::between(first.as_ref(), &blessed, root))
 }
 
 /// The package's baseline file: `baseline = ...` under `[package.metadata.occupancy]`, else
@@ -200,217 +459,7 @@ pub(crate) fn baseline_path(context: &crate::context::Context) -> std::path::Pat
     )
 }
 
-/// What comparing a build with the baseline found.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Comparison {
-    /// One line per toolchain change (`nvcc 13.0.88 -> 13.5.37 on sm_90: 12 kernels changed, 3
-    /// worse, 9 better`), to show before any finding.
-    pub toolchain_changes: Vec<String>,
-    /// `regression` and `baseline_stale` findings, with the kernel each concerns (`None` for a
-    /// whole arch).
-    pub findings: Vec<(Option<String>, Finding)>,
-}
-
-/// Compares the build (`current`, from [`Baseline::of_report`]) with the committed baseline on
-/// the archs the build checked; archs it did not check are not compared.
-pub fn compare(baseline: &Baseline, current: &Baseline) -> Comparison {
-    let mut comparison = Comparison::default();
-    let mut changed: BTreeMap<&str, KernelCounts> = BTreeMap::new();
-    for (kernel, archs) in &current.kernels {
-        for (arch, now) in archs {
-            let before = baseline
-                .kernels
-                .get(kernel)
-                .and_then(|archs| archs.get(arch));
-            let Some(before) = before else {
-                comparison.findings.push((
-                    Some(kernel.clone()),
-                    evaluate::baseline_stale(
-                        arch,
-                        format!("kernel `{kernel}` on {arch} is not in the baseline"),
-                        Vec::new(),
-                    ),
-                ));
-                continue;
-            };
-            if before == now {
-                continue;
-            }
-            let attribution = attribution(baseline, current, arch);
-            let counts = changed.entry(arch).or_default();
-            counts.changed.insert(kernel);
-            match evaluate::regression(kernel, arch, before, now) {
-                Some(mut finding) => {
-                    counts.worse.insert(kernel);
-                    finding.notes.push(attribution);
-                    comparison.findings.push((Some(kernel.clone()), finding));
-                }
-                None => comparison.findings.push((
-                    Some(kernel.clone()),
-                    evaluate::baseline_stale(
-                        arch,
-                        format!("kernel `{kernel}` is better than the baseline on {arch}"),
-                        differences(before, now),
-                    ),
-                )),
-            }
-        }
-    }
-    vanished_kernels(baseline, current, &mut comparison);
-    toolchain_changes(baseline, current, &changed, &mut comparison);
-    comparison
-}
-
-/// Kernels that changed on one arch, and which of them got worse.
-#[derive(Debug, Default)]
-struct KernelCounts<'a> {
-    changed: BTreeSet<&'a String>,
-    worse: BTreeSet<&'a String>,
-}
-
-/// `registers: 48 -> 40` for every number that differs.
-fn differences(before: &BaselineNumbers, now: &BaselineNumbers) -> Vec<String> {
-    let mut notes = Vec::new();
-    let pairs = [
-        (
-            "registers",
-            u64::from(before.registers),
-            u64::from(now.registers),
-        ),
-        (
-            "spill store bytes",
-            before.spill_store_bytes,
-            now.spill_store_bytes,
-        ),
-        (
-            "spill load bytes",
-            before.spill_load_bytes,
-            now.spill_load_bytes,
-        ),
-        (
-            "stack frame bytes",
-            before.stack_frame_bytes,
-            now.stack_frame_bytes,
-        ),
-        (
-            "static shared memory bytes",
-            before.static_smem_bytes,
-            now.static_smem_bytes,
-        ),
-    ];
-    for (what, before, now) in pairs {
-        if before != now {
-            notes.push(format!("{what}: {before} -> {now}"));
-        }
-    }
-    if (before.occupancy - now.occupancy).abs() > 1e-9 {
-        notes.push(format!(
-            "occupancy: {:.1}% -> {:.1}%",
-            before.occupancy * 100.0,
-            now.occupancy * 100.0
-        ));
-    }
-    notes
-}
-
-/// Whether a change on `arch` comes with a toolchain change, in words.
-fn attribution(baseline: &Baseline, current: &Baseline, arch: &str) -> String {
-    let now = current.toolchains.get(arch);
-    match (baseline.toolchains.get(arch), now) {
-        (Some(before), Some(now)) if before != now => format!(
-            "cause: the toolchain changed since the baseline ({}); the same source may compile differently now. Rebuild with the baseline's toolchain to tell the two apart, or bless to accept the compiler's numbers",
-            now.change_from(before)
-        ),
-        (Some(before), _) => format!(
-            "cause: the source or the declaration changed (the toolchain is the baseline's: nvcc {}, ptxas {}, the same flags)",
-            before.nvcc, before.ptxas
-        ),
-        (None, _) => "cause: unknown (the baseline does not record the toolchain it was made with; bless it to record one)".to_string(),
-    }
-}
-
-/// Baseline entries on checked archs whose kernel was not compiled.
-fn vanished_kernels(baseline: &Baseline, current: &Baseline, comparison: &mut Comparison) {
-    for (kernel, archs) in &baseline.kernels {
-        for arch in archs.keys() {
-            let checked = current.toolchains.contains_key(arch);
-            let compiled = current
-                .kernels
-                .get(kernel)
-                .is_some_and(|archs| archs.contains_key(arch));
-            if checked && !compiled {
-                comparison.findings.push((
-                    Some(kernel.clone()),
-                    evaluate::baseline_stale(
-                        arch,
-                        format!(
-                            "kernel `{kernel}` is in the baseline for {arch} but was not compiled"
-                        ),
-                        Vec::new(),
-                    ),
-                ));
-            }
-        }
-    }
-}
-
-/// The summary lines and one `baseline_stale` finding per arch whose toolchain differs.
-fn toolchain_changes(
-    baseline: &Baseline,
-    current: &Baseline,
-    changed: &BTreeMap<&str, KernelCounts<'_>>,
-    comparison: &mut Comparison,
-) {
-    // Archs with the same change are summarised together.
-    let mut by_change: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-    for (arch, now) in &current.toolchains {
-        let change = match baseline.toolchains.get(arch) {
-            Some(before) if before == now => continue,
-            Some(before) => now.change_from(before),
-            None if baseline
-                .kernels
-                .values()
-                .any(|archs| archs.contains_key(arch)) =>
-            {
-                format!(
-                    "no recorded toolchain -> nvcc {}, ptxas {}",
-                    now.nvcc, now.ptxas
-                )
-            }
-            None => continue,
-        };
-        by_change.entry(change).or_default().push(arch);
-    }
-    for (change, archs) in by_change {
-        let mut kernels_changed = BTreeSet::new();
-        let mut kernels_worse = BTreeSet::new();
-        for arch in &archs {
-            if let Some(counts) = changed.get(arch) {
-                kernels_changed.extend(counts.changed.iter().copied());
-                kernels_worse.extend(counts.worse.iter().copied());
-            }
-        }
-        let worse = kernels_worse.len();
-        let line = format!(
-            "{change} on {}: {} kernel{} changed, {worse} worse, {} better",
-            archs.join(", "),
-            kernels_changed.len(),
-            if kernels_changed.len() == 1 { "" } else { "s" },
-            kernels_changed.len() - worse
-        );
-        for arch in &archs {
-            comparison.findings.push((
-                None,
-                evaluate::baseline_stale(
-                    arch,
-                    format!("the baseline for {arch} was made with another toolchain"),
-                    vec![line.clone()],
-                ),
-            ));
-        }
-        comparison.toolchain_changes.push(line);
-    }
-}
-
+#[cfg(test)]
+mod fuzz;
 #[cfg(test)]
 mod tests;

@@ -57,26 +57,21 @@ pub(crate) struct CheckedProduct {
 /// read the SASS where it matters, evaluate every kernel, compare with the baseline, settle the
 /// expectations its findings fulfil, render. Nothing is written here: the crate view writes the
 /// crate's files from every product (`crate_view.rs`).
+/// `first_to_compare`: no other product of the build script compared with the baseline before
+/// this one (`crate_view::first_to_compare`), so this one judges what concerns the whole crate.
 pub fn check(
     context: &Context,
     toolchain: &Toolchain,
     compiled: &[CompiledSource],
     declarations: &Declarations,
+    first_to_compare: bool,
     cargo: &mut CargoLines,
 ) -> Result<CheckedProduct, Error> {
-    let mut report = for_build(context, Some(toolchain.release.clone()), None);
-    report.sources = compiled
-        .iter()
-        .map(|source| SourceFile {
-            path: display_path(&context.manifest_dir, &source.source),
-            from_cache: source.from_cache,
-            product: None,
-        })
-        .collect();
+    let mut report = product_report(context, toolchain, compiled);
     require_reasons(context, declarations)?;
     let (kernels, _) = parse_compiled(compiled, context)?;
     let levels = Levels::read(context)?;
-    let baseline = BaselineFile::load(context, cargo)?;
+    let baseline = BaselineFile::load(context, first_to_compare, cargo)?;
     let matching = match_declarations(&kernels, declarations)?;
     let tables = KernelTables::of(&context.settings);
     check_table_ambiguity(&tables, &kernels, &matching, declarations)?;
@@ -113,6 +108,7 @@ pub fn check(
     let mut toolchain_changes = Vec::new();
     if let (Some(stamp), false) = (&stamp, context.bless) {
         let (found, changes) = baseline.compare(
+            context,
             &report,
             stamp,
             &kernels,
@@ -137,6 +133,21 @@ pub fn check(
         bless_stamp: stamp.filter(|_| context.bless),
         unchecked: None,
     })
+}
+
+/// The product's report before its kernels: the build's fields and its compiled sources (the
+/// names the baseline groups its entries by).
+fn product_report(context: &Context, toolchain: &Toolchain, compiled: &[CompiledSource]) -> Report {
+    let mut report = for_build(context, Some(toolchain.release.clone()), None);
+    report.sources = compiled
+        .iter()
+        .map(|source| SourceFile {
+            path: display_path(&context.manifest_dir, &source.source),
+            from_cache: source.from_cache,
+            product: None,
+        })
+        .collect();
+    report
 }
 
 /// The frame of an accepted spill is accepted too: a `stack_frame` finding on an arch where the
@@ -226,17 +237,43 @@ fn require_reasons(context: &Context, declarations: &Declarations) -> Result<(),
 /// The package's baseline file (`occupancy.lock`, or `baseline = ...`) and what it holds.
 struct BaselineFile {
     baseline: Option<Baseline>,
+    /// Its sources whose file no longer exists, judged by the first product that compares.
+    deleted: BTreeSet<String>,
 }
 
 impl BaselineFile {
-    /// Loaded when blessing too: blessing keeps the entries of archs this build did not check.
-    fn load(context: &Context, cargo: &mut CargoLines) -> Result<BaselineFile, Error> {
+    /// Loaded when blessing too: a lock that cannot be read is refused before anything is
+    /// written. The first product to compare says once that a schema-1 lock is converted, and
+    /// judges the entries of deleted sources.
+    fn load(context: &Context, first: bool, cargo: &mut CargoLines) -> Result<BaselineFile, Error> {
         let path = crate::baseline::baseline_path(context);
-        let baseline = Baseline::load(&path)?;
+        let parsed = Baseline::load(&path)?;
         if path.exists() {
             cargo.rerun_if_changed(&path);
         }
-        Ok(BaselineFile { baseline })
+        let Some(parsed) = parsed else {
+            return Ok(BaselineFile {
+                baseline: None,
+                deleted: BTreeSet::new(),
+            });
+        };
+        // Blessing, the bless's own line says the file was rewritten.
+        if first && !context.bless && parsed.schema_version != crate::baseline::SCHEMA_VERSION {
+            cargo.warning(&format!(
+                "occupancy: the baseline {} is schema {}: its entries, which name no source, are compared by kernel name; the next `OCCUPANCY_BLESS=1 cargo build` rewrites it as schema {}",
+                display_path(&context.manifest_dir, &path),
+                parsed.schema_version,
+                crate::baseline::SCHEMA_VERSION
+            ));
+        }
+        let deleted = match first && !context.bless {
+            true => parsed.baseline.deleted_sources(&context.manifest_dir),
+            false => BTreeSet::new(),
+        };
+        Ok(BaselineFile {
+            baseline: Some(parsed.baseline),
+            deleted,
+        })
     }
 
     /// The regressions against the baseline, and the toolchain changes since it (said as
@@ -244,6 +281,7 @@ impl BaselineFile {
     #[allow(clippy::too_many_arguments)]
     fn compare(
         &self,
+        context: &Context,
         report: &Report,
         stamp: &ToolchainStamp,
         kernels: &[CompiledKernel<'_>],
@@ -255,7 +293,8 @@ impl BaselineFile {
         let Some(baseline) = &self.baseline else {
             return (Vec::new(), Vec::new());
         };
-        let comparison = crate::baseline::compare(baseline, &Baseline::of_report(report, stamp));
+        let comparison =
+            crate::baseline::compare(baseline, &Baseline::of_report(report, stamp), &self.deleted);
         let mut changes = Vec::new();
         for line in &comparison.toolchain_changes {
             cargo.warning(&format!(
@@ -265,7 +304,14 @@ impl BaselineFile {
                 "note: the toolchain changed since the baseline: {line}\n"
             ));
         }
-        let found = baseline_findings(comparison.findings, kernels, matching, declarations, levels);
+        let found = baseline_findings(
+            context,
+            comparison.findings,
+            kernels,
+            matching,
+            declarations,
+            levels,
+        );
         (found, changes)
     }
 }
@@ -558,20 +604,30 @@ fn undeclared_findings(
 }
 
 /// The baseline's `regression` and `baseline_stale` findings, leveled like the kernel's others
-/// (an arch-wide finding, about another toolchain, concerns no kernel: an empty name).
+/// (an arch-wide finding, about another toolchain, concerns no kernel: an empty name). A finding
+/// goes to the declaration of the kernel of its name compiled from its source (two sources may
+/// each define a kernel of one name), else of its name.
 fn baseline_findings(
-    findings: Vec<(Option<String>, evaluate::Finding)>,
+    context: &Context,
+    findings: Vec<(Option<crate::baseline::KernelAt>, evaluate::Finding)>,
     kernels: &[CompiledKernel<'_>],
     matching: &Matching,
     declarations: &Declarations,
     levels: &Levels,
 ) -> Vec<Gathered> {
     let mut gathered = Vec::new();
-    for (kernel_name, finding) in findings {
-        let kernel_name = kernel_name.unwrap_or_default();
-        let declaration = kernels
+    for (at, finding) in findings {
+        let (source, kernel_name) = at.map_or((None, String::new()), |at| (at.source, at.kernel));
+        let from_source = |kernel: &&CompiledKernel<'_>| {
+            source.as_deref()
+                == Some(display_path(&context.manifest_dir, &kernel.source.source).as_str())
+        };
+        let named = |kernel: &&CompiledKernel<'_>| kernel.name == kernel_name;
+        let index = kernels
             .iter()
-            .position(|kernel| kernel.name == kernel_name)
+            .position(|kernel| named(&kernel) && from_source(&kernel))
+            .or_else(|| kernels.iter().position(|kernel| named(&kernel)));
+        let declaration = index
             .and_then(|index| matching.by_kernel.get(&index).copied())
             .or_else(|| {
                 declarations

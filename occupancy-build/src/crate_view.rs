@@ -4,8 +4,9 @@
 //! loading with one `Build` and a static library for FFI with another. Each `Build` records the
 //! product it compiled and checked here ([`record`]); after each, the crate's files are written
 //! from every product recorded so far in this process ([`CrateView::write`]): one report, one
-//! facts file, one PTX module, one baseline. A rerun of the same product (a test building a
-//! package twice in one process) replaces the earlier record.
+//! facts file, one PTX module, one baseline (each product's entries blessed with its own stamp,
+//! `Baseline::blessed`; the report lists every change of the run's blesses). A rerun of the
+//! same product (a test building a package twice in one process) replaces the earlier record.
 //!
 //! Whether a declaration matched a kernel, and whether an `expect(...)` was fulfilled, are
 //! questions about every product, and a `Build` cannot know whether a later one compiles the
@@ -20,9 +21,9 @@ use std::sync::Mutex;
 use occupancy_core::facts::SettledFinding;
 use occupancy_core::lint::evaluate;
 use occupancy_core::lint::{Level, LintId};
-use occupancy_core::report::{Finding, Location, Report};
+use occupancy_core::report::{BaselineChange, Finding, Location, Report};
 
-use crate::baseline::ToolchainStamp;
+use crate::baseline::{Baseline, ToolchainStamp};
 use crate::compile::Product;
 use crate::context::Context;
 use crate::declarations::{Declarations, Declared};
@@ -96,29 +97,70 @@ pub(crate) struct RecordedProduct {
     pub(crate) unchecked: Option<String>,
 }
 
+/// What this process recorded for one `OUT_DIR`.
+#[derive(Debug, Default)]
+struct View {
+    products: Vec<RecordedProduct>,
+    /// The baseline as the first bless of this run found it (`Some(None)`: no file), so the
+    /// report lists every change of the run's blesses.
+    lock_before_bless: Option<Option<Baseline>>,
+}
+
 /// Every product recorded in this process, by the `OUT_DIR` whose files they share.
-static VIEWS: Mutex<BTreeMap<PathBuf, Vec<RecordedProduct>>> = Mutex::new(BTreeMap::new());
+static VIEWS: Mutex<BTreeMap<PathBuf, View>> = Mutex::new(BTreeMap::new());
+
+fn views() -> std::sync::MutexGuard<'static, BTreeMap<PathBuf, View>> {
+    VIEWS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// The products recorded so far for `context`'s `OUT_DIR`.
 fn recorded(context: &Context) -> Vec<RecordedProduct> {
-    let views = VIEWS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    views.get(&context.out_dir).cloned().unwrap_or_default()
+    views()
+        .get(&context.out_dir)
+        .map(|view| view.products.clone())
+        .unwrap_or_default()
 }
 
 /// Records a product (replacing an earlier record of the same product) and returns the crate
 /// view with it.
 pub(crate) fn record(context: &Context, product: RecordedProduct) -> CrateView {
-    let mut views = VIEWS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let products = views.entry(context.out_dir.clone()).or_default();
+    let mut views = views();
+    let products = &mut views.entry(context.out_dir.clone()).or_default().products;
     products.retain(|earlier| !earlier.key.same_product(&product.key));
     products.push(product);
     CrateView {
         products: products.clone(),
     }
+}
+
+/// Whether the product `key` is the first of this run to compare with the baseline (no other
+/// checked product was recorded before it): it judges what concerns the whole crate once, the
+/// entries of sources that no longer exist, and says once that a lock is of an older schema.
+pub(crate) fn first_to_compare(context: &Context, key: &ProductKey) -> bool {
+    !recorded(context)
+        .iter()
+        .any(|product| !product.key.same_product(key) && product.unchecked.is_none())
+}
+
+/// Blesses every product recorded so far that was checked while blessing, each with its own
+/// stamp; returns every change of this run's blesses, for the report.
+fn bless(
+    context: &Context,
+    products: &[RecordedProduct],
+    cargo: &mut crate::cargo_lines::CargoLines,
+) -> Result<Vec<BaselineChange>, Error> {
+    let blessed: Vec<(&Report, &ToolchainStamp)> = products
+        .iter()
+        .filter_map(|product| Some((&product.report, product.bless_stamp.as_ref()?)))
+        .collect();
+    if blessed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut views = views();
+    let view = views.entry(context.out_dir.clone()).or_default();
+    crate::baseline::bless_file(context, &blessed, &mut view.lock_before_bless, cargo)
 }
 
 /// The PTX module entries of the other PTX products recorded for this `OUT_DIR`: a source of
@@ -422,19 +464,13 @@ impl CrateView {
         cargo: &mut crate::cargo_lines::CargoLines,
     ) -> Result<(Report, Vec<Settled>), Error> {
         let settled = self.settle(levels, context);
-        let report = self.report(context, &settled);
+        let mut report = self.report(context, &settled);
         let module = self.ptx_module();
         if !module.is_empty() {
             crate::products::write_module(&context.out_dir, &module)?;
         }
         if context.bless {
-            let mut stamps = self
-                .products
-                .iter()
-                .filter_map(|product| product.bless_stamp.as_ref());
-            if let Some(stamp) = stamps.next_back() {
-                crate::baseline::bless_file(context, &report, stamp.clone(), cargo)?;
-            }
+            report.baseline_changes = bless(context, &self.products, cargo)?;
         }
         crate::report::write_reports(context, &report)?;
         crate::facts::write(context, &self.facts(&report, &settled))?;

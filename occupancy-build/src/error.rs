@@ -206,9 +206,11 @@ pub enum Error {
         /// How many kernels the build compiled.
         compiled_kernels: usize,
     },
-    /// The baseline file is not valid JSON of a baseline.
+    /// The baseline file is not exactly a baseline: not JSON, an unknown or repeated key, a
+    /// value out of range. `error` names the line and column and what is wrong.
     #[error(
-        "occupancy-build: the baseline {} is not readable ({error}); fix it, or delete it and regenerate it with OCCUPANCY_BLESS=1",
+        "occupancy-build: the baseline {} is not a valid baseline: {error}. A bless never writes this, and a lock that is not exactly well-formed is not read with a guess: correct that line, or restore the committed file (`git checkout -- {}`); a bless refuses this file too. To regenerate it from the code instead, remove it and run `OCCUPANCY_BLESS=1 cargo build` (the numbers it held are then forgotten: no regression is found against them)",
+        path.display(),
         path.display()
     )]
     UnreadableBaseline {
@@ -218,8 +220,9 @@ pub enum Error {
     },
     /// The baseline file has a schema this version does not read.
     #[error(
-        "occupancy-build: the baseline {} has schema_version {schema_version}, this occupancy-build reads 1; delete it and regenerate it with OCCUPANCY_BLESS=1",
-        path.display()
+        "occupancy-build: the baseline {} has schema_version {schema_version}; this occupancy-build reads schema 1 and 2 and writes 2. {}",
+        path.display(),
+        schema_hint(*schema_version)
     )]
     UnsupportedBaselineSchema { path: PathBuf, schema_version: u32 },
     /// `[package.metadata.occupancy]` / `[workspace.metadata.occupancy]` could not be read or
@@ -289,6 +292,16 @@ fn not_built<'a>(declared: &'a BTreeSet<String>, built: &[String]) -> Vec<&'a St
         .iter()
         .filter(|arch| !built.contains(arch))
         .collect()
+}
+
+/// What to do with a lock of another schema: a newer one is read by the occupancy-build that
+/// wrote it; regenerating it forgets its numbers.
+fn schema_hint(schema_version: u32) -> &'static str {
+    if schema_version > crate::baseline::SCHEMA_VERSION {
+        "A newer occupancy-build wrote it: build with that version (update `occupancy-build` in Cargo.toml), or, to stay on this one, remove the file and regenerate it with `OCCUPANCY_BLESS=1 cargo build` (its numbers are then forgotten)"
+    } else {
+        "No occupancy-build writes that schema: restore the committed file, or remove it and regenerate it with `OCCUPANCY_BLESS=1 cargo build` (its numbers are then forgotten)"
+    }
 }
 
 /// `: did you mean ...?` when names are close, else how many kernels there are.

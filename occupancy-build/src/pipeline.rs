@@ -89,7 +89,8 @@ pub fn run(
         }
     }
     let checked = if context.check && context.skip_reason.is_none() {
-        crate::check::check(context, &toolchain, &compiled, &declarations, cargo)?
+        let first = crate_view::first_to_compare(context, &key);
+        crate::check::check(context, &toolchain, &compiled, &declarations, first, cargo)?
     } else {
         unchecked_product(context, &toolchain, cargo)
     };

@@ -76,15 +76,23 @@ fn blessing_one_arch_keeps_the_others_and_their_regressions_still_fail() {
         &fixture.cargo_build(&[("OCCUPANCY_ARCHS", "sm_80,sm_90"), ("OCCUPANCY_BLESS", "1")]),
     );
     let both = fixture.lock();
-    assert!(both["kernels"]["reduce"]["sm_90"].is_object(), "{both}");
+    let reduce = "kernels/reduce.cu";
+    assert!(
+        both["sources"][reduce]["sm_90"]["kernels"]["reduce"].is_object(),
+        "{both}"
+    );
+    assert!(
+        both["sources"][reduce]["sm_80"]["kernels"]["reduce"].is_object(),
+        "{both}"
+    );
     assert_eq!(both["toolchains"]["sm_90"]["nvcc"], "13.0.88", "{both}");
 
     // The case: an sm_80-only bless must keep sm_90's entry as it was.
     assert_success(&fixture.cargo_build(&[("OCCUPANCY_ARCHS", "sm_80"), ("OCCUPANCY_BLESS", "1")]));
     let after = fixture.lock();
     assert_eq!(
-        after["kernels"]["reduce"]["sm_90"],
-        both["kernels"]["reduce"]["sm_90"]
+        after["sources"][reduce]["sm_90"],
+        both["sources"][reduce]["sm_90"]
     );
     assert_eq!(after["toolchains"]["sm_90"], both["toolchains"]["sm_90"]);
 

@@ -632,3 +632,264 @@ fn two_builds_of_one_crate_are_checked_as_one_crate() {
         "{stderr}"
     );
 }
+
+/// The library kernel `moe_gemm` with eight loads in flight: more registers (24 -> 28 on
+/// sm_80, 30 on sm_90 with nvcc 13.0), no spill, the same occupancy at its block of 128.
+const MOE_WITH_MORE_REGISTERS: &str = "    float acc[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) acc[k] = x[(i + k * 977) % n];
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) s += acc[k] * acc[7 - k];
+    y[i] = s * (float)(e + 1);";
+
+impl Fixture {
+    fn lock(&self) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(self.dir.join("occupancy.lock")).unwrap())
+            .unwrap()
+    }
+
+    /// The `cargo:warning` lines of the last build script run that start with `prefix`.
+    fn warnings_starting(&self, prefix: &str) -> Vec<String> {
+        self.build_script_output()
+            .lines()
+            .filter_map(|line| line.strip_prefix("cargo:warning="))
+            .filter(|line| line.starts_with(prefix))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The report's `baseline_changes`: (change, source, kernel, arch).
+    fn baseline_changes(&self) -> Vec<(String, String, String, String)> {
+        let report = self.report();
+        let field = |change: &serde_json::Value, key: &str| {
+            change[key].as_str().unwrap_or_default().to_string()
+        };
+        report["baseline_changes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|change| {
+                (
+                    field(change, "change"),
+                    field(change, "source"),
+                    field(change, "kernel"),
+                    field(change, "arch"),
+                )
+            })
+            .collect()
+    }
+}
+
+/// The schema-1 lock the previous occupancy-build wrote for the same numbers: one stamp per
+/// arch (with its flags), kernels by name without their source.
+fn schema_1_of(lock: &serde_json::Value) -> serde_json::Value {
+    let mut toolchains = serde_json::Map::new();
+    let mut kernels = serde_json::Map::new();
+    for archs in lock["sources"].as_object().unwrap().values() {
+        for (arch, entries) in archs.as_object().unwrap() {
+            let mut stamp = lock["toolchains"][arch].clone();
+            stamp["flags"] = entries["flags"].clone();
+            toolchains.insert(arch.clone(), stamp);
+            for (kernel, numbers) in entries["kernels"].as_object().unwrap() {
+                let kernel = kernels
+                    .entry(kernel.clone())
+                    .or_insert_with(|| serde_json::json!({}));
+                kernel[arch] = numbers.clone();
+            }
+        }
+    }
+    serde_json::json!({ "schema_version": 1, "toolchains": toolchains, "kernels": kernels })
+}
+
+const BLESS: [(&str, &str); 1] = [("OCCUPANCY_BLESS", "1")];
+const DENY_STALE: [(&str, &str); 1] = [("OCCUPANCY_LINT_BASELINE_STALE", "deny")];
+
+/// candle's shape (PTX and a static library, two `Build`s) has one `occupancy.lock`: each
+/// product is judged on its own sources, each bless keeps the other's entries and lists what
+/// it changed, the previous version's lock is read, a deleted source is said once.
+#[test]
+fn a_crate_of_two_products_has_one_baseline_that_judges_each() {
+    let fixture = Fixture::new("products", "lock-products");
+    blessing_two_products_adds_each_once_and_stays_green(&fixture);
+    let lock = a_library_regression_is_the_library_kernels_alone(&fixture);
+    a_schema_1_lock_is_read_and_rewritten_as_it_was(&fixture, &lock);
+    a_deleted_source_is_said_once_and_removed(&fixture);
+}
+
+fn blessing_two_products_adds_each_once_and_stays_green(fixture: &Fixture) {
+    assert_success(&fixture.cargo_build(&BLESS));
+    let lock = fixture.lock();
+    assert_eq!(lock["schema_version"], 2, "{lock}");
+    let sources: Vec<&String> = lock["sources"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        sources,
+        [
+            "kernels/lib/mmvq.cu",
+            "kernels/lib/moe.cu",
+            "kernels/ptx/affine.cu",
+            "kernels/ptx/copy.cu"
+        ],
+        "{lock}"
+    );
+    assert_eq!(
+        lock["sources"]["kernels/lib/moe.cu"]["sm_90"]["flags"],
+        serde_json::json!(["-O3"])
+    );
+    // Each Build's bless adds its own entries and removes none of the other's.
+    let blessed = fixture.warnings_starting("occupancy: OCCUPANCY_BLESS is set");
+    assert_eq!(blessed.len(), 2, "{blessed:?}");
+    assert!(
+        blessed[0].contains(": 8 added, 0 changed, 0 removed")
+            && blessed[1].contains(": 6 added, 0 changed, 0 removed"),
+        "{blessed:?}"
+    );
+    let changes = fixture.baseline_changes();
+    assert_eq!(changes.len(), 14, "{changes:?}");
+    assert!(changes.iter().all(|(change, ..)| change == "added"));
+
+    // The baseline equals what both products compile to: nothing is stale, even denied.
+    let output = fixture.cargo_build(&DENY_STALE);
+    assert_success(&output);
+    assert!(ran_build_script(&output));
+    assert!(
+        !text(&output).contains("baseline_stale"),
+        "{}",
+        text(&output)
+    );
+}
+
+/// Returns the lock blessed with the library's new numbers.
+fn a_library_regression_is_the_library_kernels_alone(fixture: &Fixture) -> serde_json::Value {
+    // A library kernel uses more registers: a regression at its declaration, nothing else.
+    fixture.edit(
+        "kernels/lib/moe.cu",
+        "    y[i] = x[i] * (float)(e + 1);",
+        MOE_WITH_MORE_REGISTERS,
+    );
+    let output = fixture.cargo_build(&DENY_STALE);
+    assert!(!output.status.success(), "{}", text(&output));
+    let stderr = build_script_stderr(&output, &fixture);
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.starts_with("error["))
+        .collect();
+    // One error per declaration and lint, the other arch in a note.
+    assert_eq!(
+        errors,
+        ["error[regression]: kernel `moe_gemm` is worse than the baseline on sm_80"],
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("also: kernel `moe_gemm` is worse than the baseline on sm_90"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches(" --> src/lib.rs:19:5").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("cause: the source or the declaration changed"),
+        "{stderr}"
+    );
+
+    // Blessing accepts it, and lists the two entries it changed.
+    assert_success(&fixture.cargo_build(&BLESS));
+    let blessed = fixture.warnings_starting("occupancy: OCCUPANCY_BLESS is set");
+    assert!(
+        blessed[0].ends_with(": no entry changed")
+            && blessed[1].contains(": 0 added, 2 changed, 0 removed (changed: `moe_gemm` on sm_80 in kernels/lib/moe.cu (registers: 24 -> "),
+        "{blessed:?}"
+    );
+    let changed = |arch: &str| {
+        (
+            "changed".to_string(),
+            "kernels/lib/moe.cu".to_string(),
+            "moe_gemm".to_string(),
+            arch.to_string(),
+        )
+    };
+    assert_eq!(
+        fixture.baseline_changes(),
+        [changed("sm_80"), changed("sm_90")]
+    );
+    fixture.lock()
+}
+
+fn a_schema_1_lock_is_read_and_rewritten_as_it_was(fixture: &Fixture, lock: &serde_json::Value) {
+    // The lock the previous version wrote is read: compared by name, said once.
+    let schema_1 = serde_json::to_string_pretty(&schema_1_of(lock)).unwrap();
+    std::fs::write(fixture.dir.join("occupancy.lock"), schema_1).unwrap();
+    let output = fixture.cargo_build(&DENY_STALE);
+    assert_success(&output);
+    assert!(ran_build_script(&output));
+    let said = fixture.warnings_starting("occupancy: the baseline occupancy.lock is schema 1");
+    assert_eq!(said.len(), 1, "{}", text(&output));
+    assert!(
+        said[0].ends_with("are compared by kernel name; the next `OCCUPANCY_BLESS=1 cargo build` rewrites it as schema 2"),
+        "{said:?}"
+    );
+    assert!(
+        !text(&output).contains("baseline_stale"),
+        "{}",
+        text(&output)
+    );
+
+    // A bless rewrites it as schema 2: every entry under its source again, as before.
+    assert_success(&fixture.cargo_build(&BLESS));
+    assert_eq!(&fixture.lock(), lock);
+    assert!(
+        fixture
+            .warnings_starting("occupancy: the baseline occupancy.lock is schema 1")
+            .is_empty(),
+        "the bless's own line says it"
+    );
+    let blessed = fixture.warnings_starting("occupancy: OCCUPANCY_BLESS is set");
+    assert!(
+        blessed[0].contains("(a schema-1 baseline, rewritten as schema 2): 0 added, 0 changed, 0 removed, 8 attributed")
+            && blessed[1].contains(": 0 added, 0 changed, 0 removed, 6 attributed"),
+        "{blessed:?}"
+    );
+}
+
+fn a_deleted_source_is_said_once_and_removed(fixture: &Fixture) {
+    // A source deleted with its Build's line: its entries are stale, said once for the run (by
+    // the PTX Build, the first to compare), and the next bless removes them, naming why.
+    std::fs::remove_file(fixture.dir.join("kernels/lib/mmvq.cu")).unwrap();
+    fixture.edit("build.rs", ", \"kernels/lib/mmvq.cu\"", "");
+    let output = fixture.cargo_build(&[]);
+    assert_success(&output);
+    let stale: Vec<String> = fixture.report()["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|finding| finding["lint"] == "baseline_stale")
+        .map(|finding| finding["message"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(stale.len(), 4, "{stale:?}");
+    assert!(
+        stale
+            .iter()
+            .all(|message| message.ends_with("but its source kernels/lib/mmvq.cu no longer exists")),
+        "{stale:?}"
+    );
+    assert_eq!(
+        fixture
+            .warnings_starting("occupancy: warning[baseline_stale]")
+            .len(),
+        1,
+        "{}",
+        text(&output)
+    );
+    assert_success(&fixture.cargo_build(&BLESS));
+    let blessed = fixture.warnings_starting("occupancy: OCCUPANCY_BLESS is set");
+    assert!(
+        blessed[0].contains(": 0 added, 0 changed, 4 removed (removed: `_Z13mul_mat_vec_qILi1EEvPKfS1_Pfi` on sm_80 in kernels/lib/mmvq.cu (its source kernels/lib/mmvq.cu no longer exists)")
+            && blessed[1].ends_with(": no entry changed"),
+        "{blessed:?}"
+    );
+    assert!(fixture.lock()["sources"]
+        .get("kernels/lib/mmvq.cu")
+        .is_none());
+}

@@ -33,8 +33,8 @@ pub use html::render_html;
 pub use index::{FindingIndex, RowIndex};
 pub use markdown::render_markdown;
 pub use model::{
-    readable_kernel_name, Finding, Headroom, KernelRow, Location, LocationKind, ReadError, Report,
-    SourceFile, SCHEMA_VERSION,
+    readable_kernel_name, BaselineChange, BaselineChangeKind, Finding, Headroom, KernelRow,
+    Location, LocationKind, ReadError, Report, SourceFile, SCHEMA_VERSION,
 };
 pub use query::{parse_sort_key, Column, Query, UnknownColumn};
 pub use sarif::{render_sarif, sarif_result};

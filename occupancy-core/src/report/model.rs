@@ -52,6 +52,11 @@ pub struct Report {
     /// The findings: `check` keeps allowed ones (renderers decide what to show); a build's
     /// report keeps warn and deny ones.
     pub findings: Vec<Finding>,
+    /// What an `OCCUPANCY_BLESS=1` build changed in the baseline (`occupancy.lock`): every entry
+    /// it added, changed, removed, attributed to its source or restamped, since the build
+    /// script's first bless in this run; absent when the build did not bless or changed nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub baseline_changes: Vec<BaselineChange>,
 }
 
 impl Default for Report {
@@ -67,6 +72,7 @@ impl Default for Report {
             sources: Vec::new(),
             kernels: Vec::new(),
             findings: Vec::new(),
+            baseline_changes: Vec::new(),
         }
     }
 }
@@ -82,6 +88,63 @@ pub struct SourceFile {
     /// script made several.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub product: Option<String>,
+}
+
+/// One entry of the baseline (a kernel's numbers on one arch, from one compiled source) that a
+/// bless added, changed or removed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineChange {
+    /// What happened to the entry.
+    pub change: BaselineChangeKind,
+    /// The compiled source the entry is under, as the report's `sources` name it; absent for an
+    /// entry of a schema-1 baseline, which did not record sources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The kernel's symbol.
+    pub kernel: String,
+    /// The architecture.
+    pub arch: String,
+    /// The numbers before (absent for an added entry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<crate::lint::evaluate::BaselineNumbers>,
+    /// The numbers after (absent for a removed entry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<crate::lint::evaluate::BaselineNumbers>,
+    /// What differs, one item each (`registers: 24 -> 40`, `flags [-O3] -> [-O2]`), or why an
+    /// entry was removed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// What a bless did to one baseline entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BaselineChangeKind {
+    /// A kernel, source or arch the baseline did not have.
+    Added,
+    /// Other numbers.
+    Changed,
+    /// Gone from the baseline: its kernel is no longer compiled on a rebuilt arch, or its source
+    /// no longer exists.
+    Removed,
+    /// A schema-1 entry moved under the source that compiles its kernel now (its numbers as
+    /// they were, or the new ones on a rebuilt arch).
+    Attributed,
+    /// The same numbers, made with another toolchain or other flags.
+    Restamped,
+}
+
+impl BaselineChangeKind {
+    /// `added`, `changed`, ...: as the report writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BaselineChangeKind::Added => "added",
+            BaselineChangeKind::Changed => "changed",
+            BaselineChangeKind::Removed => "removed",
+            BaselineChangeKind::Attributed => "attributed",
+            BaselineChangeKind::Restamped => "restamped",
+        }
+    }
 }
 
 /// A report file whose schema this version cannot read.

@@ -7,7 +7,7 @@
 use crate::arch::{self, ArchFacts};
 use crate::calc::Limiter;
 
-use super::model::{Finding, KernelRow, Report};
+use super::model::{BaselineChange, Finding, KernelRow, Report};
 
 /// The most named barriers a block can use on any architecture (ptxas's `bar` ids 0..=15).
 pub const MAX_BARRIERS_PER_BLOCK: u32 = 16;
@@ -53,6 +53,20 @@ pub fn validate(report: &Report) -> Result<(), InvalidValue> {
             problem,
         })?;
     }
+    for (index, change) in report.baseline_changes.iter().enumerate() {
+        validate_change(change).map_err(|(key, problem)| InvalidValue {
+            place: format!("baseline_changes[{index}].{key}"),
+            problem,
+        })?;
+    }
+    Ok(())
+}
+
+fn validate_change(change: &BaselineChange) -> Result<(), (&'static str, String)> {
+    if change.kernel.is_empty() {
+        return Err(("kernel", "empty; every entry names its kernel".to_string()));
+    }
+    known_arch(&change.arch).map_err(|problem| ("arch", problem))?;
     Ok(())
 }
 
