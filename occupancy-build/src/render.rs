@@ -27,7 +27,7 @@ pub(crate) fn render_findings(
     report: &mut Report,
     cargo: &mut CargoLines,
 ) -> Vec<String> {
-    let rows = RowLookup::new(report);
+    let rows = RowLookup::new(report, gathered.iter().map(|found| found.kernel.as_str()));
     let findings: Vec<Finding> = gathered
         .iter()
         .map(|gathered| {
@@ -64,7 +64,8 @@ pub(crate) fn render_findings(
 /// defined, the PTX each arch's SASS came from, and how bad a finding about it is.
 struct RowLookup<'r> {
     rows: HashMap<(&'r str, &'r str), &'r KernelRow>,
-    readable: HashMap<&'r str, &'r str>,
+    /// By symbol; a kernel without a row (a baseline entry no longer compiled) demangled.
+    readable: HashMap<String, String>,
     /// Where each kernel is defined, by symbol.
     sources: BTreeMap<&'r str, Location>,
     /// The same, by readable name (what summaries list).
@@ -72,7 +73,7 @@ struct RowLookup<'r> {
 }
 
 impl<'r> RowLookup<'r> {
-    fn new(report: &'r Report) -> RowLookup<'r> {
+    fn new<'k>(report: &'r Report, kernels: impl Iterator<Item = &'k str>) -> RowLookup<'r> {
         let mut lookup = RowLookup {
             rows: HashMap::new(),
             readable: HashMap::new(),
@@ -85,7 +86,7 @@ impl<'r> RowLookup<'r> {
                 .insert((row.name.as_str(), row.arch.as_str()), row);
             lookup
                 .readable
-                .insert(row.name.as_str(), row.readable_name());
+                .insert(row.name.clone(), row.readable_name().to_string());
             if let Some(source) = &row.source {
                 lookup.sources.insert(row.name.as_str(), source.clone());
                 lookup
@@ -93,12 +94,22 @@ impl<'r> RowLookup<'r> {
                     .insert(row.readable_name(), source.clone());
             }
         }
+        for kernel in kernels {
+            if !lookup.readable.contains_key(kernel) {
+                if let Some(demangled) = occupancy_core::ptxas::demangle(kernel) {
+                    let readable = occupancy_core::report::readable_kernel_name(&demangled);
+                    lookup
+                        .readable
+                        .insert(kernel.to_string(), readable.to_string());
+                }
+            }
+        }
         lookup
     }
 
     /// The name people read for a kernel symbol.
     fn readable<'a>(&'a self, kernel: &'a str) -> &'a str {
-        self.readable.get(kernel).copied().unwrap_or(kernel)
+        self.readable.get(kernel).map_or(kernel, String::as_str)
     }
 
     /// The finding's text with the kernel's readable name (the symbol stays in `kernel`), and

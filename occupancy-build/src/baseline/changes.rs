@@ -230,7 +230,13 @@ pub fn warning_line(
 
 /// `` `moe_gemm` on sm_90 in kernels/lib/moe.cu (registers: 24 -> 40) ``.
 fn describe(change: &BaselineChange) -> String {
-    let mut text = format!("`{}` on {}", change.kernel, change.arch);
+    // The kernel as written in C++ (`mul_mat_vec_q<1>`); the report's change keeps the symbol.
+    let demangled = occupancy_core::ptxas::demangle(&change.kernel);
+    let name = demangled.as_deref().map_or(
+        change.kernel.as_str(),
+        occupancy_core::report::readable_kernel_name,
+    );
+    let mut text = format!("`{name}` on {}", change.arch);
     if let Some(source) = &change.source {
         text.push_str(&format!(" in {source}"));
     }
