@@ -44,6 +44,7 @@ impl Build {
             .out_dir
             .clone()
             .ok_or(Error::SourceCheckWithoutOutDir)?;
+        let out_dir = std::path::absolute(&out_dir).unwrap_or(out_dir);
         let manifest_dir = self
             .manifest_dir
             .clone()
@@ -145,20 +146,23 @@ impl Build {
         }
     }
 
-    /// A directory the builder names, else the variable cargo sets for build scripts.
+    /// A directory the builder names, else the variable cargo sets for build scripts; made
+    /// absolute against the current directory here, once: tools run in other directories.
     fn dir_setting(
         &self,
         given: &Option<PathBuf>,
         variable: &'static str,
         method: &'static str,
     ) -> Result<PathBuf, Error> {
-        if let Some(dir) = given {
-            return Ok(dir.clone());
-        }
-        self.env
-            .get(variable)
-            .map(PathBuf::from)
-            .ok_or(Error::DirectoryNotSet { variable, method })
+        let dir = match given {
+            Some(dir) => dir.clone(),
+            None => self
+                .env
+                .get(variable)
+                .map(PathBuf::from)
+                .ok_or(Error::DirectoryNotSet { variable, method })?,
+        };
+        Ok(std::path::absolute(&dir).unwrap_or(dir))
     }
 
     /// The target archs plus the GPUs the shipped PTX must also run on (`.jit_arch(...)`, else
@@ -370,6 +374,17 @@ mod tests {
             ),
             "{error:?}"
         );
+    }
+
+    #[test]
+    fn relative_directories_are_made_absolute_once() {
+        // The SASS stage runs cuobjdump in a work directory of its own: a relative OUT_DIR
+        // named a file that was not there.
+        let mut build = Build::new();
+        build.out_dir("target/some-out");
+        let dir = build.dir_setting(&build.out_dir, "OUT_DIR", "out_dir").unwrap();
+        assert!(dir.is_absolute(), "{}", dir.display());
+        assert!(dir.ends_with("target/some-out"), "{}", dir.display());
     }
 
     #[test]
