@@ -241,6 +241,51 @@ pub fn write_library(
         .iter()
         .filter_map(|source| source.binary.as_ref())
         .collect();
+    let library = context.out_dir.join(format!("lib{name}.a"));
+    let record = archive_record(&library, &objects);
+    let recorded_path = context.out_dir.join(format!("lib{name}.a.inputs"));
+    let current = record.is_some() && std::fs::read_to_string(&recorded_path).ok() == record;
+    if !current {
+        archive(context, &objects, name)?;
+        if let Some(record) = archive_record(&library, &objects) {
+            // Best effort: without it the next run archives again.
+            let _ = crate::fsutil::write_atomic(&recorded_path, record.as_bytes());
+        }
+    }
+    link_lines(context, toolchain, name, cargo);
+    Ok(library)
+}
+
+/// What the archive was made of, and the archive as it was written: each object's path, size
+/// and modification time (objects live in the compile cache under their content's key, so the
+/// list names their content), then the archive's. Equal records mean the archive is current:
+/// a rerun after a Rust-only edit does not copy every object again (candle's library is 151 MB)
+/// nor run `cc`'s compiler probes. `None` when a file cannot be looked at.
+fn archive_record(library: &Path, objects: &[&PathBuf]) -> Option<String> {
+    let stamp = |path: &Path| -> Option<String> {
+        let meta = std::fs::metadata(path).ok()?;
+        let modified = meta
+            .modified()
+            .ok()?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?;
+        Some(format!(
+            "{}\t{}\t{}\n",
+            path.display(),
+            meta.len(),
+            modified.as_nanos()
+        ))
+    };
+    let mut record = String::new();
+    for object in objects {
+        record.push_str(&stamp(object)?);
+    }
+    record.push_str(&stamp(library)?);
+    Some(record)
+}
+
+/// Archives `objects` into `<out_dir>/lib<name>.a` with `cc`'s archiver.
+fn archive(context: &Context, objects: &[&PathBuf], name: &str) -> Result<(), Error> {
     let mut archiver = cc::Build::new();
     archiver
         .cuda(true)
@@ -254,14 +299,17 @@ pub fn write_library(
             .opt_level(0);
     }
     // Only objects: `cc` archives them (its `ar`, its deterministic mode) without compiling.
-    archiver.objects(objects);
+    archiver.objects(objects.iter().copied());
     archiver
         .try_compile(name)
         .map_err(|error| Error::ArchiveFailed {
             library: name.to_string(),
             error,
-        })?;
-    let library = context.out_dir.join(format!("lib{name}.a"));
+        })
+}
+
+/// The `cargo:rustc-link-*` lines of the library and the CUDA runtime it needs.
+fn link_lines(context: &Context, toolchain: &Toolchain, name: &str, cargo: &mut CargoLines) {
     cargo.line(&format!(
         "cargo:rustc-link-search=native={}",
         context.out_dir.display()
@@ -286,7 +334,6 @@ pub fn write_library(
         // nvcc's host code is C++: the C++ runtime comes with it.
         cargo.line("cargo:rustc-link-lib=stdc++");
     }
-    Ok(library)
 }
 
 #[cfg(test)]

@@ -382,7 +382,9 @@ mod tests {
         // named a file that was not there.
         let mut build = Build::new();
         build.out_dir("target/some-out");
-        let dir = build.dir_setting(&build.out_dir, "OUT_DIR", "out_dir").unwrap();
+        let dir = build
+            .dir_setting(&build.out_dir, "OUT_DIR", "out_dir")
+            .unwrap();
         assert!(dir.is_absolute(), "{}", dir.display());
         assert!(dir.ends_with("target/some-out"), "{}", dir.display());
     }

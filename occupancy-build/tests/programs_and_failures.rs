@@ -221,3 +221,43 @@ fn the_generated_kernel_crate_builds_checks_and_replays() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_library_is_archived_again_only_when_an_object_changed() {
+    const KERNEL: &str =
+        "extern \"C\" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }\n";
+    let (pkg, out) = package("archive", "", "", KERNEL);
+    let library = build(&pkg, &out)
+        .arch("sm_80")
+        .try_compile_lib("k")
+        .unwrap()
+        .library
+        .unwrap();
+    let written = |library: &Path| std::fs::metadata(library).unwrap().modified().unwrap();
+    let first = written(&library);
+    // A rerun with nothing changed (a Rust-only edit) keeps the archive as it is.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    build(&pkg, &out)
+        .arch("sm_80")
+        .try_compile_lib("k")
+        .unwrap();
+    assert_eq!(
+        written(&library),
+        first,
+        "a rerun rewrote an unchanged archive"
+    );
+    // A changed kernel, or an archive someone else changed, is archived again.
+    std::fs::write(pkg.join("kernels/k.cu"), KERNEL.replace("2.0f", "3.0f")).unwrap();
+    build(&pkg, &out)
+        .arch("sm_80")
+        .try_compile_lib("k")
+        .unwrap();
+    let second = written(&library);
+    assert_ne!(second, first, "a changed object was not archived");
+    std::fs::write(&library, b"not an archive").unwrap();
+    build(&pkg, &out)
+        .arch("sm_80")
+        .try_compile_lib("k")
+        .unwrap();
+    assert!(std::fs::read(&library).unwrap().starts_with(b"!<arch>"));
+}
