@@ -69,7 +69,7 @@ pub use config::{SettingsError, TableName};
 pub use context::{Cudart, SourceKind};
 pub use env::TrackedEnv;
 pub use error::{Error, FamilyDeclaration};
-pub use fsutil::{check_writable, write_atomic};
+pub use fsutil::{check_writable, shown_path, write_atomic};
 pub use nvcc_archs::{explain_unknown, NvccArchs};
 pub use occupancy_core::report::Report;
 pub use pipeline::Output;
