@@ -210,7 +210,7 @@ pub enum Error {
     },
     /// The baseline file is not valid JSON of a baseline.
     #[error(
-        "occupancy-build: the baseline {} is not readable ({error}); fix it, or delete it and regenerate it with OCCUPANCY_BLESS=1",
+        "occupancy-build: the baseline {} is not readable as a baseline ({error}). If `baseline = ...` in [package.metadata.occupancy] names a file of yours, point it at a file of its own (blessing replaces it); if this is the baseline occupancy wrote, fix it, or remove it and regenerate it with OCCUPANCY_BLESS=1",
         crate::fsutil::shown_path(path)
     )]
     UnreadableBaseline {
