@@ -62,16 +62,19 @@ pub enum Error {
     /// `OCCUPANCY_TOOL_TIMEOUT` is not a number of seconds above 0.
     #[error("occupancy-build: OCCUPANCY_TOOL_TIMEOUT={value:?}: give the seconds a tool may run before it is killed, a number above 0 (e.g. 3600)")]
     BadToolTimeout { value: String },
-    /// nvcc ran and failed; its own diagnostics are in `diagnostics`.
+    /// nvcc ran and failed; its own diagnostics are in `diagnostics`, and `notes` say what
+    /// occupancy knows of the cause (an `OCCUPANCY_BOUNDS_<name>` no declaration defines).
     #[error(
-        "nvcc failed to compile {} ({status}):\n{diagnostics}\ncommand: {command}",
-        crate::fsutil::shown_path(file)
+        "nvcc failed to compile {} ({status}):\n{diagnostics}\ncommand: {command}{}",
+        crate::fsutil::shown_path(file),
+        notes.iter().map(|note| format!("\nnote: {note}")).collect::<String>()
     )]
     NvccFailed {
         file: PathBuf,
         status: String,
         diagnostics: String,
         command: String,
+        notes: Vec<String>,
     },
     /// Several sources failed to compile: every failure, in source order.
     #[error("{}", several(.0))]

@@ -18,6 +18,7 @@
 //! `occupancy-core`), or print anything outside the `cargo:` protocol and the failure diagnostics.
 
 mod baseline;
+mod bounds_notes;
 mod build;
 mod cache;
 mod cargo_lines;
