@@ -1082,32 +1082,64 @@ fn read_used_items<'a>(record: &mut KernelRecord, rest: &'a str) -> Result<Vec<&
     Ok(not_understood)
 }
 
+/// The items after the register count of a `Used` line, by unit: where each goes.
+#[derive(Debug, Clone, Copy)]
+enum UsedSlot {
+    CumulativeStack,
+    Smem,
+    Lmem,
+    Textures,
+    Samplers,
+    Surfaces,
+}
+
+const USED_ITEMS: [(&str, u64, UsedSlot); 6] = [
+    (
+        "bytes cumulative stack size",
+        u64::MAX,
+        UsedSlot::CumulativeStack,
+    ),
+    ("bytes smem", u64::MAX, UsedSlot::Smem),
+    ("bytes lmem", u64::MAX, UsedSlot::Lmem),
+    ("textures", u32::MAX as u64, UsedSlot::Textures),
+    ("samplers", u32::MAX as u64, UsedSlot::Samplers),
+    ("surfaces", u32::MAX as u64, UsedSlot::Surfaces),
+];
+
 /// One item after the register count of a `Used` line into `record`: `None` when this version
-/// does not know the item, `Some(Err)` when it knows it but cannot read its figure.
+/// does not know the item, `Some(Err)` when it knows it but cannot read its figure. An item as
+/// ptxas prints it ends with its unit (one comparison per unit); only an item that ends with
+/// none is searched for a unit inside it, to say what in it was not understood.
 fn used_item(record: &mut KernelRecord, item: &str) -> Option<Result<(), String>> {
-    const U32: u64 = u32::MAX as u64;
     let small = |value: u64| u32::try_from(value).unwrap_or(u32::MAX);
     if let Some(barriers) = item.strip_prefix("used ") {
-        let count = item_count(barriers, "barriers", U32)?;
+        let count = item_count(barriers, "barriers", u64::from(u32::MAX))?;
         return Some(count.map(|count| record.barriers = Some(small(count))));
     }
-    if let Some(bank) = cmem_item(item) {
-        return Some(bank.map(|bank| record.cmem.push(bank)));
+    let ends = USED_ITEMS.iter().find(|(unit, _, _)| item.ends_with(unit));
+    if ends.is_none() || item.ends_with(']') {
+        if let Some(bank) = cmem_item(item) {
+            return Some(bank.map(|bank| record.cmem.push(bank)));
+        }
     }
-    let read = |unit: &str, max: u64| item_count(item, unit, max);
-    if let Some(bytes) = read("bytes cumulative stack size", u64::MAX) {
-        Some(bytes.map(|bytes| record.cumulative_stack_bytes = Some(bytes)))
-    } else if let Some(bytes) = read("bytes smem", u64::MAX) {
-        Some(bytes.map(|bytes| record.static_smem_bytes = bytes))
-    } else if let Some(bytes) = read("bytes lmem", u64::MAX) {
-        Some(bytes.map(|bytes| record.local_memory_bytes = Some(bytes)))
-    } else if let Some(count) = read("textures", U32) {
-        Some(count.map(|count| record.textures = small(count)))
-    } else if let Some(count) = read("samplers", U32) {
-        Some(count.map(|count| record.samplers = small(count)))
-    } else {
-        read("surfaces", U32).map(|count| count.map(|count| record.surfaces = small(count)))
+    let (unit, max, slot) = ends.or_else(|| {
+        USED_ITEMS
+            .iter()
+            .find(|(unit, _, _)| item_count(item, unit, 0).is_some())
+    })?;
+    let value = match item_count(item, unit, *max)? {
+        Ok(value) => value,
+        Err(problem) => return Some(Err(problem)),
+    };
+    match slot {
+        UsedSlot::CumulativeStack => record.cumulative_stack_bytes = Some(value),
+        UsedSlot::Smem => record.static_smem_bytes = value,
+        UsedSlot::Lmem => record.local_memory_bytes = Some(value),
+        UsedSlot::Textures => record.textures = small(value),
+        UsedSlot::Samplers => record.samplers = small(value),
+        UsedSlot::Surfaces => record.surfaces = small(value),
     }
+    Some(Ok(()))
 }
 
 /// The trimmed comma-separated items of a short line (a byte scan: memchr's set-up costs more

@@ -32,6 +32,18 @@ pub(super) fn count(text: &str, max: u64) -> Result<u64, String> {
 /// not about `unit` (no word `unit` in it); else its count, or what in it was not understood
 /// (the number, or text after the unit: `(8 uniform)` in `32 registers (8 uniform)`).
 pub(super) fn item_count(item: &str, unit: &str, max: u64) -> Option<Result<u64, String>> {
+    // As ptxas prints it: `N UNIT`, digits only (the common case, without a search).
+    if let Some(number) = item
+        .strip_suffix(unit)
+        .and_then(|head| head.strip_suffix(' '))
+    {
+        if !number.is_empty() && number.len() < 20 && number.bytes().all(|b| b.is_ascii_digit()) {
+            return Some(match number.parse::<u64>() {
+                Ok(value) if value <= max => Ok(value),
+                _ => count(number, max).map_err(|problem| format!("in `{item}`, {problem}")),
+            });
+        }
+    }
     let at = word_at(item, unit)?;
     let number = item[..at].trim_end_matches([' ', '\t']);
     let after = item[at + unit.len()..].trim_matches([' ', '\t']);
