@@ -365,14 +365,6 @@ impl LogParser {
                 self.orphan(line, what, EMBEDDED_HELP);
                 Some(LineKind::Failure)
             }
-            Severity::Info if message.contains(" bytes stack frame") => {
-                let what = format!(
-                    "a ptxas stack frame line behind other text (`{}`)",
-                    prefix.trim()
-                );
-                self.orphan(line, what, EMBEDDED_HELP);
-                Some(LineKind::Failure)
-            }
             _ => Some(self.diagnostic(
                 line,
                 format!(
@@ -962,15 +954,11 @@ impl LogParser {
             .as_ref()
             .is_some_and(|open| open.has_used_line || open.awaiting_stack_line)
         {
+            // Its record has one already, or awaits its stack line: the open record is cut off.
             self.poison_open_records(&format!(
                 "a `Used` line of another compilation (line {}) came inside its record",
                 self.line_number
             ));
-            self.orphan(
-                line,
-                "a second `Used N registers` line for one record".into(),
-                ORPHAN_HELP,
-            );
             return LineKind::Failure;
         }
         let Some(mut open) = self.open_entry.take() else {
