@@ -80,7 +80,7 @@ impl CacheDir {
         }
         Err(UsageError(format!(
             "cannot create a private directory to compile in under {} ({}); give --cache-dir",
-            base.display(),
+            occupancy_build::shown_path(&base),
             last_error.map_or_else(String::new, |error| error.to_string())
         )))
     }

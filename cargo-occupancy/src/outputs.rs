@@ -38,8 +38,8 @@ pub fn check_outputs(outputs: &[Output<'_>], inputs: &[&Path]) -> Result<(), Usa
                 return Err(UsageError(format!(
                     "{} {} {relation} {}: outputs never replace inputs; write it somewhere else",
                     output.flag,
-                    output.path.display(),
-                    given.display()
+                    occupancy_build::shown_path(output.path),
+                    occupancy_build::shown_path(given)
                 )));
             }
         }
@@ -93,7 +93,7 @@ fn resolve_output(output: &Output<'_>) -> Result<PathBuf, UsageError> {
         UsageError(format!(
             "{} {}: name a file, not a directory",
             output.flag,
-            output.path.display()
+            occupancy_build::shown_path(output.path)
         ))
     })?;
     let parent = parent_dir(output.path);
@@ -101,8 +101,8 @@ fn resolve_output(output: &Output<'_>) -> Result<PathBuf, UsageError> {
         UsageError(format!(
             "{} {}: its directory {} cannot be used ({error}); create it or choose another path",
             output.flag,
-            output.path.display(),
-            parent.display()
+            occupancy_build::shown_path(output.path),
+            occupancy_build::shown_path(parent)
         ))
     })?;
     Ok(parent.join(file_name))
@@ -124,7 +124,7 @@ fn check_writable_file(output: &Output<'_>, resolved: &Path) -> Result<(), Usage
         return Err(UsageError(format!(
             "{} {} is a directory: name the file to write",
             output.flag,
-            output.path.display()
+            occupancy_build::shown_path(output.path)
         )));
     }
     occupancy_build::check_writable(output.path)
@@ -146,7 +146,7 @@ fn write_error(flag: &str, path: &Path, error: occupancy_build::Error) -> UsageE
     };
     UsageError(format!(
         "{flag} {}: {why}; choose another path",
-        path.display()
+        occupancy_build::shown_path(path)
     ))
 }
 

@@ -108,6 +108,49 @@ fn calc_zero_blocks_has_a_reason() {
         .contains("__launch_bounds__"));
 }
 
+/// Issue 23 (round 2): static + dynamic shared memory past 4 GiB is counted in 64 bits: the
+/// table, the JSON and the batch give the exact figures, never a saturated 4294967295 or a
+/// "-4294967295 B gains a block".
+#[test]
+fn shared_memory_past_4_gib_is_exact_and_says_by_how_much_it_is_over() {
+    let args = [
+        "occupancy",
+        "calc",
+        "--arch",
+        "sm_90",
+        "--block",
+        "256",
+        "--static-smem",
+        "3000000000",
+        "--dynamic-smem",
+        "3000000000",
+    ];
+    let table = run(&args);
+    assert_eq!(table.status.code(), Some(0), "{}", stderr(&table));
+    let text = stdout(&table);
+    assert!(!text.contains("4294967295"), "{text}");
+    assert!(
+        text.contains("6000001024 B of a 233472 B configuration"),
+        "{text}"
+    );
+    assert!(
+        text.contains("shared memory: 6000001024 B per block exceed the per-block limit of 233472 B on sm_90 by 5999767552 B; no block runs until the launch asks for less"),
+        "{text}"
+    );
+    assert!(!text.contains("B gains a block"), "{text}");
+    let answer = json(&run(&[&args[..], &["--json"]].concat()));
+    assert_eq!(answer["allocated_smem_per_block"], 6_000_001_024u64);
+    assert_eq!(
+        answer["headroom"]["smem_to_gain_block_bytes"],
+        5_999_767_552u64
+    );
+    let batch = run_with_stdin(
+        &["occupancy", "calc", "--batch", "-"],
+        "{\"arch\":\"sm_90\",\"block\":256,\"static_smem\":3000000000,\"dynamic_smem\":3000000000}\n",
+    );
+    assert_eq!(json_lines(&batch)[0], answer);
+}
+
 #[test]
 fn bad_input_exits_2_with_a_clear_message() {
     let cases: &[(&[&str], &str)] = &[

@@ -353,6 +353,36 @@ fn a_non_utf8_path_is_read_and_named() {
     assert_eq!(output.status.code(), Some(2));
 }
 
+/// Issue 23 (round 2): a path with a control character (a newline) is shown quoted with the
+/// escape, in every message that names it, instead of a message broken across two lines.
+#[test]
+fn a_path_with_a_newline_is_shown_escaped() {
+    let dir = scratch("newline");
+    for command in ["check", "parse"] {
+        let output = run_in(&dir, &[command, "missing\nlog.log"]);
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        let first = stderr(&output)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            first.contains("\"missing\\nlog.log\""),
+            "{command}: {first}"
+        );
+    }
+    let mut log = std::fs::read(dir.join("build.log")).unwrap();
+    log.extend_from_slice(b"FAILED: CMakeFiles/k.dir/crashed.cu.o\n");
+    std::fs::write(dir.join("new\nline.log"), log).unwrap();
+    let output = run_in(&dir, &["check", "new\nline.log"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("\"new\\nline.log\":line "),
+        "{}",
+        stderr(&output)
+    );
+}
+
 #[test]
 fn an_html_report_is_written_whole_beside_its_inputs() {
     let dir = scratch("html");

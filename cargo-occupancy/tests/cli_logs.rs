@@ -193,3 +193,148 @@ fn an_over_long_line_is_skipped_and_noted() {
         );
     }
 }
+
+/// Runs `parse`, `check` and `explain KERNEL --log` on `log` with `extra` arguments.
+fn every_command(log: &Path, kernel: &str, extra: &[&str]) -> Vec<(&'static str, Output)> {
+    let mut explain = binary();
+    explain
+        .args(["occupancy", "explain", kernel, "--log"])
+        .arg(log)
+        .args(extra);
+    vec![
+        ("parse", run("parse", extra, log)),
+        ("check", run("check", extra, log)),
+        ("explain", explain.output().unwrap()),
+    ]
+}
+
+/// Issue 23 (round 2): a log of a build that failed exits 2 in every command, naming the line
+/// and the marker and what to do; `--allow-failed-build` makes each line a warning.
+#[test]
+fn a_log_that_shows_a_failed_build_fails_every_command_naming_the_line() {
+    for (marker, named) in [
+        ("FAILED: CMakeFiles/k.dir/crashed.cu.o", "ninja's `FAILED:`"),
+        (
+            "ninja: build stopped: subcommand failed.",
+            "ninja's `build stopped`",
+        ),
+        (
+            "make[2]: *** [CMakeFiles/k.dir/build.make:76: k.o] Error 1",
+            "make's `***",
+        ),
+        (
+            "/bin/sh: line 1: 4242 Segmentation fault      ptxas -v k.ptx",
+            "`Segmentation fault`",
+        ),
+        (
+            "bash: line 1: 4242 Killed                  nvcc -c k.cu",
+            "`Killed`",
+        ),
+        (
+            "error MSB3721: The command \"nvcc.exe\" exited with code 1.",
+            "`error MSB...`",
+        ),
+        ("FAILED: Build did NOT complete successfully", "bazel's"),
+        (
+            "error: failed to run custom build command for `k v0.1.0`",
+            "cargo's",
+        ),
+    ] {
+        let text = format!("{}{marker}\n", record("k", "sm_90"));
+        let log = log_file("failed-build.log", text.as_bytes());
+        for (command, output) in every_command(&log, "k", &[]) {
+            let error = stderr(&output);
+            assert_eq!(output.status.code(), Some(2), "{command} {marker}: {error}");
+            assert!(
+                error.contains("failed-build.log:line 5: "),
+                "{command}: {error}"
+            );
+            assert!(error.contains(named), "{command}: {error}");
+            assert!(error.contains("--allow-failed-build"), "{command}: {error}");
+            assert!(error.contains("fix the build"), "{command}: {error}");
+        }
+        for (command, output) in every_command(&log, "k", &["--allow-failed-build"]) {
+            let error = stderr(&output);
+            assert_eq!(output.status.code(), Some(0), "{command} {marker}: {error}");
+            assert!(
+                error.contains("warning: ") && error.contains(named),
+                "{command}: {error}"
+            );
+        }
+    }
+    // Without any record, the error names the failure instead of asking for `-Xptxas -v`.
+    let log = log_file(
+        "failed-early.log",
+        b"[1/3] Building CUDA object k.cu.o\nFAILED: k.cu.o\n",
+    );
+    let output = run("check", &[], &log);
+    let error = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{error}");
+    assert!(
+        error.contains("shows a failed build (line 2: ninja's `FAILED:`"),
+        "{error}"
+    );
+    assert!(!error.contains("-Xptxas"), "{error}");
+}
+
+/// Issue 23 (round 2): a resource line that belongs to no kernel record fails every command,
+/// naming its line; the records before it do not make the log pass.
+#[test]
+fn a_resource_line_of_no_record_fails_every_command() {
+    let merged = format!(
+        "{}[ 50%] Building CUDA object ptxas info    : Function properties for lost\n    0 bytes stack frame, 16 bytes spill stores, 16 bytes spill loads\nptxas info    : Used 255 registers, used 0 barriers\n",
+        record("k", "sm_90")
+    );
+    let orphan = format!(
+        "{}    0 bytes stack frame, 16 bytes spill stores, 16 bytes spill loads\n",
+        record("k", "sm_90")
+    );
+    for (text, line) in [
+        (merged, "line 5: a ptxas record line behind other text"),
+        (orphan, "line 5: a stack frame line that follows no"),
+    ] {
+        let log = log_file("orphan.log", text.as_bytes());
+        for (command, output) in every_command(&log, "k", &["--allow-failed-build"]) {
+            let error = stderr(&output);
+            assert_eq!(output.status.code(), Some(2), "{command}: {error}");
+            assert!(error.contains(line), "{command}: {error}");
+            assert!(error.contains("never read"), "{command}: {error}");
+        }
+    }
+}
+
+/// Issue 23 (round 2): a CI log (timestamps on every line) reads like the plain log, in every
+/// command; a figure ptxas does not print says which part was not understood.
+#[test]
+fn ci_prefixes_are_read_and_unreadable_figures_are_named() {
+    let plain = record("k", "sm_90");
+    for prefix in ["2024-05-01T12:00:00.1234567Z ", "[12:00:00] ", "#12 0.345 "] {
+        let text: String = plain
+            .lines()
+            .map(|line| format!("{prefix}{line}\n"))
+            .collect();
+        let log = log_file("ci.log", text.as_bytes());
+        for (command, output) in every_command(&log, "k", &[]) {
+            assert_eq!(
+                output.status.code(),
+                Some(0),
+                "{command} {prefix}: {}",
+                stderr(&output)
+            );
+        }
+    }
+    let text = plain.replace("Used 16 registers", "Used 16 registers (8 uniform)");
+    let log = log_file("uniform.log", text.as_bytes());
+    for (command, output) in every_command(&log, "k", &[]) {
+        let error = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{command}: {error}");
+        assert!(
+            error.contains("line 4: `(8 uniform)` after `16 registers` is not a form ptxas prints, in the ptxas record of `k` for sm_90"),
+            "{command}: {error}"
+        );
+        assert!(
+            !error.contains("truncated") && !error.contains("-Xptxas"),
+            "{command}: {error}"
+        );
+    }
+}

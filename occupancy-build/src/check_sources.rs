@@ -13,6 +13,7 @@ use occupancy_core::ptxas::{KernelRecord, PtxEntry};
 use occupancy_core::report::{Finding, KernelRow, Report};
 use occupancy_core::spec::{BlockDim, KernelSpec};
 
+use crate::bounds_notes::DefinedBounds;
 use crate::check;
 use crate::compile::{self, LineTables, Product};
 use crate::declarations::Declarations;
@@ -69,7 +70,10 @@ impl Build {
         let toolchain = Toolchain::find(&self.env, false, &context.tool_timeouts)?;
         // Every lint on every kernel: the SASS stage reads every kernel with local memory.
         let compiled =
-            compile::compile_all(&context, &toolchain, Product::Ptx, LineTables::Everywhere)?;
+            compile::compile_all(&context, &toolchain, Product::Ptx, LineTables::Everywhere)
+                .map_err(|error| {
+                    crate::bounds_notes::annotate(error, &DefinedBounds::without_package())
+                })?;
         let (kernels, without_kernels) = parse::parse_compiled(&compiled, &context)?;
         let levels = Levels::uniform(request.lint_levels.clone());
         let declarations = Declarations::default();

@@ -696,6 +696,7 @@ fn run_nvcc_commands(
                 status: output.status.to_string(),
                 diagnostics: format!("{stdout}{stderr}"),
                 command: rendered,
+                notes: Vec::new(),
             });
         }
         compiler_log.push_str(&stdout);

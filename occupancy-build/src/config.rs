@@ -123,6 +123,16 @@ pub enum SettingsError {
     /// A key other than `lints`, `block` and `dynamic_smem` in a kernel's table.
     #[error("{table}: unknown key `{key}` (expected `lints`, `block` or `dynamic_smem`)")]
     UnknownKernelKey { table: TableName, key: String },
+    /// `baseline = ...` names what cannot be the baseline: a directory, a source file, a
+    /// manifest. The baseline is a file occupancy writes (blessing replaces it) and reads.
+    #[error("{table} `baseline = {value:?}` {problem}; the baseline is a file of its own that occupancy writes with OCCUPANCY_BLESS=1 (replacing what is there) and compares every build with: name one, e.g. `baseline = \"occupancy.lock\"` (relative to the package root), or remove the key for that default")]
+    BadBaseline {
+        table: TableName,
+        /// The value as written.
+        value: String,
+        /// What the value names instead (`names a Rust source file`).
+        problem: String,
+    },
 }
 
 /// A table of settings, as the user finds it: the file, then the TOML table header (and, for a
@@ -305,6 +315,46 @@ fn from_cargo_metadata(
     Ok(settings)
 }
 
+/// What is wrong with `baseline = "path"` (relative to `package_dir`), if anything: an empty
+/// value, a directory (by its trailing `/`, or on disk), a source file, cargo's own files.
+/// Blessing replaces the baseline, so it must never name a file the user writes.
+fn baseline_problem(path: &str, package_dir: Option<&Path>) -> Option<String> {
+    if path.trim().is_empty() {
+        return Some("is empty".to_string());
+    }
+    if path.ends_with(['/', '\\']) {
+        return Some("names a directory".to_string());
+    }
+    let path = Path::new(path);
+    if let Some(full) = package_dir.map(|dir| dir.join(path)) {
+        if full.is_dir() {
+            return Some(format!(
+                "names a directory ({})",
+                crate::fsutil::shown_path(&full)
+            ));
+        }
+    }
+    let name = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or("");
+    if matches!(name, "Cargo.toml" | "Cargo.lock" | "build.rs") {
+        return Some(format!("names cargo's `{name}`"));
+    }
+    let extension = path.extension().and_then(|extension| extension.to_str());
+    let kind = match extension.map(str::to_ascii_lowercase).as_deref() {
+        Some("rs") => "a Rust source file",
+        Some("cu" | "cuh") => "a CUDA source file",
+        Some("c" | "cc" | "cpp" | "cxx" | "h" | "hh" | "hpp" | "hxx" | "inl") => {
+            "a C or C++ source file"
+        }
+        Some("ptx") => "a PTX file",
+        Some("toml") => "a TOML file",
+        _ => return None,
+    };
+    Some(format!("names {kind}"))
+}
+
 fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
@@ -363,6 +413,14 @@ impl OccupancySettings {
             "block" => self.block = Some(block(value).ok_or_else(|| wrong(BLOCK_EXPECTED))?),
             "baseline" => {
                 let path = value.as_str().ok_or_else(|| wrong("a path string"))?;
+                let package_dir = self.manifest_paths.first().and_then(|path| path.parent());
+                if let Some(problem) = baseline_problem(path, package_dir) {
+                    return Err(SettingsError::BadBaseline {
+                        table: table.clone(),
+                        value: path.to_string(),
+                        problem,
+                    });
+                }
                 self.baseline = Some(PathBuf::from(path))
             }
             "require_reasons" => {

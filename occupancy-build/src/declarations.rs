@@ -165,24 +165,13 @@ pub fn write_bounds_header(
     let mut kernels: Vec<&Declared> = declarations.kernels.iter().collect();
     kernels.sort_by(|left, right| left.kernel.kernel_name.cmp(&right.kernel.kernel_name));
     for declared in kernels {
-        let (suffix, what) = match &declared.kernel.spec.family {
-            Some(pattern) => (
-                format!("FAMILY_{}", declared.kernel.rust_name),
-                format!("family `{pattern}`"),
-            ),
-            None => (declared.kernel.kernel_name.clone(), String::new()),
-        };
-        if !suffix
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_')
-        {
+        let Some(suffix) = bounds_suffix(declared) else {
             continue;
-        }
+        };
         let location = declarations.location(declared);
-        let what = if what.is_empty() {
-            suffix.clone()
-        } else {
-            format!("{suffix} ({what})")
+        let what = match &declared.kernel.spec.family {
+            Some(pattern) => format!("{suffix} (family `{pattern}`)"),
+            None => suffix.clone(),
         };
         header.push_str(&format!(
             "\n// {what}: declared at {}:{}:{}\n",
@@ -193,6 +182,19 @@ pub fn write_bounds_header(
     let path = context.out_dir.join("occupancy_bounds.h");
     write_if_changed(&path, header.as_bytes())?;
     Ok(path)
+}
+
+/// What follows `OCCUPANCY_BOUNDS_` in a declaration's macros: the kernel's name, or
+/// `FAMILY_<stub>` for a family; `None` when that is no C identifier (no macros are written).
+pub(crate) fn bounds_suffix(declared: &Declared) -> Option<String> {
+    let suffix = match &declared.kernel.spec.family {
+        Some(_) => format!("FAMILY_{}", declared.kernel.rust_name),
+        None => declared.kernel.kernel_name.clone(),
+    };
+    suffix
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        .then_some(suffix)
 }
 
 /// The `#define`s of one declaration: `OCCUPANCY_BLOCK_THREADS_<suffix>`, ...,

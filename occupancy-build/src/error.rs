@@ -29,7 +29,7 @@ pub enum Error {
     /// The program found as nvcc does not answer `--version` like nvcc.
     #[error(
         "occupancy-build: `{} --version` did not answer like nvcc ({status}); point NVCC at the nvcc executable:\n{output}",
-        nvcc.display()
+        crate::fsutil::shown_path(nvcc)
     )]
     NotNvcc {
         nvcc: PathBuf,
@@ -62,19 +62,28 @@ pub enum Error {
     /// `OCCUPANCY_TOOL_TIMEOUT` is not a number of seconds above 0.
     #[error("occupancy-build: OCCUPANCY_TOOL_TIMEOUT={value:?}: give the seconds a tool may run before it is killed, a number above 0 (e.g. 3600)")]
     BadToolTimeout { value: String },
-    /// nvcc ran and failed; its own diagnostics are in `diagnostics`.
-    #[error("nvcc failed to compile {} ({status}):\n{diagnostics}\ncommand: {command}", file.display())]
+    /// nvcc ran and failed; its own diagnostics are in `diagnostics`, and `notes` say what
+    /// occupancy knows of the cause (an `OCCUPANCY_BOUNDS_<name>` no declaration defines).
+    #[error(
+        "nvcc failed to compile {} ({status}):\n{diagnostics}\ncommand: {command}{}",
+        crate::fsutil::shown_path(file),
+        notes.iter().map(|note| format!("\nnote: {note}")).collect::<String>()
+    )]
     NvccFailed {
         file: PathBuf,
         status: String,
         diagnostics: String,
         command: String,
+        notes: Vec<String>,
     },
     /// Several sources failed to compile: every failure, in source order.
     #[error("{}", several(.0))]
     Several(Vec<Error>),
     /// nvcc or ptxas produced something we cannot read: the build fails rather than pass unchecked.
-    #[error("occupancy-build: could not read the compiler's output for {}: {message}", file.display())]
+    #[error(
+        "occupancy-build: could not read the compiler's output for {}: {message}",
+        crate::fsutil::shown_path(file)
+    )]
     UnreadableOutput { file: PathBuf, message: String },
     /// `cc` could not archive the compiled objects into `lib<library>.a`.
     #[error("occupancy-build: archiving lib{library}.a failed: {error}")]
@@ -145,13 +154,16 @@ pub enum Error {
         unknown: occupancy_core::lint::UnknownLint,
     },
     /// A source given to the builder that is not a file.
-    #[error("occupancy-build: source {} does not exist (paths are relative to the package root)", path.display())]
+    #[error(
+        "occupancy-build: source {} does not exist (paths are relative to the package root)",
+        crate::fsutil::shown_path(path)
+    )]
     SourceMissing { path: PathBuf },
     /// The builder was given no source at all.
     #[error("occupancy-build: no CUDA sources: add some with `.file(...)`, `.files(...)`, `.source_dir(...)` or `.ptx_file(...)`")]
     NoSources,
     /// Two sources with one stem, whose outputs would collide in `OUT_DIR`; `path` is the second.
-    #[error("occupancy-build: two sources are named `{stem}`: their outputs would collide in OUT_DIR; rename one ({})", path.display())]
+    #[error("occupancy-build: two sources are named `{stem}`: their outputs would collide in OUT_DIR; rename one ({})", crate::fsutil::shown_path(path))]
     DuplicateStem { stem: String, path: PathBuf },
     /// One compiled kernel declared by two `#[occupancy::kernel]` attributes.
     #[error(
@@ -210,8 +222,8 @@ pub enum Error {
     /// value out of range. `error` names the line and column and what is wrong.
     #[error(
         "occupancy-build: the baseline {} is not a valid baseline: {error}. A bless never writes this, and a lock that is not exactly well-formed is not read with a guess: correct that line, or restore the committed file (`git checkout -- {}`); a bless refuses this file too. To regenerate it from the code instead, remove it and run `OCCUPANCY_BLESS=1 cargo build` (the numbers it held are then forgotten: no regression is found against them)",
-        path.display(),
-        path.display()
+        crate::fsutil::shown_path(path),
+        crate::fsutil::shown_path(path)
     )]
     UnreadableBaseline {
         path: PathBuf,
@@ -221,7 +233,7 @@ pub enum Error {
     /// The baseline file has a schema this version does not read.
     #[error(
         "occupancy-build: the baseline {} has schema_version {schema_version}; this occupancy-build reads schema 1 and 2 and writes 2. {}",
-        path.display(),
+        crate::fsutil::shown_path(path),
         schema_hint(*schema_version)
     )]
     UnsupportedBaselineSchema { path: PathBuf, schema_version: u32 },
@@ -230,7 +242,7 @@ pub enum Error {
     #[error("occupancy-build: {0}")]
     Settings(#[from] crate::config::SettingsError),
     /// A file could not be read or written.
-    #[error("occupancy-build: {}: {error}", path.display())]
+    #[error("occupancy-build: {}: {error}", crate::fsutil::shown_path(path))]
     Io {
         path: PathBuf,
         #[source]
@@ -238,11 +250,14 @@ pub enum Error {
     },
     /// A compile-cache directory another user owns or may write: its entries could make a
     /// spilling kernel pass, so it is not used.
-    #[error("occupancy-build: the compile cache in {} is not used: it {reason}; another user could put results in it that pass a kernel that spills. Make it yours and private (`chmod go-w`), remove it, or use another directory", path.display())]
+    #[error("occupancy-build: the compile cache in {} is not used: it {reason}; another user could put results in it that pass a kernel that spills. Make it yours and private (`chmod go-w`), remove it, or use another directory", crate::fsutil::shown_path(path))]
     UntrustedCache { path: PathBuf, reason: String },
     /// An output path that cannot be written safely: a directory, a socket, a link to a
     /// directory that does not exist. `reason` says which.
-    #[error("occupancy-build: {} cannot be written: it {reason}", path.display())]
+    #[error(
+        "occupancy-build: {} cannot be written: it {reason}",
+        crate::fsutil::shown_path(path)
+    )]
     Unwritable { path: PathBuf, reason: String },
     /// One or more deny-level findings; `rendered` holds the rustc-style diagnostics.
     #[error("{rendered}")]

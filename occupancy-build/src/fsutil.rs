@@ -369,15 +369,35 @@ fn split_rule(line: &str) -> Option<(&str, &str)> {
 }
 
 pub(crate) fn display_path(manifest_dir: &Path, path: &Path) -> String {
-    path.strip_prefix(manifest_dir)
-        .unwrap_or(path)
-        .display()
-        .to_string()
+    shown_path(path.strip_prefix(manifest_dir).unwrap_or(path))
+}
+
+/// A path as a message shows it: as written, or, when it holds a control character (a newline,
+/// a tab, an escape), quoted with escapes (`"a\nb.cu"`), so that the user sees the character
+/// instead of a message broken across lines that names no file they have.
+pub fn shown_path(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    if text.chars().any(char::is_control) {
+        format!("{text:?}")
+    } else {
+        path.display().to_string()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_with_control_characters_are_shown_escaped() {
+        assert_eq!(shown_path(Path::new("src/k.cu")), "src/k.cu");
+        assert_eq!(shown_path(Path::new("a b/k.cu")), "a b/k.cu");
+        assert_eq!(shown_path(Path::new("a\nb.cu")), "\"a\\nb.cu\"");
+        assert_eq!(
+            shown_path(Path::new("x\u{1b}[31m.log")),
+            "\"x\\u{1b}[31m.log\""
+        );
+    }
 
     #[test]
     fn dep_files_as_nvcc_writes_them() {

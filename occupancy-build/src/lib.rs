@@ -18,6 +18,7 @@
 //! `occupancy-core`), or print anything outside the `cargo:` protocol and the failure diagnostics.
 
 mod baseline;
+mod bounds_notes;
 mod build;
 mod cache;
 mod cargo_lines;
@@ -70,7 +71,7 @@ pub use config::{SettingsError, TableName};
 pub use context::{Cudart, SourceKind};
 pub use env::TrackedEnv;
 pub use error::{Error, FamilyDeclaration};
-pub use fsutil::{check_writable, write_atomic};
+pub use fsutil::{check_writable, shown_path, write_atomic};
 pub use nvcc_archs::{explain_unknown, NvccArchs};
 pub use occupancy_core::report::Report;
 pub use pipeline::Output;

@@ -215,6 +215,7 @@ impl ArchJob<'_> {
                 status: output.status.to_string(),
                 diagnostics: format!("{stdout}{stderr}"),
                 command: rendered,
+                notes: Vec::new(),
             });
         }
         Ok(format!("{stdout}{stderr}"))

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use std::path::PathBuf;
 
+use crate::bounds_notes::DefinedBounds;
 use crate::cargo_lines::CargoLines;
 use crate::check::CheckedProduct;
 use crate::compile::{self, CompiledSource, Product};
@@ -65,7 +66,8 @@ pub fn run(
         true => compile::LineTables::Everywhere,
         false => compile::LineTables::OnDemand,
     };
-    let compiled = compile::compile_all(context, &toolchain, product, line_tables)?;
+    let compiled = compile::compile_all(context, &toolchain, product, line_tables)
+        .map_err(|error| crate::bounds_notes::annotate(error, &DefinedBounds::of(&declarations)))?;
     watch_compiled(context, &toolchain, &compiled, cargo);
     let mut output = Output {
         ptx_files: Vec::new(),

@@ -343,7 +343,8 @@ fn check(query: &Query, line: &str) -> Option<String> {
             expect(
                 "allocated shared memory",
                 allocated_smem,
-                i64::from(ours.allocated_smem_per_block),
+                i64::try_from(ours.allocated_smem_per_block)
+                    .expect("the oracle's inputs are 32 bits"),
             );
             // What the header answers ignores launch bounds.
             let without_bounds = occupancy_core::calc::BlockLimits {

@@ -248,6 +248,34 @@ fn write_limits(
     Ok(())
 }
 
+/// `-N UNIT gains a block`, or that no reduction does.
+fn gain(amount: Option<u64>, unit: &str) -> String {
+    amount.map_or_else(
+        || "no reduction gains a block".to_string(),
+        |amount| format!("-{amount} {unit} gains a block"),
+    )
+}
+
+/// The shared memory headroom line. A block past the per-block limit has no headroom to speak
+/// of: the line says by how much it is over (in 64 bits: static + dynamic may pass 4 GiB).
+fn smem_headroom(answer: &Occupancy) -> String {
+    let allocated = answer.allocated_smem_per_block;
+    let limit = answer.smem_limit_per_block;
+    if answer.block_limits.shared_memory == Some(0) && allocated > limit {
+        return format!(
+            "shared memory: {allocated} B per block exceed the per-block limit of {limit} B on {} by {} B; no block runs until the launch asks for less",
+            answer.arch,
+            allocated - limit
+        );
+    }
+    format!(
+        "shared memory +{} B per block keeps {} blocks, {}",
+        answer.headroom.smem_addable_bytes,
+        answer.blocks_per_sm,
+        gain(answer.headroom.smem_to_gain_block_bytes, "B")
+    )
+}
+
 /// What is resident, why it cannot run, the headroom, and the grid of a named GPU.
 fn write_summary(out: &mut impl Write, target: Target, answer: &Occupancy) -> std::io::Result<()> {
     let limiters: Vec<&str> = answer
@@ -268,26 +296,17 @@ fn write_summary(out: &mut impl Write, target: Target, answer: &Occupancy) -> st
         writeln!(out, "  cannot run: {reason}")?;
     }
     let headroom = &answer.headroom;
-    let gain = |amount: Option<u32>, unit: &str| {
-        amount.map_or_else(
-            || "no reduction gains a block".to_string(),
-            |amount| format!("-{amount} {unit} gains a block"),
-        )
-    };
     writeln!(
         out,
         "  headroom: registers +{} per thread keeps {} blocks, {}",
         headroom.registers_addable,
         answer.blocks_per_sm,
-        gain(headroom.registers_to_gain_block, "per thread")
+        gain(
+            headroom.registers_to_gain_block.map(u64::from),
+            "per thread"
+        )
     )?;
-    writeln!(
-        out,
-        "            shared memory +{} B per block keeps {} blocks, {}",
-        headroom.smem_addable_bytes,
-        answer.blocks_per_sm,
-        gain(headroom.smem_to_gain_block_bytes, "B")
-    )?;
+    writeln!(out, "            {}", smem_headroom(answer))?;
     if let Some(gpu) = target.gpu {
         writeln!(
             out,

@@ -5,7 +5,8 @@
 //! every kernel is evaluated on every target architecture for the launch given by `--block` and
 //! `--dynamic-smem` by the build gate's lint evaluation (`occupancy_core::lint::evaluate`), and
 //! the findings decide the exit code: 0 clean, 1 a deny finding stands, 2 usage or tool errors
-//! (nvcc missing or failing, unreadable input, a log that holds a compiler error). Logs are read
+//! (nvcc missing or failing, unreadable input, a log that holds a compiler error, shows a failed
+//! build or holds a resource line of no record: `log_input`). Logs are read
 //! through the streaming reader `parse` uses (`log_input`); a kernel a log has on one requested
 //! arch but not another is a `missing_kernel` finding.
 //!
@@ -58,6 +59,10 @@ pub struct Args {
     /// Dynamic shared memory per block of the launch, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = crate::flags::smem_bytes)]
     pub dynamic_smem: u64,
+    /// Check a log that shows a failed build (`FAILED:`, `make: *** ... Error`, `Segmentation
+    /// fault`, ...) anyway, each such line a warning: for markers that are false positives.
+    #[arg(long)]
+    pub allow_failed_build: bool,
     /// Make a lint deny-level (repeatable).
     #[arg(long = "deny", value_name = "LINT")]
     pub deny: Vec<String>,
@@ -123,7 +128,7 @@ fn run_inner(args: &Args) -> Result<bool, UsageError> {
     let title = args
         .paths
         .iter()
-        .map(|path| path.display().to_string())
+        .map(|path| occupancy_build::shown_path(path))
         .collect::<Vec<_>>()
         .join(" ");
     let has_deny = stream.has_deny();
@@ -200,15 +205,19 @@ fn input_paths(args: &Args) -> Vec<&Path> {
 fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, UsageError> {
     let mut inputs = Vec::new();
     for path in paths {
-        let metadata = std::fs::metadata(path)
-            .map_err(|error| UsageError(format!("cannot read {}: {error}", path.display())))?;
+        let metadata = std::fs::metadata(path).map_err(|error| {
+            UsageError(format!(
+                "cannot read {}: {error}",
+                occupancy_build::shown_path(path)
+            ))
+        })?;
         if metadata.is_dir() {
             let mut found = Vec::new();
             walk(path, &mut found)?;
             if found.is_empty() {
                 return Err(UsageError(format!(
                     "{} holds no .cu or .ptx file",
-                    path.display()
+                    occupancy_build::shown_path(path)
                 )));
             }
             inputs.extend(found);
@@ -241,8 +250,12 @@ fn classify(path: &Path) -> Input {
 }
 
 fn walk(dir: &Path, found: &mut Vec<Input>) -> Result<(), UsageError> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|error| UsageError(format!("cannot read {}: {error}", dir.display())))?;
+    let entries = std::fs::read_dir(dir).map_err(|error| {
+        UsageError(format!(
+            "cannot read {}: {error}",
+            occupancy_build::shown_path(dir)
+        ))
+    })?;
     let mut paths: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|entry| entry.path())
@@ -416,8 +429,9 @@ impl LogRead<'_> {
     /// Streams the log's rows into `stream` through the shared reader (`log_input`), each
     /// evaluated at the launch as it is read: `evaluate_at_launch` on the row alone, made what it
     /// gives for a [`Run`] of rows taken whole (the per-launch findings once, every finding at
-    /// the run's first row). A log holding a compiler error is an error of the run: its
-    /// kernels' numbers are not a passing compile's. Returns the kernels seen (with `--arch`).
+    /// the run's first row). A log holding a compiler error, or showing a failed build, is an
+    /// error of the run: its kernels' numbers are not a passing build's. Returns the kernels
+    /// seen (with `--arch`).
     fn stream(&self, path: &Path, stream: &mut ReportStream) -> Result<SeenKernels, UsageError> {
         let launch = RowLaunch {
             block: self.args.block.unwrap_or(DEFAULT_BLOCK),
@@ -443,14 +457,11 @@ impl LogRead<'_> {
                 .map_err(|error| error.0)
         })
         .map_err(UsageError)?;
-        let name = path.display().to_string();
-        for note in log_input::reading_notes(&name, &output) {
-            eprintln!("note: {note}");
-        }
-        for diagnostic in &output.diagnostics {
-            eprintln!("warning: {name}:{diagnostic}");
-        }
-        log_input::compile_errors(&name, &output).map_err(UsageError)?;
+        let name = occupancy_build::shown_path(path);
+        let policy = log_input::LogPolicy {
+            allow_failed_build: self.args.allow_failed_build,
+        };
+        log_input::conclude(&name, &output, policy).map_err(UsageError)?;
         Ok(seen)
     }
 
@@ -599,8 +610,8 @@ fn display_path(path: &Path) -> String {
         .as_ref()
         .and_then(|dir| absolute.strip_prefix(dir).ok())
     {
-        Some(relative) => relative.display().to_string(),
-        None => path.display().to_string(),
+        Some(relative) => occupancy_build::shown_path(relative),
+        None => occupancy_build::shown_path(path),
     }
 }
 

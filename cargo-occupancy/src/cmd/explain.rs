@@ -40,6 +40,10 @@ pub struct Args {
     /// Read the kernel's facts from a ptxas `-v` log (`nvcc -Xptxas -v` output; repeatable).
     #[arg(long = "log", value_name = "FILE")]
     pub logs: Vec<PathBuf>,
+    /// With --log: read a log that shows a failed build (`FAILED:`, `make: *** ... Error`,
+    /// `Segmentation fault`, ...) anyway, each such line a warning.
+    #[arg(long, requires = "logs")]
+    pub allow_failed_build: bool,
     /// Give the facts directly: registers per thread (needs --arch; at most 255).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=255))]
     pub registers: Option<u32>,
@@ -185,11 +189,11 @@ fn rows_from_logs(args: &Args) -> Result<Vec<KernelRow>, UsageError> {
             Ok(())
         })
         .map_err(UsageError)?;
-        let name = path.display().to_string();
-        for note in super::log_input::reading_notes(&name, &output) {
-            eprintln!("note: {note}");
-        }
-        super::log_input::compile_errors(&name, &output).map_err(UsageError)?;
+        let name = occupancy_build::shown_path(path);
+        let policy = super::log_input::LogPolicy {
+            allow_failed_build: args.allow_failed_build,
+        };
+        super::log_input::conclude(&name, &output, policy).map_err(UsageError)?;
     }
     selector.finish()
 }

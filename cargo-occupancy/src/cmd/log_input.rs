@@ -5,11 +5,16 @@
 //! it, so memory holds the records still open and what the caller keeps, never the file. The
 //! parser's policies hold for every command alike: invalid UTF-8 is read lossily line by line
 //! (and noted once per log), a line longer than any ptxas line is skipped in bounded chunks, and
-//! a compiler error in the log is an error of the run ([`compile_errors`]).
+//! after the read [`conclude`] says the same for every command: a compiler error in the log, or
+//! a line that says the build failed (`FAILED:`, `make: *** ... Error 1`, `Segmentation
+//! fault`, ...: [`failed_build`]), is an error of the run, exit 2. A resource line that belongs
+//! to no record, a record cut off or a figure that cannot be read fail the read itself
+//! ([`read_log`]'s error, from the parser).
 
 use std::io::Read;
 use std::path::Path;
 
+use occupancy_build::shown_path;
 use occupancy_core::ptxas::{KernelRecord, LogParser, ParseOutput, MAX_LINE_BYTES};
 
 /// How much is read at a time.
@@ -23,7 +28,7 @@ pub fn read_log(
     mut on_kernel: impl FnMut(KernelRecord) -> Result<(), String>,
 ) -> Result<ParseOutput, String> {
     crate::inputs::check_input_file("the ptxas log", path).map_err(|error| error.0)?;
-    let name = path.display().to_string();
+    let name = shown_path(path);
     let mut reader: Box<dyn Read> = if name == "-" {
         Box::new(std::io::stdin().lock())
     } else {
@@ -80,6 +85,65 @@ pub fn reading_notes(name: &str, output: &ParseOutput) -> Vec<String> {
         ));
     }
     notes
+}
+
+/// How a log's failure lines are judged (`--allow-failed-build`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LogPolicy {
+    /// Lines that say the build failed only warn: for a log whose markers are false positives
+    /// (a test's output that prints `FAILED: ...`, a step that failed and was retried).
+    pub allow_failed_build: bool,
+}
+
+/// What every command does once a log was read: the notes on how it was read and its
+/// diagnostics (warnings), then its verdict: the compiler's errors, then the lines that say
+/// the build failed, each an error of the run.
+pub fn conclude(name: &str, output: &ParseOutput, policy: LogPolicy) -> Result<(), String> {
+    print_reading(name, output);
+    compile_errors(name, output)?;
+    failed_build(name, output, policy)
+}
+
+/// Prints the notes on how the log was read and its diagnostics, as warnings.
+pub fn print_reading(name: &str, output: &ParseOutput) {
+    for note in reading_notes(name, output) {
+        eprintln!("note: {note}");
+    }
+    for diagnostic in &output.diagnostics {
+        eprintln!("warning: {name}:{diagnostic}");
+    }
+}
+
+/// Failure lines listed in one message; the rest are counted.
+const FAILURES_LISTED: usize = 10;
+
+/// The log's lines that say the build failed, as one error of the run naming each line and
+/// marker: the kernels of what failed were never compiled, so the log cannot show that every
+/// kernel passed. With `--allow-failed-build` each is a warning instead.
+pub fn failed_build(name: &str, output: &ParseOutput, policy: LogPolicy) -> Result<(), String> {
+    let failures = &output.build_failures;
+    if failures.is_empty() {
+        return Ok(());
+    }
+    if policy.allow_failed_build {
+        for failure in failures {
+            eprintln!("warning: {name}:{failure} (allowed by --allow-failed-build: the kernels of the step that failed may be missing from the log)");
+        }
+        return Ok(());
+    }
+    let total = failures.len() + output.build_failures_not_kept;
+    let mut listed: Vec<String> = failures
+        .iter()
+        .take(FAILURES_LISTED)
+        .map(|failure| format!("  {name}:{failure}"))
+        .collect();
+    if total > FAILURES_LISTED {
+        listed.push(format!("  ... and {} more", total - FAILURES_LISTED));
+    }
+    Err(format!(
+        "{name}: the log shows a failed build ({total} line(s)): the kernels of what failed were never compiled, so the log cannot show that every kernel passed:\n{}\nfix the build and check the log of a build that succeeded; if these lines are not failures of this build (a false positive), pass --allow-failed-build",
+        listed.join("\n")
+    ))
 }
 
 /// The log's compiler errors as one error of the run, naming kernel and arch where the log does.

@@ -6,14 +6,16 @@
 //! Logs are read through the shared streaming reader (`log_input`, the same one `check` uses)
 //! and each row is printed as soon as it is read: memory does not grow with the log. Device
 //! functions (callees) are no rows; `--json` lists them under `callees`. A compiler error in a
-//! log ends the run with exit 2 naming it, and the kernel it names gets no row.
+//! log ends the run with exit 2 naming it, and the kernel it names gets no row; so does a log
+//! that shows a failed build (`--allow-failed-build` makes those lines warnings), and a resource
+//! line of no record ends the read (`log_input`).
 //!
 //! This file only reads input, calls `occupancy_core` and prints; the parsing and the
 //! arithmetic live in `occupancy_core::ptxas` and `occupancy_core::calc`.
 
 use occupancy_core::arch::ArchFacts;
 use occupancy_core::calc::{self, KernelFacts, Launch, Occupancy};
-use occupancy_core::ptxas::{CompilerError, Diagnostic, KernelRecord};
+use occupancy_core::ptxas::{BuildFailure, CompilerError, Diagnostic, KernelRecord};
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -40,6 +42,10 @@ pub struct Args {
     /// Dynamic shared memory per block of the launch, in bytes (with `--block`).
     #[arg(long, value_name = "BYTES", default_value_t = 0, requires = "block")]
     dynamic_smem_bytes: u32,
+    /// Read a log that shows a failed build (`FAILED:`, `make: *** ... Error`, `Segmentation
+    /// fault`, ...) anyway, each such line a warning: for markers that are false positives.
+    #[arg(long)]
+    allow_failed_build: bool,
 }
 
 #[derive(Serialize)]
@@ -58,6 +64,8 @@ struct JsonTail {
     diagnostics: Vec<LogDiagnostic>,
     warnings: Vec<String>,
     errors: Vec<LogError>,
+    /// The lines that say the build failed (each log's first 100).
+    build_failures: Vec<LogBuildFailure>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
@@ -74,6 +82,13 @@ struct LogDiagnostic {
     log: String,
     #[serde(flatten)]
     diagnostic: Diagnostic,
+}
+
+#[derive(Serialize)]
+struct LogBuildFailure {
+    log: String,
+    #[serde(flatten)]
+    failure: BuildFailure,
 }
 
 #[derive(Serialize)]
@@ -119,10 +134,18 @@ fn run_inner(args: &Args) -> Result<(), String> {
     let mut printer = Printer::new(args.json, request.is_some());
     let mut tail = JsonTail::default();
     let mut failure = None;
+    let mut failed_builds = Vec::new();
+    let policy = log_input::LogPolicy {
+        allow_failed_build: args.allow_failed_build,
+    };
     for path in &args.logs {
-        if let Err(error) = read_one(path, request.as_ref(), &mut printer, &mut tail) {
-            failure = Some(error);
-            break;
+        match read_one(path, request.as_ref(), &mut printer, &mut tail, policy) {
+            Ok(Some(failed_build)) => failed_builds.push(failed_build),
+            Ok(None) => {}
+            Err(error) => {
+                failure = Some(error);
+                break;
+            }
         }
     }
     if failure.is_none() {
@@ -139,19 +162,24 @@ fn run_inner(args: &Args) -> Result<(), String> {
             ));
         }
     }
+    if failure.is_none() && !failed_builds.is_empty() {
+        failure = Some(failed_builds.join("\n"));
+    }
     tail.error = failure.clone();
     printer.finish(&tail)?;
     failure.map_or(Ok(()), Err)
 }
 
-/// Streams one log into `printer`; keeps its callees, diagnostics, warnings and errors in `tail`.
+/// Streams one log into `printer`; keeps its callees, diagnostics, warnings, errors and build
+/// failures in `tail`. Returns the error of a log that shows a failed build (unless allowed).
 fn read_one(
     path: &Path,
     request: Option<&OccupancyRequest>,
     printer: &mut Printer,
     tail: &mut JsonTail,
-) -> Result<(), String> {
-    let log = path.display().to_string();
+    policy: log_input::LogPolicy,
+) -> Result<Option<String>, String> {
+    let log = occupancy_build::shown_path(path);
     let output = log_input::read_log(path, |record| {
         // A kernel a compiler error names gets no row: its numbers are not a passing compile's.
         if !record.errors.is_empty() {
@@ -166,12 +194,8 @@ fn read_one(
             occupancy,
         })
     })?;
-    for note in log_input::reading_notes(&log, &output) {
-        eprintln!("note: {note}");
-    }
-    for diagnostic in &output.diagnostics {
-        eprintln!("warning: {log}:{diagnostic}");
-    }
+    log_input::print_reading(&log, &output);
+    let failed_build = log_input::failed_build(&log, &output, policy).err();
     let with_log = |log: &str| log.to_string();
     tail.callees
         .extend(output.callees.into_iter().map(|record| LogRecord {
@@ -193,7 +217,16 @@ fn read_one(
             log: with_log(&log),
             error,
         }));
-    Ok(())
+    tail.build_failures.extend(
+        output
+            .build_failures
+            .into_iter()
+            .map(|failure| LogBuildFailure {
+                log: with_log(&log),
+                failure,
+            }),
+    );
+    Ok(failed_build)
 }
 
 /// Prints rows as they come: one JSON object per row inside `{"kernels": [...], ...}`, or a

@@ -119,7 +119,7 @@ pub fn emit(report: &Report, output: &OutputArgs, title: &str) -> Result<(), Usa
         let html = render_html(report, title);
         crate::outputs::write_atomically("--html", path, html.as_bytes())?;
         if !(output.json || output.sarif || output.markdown) {
-            eprintln!("wrote {}", path.display());
+            eprintln!("wrote {}", occupancy_build::shown_path(path));
         }
     }
     print!("{text}");
@@ -210,7 +210,7 @@ fn load_reports(dir: &Path) -> Result<Vec<Report>, UsageError> {
     let entries = std::fs::read_dir(dir).map_err(|error| {
         UsageError(format!(
             "no occupancy reports in {}: {error}. Build a crate whose build.rs uses occupancy-build first (`cargo build`), or use `cargo occupancy check PATHS`",
-            dir.display()
+            occupancy_build::shown_path(dir)
         ))
     })?;
     let mut paths: Vec<PathBuf> = entries
@@ -225,17 +225,20 @@ fn load_reports(dir: &Path) -> Result<Vec<Report>, UsageError> {
     if paths.is_empty() {
         return Err(UsageError(format!(
             "no occupancy reports (*.json) in {}: build a crate whose build.rs uses occupancy-build first",
-            dir.display()
+            occupancy_build::shown_path(dir)
         )));
     }
     let mut reports = Vec::new();
     for path in paths {
-        let text = std::fs::read_to_string(&path)
-            .map_err(|error| UsageError(format!("cannot read {}: {error}", path.display())))?;
-        reports.push(
-            Report::from_json(&text)
-                .map_err(|error| UsageError(format!("{}: {error}", path.display())))?,
-        );
+        let text = std::fs::read_to_string(&path).map_err(|error| {
+            UsageError(format!(
+                "cannot read {}: {error}",
+                occupancy_build::shown_path(&path)
+            ))
+        })?;
+        reports.push(Report::from_json(&text).map_err(|error| {
+            UsageError(format!("{}: {error}", occupancy_build::shown_path(&path)))
+        })?);
     }
     Ok(reports)
 }

@@ -334,3 +334,49 @@ fn a_hung_cargo_is_killed_and_named() {
     }
     std::fs::remove_dir_all(root).unwrap();
 }
+
+/// Issue 23 (round 2): `baseline = ...` naming a source file or a directory is refused at
+/// resolution, naming the key, its table and what it names, never with advice to delete it
+/// (blessing would replace it); a file of its own is read as before.
+#[test]
+fn a_baseline_that_names_a_source_file_or_a_directory_is_refused_naming_the_key() {
+    let root = temp_dir("bad-baseline");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    for (value, problem) in [
+        ("src/lib.rs", "names a Rust source file"),
+        ("kernels/scale.cu", "names a CUDA source file"),
+        ("src", "names a directory ("),
+        ("locks/", "names a directory"),
+        ("Cargo.toml", "names cargo's `Cargo.toml`"),
+        ("", "is empty"),
+    ] {
+        write_package(
+            &root,
+            &format!("[package]\nname=\"k\"\n[package.metadata.occupancy]\nbaseline={value:?}\n"),
+        );
+        let error = load_from(&root).unwrap_err();
+        assert!(
+            matches!(error, SettingsError::BadBaseline { .. }),
+            "{value}: {error}"
+        );
+        let text = error.to_string();
+        assert!(
+            text.contains(&format!(
+                "[package.metadata.occupancy] `baseline = {value:?}` {problem}"
+            )),
+            "{text}"
+        );
+        assert!(text.contains("OCCUPANCY_BLESS=1"), "{text}");
+        assert!(!text.contains("delete"), "{text}");
+    }
+    write_package(
+        &root,
+        "[package]\nname=\"k\"\n[package.metadata.occupancy]\nbaseline=\"locks/occupancy.json\"\n",
+    );
+    let settings = load_from(&root).unwrap();
+    assert_eq!(
+        settings.baseline,
+        Some(PathBuf::from("locks/occupancy.json"))
+    );
+    std::fs::remove_dir_all(root).unwrap();
+}

@@ -333,6 +333,7 @@ fn several_failures_say_each_one() {
             status: "exit status: 2".into(),
             diagnostics: "b.cu(5): error: identifier \"x\" is undefined".into(),
             command: "nvcc b.cu".into(),
+            notes: Vec::new(),
         },
     ]);
     let message = error.to_string();

@@ -107,7 +107,7 @@ fn smem_headroom(
     launch: &Launch,
     resources: &Resources,
     current: u32,
-) -> (u32, Option<u32>) {
+) -> (u32, Option<u64>) {
     let without_smem = resources.limits.limit_without(Limiter::SharedMemory);
     let unit = u64::from(arch.smem_alloc_unit);
     let reserved = u64::from(arch.reserved_smem_per_block);
@@ -177,7 +177,7 @@ fn smem_headroom(
             };
             let best = top.min(gaining(config));
             if best >= range_start && best >= floor && best > 0 {
-                found = Some(saturate(used - best.max(reserved)));
+                found = Some(used - best.max(reserved));
                 break;
             }
             if range_start <= floor {

@@ -250,12 +250,13 @@ pub struct Resources {
     pub limits: BlockLimits,
     /// Registers allocated per block (per-warp allocation times warps).
     pub allocated_registers_per_block: u32,
-    /// Shared memory allocated per block: static + dynamic + reserved, rounded to the unit.
-    pub allocated_smem_per_block: u32,
+    /// Shared memory allocated per block: static + dynamic + reserved, rounded to the unit
+    /// (64 bits: static and dynamic are 32 bits each, so their sum may pass 4 GiB).
+    pub allocated_smem_per_block: u64,
     /// Shared memory configuration per SM the driver selects for this launch.
     pub smem_config_per_sm: u32,
     /// Per-block shared memory limit that applies (default or opt-in, plus reserved from 8.x).
-    pub smem_limit_per_block: u32,
+    pub smem_limit_per_block: u64,
     /// The dynamic shared memory opt-in used (the kernel's, or the launch's need when unset).
     pub max_dynamic_smem_bytes: u32,
 }
@@ -292,7 +293,7 @@ pub struct Headroom {
     /// Bytes of shared memory per block that can be added without losing a block.
     pub smem_addable_bytes: u32,
     /// Bytes of shared memory per block to remove to gain a block; `None`: never helps.
-    pub smem_to_gain_block_bytes: Option<u32>,
+    pub smem_to_gain_block_bytes: Option<u64>,
 }
 
 /// The answer for one kernel and launch on one architecture.
@@ -309,9 +310,10 @@ pub struct Occupancy {
     pub limiters: Vec<Limiter>,
     pub block_limits: BlockLimits,
     pub allocated_registers_per_block: u32,
-    pub allocated_smem_per_block: u32,
+    /// Static + dynamic + reserved shared memory per block, rounded to the unit (64 bits).
+    pub allocated_smem_per_block: u64,
     pub smem_config_per_sm: u32,
-    pub smem_limit_per_block: u32,
+    pub smem_limit_per_block: u64,
     pub headroom: Headroom,
     /// Why the launch can never run, when `blocks_per_sm` is 0.
     pub reason: Option<String>,
@@ -535,9 +537,9 @@ pub fn resources(arch: &ArchFacts, kernel: &KernelFacts, launch: &Launch) -> Res
             launch_bounds,
         },
         allocated_registers_per_block,
-        allocated_smem_per_block: saturate(smem.allocated_per_block),
+        allocated_smem_per_block: smem.allocated_per_block,
         smem_config_per_sm: smem.config_per_sm,
-        smem_limit_per_block: saturate(smem.limit_per_block),
+        smem_limit_per_block: smem.limit_per_block,
         max_dynamic_smem_bytes,
     }
 }

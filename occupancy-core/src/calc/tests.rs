@@ -289,7 +289,7 @@ proptest! {
         prop_assert_eq!(answer.reason.is_some(), answer.blocks_per_sm == 0);
         prop_assert!(u64::from(answer.blocks_per_sm) * u64::from(answer.allocated_registers_per_block) <= u64::from(arch.regs_per_sm));
         if answer.blocks_per_sm > 0 {
-            prop_assert!(u64::from(answer.blocks_per_sm) * u64::from(answer.allocated_smem_per_block) <= u64::from(answer.smem_config_per_sm));
+            prop_assert!(u64::from(answer.blocks_per_sm) * answer.allocated_smem_per_block <= u64::from(answer.smem_config_per_sm));
         }
     }
 
@@ -338,7 +338,8 @@ proptest! {
             prop_assert!(with_dynamic(edge + 1) < blocks);
         }
         if let Some(remove) = answer.headroom.smem_to_gain_block_bytes {
-            prop_assert!(remove >= 1 && remove <= static_smem + dynamic);
+            prop_assert!(remove >= 1 && remove <= u64::from(static_smem + dynamic));
+            let remove = u32::try_from(remove).expect("at most static + dynamic");
             if remove <= dynamic {
                 prop_assert!(with_dynamic(dynamic - remove) > blocks);
                 prop_assert!(remove == 1 || with_dynamic(dynamic - remove + 1) <= blocks);
@@ -438,7 +439,7 @@ fn reference_headroom(
             candidate = candidate.saturating_sub(unit).max(floor);
             let total = candidate.max(reserved);
             if total < used && blocks_at_allocation(candidate) > current {
-                found = Some(saturate(used - total));
+                found = Some(used - total);
                 break;
             }
         }

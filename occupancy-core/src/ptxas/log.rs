@@ -19,10 +19,18 @@
 //! records as it goes ([`LogParser::take_finished_kernels`]) holds only the open ones; a line
 //! longer than [`MAX_LINE_BYTES`] is skipped without being held.
 
+use super::text;
 use super::{
-    demangle, CompilerError, Diagnostic, KernelRecord, ParseError, ParseOutput, RecordSource,
-    MAX_LINE_BYTES,
+    demangle, BuildFailure, CompilerError, Diagnostic, KernelRecord, ParseError, ParseOutput,
+    RecordSource, MAX_BUILD_FAILURES, MAX_LINE_BYTES,
 };
+
+mod markers;
+mod numbers;
+mod prefix;
+
+use numbers::{count, item_count};
+use prefix::strip_ci_prefix;
 
 /// What one line of a log was, as returned by [`LogParser::feed_line`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +42,9 @@ pub enum LineKind {
     Ptxas,
     /// A ptxas-looking line that was not understood or out of place; a [`Diagnostic`] was recorded.
     Diagnostic,
+    /// A line that makes the log fail ([`LogParser::finish`] returns the first): a resource line
+    /// that belongs to no record, or a figure of a record that cannot be read.
+    Failure,
 }
 
 /// Parses a whole log. See [`LogParser`] for the streaming form.
@@ -118,7 +129,9 @@ pub struct LogParser {
     max_line_bytes: usize,
     seen_warnings: std::collections::HashSet<String>,
     seen_callees: std::collections::HashSet<CalleeKey>,
-    first_truncation: Option<ParseError>,
+    /// The first record or line that makes the log untrustworthy (a record cut off, a resource
+    /// line of no record, a figure that cannot be read): what [`finish`](Self::finish) returns.
+    first_failure: Option<ParseError>,
     /// The last record is a device function and no `Compiling entry function` or module line
     /// has come since: a `Used` line now would show it was an entry whose first line is missing.
     device_record_unconfirmed: bool,
@@ -188,6 +201,8 @@ impl LogParser {
                 diagnostics_not_kept: 0,
                 long_lines_skipped: 0,
                 first_long_line: None,
+                build_failures: Vec::new(),
+                build_failures_not_kept: 0,
                 lines: 0,
             },
             section: Section::default(),
@@ -202,7 +217,7 @@ impl LogParser {
             max_line_bytes: MAX_LINE_BYTES,
             seen_warnings: std::collections::HashSet::new(),
             seen_callees: std::collections::HashSet::new(),
-            first_truncation: None,
+            first_failure: None,
             device_record_unconfirmed: false,
             demangled_names: std::collections::HashMap::with_hasher(NameHasherBuilder),
         }
@@ -271,9 +286,10 @@ impl LogParser {
         self.output.long_lines_skipped += 1;
         self.output.first_long_line.get_or_insert(self.line_number);
         let start = String::from_utf8_lossy(&long_line.start);
-        let looks_like_ptxas = ascii_trim_start(strip_msbuild_prefix(ascii_trim_start(&start)))
-            .starts_with("ptxas")
-            || is_stack_line(ascii_trim_start(&start));
+        let trimmed = ascii_trim_start(strip_msbuild_prefix(ascii_trim_start(strip_ci_prefix(
+            &start,
+        ))));
+        let looks_like_ptxas = trimmed.starts_with("ptxas") || is_stack_line(trimmed);
         if looks_like_ptxas || self.open_entry.is_some() || self.open_device.is_some() {
             let message = format!(
                 "line of {} bytes, longer than any ptxas line ({} bytes): skipped unread",
@@ -286,9 +302,13 @@ impl LogParser {
     }
 
     /// Feeds one line (without its newline) and says what it was.
+    ///
+    /// A CI system's prefix (a GitHub Actions or GitLab timestamp, Jenkins' or Buildkite's time
+    /// in brackets, docker buildkit's `#12 0.345`) is stripped first, then MSBuild's `N>`.
     pub fn feed_line(&mut self, line: &str) -> LineKind {
         self.line_number += 1;
         let line = line.strip_suffix('\r').unwrap_or(line);
+        let line = strip_ci_prefix(line);
         let trimmed = ascii_trim_start(strip_msbuild_prefix(ascii_trim_start(line)));
         if let Some(after) = trimmed.strip_prefix("ptxas") {
             if after.is_empty() || after.starts_with([' ', '\t']) {
@@ -302,8 +322,85 @@ impl LogParser {
             self.compiler_error(line, None);
             return LineKind::Ptxas;
         }
+        if let Some(kind) = self.embedded_ptxas_line(line) {
+            return kind;
+        }
+        if let Some(marker) = markers::build_failure(trimmed) {
+            self.build_failure(marker, trimmed);
+        }
         self.output.context_lines += 1;
         LineKind::Context
+    }
+
+    /// Keeps the first [`MAX_BUILD_FAILURES`] lines that say the build failed; counts the rest.
+    fn build_failure(&mut self, marker: &'static str, trimmed: &str) {
+        if self.output.build_failures.len() < MAX_BUILD_FAILURES {
+            self.output.build_failures.push(BuildFailure {
+                line_number: self.line_number,
+                marker,
+                line: ascii_trim(trimmed).to_string(),
+            });
+        } else {
+            self.output.build_failures_not_kept += 1;
+        }
+    }
+
+    /// A ptxas line behind text this reader does not strip (an unknown CI prefix, a line of
+    /// another tool that ptxas's output was written into): a record line there is a resource
+    /// line of no record, an error line is the compile's error, anything else a diagnostic.
+    /// `None`: the line holds no such thing.
+    fn embedded_ptxas_line(&mut self, line: &str) -> Option<LineKind> {
+        let (at, severity, message) = embedded_ptxas(line)?;
+        let prefix = &line[..at];
+        match severity {
+            Severity::Error | Severity::Fatal => {
+                self.compiler_error(&line[at..], quoted_function_name(message));
+                Some(LineKind::Ptxas)
+            }
+            Severity::Info if is_record_message(message) => {
+                let what = format!(
+                    "a ptxas record line behind other text (`{}`)",
+                    prefix.trim()
+                );
+                self.orphan(line, what, EMBEDDED_HELP);
+                Some(LineKind::Failure)
+            }
+            _ => Some(self.diagnostic(
+                line,
+                format!(
+                    "ptxas line behind other text (`{}`), not read",
+                    prefix.trim()
+                ),
+            )),
+        }
+    }
+
+    /// Records the first failure of the log (what `finish` returns); later ones add nothing.
+    fn fail(&mut self, error: ParseError) {
+        if self.first_failure.is_none() {
+            self.first_failure = Some(error);
+        }
+    }
+
+    /// A resource line that belongs to no record: the log misses a kernel it compiled.
+    fn orphan(&mut self, line: &str, what: String, help: &str) {
+        self.fail(ParseError::Orphan {
+            line_number: self.line_number,
+            line: ascii_trim(line).to_string(),
+            what,
+            help: help.to_string(),
+        });
+    }
+
+    /// A figure of `open`'s record that cannot be read: the record is dropped and the log fails.
+    fn unreadable(&mut self, open: &OpenRecord, line: &str, problem: String) {
+        self.fail(ParseError::Unreadable {
+            name: open.record.name.clone(),
+            arch: arch_or_unknown(&open.record.arch),
+            line_number: self.line_number,
+            line: ascii_trim(line).to_string(),
+            problem,
+        });
     }
 
     /// Ends the log: returns the records, or the first record that was cut off, or the
@@ -321,7 +418,7 @@ impl LogParser {
         if let Some(open) = self.open_entry.take() {
             self.close_entry(open);
         }
-        if let Some(error) = self.first_truncation {
+        if let Some(error) = self.first_failure {
             return Err(error);
         }
         self.drop_records_without_arch();
@@ -350,6 +447,7 @@ impl LogParser {
         {
             return Err(ParseError::NoKernels {
                 lines: self.line_number,
+                failed_build: self.output.build_failures.first().cloned(),
                 errors: self
                     .output
                     .errors
@@ -443,18 +541,12 @@ impl LogParser {
     }
 
     fn truncated(&mut self, open: &OpenRecord, missing: &str) {
-        if self.first_truncation.is_none() {
-            self.first_truncation = Some(ParseError::Truncated {
-                name: open.record.name.clone(),
-                arch: if open.record.arch.is_empty() {
-                    "unknown architecture".to_string()
-                } else {
-                    open.record.arch.clone()
-                },
-                line_number: open.record.line_number,
-                missing: missing.to_string(),
-            });
-        }
+        self.fail(ParseError::Truncated {
+            name: open.record.name.clone(),
+            arch: arch_or_unknown(&open.record.arch),
+            line_number: open.record.line_number,
+            missing: missing.to_string(),
+        });
     }
 
     fn ptxas_line(&mut self, line: &str, after_tool: &str) -> LineKind {
@@ -605,7 +697,7 @@ impl LogParser {
                 _ => self.diagnostic(line, "`Compile time` not in the form `X ms`"),
             };
         }
-        let previous = self.last_completed.take();
+        self.last_completed = None;
         if let Some(rest) = message.strip_prefix("Compiling entry function ") {
             let Some((name, arch)) = parse_compiling(rest) else {
                 return self.diagnostic(
@@ -625,7 +717,7 @@ impl LogParser {
             return LineKind::Ptxas;
         }
         if let Some(rest) = message.strip_prefix("Used ") {
-            return self.used_line(line, rest, previous);
+            return self.used_line(line, rest);
         }
         if message.as_bytes().first().is_some_and(u8::is_ascii_digit) {
             return self.module_line(line, message);
@@ -732,11 +824,32 @@ impl LogParser {
 
     fn stack_line(&mut self, line: &str, trimmed: &str) -> LineKind {
         self.last_completed = None;
-        let Some((frame, stores, loads)) = parse_stack_line(trimmed) else {
-            return self.diagnostic(
+        let awaited = self.open_device.is_some()
+            || self
+                .open_entry
+                .as_ref()
+                .is_some_and(|open| open.awaiting_stack_line);
+        if !awaited {
+            self.poison_open_records(&format!(
+                "a stack frame line of another compilation (line {}) came inside its record",
+                self.line_number
+            ));
+            self.orphan(
                 line,
-                "expected `N bytes stack frame, N bytes spill stores, N bytes spill loads`",
+                "a stack frame line that follows no `Function properties for NAME` line".into(),
+                ORPHAN_HELP,
             );
+            return LineKind::Failure;
+        }
+        let (frame, stores, loads) = match parse_stack_line(trimmed) {
+            Ok(figures) => figures,
+            Err(problem) => {
+                let open = self.open_device.take().or_else(|| self.open_entry.take());
+                if let Some(open) = open {
+                    self.unreadable(&open, line, problem);
+                }
+                return LineKind::Failure;
+            }
         };
         let fill = |record: &mut KernelRecord| {
             record.stack_frame_bytes = Some(frame);
@@ -753,27 +866,14 @@ impl LogParser {
             }
             self.device_record_unconfirmed = true;
             self.last_completed = Some(index);
-            return LineKind::Ptxas;
-        }
-        if let Some(open) = self
-            .open_entry
-            .as_mut()
-            .filter(|open| open.awaiting_stack_line)
-        {
+        } else if let Some(open) = self.open_entry.as_mut() {
             fill(&mut open.record);
             open.awaiting_stack_line = false;
             if open.has_used_line {
                 self.complete_entry();
             }
-            return LineKind::Ptxas;
         }
-        self.poison_open_records(
-            "a stack frame line of another compilation came inside its record",
-        );
-        self.diagnostic(
-            line,
-            "stack frame line that follows no `Function properties for NAME` line",
-        )
+        LineKind::Ptxas
     }
 
     /// Lines out of place inside an open record mean two compilations' output is interleaved:
@@ -836,47 +936,44 @@ impl LogParser {
         self.truncated(&open, "its `Compiling entry function` line is missing");
     }
 
-    fn used_line(&mut self, line: &str, rest: &str, previous: Option<usize>) -> LineKind {
+    fn used_line(&mut self, line: &str, rest: &str) -> LineKind {
         if self.open_entry.is_none() {
-            let _ = previous;
             self.entry_without_its_compiling_line();
+            if self.first_failure.is_none() {
+                self.orphan(
+                    line,
+                    "a `Used N registers` line that belongs to no `Compiling entry function` record"
+                        .into(),
+                    ORPHAN_HELP,
+                );
+            }
+            return LineKind::Failure;
         }
-        let Some(open) = self
+        if self
             .open_entry
-            .as_mut()
-            .filter(|open| !open.has_used_line && !open.awaiting_stack_line)
-        else {
-            self.poison_open_records("a `Used` line of another compilation came inside its record");
-            return self.diagnostic(
-                line,
-                "`Used N registers` line that belongs to no open `Compiling entry function` record",
-            );
-        };
-        let mut not_understood: Vec<&str> = Vec::new();
-        let mut registers = None;
-        for item in comma_items(rest) {
-            if registers.is_none() {
-                match item.strip_suffix(" registers").and_then(parse_u64) {
-                    Some(count) if count <= u64::from(u32::MAX) => registers = Some(count as u32),
-                    _ => not_understood.push(item),
-                }
-                continue;
-            }
-            if used_item(&mut open.record, item).is_none() {
-                not_understood.push(item);
-            }
+            .as_ref()
+            .is_some_and(|open| open.has_used_line || open.awaiting_stack_line)
+        {
+            // Its record has one already, or awaits its stack line: the open record is cut off.
+            self.poison_open_records(&format!(
+                "a `Used` line of another compilation (line {}) came inside its record",
+                self.line_number
+            ));
+            return LineKind::Failure;
         }
-        let Some(registers) = registers else {
-            let open = self.open_entry.take().expect("checked above");
-            self.truncated(
-                &open,
-                "its `Used N registers` line does not start with a register count",
-            );
-            return self.diagnostic(line, "`Used` line without `N registers`");
+        let Some(mut open) = self.open_entry.take() else {
+            return LineKind::Failure;
         };
-        open.record.registers = Some(registers);
+        let not_understood = match read_used_items(&mut open.record, rest) {
+            Ok(not_understood) => not_understood,
+            Err(problem) => {
+                self.unreadable(&open, line, problem);
+                return LineKind::Failure;
+            }
+        };
         open.has_used_line = true;
         let complete = open.has_properties && !open.awaiting_stack_line;
+        self.open_entry = Some(open);
         if complete {
             self.complete_entry();
         }
@@ -894,13 +991,19 @@ impl LogParser {
     fn module_line(&mut self, line: &str, message: &str) -> LineKind {
         let mut section = Section::default();
         for item in message.split(',').map(ascii_trim) {
-            if let Some(bytes) = item.strip_suffix(" bytes gmem").and_then(parse_u64) {
-                section.global_memory_bytes = Some(bytes);
-            } else if let Some(bank) = parse_cmem(item) {
-                section.module_cmem.push(bank);
-            } else {
-                return self.diagnostic(line, format!("module line item `{item}` not understood (expected `N bytes gmem` or `N bytes cmem[B]`)"));
-            }
+            let problem = match (item_count(item, "bytes gmem", u64::MAX), cmem_item(item)) {
+                (Some(Ok(bytes)), _) => {
+                    section.global_memory_bytes = Some(bytes);
+                    continue;
+                }
+                (_, Some(Ok(bank))) => {
+                    section.module_cmem.push(bank);
+                    continue;
+                }
+                (Some(Err(problem)), _) | (_, Some(Err(problem))) => problem,
+                (None, None) => format!("module line item `{item}` not understood (expected `N bytes gmem` or `N bytes cmem[B]`)"),
+            };
+            return self.diagnostic(line, problem);
         }
         if let Some(open) = self.open_device.take() {
             self.truncated(&open, "its `N bytes stack frame, ...` line never came");
@@ -941,32 +1044,90 @@ fn is_advisory_code(message: &str) -> bool {
     digits > 0 && rest[digits..].starts_with(')')
 }
 
-/// One item after the register count of a `Used` line (`used 1 barriers`, `8 bytes smem`,
-/// `380 bytes cmem[0]`, ...) into `record`; `None` when it is not understood.
-fn used_item(record: &mut KernelRecord, item: &str) -> Option<()> {
-    if let Some(count) = item
-        .strip_prefix("used ")
-        .and_then(|x| x.strip_suffix(" barriers"))
-    {
-        parse_u32(count).map(|count| record.barriers = Some(count))
-    } else if let Some(bytes) = item.strip_suffix(" bytes cumulative stack size") {
-        parse_u64(bytes).map(|bytes| record.cumulative_stack_bytes = Some(bytes))
-    } else if let Some(bytes) = item.strip_suffix(" bytes smem") {
-        parse_u64(bytes).map(|bytes| record.static_smem_bytes = bytes)
-    } else if let Some(bytes) = item.strip_suffix(" bytes lmem") {
-        parse_u64(bytes).map(|bytes| record.local_memory_bytes = Some(bytes))
-    } else if let Some(bank) = parse_cmem(item) {
-        record.cmem.push(bank);
-        Some(())
-    } else if let Some(count) = item.strip_suffix(" textures") {
-        parse_u32(count).map(|count| record.textures = count)
-    } else if let Some(count) = item.strip_suffix(" samplers") {
-        parse_u32(count).map(|count| record.samplers = count)
-    } else if let Some(count) = item.strip_suffix(" surfaces") {
-        parse_u32(count).map(|count| record.surfaces = count)
-    } else {
-        None
+/// The items of a `Used` line after `Used ` into `record`: the register count first, then the
+/// others (`used 1 barriers`, `8 bytes smem`, `380 bytes cmem[0]`, ...). A known item whose
+/// figure cannot be read is an error naming what was not understood; the items this version does
+/// not know are returned (the rest of the line is kept).
+fn read_used_items<'a>(record: &mut KernelRecord, rest: &'a str) -> Result<Vec<&'a str>, String> {
+    let mut items = comma_items(rest);
+    let first = items.next().unwrap_or_default();
+    let registers = match item_count(first, "registers", u64::from(u32::MAX)) {
+        Some(read) => read?,
+        None => {
+            return Err(format!(
+                "`{first}` where the register count (`N registers`) comes first"
+            ))
+        }
+    };
+    let mut not_understood = Vec::new();
+    for item in items {
+        match used_item(record, item) {
+            Some(read) => read?,
+            None => not_understood.push(item),
+        }
     }
+    record.registers = u32::try_from(registers).ok();
+    Ok(not_understood)
+}
+
+/// The items after the register count of a `Used` line, by unit: where each goes.
+#[derive(Debug, Clone, Copy)]
+enum UsedSlot {
+    CumulativeStack,
+    Smem,
+    Lmem,
+    Textures,
+    Samplers,
+    Surfaces,
+}
+
+const USED_ITEMS: [(&str, u64, UsedSlot); 6] = [
+    (
+        "bytes cumulative stack size",
+        u64::MAX,
+        UsedSlot::CumulativeStack,
+    ),
+    ("bytes smem", u64::MAX, UsedSlot::Smem),
+    ("bytes lmem", u64::MAX, UsedSlot::Lmem),
+    ("textures", u32::MAX as u64, UsedSlot::Textures),
+    ("samplers", u32::MAX as u64, UsedSlot::Samplers),
+    ("surfaces", u32::MAX as u64, UsedSlot::Surfaces),
+];
+
+/// One item after the register count of a `Used` line into `record`: `None` when this version
+/// does not know the item, `Some(Err)` when it knows it but cannot read its figure. An item as
+/// ptxas prints it ends with its unit (one comparison per unit); only an item that ends with
+/// none is searched for a unit inside it, to say what in it was not understood.
+fn used_item(record: &mut KernelRecord, item: &str) -> Option<Result<(), String>> {
+    let small = |value: u64| u32::try_from(value).unwrap_or(u32::MAX);
+    if let Some(barriers) = item.strip_prefix("used ") {
+        let count = item_count(barriers, "barriers", u64::from(u32::MAX))?;
+        return Some(count.map(|count| record.barriers = Some(small(count))));
+    }
+    let ends = USED_ITEMS.iter().find(|(unit, _, _)| item.ends_with(unit));
+    if ends.is_none() || item.ends_with(']') {
+        if let Some(bank) = cmem_item(item) {
+            return Some(bank.map(|bank| record.cmem.push(bank)));
+        }
+    }
+    let (unit, max, slot) = ends.or_else(|| {
+        USED_ITEMS
+            .iter()
+            .find(|(unit, _, _)| item_count(item, unit, 0).is_some())
+    })?;
+    let value = match item_count(item, unit, *max)? {
+        Ok(value) => value,
+        Err(problem) => return Some(Err(problem)),
+    };
+    match slot {
+        UsedSlot::CumulativeStack => record.cumulative_stack_bytes = Some(value),
+        UsedSlot::Smem => record.static_smem_bytes = value,
+        UsedSlot::Lmem => record.local_memory_bytes = Some(value),
+        UsedSlot::Textures => record.textures = small(value),
+        UsedSlot::Samplers => record.samplers = small(value),
+        UsedSlot::Surfaces => record.surfaces = small(value),
+    }
+    Some(Ok(()))
 }
 
 /// The trimmed comma-separated items of a short line (a byte scan: memchr's set-up costs more
@@ -1089,46 +1250,118 @@ fn quoted_function_name(message: &str) -> Option<&str> {
     (!name.is_empty() && !name.contains(char::is_whitespace)).then_some(name)
 }
 
-fn parse_stack_line(trimmed: &str) -> Option<(u64, u64, u64)> {
+/// `N bytes stack frame, N bytes spill stores, N bytes spill loads`; the error names the item
+/// that was not understood and what is wrong with it.
+fn parse_stack_line(trimmed: &str) -> Result<(u64, u64, u64), String> {
     let mut items = comma_items(trimmed);
-    let frame = items
-        .next()?
-        .strip_suffix(" bytes stack frame")
-        .and_then(parse_u64)?;
-    let stores = items
-        .next()?
-        .strip_suffix(" bytes spill stores")
-        .and_then(parse_u64)?;
-    let loads = items
-        .next()?
-        .strip_suffix(" bytes spill loads")
-        .and_then(parse_u64)?;
-    items.next().is_none().then_some((frame, stores, loads))
-}
-
-/// `368 bytes cmem[0]` → (0, 368). (Byte-level: this runs for every constant bank item.)
-fn parse_cmem(item: &str) -> Option<(u32, u64)> {
-    let (head, bank) = item.strip_suffix(']')?.rsplit_once('[')?;
-    let bytes = head.strip_suffix(" bytes cmem")?;
-    Some((parse_u32(bank)?, parse_u64(bytes)?))
-}
-
-/// `    128 bytes stack frame, ...`: digits, then ` bytes stack frame`.
-fn is_stack_line(trimmed: &str) -> bool {
-    let digits = trimmed.bytes().take_while(u8::is_ascii_digit).count();
-    digits > 0 && trimmed[digits..].starts_with(" bytes stack frame")
-}
-
-fn parse_u64(text: &str) -> Option<u64> {
-    if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
-        return None;
+    let mut figure = |unit: &str| -> Result<u64, String> {
+        let item = items.next().unwrap_or_default();
+        item_count(item, unit, u64::MAX)
+            .unwrap_or_else(|| Err(format!("`{item}` where `N {unit}` was expected")))
+    };
+    let frame = figure("bytes stack frame")?;
+    let stores = figure("bytes spill stores")?;
+    let loads = figure("bytes spill loads")?;
+    match items.next() {
+        None => Ok((frame, stores, loads)),
+        Some(extra) => Err(format!(
+            "`{extra}` after the spill loads is not a form ptxas prints"
+        )),
     }
-    text.parse().ok()
 }
 
-fn parse_u32(text: &str) -> Option<u32> {
-    parse_u64(text).and_then(|value| u32::try_from(value).ok())
+/// `368 bytes cmem[0]` → (0, 368): `None` when the item is no `bytes cmem[...]` item; the
+/// error names what in it was not understood.
+fn cmem_item(item: &str) -> Option<Result<(u32, u64), String>> {
+    let at = text::find(item, "bytes cmem[")?;
+    let after_bracket = &item[at + "bytes cmem[".len()..];
+    let read = || -> Result<(u32, u64), String> {
+        let (bank, after) = after_bracket
+            .split_once(']')
+            .ok_or_else(|| format!("`{item}` has no `]` after its bank"))?;
+        if !after.trim().is_empty() {
+            return Err(format!(
+                "`{}` after `{}` is not a form ptxas prints",
+                after.trim(),
+                &item[..item.len() - after.len()]
+            ));
+        }
+        let bytes =
+            count(&item[..at], u64::MAX).map_err(|problem| format!("in `{item}`, {problem}"))?;
+        let bank = count(bank, u64::from(u32::MAX))
+            .map_err(|problem| format!("in `{item}`, the bank: {problem}"))?;
+        Ok((u32::try_from(bank).unwrap_or(u32::MAX), bytes))
+    };
+    Some(read())
 }
+
+/// `    128 bytes stack frame, ...`: one word (the number, however malformed), then ` bytes
+/// stack frame`. A malformed number still makes a stack line, whose error then names it.
+fn is_stack_line(trimmed: &str) -> bool {
+    let word = trimmed
+        .bytes()
+        .take_while(|byte| !matches!(byte, b' ' | b'\t'))
+        .count();
+    word > 0
+        && trimmed[word..].starts_with(" bytes stack frame")
+        && trimmed[..word]
+            .bytes()
+            .all(|byte| byte.is_ascii_digit() || byte == b'-' || byte == b'+')
+}
+
+/// Messages of a ptxas record that open or fill a record: one of them is a resource line.
+fn is_record_message(message: &str) -> bool {
+    [
+        "Compiling entry function ",
+        "Function properties for ",
+        "Used ",
+    ]
+    .iter()
+    .any(|start| message.starts_with(start))
+}
+
+/// A ptxas line later in `line` than its start (`[build] ptxas info    : Used ...`): where
+/// `ptxas` starts, the severity and the message. Only the padded form (`ptxas info    :`,
+/// `ptxas error   :`) is taken, not a command line naming ptxas.
+fn embedded_ptxas(line: &str) -> Option<(usize, Severity, &str)> {
+    let mut from = 0;
+    loop {
+        let at = from + text::find(&line[from..], "ptxas")?;
+        let after = &line[at + "ptxas".len()..];
+        if at > 0 && after.starts_with([' ', '\t']) {
+            let rest = ascii_trim_start(after);
+            for (word, severity) in [
+                ("info", Severity::Info),
+                ("warning", Severity::Warning),
+                ("error", Severity::Error),
+                ("fatal", Severity::Fatal),
+            ] {
+                if let Some(message) = rest
+                    .strip_prefix(word)
+                    .map(ascii_trim_start)
+                    .and_then(|rest| rest.strip_prefix(':'))
+                {
+                    return Some((at, severity, ascii_trim(message)));
+                }
+            }
+        }
+        from = at + "ptxas".len();
+    }
+}
+
+fn arch_or_unknown(arch: &str) -> String {
+    if arch.is_empty() {
+        "unknown architecture".to_string()
+    } else {
+        arch.to_string()
+    }
+}
+
+/// What to do about a resource line of no record.
+const ORPHAN_HELP: &str = "the lines that open its record (`ptxas info : Compiling entry function 'K' for 'sm_XX'`, `Function properties for K`) are missing or were merged into another line, so a kernel of this log was never read; check the complete output of the build, unedited (a log cut inside a record, or parallel compiles' output mixed line by line, cannot be checked)";
+
+/// What to do about a ptxas line behind a prefix this reader does not strip.
+const EMBEDDED_HELP: &str = "its kernel's record cannot be read there, so a kernel of this log was never read; this reader strips CI timestamps (GitHub Actions, GitLab, Jenkins, Buildkite, docker buildkit) and MSBuild's `N>`, not this prefix: strip it from every line (e.g. `sed 's/^PREFIX//'`) and check the result";
 
 #[cfg(test)]
 mod tests {
@@ -1266,11 +1499,173 @@ ptxas info    : Compile time = 10.567 ms
 
     #[test]
     fn unknown_ptxas_lines_become_diagnostics_and_context_passes() {
-        let log = format!("{TWO_ARCHS}ptxas info    : Something new in CUDA 14\nnvcc warning : deprecated\nptxas info    : Used 3 registers\n");
+        let log = format!(
+            "{TWO_ARCHS}ptxas info    : Something new in CUDA 14\nnvcc warning : deprecated\n"
+        );
         let output = parse_log(&log).unwrap();
-        assert_eq!(output.diagnostics.len(), 2, "{:?}", output.diagnostics);
+        assert_eq!(output.diagnostics.len(), 1, "{:?}", output.diagnostics);
         assert_eq!(output.diagnostics[0].line_number, 15);
         assert_eq!(output.context_lines, 1);
+    }
+
+    /// Issue 23 (round 2): a resource line that belongs to no record means a kernel of the log
+    /// was never read: the log fails naming the line (it was a diagnostic, a warning).
+    #[test]
+    fn a_resource_line_of_no_record_fails_naming_its_line() {
+        let orphan_used =
+            format!("{TWO_ARCHS}nvcc warning : deprecated\nptxas info    : Used 3 registers\n");
+        // The `Function properties` line merged into another tool's line: its stack line is alone.
+        let merged_header = format!("{TWO_ARCHS}[ 50%] Building CUDA object k.cu.o ptxas info    : Function properties for k\n    0 bytes stack frame, 16 bytes spill stores, 16 bytes spill loads\n");
+        let orphan_stack = format!("{TWO_ARCHS}cc -c x.c\n    0 bytes stack frame, 16 bytes spill stores, 16 bytes spill loads\n");
+        for (log, line_number, what) in [
+            (
+                orphan_used,
+                16,
+                "belongs to no `Compiling entry function` record",
+            ),
+            (
+                merged_header,
+                15,
+                "a ptxas record line behind other text (`[ 50%] Building CUDA object k.cu.o`)",
+            ),
+            (
+                orphan_stack,
+                16,
+                "a stack frame line that follows no `Function properties for NAME` line",
+            ),
+        ] {
+            let error = parse_log(&log).unwrap_err();
+            match &error {
+                ParseError::Orphan {
+                    line_number: at,
+                    what: said,
+                    ..
+                } => {
+                    assert_eq!(*at, line_number, "{error}");
+                    assert!(said.contains(what), "{error}");
+                }
+                other => panic!("{other}"),
+            }
+            assert!(error.to_string().contains("never read"), "{error}");
+        }
+    }
+
+    /// Issue 23 (round 2): each wrong figure says what is wrong with it, and the record is not
+    /// read as if it could be.
+    #[test]
+    fn figures_that_cannot_be_read_say_which_part() {
+        let record = |used: &str, stack: &str| {
+            format!("ptxas info    : Compiling entry function 'k' for 'sm_90'\nptxas info    : Function properties for k\n    {stack}\nptxas info    : Used {used}\n")
+        };
+        let fine = "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads";
+        for (used, stack, problem) in [
+            (
+                "32 registers (8 uniform)",
+                fine,
+                "`(8 uniform)` after `32 registers` is not a form ptxas prints",
+            ),
+            (
+                "99999999999 registers",
+                fine,
+                "`99999999999` does not fit in 32 bits (the largest is 4294967295)",
+            ),
+            ("-5 registers", fine, "`-5` is negative"),
+            (
+                "used 1 barriers",
+                fine,
+                "`used 1 barriers` where the register count (`N registers`) comes first",
+            ),
+            (
+                "32 registers, used 99999999999 barriers",
+                fine,
+                "`99999999999` does not fit in 32 bits",
+            ),
+            ("32 registers, -8 bytes smem", fine, "`-8` is negative"),
+            (
+                "32 registers, 8 bytes cmem[0] extra",
+                fine,
+                "`extra` after `8 bytes cmem[0]` is not a form ptxas prints",
+            ),
+            (
+                "32 registers",
+                "-8 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
+                "`-8` is negative",
+            ),
+            (
+                "32 registers",
+                "0 bytes stack frame, 99999999999999999999 bytes spill stores, 0 bytes spill loads",
+                "does not fit in 64 bits",
+            ),
+            (
+                "32 registers",
+                "0 bytes stack frame, 0 bytes spill stores",
+                "`` where `N bytes spill loads` was expected",
+            ),
+        ] {
+            let error = parse_log(&record(used, stack)).unwrap_err();
+            let ParseError::Unreadable {
+                name,
+                arch,
+                problem: said,
+                ..
+            } = &error
+            else {
+                panic!("{used} / {stack}: {error}");
+            };
+            assert_eq!((name.as_str(), arch.as_str()), ("k", "sm_90"));
+            assert!(said.contains(problem), "{used} / {stack}: {error}");
+            assert!(!error.to_string().contains("truncated"), "{error}");
+        }
+        // An item this version does not know is still a diagnostic, the rest read.
+        let output = parse_log(&record("32 registers, 4 widgets", fine)).unwrap();
+        assert_eq!(output.kernels[0].registers, Some(32));
+        assert_eq!(output.diagnostics.len(), 1);
+    }
+
+    /// Issue 23 (round 2): a CI system's prefix on every line gives the records of the plain log.
+    #[test]
+    fn ci_prefixes_are_stripped_before_lines_are_read() {
+        let plain = parse_log(TWO_ARCHS).unwrap();
+        for prefix in ["2024-05-01T12:00:00.1234567Z ", "[12:00:00] ", "#12 0.345 "] {
+            let prefixed: String = TWO_ARCHS
+                .lines()
+                .map(|line| format!("{prefix}{line}\n"))
+                .collect();
+            assert_eq!(
+                parse_log(&prefixed).unwrap().kernels,
+                plain.kernels,
+                "{prefix:?}"
+            );
+        }
+    }
+
+    /// Issue 23 (round 2): the lines that say a build failed are kept with their line and marker,
+    /// and a log without records names the failure instead of asking for `-Xptxas -v`.
+    #[test]
+    fn build_failures_are_kept_and_named() {
+        let log = format!("{TWO_ARCHS}FAILED: CMakeFiles/k.dir/other.cu.o\nninja: build stopped: subcommand failed.\n");
+        let output = parse_log(&log).unwrap();
+        let failures: Vec<(usize, &str)> = output
+            .build_failures
+            .iter()
+            .map(|failure| (failure.line_number, failure.marker))
+            .collect();
+        assert_eq!(
+            failures,
+            [
+                (15, "ninja's `FAILED:` (a build step failed)"),
+                (16, "ninja's `build stopped`")
+            ]
+        );
+        let error =
+            parse_log("[1/2] Building CUDA object k.cu.o\nSegmentation fault (core dumped)\n")
+                .unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.contains("shows a failed build (line 2: a `Segmentation fault`"),
+            "{text}"
+        );
+        assert!(!text.contains("-Xptxas"), "{text}");
     }
 
     #[test]

@@ -162,8 +162,40 @@ pub struct ParseOutput {
     pub long_lines_skipped: usize,
     /// The 1-based number of the first line skipped for its length, if any.
     pub first_long_line: Option<usize>,
+    /// Lines that say the build failed (`FAILED:`, `make: *** ... Error 1`, `Segmentation
+    /// fault`, ...), the first [`MAX_BUILD_FAILURES`]: the kernels of what failed were never
+    /// compiled, so the log cannot show that every kernel passed.
+    pub build_failures: Vec<BuildFailure>,
+    /// Build failure lines past the first [`MAX_BUILD_FAILURES`], counted and not kept.
+    pub build_failures_not_kept: usize,
     /// Lines read.
     pub lines: usize,
+}
+
+/// Build failure lines kept per log; more are counted.
+pub const MAX_BUILD_FAILURES: usize = 100;
+
+/// A line of a build driver (ninja, make, MSBuild, bazel, cargo, a shell) saying that the build
+/// failed, found among the other tools' lines of a log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct BuildFailure {
+    /// 1-based line number in the log.
+    pub line_number: usize,
+    /// The marker found, as a user would look for it (``ninja's `FAILED:` (a build step failed)``).
+    pub marker: &'static str,
+    /// The line, trimmed (its CI prefix stripped).
+    pub line: String,
+}
+
+impl std::fmt::Display for BuildFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}: {}: `{}`",
+            self.line_number, self.marker, self.line
+        )
+    }
 }
 
 /// The longest line the streaming reader holds: longer lines are skipped in bounded chunks.
@@ -200,12 +232,14 @@ impl std::fmt::Display for CompilerError {
 #[non_exhaustive]
 pub enum ParseError {
     /// No kernel record at all.
-    #[error("no kernel record in the log ({lines} lines read){}: ptxas prints its report only when asked; compile with `nvcc -Xptxas -v` (or `nvcc --resource-usage`, or `ptxas -v`)", errors_suffix(errors))]
+    #[error("{}", no_kernels_message(*.lines, errors, failed_build.as_ref()))]
     NoKernels {
         /// Lines read.
         lines: usize,
         /// ptxas errors seen, if the compile failed.
         errors: Vec<String>,
+        /// The first line that says the build failed, if one does.
+        failed_build: Option<BuildFailure>,
     },
     /// A record that starts but does not finish.
     #[error("the ptxas record of `{name}` for {arch} (starting at line {line_number}) is cut off: {missing}; the log is truncated or lines of two compilations are interleaved")]
@@ -218,6 +252,35 @@ pub enum ParseError {
         line_number: usize,
         /// What is missing.
         missing: String,
+    },
+    /// A resource line (`Used N registers`, `N bytes stack frame, ...`, a ptxas record line
+    /// behind other text) that belongs to no kernel record: some kernel of the log was never
+    /// read.
+    #[error("line {line_number}: {what}: `{line}`; {help}")]
+    Orphan {
+        /// 1-based line.
+        line_number: usize,
+        /// The line (its CI prefix stripped).
+        line: String,
+        /// What the line is, and why it belongs to no record.
+        what: String,
+        /// What to do.
+        help: String,
+    },
+    /// A figure of a record's line that cannot be read: a number past its type, a negative
+    /// one, text ptxas does not print after it.
+    #[error("line {line_number}: {problem}, in the ptxas record of `{name}` for {arch}: `{line}`; the record's figures cannot be read, so its kernel is not checked (if a newer ptxas prints this form, report it with this line)")]
+    Unreadable {
+        /// Mangled name of the function whose record holds the line.
+        name: String,
+        /// Architecture, or `unknown architecture`.
+        arch: String,
+        /// 1-based line.
+        line_number: usize,
+        /// The line (its CI prefix stripped).
+        line: String,
+        /// What in the line was not understood.
+        problem: String,
     },
     /// cuobjdump output that has no resource-usage section.
     #[error("no `Resource usage:` section with functions in the cuobjdump output ({lines} lines read); run `cuobjdump --dump-resource-usage FILE`")]
@@ -242,6 +305,23 @@ fn errors_suffix(errors: &[String]) -> String {
         String::new()
     } else {
         format!("; ptxas reported errors: {}", errors.join(" | "))
+    }
+}
+
+/// Why a log held no record: a failed build says so; otherwise ptxas was not asked.
+fn no_kernels_message(
+    lines: usize,
+    errors: &[String],
+    failed_build: Option<&BuildFailure>,
+) -> String {
+    let errors = errors_suffix(errors);
+    match failed_build {
+        Some(failure) => format!(
+            "no kernel record in the log ({lines} lines read){errors}, and it shows a failed build ({failure}): the kernels of what failed were never compiled; fix the build and check the log of one that succeeded"
+        ),
+        None => format!(
+            "no kernel record in the log ({lines} lines read){errors}: ptxas prints its report only when asked; compile with `nvcc -Xptxas -v` (or `nvcc --resource-usage`, or `ptxas -v`)"
+        ),
     }
 }
 
@@ -290,6 +370,7 @@ mod tests {
         let error = ParseError::NoKernels {
             lines: 3,
             errors: vec![],
+            failed_build: None,
         };
         assert!(error.to_string().contains("-Xptxas -v"), "{error}");
     }

@@ -429,10 +429,10 @@ fn resource_limits(
                 format_bytes(u64::from(kernel.static_smem_bytes)),
                 format_bytes(u64::from(launch.dynamic_smem_bytes)),
                 format_bytes(u64::from(arch.reserved_smem_per_block)),
-                format_bytes(u64::from(answer.allocated_smem_per_block)),
+                format_bytes(answer.allocated_smem_per_block),
                 arch.smem_alloc_unit,
                 format_bytes(u64::from(answer.smem_config_per_sm)),
-                format_bytes(u64::from(answer.smem_limit_per_block))
+                format_bytes(answer.smem_limit_per_block)
             ),
         },
         ResourceLimit {

@@ -252,7 +252,7 @@ fn headroom_of(
         spare_registers_per_thread: register_cliff.then_some(margin.registers_addable),
         registers_per_thread_to_gain_block: margin.registers_to_gain_block,
         spare_smem_bytes: smem_cliff.then_some(u64::from(margin.smem_addable_bytes)),
-        smem_bytes_to_gain_block: margin.smem_to_gain_block_bytes.map(u64::from),
+        smem_bytes_to_gain_block: margin.smem_to_gain_block_bytes,
     }
 }
 

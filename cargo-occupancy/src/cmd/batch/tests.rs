@@ -354,3 +354,105 @@ fn endless_input_without_a_newline_is_refused_after_one_mebibyte() {
     );
     assert!(out.is_empty());
 }
+
+/// The batch reader's fuzz corpus (issue #23, round 2): `input` answered through a reader of
+/// `capacity` bytes with lines capped at `max`, as (outcome, answers).
+fn fuzzed(input: &[u8], capacity: usize, max: usize) -> (Outcome, Vec<Value>) {
+    let mut out = Vec::new();
+    let outcome = answer_all_capped(
+        &mut BufReader::with_capacity(capacity, input),
+        "`fuzz`",
+        &mut out,
+        (None, None),
+        None,
+        max,
+    )
+    .unwrap();
+    let text = String::from_utf8(out).expect("answers are UTF-8");
+    let answers = text
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("every answer is one JSON object"))
+        .collect();
+    (outcome, answers)
+}
+
+/// What the batch must do with `input`: one answer per line (a bad line an `{"error"}` answer
+/// naming its number), or, at the first line longer than `max`, the answers before it and one
+/// message naming that line.
+fn check_batch(input: &[u8], capacity: usize, max: usize) -> Result<(), TestCaseError> {
+    let body = input.strip_suffix(b"\n").unwrap_or(input);
+    let lines: Vec<&[u8]> = if input.is_empty() {
+        Vec::new()
+    } else {
+        body.split(|&byte| byte == b'\n').collect()
+    };
+    let first_long = lines.iter().position(|line| line.len() > max);
+    let (outcome, answers) = fuzzed(input, capacity, max);
+    let answered = first_long.unwrap_or(lines.len());
+    prop_assert_eq!(answers.len(), answered);
+    for (index, answer) in answers.iter().enumerate() {
+        if let Some(error) = answer.get("error") {
+            let start = format!("line {}: ", index + 1);
+            prop_assert!(
+                error.as_str().is_some_and(|text| text.starts_with(&start)),
+                "{}",
+                error
+            );
+        } else {
+            prop_assert!(answer.get("blocks_per_sm").is_some(), "{}", answer);
+        }
+    }
+    let bad = answers
+        .iter()
+        .filter(|answer| answer.get("error").is_some())
+        .count() as u64;
+    match (first_long, outcome) {
+        (None, Outcome::Finished { bad_lines }) => prop_assert_eq!(bad_lines, bad),
+        (Some(index), Outcome::ReadError(message)) => {
+            let named = format!("line {} is longer than {max} bytes", index + 1);
+            prop_assert!(message.contains(&named), "{}", message);
+        }
+        (first_long, outcome) => {
+            prop_assert!(false, "long line {first_long:?}, outcome {outcome:?}")
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    /// Arbitrary bytes (invalid UTF-8, CRs, no final newline), any read buffer, any cap: never a
+    /// panic, one JSON answer per line up to the first over-long line, which ends the batch
+    /// naming it.
+    #[test]
+    fn arbitrary_batch_input_gets_one_answer_per_line(
+        input in prop::collection::vec(
+            prop_oneof![4 => any::<u8>(), 1 => Just(b'\n'), 1 => Just(b'{'), 1 => Just(b'"')],
+            0..3000,
+        ),
+        capacity in 1usize..300,
+        max in 8usize..400,
+    ) {
+        check_batch(&input, capacity, max)?;
+    }
+
+    /// Valid and nearly valid lines, with bytes flipped, inserted or removed: the same contract.
+    #[test]
+    fn mutated_batch_lines_get_one_answer_per_line(
+        lines in prop::collection::vec(arb_line(), 0..30),
+        edits in prop::collection::vec((any::<usize>(), any::<u8>(), 0u8..3), 0..10),
+        capacity in 1usize..300,
+        max in 16usize..400,
+    ) {
+        let mut input = lines.join("\n").into_bytes();
+        for (at, byte, kind) in edits {
+            let at = at % (input.len() + 1);
+            match kind {
+                0 if at < input.len() => input[at] = byte,
+                1 => input.insert(at, byte),
+                _ if at < input.len() => { input.remove(at); }
+                _ => {}
+            }
+        }
+        check_batch(&input, capacity, max)?;
+    }
+}

@@ -168,12 +168,13 @@ fn write_occupancy(out: &mut Vec<u8>, figures: &Figures<'_>) {
     serde_json::to_writer(&mut *out, &occupancy).expect("a finite f64 always serializes");
 }
 
-/// A number in decimal, without the formatting machinery (`itoa`: two digits per step).
-fn write_u32(out: &mut Vec<u8>, value: u32) {
+/// A number (32 or 64 bits) in decimal, without the formatting machinery (`itoa`: two digits per
+/// step).
+fn write_u32(out: &mut Vec<u8>, value: impl itoa::Integer) {
     out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
 }
 
-fn write_optional(out: &mut Vec<u8>, value: Option<u32>) {
+fn write_optional(out: &mut Vec<u8>, value: Option<impl itoa::Integer>) {
     match value {
         Some(value) => write_u32(out, value),
         None => out.extend_from_slice(b"null"),
