@@ -127,10 +127,17 @@ pub(crate) fn kernel_rows<'a>(
     declarations: &Declarations,
 ) -> Result<Vec<ArchRow<'a>>, Error> {
     let spec = declared.map(|(declared, _)| &declared.kernel.spec);
-    let (block_threads, dynamic_smem_bytes) = match (spec, undeclared) {
-        (Some(spec), _) => (spec.block.threads(), spec.dynamic_smem_bytes),
-        (None, Some(launch)) => (launch.block.threads(), launch.dynamic_smem_bytes),
-        (None, None) => (evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS, 0),
+    let default_launch;
+    let undeclared = match undeclared {
+        Some(launch) => launch,
+        None => {
+            default_launch = undeclared_launch(context, kernel, &KernelTables::default());
+            &default_launch
+        }
+    };
+    let (block_threads, dynamic_smem_bytes) = match spec {
+        Some(spec) => (spec.block.threads(), spec.dynamic_smem_bytes),
+        None => (undeclared.block.threads(), undeclared.dynamic_smem_bytes),
     };
     let arch_filter: Option<BTreeSet<String>> =
         spec.and_then(|spec| spec.archs.as_ref()).map(|archs| {
