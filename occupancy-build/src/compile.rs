@@ -35,6 +35,7 @@ use sha2::{Digest, Sha256};
 use crate::cache::{hex, Entry, Lookup, Slot, Staging};
 use crate::context::Context;
 pub use crate::context::SourceKind;
+use crate::file_facts::FileFacts;
 use crate::fsutil::{parse_dep_file, parse_line_markers};
 use crate::input_watch::InputWatch;
 use crate::jobs::Lender;
@@ -215,7 +216,8 @@ pub fn compile_all(
         return Err(Error::NoSources);
     }
     crate::trust::open_cache_root(&settings.cache_root, &context.out_dir)?;
-    let settings = &settings;
+    let files = FileFacts::load(&settings.cache_root);
+    let (settings, files) = (&settings, &files);
     // The biggest sources first (by size, a cheap stand-in for compile time): the last compile
     // to finish then is a small one, and the build's tail is short.
     let mut order: Vec<usize> = (0..inputs.len()).collect();
@@ -226,7 +228,7 @@ pub fn compile_all(
         .iter()
         .map(|&index| {
             let (path, kind) = &inputs[index];
-            move |lender: &Lender<'_>| compile_source(settings, path, *kind, lender)
+            move |lender: &Lender<'_>| compile_source(settings, path, *kind, lender, files)
         })
         .collect();
     let mut results: Vec<Option<Result<CompiledSource, Error>>> =
@@ -234,6 +236,7 @@ pub fn compile_all(
             .into_iter()
             .map(Some)
             .collect();
+    files.save();
     let in_order = (0..inputs.len()).map(|index| {
         let at = order
             .iter()
@@ -286,10 +289,12 @@ pub fn compile_source(
     source: &Path,
     kind: SourceKind,
     lender: &Lender<'_>,
+    files: &FileFacts,
 ) -> Result<CompiledSource, Error> {
     let config = config_key(settings, source, kind);
     let slot = Slot::new(&settings.cache_root, &file_stem(source), &config);
-    let current_key = |dependencies: &[PathBuf]| cache_key(settings, &config, dependencies).ok();
+    let current_key =
+        |dependencies: &[PathBuf]| cache_key(settings, &config, dependencies, files).ok();
     let mut notes = Vec::new();
     match slot.find(current_key) {
         Lookup::Hit(entry) => {
@@ -315,7 +320,7 @@ pub fn compile_source(
     let watch = InputWatch::before(&settings.toolchain.cuda_home, watched);
     let fresh = run_nvcc(settings, source, kind, &work, two_steps, lender)?;
     let products = move_products(settings, source, kind, &fresh, &staging, two_steps)?;
-    let key = cache_key(settings, &config, &fresh.dependencies)?;
+    let key = cache_key(settings, &config, &fresh.dependencies, files)?;
     let named: Vec<(&str, &str)> = products
         .iter()
         .map(|(role, name)| (role.as_str(), name.as_str()))
@@ -815,27 +820,6 @@ pub(crate) fn file_stem(source: &Path) -> String {
         .unwrap_or_else(|| "source".into())
 }
 
-/// Every identifier starting with `OCCUPANCY_` in a source text.
-fn occupancy_identifiers(text: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let bytes = text.as_bytes();
-    let mut index = 0;
-    while let Some(offset) = text[index..].find("OCCUPANCY_") {
-        let start = index + offset;
-        let preceded_by_identifier =
-            start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_');
-        let mut end = start;
-        while end < bytes.len() && (bytes[end].is_ascii_alphanumeric() || bytes[end] == b'_') {
-            end += 1;
-        }
-        if !preceded_by_identifier {
-            found.push(text[start..end].to_string());
-        }
-        index = end;
-    }
-    found
-}
-
 /// The `#define` lines of the generated header for exactly the macros `used`; `None` when a used
 /// name is not one of its macros (token pasting, a typo): then the whole header counts.
 fn selected_definitions(header: &str, used: &std::collections::BTreeSet<String>) -> Option<String> {
@@ -881,7 +865,8 @@ fn config_key(settings: &CompileSettings, source: &Path, kind: SourceKind) -> St
     let mut hasher = KeyHasher::default();
     // v6: `compile_ptx` assembles the stripped PTX it ships; the entry keeps the `-lineinfo`
     // PTX for the SASS stage's line tables (v5 assembled the `-lineinfo` PTX).
-    hasher.field(b"occupancy-build cache v6");
+    // v7: a user file's part is its SHA-256 in hex (`file_facts`).
+    hasher.field(b"occupancy-build cache v7");
     hasher.field(settings.toolchain.version_text.as_bytes());
     hasher.field(settings.toolchain.fingerprint.as_bytes());
     hasher.field(settings.toolchain.nvcc.as_os_str().as_encoded_bytes());
@@ -920,6 +905,7 @@ fn cache_key(
     settings: &CompileSettings,
     config: &str,
     dependencies: &[PathBuf],
+    files: &FileFacts,
 ) -> Result<String, Error> {
     let mut hasher = KeyHasher::default();
     hasher.field(config.as_bytes());
@@ -937,11 +923,9 @@ fn cache_key(
         {
             continue;
         }
-        if let (Ok(text), Some(used)) = (std::fs::read_to_string(dependency), used_macros.as_mut())
-        {
-            used.extend(occupancy_identifiers(&text));
-        } else {
-            used_macros = None;
+        match (files.of(dependency), used_macros.as_mut()) {
+            (Ok(facts), Some(used)) if facts.text => used.extend(facts.identifiers),
+            _ => used_macros = None,
         }
     }
     for dependency in sorted {
@@ -974,11 +958,13 @@ fn cache_key(
             field(&metadata.len().to_le_bytes());
             field(&modified.to_le_bytes());
         } else {
-            let contents = std::fs::read(dependency).map_err(|error| Error::Io {
+            // Read once and remembered by size and time (`file_facts`): a rerun with no CUDA
+            // change reads no header again.
+            let facts = files.of(dependency).map_err(|error| Error::Io {
                 path: dependency.clone(),
                 error,
             })?;
-            field(&Sha256::digest(&contents));
+            field(facts.digest.as_bytes());
         }
     }
     Ok(hasher.finish())
@@ -1081,14 +1067,16 @@ mod tests {
         let header = "#pragma once\n#define OCCUPANCY_BOUNDS_saxpy __launch_bounds__(256, 4)\n#define OCCUPANCY_BOUNDS_scale __launch_bounds__(128)\n";
         let source = "#include \"occupancy_bounds.h\"\n__global__ void OCCUPANCY_BOUNDS_saxpy saxpy() {} // MY_OCCUPANCY_X is not ours";
         let used: std::collections::BTreeSet<String> =
-            occupancy_identifiers(source).into_iter().collect();
+            crate::file_facts::occupancy_identifiers(source)
+                .into_iter()
+                .collect();
         assert_eq!(used.iter().collect::<Vec<_>>(), ["OCCUPANCY_BOUNDS_saxpy"]);
         assert_eq!(
             selected_definitions(header, &used).unwrap(),
             "#define OCCUPANCY_BOUNDS_saxpy __launch_bounds__(256, 4)\n"
         );
         let pasted: std::collections::BTreeSet<String> =
-            occupancy_identifiers("#define B(k) OCCUPANCY_BOUNDS_ ## k")
+            crate::file_facts::occupancy_identifiers("#define B(k) OCCUPANCY_BOUNDS_ ## k")
                 .into_iter()
                 .collect();
         assert!(

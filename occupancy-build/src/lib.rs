@@ -38,6 +38,7 @@ mod env;
 mod error;
 mod expectations;
 mod facts;
+mod file_facts;
 mod fsutil;
 mod input_watch;
 mod jobs;
