@@ -38,7 +38,7 @@ pub const C7508: &str = "(C7508)";
 /// 4: kernels only, no callee functions, read by raw-mode batches; 5: keyed by the binary's
 /// size and modification time, not its SHA-256; 6: a call through a register names the function
 /// it reaches, or is indirect, instead of naming the register).
-const CACHE_SCHEMA: u32 = 6;
+const CACHE_SCHEMA: u32 = 7;
 
 /// What the SASS of a build says, per kernel and architecture.
 #[derive(Debug, Clone, Default)]
@@ -60,15 +60,29 @@ struct CacheFile {
     binary_stamp: String,
     /// What was read.
     selection: Selection,
+    /// Per arch, the kernels read from line-table cubins (their facts have source lines).
+    #[serde(default)]
+    lined: BTreeMap<String, BTreeSet<String>>,
     kernels: Vec<SassFacts>,
 }
 
 impl CacheFile {
-    /// Whether these facts cover `wanted` of this binary.
-    fn covers(&self, binary_stamp: &str, wanted: &Selection) -> bool {
+    /// Whether these facts cover `wanted` of this binary, with lines for the kernels of
+    /// `lined` (per arch).
+    fn covers(
+        &self,
+        binary_stamp: &str,
+        wanted: &Selection,
+        lined: &BTreeMap<String, BTreeSet<String>>,
+    ) -> bool {
         self.schema == CACHE_SCHEMA
             && self.binary_stamp == binary_stamp
             && self.selection.covers(wanted)
+            && lined.iter().all(|(arch, kernels)| {
+                self.lined
+                    .get(arch)
+                    .is_some_and(|read| read.is_superset(kernels))
+            })
     }
 }
 
@@ -138,9 +152,10 @@ pub struct SassDemand {
     /// hottest-spill note of `spills`, `local_array`): every `LDL`/`STL` is in ptxas's stack
     /// frame, so other kernels and archs cannot have one.
     pub local_memory: BTreeMap<String, BTreeSet<String>>,
-    /// Per arch, every kernel of the source that uses local memory there, whatever the lints:
-    /// when the binary has no line tables (`CompiledSource::lineinfo_ptx`), these kernels are
-    /// read from line-table cubins, so that a kernel's facts always come with their lines.
+    /// Per arch, the kernels of the source that use local memory there and whose findings name
+    /// lines (a declared kernel's, or every kernel's when everything is read): when the binary
+    /// has no line tables (`CompiledSource::lineinfo_ptx`), these kernels are read from
+    /// line-table cubins. Another kernel's facts from such a binary lack the source lines.
     pub uses_local_memory: BTreeMap<String, BTreeSet<String>>,
 }
 
@@ -340,7 +355,8 @@ pub fn read_evidence(
         let (Some(demand), Some(selection)) = (demand, selection(&programs, demand)) else {
             continue;
         };
-        let (binary_stamp, cached) = cached_facts(binary, &selection)?;
+        let lined = lined_kernels(source, demand, &selection);
+        let (binary_stamp, cached) = cached_facts(binary, &selection, &lined)?;
         match cached {
             Some(facts) => evidence.insert(facts),
             None => pending.push(Pending {
@@ -378,10 +394,7 @@ impl Pending<'_> {
             .into_iter()
             .map(|(arch, kernels)| (arch, kernels.cloned()))
             .collect();
-        let from_line_tables = match self.source.lineinfo_ptx {
-            Some(_) => self.local_memory_kernels(&kernels),
-            None => BTreeMap::new(),
-        };
+        let from_line_tables = lined_kernels(self.source, self.demand, &self.selection);
         // What comes from line-table cubins is not read from the binary too.
         for (arch, lined) in &from_line_tables {
             if let Some(read) = kernels.get_mut(arch) {
@@ -396,33 +409,40 @@ impl Pending<'_> {
             from_line_tables,
         }
     }
+}
 
-    /// For a binary without line tables, per arch of `kernels` (`None`: every kernel), those to
-    /// read from line-table cubins: the ones that use local memory there (their findings name
-    /// lines; others' findings do not, and their facts lack only their loops' lines), or every
-    /// one when everything is read (`explain` and HTML show every loop's line).
-    fn local_memory_kernels(
-        &self,
-        kernels: &BTreeMap<String, Option<BTreeSet<String>>>,
-    ) -> BTreeMap<String, BTreeSet<String>> {
-        let no_kernels = BTreeSet::new();
-        kernels
-            .iter()
-            .filter_map(|(arch, kernels)| {
-                let read = kernels.as_ref().unwrap_or(&self.demand.entries);
-                let lined: BTreeSet<String> = match self.demand.everything {
-                    true => read.clone(),
-                    false => {
-                        let local = self.demand.uses_local_memory.get(arch);
-                        read.intersection(local.unwrap_or(&no_kernels))
-                            .cloned()
-                            .collect()
-                    }
-                };
-                (!lined.is_empty()).then(|| (arch.clone(), lined))
-            })
-            .collect()
+/// For a binary without line tables (`lineinfo_ptx`), per arch of `selection`, the kernels to
+/// read from line-table cubins: those whose findings name lines and that use local memory there
+/// (`SassDemand::uses_local_memory`; others' facts lack only their loops' lines), or every one
+/// when everything is read (`explain` and HTML show every loop's line). Empty for a binary with
+/// line tables of its own.
+fn lined_kernels(
+    source: &CompiledSource,
+    demand: &SassDemand,
+    selection: &Selection,
+) -> BTreeMap<String, BTreeSet<String>> {
+    if source.lineinfo_ptx.is_none() {
+        return BTreeMap::new();
     }
+    let archs = source.programs.iter().flat_map(|program| &program.archs);
+    let no_kernels = BTreeSet::new();
+    selection
+        .kernels_by_arch(archs)
+        .into_iter()
+        .filter_map(|(arch, kernels)| {
+            let read = kernels.unwrap_or(&demand.entries);
+            let lined: BTreeSet<String> = match demand.everything {
+                true => read.clone(),
+                false => {
+                    let local = demand.uses_local_memory.get(&arch);
+                    read.intersection(local.unwrap_or(&no_kernels))
+                        .cloned()
+                        .collect()
+                }
+            };
+            (!lined.is_empty()).then_some((arch, lined))
+        })
+        .collect()
 }
 
 /// The binary's stamp (`crate::cache::file_stamp`) and, when the facts cached beside it cover
@@ -430,12 +450,13 @@ impl Pending<'_> {
 fn cached_facts(
     binary: &Path,
     selection: &Selection,
+    lined: &BTreeMap<String, BTreeSet<String>>,
 ) -> Result<(String, Option<Vec<SassFacts>>), Error> {
     let binary_stamp = crate::cache::file_stamp(binary)?;
     let cached = std::fs::read(cache_path(binary))
         .ok()
         .and_then(|text| serde_json::from_slice::<CacheFile>(&text).ok())
-        .filter(|cached| cached.covers(&binary_stamp, selection))
+        .filter(|cached| cached.covers(&binary_stamp, selection, lined))
         .map(|cached| {
             (cached.kernels.into_iter())
                 .filter(|facts| selection.has(facts))
@@ -450,6 +471,7 @@ fn write_cache(pending: &Pending, facts: &[SassFacts]) -> Result<(), Error> {
         schema: CACHE_SCHEMA,
         binary_stamp: pending.binary_stamp.clone(),
         selection: pending.selection.clone(),
+        lined: lined_kernels(pending.source, pending.demand, &pending.selection),
         kernels: facts.to_vec(),
     };
     let json = serde_json::to_vec(&file).expect("SASS facts are plain data");
@@ -602,19 +624,28 @@ mod tests {
             schema: CACHE_SCHEMA,
             binary_stamp: "ab".into(),
             selection,
+            lined: BTreeMap::new(),
             kernels: Vec::new(),
         };
         let spill = kernels(&[("sm_90", &["spill"])]);
-        assert!(file(Selection::All).covers("ab", &Selection::All));
-        assert!(file(Selection::All).covers("ab", &spill));
+        let none = BTreeMap::new();
+        assert!(file(Selection::All).covers("ab", &Selection::All, &none));
+        assert!(file(Selection::All).covers("ab", &spill, &none));
         assert!(
-            !file(Selection::All).covers("cd", &Selection::All),
+            !file(Selection::All).covers("cd", &Selection::All, &none),
             "another binary"
         );
-        assert!(!file(spill.clone()).covers("ab", &Selection::All));
-        assert!(file(kernels(&[("sm_90", &["spill", "other"])])).covers("ab", &spill));
-        assert!(!file(kernels(&[("sm_80", &["spill"])])).covers("ab", &spill));
-        assert!(!file(kernels(&[("sm_90", &["other"])])).covers("ab", &spill));
+        assert!(!file(spill.clone()).covers("ab", &Selection::All, &none));
+        assert!(file(kernels(&[("sm_90", &["spill", "other"])])).covers("ab", &spill, &none));
+        assert!(!file(kernels(&[("sm_80", &["spill"])])).covers("ab", &spill, &none));
+        assert!(!file(kernels(&[("sm_90", &["other"])])).covers("ab", &spill, &none));
+        // Facts read without line tables do not stand in for facts that need their lines (a
+        // kernel declared since).
+        let lined = BTreeMap::from([("sm_90".to_string(), BTreeSet::from(["spill".to_string()]))]);
+        assert!(!file(spill.clone()).covers("ab", &spill, &lined));
+        let mut with_lines = file(spill.clone());
+        with_lines.lined = lined.clone();
+        assert!(with_lines.covers("ab", &spill, &lined));
     }
 
     #[test]
