@@ -19,8 +19,9 @@ pub mod facts;
 pub mod lints;
 pub mod parse;
 pub mod raw;
+mod symbols;
 
-pub use call_target::{CallResolver, CallTarget, FunctionSymbols};
+pub use call_target::{CallResolver, CallTarget};
 pub use callee::{describe_callee, is_compiler_subroutine, KnownCallee, INDIRECT_CALL};
 pub use facts::{
     access_width_bits, kernel_facts, CallFacts, LineFacts, LocalKind, LoopFacts, SassFacts,
@@ -28,6 +29,7 @@ pub use facts::{
 };
 pub use lints::{evaluate_sass, hottest_spill_note, SassLintInputs};
 pub use parse::{parse_nvdisasm, Instruction, SassSection, SourceLine};
+pub use symbols::FunctionSymbols;
 
 /// The disassembly could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
