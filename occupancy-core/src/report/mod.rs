@@ -34,14 +34,14 @@ pub use index::{FindingIndex, RowIndex};
 pub use markdown::render_markdown;
 pub use model::{
     readable_kernel_name, BaselineChange, BaselineChangeKind, Finding, Headroom, KernelRow,
-    Location, LocationKind, ReadError, Report, SourceFile, SCHEMA_VERSION,
+    Location, LocationKind, Report, SourceFile, SCHEMA_VERSION,
 };
 pub use query::{parse_sort_key, Column, Query, UnknownColumn};
 pub use sarif::{render_sarif, sarif_result};
 pub use table::{
     format_bytes, format_occupancy, program_note, render_finding_text, render_text, summary_line,
 };
-pub use validate::{validate, InvalidValue, MAX_BARRIERS_PER_BLOCK};
+pub use validate::{validate, InvalidValue, ReadError, MAX_BARRIERS_PER_BLOCK};
 
 use crate::arch::ArchFacts;
 use crate::calc::{self, KernelFacts, Launch};
