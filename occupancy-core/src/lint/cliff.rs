@@ -1,7 +1,7 @@
 //! `occupancy_cliff`: a few more registers or bytes of shared memory would cost a resident block.
 
-use super::evaluate::{occupancy_note, CompiledOnArch, Finding, LaunchOrigin};
-use super::LintId;
+use super::finding::{occupancy_note, CompiledOnArch, Finding, LaunchOrigin};
+use super::id::LintId;
 use crate::spec::KernelSpec;
 
 /// Registers per thread (or bytes of static shared memory, see [`CLIFF_SMEM_BYTES`]) within

@@ -1,8 +1,9 @@
 //! `missing_kernel` and `undeclared_kernel`: declarations matched against the compiled kernels'
 //! names. The build matches them; these functions make the findings.
 
-use super::evaluate::Finding;
-use super::{closest_names, LintId};
+use super::finding::Finding;
+use super::id::LintId;
+use super::names::closest_names;
 
 /// Names a "did you mean" or a note lists at most.
 pub const NAMES_SHOWN: usize = 5;

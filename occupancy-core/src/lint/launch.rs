@@ -2,8 +2,8 @@
 //! answer: `partial_warp`, `spills`, `low_occupancy`, `too_many_registers`, `stack_frame` and
 //! `local_memory`.
 
-use super::evaluate::{occupancy_note, percent, ptxas_note, CompiledOnArch, Finding, LaunchOrigin};
-use super::LintId;
+use super::finding::{occupancy_note, percent, ptxas_note, CompiledOnArch, Finding, LaunchOrigin};
+use super::id::LintId;
 use crate::arch::ArchFacts;
 use crate::ptxas::KernelRecord;
 use crate::spec::KernelSpec;

@@ -3,8 +3,9 @@
 
 use std::collections::HashMap;
 
+use super::id::LintId;
 use super::kernels::NAMES_SHOWN;
-use super::{Level, LintId};
+use super::level::Level;
 
 /// One finding as a summary counts it.
 #[derive(Debug, Clone, Copy)]

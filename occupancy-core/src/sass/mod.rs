@@ -16,7 +16,6 @@ pub mod call_target;
 pub mod callee;
 pub mod cfg;
 pub mod facts;
-pub mod lints;
 pub mod parse;
 pub mod raw;
 mod symbols;
@@ -27,7 +26,6 @@ pub use facts::{
     access_width_bits, kernel_facts, CallFacts, LineFacts, LocalKind, LoopFacts, SassFacts,
     SetMaxRegFacts, INDIRECT_CALLEE,
 };
-pub use lints::{evaluate_sass, hottest_spill_note, SassLintInputs};
 pub use parse::{parse_nvdisasm, Instruction, SassSection, SourceLine};
 pub use symbols::FunctionSymbols;
 
