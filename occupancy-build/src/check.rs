@@ -657,7 +657,8 @@ mod tests {
     use crate::compile::Program;
     use crate::declarations::write_bounds_header;
     use crate::diagnostics::SourceText;
-    use crate::parse::{cuda_definition_lines, entry_definition_lines};
+    use crate::parse::cuda_definition_lines;
+    use crate::ptx_summary::entry_definition_lines;
     use crate::rows::kernel_location;
     use crate::spill_help::minnctapersm_position;
     use occupancy_core::ptxas::{self, EntrySourceLine};

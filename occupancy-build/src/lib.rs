@@ -44,7 +44,7 @@ mod input_watch;
 mod jobs;
 mod kernel_tables;
 mod levels;
-mod line_info;
+
 mod line_tables;
 mod matching;
 mod nvcc_archs;

@@ -56,7 +56,7 @@ pub(crate) fn parse_compiled<'a>(
         let mut programs = Vec::new();
         // A stripped PTX's kernel lines were read from its `-lineinfo` PTX into the cache entry.
         let mut source_lines = match &source.kernel_lines {
-            Some(path) => crate::line_info::read_kernel_lines(&source.source, path)?,
+            Some(path) => crate::compile::two_step::read_kernel_lines(&source.source, path)?,
             None => BTreeMap::new(),
         };
         let mut entry_lines = BTreeMap::new();
@@ -195,19 +195,6 @@ pub(crate) fn cuda_definition_lines(text: &str) -> BTreeMap<&str, u32> {
             if rest.starts_with('(') || rest.starts_with('<') {
                 lines.entry(&line[start..at]).or_insert(number);
             }
-        }
-    }
-    lines
-}
-
-/// The 1-based line of each `.entry` in a PTX text (one pass).
-pub(crate) fn entry_definition_lines(ptx: &str) -> BTreeMap<String, u32> {
-    let mut lines = BTreeMap::new();
-    for (index, line) in ptx.lines().enumerate() {
-        if let Some(name) = ptxas::entry_declared_on(line) {
-            lines
-                .entry(name.to_string())
-                .or_insert(u32::try_from(index + 1).unwrap_or(u32::MAX));
         }
     }
     lines
