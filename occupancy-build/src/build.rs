@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::cargo_lines::CargoLines;
 use crate::context::{Context, Cudart};
 use crate::env::TrackedEnv;
+use crate::launch_check::{SourceCheck, SourceCheckOutput};
 use crate::pipeline::{self, Output};
 use crate::targets::SmArch;
 use crate::toolchain::Toolchain;
@@ -215,6 +216,16 @@ impl Build {
     /// [`compile_lib`](Build::compile_lib), returning errors instead of exiting.
     pub fn try_compile_lib(&self, name: &str) -> Result<Output, Error> {
         self.run(Product::Object, Some(name))
+    }
+
+    /// Compiles this builder's sources (`.file`, `.source_dir`, `.ptx_file`, flags, archs) into
+    /// the compile cache under `.out_dir(...)`, without a package: no Cargo.toml, no
+    /// declarations, no reports written; then checks every kernel at `request`'s launch, as
+    /// `cargo occupancy check` does. Paths are shown relative to `.manifest_dir(...)` (default:
+    /// the current directory). Deny findings are in the report (`Report::has_deny`), not an
+    /// error.
+    pub fn check_sources(&self, request: &SourceCheck) -> Result<SourceCheckOutput, Error> {
+        pipeline::check_sources(self, request)
     }
 
     /// Resolves the build, runs the pipeline, and, whatever happened, says in the report when

@@ -22,8 +22,6 @@ mod bounds_notes;
 mod build;
 mod cache;
 mod cargo_lines;
-mod check;
-mod check_sources;
 mod compile;
 mod config;
 #[cfg(test)]
@@ -36,6 +34,7 @@ mod diagnostics;
 mod disassemble;
 mod env;
 mod error;
+mod evaluate;
 mod expectations;
 mod facts;
 mod file_facts;
@@ -43,6 +42,7 @@ mod fsutil;
 mod input_watch;
 mod jobs;
 mod kernel_tables;
+mod launch_check;
 mod levels;
 
 mod line_tables;
@@ -64,15 +64,13 @@ mod toolchain;
 mod trust;
 
 pub use build::Build;
-pub use check_sources::{
-    evaluate_at_launch, sort_rows, CheckedRow, SourceCheck, SourceCheckOutput,
-};
 pub use compile::{CompiledSource, Product, Program};
 pub use config::{SettingsError, TableName};
 pub use context::{Cudart, SourceKind};
 pub use env::TrackedEnv;
 pub use error::{Error, FamilyDeclaration};
 pub use fsutil::{check_writable, shown_path, write_atomic};
+pub use launch_check::{evaluate_at_launch, sort_rows, CheckedRow, SourceCheck, SourceCheckOutput};
 pub use nvcc_archs::{explain_unknown, NvccArchs};
 pub use occupancy_core::report::Report;
 pub use pipeline::Output;
