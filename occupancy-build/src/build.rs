@@ -7,13 +7,14 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::cargo_lines::CargoLines;
+use crate::compile::Product;
 use crate::context::{Context, Cudart};
 use crate::env::TrackedEnv;
 use crate::launch_check::{SourceCheck, SourceCheckOutput};
 use crate::pipeline::{self, Output};
 use crate::targets::SmArch;
 use crate::toolchain::Toolchain;
-use crate::{report, Error, Product};
+use crate::{report, Error};
 
 /// A CUDA build in the style of `cc::Build`: add sources and flags, then call
 /// [`compile_ptx`](Build::compile_ptx) and/or [`compile_lib`](Build::compile_lib).
@@ -97,7 +98,7 @@ impl Build {
         self
     }
 
-    /// Adds a target architecture in [`Arch`]'s grammar (`"sm_90"`, `"sm_90a"`, `"sm_100f"`,
+    /// Adds a target architecture in [`Arch`](occupancy_core::arch::Arch)'s grammar (`"sm_90"`, `"sm_90a"`, `"sm_100f"`,
     /// `"compute_90"`, `"90"`, `"9.0"`); an unknown name fails the build naming `.arch(...)`.
     /// Calling this overrides `OCCUPANCY_ARCHS`, `CUDA_COMPUTE_CAP` and Cargo.toml metadata.
     pub fn arch(&mut self, arch: &str) -> &mut Build {

@@ -350,7 +350,7 @@ mod tests {
         .unwrap();
         CompiledSource {
             source: dir.join("k.cu"),
-            kind: crate::SourceKind::Cuda,
+            kind: crate::context::SourceKind::Cuda,
             programs: vec![Program {
                 ptx_target: Some("compute_80".into()),
                 ptx: ptx.clone(),
@@ -493,8 +493,8 @@ mod tests {
 
     #[test]
     fn a_kernel_table_naming_no_kernel_of_any_product_is_settled_with_a_suggestion() {
+        use crate::compile::Product;
         use crate::crate_view::{CrateView, ProductKey, RecordedProduct};
-        use crate::Product;
         let dir = std::env::temp_dir().join(format!("occupancy-tables-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let declarations = declarations_of(FAMILIES);

@@ -32,7 +32,7 @@ pub struct SourceCheck {
     pub lint_levels: BTreeMap<LintId, Level>,
 }
 
-/// What [`Build::check_sources`] found.
+/// What [`Build::check_sources`](crate::Build::check_sources) found.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SourceCheckOutput {

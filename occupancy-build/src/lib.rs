@@ -64,17 +64,24 @@ mod toolchain;
 mod trust;
 
 pub use build::Build;
-pub use compile::{CompiledSource, Product, Program};
 pub use config::{SettingsError, TableName};
-pub use context::{Cudart, SourceKind};
+pub use context::Cudart;
 pub use env::TrackedEnv;
 pub use error::{Error, FamilyDeclaration};
-pub use fsutil::{check_writable, shown_path, write_atomic};
-pub use launch_check::{evaluate_at_launch, sort_rows, CheckedRow, SourceCheck, SourceCheckOutput};
-pub use nvcc_archs::{explain_unknown, NvccArchs};
+pub use launch_check::{SourceCheck, SourceCheckOutput};
 pub use occupancy_core::report::Report;
 pub use pipeline::Output;
-pub use process::{run_bounded, ToolKind, ToolTimeouts};
-pub use targets::{Arch, ArchSource, SmArch};
-pub use toolchain::{Toolchain, NVCC_WHEELS};
-pub use trust::check_private_dir;
+
+/// What `cargo occupancy` shares with the build beyond the builder and
+/// [`Build::check_sources`]: evaluating rows read from a log at a command line's launch, the
+/// one child-process runner, the one output writer, the cache's trust check, the installed
+/// nvcc's architectures. Internal to the occupancy tools, not a stable API.
+#[doc(hidden)]
+pub mod cli {
+    pub use crate::fsutil::{check_writable, shown_path, write_atomic};
+    pub use crate::launch_check::{evaluate_at_launch, sort_rows, CheckedRow};
+    pub use crate::nvcc_archs::{explain_unknown, NvccArchs};
+    pub use crate::process::{run_bounded, ToolKind, ToolTimeouts};
+    pub use crate::toolchain::NVCC_WHEELS;
+    pub use crate::trust::check_private_dir;
+}

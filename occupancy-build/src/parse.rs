@@ -67,7 +67,7 @@ pub(crate) fn parse_compiled<'a>(
                     source_lines.entry(name).or_insert(line);
                 }
             }
-            if source.kind == crate::SourceKind::Ptx {
+            if source.kind == crate::context::SourceKind::Ptx {
                 entry_lines = summary.entry_lines;
             }
             programs.push((program, summary.entries));
@@ -135,7 +135,7 @@ pub(crate) fn parse_compiled<'a>(
                 }
             }
         }
-        if source.kind == crate::SourceKind::Cuda
+        if source.kind == crate::context::SourceKind::Cuda
             && by_name.values().any(|k| k.defined_at.is_none())
         {
             // No `-lineinfo` for some kernel (a `-G` build, a flag that drops it): the line that

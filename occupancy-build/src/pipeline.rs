@@ -24,7 +24,7 @@ use crate::toolchain::Toolchain;
 use crate::{products, Error, Report};
 use occupancy_core::lint::evaluate::resolve_undeclared_level;
 
-/// What a successful [`Build::compile_ptx`] or [`Build::compile_lib`] produced.
+/// What a successful [`Build::compile_ptx`](crate::Build::compile_ptx) or [`Build::compile_lib`](crate::Build::compile_lib) produced.
 #[derive(Debug, Clone)]
 pub struct Output {
     /// PTX files in OUT_DIR, by kernel-file stem (`saxpy` for `saxpy.cu`).
