@@ -17,6 +17,10 @@
 //! What this crate must not do: re-implement parsing, arch facts or the calculator (those live in
 //! `occupancy-core`), or print anything outside the `cargo:` protocol and the failure diagnostics.
 
+// Unit tests read the environment they run in (the CUDA tools setup-cuda.sh installed); the
+// library reads it only through TrackedEnv (clippy.toml).
+#![cfg_attr(test, allow(clippy::disallowed_methods, clippy::too_many_lines))]
+
 mod baseline;
 mod bounds_notes;
 mod build;

@@ -125,15 +125,12 @@ impl SassTools {
     }
 }
 
-/// A toolkit tool beside nvcc, in the toolkit's `bin/`, or on `PATH` (not a build input: `cc`
-/// does not track `PATH` either).
+/// A toolkit tool beside nvcc, in the toolkit's `bin/`, or on the `PATH` the toolchain was
+/// found with.
 fn locate_tool(toolchain: &Toolchain, name: &str) -> Option<PathBuf> {
     let beside_nvcc = toolchain.nvcc.parent().map(|bin| bin.join(name));
     let in_home = toolchain.cuda_home.join("bin").join(name);
-    let on_path = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
-        .map(|dir| dir.join(name));
+    let on_path = toolchain.search_path.iter().map(|dir| dir.join(name));
     beside_nvcc
         .into_iter()
         .chain(std::iter::once(in_home))

@@ -185,6 +185,7 @@ mod key_tests {
                 identity_files: Vec::new(),
                 fingerprint: "/cuda/bin/ptxas 100 1\n".into(),
                 timeouts: Default::default(),
+                search_path: Vec::new(),
             },
             archs: archs
                 .iter()

@@ -239,6 +239,7 @@ mod tests {
             identity_files: Vec::new(),
             fingerprint: String::new(),
             timeouts: Default::default(),
+            search_path: Vec::new(),
         }
     }
 
