@@ -1,8 +1,10 @@
-//! The build's pipeline over a resolved [`Context`]: compile -> products -> check (parse,
-//! calculate, evaluate, level) -> report, with the cargo lines each stage asks for. The stages
-//! are in their own modules (`compile`, `products`, `check`, `sass`, `report`); this module only
-//! sequences them. `Build::compile_ptx`/`compile_lib` call [`run`]; `Build::check_sources` (the
-//! `cargo occupancy check` entry) runs the same compile and check stages without a package.
+//! The build's pipeline over a resolved [`Context`], and the only place that orders stages:
+//! declarations -> compile -> products -> evaluate (parse, match, SASS, rows and lints,
+//! baseline, expectations, render) -> the crate view, which writes the crate's files. The stages
+//! live in their own modules (`declarations`, `compile`, `products`, `parse`, `matching`, `sass`,
+//! `evaluate`, `baseline`, `expectations`, `render`, `crate_view`); this module only sequences
+//! them. `Build::compile_ptx`/`compile_lib` call [`run`]; `Build::check_sources` (the
+//! `cargo occupancy check` entry) calls [`check_sources`], the same stages without a package.
 
 use std::path::Path;
 
