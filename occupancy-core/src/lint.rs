@@ -4,7 +4,7 @@
 //! bad, an example, the fix) and names its check, the function that finds it ([`Check`]). The
 //! id's spelling in attributes, config keys, JSON and the environment, `docs/lints.md`
 //! ([`render_lints_markdown`], a test fails when the committed file drifts), the SARIF rules
-//! and which checks [`evaluate`] runs where are all read from the declaration ([`LINTS`]).
+//! and which checks [`evaluate`] runs where are all read from the declaration (`LINTS`).
 //!
 //! Users set levels in clippy's words, most specific wins:
 //!
@@ -40,7 +40,7 @@ mod summary;
 pub use docs::render_lints_markdown;
 pub use id::{LintId, UnknownLint};
 pub use level::{Level, UnknownLevel};
-pub use names::{closest_names, did_you_mean, edit_distance};
+pub use names::{closest_names, did_you_mean};
 pub use registry::{Check, Lint};
 
 declare_lints! {
@@ -209,6 +209,7 @@ declare_lints! {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lint::names::edit_distance;
 
     #[test]
     fn ids_round_trip_through_from_str_display_and_serde() {

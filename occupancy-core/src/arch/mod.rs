@@ -19,7 +19,7 @@ mod name;
 mod presets;
 
 pub use name::{known_names, Arch, UnknownArch, Variant};
-pub use presets::{known_presets, preset, presets, GpuPreset, UnknownPreset};
+pub use presets::{preset, presets, GpuPreset, UnknownPreset};
 
 use serde::Serialize;
 use std::fmt;
@@ -548,15 +548,6 @@ static ARCHS: &[ArchFacts] = &[
 /// Every known architecture, oldest first.
 pub fn all() -> &'static [ArchFacts] {
     ARCHS
-}
-
-/// The row of a compute capability given as numbers, its aliases included (10.1 resolves to
-/// 11.0).
-pub fn by_compute_capability(major: u32, minor: u32) -> Option<&'static ArchFacts> {
-    if minor >= 10 {
-        return None;
-    }
-    Arch::known(major * 10 + minor, Variant::Portable).map(Arch::facts)
 }
 
 /// The row of any accepted spelling of an architecture ([`Arch`]'s grammar: `sm_90`, `sm_90a`,

@@ -2,8 +2,8 @@
 //! declared, to findings (lint id, architecture, message, notes, help), and their levels.
 //!
 //! Pure: callers hand in records, PTX directives, arch facts, occupancy results, baselines and
-//! levels; nothing here reads files or runs tools. [`evaluate_launch`] runs every launch check
-//! the registry ([`crate::lint::LINTS`]) declares, in its order; levels are resolved by
+//! levels; nothing here reads files or runs tools. `evaluate_launch` runs every launch check
+//! the registry (`lint::LINTS`) declares, in its order; levels are resolved by
 //! [`resolve_level`] (most specific wins: the attribute, then per-kernel Cargo.toml, then the
 //! environment, then the crate's Cargo.toml, then the lint's default), and rendering belongs to
 //! the caller.
@@ -14,20 +14,19 @@ use crate::lint::{Check, Level, LintId, LINTS};
 use crate::spec::KernelSpec;
 
 pub use super::baseline::{baseline_stale, regression, BaselineNumbers};
-pub use super::cliff::{CLIFF_REGISTERS, CLIFF_SMEM_BYTES};
 pub use super::expectation::unfulfilled_expectation;
-pub use super::finding::{occupancy_note, ptxas_note, CompiledOnArch, Finding, LaunchOrigin};
-pub use super::kernels::{
-    family_matches_nothing, few_names, missing_kernel, undeclared_kernel, NAMES_SHOWN,
-};
-pub use super::launch::register_budget;
+pub use super::finding::{CompiledOnArch, Finding, LaunchOrigin};
+pub use super::kernels::{family_matches_nothing, missing_kernel, undeclared_kernel, NAMES_SHOWN};
 pub use super::sass::{hottest_spill_note, SassLintInputs};
-pub use super::summary::{phrase, summarize, FindingSummary, Summarized};
+pub use super::summary::{summarize, FindingSummary, Summarized};
 
 /// Every lint that concerns a declared, compiled kernel on its target architectures.
 /// `spills` gets a generic help here; a caller that can re-run ptxas replaces it with a verified
 /// `min_blocks_per_sm` (see occupancy-build).
-pub fn evaluate_declared(spec: &KernelSpec, on_archs: &[CompiledOnArch<'_>]) -> Vec<Finding> {
+pub(crate) fn evaluate_declared(
+    spec: &KernelSpec,
+    on_archs: &[CompiledOnArch<'_>],
+) -> Vec<Finding> {
     evaluate_launch(spec, on_archs, LaunchOrigin::Declaration)
 }
 
@@ -35,7 +34,7 @@ pub fn evaluate_declared(spec: &KernelSpec, on_archs: &[CompiledOnArch<'_>]) -> 
 /// came from (`cargo occupancy check` passes [`LaunchOrigin::CommandLine`]). Runs the registry's
 /// [`Check::Launch`] checks once, then its [`Check::OnArch`] checks on each architecture, each
 /// in the registry's order.
-pub fn evaluate_launch(
+pub(crate) fn evaluate_launch(
     spec: &KernelSpec,
     on_archs: &[CompiledOnArch<'_>],
     origin: LaunchOrigin,

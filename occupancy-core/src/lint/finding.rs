@@ -49,7 +49,7 @@ pub(super) fn percent(fraction: f64) -> String {
 }
 
 /// `2 blocks x 256 threads = 16 of 64 warps (25%)`, and what binds.
-pub fn occupancy_note(on: &CompiledOnArch<'_>) -> String {
+pub(crate) fn occupancy_note(on: &CompiledOnArch<'_>) -> String {
     let occupancy = on.occupancy;
     let limiters: Vec<&str> = occupancy
         .limiters
@@ -91,7 +91,7 @@ pub fn occupancy_note(on: &CompiledOnArch<'_>) -> String {
 }
 
 /// `ptxas: 128 registers, 0 bytes stack frame, 24 bytes spill stores, 24 bytes spill loads`.
-pub fn ptxas_note(record: &KernelRecord) -> String {
+pub(crate) fn ptxas_note(record: &KernelRecord) -> String {
     format!(
         "ptxas reported for {} on {}: {} registers, {} barriers, {} bytes stack frame, {} bytes spill stores, {} bytes spill loads, {} bytes static shared memory",
         record.name,

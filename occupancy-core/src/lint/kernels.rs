@@ -9,7 +9,7 @@ use super::names::closest_names;
 pub const NAMES_SHOWN: usize = 5;
 
 /// `name1, name2, name3 (+595 more)`: at most [`NAMES_SHOWN`] names of a list.
-pub fn few_names(names: &[&str]) -> String {
+pub(crate) fn few_names(names: &[&str]) -> String {
     let mut text = names
         .iter()
         .take(NAMES_SHOWN)

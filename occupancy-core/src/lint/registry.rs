@@ -39,7 +39,7 @@ pub struct Lint {
 /// Where in the pipeline a lint is checked, naming the function that checks it.
 ///
 /// The launch and SASS checks are run from the registry by
-/// [`evaluate_launch`](super::evaluate::evaluate_launch) and
+/// `evaluate_launch` (for [`check_kernel`](super::evaluate::check_kernel)) and
 /// [`evaluate_sass`](super::evaluate::evaluate_sass); the others need the whole build (every
 /// declaration, every compiled kernel, the baseline) and are called by the build with what it
 /// found, through the function named here.
@@ -135,7 +135,7 @@ macro_rules! declare_lints {
         }
 
         /// Every lint's declaration, in the order of [`LintId::ALL`] (indexed by the id).
-        pub static LINTS: [Lint; LintId::ALL.len()] = [$(
+        pub(crate) static LINTS: [Lint; LintId::ALL.len()] = [$(
             Lint {
                 id: LintId::$variant,
                 name: LintId::$variant.as_str(),

@@ -563,8 +563,8 @@ mod tests {
 
     fn call(callee: &str, indirect: bool) -> crate::sass::CallFacts {
         let known = match indirect {
-            true => Some(crate::sass::INDIRECT_CALL),
-            false => crate::sass::describe_callee(callee),
+            true => Some(crate::sass::callee::INDIRECT_CALL),
+            false => crate::sass::callee::describe_callee(callee),
         };
         crate::sass::CallFacts {
             callee: callee.into(),

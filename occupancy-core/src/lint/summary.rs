@@ -74,7 +74,7 @@ impl FindingSummary {
 }
 
 /// What a kernel with a finding of `lint` does, for a summary's sentence (`many`: plural).
-pub fn phrase(lint: LintId, many: bool) -> &'static str {
+pub(crate) fn phrase(lint: LintId, many: bool) -> &'static str {
     let (one, more) = match lint {
         LintId::Spills => (
             "spills registers to local memory",

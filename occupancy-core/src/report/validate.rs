@@ -40,7 +40,7 @@ impl Report {
     /// so that a future schema gets a version error rather than a confusing field error.
     ///
     /// Parsed straight into the model (not through `serde_json::Value`, which would keep the last
-    /// of two duplicate keys without a word), then every value is checked by [`validate`]:
+    /// of two duplicate keys without a word), then every value is checked by `validate`:
     /// unknown archs, counts out of range and a NaN occupancy are errors that name the row and
     /// key.
     pub fn from_json(text: &str) -> Result<Report, ReadError> {
@@ -70,7 +70,7 @@ impl Report {
 }
 
 /// The most named barriers a block can use on any architecture (ptxas's `bar` ids 0..=15).
-pub const MAX_BARRIERS_PER_BLOCK: u32 = 16;
+pub(crate) const MAX_BARRIERS_PER_BLOCK: u32 = 16;
 
 /// A value in a report that cannot be right.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -94,7 +94,7 @@ const LIMITER_NAMES: [Limiter; 6] = [
 ];
 
 /// Checks every value of `report`; the first bad one is the error.
-pub fn validate(report: &Report) -> Result<(), InvalidValue> {
+pub(crate) fn validate(report: &Report) -> Result<(), InvalidValue> {
     for (index, name) in report.archs.iter().enumerate() {
         known_arch(name).map_err(|problem| InvalidValue {
             place: format!("archs[{index}]"),

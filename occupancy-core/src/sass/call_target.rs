@@ -32,7 +32,7 @@ use super::parse::{Instruction, SassSection};
 
 /// What one `CALL` calls.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CallTarget {
+pub(crate) enum CallTarget {
     /// A named function: a subroutine, a relocated symbol, or a register's one function.
     Named(String),
     /// A call through a register that holds no single known function; `candidates` are the
@@ -53,14 +53,14 @@ enum Value {
 
 /// The register a call goes through: `R2` of `CALL.ABS.NOINC R2` (and of
 /// `` CALL.REL.NOINC R2 `(k) ``, whose label is no callee).
-pub fn call_register(call: &Instruction) -> Option<&str> {
+pub(crate) fn call_register(call: &Instruction) -> Option<&str> {
     let first = call.operands.split([' ', ',']).next()?;
     register(first).filter(|name| name.starts_with('R'))
 }
 
 /// Names the targets of one function's calls: built once per function, asked once per `CALL`.
 #[derive(Debug)]
-pub struct CallResolver<'a> {
+pub(crate) struct CallResolver<'a> {
     section: &'a SassSection,
     cfg: &'a ControlFlow,
     body: &'a Range<usize>,
