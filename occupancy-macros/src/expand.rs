@@ -134,14 +134,7 @@ fn compiled_facts(facts: &CompiledFacts) -> TokenStream {
 
 fn declaration_const(kernel: &StubKernel, lookup: &Lookup) -> syn::Result<TokenStream> {
     let spec = &kernel.spec;
-    let const_name = kernel.const_name();
-    if syn::parse_str::<syn::Ident>(&const_name).is_err() {
-        return Err(syn::Error::new_spanned(
-            &kernel.ident,
-            format!("cannot name the generated const `{const_name}` after this fn: rename the fn"),
-        ));
-    }
-    let const_ident = format_ident!("{}", const_name, span = kernel.ident.span());
+    let const_ident = const_ident(kernel)?;
     let visibility = &kernel.visibility;
     let rust_name = kernel.rust_name();
     let kernel_name = &kernel.kernel_name;
@@ -167,36 +160,11 @@ fn declaration_const(kernel: &StubKernel, lookup: &Lookup) -> syn::Result<TokenS
         Some(archs) => quote!(::core::option::Option::Some(&[#(#archs),*])),
         None => quote!(::core::option::Option::None),
     };
-    let lint_levels = spec.lint_levels.iter().map(|(lint, level)| {
-        let lint = lint.as_str();
-        let level = match level {
-            Level::Allow => quote!(::occupancy::LintLevel::Allow),
-            Level::Warn => quote!(::occupancy::LintLevel::Warn),
-            Level::Deny => quote!(::occupancy::LintLevel::Deny),
-        };
-        quote!((#lint, #level))
-    });
-    let expected_lints = spec.expected_lints.iter().map(|lint| lint.as_str());
-    let lint_reasons = spec.lint_reasons.iter().map(|(lint, reason)| {
-        let lint = lint.as_str();
-        quote!((#lint, #reason))
-    });
+    let lints = lint_fields(kernel);
     let doc = format!(
         "Declared launch and limits of kernel `{kernel_name}` (from `#[occupancy::kernel({spec})]` on `{rust_name}`)."
     );
-    // file!/line!/column! resolve to the outermost expansion site: this attribute. A declaration
-    // on a fn inside a marked extern block is not that site, so its own position is written out
-    // (known to proc macros since Rust 1.88; older compilers report the block's marker instead).
-    let start = kernel.attribute_span.start();
-    let location = if kernel.kind == StubKind::ForeignFunction && start.line > 0 {
-        let line = Literal::u32_unsuffixed(start.line as u32);
-        let column = Literal::u32_unsuffixed(start.column as u32 + 1);
-        quote!(::occupancy::SourceLocation { file: ::core::file!(), line: #line, column: #column })
-    } else {
-        quote_spanned! {Span::call_site()=>
-            ::occupancy::SourceLocation { file: ::core::file!(), line: ::core::line!(), column: ::core::column!() }
-        }
-    };
+    let location = source_location(kernel);
     let (compiled, not_checked) = checked_fields(lookup);
     let settled = settled_findings(kernel, lookup)?;
     Ok(quote! {
@@ -215,12 +183,64 @@ fn declaration_const(kernel: &StubKernel, lookup: &Lookup) -> syn::Result<TokenS
             max_stack_bytes: #max_stack_bytes,
             max_registers_per_thread: #max_registers_per_thread,
             archs: #archs,
-            lint_levels: &[#(#lint_levels),*],
-            expected_lints: &[#(#expected_lints),*],
-            lint_reasons: &[#(#lint_reasons),*],
+            #lints
             source: #location,
             compiled: #compiled,
             not_checked: #not_checked,
         };
     })
+}
+
+/// The const's name (`OCCUPANCY_<fn>`), spanned on the fn's name; an error when the fn's name
+/// makes no identifier of it.
+fn const_ident(kernel: &StubKernel) -> syn::Result<syn::Ident> {
+    let const_name = kernel.const_name();
+    if syn::parse_str::<syn::Ident>(&const_name).is_err() {
+        return Err(syn::Error::new_spanned(
+            &kernel.ident,
+            format!("cannot name the generated const `{const_name}` after this fn: rename the fn"),
+        ));
+    }
+    Ok(format_ident!("{}", const_name, span = kernel.ident.span()))
+}
+
+/// The declaration's `lint_levels`, `expected_lints` and `lint_reasons` fields.
+fn lint_fields(kernel: &StubKernel) -> TokenStream {
+    let spec = &kernel.spec;
+    let lint_levels = spec.lint_levels.iter().map(|(lint, level)| {
+        let lint = lint.as_str();
+        let level = match level {
+            Level::Allow => quote!(::occupancy::LintLevel::Allow),
+            Level::Warn => quote!(::occupancy::LintLevel::Warn),
+            Level::Deny => quote!(::occupancy::LintLevel::Deny),
+        };
+        quote!((#lint, #level))
+    });
+    let expected_lints = spec.expected_lints.iter().map(|lint| lint.as_str());
+    let lint_reasons = spec.lint_reasons.iter().map(|(lint, reason)| {
+        let lint = lint.as_str();
+        quote!((#lint, #reason))
+    });
+    quote! {
+        lint_levels: &[#(#lint_levels),*],
+        expected_lints: &[#(#expected_lints),*],
+        lint_reasons: &[#(#lint_reasons),*],
+    }
+}
+
+/// Where the declaration is written, as a `SourceLocation` expression.
+fn source_location(kernel: &StubKernel) -> TokenStream {
+    // file!/line!/column! resolve to the outermost expansion site: this attribute. A declaration
+    // on a fn inside a marked extern block is not that site, so its own position is written out
+    // (known to proc macros since Rust 1.88; older compilers report the block's marker instead).
+    let start = kernel.attribute_span.start();
+    if kernel.kind == StubKind::ForeignFunction && start.line > 0 {
+        let line = Literal::u32_unsuffixed(start.line as u32);
+        let column = Literal::u32_unsuffixed(start.column as u32 + 1);
+        quote!(::occupancy::SourceLocation { file: ::core::file!(), line: #line, column: #column })
+    } else {
+        quote_spanned! {Span::call_site()=>
+            ::occupancy::SourceLocation { file: ::core::file!(), line: ::core::line!(), column: ::core::column!() }
+        }
+    }
 }
