@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cmd::report::UsageError;
+use crate::error::CliError;
 
 /// The cache directory of one run; a temporary one is removed when this is dropped.
 #[derive(Debug)]
@@ -33,7 +33,7 @@ impl Drop for CacheDir {
 impl CacheDir {
     /// `given` (`--cache-dir`), else the user's cache directory, when it may hold a cache;
     /// else, with a warning on stderr, a private temporary directory.
-    pub fn choose(given: Option<&Path>) -> Result<CacheDir, UsageError> {
+    pub fn choose(given: Option<&Path>) -> Result<CacheDir, CliError> {
         let chosen = match given {
             Some(dir) => private(dir).map(|()| dir.to_path_buf()),
             None => match user_cache_home() {
@@ -63,7 +63,7 @@ impl CacheDir {
 
     /// A new private directory under the system's temporary directory (never one that
     /// already exists there).
-    fn temporary() -> Result<CacheDir, UsageError> {
+    fn temporary() -> Result<CacheDir, CliError> {
         let base = std::env::temp_dir();
         let mut last_error = None;
         for attempt in 0..100 {
@@ -78,7 +78,7 @@ impl CacheDir {
                 Err(error) => last_error = Some(error),
             }
         }
-        Err(UsageError(format!(
+        Err(CliError::Output(format!(
             "cannot create a private directory to compile in under {} ({}); give --cache-dir",
             occupancy_build::shown_path(&base),
             last_error.map_or_else(String::new, |error| error.to_string())

@@ -4,7 +4,9 @@
 use occupancy_build::{explain_unknown, NvccArchs, ToolTimeouts, TrackedEnv};
 use occupancy_core::arch::{self, Arch, ArchFacts, GpuPreset, Variant};
 use std::io::Write;
-use std::process::ExitCode;
+
+use crate::error::{CliError, Outcome};
+use crate::stdout::Stdout;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -59,24 +61,26 @@ pub fn lookup_arch(text: &str) -> Result<&'static ArchFacts, String> {
 }
 
 /// Resolves `--arch` and `--gpu`: at least one; when both, they must agree.
-pub fn resolve_target(arch_name: Option<&str>, gpu_name: Option<&str>) -> Result<Target, String> {
+pub fn resolve_target(arch_name: Option<&str>, gpu_name: Option<&str>) -> Result<Target, CliError> {
     let gpu = gpu_name
         .map(arch::preset)
         .transpose()
-        .map_err(|error| error.to_string())?;
+        .map_err(|error| CliError::usage(error.to_string()))?;
     let arch = match (arch_name, gpu) {
-        (Some(name), _) => lookup_arch(name)?,
+        (Some(name), _) => lookup_arch(name).map_err(CliError::Usage)?,
         (None, Some(gpu)) => gpu.arch_facts(),
         (None, None) => {
-            return Err("pass --arch (e.g. --arch sm_90) or --gpu (e.g. --gpu h100)".into())
+            return Err(CliError::usage(
+                "pass --arch (e.g. --arch sm_90) or --gpu (e.g. --gpu h100)",
+            ))
         }
     };
     if let Some(gpu) = gpu {
         if gpu.arch != arch.name {
-            return Err(format!(
+            return Err(CliError::Usage(format!(
                 "--gpu {} is {}, but --arch names {}; drop one of them",
                 gpu.name, gpu.arch, arch.name
-            ));
+            )));
         }
     }
     Ok(Target { arch, gpu })
@@ -101,44 +105,40 @@ pub fn parse_count(text: &str) -> Result<u32, String> {
         .map_err(|_| format!("`{text}` is larger than {}", u32::MAX))
 }
 
-/// Prints `error: MESSAGE` and returns exit code 2.
-pub fn usage_error(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {message}");
-    ExitCode::from(2)
-}
-
-pub fn run(args: Args) -> ExitCode {
+/// Runs `arch`: the table (or the presets) for the names given, else for every architecture.
+pub fn run(args: &Args) -> Result<Outcome, CliError> {
     let mut rows: Vec<&'static ArchFacts> = Vec::new();
     for name in &args.names {
-        match parse_arch(name) {
-            Ok(arch) => rows.push(arch.facts()),
-            Err(error) => return usage_error(error),
-        }
+        rows.push(parse_arch(name).map_err(CliError::Usage)?.facts());
     }
     if rows.is_empty() {
         rows = arch::all().iter().collect();
     }
-    let mut out = std::io::stdout().lock();
-    let written = if args.gpus {
-        if args.json {
-            serde_json::to_writer_pretty(&mut out, arch::presets())
-                .map_err(std::io::Error::from)
-                .and_then(|()| writeln!(out))
+    let mut out = Stdout::lock("writing the table");
+    out.write_with(|out| {
+        if args.gpus {
+            if args.json {
+                write_json(out, arch::presets())
+            } else {
+                write_presets(out)
+            }
+        } else if args.json {
+            write_json(out, &rows)
         } else {
-            write_presets(&mut out)
+            write_table(out, &rows)
         }
-    } else if args.json {
-        serde_json::to_writer_pretty(&mut out, &rows)
-            .map_err(std::io::Error::from)
-            .and_then(|()| writeln!(out))
-    } else {
-        write_table(&mut out, &rows)
-    };
-    match written {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(error) => usage_error(format!("writing the table: {error}")),
-    }
+    })?;
+    out.finish()?;
+    Ok(Outcome::Success)
+}
+
+/// `value` as pretty JSON and a newline.
+fn write_json(
+    out: &mut impl Write,
+    value: &(impl serde::Serialize + ?Sized),
+) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value).map_err(std::io::Error::from)?;
+    writeln!(out)
 }
 
 fn kib(bytes: u32) -> String {

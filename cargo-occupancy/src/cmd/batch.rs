@@ -331,16 +331,15 @@ mod write;
 
 pub use write::AnswerWriter;
 
-/// How a batch ended.
+/// How a batch ended (a write that failed, a closed pipe among them, is the `io::Error` of
+/// [`answer_all`]: the caller says what it means).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum BatchEnd {
     /// Every line answered; this many were bad (each got an `{"error": ...}` answer).
     Finished { bad_lines: u64 },
     /// The reader stopped answering, or a line ran past [`MAX_LINE_BYTES`] (`/dev/zero`): the
     /// batch ends here with this message.
     ReadError(String),
-    /// Nobody reads our output any more (a closed pipe): stop quietly.
-    Closed,
 }
 
 /// Answers every line of `input` on `out`. Lines are read in place from the reader's buffer
@@ -353,7 +352,7 @@ pub fn answer_all(
     out: &mut impl Write,
     defaults: (Option<&'static ArchFacts>, Option<u32>),
     fields: Option<&[Field]>,
-) -> std::io::Result<Outcome> {
+) -> std::io::Result<BatchEnd> {
     answer_all_capped(input, input_name, out, defaults, fields, MAX_LINE_BYTES)
 }
 
@@ -365,7 +364,7 @@ fn answer_all_capped(
     defaults: (Option<&'static ArchFacts>, Option<u32>),
     fields: Option<&[Field]>,
     max_line_bytes: usize,
-) -> std::io::Result<Outcome> {
+) -> std::io::Result<BatchEnd> {
     let mut batch = Batch {
         writer: AnswerWriter::new(fields),
         defaults,
@@ -388,14 +387,12 @@ fn answer_all_capped(
                 return batch.end(out, message);
             }
         }
-        if batch.answers.len() >= OUTPUT_CHUNK_BYTES && !batch.flush(out)? {
-            return Ok(Outcome::Closed);
+        if batch.answers.len() >= OUTPUT_CHUNK_BYTES {
+            batch.flush(out)?;
         }
     }
-    if !batch.flush(out)? {
-        return Ok(Outcome::Closed);
-    }
-    Ok(Outcome::Finished {
+    batch.flush(out)?;
+    Ok(BatchEnd::Finished {
         bad_lines: batch.bad_lines,
     })
 }
@@ -439,7 +436,7 @@ impl Batch<'_> {
         input_name: &str,
         number: u64,
         error: &std::io::Error,
-    ) -> std::io::Result<Outcome> {
+    ) -> std::io::Result<BatchEnd> {
         self.end(
             out,
             format!(
@@ -449,22 +446,16 @@ impl Batch<'_> {
     }
 
     /// Ends the batch: the answers so far go out, then `message`.
-    fn end(&mut self, out: &mut impl Write, message: String) -> std::io::Result<Outcome> {
-        if !self.flush(out)? {
-            return Ok(Outcome::Closed);
-        }
-        Ok(Outcome::ReadError(message))
+    fn end(&mut self, out: &mut impl Write, message: String) -> std::io::Result<BatchEnd> {
+        self.flush(out)?;
+        Ok(BatchEnd::ReadError(message))
     }
 
-    /// Writes the gathered answers out; `false` when nobody reads them any more (a closed pipe).
-    fn flush(&mut self, out: &mut impl Write) -> std::io::Result<bool> {
+    /// Writes the gathered answers out.
+    fn flush(&mut self, out: &mut impl Write) -> std::io::Result<()> {
         let written = out.write_all(&self.answers);
         self.answers.clear();
-        match written {
-            Ok(()) => Ok(true),
-            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
-            Err(error) => Err(error),
-        }
+        written
     }
 }
 

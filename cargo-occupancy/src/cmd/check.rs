@@ -23,7 +23,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use occupancy_build::{
     evaluate_at_launch, Build, CheckedRow, SourceCheck, TrackedEnv, NVCC_WHEELS,
@@ -34,9 +33,10 @@ use occupancy_core::ptxas::{KernelRecord, PtxEntry};
 use occupancy_core::report::{Finding, KernelRow, Location, LocationKind, Report, RowLaunch};
 
 use super::log_input;
-use super::report::{fail, row_from_record, OutputArgs, UsageError};
+use super::report::{row_from_record, OutputArgs};
 use super::stream::ReportStream;
 use crate::cache_dir::CacheDir;
+use crate::error::{CliError, Outcome};
 use crate::outputs::{check_outputs, Output};
 
 /// `cargo occupancy check` arguments.
@@ -94,23 +94,17 @@ enum Input {
     Log(PathBuf),
 }
 
-/// Runs `check`.
-pub fn run(args: Args) -> ExitCode {
-    match run_inner(&args) {
-        Ok(true) => ExitCode::from(1),
-        Ok(false) => ExitCode::SUCCESS,
-        Err(error) => fail(&error),
-    }
-}
-
-fn run_inner(args: &Args) -> Result<bool, UsageError> {
+/// Runs `check`: exit 1 when a deny finding stands, whether or not the report's reader read
+/// it to its end.
+pub fn run(args: &Args) -> Result<Outcome, CliError> {
     if args.block == Some(0) {
-        return Err(UsageError("--block must be at least 1 thread".into()));
+        return Err(CliError::usage("--block must be at least 1 thread"));
     }
     check_outputs(&outputs(args), &input_paths(args))?;
     let levels = Levels::from_args(args)?;
     for arch in &args.archs {
-        super::arch::lookup_arch(arch).map_err(|error| UsageError(format!("--arch: {error}")))?;
+        super::arch::lookup_arch(arch)
+            .map_err(|error| CliError::Usage(format!("--arch: {error}")))?;
     }
     let inputs = collect_inputs(&args.paths)?;
     let compile_inputs: Vec<&Input> = inputs
@@ -123,7 +117,9 @@ fn run_inner(args: &Args) -> Result<bool, UsageError> {
     }
     let missing = stream_logs(args, &inputs, &levels, &mut stream)?;
     if stream.rows() == 0 && missing == 0 {
-        return Err(UsageError("no kernels found in the given paths".into()));
+        return Err(CliError::CouldNotCheck(
+            "no kernels found in the given paths".into(),
+        ));
     }
     let title = args
         .paths
@@ -131,13 +127,12 @@ fn run_inner(args: &Args) -> Result<bool, UsageError> {
         .map(|path| occupancy_build::shown_path(path))
         .collect::<Vec<_>>()
         .join(" ");
-    let has_deny = stream.has_deny();
-    stream.finish(&args.output, &title)?;
-    Ok(has_deny)
+    let verdict = Outcome::failed_if(stream.has_deny());
+    verdict.despite_closed_stdout(stream.finish(&args.output, &title))
 }
 
 /// Compiles and checks the .cu/.ptx inputs through `Build::check_sources`.
-fn check_compiled(args: &Args, inputs: &[&Input], levels: &Levels) -> Result<Report, UsageError> {
+fn check_compiled(args: &Args, inputs: &[&Input], levels: &Levels) -> Result<Report, CliError> {
     let cache_dir = CacheDir::choose(args.cache_dir.as_deref())?;
     let mut build = Build::new();
     for input in inputs {
@@ -202,20 +197,16 @@ fn input_paths(args: &Args) -> Vec<&Path> {
 }
 
 /// Expands directories and classifies every path; unreadable paths are errors.
-fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, UsageError> {
+fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, CliError> {
     let mut inputs = Vec::new();
     for path in paths {
-        let metadata = std::fs::metadata(path).map_err(|error| {
-            UsageError(format!(
-                "cannot read {}: {error}",
-                occupancy_build::shown_path(path)
-            ))
-        })?;
+        let metadata =
+            std::fs::metadata(path).map_err(|error| CliError::cannot_read(path, &error))?;
         if metadata.is_dir() {
             let mut found = Vec::new();
             walk(path, &mut found)?;
             if found.is_empty() {
-                return Err(UsageError(format!(
+                return Err(CliError::Input(format!(
                     "{} holds no .cu or .ptx file",
                     occupancy_build::shown_path(path)
                 )));
@@ -249,13 +240,8 @@ fn classify(path: &Path) -> Input {
     }
 }
 
-fn walk(dir: &Path, found: &mut Vec<Input>) -> Result<(), UsageError> {
-    let entries = std::fs::read_dir(dir).map_err(|error| {
-        UsageError(format!(
-            "cannot read {}: {error}",
-            occupancy_build::shown_path(dir)
-        ))
-    })?;
+fn walk(dir: &Path, found: &mut Vec<Input>) -> Result<(), CliError> {
+    let entries = std::fs::read_dir(dir).map_err(|error| CliError::cannot_read(dir, &error))?;
     let mut paths: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|entry| entry.path())
@@ -281,7 +267,7 @@ struct Levels {
 }
 
 impl Levels {
-    fn from_args(args: &Args) -> Result<Levels, UsageError> {
+    fn from_args(args: &Args) -> Result<Levels, CliError> {
         let mut overrides = Vec::new();
         for (names, level) in [
             (&args.allow, Level::Allow),
@@ -291,7 +277,7 @@ impl Levels {
             for name in names {
                 let lint = name
                     .parse::<LintId>()
-                    .map_err(|error| UsageError(format!("--{level}: {error}")))?;
+                    .map_err(|error| CliError::Usage(format!("--{level}: {error}")))?;
                 overrides.push((lint, level));
             }
         }
@@ -328,15 +314,15 @@ impl Levels {
 
 /// The build's toolchain error in `check`'s words: the build's "nvcc not found" suggests
 /// `OCCUPANCY_SKIP`, which only a build reads; `check` can read ptxas logs instead.
-fn toolchain_error(error: occupancy_build::Error) -> UsageError {
+fn toolchain_error(error: occupancy_build::Error) -> CliError {
     match error {
-        occupancy_build::Error::NvccNotFound { looked } => UsageError(format!(
+        occupancy_build::Error::NvccNotFound { looked } => CliError::CouldNotCheck(format!(
             "nvcc, the CUDA compiler, was not found (looked at: {looked}); `check` needs it for .cu and .ptx inputs.\n\
              Install the CUDA toolkit and set CUDA_HOME, or `pip install {NVCC_WHEELS}` and set \
              CUDA_HOME=<site-packages>/nvidia/cu13, or point NVCC at the nvcc executable; \
              or check a ptxas log (`nvcc -Xptxas -v` output) instead of the sources."
         )),
-        other => UsageError(other.to_string()),
+        other => CliError::CouldNotCheck(other.to_string()),
     }
 }
 
@@ -361,7 +347,7 @@ fn stream_logs(
     inputs: &[Input],
     levels: &Levels,
     stream: &mut ReportStream,
-) -> Result<usize, UsageError> {
+) -> Result<usize, CliError> {
     let wanted: Vec<&'static str> = args
         .archs
         .iter()
@@ -432,7 +418,7 @@ impl LogRead<'_> {
     /// the run's first row). A log holding a compiler error, or showing a failed build, is an
     /// error of the run: its kernels' numbers are not a passing build's. Returns the kernels
     /// seen (with `--arch`).
-    fn stream(&self, path: &Path, stream: &mut ReportStream) -> Result<SeenKernels, UsageError> {
+    fn stream(&self, path: &Path, stream: &mut ReportStream) -> Result<SeenKernels, CliError> {
         let launch = RowLaunch {
             block: self.args.block.unwrap_or(DEFAULT_BLOCK),
             dynamic_smem_bytes: self.args.dynamic_smem,
@@ -444,8 +430,7 @@ impl LogRead<'_> {
             if !record.errors.is_empty() {
                 return Ok(()); // reported below as the run's error
             }
-            let row =
-                row_from_record(&record, None::<&PtxEntry>, launch).map_err(|error| error.0)?;
+            let row = row_from_record(&record, None::<&PtxEntry>, launch)?;
             if !self.wanted.is_empty() {
                 *seen.entry(record.name.clone()).or_default() |= arch_bit(&row.arch);
                 if !self.wanted.contains(&row.arch.as_str()) {
@@ -454,14 +439,12 @@ impl LogRead<'_> {
             }
             let checked = self.checked_row(row, record);
             self.evaluate(checked, &mut run, stream)
-                .map_err(|error| error.0)
-        })
-        .map_err(UsageError)?;
+        })?;
         let name = occupancy_build::shown_path(path);
         let policy = log_input::LogPolicy {
             allow_failed_build: self.args.allow_failed_build,
         };
-        log_input::conclude(&name, &output, policy).map_err(UsageError)?;
+        log_input::conclude(&name, &output, policy)?;
         Ok(seen)
     }
 
@@ -498,7 +481,7 @@ impl LogRead<'_> {
         checked: CheckedRow,
         run: &mut Option<Run>,
         stream: &mut ReportStream,
-    ) -> Result<(), UsageError> {
+    ) -> Result<(), CliError> {
         let mut findings =
             evaluate_at_launch(std::slice::from_ref(&checked), &self.levels.settings);
         let mut lints: Vec<(Level, LintId)> = findings
@@ -542,8 +525,8 @@ fn missing_on_requested_archs(
     wanted: &[&str],
     log: &str,
     level: Level,
-    mut emit: impl FnMut(Finding) -> Result<(), UsageError>,
-) -> Result<usize, UsageError> {
+    mut emit: impl FnMut(Finding) -> Result<(), CliError>,
+) -> Result<usize, CliError> {
     let mut count = 0;
     for (kernel, present) in seen {
         let missing: Vec<&&str> = wanted

@@ -7,11 +7,11 @@
 //! writing a report in the format asked for.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use occupancy_build::{run_bounded, ToolKind, ToolTimeouts, TrackedEnv};
 use occupancy_core::lint::LintId;
 
+use crate::error::{CliError, Outcome};
 use crate::outputs::{check_outputs, Output};
 use occupancy_core::report::{
     parse_sort_key, render_html, render_json, render_markdown, render_sarif, render_text,
@@ -82,30 +82,8 @@ impl OutputArgs {
     }
 }
 
-/// An error that ends the command with exit code 2 and this message.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str(&self.0)
-    }
-}
-
-impl From<String> for UsageError {
-    fn from(message: String) -> Self {
-        UsageError(message)
-    }
-}
-
-/// Prints `error: ...` and returns exit code 2.
-pub fn fail(error: &UsageError) -> ExitCode {
-    eprintln!("error: {error}");
-    ExitCode::from(2)
-}
-
 /// Prints the report in the format asked for (text by default) and writes the HTML file.
-pub fn emit(report: &Report, output: &OutputArgs, title: &str) -> Result<(), UsageError> {
+pub fn emit(report: &Report, output: &OutputArgs, title: &str) -> Result<(), CliError> {
     let text = if output.json {
         render_json(report)
     } else if output.sarif {
@@ -122,14 +100,13 @@ pub fn emit(report: &Report, output: &OutputArgs, title: &str) -> Result<(), Usa
             eprintln!("wrote {}", occupancy_build::shown_path(path));
         }
     }
-    print!("{text}");
-    Ok(())
+    crate::stdout::print("cannot write the report to standard output", &text)
 }
 
 /// The workspace's target directory, from `cargo metadata` (honours `CARGO_TARGET_DIR` and
 /// `build.target-dir`); run as `$CARGO` when cargo runs this subcommand, else `cargo` on PATH,
 /// within the time limit of every tool (`OCCUPANCY_TOOL_TIMEOUT`).
-pub fn target_dir(manifest_path: Option<&Path>) -> Result<PathBuf, UsageError> {
+pub fn target_dir(manifest_path: Option<&Path>) -> Result<PathBuf, CliError> {
     let mut command = cargo_metadata::MetadataCommand::new();
     command.no_deps();
     if let Some(path) = manifest_path {
@@ -137,7 +114,7 @@ pub fn target_dir(manifest_path: Option<&Path>) -> Result<PathBuf, UsageError> {
     }
     match cargo_metadata(&command) {
         Ok(metadata) => Ok(metadata.target_directory.into_std_path_buf()),
-        Err(MetadataError::Tool(error)) => Err(UsageError(format!(
+        Err(MetadataError::Tool(error)) => Err(CliError::CouldNotCheck(format!(
             "{}; or give the report directory with --dir",
             error.to_string().trim_start_matches("occupancy-build: ")
         ))),
@@ -177,23 +154,23 @@ fn cargo_metadata(
 }
 
 /// What to say when `cargo metadata` could not tell the target directory.
-fn metadata_error(error: cargo_metadata::Error) -> UsageError {
+fn metadata_error(error: cargo_metadata::Error) -> CliError {
     match error {
-        cargo_metadata::Error::Io(error) => UsageError(format!(
+        cargo_metadata::Error::Io(error) => CliError::CouldNotCheck(format!(
             "cannot run `cargo metadata`: {error}; give the report directory with --dir"
         )),
-        cargo_metadata::Error::CargoMetadata { stderr } => UsageError(format!(
+        cargo_metadata::Error::CargoMetadata { stderr } => CliError::CouldNotCheck(format!(
             "`cargo metadata` failed (run inside a Rust workspace, or give --manifest-path or --dir):\n{}",
             stderr.trim_end()
         )),
-        other => UsageError(format!(
+        other => CliError::CouldNotCheck(format!(
             "`cargo metadata` printed something this cannot read: {other}; give the report directory with --dir"
         )),
     }
 }
 
 /// The report directory: `--dir`, else `<target dir>/occupancy`.
-pub fn report_dir(dir: Option<&Path>, manifest_path: Option<&Path>) -> Result<PathBuf, UsageError> {
+pub fn report_dir(dir: Option<&Path>, manifest_path: Option<&Path>) -> Result<PathBuf, CliError> {
     match dir {
         Some(dir) => Ok(dir.to_path_buf()),
         None => Ok(target_dir(manifest_path)?.join("occupancy")),
@@ -201,14 +178,14 @@ pub fn report_dir(dir: Option<&Path>, manifest_path: Option<&Path>) -> Result<Pa
 }
 
 /// Reads every `*.json` report in `dir` (sorted by file name) into one report.
-pub fn load_dir(dir: &Path) -> Result<Report, UsageError> {
+pub fn load_dir(dir: &Path) -> Result<Report, CliError> {
     Ok(Report::merge(load_reports(dir)?))
 }
 
 /// Every `*.json` report in `dir`, sorted by file name.
-fn load_reports(dir: &Path) -> Result<Vec<Report>, UsageError> {
+fn load_reports(dir: &Path) -> Result<Vec<Report>, CliError> {
     let entries = std::fs::read_dir(dir).map_err(|error| {
-        UsageError(format!(
+        CliError::Input(format!(
             "no occupancy reports in {}: {error}. Build a crate whose build.rs uses occupancy-build first (`cargo build`), or use `cargo occupancy check PATHS`",
             occupancy_build::shown_path(dir)
         ))
@@ -223,21 +200,17 @@ fn load_reports(dir: &Path) -> Result<Vec<Report>, UsageError> {
         .collect();
     paths.sort();
     if paths.is_empty() {
-        return Err(UsageError(format!(
+        return Err(CliError::Input(format!(
             "no occupancy reports (*.json) in {}: build a crate whose build.rs uses occupancy-build first",
             occupancy_build::shown_path(dir)
         )));
     }
     let mut reports = Vec::new();
     for path in paths {
-        let text = std::fs::read_to_string(&path).map_err(|error| {
-            UsageError(format!(
-                "cannot read {}: {error}",
-                occupancy_build::shown_path(&path)
-            ))
-        })?;
+        let text =
+            std::fs::read_to_string(&path).map_err(|error| CliError::cannot_read(&path, &error))?;
         reports.push(Report::from_json(&text).map_err(|error| {
-            UsageError(format!("{}: {error}", occupancy_build::shown_path(&path)))
+            CliError::Input(format!("{}: {error}", occupancy_build::shown_path(&path)))
         })?);
     }
     Ok(reports)
@@ -265,22 +238,23 @@ fn unchecked_builds(reports: &[Report]) -> Vec<String> {
 }
 
 /// Builds the query of `--crate/--kernel/--arch/--lint/--sort`.
-fn query(args: &Args) -> Result<Query, UsageError> {
+fn query(args: &Args) -> Result<Query, CliError> {
     let lints = args
         .lints
         .iter()
         .map(|name| {
             name.parse::<LintId>()
-                .map_err(|error| UsageError(format!("--lint: {error}")))
+                .map_err(|error| CliError::Usage(format!("--lint: {error}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let sort = args
         .sort
         .iter()
-        .map(|key| parse_sort_key(key).map_err(|error| UsageError(format!("--sort: {error}"))))
+        .map(|key| parse_sort_key(key).map_err(|error| CliError::Usage(format!("--sort: {error}"))))
         .collect::<Result<Vec<_>, _>>()?;
     for arch in &args.archs {
-        super::arch::lookup_arch(arch).map_err(|error| UsageError(format!("--arch: {error}")))?;
+        super::arch::lookup_arch(arch)
+            .map_err(|error| CliError::Usage(format!("--arch: {error}")))?;
     }
     Ok(Query {
         crates: args.crates.clone(),
@@ -294,16 +268,7 @@ fn query(args: &Args) -> Result<Query, UsageError> {
 /// Runs `cargo occupancy report`. Exit code 0 (the report is information; `check` and the build
 /// are the gates), 1 when a crate's last build failed (its report holds nothing checked), 2 on
 /// usage errors or unreadable reports.
-pub fn run(args: Args) -> ExitCode {
-    match run_inner(&args) {
-        Ok(false) => ExitCode::SUCCESS,
-        Ok(true) => ExitCode::from(1),
-        Err(error) => fail(&error),
-    }
-}
-
-/// Prints the report; `true` when a build behind it failed.
-fn run_inner(args: &Args) -> Result<bool, UsageError> {
+pub fn run(args: &Args) -> Result<Outcome, CliError> {
     let query = query(args)?;
     let dir = report_dir(args.dir.as_deref(), args.manifest_path.as_deref())?;
     check_outputs(&args.output.outputs(), &[dir.as_path()])?;
@@ -316,13 +281,16 @@ fn run_inner(args: &Args) -> Result<bool, UsageError> {
                 .is_some_and(|name| args.crates.contains(name))
     };
     let unchecked: Vec<Report> = reports.iter().filter(|r| wanted(r)).cloned().collect();
-    let any_failed = unchecked.iter().any(|report| report.failed.is_some());
+    let verdict = Outcome::failed_if(unchecked.iter().any(|report| report.failed.is_some()));
     let report = query.apply(&Report::merge(reports));
-    emit(&report, &args.output, "workspace")?;
-    for line in unchecked_builds(&unchecked) {
-        eprintln!("{line}");
+    let written = emit(&report, &args.output, "workspace");
+    // What the table leaves out goes to stderr even when stdout's reader went away.
+    if matches!(written, Ok(()) | Err(CliError::StdoutClosed)) {
+        for line in unchecked_builds(&unchecked) {
+            eprintln!("{line}");
+        }
     }
-    Ok(any_failed)
+    verdict.despite_closed_stdout(written)
 }
 
 /// A row from a ptxas record, for `check` and `explain`.
@@ -330,7 +298,7 @@ pub fn row_from_record(
     record: &occupancy_core::ptxas::KernelRecord,
     ptx: Option<&occupancy_core::ptxas::PtxEntry>,
     launch: RowLaunch,
-) -> Result<KernelRow, UsageError> {
+) -> Result<KernelRow, CliError> {
     KernelRow::from_record(record, ptx, launch)
-        .map_err(|error| UsageError(format!("kernel `{}`: {error}", record.name)))
+        .map_err(|error| CliError::Input(format!("kernel `{}`: {error}", record.name)))
 }

@@ -25,7 +25,9 @@ use occupancy_core::report::{
 };
 use serde::Serialize;
 
-use super::report::{OutputArgs, UsageError};
+use super::report::OutputArgs;
+use crate::error::CliError;
+use crate::stdout::Stdout;
 
 /// Where a spool's bytes go.
 #[derive(Debug)]
@@ -67,9 +69,9 @@ impl Spool {
     }
 
     /// Appends `element`, pretty-printed at the array's indentation.
-    fn push(&mut self, element: &impl Serialize) -> Result<(), UsageError> {
+    fn push(&mut self, element: &impl Serialize) -> Result<(), CliError> {
         let text = serde_json::to_string_pretty(element)
-            .map_err(|error| UsageError(format!("cannot serialize the report: {error}")))?;
+            .map_err(|error| CliError::Output(format!("cannot serialize the report: {error}")))?;
         let pad = " ".repeat(self.indent);
         let mut out = String::with_capacity(text.len() + text.len() / 8);
         out.push_str(if self.elements == 0 { "\n" } else { ",\n" });
@@ -102,8 +104,8 @@ impl Spool {
     }
 }
 
-fn spool_error(error: std::io::Error) -> UsageError {
-    UsageError(format!(
+fn spool_error(error: std::io::Error) -> CliError {
+    CliError::Output(format!(
         "cannot write the report to a temporary file in {}: {error} (set TMPDIR to a writable directory with room for the report)",
         occupancy_build::shown_path(&std::env::temp_dir())
     ))
@@ -111,7 +113,7 @@ fn spool_error(error: std::io::Error) -> UsageError {
 
 /// A new file in the temporary directory, removed from it at once (the open file stays; the
 /// system frees it when it is closed, even if this process is killed).
-fn anonymous_file() -> Result<File, UsageError> {
+fn anonymous_file() -> Result<File, CliError> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = std::env::temp_dir();
@@ -195,7 +197,7 @@ impl ReportStream {
     }
 
     /// Takes in a whole report (the compiled sources'): its rows, then its findings.
-    pub fn add_report(&mut self, report: &Report) -> Result<(), UsageError> {
+    pub fn add_report(&mut self, report: &Report) -> Result<(), CliError> {
         let index = FindingIndex::new(report);
         for row in &report.kernels {
             self.add_row(row, index.lints_for(row))?;
@@ -208,11 +210,7 @@ impl ReportStream {
     }
 
     /// Takes in a row, with the distinct (level, lint) of the findings that concern it.
-    pub fn add_row(
-        &mut self,
-        row: &KernelRow,
-        lints: &[(Level, LintId)],
-    ) -> Result<(), UsageError> {
+    pub fn add_row(&mut self, row: &KernelRow, lints: &[(Level, LintId)]) -> Result<(), CliError> {
         self.rows += 1;
         match &mut self.sink {
             Sink::Text(digest) | Sink::Markdown(digest) => digest.add_row(row, lints),
@@ -230,7 +228,7 @@ impl ReportStream {
         &mut self,
         finding: &occupancy_core::report::Finding,
         row: Option<&KernelRow>,
-    ) -> Result<(), UsageError> {
+    ) -> Result<(), CliError> {
         self.deny |= finding.level == Level::Deny;
         let shown = finding.level != Level::Allow || finding.reason.is_some();
         match &mut self.sink {
@@ -256,7 +254,7 @@ impl ReportStream {
     }
 
     /// Writes the `--html` page, then the report to standard output.
-    pub fn finish(self, output: &OutputArgs, title: &str) -> Result<(), UsageError> {
+    pub fn finish(self, output: &OutputArgs, title: &str) -> Result<(), CliError> {
         if let (Some(report), Some(path)) = (&self.html, &output.html) {
             let html = render_html(report, title);
             crate::outputs::write_atomically("--html", path, html.as_bytes())?;
@@ -264,15 +262,9 @@ impl ReportStream {
                 eprintln!("wrote {}", occupancy_build::shown_path(path));
             }
         }
-        let stdout = std::io::stdout();
-        let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-        let written = self.sink.write(&mut out).and_then(|()| out.flush());
-        match written {
-            Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(UsageError(
-                format!("cannot write the report to standard output: {error}"),
-            )),
-            _ => Ok(()),
-        }
+        let mut out = Stdout::lock("cannot write the report to standard output");
+        out.write_with(|out| self.sink.write(out))?;
+        out.finish()
     }
 }
 

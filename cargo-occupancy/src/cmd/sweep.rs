@@ -6,12 +6,14 @@
 //! point's coordinate and its curve spans the arch's full range; a dimension given as a range is
 //! the curve's axis and the point sits at its first value.
 
-use super::arch::{resolve_target, usage_error};
+use super::arch::resolve_target;
 use occupancy_core::arch::ArchFacts;
 use occupancy_core::calc::sweep::{Sweep, SweepSpec, ValueRange};
 use occupancy_core::calc::{occupancy, Carveout, KernelFacts, Launch, Limiter};
 use std::io::Write;
-use std::process::ExitCode;
+
+use crate::error::{CliError, Outcome};
+use crate::stdout::Stdout;
 
 #[derive(clap::Args, Debug)]
 #[command(allow_negative_numbers = true)]
@@ -64,14 +66,11 @@ fn parse_carveout(text: &str) -> Result<Carveout, String> {
         .map_err(|error: occupancy_core::calc::CalcError| error.to_string())
 }
 
-pub fn run(args: Args) -> ExitCode {
-    let target = match resolve_target(args.arch.as_deref(), args.gpu.as_deref()) {
-        Ok(target) => target,
-        Err(message) => return usage_error(message),
-    };
-    let arch = target.arch;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let written = if args.summary || args.csv {
+/// Runs `sweep`: the summary, the CSV rows, or the curves.
+pub fn run(args: &Args) -> Result<Outcome, CliError> {
+    let arch = resolve_target(args.arch.as_deref(), args.gpu.as_deref())?.arch;
+    let mut out = Stdout::lock("writing the sweep");
+    if args.summary || args.csv {
         let spec = SweepSpec {
             block_threads: args.block,
             registers_per_thread: args.registers,
@@ -82,27 +81,23 @@ pub fn run(args: Args) -> ExitCode {
             max_dynamic_smem_bytes: args.max_dynamic_smem,
             carveout: args.carveout,
         };
-        let sweep = match Sweep::new(arch, &spec) {
-            Ok(sweep) => sweep,
-            Err(error) => return usage_error(error),
-        };
-        if args.summary {
-            writeln!(
-                out,
-                "{}",
-                serde_json::json!({ "configs": sweep.configs(), "sum_blocks": sweep.sum_blocks() })
-            )
-        } else {
-            write_csv(&mut out, arch, &sweep)
-        }
+        let sweep = Sweep::new(arch, &spec).map_err(|error| CliError::usage(error.to_string()))?;
+        out.write_with(|out| {
+            if args.summary {
+                writeln!(
+                    out,
+                    "{}",
+                    serde_json::json!({ "configs": sweep.configs(), "sum_blocks": sweep.sum_blocks() })
+                )
+            } else {
+                write_csv(out, arch, &sweep)
+            }
+        })?;
     } else {
-        write_curves(&mut out, arch, &args)
-    };
-    match written.and_then(|()| out.flush()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(error) => usage_error(format!("writing the sweep: {error}")),
+        out.write_with(|out| write_curves(out, arch, args))?;
     }
+    out.finish()?;
+    Ok(Outcome::Success)
 }
 
 fn write_csv(out: &mut impl Write, arch: &ArchFacts, sweep: &Sweep) -> std::io::Result<()> {

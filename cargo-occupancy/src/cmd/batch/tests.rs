@@ -107,7 +107,7 @@ fn a_read_error_ends_the_batch_with_one_message() {
         None,
     )
     .unwrap();
-    let Outcome::ReadError(message) = outcome else {
+    let BatchEnd::ReadError(message) = outcome else {
         panic!("{outcome:?}")
     };
     assert!(
@@ -133,7 +133,7 @@ fn a_line_that_is_not_utf8_is_a_bad_line_and_the_batch_goes_on() {
         None,
     )
     .unwrap();
-    assert_eq!(outcome, Outcome::Finished { bad_lines: 1 });
+    assert_eq!(outcome, BatchEnd::Finished { bad_lines: 1 });
     let text = String::from_utf8(out).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3);
@@ -238,7 +238,7 @@ proptest! {
 }
 
 /// Answers `input` through a reader whose buffer holds `capacity` bytes.
-fn answers_through(input: &[u8], capacity: usize) -> (Outcome, String) {
+fn answers_through(input: &[u8], capacity: usize) -> (BatchEnd, String) {
     let mut out = Vec::new();
     let outcome = answer_all(
         &mut BufReader::with_capacity(capacity, input),
@@ -255,7 +255,7 @@ fn answers_through(input: &[u8], capacity: usize) -> (Outcome, String) {
 fn lines_across_the_read_buffer_get_the_same_answers() {
     let input = b"{\"arch\":\"sm_90\",\"block\":64,\"registers\":40}\r\n\n{\"arch\":\"sm_100a\",\"block\":1024,\"static_smem\":99999}\n{\"arch\":\"sm_75\",\"block\":96}";
     let (outcome, whole) = answers_through(input, 1 << 16);
-    assert_eq!(outcome, Outcome::Finished { bad_lines: 1 });
+    assert_eq!(outcome, BatchEnd::Finished { bad_lines: 1 });
     let lines: Vec<&str> = whole.lines().collect();
     assert_eq!(lines.len(), 4, "{whole}");
     assert!(lines[0].starts_with("{\"arch\":\"sm_90\""), "{}", lines[0]);
@@ -294,7 +294,7 @@ fn answers_before_a_read_error_are_written_and_the_error_names_the_next_line() {
         None,
     )
     .unwrap();
-    let Outcome::ReadError(message) = outcome else {
+    let BatchEnd::ReadError(message) = outcome else {
         panic!("{outcome:?}")
     };
     assert!(message.contains("x at line 3"), "{message}");
@@ -327,7 +327,7 @@ fn a_line_past_the_cap_ends_the_batch_naming_it() {
         .unwrap();
         assert_eq!(
             outcome,
-            Outcome::ReadError(format!(
+            BatchEnd::ReadError(format!(
                 "the batch input `x.jsonl`: line 4 is longer than {} bytes ({} bytes, the longest line read), with no newline within them; the batch stops here (a batch line holds one JSON object)",
                 line.len(),
                 line.len()
@@ -345,7 +345,7 @@ fn endless_input_without_a_newline_is_refused_after_one_mebibyte() {
     let mut zeros = BufReader::with_capacity(1 << 16, std::io::repeat(0).take(u64::MAX));
     let mut out = Vec::new();
     let outcome = answer_all(&mut zeros, "`/dev/zero`", &mut out, (None, None), None).unwrap();
-    let Outcome::ReadError(message) = outcome else {
+    let BatchEnd::ReadError(message) = outcome else {
         panic!("{outcome:?}")
     };
     assert!(
@@ -357,7 +357,7 @@ fn endless_input_without_a_newline_is_refused_after_one_mebibyte() {
 
 /// The batch reader's fuzz corpus (issue #23, round 2): `input` answered through a reader of
 /// `capacity` bytes with lines capped at `max`, as (outcome, answers).
-fn fuzzed(input: &[u8], capacity: usize, max: usize) -> (Outcome, Vec<Value>) {
+fn fuzzed(input: &[u8], capacity: usize, max: usize) -> (BatchEnd, Vec<Value>) {
     let mut out = Vec::new();
     let outcome = answer_all_capped(
         &mut BufReader::with_capacity(capacity, input),
@@ -407,8 +407,8 @@ fn check_batch(input: &[u8], capacity: usize, max: usize) -> Result<(), TestCase
         .filter(|answer| answer.get("error").is_some())
         .count() as u64;
     match (first_long, outcome) {
-        (None, Outcome::Finished { bad_lines }) => prop_assert_eq!(bad_lines, bad),
-        (Some(index), Outcome::ReadError(message)) => {
+        (None, BatchEnd::Finished { bad_lines }) => prop_assert_eq!(bad_lines, bad),
+        (Some(index), BatchEnd::ReadError(message)) => {
             let named = format!("line {} is longer than {max} bytes", index + 1);
             prop_assert!(message.contains(&named), "{}", message);
         }
