@@ -13,10 +13,12 @@ mod cache_dir;
 mod cmd;
 mod error;
 mod flags;
+mod format;
 mod inputs;
 mod lines;
 mod outputs;
 mod stdout;
+mod workspace;
 
 /// Cargo invokes `cargo-occupancy occupancy <args>`; a user may also run `cargo-occupancy <args>`.
 #[derive(Parser, Debug)]

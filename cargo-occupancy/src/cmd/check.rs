@@ -32,11 +32,11 @@ use occupancy_core::lint::{Check, Level, LintId};
 use occupancy_core::ptxas::{KernelRecord, PtxEntry};
 use occupancy_core::report::{Finding, KernelRow, Location, LocationKind, Report, RowLaunch};
 
-use super::log_input;
-use super::report::{row_from_record, OutputArgs};
+use super::log_input::{self, row_from_record};
 use super::stream::ReportStream;
 use crate::cache_dir::CacheDir;
 use crate::error::{CliError, Outcome};
+use crate::format::OutputArgs;
 use crate::outputs::{check_outputs, Output};
 
 /// `cargo occupancy check` arguments.

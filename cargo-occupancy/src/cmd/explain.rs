@@ -14,9 +14,10 @@ use occupancy_core::arch;
 use occupancy_core::report::explain::{explain, render_explanation_text};
 use occupancy_core::report::{KernelRow, RowLaunch};
 
-use super::report::{load_dir, report_dir, row_from_record};
+use super::log_input::row_from_record;
 use crate::error::{CliError, Outcome};
 use crate::stdout::Stdout;
+use crate::workspace::{load_dir, report_dir};
 
 /// `cargo occupancy explain` arguments.
 #[derive(clap::Args, Debug)]

@@ -15,7 +15,8 @@ use std::io::Read;
 use std::path::Path;
 
 use occupancy_build::shown_path;
-use occupancy_core::ptxas::{KernelRecord, LogParser, ParseOutput, MAX_LINE_BYTES};
+use occupancy_core::ptxas::{KernelRecord, LogParser, ParseOutput, PtxEntry, MAX_LINE_BYTES};
+use occupancy_core::report::{KernelRow, RowLaunch};
 
 use crate::error::CliError;
 
@@ -163,4 +164,14 @@ pub fn compile_errors(name: &str, output: &ParseOutput) -> Result<(), CliError> 
         output.errors.len(),
         listed.join("\n")
     )))
+}
+
+/// A log's record as a report row at `launch`, for `check` and `explain`.
+pub fn row_from_record(
+    record: &KernelRecord,
+    ptx: Option<&PtxEntry>,
+    launch: RowLaunch,
+) -> Result<KernelRow, CliError> {
+    KernelRow::from_record(record, ptx, launch)
+        .map_err(|error| CliError::Input(format!("kernel `{}`: {error}", record.name)))
 }

@@ -25,8 +25,8 @@ use occupancy_core::report::{
 };
 use serde::Serialize;
 
-use super::report::OutputArgs;
 use crate::error::CliError;
+use crate::format::OutputArgs;
 use crate::stdout::Stdout;
 
 /// Where a spool's bytes go.
