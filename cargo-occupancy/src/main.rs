@@ -7,10 +7,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::env::Environment;
 use crate::error::{CliError, Outcome};
 
+mod archs;
 mod cache_dir;
 mod cmd;
+mod env;
 mod error;
 mod flags;
 mod format;
@@ -73,14 +76,17 @@ fn main() -> ExitCode {
         }
     };
     let _ = CargoCli::Occupancy; // documents the cargo calling convention above
+
+    // The one read of the environment: what the command line leaves to it.
+    let env = Environment::read();
     let result = match cli.command {
-        Command::Calc(args) => cmd::calc::run(&args),
-        Command::Arch(args) => cmd::arch::run(&args),
-        Command::Sweep(args) => cmd::sweep::run(&args),
-        Command::Parse(args) => cmd::parse::run(&args),
-        Command::Check(args) => cmd::check::run(&args),
-        Command::Explain(args) => cmd::explain::run(&args),
-        Command::Report(args) => cmd::report::run(&args),
+        Command::Calc(args) => cmd::calc::run(&args, &env),
+        Command::Arch(args) => cmd::arch::run(&args, &env),
+        Command::Sweep(args) => cmd::sweep::run(&args, &env),
+        Command::Parse(args) => cmd::parse::run(&args, &env),
+        Command::Check(args) => cmd::check::run(&args, &env),
+        Command::Explain(args) => cmd::explain::run(&args, &env),
+        Command::Report(args) => cmd::report::run(&args, &env),
     };
     exit(result)
 }

@@ -4,26 +4,25 @@
 
 use std::path::{Path, PathBuf};
 
-use occupancy_build::{run_bounded, ToolKind, ToolTimeouts, TrackedEnv};
+use occupancy_build::{run_bounded, ToolKind, ToolTimeouts};
 use occupancy_core::report::Report;
 
+use crate::env::Environment;
 use crate::error::CliError;
 
 /// The workspace's target directory, from `cargo metadata` (honours `CARGO_TARGET_DIR` and
 /// `build.target-dir`); run as `$CARGO` when cargo runs this subcommand, else `cargo` on PATH,
 /// within the time limit of every tool (`OCCUPANCY_TOOL_TIMEOUT`).
-pub fn target_dir(manifest_path: Option<&Path>) -> Result<PathBuf, CliError> {
+pub fn target_dir(manifest_path: Option<&Path>, env: &Environment) -> Result<PathBuf, CliError> {
     let mut command = cargo_metadata::MetadataCommand::new();
-    command.no_deps();
+    command.no_deps().cargo_path(&env.cargo);
     if let Some(path) = manifest_path {
         command.manifest_path(path);
     }
-    match cargo_metadata(&command) {
+    let timeouts = env.tool_timeouts.as_ref().map_err(tool_error)?;
+    match cargo_metadata(&command, timeouts) {
         Ok(metadata) => Ok(metadata.target_directory.into_std_path_buf()),
-        Err(MetadataError::Tool(error)) => Err(CliError::CouldNotCheck(format!(
-            "{}; or give the report directory with --dir",
-            error.to_string().trim_start_matches("occupancy-build: ")
-        ))),
+        Err(MetadataError::Tool(error)) => Err(tool_error(&error)),
         Err(MetadataError::Cargo(error)) => Err(metadata_error(error)),
     }
 }
@@ -34,12 +33,20 @@ enum MetadataError {
     Cargo(cargo_metadata::Error),
 }
 
+/// A tool's error (a bad `OCCUPANCY_TOOL_TIMEOUT`, `cargo` past its limit), with the way out.
+fn tool_error(error: &occupancy_build::Error) -> CliError {
+    CliError::CouldNotCheck(format!(
+        "{}; or give the report directory with --dir",
+        error.to_string().trim_start_matches("occupancy-build: ")
+    ))
+}
+
 /// `MetadataCommand::exec` within the time limit of every tool.
 fn cargo_metadata(
     command: &cargo_metadata::MetadataCommand,
+    timeouts: &ToolTimeouts,
 ) -> Result<cargo_metadata::Metadata, MetadataError> {
-    let timeouts = ToolTimeouts::from_env(&TrackedEnv::new()).map_err(MetadataError::Tool)?;
-    let output = match run_bounded(&mut command.cargo_command(), &timeouts, ToolKind::Probe) {
+    let output = match run_bounded(&mut command.cargo_command(), timeouts, ToolKind::Probe) {
         Ok(output) => output,
         Err(occupancy_build::Error::ToolNotStarted { error, .. }) => {
             return Err(MetadataError::Cargo(error.into()))
@@ -76,10 +83,14 @@ fn metadata_error(error: cargo_metadata::Error) -> CliError {
 }
 
 /// The report directory: `--dir`, else `<target dir>/occupancy`.
-pub fn report_dir(dir: Option<&Path>, manifest_path: Option<&Path>) -> Result<PathBuf, CliError> {
+pub fn report_dir(
+    dir: Option<&Path>,
+    manifest_path: Option<&Path>,
+    env: &Environment,
+) -> Result<PathBuf, CliError> {
     match dir {
         Some(dir) => Ok(dir.to_path_buf()),
-        None => Ok(target_dir(manifest_path)?.join("occupancy")),
+        None => Ok(target_dir(manifest_path, env)?.join("occupancy")),
     }
 }
 

@@ -1,11 +1,12 @@
 //! `cargo occupancy calc`: one kernel and launch as a table or JSON, or a JSON Lines batch
 //! (`--batch`, see [`super::batch`] for its contract).
 
-use super::arch::{resolve_target, Target};
 use super::batch::{self, BatchEnd, Field};
 use occupancy_core::calc::{occupancy, Carveout, KernelFacts, Launch, Limiter, Occupancy};
 use std::io::{BufRead, Write};
 
+use crate::archs::Target;
+use crate::env::Environment;
 use crate::error::{CliError, Outcome};
 use crate::stdout::Stdout;
 
@@ -19,28 +20,28 @@ pub struct Args {
     #[arg(long)]
     gpu: Option<String>,
     /// Threads per block.
-    #[arg(long, value_name = "THREADS", required_unless_present = "batch", value_parser = super::arch::parse_count)]
+    #[arg(long, value_name = "THREADS", required_unless_present = "batch", value_parser = crate::flags::parse_count)]
     block: Option<u32>,
     /// Registers per thread (ptxas "Used N registers").
-    #[arg(long, value_name = "N", default_value_t = 0, value_parser = super::arch::parse_count)]
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = crate::flags::parse_count)]
     registers: u32,
     /// Static shared memory per block, bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = super::arch::parse_count)]
+    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = crate::flags::parse_count)]
     static_smem: u32,
     /// Dynamic shared memory per block at launch, bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = super::arch::parse_count)]
+    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = crate::flags::parse_count)]
     dynamic_smem: u32,
     /// Block barriers the kernel uses (__syncthreads is one).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = super::arch::parse_count)]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = crate::flags::parse_count)]
     barriers: u32,
     /// __launch_bounds__ maximum threads per block (default: the device maximum).
-    #[arg(long, value_name = "THREADS", value_parser = super::arch::parse_count)]
+    #[arg(long, value_name = "THREADS", value_parser = crate::flags::parse_count)]
     max_threads: Option<u32>,
     /// Shared memory carveout preference: default or 0..100 (percent).
     #[arg(long, default_value = "default", value_parser = parse_carveout)]
     carveout: Carveout,
     /// Dynamic shared memory the kernel opted into (default: what the launch needs).
-    #[arg(long, value_name = "BYTES", value_parser = super::arch::parse_count)]
+    #[arg(long, value_name = "BYTES", value_parser = crate::flags::parse_count)]
     max_dynamic_smem: Option<u32>,
     /// One JSON object instead of the table.
     #[arg(long)]
@@ -59,11 +60,13 @@ fn parse_carveout(text: &str) -> Result<Carveout, String> {
 }
 
 /// Runs `calc`: one answer, or a batch of them.
-pub fn run(args: &Args) -> Result<Outcome, CliError> {
+pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     if let Some(path) = &args.batch {
-        return run_batch(args, path);
+        return run_batch(args, path, env);
     }
-    let target = resolve_target(args.arch.as_deref(), args.gpu.as_deref())?;
+    let target = env
+        .archs
+        .resolve_target(args.arch.as_deref(), args.gpu.as_deref())?;
     let Some(block) = args.block else {
         return Err(CliError::usage("pass --block THREADS"));
     };
@@ -320,10 +323,10 @@ fn write_summary(out: &mut impl Write, target: Target, answer: &Occupancy) -> st
 
 /// Runs `calc --batch`: answers every line; exit 2 at the end when a line was bad, or at once
 /// when the input cannot be read.
-fn run_batch(args: &Args, path: &str) -> Result<Outcome, CliError> {
+fn run_batch(args: &Args, path: &str, env: &Environment) -> Result<Outcome, CliError> {
     let default_arch = match (args.arch.as_deref(), args.gpu.as_deref()) {
         (None, None) => None,
-        (arch_name, gpu_name) => Some(resolve_target(arch_name, gpu_name)?.arch),
+        (arch_name, gpu_name) => Some(env.archs.resolve_target(arch_name, gpu_name)?.arch),
     };
     let fields: Option<Vec<Field>> = args
         .fields
@@ -355,6 +358,7 @@ fn run_batch(args: &Args, path: &str) -> Result<Outcome, CliError> {
             &mut reader,
             &input_name,
             out,
+            &env.archs,
             (default_arch, args.block),
             fields.as_deref(),
         )

@@ -24,9 +24,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use occupancy_build::{
-    evaluate_at_launch, Build, CheckedRow, SourceCheck, TrackedEnv, NVCC_WHEELS,
-};
+use occupancy_build::{evaluate_at_launch, Build, CheckedRow, SourceCheck, NVCC_WHEELS};
 use occupancy_core::lint::evaluate::LevelSources;
 use occupancy_core::lint::{Check, Level, LintId};
 use occupancy_core::ptxas::{KernelRecord, PtxEntry};
@@ -35,6 +33,7 @@ use occupancy_core::report::{Finding, KernelRow, Location, LocationKind, Report,
 use super::log_input::{self, row_from_record};
 use super::stream::ReportStream;
 use crate::cache_dir::CacheDir;
+use crate::env::Environment;
 use crate::error::{CliError, Outcome};
 use crate::format::OutputArgs;
 use crate::outputs::{check_outputs, Output};
@@ -96,14 +95,15 @@ enum Input {
 
 /// Runs `check`: exit 1 when a deny finding stands, whether or not the report's reader read
 /// it to its end.
-pub fn run(args: &Args) -> Result<Outcome, CliError> {
+pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     if args.block == Some(0) {
         return Err(CliError::usage("--block must be at least 1 thread"));
     }
     check_outputs(&outputs(args), &input_paths(args))?;
-    let levels = Levels::from_args(args)?;
+    let levels = Levels::from_args(args, &env.lint_levels)?;
     for arch in &args.archs {
-        super::arch::lookup_arch(arch)
+        env.archs
+            .lookup(arch)
             .map_err(|error| CliError::Usage(format!("--arch: {error}")))?;
     }
     let inputs = collect_inputs(&args.paths)?;
@@ -111,9 +111,9 @@ pub fn run(args: &Args) -> Result<Outcome, CliError> {
         .iter()
         .filter(|input| !matches!(input, Input::Log(_)))
         .collect();
-    let mut stream = ReportStream::new(&args.output);
+    let mut stream = ReportStream::new(&args.output, &env.temp_dir);
     if !compile_inputs.is_empty() {
-        stream.add_report(&check_compiled(args, &compile_inputs, &levels)?)?;
+        stream.add_report(&check_compiled(args, env, &compile_inputs, &levels)?)?;
     }
     let missing = stream_logs(args, &inputs, &levels, &mut stream)?;
     if stream.rows() == 0 && missing == 0 {
@@ -132,8 +132,17 @@ pub fn run(args: &Args) -> Result<Outcome, CliError> {
 }
 
 /// Compiles and checks the .cu/.ptx inputs through `Build::check_sources`.
-fn check_compiled(args: &Args, inputs: &[&Input], levels: &Levels) -> Result<Report, CliError> {
-    let cache_dir = CacheDir::choose(args.cache_dir.as_deref())?;
+fn check_compiled(
+    args: &Args,
+    env: &Environment,
+    inputs: &[&Input],
+    levels: &Levels,
+) -> Result<Report, CliError> {
+    let cache_dir = CacheDir::choose(
+        args.cache_dir.as_deref(),
+        env.cache_home.as_deref(),
+        &env.temp_dir,
+    )?;
     let mut build = Build::new();
     for input in inputs {
         let absolute = std::fs::canonicalize(input_path_buf(input))
@@ -153,7 +162,7 @@ fn check_compiled(args: &Args, inputs: &[&Input], levels: &Levels) -> Result<Rep
     if let Ok(current) = std::env::current_dir().and_then(std::fs::canonicalize) {
         build.manifest_dir(current);
     }
-    build.out_dir(&cache_dir.path).env(TrackedEnv::new());
+    build.out_dir(&cache_dir.path).env(env.for_build());
     let mut request = SourceCheck::default();
     request.block_threads = args.block;
     request.dynamic_smem_bytes = args.dynamic_smem;
@@ -260,14 +269,15 @@ fn walk(dir: &Path, found: &mut Vec<Input>) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Lint levels: the registry's defaults, `OCCUPANCY_LINT_<ID>` variables, then
-/// `--allow/--warn/--deny` (last wins), resolved by the gate's own `check_kernel`.
+/// Lint levels: the registry's defaults, `OCCUPANCY_LINT_<ID>` variables (read by
+/// `Environment::read`), then `--allow/--warn/--deny` (last wins), resolved by the gate's own
+/// `check_kernel`.
 struct Levels {
-    settings: std::collections::BTreeMap<LintId, Level>,
+    settings: BTreeMap<LintId, Level>,
 }
 
 impl Levels {
-    fn from_args(args: &Args) -> Result<Levels, CliError> {
+    fn from_args(args: &Args, environment: &BTreeMap<LintId, Level>) -> Result<Levels, CliError> {
         let mut overrides = Vec::new();
         for (names, level) in [
             (&args.allow, Level::Allow),
@@ -281,19 +291,12 @@ impl Levels {
                 overrides.push((lint, level));
             }
         }
-        Ok(Levels::new(&overrides))
+        Ok(Levels::new(environment, &overrides))
     }
 
-    fn new(overrides: &[(LintId, Level)]) -> Levels {
-        let mut settings = std::collections::BTreeMap::new();
-        for lint in LintId::ALL {
-            if let Some(level) = std::env::var(lint.env_var())
-                .ok()
-                .and_then(|value| value.trim().parse::<Level>().ok())
-            {
-                settings.insert(lint, level);
-            }
-        }
+    /// The environment's levels, each overridden by the command line's.
+    fn new(environment: &BTreeMap<LintId, Level>, overrides: &[(LintId, Level)]) -> Levels {
+        let mut settings = environment.clone();
         for (id, level) in overrides {
             settings.insert(*id, *level);
         }
@@ -604,12 +607,28 @@ mod tests {
 
     #[test]
     fn levels_override_defaults_last_wins() {
-        let levels = Levels::new(&[
-            (LintId::Spills, Level::Warn),
-            (LintId::StackFrame, Level::Deny),
-        ]);
+        let levels = Levels::new(
+            &BTreeMap::new(),
+            &[
+                (LintId::Spills, Level::Warn),
+                (LintId::StackFrame, Level::Deny),
+            ],
+        );
         assert_eq!(levels.level(LintId::Spills), Level::Warn);
         assert_eq!(levels.level(LintId::StackFrame), Level::Deny);
         assert_eq!(levels.level(LintId::Unlaunchable), Level::Deny);
+    }
+
+    /// `OCCUPANCY_LINT_<ID>` (as `Environment::read` found it) overrides a default; a flag
+    /// overrides both.
+    #[test]
+    fn flags_override_the_environment_which_overrides_defaults() {
+        let environment = BTreeMap::from([
+            (LintId::Spills, Level::Allow),
+            (LintId::Unlaunchable, Level::Warn),
+        ]);
+        let levels = Levels::new(&environment, &[(LintId::Spills, Level::Deny)]);
+        assert_eq!(levels.level(LintId::Spills), Level::Deny);
+        assert_eq!(levels.level(LintId::Unlaunchable), Level::Warn);
     }
 }

@@ -15,6 +15,8 @@ use occupancy_core::report::explain::{explain, render_explanation_text};
 use occupancy_core::report::{KernelRow, RowLaunch};
 
 use super::log_input::row_from_record;
+use crate::archs::ArchNames;
+use crate::env::Environment;
 use crate::error::{CliError, Outcome};
 use crate::stdout::Stdout;
 use crate::workspace::{load_dir, report_dir};
@@ -67,8 +69,8 @@ pub struct Args {
 }
 
 /// Runs `explain`: exit 0 after explaining, 2 when the kernel or its facts cannot be found.
-pub fn run(args: &Args) -> Result<Outcome, CliError> {
-    let rows = rows(args)?;
+pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
+    let rows = rows(args, env)?;
     let mut out = Stdout::lock("cannot write the explanation to standard output");
     let mut first = true;
     for row in rows {
@@ -97,11 +99,12 @@ fn carveout_percent(text: Option<&str>) -> Result<Option<u32>, CliError> {
     }
 }
 
-fn canonical_archs(names: &[String]) -> Result<Vec<&'static str>, CliError> {
+fn canonical_archs(names: &[String], archs: &ArchNames) -> Result<Vec<&'static str>, CliError> {
     names
         .iter()
         .map(|name| {
-            super::arch::lookup_arch(name)
+            archs
+                .lookup(name)
                 .map(|facts| facts.name)
                 .map_err(|error| CliError::Usage(format!("--arch: {error}")))
         })
@@ -109,8 +112,8 @@ fn canonical_archs(names: &[String]) -> Result<Vec<&'static str>, CliError> {
 }
 
 /// The rows to explain, with the command line's launch applied.
-fn rows(args: &Args) -> Result<Vec<KernelRow>, CliError> {
-    let archs = canonical_archs(&args.archs)?;
+fn rows(args: &Args, env: &Environment) -> Result<Vec<KernelRow>, CliError> {
+    let archs = canonical_archs(&args.archs, &env.archs)?;
     let carveout = carveout_percent(args.carveout.as_deref())?;
     if args.block == Some(0) {
         return Err(CliError::usage("--block must be at least 1 thread"));
@@ -126,7 +129,7 @@ fn rows(args: &Args) -> Result<Vec<KernelRow>, CliError> {
     } else if !args.logs.is_empty() {
         rows_from_logs(args)?
     } else {
-        let dir = report_dir(args.dir.as_deref(), args.manifest_path.as_deref())?;
+        let dir = report_dir(args.dir.as_deref(), args.manifest_path.as_deref(), env)?;
         let mut selector = Selector::new(&args.kernel);
         for row in load_dir(&dir)?.kernels.into_iter().filter(|row| row.entry) {
             selector.add(&row);

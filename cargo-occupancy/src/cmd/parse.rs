@@ -19,8 +19,9 @@ use occupancy_core::ptxas::{BuildFailure, CompilerError, Diagnostic, KernelRecor
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-use super::arch::lookup_arch;
 use super::log_input;
+use crate::archs::ArchNames;
+use crate::env::Environment;
 use crate::error::{CliError, Outcome};
 use crate::stdout::Stdout;
 
@@ -101,8 +102,8 @@ struct LogError {
 /// Runs `parse`: reads every log through the shared streaming reader and prints each kernel row
 /// as soon as it is read (memory holds the open records, not the logs). A log that cannot be
 /// read or holds a compiler error ends the run with exit 2, after what was read is printed.
-pub fn run(args: &Args) -> Result<Outcome, CliError> {
-    let request = occupancy_request(args)?;
+pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
+    let request = occupancy_request(args, &env.archs)?;
     let mut printer = Printer::new(args.json, request.is_some());
     let mut tail = JsonTail::default();
     let failure = read_all(args, request.as_ref(), &mut printer, &mut tail)?;
@@ -112,24 +113,32 @@ pub fn run(args: &Args) -> Result<Outcome, CliError> {
 }
 
 /// The launch to compute occupancy for, from `--arch`, `--block` and `--dynamic-smem-bytes`.
-struct OccupancyRequest {
+struct OccupancyRequest<'a> {
+    /// Reads each record's own architecture when `--arch` names none.
+    archs: &'a ArchNames,
     fixed_arch: Option<&'static ArchFacts>,
     block_threads: u32,
     dynamic_smem_bytes: u32,
 }
 
 /// The launch `--block` asks for, if it does.
-fn occupancy_request(args: &Args) -> Result<Option<OccupancyRequest>, CliError> {
+fn occupancy_request<'a>(
+    args: &Args,
+    archs: &'a ArchNames,
+) -> Result<Option<OccupancyRequest<'a>>, CliError> {
     let fixed_arch: Option<&'static ArchFacts> = match &args.arch {
-        Some(name) => {
-            Some(lookup_arch(name).map_err(|error| CliError::Usage(format!("--arch: {error}")))?)
-        }
+        Some(name) => Some(
+            archs
+                .lookup(name)
+                .map_err(|error| CliError::Usage(format!("--arch: {error}")))?,
+        ),
         None => None,
     };
     if args.block == Some(0) {
         return Err(CliError::usage("--block must be at least 1 thread"));
     }
     Ok(args.block.map(|block_threads| OccupancyRequest {
+        archs,
         fixed_arch,
         block_threads,
         dynamic_smem_bytes: args.dynamic_smem_bytes,
@@ -141,7 +150,7 @@ fn occupancy_request(args: &Args) -> Result<Option<OccupancyRequest>, CliError> 
 /// output ends the reading at once.
 fn read_all(
     args: &Args,
-    request: Option<&OccupancyRequest>,
+    request: Option<&OccupancyRequest<'_>>,
     printer: &mut Printer,
     tail: &mut JsonTail,
 ) -> Result<Option<CliError>, CliError> {
@@ -180,7 +189,7 @@ fn read_all(
 /// failures in `tail`. Returns the error of a log that shows a failed build (unless allowed).
 fn read_one(
     path: &Path,
-    request: Option<&OccupancyRequest>,
+    request: Option<&OccupancyRequest<'_>>,
     printer: &mut Printer,
     tail: &mut JsonTail,
     policy: log_input::LogPolicy,
@@ -306,10 +315,13 @@ fn serialize_error(error: serde_json::Error) -> CliError {
     CliError::Output(error.to_string())
 }
 
-fn occupancy_of(record: &KernelRecord, request: &OccupancyRequest) -> Result<Occupancy, CliError> {
+fn occupancy_of(
+    record: &KernelRecord,
+    request: &OccupancyRequest<'_>,
+) -> Result<Occupancy, CliError> {
     let facts = match request.fixed_arch {
         Some(facts) => facts,
-        None => lookup_arch(&record.arch).map_err(|error| {
+        None => request.archs.lookup(&record.arch).map_err(|error| {
             CliError::Input(format!("kernel `{}`: {error}; pass --arch", record.name))
         })?,
     };

@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use occupancy_core::lint::LintId;
 use occupancy_core::report::{parse_sort_key, Query, Report};
 
+use crate::archs::ArchNames;
+use crate::env::Environment;
 use crate::error::{CliError, Outcome};
 use crate::format::{emit, OutputArgs};
 use crate::outputs::check_outputs;
@@ -69,7 +71,7 @@ fn unchecked_builds(reports: &[Report]) -> Vec<String> {
 }
 
 /// Builds the query of `--crate/--kernel/--arch/--lint/--sort`.
-fn query(args: &Args) -> Result<Query, CliError> {
+fn query(args: &Args, archs: &ArchNames) -> Result<Query, CliError> {
     let lints = args
         .lints
         .iter()
@@ -84,7 +86,8 @@ fn query(args: &Args) -> Result<Query, CliError> {
         .map(|key| parse_sort_key(key).map_err(|error| CliError::Usage(format!("--sort: {error}"))))
         .collect::<Result<Vec<_>, _>>()?;
     for arch in &args.archs {
-        super::arch::lookup_arch(arch)
+        archs
+            .lookup(arch)
             .map_err(|error| CliError::Usage(format!("--arch: {error}")))?;
     }
     Ok(Query {
@@ -99,9 +102,9 @@ fn query(args: &Args) -> Result<Query, CliError> {
 /// Runs `cargo occupancy report`. Exit code 0 (the report is information; `check` and the build
 /// are the gates), 1 when a crate's last build failed (its report holds nothing checked), 2 on
 /// usage errors or unreadable reports.
-pub fn run(args: &Args) -> Result<Outcome, CliError> {
-    let query = query(args)?;
-    let dir = report_dir(args.dir.as_deref(), args.manifest_path.as_deref())?;
+pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
+    let query = query(args, &env.archs)?;
+    let dir = report_dir(args.dir.as_deref(), args.manifest_path.as_deref(), env)?;
     check_outputs(&args.output.outputs(), &[dir.as_path()])?;
     let reports = load_reports(&dir)?;
     let wanted = |report: &Report| {

@@ -17,6 +17,7 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Seek, Write};
+use std::path::{Path, PathBuf};
 
 use occupancy_core::lint::{Level, LintId};
 use occupancy_core::report::{
@@ -32,8 +33,8 @@ use crate::stdout::Stdout;
 /// Where a spool's bytes go.
 #[derive(Debug)]
 enum Storage {
-    /// An anonymous temporary file: memory holds 64 KiB of it.
-    File(BufWriter<File>),
+    /// An anonymous temporary file in `dir`: memory holds 64 KiB of it.
+    File { file: BufWriter<File>, dir: PathBuf },
     /// Memory, when no temporary file can be made (a read-only `$TMPDIR`): the output is right,
     /// and memory grows with it, as it did before spooling.
     Memory(Vec<u8>),
@@ -49,10 +50,13 @@ struct Spool {
 }
 
 impl Spool {
-    /// A spool for an array whose elements stand `indent` spaces in.
-    fn new(indent: usize) -> Spool {
-        let storage = match anonymous_file() {
-            Ok(file) => Storage::File(BufWriter::with_capacity(1 << 16, file)),
+    /// A spool in `temp_dir` for an array whose elements stand `indent` spaces in.
+    fn new(indent: usize, temp_dir: &Path) -> Spool {
+        let storage = match anonymous_file(temp_dir) {
+            Ok(file) => Storage::File {
+                file: BufWriter::with_capacity(1 << 16, file),
+                dir: temp_dir.to_path_buf(),
+            },
             Err(error) => {
                 static WARNED: std::sync::Once = std::sync::Once::new();
                 WARNED.call_once(|| {
@@ -79,7 +83,9 @@ impl Spool {
         // Strings hold no raw line breaks: every `\n` of the text starts a line to indent.
         out.push_str(&text.replace('\n', &format!("\n{pad}")));
         match &mut self.storage {
-            Storage::File(file) => file.write_all(out.as_bytes()).map_err(spool_error)?,
+            Storage::File { file, dir } => file
+                .write_all(out.as_bytes())
+                .map_err(|error| spool_error(dir, &error))?,
             Storage::Memory(bytes) => bytes.extend_from_slice(out.as_bytes()),
         }
         self.elements += 1;
@@ -93,7 +99,7 @@ impl Spool {
         }
         out.write_all(b"[")?;
         match self.storage {
-            Storage::File(file) => {
+            Storage::File { file, .. } => {
                 let mut file = file.into_inner().map_err(|error| error.into_error())?;
                 file.rewind()?;
                 std::io::copy(&mut file, out)?;
@@ -104,19 +110,18 @@ impl Spool {
     }
 }
 
-fn spool_error(error: std::io::Error) -> CliError {
+fn spool_error(dir: &Path, error: &std::io::Error) -> CliError {
     CliError::Output(format!(
         "cannot write the report to a temporary file in {}: {error} (set TMPDIR to a writable directory with room for the report)",
-        occupancy_build::shown_path(&std::env::temp_dir())
+        occupancy_build::shown_path(dir)
     ))
 }
 
 /// A new file in the temporary directory, removed from it at once (the open file stays; the
 /// system frees it when it is closed, even if this process is killed).
-fn anonymous_file() -> Result<File, CliError> {
+fn anonymous_file(dir: &Path) -> Result<File, CliError> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir();
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.subsec_nanos());
@@ -137,7 +142,7 @@ fn anonymous_file() -> Result<File, CliError> {
                 return Ok(file);
             }
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && count < 1000 => {}
-            Err(error) => return Err(spool_error(error)),
+            Err(error) => return Err(spool_error(dir, &error)),
         }
     }
 }
@@ -172,16 +177,16 @@ pub struct ReportStream {
 }
 
 impl ReportStream {
-    /// A stream for the output `output` asks for.
-    pub fn new(output: &OutputArgs) -> ReportStream {
+    /// A stream for the output `output` asks for, spooling in `temp_dir`.
+    pub fn new(output: &OutputArgs, temp_dir: &Path) -> ReportStream {
         let sink = if output.json {
             Sink::Json {
-                kernels: Spool::new(4),
-                findings: Spool::new(4),
+                kernels: Spool::new(4, temp_dir),
+                findings: Spool::new(4, temp_dir),
             }
         } else if output.sarif {
             Sink::Sarif {
-                results: Spool::new(8),
+                results: Spool::new(8, temp_dir),
             }
         } else if output.markdown {
             Sink::Markdown(Box::default())
@@ -308,7 +313,7 @@ mod tests {
     use occupancy_core::report::example_report;
 
     fn streamed(output: &OutputArgs, report: &Report) -> String {
-        let mut stream = ReportStream::new(output);
+        let mut stream = ReportStream::new(output, &std::env::temp_dir());
         stream.add_report(report).unwrap();
         assert_eq!(stream.has_deny(), report.has_deny());
         let mut out = Vec::new();
@@ -377,7 +382,10 @@ mod tests {
     fn a_spool_in_memory_writes_what_a_spool_in_a_file_writes() {
         let report = example_report();
         let mut arrays = Vec::new();
-        for storage in [Storage::Memory(Vec::new()), Spool::new(4).storage] {
+        for storage in [
+            Storage::Memory(Vec::new()),
+            Spool::new(4, &std::env::temp_dir()).storage,
+        ] {
             let mut spool = Spool {
                 storage,
                 elements: 0,

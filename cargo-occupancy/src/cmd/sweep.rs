@@ -6,12 +6,12 @@
 //! point's coordinate and its curve spans the arch's full range; a dimension given as a range is
 //! the curve's axis and the point sits at its first value.
 
-use super::arch::resolve_target;
 use occupancy_core::arch::ArchFacts;
 use occupancy_core::calc::sweep::{Sweep, SweepSpec, ValueRange};
 use occupancy_core::calc::{occupancy, Carveout, KernelFacts, Launch, Limiter};
 use std::io::Write;
 
+use crate::env::Environment;
 use crate::error::{CliError, Outcome};
 use crate::stdout::Stdout;
 
@@ -37,13 +37,13 @@ pub struct Args {
     #[arg(long, value_name = "RANGE", default_value = "0", value_parser = parse_range)]
     dynamic_smem: ValueRange,
     /// Block barriers the kernel uses.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = super::arch::parse_count)]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = crate::flags::parse_count)]
     barriers: u32,
     /// __launch_bounds__ maximum threads per block.
-    #[arg(long, value_name = "THREADS", value_parser = super::arch::parse_count)]
+    #[arg(long, value_name = "THREADS", value_parser = crate::flags::parse_count)]
     max_threads: Option<u32>,
     /// Dynamic shared memory the kernel opted into (default: what each launch needs).
-    #[arg(long, value_name = "BYTES", value_parser = super::arch::parse_count)]
+    #[arg(long, value_name = "BYTES", value_parser = crate::flags::parse_count)]
     max_dynamic_smem: Option<u32>,
     /// Shared memory carveout preference: default or 0..100 (percent).
     #[arg(long, default_value = "default", value_parser = parse_carveout)]
@@ -67,8 +67,11 @@ fn parse_carveout(text: &str) -> Result<Carveout, String> {
 }
 
 /// Runs `sweep`: the summary, the CSV rows, or the curves.
-pub fn run(args: &Args) -> Result<Outcome, CliError> {
-    let arch = resolve_target(args.arch.as_deref(), args.gpu.as_deref())?.arch;
+pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
+    let target = env
+        .archs
+        .resolve_target(args.arch.as_deref(), args.gpu.as_deref())?;
+    let arch = target.arch;
     let mut out = Stdout::lock("writing the sweep");
     if args.summary || args.csv {
         let spec = SweepSpec {

@@ -3,23 +3,35 @@ use occupancy_core::calc::occupancy;
 use proptest::prelude::*;
 use std::io::{BufReader, Read};
 
+/// Architecture names read as a run reads them: nvcc looked for in the process's environment.
+fn archs() -> ArchNames {
+    ArchNames::new(
+        occupancy_build::TrackedEnv::new(),
+        occupancy_build::ToolTimeouts::default(),
+    )
+}
+
 fn error_of(line: &str) -> String {
-    BatchLine::parse(line).unwrap_err()
+    BatchLine::parse(line, &archs()).unwrap_err()
 }
 
 #[test]
 fn a_full_line_parses() {
     let line = BatchLine::parse(
         r#"{"arch":"sm_80","block":128,"registers":32,"static_smem":1000,"dynamic_smem":60000,"barriers":2,"max_threads":128,"carveout":50,"max_dynamic_smem":70000}"#,
+        &archs(),
     )
     .unwrap();
     assert_eq!(line.arch.unwrap().name, "sm_80");
     assert_eq!(line.block, Some(128));
     assert_eq!(line.carveout, Some(Carveout::Percent(50)));
     assert_eq!(line.max_dynamic_smem, Some(70000));
-    assert_eq!(BatchLine::parse(" { } ").unwrap(), BatchLine::default());
     assert_eq!(
-        BatchLine::parse(r#"{"block": null}"#).unwrap(),
+        BatchLine::parse(" { } ", &archs()).unwrap(),
+        BatchLine::default()
+    );
+    assert_eq!(
+        BatchLine::parse(r#"{"block": null}"#, &archs()).unwrap(),
         BatchLine::default()
     );
 }
@@ -103,6 +115,7 @@ fn a_read_error_ends_the_batch_with_one_message() {
         &mut BufReader::new(Failing),
         "(stdin)",
         &mut out,
+        &archs(),
         (None, None),
         None,
     )
@@ -129,6 +142,7 @@ fn a_line_that_is_not_utf8_is_a_bad_line_and_the_batch_goes_on() {
         &mut BufReader::new(input),
         "x",
         &mut out,
+        &archs(),
         (None, None),
         None,
     )
@@ -189,8 +203,8 @@ proptest! {
     /// The fast scanner and serde_json agree on every line the scanner takes.
     #[test]
     fn the_fast_path_agrees_with_serde(line in arb_line()) {
-        if let Some(fast) = fast::parse(&line) {
-            let slow = parse_with_serde(&line);
+        if let Some(fast) = parse_fast(&line, &archs()) {
+            let slow = parse_with_serde(&line, &archs());
             prop_assert_eq!(fast.is_ok(), slow.is_ok(), "{}: fast {:?}, serde {:?}", line, fast, slow);
             if let (Ok(fast), Ok(slow)) = (fast, slow) {
                 prop_assert_eq!(fast, slow);
@@ -200,7 +214,7 @@ proptest! {
 
     #[test]
     fn parsing_never_panics(line in "\\PC{0,80}") {
-        let _ = BatchLine::parse(&line);
+        let _ = BatchLine::parse(&line, &archs());
     }
 
     /// `--fields` answers are exactly those fields of the full answer.
@@ -244,6 +258,7 @@ fn answers_through(input: &[u8], capacity: usize) -> (BatchEnd, String) {
         &mut BufReader::with_capacity(capacity, input),
         "x",
         &mut out,
+        &archs(),
         (None, None),
         None,
     )
@@ -290,6 +305,7 @@ fn answers_before_a_read_error_are_written_and_the_error_names_the_next_line() {
         &mut BufReader::new(FailingAfter(b"{\"arch\":\"sm_90\",\"block\":64}\n{}\n")),
         "x",
         &mut out,
+        &archs(),
         (None, None),
         None,
     )
@@ -320,6 +336,7 @@ fn a_line_past_the_cap_ends_the_batch_naming_it() {
             &mut BufReader::with_capacity(capacity, input.as_slice()),
             "`x.jsonl`",
             &mut out,
+            &archs(),
             (None, None),
             None,
             line.len(),
@@ -344,7 +361,15 @@ fn a_line_past_the_cap_ends_the_batch_naming_it() {
 fn endless_input_without_a_newline_is_refused_after_one_mebibyte() {
     let mut zeros = BufReader::with_capacity(1 << 16, std::io::repeat(0).take(u64::MAX));
     let mut out = Vec::new();
-    let outcome = answer_all(&mut zeros, "`/dev/zero`", &mut out, (None, None), None).unwrap();
+    let outcome = answer_all(
+        &mut zeros,
+        "`/dev/zero`",
+        &mut out,
+        &archs(),
+        (None, None),
+        None,
+    )
+    .unwrap();
     let BatchEnd::ReadError(message) = outcome else {
         panic!("{outcome:?}")
     };
@@ -363,6 +388,7 @@ fn fuzzed(input: &[u8], capacity: usize, max: usize) -> (BatchEnd, Vec<Value>) {
         &mut BufReader::with_capacity(capacity, input),
         "`fuzz`",
         &mut out,
+        &archs(),
         (None, None),
         None,
         max,
