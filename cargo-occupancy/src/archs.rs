@@ -4,7 +4,8 @@
 
 use std::cell::OnceCell;
 
-use occupancy_build::{explain_unknown, NvccArchs, ToolTimeouts, TrackedEnv};
+use occupancy_build::cli::{explain_unknown, NvccArchs, ToolTimeouts};
+use occupancy_build::TrackedEnv;
 use occupancy_core::arch::{self, Arch, ArchFacts, GpuPreset};
 
 use crate::error::CliError;

@@ -10,7 +10,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use occupancy_build::{ToolTimeouts, TrackedEnv};
+use occupancy_build::cli::ToolTimeouts;
+use occupancy_build::TrackedEnv;
 use occupancy_core::lint::{Level, LintId};
 
 use crate::archs::ArchNames;

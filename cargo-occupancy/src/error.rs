@@ -77,7 +77,7 @@ impl CliError {
     pub fn cannot_read(path: &std::path::Path, error: &std::io::Error) -> CliError {
         CliError::Input(format!(
             "cannot read {}: {error}",
-            occupancy_build::shown_path(path)
+            occupancy_build::cli::shown_path(path)
         ))
     }
 

@@ -57,7 +57,7 @@ pub fn emit(report: &Report, output: &OutputArgs, title: &str) -> Result<(), Cli
         let html = render_html(report, title);
         crate::outputs::write_atomically("--html", path, html.as_bytes())?;
         if !(output.json || output.sarif || output.markdown) {
-            eprintln!("wrote {}", occupancy_build::shown_path(path));
+            eprintln!("wrote {}", occupancy_build::cli::shown_path(path));
         }
     }
     crate::stdout::print("cannot write the report to standard output", &text)

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use occupancy_build::{run_bounded, ToolKind, ToolTimeouts};
+use occupancy_build::cli::{run_bounded, ToolKind, ToolTimeouts};
 use occupancy_core::report::Report;
 
 use crate::env::Environment;
@@ -104,7 +104,7 @@ pub fn load_reports(dir: &Path) -> Result<Vec<Report>, CliError> {
     let entries = std::fs::read_dir(dir).map_err(|error| {
         CliError::Input(format!(
             "no occupancy reports in {}: {error}. Build a crate whose build.rs uses occupancy-build first (`cargo build`), or use `cargo occupancy check PATHS`",
-            occupancy_build::shown_path(dir)
+            occupancy_build::cli::shown_path(dir)
         ))
     })?;
     let mut paths: Vec<PathBuf> = entries
@@ -119,7 +119,7 @@ pub fn load_reports(dir: &Path) -> Result<Vec<Report>, CliError> {
     if paths.is_empty() {
         return Err(CliError::Input(format!(
             "no occupancy reports (*.json) in {}: build a crate whose build.rs uses occupancy-build first",
-            occupancy_build::shown_path(dir)
+            occupancy_build::cli::shown_path(dir)
         )));
     }
     let mut reports = Vec::new();
@@ -127,7 +127,10 @@ pub fn load_reports(dir: &Path) -> Result<Vec<Report>, CliError> {
         let text =
             std::fs::read_to_string(&path).map_err(|error| CliError::cannot_read(&path, &error))?;
         reports.push(Report::from_json(&text).map_err(|error| {
-            CliError::Input(format!("{}: {error}", occupancy_build::shown_path(&path)))
+            CliError::Input(format!(
+                "{}: {error}",
+                occupancy_build::cli::shown_path(&path)
+            ))
         })?);
     }
     Ok(reports)

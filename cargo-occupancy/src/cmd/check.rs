@@ -18,13 +18,14 @@
 //!
 //! `.cu`/`.ptx` inputs go to `occupancy_build::Build::check_sources`, the build's own pipeline
 //! without a package (compile, parse, rows, the SASS stage, evaluation at the command line's
-//! launch); rows read from logs are evaluated by the same `occupancy_build::evaluate_at_launch`.
+//! launch); rows read from logs are evaluated by the same `occupancy_build::cli::evaluate_at_launch`.
 //! This module parses the command line, reads logs and renders: it evaluates nothing itself.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use occupancy_build::{evaluate_at_launch, Build, CheckedRow, SourceCheck, NVCC_WHEELS};
+use occupancy_build::cli::{evaluate_at_launch, CheckedRow, NVCC_WHEELS};
+use occupancy_build::{Build, SourceCheck};
 use occupancy_core::lint::evaluate::LevelSources;
 use occupancy_core::lint::{Check, Level, LintId};
 use occupancy_core::ptxas::{KernelRecord, PtxEntry};
@@ -124,7 +125,7 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     let title = args
         .paths
         .iter()
-        .map(|path| occupancy_build::shown_path(path))
+        .map(|path| occupancy_build::cli::shown_path(path))
         .collect::<Vec<_>>()
         .join(" ");
     let verdict = Outcome::failed_if(stream.has_deny());
@@ -217,7 +218,7 @@ fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, CliError> {
             if found.is_empty() {
                 return Err(CliError::Input(format!(
                     "{} holds no .cu or .ptx file",
-                    occupancy_build::shown_path(path)
+                    occupancy_build::cli::shown_path(path)
                 )));
             }
             inputs.extend(found);
@@ -443,7 +444,7 @@ impl LogRead<'_> {
             let checked = self.checked_row(row, record);
             self.evaluate(checked, &mut run, stream)
         })?;
-        let name = occupancy_build::shown_path(path);
+        let name = occupancy_build::cli::shown_path(path);
         let policy = log_input::LogPolicy {
             allow_failed_build: self.args.allow_failed_build,
         };
@@ -596,8 +597,8 @@ fn display_path(path: &Path) -> String {
         .as_ref()
         .and_then(|dir| absolute.strip_prefix(dir).ok())
     {
-        Some(relative) => occupancy_build::shown_path(relative),
-        None => occupancy_build::shown_path(path),
+        Some(relative) => occupancy_build::cli::shown_path(relative),
+        None => occupancy_build::cli::shown_path(path),
     }
 }
 

@@ -113,7 +113,7 @@ impl Spool {
 fn spool_error(dir: &Path, error: &std::io::Error) -> CliError {
     CliError::Output(format!(
         "cannot write the report to a temporary file in {}: {error} (set TMPDIR to a writable directory with room for the report)",
-        occupancy_build::shown_path(dir)
+        occupancy_build::cli::shown_path(dir)
     ))
 }
 
@@ -264,7 +264,7 @@ impl ReportStream {
             let html = render_html(report, title);
             crate::outputs::write_atomically("--html", path, html.as_bytes())?;
             if !(output.json || output.sarif || output.markdown) {
-                eprintln!("wrote {}", occupancy_build::shown_path(path));
+                eprintln!("wrote {}", occupancy_build::cli::shown_path(path));
             }
         }
         let mut out = Stdout::lock("cannot write the report to standard output");

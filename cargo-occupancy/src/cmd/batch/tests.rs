@@ -7,7 +7,7 @@ use std::io::{BufReader, Read};
 fn archs() -> ArchNames {
     ArchNames::new(
         occupancy_build::TrackedEnv::new(),
-        occupancy_build::ToolTimeouts::default(),
+        occupancy_build::cli::ToolTimeouts::default(),
     )
 }
 
