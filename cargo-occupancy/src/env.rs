@@ -8,6 +8,7 @@
 //! build; those handles are made here too.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use occupancy_build::cli::ToolTimeouts;
@@ -48,7 +49,7 @@ impl Environment {
             lint_levels: lint_levels(),
             tool_timeouts,
             cache_home: user_cache_home(),
-            cargo: std::env::var("CARGO").map_or_else(|_| PathBuf::from("cargo"), PathBuf::from),
+            cargo: text_variable("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from),
             temp_dir: std::env::temp_dir(),
             archs: ArchNames::new(TrackedEnv::new(), probe_timeouts),
         }
@@ -65,7 +66,7 @@ fn lint_levels() -> BTreeMap<LintId, Level> {
     LintId::ALL
         .into_iter()
         .filter_map(|lint| {
-            let value = std::env::var(lint.env_var()).ok()?;
+            let value = text_variable(&lint.env_var())?;
             Some((lint, value.trim().parse::<Level>().ok()?))
         })
         .collect()
@@ -74,7 +75,7 @@ fn lint_levels() -> BTreeMap<LintId, Level> {
 /// `$XDG_CACHE_HOME` when absolute, else `$HOME/.cache` (`%LOCALAPPDATA%` on Windows).
 fn user_cache_home() -> Option<PathBuf> {
     let absolute = |name: &str| {
-        std::env::var_os(name)
+        variable(name)
             .map(PathBuf::from)
             .filter(|path| path.is_absolute())
     };
@@ -82,4 +83,17 @@ fn user_cache_home() -> Option<PathBuf> {
         return absolute("LOCALAPPDATA");
     }
     absolute("XDG_CACHE_HOME").or_else(|| absolute("HOME").map(|home| home.join(".cache")))
+}
+
+/// A variable of the process's environment: the CLI's one read of it (the `disallowed-methods`
+/// of the root `clippy.toml` refuse `std::env::var*` everywhere else).
+// The reading place itself: every other module gets what `Environment::read` found.
+#[allow(clippy::disallowed_methods)]
+fn variable(name: &str) -> Option<OsString> {
+    std::env::var_os(name)
+}
+
+/// [`variable`] when it is Unicode (as `std::env::var` reads it: a value that is not is unset).
+fn text_variable(name: &str) -> Option<String> {
+    variable(name)?.into_string().ok()
 }
