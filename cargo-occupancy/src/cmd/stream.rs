@@ -27,7 +27,7 @@ use occupancy_core::report::{
 use serde::Serialize;
 
 use crate::error::CliError;
-use crate::format::OutputArgs;
+use crate::format::{OutputArgs, ReportFormat};
 use crate::stdout::Stdout;
 
 /// Where a spool's bytes go.
@@ -179,19 +179,16 @@ pub struct ReportStream {
 impl ReportStream {
     /// A stream for the output `output` asks for, spooling in `temp_dir`.
     pub fn new(output: &OutputArgs, temp_dir: &Path) -> ReportStream {
-        let sink = if output.json {
-            Sink::Json {
+        let sink = match output.format() {
+            ReportFormat::Json => Sink::Json {
                 kernels: Spool::new(4, temp_dir),
                 findings: Spool::new(4, temp_dir),
-            }
-        } else if output.sarif {
-            Sink::Sarif {
+            },
+            ReportFormat::Sarif => Sink::Sarif {
                 results: Spool::new(8, temp_dir),
-            }
-        } else if output.markdown {
-            Sink::Markdown(Box::default())
-        } else {
-            Sink::Text(Box::default())
+            },
+            ReportFormat::Markdown => Sink::Markdown(Box::default()),
+            ReportFormat::Text => Sink::Text(Box::default()),
         };
         ReportStream {
             sink,
@@ -263,7 +260,7 @@ impl ReportStream {
         if let (Some(report), Some(path)) = (&self.html, &output.html) {
             let html = render_html(report, title);
             crate::outputs::write_atomically("--html", path, html.as_bytes())?;
-            if !(output.json || output.sarif || output.markdown) {
+            if output.says_what_it_wrote() {
                 eprintln!("wrote {}", occupancy_build::cli::shown_path(path));
             }
         }
@@ -338,42 +335,32 @@ mod tests {
         ]
     }
 
-    /// The streamed JSON and SARIF are byte for byte the whole report's, empty arrays included.
-    #[test]
-    fn streamed_json_and_sarif_equal_the_whole_reports_rendering() {
-        let json = OutputArgs {
-            json: true,
-            ..OutputArgs::default()
-        };
-        let sarif = OutputArgs {
-            sarif: true,
-            ..OutputArgs::default()
-        };
-        for report in reports() {
-            assert_eq!(streamed(&json, &report), render_json(&report));
-            assert_eq!(
-                streamed(&sarif, &report),
-                render_sarif(&report, env!("CARGO_PKG_VERSION"))
-            );
+    /// OutputArgs asking for `format`.
+    fn asking_for(format: ReportFormat) -> OutputArgs {
+        let mut output = OutputArgs::default();
+        match format {
+            ReportFormat::Text => {}
+            ReportFormat::Json => output.json = true,
+            ReportFormat::Sarif => output.sarif = true,
+            ReportFormat::Markdown => output.markdown = true,
         }
+        assert_eq!(output.format(), format);
+        output
     }
 
-    /// Text and Markdown of a small report are the whole report's.
+    /// Every format streams byte for byte what its renderer writes for the whole report: the
+    /// spooled JSON and SARIF arrays (empty ones included), the digested text and Markdown of a
+    /// small report.
     #[test]
-    fn streamed_text_and_markdown_equal_the_whole_reports_rendering() {
-        let markdown = OutputArgs {
-            markdown: true,
-            ..OutputArgs::default()
-        };
-        for report in reports() {
-            assert_eq!(
-                streamed(&OutputArgs::default(), &report),
-                occupancy_core::report::render_text(&report)
-            );
-            assert_eq!(
-                streamed(&markdown, &report),
-                occupancy_core::report::render_markdown(&report)
-            );
+    fn every_streamed_format_equals_the_whole_reports_rendering() {
+        for format in ReportFormat::ALL {
+            for report in reports() {
+                assert_eq!(
+                    streamed(&asking_for(format), &report),
+                    format.render(&report),
+                    "{format:?}"
+                );
+            }
         }
     }
 
