@@ -23,6 +23,10 @@
 //! Seed: random per run and printed; set `OCCUPANCY_DIFF_SEED` to replay, and
 //! `OCCUPANCY_DIFF_CONFIGS` to change the number of occupancy queries.
 
+// A test reads the environment it runs in; the root clippy.toml's disallowed-methods are for
+// the crates' own code.
+#![allow(clippy::disallowed_methods)]
+
 use occupancy_core::arch::{all, ArchFacts};
 use occupancy_core::calc::{
     available_dynamic_smem_per_block, max_potential_block_size, resources, Carveout, KernelFacts,
