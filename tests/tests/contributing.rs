@@ -37,7 +37,10 @@ fn cited_path(span: &str) -> Option<(&str, Option<&str>)> {
         && !path.contains('<')
         && !path.contains('*')
         && !path.starts_with('/')
-        && path.rsplit('/').next().is_some_and(|name| name.contains('.'));
+        && path
+            .rsplit('/')
+            .next()
+            .is_some_and(|name| name.contains('.'));
     looks_like_file.then_some((path, text))
 }
 
