@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use super::*;
 
 fn parse(text: &str) -> syn::Result<KernelSpec> {
-    KernelSpec::parse_args(text.parse::<TokenStream>().expect("test input tokenizes"))
+    crate::spec::parse_args(text.parse::<TokenStream>().expect("test input tokenizes"))
 }
 
 fn error(text: &str) -> String {
@@ -255,10 +255,7 @@ fn every_docs_link_in_messages_has_a_section() {
         .filter(|line| line.starts_with('#'))
         .map(|line| heading_anchor(line.trim_start_matches('#')))
         .collect();
-    let mut linked: Vec<&str> = SpecKey::VALUE_KEYS
-        .iter()
-        .map(|key| key.docs_anchor())
-        .collect();
+    let mut linked: Vec<&str> = Key::ALL.iter().map(|key| key.as_str()).collect();
     linked.extend([
         "lint-levels",
         "keys",
@@ -421,7 +418,7 @@ proptest! {
     #[test]
     fn arbitrary_arguments_never_panic(text in "[a-z_ =(),\"0-9.%\\[\\]]{0,60}") {
         if let Ok(tokens) = text.parse::<TokenStream>() {
-            let _ = KernelSpec::parse_args(tokens);
+            let _ = crate::spec::parse_args(tokens);
         }
     }
 }
@@ -521,7 +518,7 @@ mod nested {
         }
     );
     assert_eq!(
-        declared[0].key_span(SpecKey::MinBlocksPerSm),
+        declared[0].key_span(Key::MinBlocksPerSm),
         Some(SourceSpan {
             start: LineColumn {
                 line: 3,
@@ -534,14 +531,14 @@ mod nested {
         })
     );
     assert_eq!(
-        declared[1].span_for(SpecKey::Block).start,
+        declared[1].span_for(Key::Block).start,
         LineColumn {
             line: 6,
             column: 10
         }
     );
     assert_eq!(
-        declared[1].span_for(SpecKey::MinOccupancy),
+        declared[1].span_for(Key::MinOccupancy),
         declared[1].attribute
     );
     assert_eq!(
@@ -722,4 +719,20 @@ mod inner {
 }
 "#;
     insta::assert_snapshot!(scan_source(source).unwrap_err().to_string());
+}
+
+#[test]
+fn spec_keys_keep_their_json_form() {
+    assert_eq!(
+        serde_json::to_string(&SpecKey::Key(Key::MaxSpillBytes)).unwrap(),
+        "\"max_spill_bytes\""
+    );
+    assert_eq!(
+        serde_json::to_string(&SpecKey::Lint(LintId::Spills)).unwrap(),
+        "{\"lint\":\"spills\"}"
+    );
+    for key in [SpecKey::Key(Key::Family), SpecKey::Lint(LintId::Call)] {
+        let json = serde_json::to_string(&key).unwrap();
+        assert_eq!(serde_json::from_str::<SpecKey>(&json).unwrap(), key);
+    }
 }

@@ -504,7 +504,7 @@ fn max_registers_per_thread_has_its_own_lint() {
 #[cfg(feature = "spec")]
 #[test]
 fn allow_low_occupancy_in_the_attribute_leaves_too_many_registers_denied() {
-    let spec = KernelSpec::parse_args(
+    let spec = crate::spec::parse_args(
         "block = 256, min_occupancy = 0.5, max_registers_per_thread = 64, allow(low_occupancy, reason = \"register tiling\")"
             .parse()
             .unwrap(),
