@@ -4,7 +4,7 @@
 //!
 //! A cache entry decides whether a kernel passes, so the directory must be the user's alone: it
 //! and (for the default) the cache home above it must belong to the current user and be
-//! writable by nobody else (`occupancy_build::check_private_dir`; the build checks everything
+//! writable by nobody else (`occupancy_build::cli::check_private_dir`; the build checks everything
 //! inside it, entry by entry). One that is not (a shared directory, another user's, a
 //! group-writable one) is not used at all, with a one-line warning: the run compiles in a
 //! private temporary directory, removed when it ends. The default once was one fixed directory
@@ -80,7 +80,7 @@ impl CacheDir {
         }
         Err(UsageError(format!(
             "cannot create a private directory to compile in under {} ({}); give --cache-dir",
-            occupancy_build::shown_path(&base),
+            occupancy_build::cli::shown_path(&base),
             last_error.map_or_else(String::new, |error| error.to_string())
         )))
     }
@@ -89,7 +89,7 @@ impl CacheDir {
 /// `Ok` when `dir` exists (created private when missing), is the user's and nobody else may
 /// write it; else why not, as one clause.
 fn private(dir: &Path) -> Result<(), String> {
-    occupancy_build::check_private_dir(dir).map_err(|error| {
+    occupancy_build::cli::check_private_dir(dir).map_err(|error| {
         let text = error.to_string();
         text.strip_prefix("occupancy-build: ")
             .unwrap_or(&text)

@@ -18,13 +18,13 @@ pub fn check_input_file(what: &str, path: &Path) -> Result<(), UsageError> {
     if metadata.is_dir() {
         return Err(UsageError(format!(
             "{what} {} is a directory; name a file",
-            occupancy_build::shown_path(path)
+            occupancy_build::cli::shown_path(path)
         )));
     }
     if is_device(&metadata) {
         return Err(UsageError(format!(
             "{what} {} is a device, not a file (a device's input need not end, as /dev/zero's does not); save the log to a file, or pipe it to `-`",
-            occupancy_build::shown_path(path)
+            occupancy_build::cli::shown_path(path)
         )));
     }
     Ok(())

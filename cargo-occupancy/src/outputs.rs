@@ -3,7 +3,7 @@
 //! an input directory, and an output directory never holds an input, whichever way the paths are
 //! spelled (`./`, `..`, symlinks, hard links). Outputs are checked for writability up front too,
 //! so a read-only destination fails the run before a compile. Files are written by the build's
-//! own writer (`occupancy_build::write_atomic`, the one every report, baseline and cache file
+//! own writer (`occupancy_build::cli::write_atomic`, the one every report, baseline and cache file
 //! goes through): atomically (a temporary file beside the destination, then a rename) where the
 //! output is or links to a regular file, so a killed run leaves the old file or the new one;
 //! through a symlink onto what it points to; into a FIFO or device (`/dev/null`, `/dev/stdout`)
@@ -38,8 +38,8 @@ pub fn check_outputs(outputs: &[Output<'_>], inputs: &[&Path]) -> Result<(), Usa
                 return Err(UsageError(format!(
                     "{} {} {relation} {}: outputs never replace inputs; write it somewhere else",
                     output.flag,
-                    occupancy_build::shown_path(output.path),
-                    occupancy_build::shown_path(given)
+                    occupancy_build::cli::shown_path(output.path),
+                    occupancy_build::cli::shown_path(given)
                 )));
             }
         }
@@ -93,7 +93,7 @@ fn resolve_output(output: &Output<'_>) -> Result<PathBuf, UsageError> {
         UsageError(format!(
             "{} {}: name a file, not a directory",
             output.flag,
-            occupancy_build::shown_path(output.path)
+            occupancy_build::cli::shown_path(output.path)
         ))
     })?;
     let parent = parent_dir(output.path);
@@ -101,8 +101,8 @@ fn resolve_output(output: &Output<'_>) -> Result<PathBuf, UsageError> {
         UsageError(format!(
             "{} {}: its directory {} cannot be used ({error}); create it or choose another path",
             output.flag,
-            occupancy_build::shown_path(output.path),
-            occupancy_build::shown_path(parent)
+            occupancy_build::cli::shown_path(output.path),
+            occupancy_build::cli::shown_path(parent)
         ))
     })?;
     Ok(parent.join(file_name))
@@ -124,17 +124,17 @@ fn check_writable_file(output: &Output<'_>, resolved: &Path) -> Result<(), Usage
         return Err(UsageError(format!(
             "{} {} is a directory: name the file to write",
             output.flag,
-            occupancy_build::shown_path(output.path)
+            occupancy_build::cli::shown_path(output.path)
         )));
     }
-    occupancy_build::check_writable(output.path)
+    occupancy_build::cli::check_writable(output.path)
         .map_err(|error| write_error(output.flag, output.path, error))
 }
 
 /// Writes `bytes` to `path` with the build's writer: atomically where `path` is (or links to) a
 /// regular file, in place into a FIFO or device.
 pub fn write_atomically(flag: &str, path: &Path, bytes: &[u8]) -> Result<(), UsageError> {
-    occupancy_build::write_atomic(path, bytes).map_err(|error| write_error(flag, path, error))
+    occupancy_build::cli::write_atomic(path, bytes).map_err(|error| write_error(flag, path, error))
 }
 
 /// The writer's error as the CLI says it: the flag, the path, and why.
@@ -146,7 +146,7 @@ fn write_error(flag: &str, path: &Path, error: occupancy_build::Error) -> UsageE
     };
     UsageError(format!(
         "{flag} {}: {why}; choose another path",
-        occupancy_build::shown_path(path)
+        occupancy_build::cli::shown_path(path)
     ))
 }
 

@@ -30,6 +30,13 @@
 //! The numbers are a committed excerpt of the build's report, not a second computation: they are
 //! read from the report's rows ([`Baseline::of_report`], [`numbers_of`]).
 
+use crate::cargo_lines::CargoLines;
+use crate::context::Context;
+use crate::declarations::Declarations;
+use crate::fsutil::display_path;
+use crate::levels::{Gathered, Levels};
+use crate::matching::Matching;
+use crate::parse::CompiledKernel;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -457,6 +464,188 @@ pub(crate) fn baseline_path(context: &crate::context::Context) -> std::path::Pat
             .clone()
             .unwrap_or_else(|| std::path::PathBuf::from("occupancy.lock")),
     )
+}
+
+/// The package's baseline file (`occupancy.lock`, or `baseline = ...`) and what it holds.
+pub(crate) struct BaselineFile {
+    baseline: Option<Baseline>,
+    /// Its sources whose file no longer exists, judged by the first product that compares.
+    deleted: BTreeSet<String>,
+}
+
+/// What comparing a product with the baseline gave.
+#[derive(Default)]
+pub(crate) struct Compared {
+    /// `regression` and `baseline_stale` findings, leveled.
+    pub(crate) found: Vec<Gathered>,
+    /// The toolchain changes since the baseline, one line each.
+    pub(crate) toolchain_changes: Vec<String>,
+    /// Blessing: the stamp the crate view blesses this product's entries with.
+    pub(crate) bless_stamp: Option<ToolchainStamp>,
+}
+
+/// The product's kernels and how they were declared, which its baseline findings are leveled by.
+#[derive(Clone, Copy)]
+struct Judged<'a> {
+    kernels: &'a [CompiledKernel<'a>],
+    matching: &'a Matching,
+    declarations: &'a Declarations,
+    levels: &'a Levels,
+}
+
+impl BaselineFile {
+    /// Loaded when blessing too: a lock that cannot be read is refused before anything is
+    /// written. The first product to compare says once that a schema-1 lock is converted, and
+    /// judges the entries of deleted sources.
+    pub(crate) fn load(
+        context: &Context,
+        first: bool,
+        cargo: &mut CargoLines,
+    ) -> Result<BaselineFile, Error> {
+        let path = crate::baseline::baseline_path(context);
+        let parsed = Baseline::load(&path)?;
+        if path.exists() {
+            cargo.rerun_if_changed(&path);
+        }
+        let Some(parsed) = parsed else {
+            return Ok(BaselineFile {
+                baseline: None,
+                deleted: BTreeSet::new(),
+            });
+        };
+        // Blessing, the bless's own line says the file was rewritten.
+        if first && !context.bless && parsed.schema_version != crate::baseline::SCHEMA_VERSION {
+            cargo.warning(&format!(
+                "occupancy: the baseline {} is schema {}: its entries, which name no source, are compared by kernel name; the next `OCCUPANCY_BLESS=1 cargo build` rewrites it as schema {}",
+                display_path(&context.manifest_dir, &path),
+                parsed.schema_version,
+                crate::baseline::SCHEMA_VERSION
+            ));
+        }
+        let deleted = match first && !context.bless {
+            true => parsed.baseline.deleted_sources(&context.manifest_dir),
+            false => BTreeSet::new(),
+        };
+        Ok(BaselineFile {
+            baseline: Some(parsed.baseline),
+            deleted,
+        })
+    }
+
+    /// A product against the baseline: its regressions and stale entries and the toolchain
+    /// changes since the baseline (said first in a failure); blessing, the stamp to bless with.
+    /// Asking the tools their versions costs processes: only when there is a baseline or a
+    /// bless.
+    pub(crate) fn compare_or_stamp(
+        &self,
+        inputs: &crate::evaluate::EvaluateInputs<'_>,
+        report: &Report,
+        kernels: &[CompiledKernel<'_>],
+        matching: &Matching,
+        cargo: &mut CargoLines,
+    ) -> Compared {
+        let context = inputs.context;
+        if !context.bless && self.baseline.is_none() {
+            return Compared::default();
+        }
+        let stamp = ToolchainStamp::of(&context.stamped_flags, inputs.toolchain);
+        if context.bless {
+            return Compared {
+                bless_stamp: Some(stamp),
+                ..Compared::default()
+            };
+        }
+        let judged = Judged {
+            kernels,
+            matching,
+            declarations: inputs.declarations,
+            levels: inputs.levels,
+        };
+        let (found, toolchain_changes) = self.compare(context, report, &stamp, &judged, cargo);
+        Compared {
+            found,
+            toolchain_changes,
+            bless_stamp: None,
+        }
+    }
+
+    /// The regressions against the baseline, and the toolchain changes since it (said as
+    /// warnings, and first in a failure: they may explain every regression).
+    fn compare(
+        &self,
+        context: &Context,
+        report: &Report,
+        stamp: &ToolchainStamp,
+        judged: &Judged<'_>,
+        cargo: &mut CargoLines,
+    ) -> (Vec<Gathered>, Vec<String>) {
+        let Some(baseline) = &self.baseline else {
+            return (Vec::new(), Vec::new());
+        };
+        let comparison =
+            crate::baseline::compare(baseline, &Baseline::of_report(report, stamp), &self.deleted);
+        let mut changes = Vec::new();
+        for line in &comparison.toolchain_changes {
+            cargo.warning(&format!(
+                "occupancy: the toolchain changed since the baseline: {line}"
+            ));
+            changes.push(format!(
+                "note: the toolchain changed since the baseline: {line}\n"
+            ));
+        }
+        let found = baseline_findings(context, comparison.findings, judged);
+        (found, changes)
+    }
+}
+
+/// The baseline's `regression` and `baseline_stale` findings, leveled like the kernel's others
+/// (an arch-wide finding, about another toolchain, concerns no kernel: an empty name). A finding
+/// goes to the declaration of the kernel of its name compiled from its source (two sources may
+/// each define a kernel of one name), else of its name.
+fn baseline_findings(
+    context: &Context,
+    findings: Vec<(
+        Option<crate::baseline::KernelAt>,
+        occupancy_core::lint::evaluate::Finding,
+    )>,
+    judged: &Judged<'_>,
+) -> Vec<Gathered> {
+    let Judged {
+        kernels,
+        matching,
+        declarations,
+        levels,
+    } = *judged;
+    let mut gathered = Vec::new();
+    for (at, finding) in findings {
+        let (source, kernel_name) = at.map_or((None, String::new()), |at| (at.source, at.kernel));
+        let from_source = |kernel: &&CompiledKernel<'_>| {
+            source.as_deref()
+                == Some(display_path(&context.manifest_dir, &kernel.source.source).as_str())
+        };
+        let named = |kernel: &&CompiledKernel<'_>| kernel.name == kernel_name;
+        let index = kernels
+            .iter()
+            .position(|kernel| named(&kernel) && from_source(&kernel))
+            .or_else(|| kernels.iter().position(|kernel| named(&kernel)));
+        let declaration = index
+            .and_then(|index| matching.by_kernel.get(&index).copied())
+            .or_else(|| {
+                declarations
+                    .kernels
+                    .iter()
+                    .position(|declared| declared.kernel.kernel_name == kernel_name)
+            });
+        let declared = declaration.map(|index| &declarations.kernels[index]);
+        gathered.extend(Gathered::leveled(
+            finding,
+            &levels.sources(declared, &kernel_name),
+            declaration,
+            &kernel_name,
+            false,
+        ));
+    }
+    gathered
 }
 
 #[cfg(test)]

@@ -7,12 +7,14 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::cargo_lines::CargoLines;
+use crate::compile::Product;
 use crate::context::{Context, Cudart};
 use crate::env::TrackedEnv;
+use crate::launch_check::{SourceCheck, SourceCheckOutput};
 use crate::pipeline::{self, Output};
 use crate::targets::SmArch;
 use crate::toolchain::Toolchain;
-use crate::{report, Error, Product};
+use crate::{report, Error};
 
 /// A CUDA build in the style of `cc::Build`: add sources and flags, then call
 /// [`compile_ptx`](Build::compile_ptx) and/or [`compile_lib`](Build::compile_lib).
@@ -96,7 +98,7 @@ impl Build {
         self
     }
 
-    /// Adds a target architecture in [`Arch`]'s grammar (`"sm_90"`, `"sm_90a"`, `"sm_100f"`,
+    /// Adds a target architecture in [`Arch`](occupancy_core::arch::Arch)'s grammar (`"sm_90"`, `"sm_90a"`, `"sm_100f"`,
     /// `"compute_90"`, `"90"`, `"9.0"`); an unknown name fails the build naming `.arch(...)`.
     /// Calling this overrides `OCCUPANCY_ARCHS`, `CUDA_COMPUTE_CAP` and Cargo.toml metadata.
     pub fn arch(&mut self, arch: &str) -> &mut Build {
@@ -215,6 +217,16 @@ impl Build {
     /// [`compile_lib`](Build::compile_lib), returning errors instead of exiting.
     pub fn try_compile_lib(&self, name: &str) -> Result<Output, Error> {
         self.run(Product::Object, Some(name))
+    }
+
+    /// Compiles this builder's sources (`.file`, `.source_dir`, `.ptx_file`, flags, archs) into
+    /// the compile cache under `.out_dir(...)`, without a package: no Cargo.toml, no
+    /// declarations, no reports written; then checks every kernel at `request`'s launch, as
+    /// `cargo occupancy check` does. Paths are shown relative to `.manifest_dir(...)` (default:
+    /// the current directory). Deny findings are in the report (`Report::has_deny`), not an
+    /// error.
+    pub fn check_sources(&self, request: &SourceCheck) -> Result<SourceCheckOutput, Error> {
+        pipeline::check_sources(self, request)
     }
 
     /// Resolves the build, runs the pipeline, and, whatever happened, says in the report when

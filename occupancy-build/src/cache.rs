@@ -195,7 +195,7 @@ impl Slot {
     }
 
     /// A product of the entry published last, whatever its key: the previous compile of a source
-    /// that changed since. A hint for how to compile it again (`crate::line_info`), never a
+    /// that changed since. A hint for how to compile it again (`crate::compile::two_step`), never a
     /// result: it is not verified. `None` when there is none.
     pub fn previous_product(&self, role: &str) -> Option<PathBuf> {
         let (_, dir, manifest) = self.published().ok()??;

@@ -11,9 +11,11 @@ use occupancy_core::lint::evaluate::{self, Finding};
 use occupancy_core::lint::{Level, LintId};
 use occupancy_core::spec::{KernelSpec, SpecKey};
 
+use crate::context::Context;
 use crate::declarations::{Declarations, Declared};
 use crate::diagnostics::{self, Diagnostic};
 use crate::levels::Gathered;
+use crate::Error;
 
 /// The attribute's levels as the lints are evaluated: an expected lint, and a lint allowed with
 /// a reason, at warn, so that their findings reach [`settle`] (which sets them back to allow).
@@ -115,4 +117,19 @@ pub fn missing_reasons(declarations: &Declarations) -> Vec<String> {
         }
     }
     rendered
+}
+
+/// `allow`/`expect` of a deny-by-default lint without a `reason` (unless the crate opts out).
+pub(crate) fn require_reasons(context: &Context, declarations: &Declarations) -> Result<(), Error> {
+    if context.settings.require_reasons == Some(false) {
+        return Ok(());
+    }
+    let missing = crate::expectations::missing_reasons(declarations);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Denied {
+        count: missing.len(),
+        rendered: missing.join("\n"),
+    })
 }

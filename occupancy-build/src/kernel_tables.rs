@@ -12,6 +12,10 @@ use occupancy_core::report::readable_kernel_name;
 use occupancy_core::spec::family_matches;
 
 use crate::config::OccupancySettings;
+use crate::declarations::Declarations;
+use crate::matching::Matching;
+use crate::parse::CompiledKernel;
+use crate::Error;
 
 /// The names of every kernel table, exact ones and patterns apart.
 #[derive(Debug, Clone, Default)]
@@ -109,6 +113,30 @@ impl KernelTables {
             name == names.symbol || name == names.readable || Some(name) == names.rust_name
         }
     }
+}
+
+/// Two kernel-table patterns that both name one kernel: neither is more specific, so the
+/// build refuses to pick (as for two family declarations).
+pub(crate) fn check_table_ambiguity(
+    tables: &KernelTables,
+    kernels: &[CompiledKernel<'_>],
+    matching: &Matching,
+    declarations: &Declarations,
+) -> Result<(), Error> {
+    for (index, kernel) in kernels.iter().enumerate() {
+        let rust_name = matching
+            .by_kernel
+            .get(&index)
+            .map(|&at| declarations.kernels[at].kernel.rust_name.as_str());
+        let names = KernelNames::of(&kernel.name, kernel.demangled.as_deref(), rust_name);
+        if let Err(ambiguous) = tables.table_for(names) {
+            return Err(Error::AmbiguousKernelTables {
+                kernel: ambiguous.kernel,
+                tables: [ambiguous.first, ambiguous.second],
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

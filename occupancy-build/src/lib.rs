@@ -17,13 +17,15 @@
 //! What this crate must not do: re-implement parsing, arch facts or the calculator (those live in
 //! `occupancy-core`), or print anything outside the `cargo:` protocol and the failure diagnostics.
 
+// Unit tests read the environment they run in (the CUDA tools setup-cuda.sh installed); the
+// library reads it only through TrackedEnv (clippy.toml).
+#![cfg_attr(test, allow(clippy::disallowed_methods, clippy::too_many_lines))]
+
 mod baseline;
 mod bounds_notes;
 mod build;
 mod cache;
 mod cargo_lines;
-mod check;
-mod check_sources;
 mod compile;
 mod config;
 #[cfg(test)]
@@ -36,6 +38,7 @@ mod diagnostics;
 mod disassemble;
 mod env;
 mod error;
+mod evaluate;
 mod expectations;
 mod facts;
 mod file_facts;
@@ -43,8 +46,9 @@ mod fsutil;
 mod input_watch;
 mod jobs;
 mod kernel_tables;
+mod launch_check;
 mod levels;
-mod line_info;
+
 mod line_tables;
 mod matching;
 mod nvcc_archs;
@@ -64,19 +68,24 @@ mod toolchain;
 mod trust;
 
 pub use build::Build;
-pub use check_sources::{
-    evaluate_at_launch, sort_rows, CheckedRow, SourceCheck, SourceCheckOutput,
-};
-pub use compile::{CompiledSource, Product, Program};
 pub use config::{SettingsError, TableName};
-pub use context::{Cudart, SourceKind};
+pub use context::Cudart;
 pub use env::TrackedEnv;
 pub use error::{Error, FamilyDeclaration};
-pub use fsutil::{check_writable, shown_path, write_atomic};
-pub use nvcc_archs::{explain_unknown, NvccArchs};
+pub use launch_check::{SourceCheck, SourceCheckOutput};
 pub use occupancy_core::report::Report;
 pub use pipeline::Output;
-pub use process::{run_bounded, ToolKind, ToolTimeouts};
-pub use targets::{Arch, ArchSource, SmArch};
-pub use toolchain::{Toolchain, NVCC_WHEELS};
-pub use trust::check_private_dir;
+
+/// What `cargo occupancy` shares with the build beyond the builder and
+/// [`Build::check_sources`]: evaluating rows read from a log at a command line's launch, the
+/// one child-process runner, the one output writer, the cache's trust check, the installed
+/// nvcc's architectures. Internal to the occupancy tools, not a stable API.
+#[doc(hidden)]
+pub mod cli {
+    pub use crate::fsutil::{check_writable, shown_path, write_atomic};
+    pub use crate::launch_check::{evaluate_at_launch, sort_rows, CheckedRow};
+    pub use crate::nvcc_archs::{explain_unknown, NvccArchs};
+    pub use crate::process::{run_bounded, ToolKind, ToolTimeouts};
+    pub use crate::toolchain::NVCC_WHEELS;
+    pub use crate::trust::check_private_dir;
+}

@@ -1,7 +1,7 @@
 //! Cubins with line tables for the SASS stage, for a source whose binary has none.
 //!
 //! A `compile_ptx` source's fatbin is assembled from the stripped PTX that ships
-//! (`crate::line_info`), so its cubins cannot say which source line an instruction came from.
+//! (`crate::compile::two_step`), so its cubins cannot say which source line an instruction came from.
 //! Only the findings about local memory name lines, so the SASS stage reads the kernels it wants
 //! that use local memory on an arch from a cubin with line tables (and the others from the
 //! fatbin): instead of assembling the whole `-lineinfo` PTX again, [`line_cubins`] assembles,

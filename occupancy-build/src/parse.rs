@@ -49,106 +49,151 @@ pub(crate) fn parse_compiled<'a>(
     let mut without_kernels = Vec::new();
     let archs: BTreeSet<String> = context.archs.iter().map(ToString::to_string).collect();
     for source in compiled {
-        let unreadable = |message: String| Error::UnreadableOutput {
-            file: source.source.clone(),
-            message,
-        };
-        let mut programs = Vec::new();
-        // A stripped PTX's kernel lines were read from its `-lineinfo` PTX into the cache entry.
-        let mut source_lines = match &source.kernel_lines {
-            Some(path) => crate::line_info::read_kernel_lines(&source.source, path)?,
-            None => BTreeMap::new(),
-        };
-        let mut entry_lines = BTreeMap::new();
-        for program in &source.programs {
-            let summary = crate::ptx_summary::summary(source, program)?;
-            if source.kernel_lines.is_none() {
-                for (name, line) in summary.source_lines {
-                    source_lines.entry(name).or_insert(line);
-                }
-            }
-            if source.kind == crate::SourceKind::Ptx {
-                entry_lines = summary.entry_lines;
-            }
-            programs.push((program, summary.entries));
+        match parse_source(source, &archs)? {
+            Some(found) => kernels.extend(found),
+            None => without_kernels.push(source.source.as_path()),
         }
-        let no_entries = programs.iter().all(|(_, entries)| entries.is_empty());
-        let parsed = match ptxas::parse_log(&source.compiler_log) {
-            Ok(parsed) => parsed,
-            Err(ptxas::ParseError::NoKernels { .. }) if no_entries => {
-                without_kernels.push(source.source.as_path());
-                continue;
-            }
-            Err(error) => return Err(unreadable(format!("ptxas's report: {error}"))),
-        };
-        if let Some(diagnostic) = parsed.diagnostics.first() {
-            return Err(unreadable(format!(
-                "ptxas's report has a line that is not understood (line {}: `{}`): {}",
-                diagnostic.line_number, diagnostic.line, diagnostic.message
-            )));
-        }
-        // The first program's entry of each name (the launch-bound defaults), found by name.
-        let mut first_entries: BTreeMap<&str, &PtxEntry> = BTreeMap::new();
-        for entry in programs.iter().flat_map(|(_, entries)| entries) {
-            first_entries.entry(entry.name.as_str()).or_insert(entry);
-        }
-        let mut by_name: BTreeMap<String, CompiledKernel<'a>> = BTreeMap::new();
-        for record in parsed.kernels.into_iter().filter(|record| record.entry) {
-            let kernel = by_name
-                .entry(record.name.clone())
-                .or_insert_with(|| CompiledKernel {
-                    name: record.name.clone(),
-                    demangled: record.demangled.clone(),
-                    source,
-                    ptx: first_entries
-                        .get(record.name.as_str())
-                        .map(|entry| (*entry).clone()),
-                    defined_at: source_lines.remove(&record.name),
-                    entry_line: entry_lines.get(&record.name).copied(),
-                    records: BTreeMap::new(),
-                    programs: BTreeMap::new(),
-                });
-            kernel.records.insert(record.arch.clone(), record);
-        }
-        // Fail closed: every entry of a program must have a report on every arch assembled
-        // from that program (and only there: a kernel behind `__CUDA_ARCH__ >= 900` exists
-        // in the compute_90 program alone).
-        for (program, entries) in &programs {
-            let program_archs = program.archs.iter().filter(|arch| archs.contains(*arch));
-            for entry in entries {
-                let Some(kernel) = by_name.get_mut(&entry.name) else {
-                    return Err(unreadable(format!(
-                        "the PTX defines kernel `{}` but ptxas reported nothing for it",
-                        entry.name
-                    )));
-                };
-                for arch in program_archs.clone() {
-                    if !kernel.records.contains_key(arch) {
-                        return Err(unreadable(format!(
-                            "ptxas reported nothing for kernel `{}` on {arch}",
-                            entry.name
-                        )));
-                    }
-                    kernel
-                        .programs
-                        .insert(arch.clone(), (*program, entry.clone()));
-                }
-            }
-        }
-        if source.kind == crate::SourceKind::Cuda
-            && by_name.values().any(|k| k.defined_at.is_none())
-        {
-            // No `-lineinfo` for some kernel (a `-G` build, a flag that drops it): the line that
-            // names it after `__global__` in the source, indexed in one pass.
-            let text = std::fs::read_to_string(&source.source).unwrap_or_default();
-            let lines = cuda_definition_lines(&text);
-            for kernel in by_name.values_mut().filter(|k| k.defined_at.is_none()) {
-                kernel.entry_line = lines.get(short_name(kernel)).copied();
-            }
-        }
-        kernels.extend(by_name.into_values());
     }
     Ok((kernels, without_kernels))
+}
+
+/// What a source's PTX programs say: each program's entries, and where each kernel is defined.
+struct ProgramsRead<'a> {
+    programs: Vec<(&'a Program, Vec<PtxEntry>)>,
+    /// From `-lineinfo` (the cache entry's kernel lines, or each program's `.loc`).
+    source_lines: BTreeMap<String, EntrySourceLine>,
+    /// A `.ptx_file`'s `.entry` lines.
+    entry_lines: BTreeMap<String, u32>,
+}
+
+/// Every program's summary (`crate::ptx_summary`, the PTX scanned once per compile).
+fn read_programs(source: &CompiledSource) -> Result<ProgramsRead<'_>, Error> {
+    let mut read = ProgramsRead {
+        programs: Vec::new(),
+        // A stripped PTX's kernel lines were read from its `-lineinfo` PTX into the cache entry.
+        source_lines: match &source.kernel_lines {
+            Some(path) => crate::compile::two_step::read_kernel_lines(&source.source, path)?,
+            None => BTreeMap::new(),
+        },
+        entry_lines: BTreeMap::new(),
+    };
+    for program in &source.programs {
+        let summary = crate::ptx_summary::summary(source, program)?;
+        if source.kernel_lines.is_none() {
+            for (name, line) in summary.source_lines {
+                read.source_lines.entry(name).or_insert(line);
+            }
+        }
+        if source.kind == crate::context::SourceKind::Ptx {
+            read.entry_lines = summary.entry_lines;
+        }
+        read.programs.push((program, summary.entries));
+    }
+    Ok(read)
+}
+
+/// One source's kernels, each with its records per arch; `None` when it defines no kernel.
+/// Fails closed when ptxas's report and the PTX disagree.
+fn parse_source<'a>(
+    source: &'a CompiledSource,
+    archs: &BTreeSet<String>,
+) -> Result<Option<Vec<CompiledKernel<'a>>>, Error> {
+    let unreadable = |message: String| Error::UnreadableOutput {
+        file: source.source.clone(),
+        message,
+    };
+    let mut read = read_programs(source)?;
+    let no_entries = read.programs.iter().all(|(_, entries)| entries.is_empty());
+    let parsed = match ptxas::parse_log(&source.compiler_log) {
+        Ok(parsed) => parsed,
+        Err(ptxas::ParseError::NoKernels { .. }) if no_entries => return Ok(None),
+        Err(error) => return Err(unreadable(format!("ptxas's report: {error}"))),
+    };
+    if let Some(diagnostic) = parsed.diagnostics.first() {
+        return Err(unreadable(format!(
+            "ptxas's report has a line that is not understood (line {}: `{}`): {}",
+            diagnostic.line_number, diagnostic.line, diagnostic.message
+        )));
+    }
+    let mut by_name = kernels_of_records(source, parsed.kernels, &mut read);
+    attach_programs(&read.programs, archs, &mut by_name).map_err(unreadable)?;
+    if source.kind == crate::context::SourceKind::Cuda
+        && by_name.values().any(|k| k.defined_at.is_none())
+    {
+        // No `-lineinfo` for some kernel (a `-G` build, a flag that drops it): the line that
+        // names it after `__global__` in the source, indexed in one pass.
+        let text = std::fs::read_to_string(&source.source).unwrap_or_default();
+        let lines = cuda_definition_lines(&text);
+        for kernel in by_name.values_mut().filter(|k| k.defined_at.is_none()) {
+            kernel.entry_line = lines.get(short_name(kernel)).copied();
+        }
+    }
+    Ok(Some(by_name.into_values().collect()))
+}
+
+/// The entry kernels of ptxas's records, by name, each with its records per arch.
+fn kernels_of_records<'a>(
+    source: &'a CompiledSource,
+    records: Vec<KernelRecord>,
+    read: &mut ProgramsRead<'_>,
+) -> BTreeMap<String, CompiledKernel<'a>> {
+    // The first program's entry of each name (the launch-bound defaults), found by name.
+    let mut first_entries: BTreeMap<&str, &PtxEntry> = BTreeMap::new();
+    for entry in read.programs.iter().flat_map(|(_, entries)| entries) {
+        first_entries.entry(entry.name.as_str()).or_insert(entry);
+    }
+    let mut by_name: BTreeMap<String, CompiledKernel<'a>> = BTreeMap::new();
+    for record in records.into_iter().filter(|record| record.entry) {
+        let kernel = by_name
+            .entry(record.name.clone())
+            .or_insert_with(|| CompiledKernel {
+                name: record.name.clone(),
+                demangled: record.demangled.clone(),
+                source,
+                ptx: first_entries
+                    .get(record.name.as_str())
+                    .map(|entry| (*entry).clone()),
+                defined_at: read.source_lines.remove(&record.name),
+                entry_line: read.entry_lines.get(&record.name).copied(),
+                records: BTreeMap::new(),
+                programs: BTreeMap::new(),
+            });
+        kernel.records.insert(record.arch.clone(), record);
+    }
+    by_name
+}
+
+/// Each kernel's program per arch. Fails closed: every entry of a program must have a report
+/// on every arch assembled from that program (and only there: a kernel behind
+/// `__CUDA_ARCH__ >= 900` exists in the compute_90 program alone).
+fn attach_programs<'a>(
+    programs: &[(&'a Program, Vec<PtxEntry>)],
+    archs: &BTreeSet<String>,
+    by_name: &mut BTreeMap<String, CompiledKernel<'a>>,
+) -> Result<(), String> {
+    for (program, entries) in programs {
+        let program_archs = program.archs.iter().filter(|arch| archs.contains(*arch));
+        for entry in entries {
+            let Some(kernel) = by_name.get_mut(&entry.name) else {
+                return Err(format!(
+                    "the PTX defines kernel `{}` but ptxas reported nothing for it",
+                    entry.name
+                ));
+            };
+            for arch in program_archs.clone() {
+                if !kernel.records.contains_key(arch) {
+                    return Err(format!(
+                        "ptxas reported nothing for kernel `{}` on {arch}",
+                        entry.name
+                    ));
+                }
+                kernel
+                    .programs
+                    .insert(arch.clone(), (*program, entry.clone()));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The kernel's name as written in C++: the demangled name's last component without template
@@ -195,19 +240,6 @@ pub(crate) fn cuda_definition_lines(text: &str) -> BTreeMap<&str, u32> {
             if rest.starts_with('(') || rest.starts_with('<') {
                 lines.entry(&line[start..at]).or_insert(number);
             }
-        }
-    }
-    lines
-}
-
-/// The 1-based line of each `.entry` in a PTX text (one pass).
-pub(crate) fn entry_definition_lines(ptx: &str) -> BTreeMap<String, u32> {
-    let mut lines = BTreeMap::new();
-    for (index, line) in ptx.lines().enumerate() {
-        if let Some(name) = ptxas::entry_declared_on(line) {
-            lines
-                .entry(name.to_string())
-                .or_insert(u32::try_from(index + 1).unwrap_or(u32::MAX));
         }
     }
     lines

@@ -1,23 +1,32 @@
-//! The build's pipeline over a resolved [`Context`]: compile -> products -> check (parse,
-//! calculate, evaluate, level) -> report, with the cargo lines each stage asks for. The stages
-//! are in their own modules (`compile`, `products`, `check`, `sass`, `report`); this module only
-//! sequences them. `Build::compile_ptx`/`compile_lib` call [`run`]; `Build::check_sources` (the
-//! `cargo occupancy check` entry) runs the same compile and check stages without a package.
+//! The build's pipeline over a resolved [`Context`], and the only place that orders stages:
+//! declarations -> compile -> products -> evaluate (parse, match, SASS, rows and lints,
+//! baseline, expectations, render) -> the crate view, which writes the crate's files. The stages
+//! live in their own modules (`declarations`, `compile`, `products`, `parse`, `matching`, `sass`,
+//! `evaluate`, `baseline`, `expectations`, `render`, `crate_view`); this module only sequences
+//! them. `Build::compile_ptx`/`compile_lib` call [`run`]; `Build::check_sources` (the
+//! `cargo occupancy check` entry) calls [`check_sources`], the same stages without a package.
 
 use std::path::Path;
 
 use std::path::PathBuf;
 
+use crate::baseline::BaselineFile;
 use crate::bounds_notes::DefinedBounds;
 use crate::cargo_lines::CargoLines;
-use crate::check::CheckedProduct;
 use crate::compile::{self, CompiledSource, Product};
 use crate::context::Context;
 use crate::crate_view::{self, ProductKey, RecordedProduct};
+use crate::declarations::Declarations;
+use crate::evaluate::{self, CheckedProduct};
+use crate::kernel_tables::KernelTables;
+use crate::launch_check::{self, SourceCheck, SourceCheckOutput};
+use crate::levels::Levels;
+use crate::sass;
 use crate::toolchain::Toolchain;
 use crate::{products, Error, Report};
+use occupancy_core::lint::evaluate::resolve_undeclared_level;
 
-/// What a successful [`Build::compile_ptx`] or [`Build::compile_lib`] produced.
+/// What a successful [`Build::compile_ptx`](crate::Build::compile_ptx) or [`Build::compile_lib`](crate::Build::compile_lib) produced.
 #[derive(Debug, Clone)]
 pub struct Output {
     /// PTX files in OUT_DIR, by kernel-file stem (`saxpy` for `saxpy.cu`).
@@ -92,7 +101,7 @@ pub fn run(
     }
     let checked = if context.check && context.skip_reason.is_none() {
         let first = crate_view::first_to_compare(context, &key);
-        crate::check::check(context, &toolchain, &compiled, &declarations, first, cargo)?
+        evaluate_product(context, &toolchain, &compiled, &declarations, first, cargo)?
     } else {
         unchecked_product(context, &toolchain, cargo)
     };
@@ -100,6 +109,67 @@ pub fn run(
     output.report = report;
     verdict?;
     Ok(output)
+}
+
+/// The evaluate sequence of one product's compiled sources: parse, match the declarations, read
+/// the SASS where a lint above `allow` can fire, evaluate every kernel (rows and findings),
+/// compare with the baseline, settle the expectations its findings fulfil, render. Nothing is
+/// written here: the crate view writes the crate's files from every product.
+/// `first_to_compare`: no other product of the build script compared with the baseline before
+/// this one (`crate_view::first_to_compare`), so this one judges what concerns the whole crate.
+fn evaluate_product(
+    context: &Context,
+    toolchain: &Toolchain,
+    compiled: &[CompiledSource],
+    declarations: &Declarations,
+    first_to_compare: bool,
+    cargo: &mut CargoLines,
+) -> Result<CheckedProduct, Error> {
+    let mut report = evaluate::product_report(context, toolchain, compiled);
+    crate::expectations::require_reasons(context, declarations)?;
+    let (kernels, _) = crate::parse::parse_compiled(compiled, context)?;
+    let levels = Levels::read(context)?;
+    let baseline = BaselineFile::load(context, first_to_compare, cargo)?;
+    let matching = crate::matching::match_declarations(&kernels, declarations)?;
+    let tables = KernelTables::of(&context.settings);
+    crate::kernel_tables::check_table_ambiguity(&tables, &kernels, &matching, declarations)?;
+    let demands = sass::sass_demands(
+        &kernels,
+        &matching,
+        declarations,
+        &levels,
+        context.read_all_sass,
+        resolve_undeclared_level,
+    );
+    let spilled = sass::spilled_on(&kernels);
+    let evidence =
+        sass::read_build_evidence(context, toolchain, compiled, &demands, &spilled, cargo)?;
+    let inputs = evaluate::EvaluateInputs {
+        context,
+        toolchain,
+        declarations,
+        levels: &levels,
+        evidence: &evidence,
+        tables: &tables,
+    };
+    let (mut gathered, rows) = evaluate::evaluate_kernels(&inputs, &kernels, &matching)?;
+    report.kernels = rows;
+    let compared = baseline.compare_or_stamp(&inputs, &report, &kernels, &matching, cargo);
+    gathered.extend(compared.found);
+    let fulfilled = crate::expectations::settle(declarations, &mut gathered);
+    evaluate::accept_frames_of_accepted_spills(&mut gathered, &report);
+    let denials =
+        crate::render::render_findings(gathered, context, declarations, &mut report, cargo);
+    Ok(CheckedProduct {
+        report,
+        compiled_kernels: kernels.iter().map(|kernel| kernel.name.clone()).collect(),
+        matched: matching.matched.clone(),
+        fulfilled,
+        denials,
+        toolchain_changes: compared.toolchain_changes,
+        bless_stamp: compared.bless_stamp,
+        unchecked: None,
+    })
 }
 
 /// Records the checked product in the crate view and writes the crate's files from every
@@ -289,6 +359,61 @@ fn compiler_messages(log: &str) -> Vec<&str> {
                 && !line.trim_start().starts_with("ptxas info")
         })
         .collect()
+}
+
+/// The sequence of a check of sources outside any package (`Build::check_sources`, what
+/// `cargo occupancy check` runs): compile every source (line tables everywhere: every lint runs
+/// on every kernel, so the SASS stage reads every kernel with local memory), parse, read the
+/// SASS where a lint above `allow` can fire, compute every kernel's rows at the request's launch
+/// and evaluate them. Nothing is written but the compile cache.
+pub(crate) fn check_sources(
+    build: &crate::Build,
+    request: &SourceCheck,
+) -> Result<SourceCheckOutput, Error> {
+    let context = build.resolve_without_package()?;
+    let toolchain = Toolchain::find(&build.env, false, &context.tool_timeouts)?;
+    let compiled = compile::compile_all(
+        &context,
+        &toolchain,
+        Product::Ptx,
+        compile::LineTables::Everywhere,
+    )
+    .map_err(|error| crate::bounds_notes::annotate(error, &DefinedBounds::without_package()))?;
+    let (kernels, without_kernels) = crate::parse::parse_compiled(&compiled, &context)?;
+    let levels = Levels::uniform(request.lint_levels.clone());
+    let demands = sass::sass_demands(
+        &kernels,
+        &crate::matching::Matching::default(),
+        &Declarations::default(),
+        &levels,
+        context.read_all_sass,
+        occupancy_core::lint::evaluate::resolve_level,
+    );
+    let spilled = sass::spilled_on(&kernels);
+    let evidence = sass::read_evidence(
+        &sass::SassTools::locate(&context, &toolchain),
+        &compiled,
+        &demands,
+        &|kernel, arch| spilled.contains(&(kernel.to_owned(), arch.to_owned())),
+    )?;
+    let checked = launch_check::rows_at_launch(&context, &kernels, &evidence, request)?;
+    let mut findings = launch_check::evaluate_at_launch(&checked, &request.lint_levels);
+    findings.extend(launch_check::sass_findings(
+        &checked, &kernels, &evidence, &levels,
+    ));
+    Ok(SourceCheckOutput {
+        report: Report {
+            kernels: checked.into_iter().map(|checked| checked.row).collect(),
+            findings,
+            ..Report::default()
+        },
+        without_kernels: without_kernels.into_iter().map(PathBuf::from).collect(),
+        warnings: compiled
+            .iter()
+            .flat_map(|source| source.notes.iter().cloned())
+            .chain(evidence.unavailable_warning())
+            .collect(),
+    })
 }
 
 #[cfg(test)]

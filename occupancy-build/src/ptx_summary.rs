@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 
 use occupancy_core::ptxas::{self, EntrySourceLine, PtxEntry};
 
-use crate::compile::{CompiledSource, Program, SourceKind};
+use crate::compile::compiled::{CompiledSource, Program};
+use crate::context::SourceKind;
 use crate::Error;
 
 /// Bumped whenever the scan reads the same PTX into another summary.
@@ -95,7 +96,7 @@ pub(crate) fn scan(text: &str, kind: SourceKind, line_info: bool) -> PtxSummary 
             BTreeMap::new()
         },
         entry_lines: match kind {
-            SourceKind::Ptx => crate::parse::entry_definition_lines(text),
+            SourceKind::Ptx => entry_definition_lines(text),
             SourceKind::Cuda => BTreeMap::new(),
         },
         kernels_by_operation,
@@ -105,6 +106,19 @@ pub(crate) fn scan(text: &str, kind: SourceKind, line_info: bool) -> PtxSummary 
 /// Where the summary of the PTX with cache role `role` goes in a cache entry.
 pub(crate) fn cache_path(entry_dir: &Path, role: &str) -> PathBuf {
     entry_dir.join(format!("{role}.summary.json"))
+}
+
+/// The 1-based line of each `.entry` in a PTX text (one pass).
+pub(crate) fn entry_definition_lines(ptx: &str) -> BTreeMap<String, u32> {
+    let mut lines = BTreeMap::new();
+    for (index, line) in ptx.lines().enumerate() {
+        if let Some(name) = ptxas::entry_declared_on(line) {
+            lines
+                .entry(name.to_string())
+                .or_insert(u32::try_from(index + 1).unwrap_or(u32::MAX));
+        }
+    }
+    lines
 }
 
 #[cfg(test)]

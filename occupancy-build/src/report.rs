@@ -102,7 +102,7 @@ mod tests {
 
     #[test]
     fn arch_source_names_are_the_serde_names() {
-        use crate::ArchSource;
+        use crate::targets::ArchSource;
         for source in [
             ArchSource::Builder,
             ArchSource::OccupancyArchsEnv,

@@ -23,7 +23,7 @@ use occupancy_core::spec::BlockDim;
 /// at the header's line; else the source file (line 0).
 pub(crate) fn kernel_location(context: &Context, kernel: &CompiledKernel<'_>) -> Location {
     let kind = match kernel.source.kind {
-        crate::SourceKind::Ptx => LocationKind::PtxEntry,
+        crate::context::SourceKind::Ptx => LocationKind::PtxEntry,
         _ => LocationKind::CudaKernel,
     };
     match (&kernel.defined_at, kind) {
@@ -143,7 +143,7 @@ pub(crate) fn kernel_rows<'a>(
         spec.and_then(|spec| spec.archs.as_ref()).map(|archs| {
             archs
                 .iter()
-                .filter_map(|name| crate::SmArch::parse(name).ok())
+                .filter_map(|name| crate::targets::SmArch::parse(name).ok())
                 .map(|arch| arch.to_string())
                 .collect()
         });

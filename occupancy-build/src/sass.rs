@@ -15,6 +15,14 @@
 //! and the caller says so in a warning: the SASS lints did not run. A disassembler that runs and
 //! fails, or text the reader cannot read, fails the build (fail closed).
 
+use occupancy_core::lint::evaluate::LevelSources;
+use occupancy_core::lint::Level;
+use occupancy_core::ptxas::KernelRecord;
+
+use crate::declarations::{Declarations, Declared};
+use crate::levels::Levels;
+use crate::matching::Matching;
+use crate::parse::CompiledKernel;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -117,15 +125,12 @@ impl SassTools {
     }
 }
 
-/// A toolkit tool beside nvcc, in the toolkit's `bin/`, or on `PATH` (not a build input: `cc`
-/// does not track `PATH` either).
+/// A toolkit tool beside nvcc, in the toolkit's `bin/`, or on the `PATH` the toolchain was
+/// found with.
 fn locate_tool(toolchain: &Toolchain, name: &str) -> Option<PathBuf> {
     let beside_nvcc = toolchain.nvcc.parent().map(|bin| bin.join(name));
     let in_home = toolchain.cuda_home.join("bin").join(name);
-    let on_path = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
-        .map(|dir| dir.join(name));
+    let on_path = toolchain.search_path.iter().map(|dir| dir.join(name));
     beside_nvcc
         .into_iter()
         .chain(std::iter::once(in_home))
@@ -566,6 +571,117 @@ fn cache_path(binary: &Path) -> PathBuf {
     let mut name = binary.as_os_str().to_owned();
     name.push(".sass.json");
     PathBuf::from(name)
+}
+
+/// How a lint's level is found for a kernel without a declaration.
+pub(crate) type LevelOf = fn(LintId, &LevelSources<'_>) -> Level;
+
+/// Whether ptxas reported spill bytes for this kernel on this arch.
+pub(crate) fn spills(record: &KernelRecord) -> bool {
+    record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0) > 0
+}
+
+/// The SASS lints, and `spills` (whose finding carries the hottest spill's line), that are above
+/// `allow` for one kernel, with its declaration's levels as check evaluates them (for a kernel
+/// without one, `undeclared_level`: [`evaluate::resolve_undeclared_level`] in a build, where it
+/// is checked against the hard limits only, [`evaluate::resolve_level`] in `cargo occupancy
+/// check`, where the command line gives every kernel its launch).
+fn machine_code_lints(
+    levels: &Levels,
+    declared: Option<&Declared>,
+    kernel_name: &str,
+    undeclared_level: LevelOf,
+) -> BTreeSet<LintId> {
+    let attribute_levels =
+        declared.map(|declared| crate::expectations::evaluated_levels(&declared.kernel.spec));
+    let mut sources = levels.sources(declared, kernel_name);
+    if let Some(attribute_levels) = &attribute_levels {
+        sources.attribute = Some(attribute_levels);
+    }
+    [
+        LintId::Spills,
+        LintId::SpillInLoop,
+        LintId::LocalArray,
+        LintId::Call,
+        LintId::Fp64,
+        LintId::SetmaxnregIgnored,
+        LintId::SetmaxnregBudget,
+    ]
+    .into_iter()
+    .filter(|&lint| {
+        let level = match declared {
+            Some(_) => occupancy_core::lint::evaluate::resolve_level(lint, &sources),
+            None => undeclared_level(lint, &sources),
+        };
+        level != Level::Allow
+    })
+    .collect()
+}
+
+/// What the SASS stage must read per source: the machine-code lints above `allow` for some
+/// kernel of it, and the archs where such a kernel has local memory for them to read.
+pub(crate) fn sass_demands(
+    kernels: &[CompiledKernel<'_>],
+    matching: &Matching,
+    declarations: &Declarations,
+    levels: &Levels,
+    read_all: bool,
+    undeclared_level: LevelOf,
+) -> BTreeMap<PathBuf, crate::sass::SassDemand> {
+    let mut demands: BTreeMap<PathBuf, crate::sass::SassDemand> = BTreeMap::new();
+    for (index, kernel) in kernels.iter().enumerate() {
+        let declared = matching
+            .by_kernel
+            .get(&index)
+            .map(|&at| &declarations.kernels[at]);
+        let enabled = machine_code_lints(levels, declared, &kernel.name, undeclared_level);
+        let reads_spills =
+            enabled.contains(&LintId::Spills) || enabled.contains(&LintId::SpillInLoop);
+        let reads_local = enabled.contains(&LintId::LocalArray);
+        let demand = demands.entry(kernel.source.source.clone()).or_default();
+        demand.everything = read_all;
+        demand.entries.insert(kernel.name.clone());
+        for (arch, record) in &kernel.records {
+            let spilled = spills(record);
+            let uses_local = spilled
+                || record.stack_frame_bytes.unwrap_or(0) > 0
+                || record.local_memory_bytes.unwrap_or(0) > 0;
+            // Lines where a person reads them: a declared kernel's findings are rendered in
+            // full (the hottest spill's line, each in-loop spill's line); an undeclared kernel's
+            // are summarized, so its facts come from the binary, exact but for the source lines
+            // (assembling its line tables cost candle's PTX build 2.7% more ptxas).
+            if uses_local && (declared.is_some() || read_all) {
+                demand
+                    .uses_local_memory
+                    .entry(arch.clone())
+                    .or_default()
+                    .insert(kernel.name.clone());
+            }
+            if (spilled && reads_spills) || (uses_local && reads_local) {
+                demand
+                    .local_memory
+                    .entry(arch.clone())
+                    .or_default()
+                    .insert(kernel.name.clone());
+            }
+        }
+        demand.enabled_lints.extend(enabled);
+    }
+    demands
+}
+
+/// Every (kernel, arch) ptxas reported spill bytes for: what the SASS reader calls a spill.
+pub(crate) fn spilled_on(kernels: &[CompiledKernel<'_>]) -> BTreeSet<(String, String)> {
+    kernels
+        .iter()
+        .flat_map(|kernel| {
+            kernel
+                .records
+                .iter()
+                .filter(|(_, record)| spills(record))
+                .map(|(arch, _)| (kernel.name.clone(), arch.clone()))
+        })
+        .collect()
 }
 
 #[cfg(test)]

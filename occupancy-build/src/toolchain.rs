@@ -42,6 +42,9 @@ pub struct Toolchain {
     pub fingerprint: String,
     /// How long each tool may run (`OCCUPANCY_TOOL_TIMEOUT`, read at resolution).
     pub timeouts: ToolTimeouts,
+    /// `PATH`'s directories as the build found them (read here, once, not tracked: `cc` does
+    /// not track `PATH` either): where the SASS stage's tools are looked for last.
+    pub search_path: Vec<PathBuf>,
 }
 
 impl Toolchain {
@@ -105,6 +108,10 @@ impl Toolchain {
             identity_files,
             fingerprint,
             timeouts: *timeouts,
+            search_path: env
+                .get_untracked("PATH")
+                .map(|paths| std::env::split_paths(&paths).collect())
+                .unwrap_or_default(),
         })
     }
 

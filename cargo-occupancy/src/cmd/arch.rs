@@ -1,7 +1,8 @@
 //! `cargo occupancy arch [--json] [--gpus]`: the per-architecture facts table (or the product
 //! presets), and the `--arch`/`--gpu` selection the other subcommands share.
 
-use occupancy_build::{explain_unknown, NvccArchs, ToolTimeouts, TrackedEnv};
+use occupancy_build::cli::{explain_unknown, NvccArchs, ToolTimeouts};
+use occupancy_build::TrackedEnv;
 use occupancy_core::arch::{self, Arch, ArchFacts, GpuPreset, Variant};
 use std::io::Write;
 use std::process::ExitCode;

@@ -18,16 +18,15 @@
 //!
 //! `.cu`/`.ptx` inputs go to `occupancy_build::Build::check_sources`, the build's own pipeline
 //! without a package (compile, parse, rows, the SASS stage, evaluation at the command line's
-//! launch); rows read from logs are evaluated by the same `occupancy_build::evaluate_at_launch`.
+//! launch); rows read from logs are evaluated by the same `occupancy_build::cli::evaluate_at_launch`.
 //! This module parses the command line, reads logs and renders: it evaluates nothing itself.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use occupancy_build::{
-    evaluate_at_launch, Build, CheckedRow, SourceCheck, TrackedEnv, NVCC_WHEELS,
-};
+use occupancy_build::cli::{evaluate_at_launch, CheckedRow, NVCC_WHEELS};
+use occupancy_build::{Build, SourceCheck, TrackedEnv};
 use occupancy_core::lint::evaluate::LevelSources;
 use occupancy_core::lint::{Check, Level, LintId};
 use occupancy_core::ptxas::{KernelRecord, PtxEntry};
@@ -128,7 +127,7 @@ fn run_inner(args: &Args) -> Result<bool, UsageError> {
     let title = args
         .paths
         .iter()
-        .map(|path| occupancy_build::shown_path(path))
+        .map(|path| occupancy_build::cli::shown_path(path))
         .collect::<Vec<_>>()
         .join(" ");
     let has_deny = stream.has_deny();
@@ -208,7 +207,7 @@ fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, UsageError> {
         let metadata = std::fs::metadata(path).map_err(|error| {
             UsageError(format!(
                 "cannot read {}: {error}",
-                occupancy_build::shown_path(path)
+                occupancy_build::cli::shown_path(path)
             ))
         })?;
         if metadata.is_dir() {
@@ -217,7 +216,7 @@ fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, UsageError> {
             if found.is_empty() {
                 return Err(UsageError(format!(
                     "{} holds no .cu or .ptx file",
-                    occupancy_build::shown_path(path)
+                    occupancy_build::cli::shown_path(path)
                 )));
             }
             inputs.extend(found);
@@ -253,7 +252,7 @@ fn walk(dir: &Path, found: &mut Vec<Input>) -> Result<(), UsageError> {
     let entries = std::fs::read_dir(dir).map_err(|error| {
         UsageError(format!(
             "cannot read {}: {error}",
-            occupancy_build::shown_path(dir)
+            occupancy_build::cli::shown_path(dir)
         ))
     })?;
     let mut paths: Vec<PathBuf> = entries
@@ -457,7 +456,7 @@ impl LogRead<'_> {
                 .map_err(|error| error.0)
         })
         .map_err(UsageError)?;
-        let name = occupancy_build::shown_path(path);
+        let name = occupancy_build::cli::shown_path(path);
         let policy = log_input::LogPolicy {
             allow_failed_build: self.args.allow_failed_build,
         };
@@ -610,8 +609,8 @@ fn display_path(path: &Path) -> String {
         .as_ref()
         .and_then(|dir| absolute.strip_prefix(dir).ok())
     {
-        Some(relative) => occupancy_build::shown_path(relative),
-        None => occupancy_build::shown_path(path),
+        Some(relative) => occupancy_build::cli::shown_path(relative),
+        None => occupancy_build::cli::shown_path(path),
     }
 }
 

@@ -189,7 +189,7 @@ fn rows_from_logs(args: &Args) -> Result<Vec<KernelRow>, UsageError> {
             Ok(())
         })
         .map_err(UsageError)?;
-        let name = occupancy_build::shown_path(path);
+        let name = occupancy_build::cli::shown_path(path);
         let policy = super::log_input::LogPolicy {
             allow_failed_build: args.allow_failed_build,
         };

@@ -14,7 +14,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use occupancy_build::shown_path;
+use occupancy_build::cli::shown_path;
 use occupancy_core::ptxas::{KernelRecord, LogParser, ParseOutput, MAX_LINE_BYTES};
 
 /// How much is read at a time.

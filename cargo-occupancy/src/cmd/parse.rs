@@ -179,7 +179,7 @@ fn read_one(
     tail: &mut JsonTail,
     policy: log_input::LogPolicy,
 ) -> Result<Option<String>, String> {
-    let log = occupancy_build::shown_path(path);
+    let log = occupancy_build::cli::shown_path(path);
     let output = log_input::read_log(path, |record| {
         // A kernel a compiler error names gets no row: its numbers are not a passing compile's.
         if !record.errors.is_empty() {

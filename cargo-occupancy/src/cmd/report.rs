@@ -9,7 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use occupancy_build::{run_bounded, ToolKind, ToolTimeouts, TrackedEnv};
+use occupancy_build::cli::{run_bounded, ToolKind, ToolTimeouts};
+use occupancy_build::TrackedEnv;
 use occupancy_core::lint::LintId;
 
 use crate::outputs::{check_outputs, Output};
@@ -119,7 +120,7 @@ pub fn emit(report: &Report, output: &OutputArgs, title: &str) -> Result<(), Usa
         let html = render_html(report, title);
         crate::outputs::write_atomically("--html", path, html.as_bytes())?;
         if !(output.json || output.sarif || output.markdown) {
-            eprintln!("wrote {}", occupancy_build::shown_path(path));
+            eprintln!("wrote {}", occupancy_build::cli::shown_path(path));
         }
     }
     print!("{text}");
@@ -210,7 +211,7 @@ fn load_reports(dir: &Path) -> Result<Vec<Report>, UsageError> {
     let entries = std::fs::read_dir(dir).map_err(|error| {
         UsageError(format!(
             "no occupancy reports in {}: {error}. Build a crate whose build.rs uses occupancy-build first (`cargo build`), or use `cargo occupancy check PATHS`",
-            occupancy_build::shown_path(dir)
+            occupancy_build::cli::shown_path(dir)
         ))
     })?;
     let mut paths: Vec<PathBuf> = entries
@@ -225,7 +226,7 @@ fn load_reports(dir: &Path) -> Result<Vec<Report>, UsageError> {
     if paths.is_empty() {
         return Err(UsageError(format!(
             "no occupancy reports (*.json) in {}: build a crate whose build.rs uses occupancy-build first",
-            occupancy_build::shown_path(dir)
+            occupancy_build::cli::shown_path(dir)
         )));
     }
     let mut reports = Vec::new();
@@ -233,11 +234,14 @@ fn load_reports(dir: &Path) -> Result<Vec<Report>, UsageError> {
         let text = std::fs::read_to_string(&path).map_err(|error| {
             UsageError(format!(
                 "cannot read {}: {error}",
-                occupancy_build::shown_path(&path)
+                occupancy_build::cli::shown_path(&path)
             ))
         })?;
         reports.push(Report::from_json(&text).map_err(|error| {
-            UsageError(format!("{}: {error}", occupancy_build::shown_path(&path)))
+            UsageError(format!(
+                "{}: {error}",
+                occupancy_build::cli::shown_path(&path)
+            ))
         })?);
     }
     Ok(reports)

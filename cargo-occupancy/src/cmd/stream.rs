@@ -105,7 +105,7 @@ impl Spool {
 fn spool_error(error: std::io::Error) -> UsageError {
     UsageError(format!(
         "cannot write the report to a temporary file in {}: {error} (set TMPDIR to a writable directory with room for the report)",
-        occupancy_build::shown_path(&std::env::temp_dir())
+        occupancy_build::cli::shown_path(&std::env::temp_dir())
     ))
 }
 
@@ -261,7 +261,7 @@ impl ReportStream {
             let html = render_html(report, title);
             crate::outputs::write_atomically("--html", path, html.as_bytes())?;
             if !(output.json || output.sarif || output.markdown) {
-                eprintln!("wrote {}", occupancy_build::shown_path(path));
+                eprintln!("wrote {}", occupancy_build::cli::shown_path(path));
             }
         }
         let stdout = std::io::stdout();

@@ -41,7 +41,8 @@ use std::path::{Path, PathBuf};
 
 use occupancy_core::ptxas;
 
-use crate::compile::{arch_args, device_debug, file_stem, CompileSettings, Product, SourceKind};
+use super::settings::{arch_args, device_debug, file_stem, CompileSettings, Product};
+use crate::context::SourceKind;
 use crate::Error;
 
 /// The cache role of the `-lineinfo` PTX the shipped PTX was stripped from (two-step compiles).

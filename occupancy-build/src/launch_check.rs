@@ -1,8 +1,8 @@
-//! Checking CUDA sources outside any package: [`Build::check_sources`], the library entry
-//! `cargo occupancy check` calls. The same stages as a build (compile, parse, rows, the SASS
-//! stage), with the launch of the request standing in for a declaration: every kernel is
-//! evaluated at it by [`evaluate_at_launch`], which the CLI also uses for the rows it reads from
-//! ptxas logs. Nothing is written but the compile cache under `.out_dir(...)`.
+//! The evaluate stage of a check of sources outside any package (`Build::check_sources`, what
+//! `cargo occupancy check` calls; `pipeline::check_sources` orders its stages): the launch of
+//! the request stands in for a declaration, every kernel's rows are computed at it
+//! ([`rows_at_launch`]) and evaluated by [`evaluate_at_launch`], which the CLI also uses for the
+//! rows it reads from ptxas logs. Nothing is written but the compile cache under `.out_dir(...)`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -13,16 +13,12 @@ use occupancy_core::ptxas::{KernelRecord, PtxEntry};
 use occupancy_core::report::{Finding, KernelRow, Report};
 use occupancy_core::spec::{BlockDim, KernelSpec};
 
-use crate::bounds_notes::DefinedBounds;
-use crate::check;
-use crate::compile::{self, LineTables, Product};
 use crate::declarations::Declarations;
 use crate::levels::Levels;
-use crate::matching::Matching;
-use crate::parse::{self, CompiledKernel};
+use crate::parse::CompiledKernel;
 use crate::rows;
-use crate::sass::{SassEvidence, SassTools};
-use crate::{Build, Error, Toolchain};
+use crate::sass::SassEvidence;
+use crate::Error;
 
 /// The launch and levels kernels are checked at when nothing declares them.
 #[derive(Debug, Clone, Default)]
@@ -36,7 +32,7 @@ pub struct SourceCheck {
     pub lint_levels: BTreeMap<LintId, Level>,
 }
 
-/// What [`Build::check_sources`] found.
+/// What [`Build::check_sources`](crate::Build::check_sources) found.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SourceCheckOutput {
@@ -58,76 +54,36 @@ pub struct CheckedRow {
     pub ptx: Option<PtxEntry>,
 }
 
-impl Build {
-    /// Compiles this builder's sources (`.file`, `.source_dir`, `.ptx_file`, flags, archs) into
-    /// the compile cache under `.out_dir(...)`, without a package: no Cargo.toml, no
-    /// declarations, no reports written; then checks every kernel at `request`'s launch, as
-    /// `cargo occupancy check` does. Paths are shown relative to `.manifest_dir(...)` (default:
-    /// the current directory). Deny findings are in the report (`Report::has_deny`), not an
-    /// error.
-    pub fn check_sources(&self, request: &SourceCheck) -> Result<SourceCheckOutput, Error> {
-        let context = self.resolve_without_package()?;
-        let toolchain = Toolchain::find(&self.env, false, &context.tool_timeouts)?;
-        // Every lint on every kernel: the SASS stage reads every kernel with local memory.
-        let compiled =
-            compile::compile_all(&context, &toolchain, Product::Ptx, LineTables::Everywhere)
-                .map_err(|error| {
-                    crate::bounds_notes::annotate(error, &DefinedBounds::without_package())
-                })?;
-        let (kernels, without_kernels) = parse::parse_compiled(&compiled, &context)?;
-        let levels = Levels::uniform(request.lint_levels.clone());
-        let declarations = Declarations::default();
-        let demands = check::sass_demands(
-            &kernels,
-            &Matching::default(),
-            &declarations,
-            &levels,
-            context.read_all_sass,
-            occupancy_core::lint::evaluate::resolve_level,
-        );
-        let spilled = check::spilled_on(&kernels);
-        let evidence = crate::sass::read_evidence(
-            &SassTools::locate(&context, &toolchain),
-            &compiled,
-            &demands,
-            &|kernel, arch| spilled.contains(&(kernel.to_owned(), arch.to_owned())),
-        )?;
-        let mut checked = Vec::new();
-        for kernel in &kernels {
-            for (facts, record, mut row) in
-                rows::kernel_rows(&context, kernel, None, None, &declarations)?
-            {
-                row.crate_name = None;
-                if let Some(block) = request.block_threads {
-                    row.block = block;
-                }
-                row.dynamic_smem_bytes = request.dynamic_smem_bytes;
-                row.compute(facts);
-                row.sass = evidence.facts_of(&kernel.name, &row.arch, &context.manifest_dir);
-                checked.push(CheckedRow {
-                    row,
-                    record: record.clone(),
-                    ptx: kernel.ptx_on(&record.arch).cloned(),
-                });
+/// Every kernel's rows at the request's launch, with the SASS facts read for it, sorted by
+/// [`sort_rows`].
+pub(crate) fn rows_at_launch(
+    context: &crate::context::Context,
+    kernels: &[CompiledKernel<'_>],
+    evidence: &SassEvidence,
+    request: &SourceCheck,
+) -> Result<Vec<CheckedRow>, Error> {
+    let declarations = Declarations::default();
+    let mut checked = Vec::new();
+    for kernel in kernels {
+        for (facts, record, mut row) in
+            rows::kernel_rows(context, kernel, None, None, &declarations)?
+        {
+            row.crate_name = None;
+            if let Some(block) = request.block_threads {
+                row.block = block;
             }
+            row.dynamic_smem_bytes = request.dynamic_smem_bytes;
+            row.compute(facts);
+            row.sass = evidence.facts_of(&kernel.name, &row.arch, &context.manifest_dir);
+            checked.push(CheckedRow {
+                row,
+                record: record.clone(),
+                ptx: kernel.ptx_on(&record.arch).cloned(),
+            });
         }
-        sort_rows(&mut checked);
-        let mut findings = evaluate_at_launch(&checked, &request.lint_levels);
-        findings.extend(sass_findings(&checked, &kernels, &evidence, &levels));
-        Ok(SourceCheckOutput {
-            report: Report {
-                kernels: checked.into_iter().map(|checked| checked.row).collect(),
-                findings,
-                ..Report::default()
-            },
-            without_kernels: without_kernels.into_iter().map(PathBuf::from).collect(),
-            warnings: compiled
-                .iter()
-                .flat_map(|source| source.notes.iter().cloned())
-                .chain(evidence.unavailable_warning())
-                .collect(),
-        })
     }
+    sort_rows(&mut checked);
+    Ok(checked)
 }
 
 /// Grouped by file, then line, kernel and architecture.
@@ -143,7 +99,7 @@ pub fn sort_rows(rows: &mut [CheckedRow]) {
 }
 
 /// The SASS findings of every row, leveled like the others.
-fn sass_findings(
+pub(crate) fn sass_findings(
     checked: &[CheckedRow],
     kernels: &[CompiledKernel<'_>],
     evidence: &SassEvidence,

@@ -1,28 +1,23 @@
-//! The evaluate stage of a build: for every compiled kernel, its rows (`rows`), its lints
-//! (`occupancy_core::lint::evaluate::check_kernel`) and machine-code lints (`sass`) at the
-//! levels that apply (`levels`); then the baseline, expectations, rendering (`render`) and the
-//! reports. Files in pipeline order: `declarations` -> `compile` -> `parse` -> `matching` ->
-//! `rows` -> `sass` -> this -> `render` -> `report`.
-
+//! The evaluate stage of a build: every compiled kernel's rows (`rows`) at its declared
+//! launch, or at the launch undeclared kernels get, and its findings: the lints of
+//! `occupancy_core::lint::evaluate::check_kernel` and the machine-code lints (`sass`), at the
+//! levels that apply (`levels`), and the baseline's. `pipeline::evaluate_product` orders it with
+//! the other stages.
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 
 use occupancy_core::lint::evaluate::{self, CompiledOnArch, Launch, LevelSources};
 use occupancy_core::lint::{Level, LintId};
-use occupancy_core::ptxas::KernelRecord;
 use occupancy_core::spec::KernelSpec;
 
-use crate::baseline::{Baseline, ToolchainStamp};
-use crate::cargo_lines::CargoLines;
+use crate::baseline::ToolchainStamp;
 use crate::compile::CompiledSource;
 use crate::context::Context;
 use crate::declarations::{Declarations, Declared};
 use crate::fsutil::display_path;
-use crate::kernel_tables::{KernelNames, KernelTables};
+use crate::kernel_tables::KernelTables;
 use crate::levels::{Gathered, Levels};
-use crate::matching::{match_declarations, Matching};
-use crate::parse::{parse_compiled, CompiledKernel};
-use crate::render::render_findings;
+use crate::matching::Matching;
+use crate::parse::CompiledKernel;
 use crate::report::for_build;
 use crate::rows::{kernel_rows, undeclared_launch, ArchRow, UndeclaredLaunch};
 use crate::spill_help::spill_free_help;
@@ -53,91 +48,13 @@ pub(crate) struct CheckedProduct {
     pub(crate) unchecked: Option<String>,
 }
 
-/// Checks one product's compiled sources against the declarations: parse, match declarations,
-/// read the SASS where it matters, evaluate every kernel, compare with the baseline, settle the
-/// expectations its findings fulfil, render. Nothing is written here: the crate view writes the
-/// crate's files from every product (`crate_view.rs`).
-/// `first_to_compare`: no other product of the build script compared with the baseline before
-/// this one (`crate_view::first_to_compare`), so this one judges what concerns the whole crate.
-pub fn check(
+/// The product's report before its kernels: the build's fields and its compiled sources (the
+/// names the baseline groups its entries by).
+pub(crate) fn product_report(
     context: &Context,
     toolchain: &Toolchain,
     compiled: &[CompiledSource],
-    declarations: &Declarations,
-    first_to_compare: bool,
-    cargo: &mut CargoLines,
-) -> Result<CheckedProduct, Error> {
-    let mut report = product_report(context, toolchain, compiled);
-    require_reasons(context, declarations)?;
-    let (kernels, _) = parse_compiled(compiled, context)?;
-    let levels = Levels::read(context)?;
-    let baseline = BaselineFile::load(context, first_to_compare, cargo)?;
-    let matching = match_declarations(&kernels, declarations)?;
-    let tables = KernelTables::of(&context.settings);
-    check_table_ambiguity(&tables, &kernels, &matching, declarations)?;
-    let demands = sass_demands(
-        &kernels,
-        &matching,
-        declarations,
-        &levels,
-        context.read_all_sass,
-        evaluate::resolve_undeclared_level,
-    );
-    let evidence = read_sass_evidence(context, toolchain, compiled, &kernels, &demands, cargo)?;
-    let inputs = CheckInputs {
-        context,
-        toolchain,
-        declarations,
-        levels: &levels,
-        evidence: &evidence,
-        tables: &tables,
-    };
-    let mut gathered = Vec::new();
-    for (kernel_index, kernel) in kernels.iter().enumerate() {
-        let declared = matching
-            .by_kernel
-            .get(&kernel_index)
-            .map(|&index| (&declarations.kernels[index], index));
-        let (found, rows) = check_one_kernel(&inputs, kernel, declared)?;
-        gathered.extend(found);
-        report.kernels.extend(rows);
-    }
-    // Asking ptxas its version costs a process: only when there is a baseline to stamp.
-    let stamp = (context.bless || baseline.baseline.is_some())
-        .then(|| ToolchainStamp::of(&context.stamped_flags, toolchain));
-    let mut toolchain_changes = Vec::new();
-    if let (Some(stamp), false) = (&stamp, context.bless) {
-        let (found, changes) = baseline.compare(
-            context,
-            &report,
-            stamp,
-            &kernels,
-            &matching,
-            declarations,
-            &levels,
-            cargo,
-        );
-        gathered.extend(found);
-        toolchain_changes = changes;
-    }
-    let fulfilled = crate::expectations::settle(declarations, &mut gathered);
-    accept_frames_of_accepted_spills(&mut gathered, &report);
-    let denials = render_findings(gathered, context, declarations, &mut report, cargo);
-    Ok(CheckedProduct {
-        report,
-        compiled_kernels: kernels.iter().map(|kernel| kernel.name.clone()).collect(),
-        matched: matching.matched.clone(),
-        fulfilled,
-        denials,
-        toolchain_changes,
-        bless_stamp: stamp.filter(|_| context.bless),
-        unchecked: None,
-    })
-}
-
-/// The product's report before its kernels: the build's fields and its compiled sources (the
-/// names the baseline groups its entries by).
-fn product_report(context: &Context, toolchain: &Toolchain, compiled: &[CompiledSource]) -> Report {
+) -> Report {
     let mut report = for_build(context, Some(toolchain.release.clone()), None);
     report.sources = compiled
         .iter()
@@ -154,7 +71,7 @@ fn product_report(context: &Context, toolchain: &Toolchain, compiled: &[Compiled
 /// kernel's spill stands accepted (within `max_spill_bytes`, or allowed or expected with a
 /// reason) is allowed when the frame holds nothing but that spill (the SASS shows no local
 /// array, stack data or call; without the SASS, the frame is no bigger than the spill stores).
-fn accept_frames_of_accepted_spills(gathered: &mut [Gathered], report: &Report) {
+pub(crate) fn accept_frames_of_accepted_spills(gathered: &mut [Gathered], report: &Report) {
     let rows: BTreeMap<(&str, &str), &KernelRow> = report
         .kernels
         .iter()
@@ -195,270 +112,45 @@ fn accept_frames_of_accepted_spills(gathered: &mut [Gathered], report: &Report) 
     }
 }
 
-/// Two kernel-table patterns that both name one kernel: neither is more specific, so the
-/// build refuses to pick (as for two family declarations).
-fn check_table_ambiguity(
-    tables: &KernelTables,
+/// What evaluating a kernel needs besides the kernel: the stages before this one's outputs.
+pub(crate) struct EvaluateInputs<'a> {
+    pub(crate) context: &'a Context,
+    pub(crate) toolchain: &'a Toolchain,
+    pub(crate) declarations: &'a Declarations,
+    pub(crate) levels: &'a Levels,
+    pub(crate) evidence: &'a crate::sass::SassEvidence,
+    pub(crate) tables: &'a KernelTables,
+}
+
+/// Every compiled kernel's report rows and findings, with the declaration `matching` gave it.
+pub(crate) fn evaluate_kernels(
+    inputs: &EvaluateInputs<'_>,
     kernels: &[CompiledKernel<'_>],
     matching: &Matching,
-    declarations: &Declarations,
-) -> Result<(), Error> {
-    for (index, kernel) in kernels.iter().enumerate() {
-        let rust_name = matching
-            .by_kernel
-            .get(&index)
-            .map(|&at| declarations.kernels[at].kernel.rust_name.as_str());
-        let names = KernelNames::of(&kernel.name, kernel.demangled.as_deref(), rust_name);
-        if let Err(ambiguous) = tables.table_for(names) {
-            return Err(Error::AmbiguousKernelTables {
-                kernel: ambiguous.kernel,
-                tables: [ambiguous.first, ambiguous.second],
-            });
-        }
-    }
-    Ok(())
-}
-
-/// `allow`/`expect` of a deny-by-default lint without a `reason` (unless the crate opts out).
-fn require_reasons(context: &Context, declarations: &Declarations) -> Result<(), Error> {
-    if context.settings.require_reasons == Some(false) {
-        return Ok(());
-    }
-    let missing = crate::expectations::missing_reasons(declarations);
-    if missing.is_empty() {
-        return Ok(());
-    }
-    Err(Error::Denied {
-        count: missing.len(),
-        rendered: missing.join("\n"),
-    })
-}
-
-/// The package's baseline file (`occupancy.lock`, or `baseline = ...`) and what it holds.
-struct BaselineFile {
-    baseline: Option<Baseline>,
-    /// Its sources whose file no longer exists, judged by the first product that compares.
-    deleted: BTreeSet<String>,
-}
-
-impl BaselineFile {
-    /// Loaded when blessing too: a lock that cannot be read is refused before anything is
-    /// written. The first product to compare says once that a schema-1 lock is converted, and
-    /// judges the entries of deleted sources.
-    fn load(context: &Context, first: bool, cargo: &mut CargoLines) -> Result<BaselineFile, Error> {
-        let path = crate::baseline::baseline_path(context);
-        let parsed = Baseline::load(&path)?;
-        if path.exists() {
-            cargo.rerun_if_changed(&path);
-        }
-        let Some(parsed) = parsed else {
-            return Ok(BaselineFile {
-                baseline: None,
-                deleted: BTreeSet::new(),
-            });
-        };
-        // Blessing, the bless's own line says the file was rewritten.
-        if first && !context.bless && parsed.schema_version != crate::baseline::SCHEMA_VERSION {
-            cargo.warning(&format!(
-                "occupancy: the baseline {} is schema {}: its entries, which name no source, are compared by kernel name; the next `OCCUPANCY_BLESS=1 cargo build` rewrites it as schema {}",
-                display_path(&context.manifest_dir, &path),
-                parsed.schema_version,
-                crate::baseline::SCHEMA_VERSION
-            ));
-        }
-        let deleted = match first && !context.bless {
-            true => parsed.baseline.deleted_sources(&context.manifest_dir),
-            false => BTreeSet::new(),
-        };
-        Ok(BaselineFile {
-            baseline: Some(parsed.baseline),
-            deleted,
-        })
-    }
-
-    /// The regressions against the baseline, and the toolchain changes since it (said as
-    /// warnings, and first in a failure: they may explain every regression).
-    #[allow(clippy::too_many_arguments)]
-    fn compare(
-        &self,
-        context: &Context,
-        report: &Report,
-        stamp: &ToolchainStamp,
-        kernels: &[CompiledKernel<'_>],
-        matching: &Matching,
-        declarations: &Declarations,
-        levels: &Levels,
-        cargo: &mut CargoLines,
-    ) -> (Vec<Gathered>, Vec<String>) {
-        let Some(baseline) = &self.baseline else {
-            return (Vec::new(), Vec::new());
-        };
-        let comparison =
-            crate::baseline::compare(baseline, &Baseline::of_report(report, stamp), &self.deleted);
-        let mut changes = Vec::new();
-        for line in &comparison.toolchain_changes {
-            cargo.warning(&format!(
-                "occupancy: the toolchain changed since the baseline: {line}"
-            ));
-            changes.push(format!(
-                "note: the toolchain changed since the baseline: {line}\n"
-            ));
-        }
-        let found = baseline_findings(
-            context,
-            comparison.findings,
-            kernels,
-            matching,
-            declarations,
-            levels,
-        );
-        (found, changes)
-    }
-}
-
-/// How a lint's level is found for a kernel without a declaration.
-pub(crate) type LevelOf = fn(LintId, &LevelSources<'_>) -> Level;
-
-/// Whether ptxas reported spill bytes for this kernel on this arch.
-pub(crate) fn spills(record: &KernelRecord) -> bool {
-    record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0) > 0
-}
-
-/// The SASS lints, and `spills` (whose finding carries the hottest spill's line), that are above
-/// `allow` for one kernel, with its declaration's levels as check evaluates them (for a kernel
-/// without one, `undeclared_level`: [`evaluate::resolve_undeclared_level`] in a build, where it
-/// is checked against the hard limits only, [`evaluate::resolve_level`] in `cargo occupancy
-/// check`, where the command line gives every kernel its launch).
-fn machine_code_lints(
-    levels: &Levels,
-    declared: Option<&Declared>,
-    kernel_name: &str,
-    undeclared_level: LevelOf,
-) -> BTreeSet<LintId> {
-    let attribute_levels =
-        declared.map(|declared| crate::expectations::evaluated_levels(&declared.kernel.spec));
-    let mut sources = levels.sources(declared, kernel_name);
-    if let Some(attribute_levels) = &attribute_levels {
-        sources.attribute = Some(attribute_levels);
-    }
-    [
-        LintId::Spills,
-        LintId::SpillInLoop,
-        LintId::LocalArray,
-        LintId::Call,
-        LintId::Fp64,
-        LintId::SetmaxnregIgnored,
-        LintId::SetmaxnregBudget,
-    ]
-    .into_iter()
-    .filter(|&lint| {
-        let level = match declared {
-            Some(_) => evaluate::resolve_level(lint, &sources),
-            None => undeclared_level(lint, &sources),
-        };
-        level != Level::Allow
-    })
-    .collect()
-}
-
-/// What the SASS stage must read per source: the machine-code lints above `allow` for some
-/// kernel of it, and the archs where such a kernel has local memory for them to read.
-pub(crate) fn sass_demands(
-    kernels: &[CompiledKernel<'_>],
-    matching: &Matching,
-    declarations: &Declarations,
-    levels: &Levels,
-    read_all: bool,
-    undeclared_level: LevelOf,
-) -> BTreeMap<PathBuf, crate::sass::SassDemand> {
-    let mut demands: BTreeMap<PathBuf, crate::sass::SassDemand> = BTreeMap::new();
-    for (index, kernel) in kernels.iter().enumerate() {
+) -> Result<(Vec<Gathered>, Vec<KernelRow>), Error> {
+    let mut gathered = Vec::new();
+    let mut rows = Vec::new();
+    for (kernel_index, kernel) in kernels.iter().enumerate() {
         let declared = matching
             .by_kernel
-            .get(&index)
-            .map(|&at| &declarations.kernels[at]);
-        let enabled = machine_code_lints(levels, declared, &kernel.name, undeclared_level);
-        let reads_spills =
-            enabled.contains(&LintId::Spills) || enabled.contains(&LintId::SpillInLoop);
-        let reads_local = enabled.contains(&LintId::LocalArray);
-        let demand = demands.entry(kernel.source.source.clone()).or_default();
-        demand.everything = read_all;
-        demand.entries.insert(kernel.name.clone());
-        for (arch, record) in &kernel.records {
-            let spilled = spills(record);
-            let uses_local = spilled
-                || record.stack_frame_bytes.unwrap_or(0) > 0
-                || record.local_memory_bytes.unwrap_or(0) > 0;
-            // Lines where a person reads them: a declared kernel's findings are rendered in
-            // full (the hottest spill's line, each in-loop spill's line); an undeclared kernel's
-            // are summarized, so its facts come from the binary, exact but for the source lines
-            // (assembling its line tables cost candle's PTX build 2.7% more ptxas).
-            if uses_local && (declared.is_some() || read_all) {
-                demand
-                    .uses_local_memory
-                    .entry(arch.clone())
-                    .or_default()
-                    .insert(kernel.name.clone());
-            }
-            if (spilled && reads_spills) || (uses_local && reads_local) {
-                demand
-                    .local_memory
-                    .entry(arch.clone())
-                    .or_default()
-                    .insert(kernel.name.clone());
-            }
-        }
-        demand.enabled_lints.extend(enabled);
+            .get(&kernel_index)
+            .map(|&index| (&inputs.declarations.kernels[index], index));
+        let (found, kernel_rows) = check_one_kernel(inputs, kernel, declared)?;
+        gathered.extend(found);
+        rows.extend(kernel_rows);
     }
-    demands
-}
-
-/// Reads the SASS where a machine-code lint above `allow` can fire ([`sass_demands`]).
-fn read_sass_evidence(
-    context: &Context,
-    toolchain: &Toolchain,
-    compiled: &[CompiledSource],
-    kernels: &[CompiledKernel<'_>],
-    demands: &BTreeMap<PathBuf, crate::sass::SassDemand>,
-    cargo: &mut CargoLines,
-) -> Result<crate::sass::SassEvidence, Error> {
-    let spilled = spilled_on(kernels);
-    crate::sass::read_build_evidence(context, toolchain, compiled, demands, &spilled, cargo)
-}
-
-/// Every (kernel, arch) ptxas reported spill bytes for: what the SASS reader calls a spill.
-pub(crate) fn spilled_on(kernels: &[CompiledKernel<'_>]) -> BTreeSet<(String, String)> {
-    kernels
-        .iter()
-        .flat_map(|kernel| {
-            kernel
-                .records
-                .iter()
-                .filter(|(_, record)| spills(record))
-                .map(|(arch, _)| (kernel.name.clone(), arch.clone()))
-        })
-        .collect()
-}
-
-/// What checking one kernel needs besides the kernel.
-struct CheckInputs<'a> {
-    context: &'a Context,
-    toolchain: &'a Toolchain,
-    declarations: &'a Declarations,
-    levels: &'a Levels,
-    evidence: &'a crate::sass::SassEvidence,
-    tables: &'a KernelTables,
+    Ok((gathered, rows))
 }
 
 /// One compiled kernel: its report rows, and its findings (its declaration's lints, or an
 /// undeclared kernel's hard failures at the crate's launch). Baseline findings are made once
 /// for the whole build ([`baseline_findings`]).
 fn check_one_kernel(
-    inputs: &CheckInputs<'_>,
+    inputs: &EvaluateInputs<'_>,
     kernel: &CompiledKernel<'_>,
     declared: Option<(&Declared, usize)>,
 ) -> Result<(Vec<Gathered>, Vec<KernelRow>), Error> {
-    let CheckInputs {
+    let EvaluateInputs {
         context,
         declarations,
         levels,
@@ -535,7 +227,7 @@ fn check_one_kernel(
 /// A declared kernel's findings at its declared launch; a spill gets the hottest spill's line
 /// and the `min_blocks_per_sm` that keeps it spill-free.
 fn declared_findings(
-    inputs: &CheckInputs<'_>,
+    inputs: &EvaluateInputs<'_>,
     kernel: &CompiledKernel<'_>,
     (declared, declaration_index): (&Declared, usize),
     rows: &[ArchRow<'_>],
@@ -607,57 +299,16 @@ fn undeclared_findings(
     found
 }
 
-/// The baseline's `regression` and `baseline_stale` findings, leveled like the kernel's others
-/// (an arch-wide finding, about another toolchain, concerns no kernel: an empty name). A finding
-/// goes to the declaration of the kernel of its name compiled from its source (two sources may
-/// each define a kernel of one name), else of its name.
-fn baseline_findings(
-    context: &Context,
-    findings: Vec<(Option<crate::baseline::KernelAt>, evaluate::Finding)>,
-    kernels: &[CompiledKernel<'_>],
-    matching: &Matching,
-    declarations: &Declarations,
-    levels: &Levels,
-) -> Vec<Gathered> {
-    let mut gathered = Vec::new();
-    for (at, finding) in findings {
-        let (source, kernel_name) = at.map_or((None, String::new()), |at| (at.source, at.kernel));
-        let from_source = |kernel: &&CompiledKernel<'_>| {
-            source.as_deref()
-                == Some(display_path(&context.manifest_dir, &kernel.source.source).as_str())
-        };
-        let named = |kernel: &&CompiledKernel<'_>| kernel.name == kernel_name;
-        let index = kernels
-            .iter()
-            .position(|kernel| named(&kernel) && from_source(&kernel))
-            .or_else(|| kernels.iter().position(|kernel| named(&kernel)));
-        let declaration = index
-            .and_then(|index| matching.by_kernel.get(&index).copied())
-            .or_else(|| {
-                declarations
-                    .kernels
-                    .iter()
-                    .position(|declared| declared.kernel.kernel_name == kernel_name)
-            });
-        let declared = declaration.map(|index| &declarations.kernels[index]);
-        gathered.extend(Gathered::leveled(
-            finding,
-            &levels.sources(declared, &kernel_name),
-            declaration,
-            &kernel_name,
-            false,
-        ));
-    }
-    gathered
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::compile::Program;
     use crate::declarations::write_bounds_header;
     use crate::diagnostics::SourceText;
-    use crate::parse::{cuda_definition_lines, entry_definition_lines};
+    use crate::matching::match_declarations;
+    use crate::parse::cuda_definition_lines;
+    use crate::parse::parse_compiled;
+    use crate::ptx_summary::entry_definition_lines;
     use crate::rows::kernel_location;
     use crate::spill_help::minnctapersm_position;
     use occupancy_core::ptxas::{self, EntrySourceLine};
@@ -699,7 +350,7 @@ mod tests {
         .unwrap();
         CompiledSource {
             source: dir.join("k.cu"),
-            kind: crate::SourceKind::Cuda,
+            kind: crate::context::SourceKind::Cuda,
             programs: vec![Program {
                 ptx_target: Some("compute_80".into()),
                 ptx: ptx.clone(),
@@ -842,8 +493,8 @@ mod tests {
 
     #[test]
     fn a_kernel_table_naming_no_kernel_of_any_product_is_settled_with_a_suggestion() {
+        use crate::compile::Product;
         use crate::crate_view::{CrateView, ProductKey, RecordedProduct};
-        use crate::Product;
         let dir = std::env::temp_dir().join(format!("occupancy-tables-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let declarations = declarations_of(FAMILIES);

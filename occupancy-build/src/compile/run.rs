@@ -1,0 +1,211 @@
+//! Running nvcc for one source: its commands in order (each arch assembled in parallel on
+//! idle job slots), a compiler cache's failure retried without it, and the files nvcc kept.
+
+use super::commands::nvcc_args;
+use super::settings::{absolute, file_stem, CompileSettings, Product};
+pub use crate::context::SourceKind;
+use crate::fsutil::{parse_dep_file, parse_line_markers};
+use crate::jobs::Lender;
+use crate::process::{render_command, run_bounded, ToolKind};
+use crate::targets::SmArch;
+use crate::Error;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+pub(crate) struct FreshOutput {
+    /// (virtual arch, PTX path) per program; empty for a `.ptx_file`.
+    pub(crate) ptx: Vec<(String, PathBuf)>,
+    pub(crate) binary: Option<PathBuf>,
+    pub(crate) compiler_log: String,
+    pub(crate) dependencies: Vec<PathBuf>,
+    pub(crate) wrapper_failure: Option<String>,
+}
+
+pub(crate) fn run_nvcc(
+    settings: &CompileSettings,
+    source: &Path,
+    kind: SourceKind,
+    work: &Path,
+    two_steps: bool,
+    lender: &Lender<'_>,
+) -> Result<FreshOutput, Error> {
+    let commands = nvcc_args(settings, source, kind, work, two_steps);
+    let stem = file_stem(source);
+    let (compiler_log, wrapper_failure) = if two_steps {
+        // cicc, the strip, then ptxas on the stripped PTX (crate::compile::two_step).
+        let (mut log, _) = run_nvcc_commands(settings, source, &commands[..1], lender)?;
+        crate::compile::two_step::strip(source, work, &stem)?;
+        log.push_str(&run_nvcc_commands(settings, source, &commands[1..], lender)?.0);
+        (log, None)
+    } else {
+        let output = run_nvcc_commands(settings, source, &commands, lender)?;
+        if crate::compile::two_step::strips(settings, kind) {
+            crate::compile::two_step::strip_kept(source, work, &stem)?;
+        }
+        output
+    };
+    match kind {
+        SourceKind::Cuda => {
+            let (ptx, binary, dependencies) = kept_outputs(settings, source, work)?;
+            Ok(FreshOutput {
+                ptx,
+                binary: Some(binary),
+                compiler_log,
+                dependencies,
+                wrapper_failure,
+            })
+        }
+        SourceKind::Ptx => Ok(FreshOutput {
+            ptx: Vec::new(),
+            binary: None,
+            compiler_log,
+            dependencies: vec![absolute(source)],
+            wrapper_failure,
+        }),
+    }
+}
+
+/// Runs the source's nvcc commands; returns their output (ptxas's report and any warnings) and,
+/// when the compiler cache failed a compile nvcc alone passed, what the cache printed.
+pub(crate) fn run_nvcc_commands(
+    settings: &CompileSettings,
+    source: &Path,
+    commands: &[Vec<OsString>],
+    lender: &Lender<'_>,
+) -> Result<(String, Option<String>), Error> {
+    let mut compiler_log = String::new();
+    let mut wrapper_failure = None;
+    let timeouts = &settings.toolchain.timeouts;
+    let run = |mut command: std::process::Command| {
+        let rendered = render_command(&command);
+        run_bounded(&mut command, timeouts, ToolKind::Work).map(|output| (output, rendered))
+    };
+    for args in commands {
+        let mut command = settings.toolchain.command();
+        let threads = parallel_archs(settings, args, lender);
+        if threads.count() > 0 {
+            // Each arch's ptxas in a thread of its own, on slots idle right now; nvcc prints
+            // each arch's report whole, one arch after another.
+            command.arg(format!("--threads={}", threads.count() + 1));
+        }
+        command.args(args);
+        let (mut output, mut rendered) = run(command)?;
+        drop(threads);
+        // A compiler cache must not be able to fail a build that nvcc passes: sccache 0.16, for
+        // one, drops all but one ptxas step of `-arch=compute_X -code=sm_A,sm_B` and then fails
+        // in fatbinary. Rerun such a compile with nvcc alone; its report is then nvcc's own.
+        if !output.status.success() && settings.toolchain.wrapper.is_some() {
+            let mut direct = settings.toolchain.command_without_wrapper();
+            direct.args(args);
+            let (direct_output, direct_rendered) = run(direct)?;
+            if direct_output.status.success() {
+                wrapper_failure = Some(format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&output.stdout),
+                    String::from_utf8_lossy(&output.stderr)
+                ));
+            }
+            (output, rendered) = (direct_output, direct_rendered);
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() {
+            return Err(Error::NvccFailed {
+                file: source.to_path_buf(),
+                status: output.status.to_string(),
+                diagnostics: format!("{stdout}{stderr}"),
+                command: rendered,
+                notes: Vec::new(),
+            });
+        }
+        compiler_log.push_str(&stdout);
+        compiler_log.push_str(&stderr);
+    }
+    Ok((compiler_log, wrapper_failure))
+}
+
+/// The idle slots a command may use to assemble its archs in parallel (nvcc `--threads`): one
+/// fewer than the SASS archs of a command that assembles several (`-fatbin`, `-c`; not cicc's
+/// `-ptx`, not a one-arch `-cubin`), none under a compiler cache (which may not know the flag).
+pub(crate) fn parallel_archs<'a>(
+    settings: &CompileSettings,
+    args: &[OsString],
+    lender: &Lender<'a>,
+) -> crate::jobs::Borrowed<'a> {
+    let assembles = args.iter().any(|arg| arg == "-fatbin" || arg == "-c");
+    let archs = settings.archs.len();
+    let wanted = match (assembles, &settings.toolchain.wrapper) {
+        (true, None) if archs > 1 => archs - 1,
+        _ => 0,
+    };
+    lender.borrow(wanted)
+}
+
+/// The PTX of each program (virtual arch, path), the binary, and every file the compile read.
+pub(crate) type KeptOutputs = (Vec<(String, PathBuf)>, PathBuf, Vec<PathBuf>);
+
+/// A `.cu` compile's files in `work`: the PTX of each program (kept by `--keep`), the binary,
+/// and every file the compile read; a missing one is an error naming it.
+pub(crate) fn kept_outputs(
+    settings: &CompileSettings,
+    source: &Path,
+    work: &Path,
+) -> Result<KeptOutputs, Error> {
+    let stem = file_stem(source);
+    // --keep names one program's files `<stem>.ptx`, several `<stem>.compute_90.ptx`.
+    let programs = settings.program_archs();
+    let kept = |extension: &str, target: &SmArch| match programs.len() {
+        1 => work.join(format!("{stem}.{extension}")),
+        _ => work.join(format!("{stem}.{}.{extension}", target.virtual_name())),
+    };
+    let ptx: Vec<(String, PathBuf)> = programs
+        .iter()
+        .map(|(target, _)| (target.virtual_name(), kept("ptx", target)))
+        .collect();
+    let binary = match settings.product {
+        Product::Ptx => work.join(format!("{stem}.fatbin")),
+        Product::Object => work.join(format!("{stem}.o")),
+    };
+    let deps_path = match (settings.product, programs.first()) {
+        (Product::Ptx, Some((lowest, _))) => kept("cpp1.ii", lowest),
+        _ => work.join("deps.d"),
+    };
+    let mut expected: Vec<(&PathBuf, &str)> = ptx
+        .iter()
+        .map(|(_, path)| (path, "the PTX kept by --keep"))
+        .collect();
+    expected.extend([
+        (&binary, "the output"),
+        (
+            &deps_path,
+            "the dependency list (-MF file, or the preprocessed .cpp1.ii)",
+        ),
+    ]);
+    for (path, what) in expected {
+        if !path.is_file() {
+            return Err(Error::UnreadableOutput {
+                file: source.to_path_buf(),
+                message: format!("nvcc succeeded but {what} ({}) is missing", path.display()),
+            });
+        }
+    }
+    let deps_text = std::fs::read_to_string(&deps_path).map_err(|error| Error::Io {
+        path: deps_path.clone(),
+        error,
+    })?;
+    let mut dependencies = match settings.product {
+        Product::Object => parse_dep_file(&deps_text),
+        Product::Ptx => parse_line_markers(&deps_text),
+    };
+    if dependencies.is_empty() {
+        return Err(Error::UnreadableOutput {
+            file: source.to_path_buf(),
+            message: format!("{} lists no input file", deps_path.display()),
+        });
+    }
+    dependencies = dependencies
+        .into_iter()
+        .map(|path| absolute(&path))
+        .collect();
+    Ok((ptx, binary, dependencies))
+}
