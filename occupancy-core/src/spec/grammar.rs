@@ -17,11 +17,13 @@ use syn::parse::Parser;
 use syn::spanned::Spanned;
 use syn::{Expr, Lit};
 
+use occupancy_model::Level;
+
 use super::{
     BlockDim, Key, KernelSpec, Kind, Owned, SpecKey, ValueMut, KEYS, MAX_BLOCK_DIMS,
     MAX_THREADS_PER_BLOCK,
 };
-use crate::lint::{did_you_mean, Level, LintId};
+use crate::lint::{did_you_mean, LintId};
 
 /// Where one key was written: the key's first token and the last token of its value.
 #[derive(Debug, Clone, Copy)]

@@ -31,9 +31,10 @@ mod stub;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+use occupancy_model::Level;
 use serde::{Deserialize, Serialize};
 
-use crate::lint::{Level, LintId};
+use crate::lint::LintId;
 
 pub use occupancy_model::{
     BlockDim, Key, KeyInfo, Kind, Storage, Value, ValueMut, KEYS, MAX_BLOCKS_PER_SM_ANY_ARCH,
