@@ -20,6 +20,7 @@
 //! and the grammar reads its value and range from [`KEYS`]. The grammar that needs `syn`
 //! ([`parse_args`], `scan_source`, `KernelStub`) is behind the `spec` feature.
 
+mod docs;
 mod family;
 #[cfg(feature = "spec")]
 mod grammar;
@@ -41,6 +42,7 @@ pub use occupancy_model::{
     MAX_BLOCK_DIMS, MAX_REGISTERS_PER_THREAD_ANY_ARCH, MAX_THREADS_PER_BLOCK,
 };
 
+pub use docs::{render_keys_markdown, KEYS_DOC_BEGIN, KEYS_DOC_END};
 pub use family::family_matches;
 #[cfg(feature = "spec")]
 pub use scan::{
