@@ -12,7 +12,7 @@ mod fixtures {
     include!("fixtures/declarations.rs");
 }
 
-use occupancy::{Key, KernelDeclaration, LintLevel};
+use occupancy::{KernelDeclaration, Key, LintLevel};
 use occupancy_core::spec::{scan_source, DeclaredKernel};
 
 const FIXTURES: &str = include_str!("fixtures/declarations.rs");

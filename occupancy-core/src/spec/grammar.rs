@@ -20,7 +20,7 @@ use syn::{Expr, Lit};
 use occupancy_model::Level;
 
 use super::{
-    BlockDim, Key, KernelSpec, Kind, Owned, SpecKey, ValueMut, KEYS, MAX_BLOCK_DIMS,
+    BlockDim, KernelSpec, Key, Kind, Owned, SpecKey, ValueMut, KEYS, MAX_BLOCK_DIMS,
     MAX_THREADS_PER_BLOCK,
 };
 use crate::lint::{did_you_mean, LintId};
@@ -158,8 +158,7 @@ impl State {
         if let Some(level) = level_of_word(&word) {
             return self.lint_list(meta, level);
         }
-        let Some(key) = Key::ALL.into_iter().find(|key| key.as_str() == word)
-        else {
+        let Some(key) = Key::ALL.into_iter().find(|key| key.as_str() == word) else {
             self.errors.push(unknown_key(&meta.path, &word));
             // Skip its value so the rest of the attribute is still checked.
             if meta.input.peek(syn::Token![=]) {
@@ -437,7 +436,9 @@ fn assign(field: ValueMut<'_, Owned>, parsed: Parsed) {
         (ValueMut::Fraction(field), Parsed::Fraction(value)) => *field = Some(value),
         (ValueMut::Text(field), Parsed::Text(text)) => *field = Some(text),
         (ValueMut::Archs(field), Parsed::Archs(archs)) => *field = Some(archs),
-        (field, parsed) => unreachable!("a field {field:?} holds no {parsed:?}: its key's kind decides its type"),
+        (field, parsed) => {
+            unreachable!("a field {field:?} holds no {parsed:?}: its key's kind decides its type")
+        }
     }
 }
 
@@ -687,9 +688,20 @@ fn parse_fraction(expr: &Expr, key: Key) -> syn::Result<f64> {
                     format!("write a fraction `{key} = 0.5` or a percentage `{key} = \"50%\"`, found \"{text_value}\""),
                 ));
             };
-            let percent = number.trim().parse::<f64>().ok().filter(|percent| percent.is_finite()).ok_or_else(|| {
-                error_at(text, key, format!("\"{text_value}\" is not a percentage: write e.g. `{key} = \"50%\"`"))
-            })?;
+            let percent = number
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|percent| percent.is_finite())
+                .ok_or_else(|| {
+                    error_at(
+                        text,
+                        key,
+                        format!(
+                            "\"{text_value}\" is not a percentage: write e.g. `{key} = \"50%\"`"
+                        ),
+                    )
+                })?;
             (percent / 100.0, text_value.clone())
         }
         Expr::Unary(syn::ExprUnary {

@@ -736,3 +736,28 @@ fn spec_keys_keep_their_json_form() {
         assert_eq!(serde_json::from_str::<SpecKey>(&json).unwrap(), key);
     }
 }
+
+/// The recipe of CONTRIBUTING.md ("Adding an attribute key"): a key declared in
+/// occupancy-model/src/keys.rs is read by the grammar with no other change. Its example parses,
+/// sets the key, and prints back as written; each alias is suggested as the key.
+#[test]
+fn every_declared_key_is_read_by_the_grammar() {
+    for info in &KEYS {
+        let text = match info.key {
+            Key::Block => format!("block = {}", info.example),
+            _ => format!("block = 32, {} = {}", info.name, info.example),
+        };
+        let spec = parse(&text).unwrap_or_else(|error| panic!("`{text}`: {error}"));
+        let value = spec.value(info.key);
+        assert_eq!(value.to_string(), info.example, "{}", info.name);
+        assert!(value.is_set(), "{}: the example sets the key", info.name);
+        assert_eq!(parse(&spec.to_string()).unwrap(), spec, "{}", info.name);
+        for alias in info.aliases {
+            let message = error(&format!("block = 32, {alias} = {}", info.example));
+            assert!(
+                message.contains(&format!("did you mean `{}`?", info.name)),
+                "{alias}: {message}"
+            );
+        }
+    }
+}
