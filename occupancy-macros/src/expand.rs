@@ -2,7 +2,7 @@
 
 use occupancy_core::facts::{CompiledFacts, SettledFinding};
 use occupancy_core::lint::Level;
-use occupancy_core::spec::{Key, KernelSpec, KernelStub, Owned, StubKernel, StubKind, Value};
+use occupancy_core::spec::{KernelSpec, KernelStub, Key, Owned, StubKernel, StubKind, Value};
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 

@@ -5,33 +5,68 @@
 
 /// A key's value in a spec made by `KernelSpec::with_block(block)`.
 macro_rules! key_initial {
-    ($block:ident, Block) => { $block };
-    ($block:ident, Integer, $default:literal) => { $default };
-    ($block:ident, $kind:ident) => { None };
+    ($block:ident, Block) => {
+        $block
+    };
+    ($block:ident, Integer, $default:literal) => {
+        $default
+    };
+    ($block:ident, $kind:ident) => {
+        None
+    };
 }
 
 /// A key's field as a [`Value`](crate::Value).
 macro_rules! key_value {
-    ($field:expr, Block) => { crate::Value::Block(*$field) };
-    ($field:expr, Integer, $default:literal) => {
-        crate::Value::Integer { value: *$field, default: $default }
+    ($field:expr, Block) => {
+        crate::Value::Block(*$field)
     };
-    ($field:expr, Integer) => { crate::Value::OptionalInteger(*$field) };
-    ($field:expr, Fraction) => { crate::Value::Fraction(*$field) };
-    ($field:expr, Symbol) => { crate::Value::Text($field.as_deref()) };
-    ($field:expr, Pattern) => { crate::Value::Text($field.as_deref()) };
-    ($field:expr, Archs) => { crate::Value::Archs($field.as_deref()) };
+    ($field:expr, Integer, $default:literal) => {
+        crate::Value::Integer {
+            value: *$field,
+            default: $default,
+        }
+    };
+    ($field:expr, Integer) => {
+        crate::Value::OptionalInteger(*$field)
+    };
+    ($field:expr, Fraction) => {
+        crate::Value::Fraction(*$field)
+    };
+    ($field:expr, Symbol) => {
+        crate::Value::Text($field.as_deref())
+    };
+    ($field:expr, Pattern) => {
+        crate::Value::Text($field.as_deref())
+    };
+    ($field:expr, Archs) => {
+        crate::Value::Archs($field.as_deref())
+    };
 }
 
 /// A key's field as a [`ValueMut`](crate::ValueMut).
 macro_rules! key_value_mut {
-    ($field:expr, Block) => { crate::ValueMut::Block($field) };
-    ($field:expr, Integer, $default:literal) => { crate::ValueMut::Integer($field) };
-    ($field:expr, Integer) => { crate::ValueMut::OptionalInteger($field) };
-    ($field:expr, Fraction) => { crate::ValueMut::Fraction($field) };
-    ($field:expr, Symbol) => { crate::ValueMut::Text($field) };
-    ($field:expr, Pattern) => { crate::ValueMut::Text($field) };
-    ($field:expr, Archs) => { crate::ValueMut::Archs($field) };
+    ($field:expr, Block) => {
+        crate::ValueMut::Block($field)
+    };
+    ($field:expr, Integer, $default:literal) => {
+        crate::ValueMut::Integer($field)
+    };
+    ($field:expr, Integer) => {
+        crate::ValueMut::OptionalInteger($field)
+    };
+    ($field:expr, Fraction) => {
+        crate::ValueMut::Fraction($field)
+    };
+    ($field:expr, Symbol) => {
+        crate::ValueMut::Text($field)
+    };
+    ($field:expr, Pattern) => {
+        crate::ValueMut::Text($field)
+    };
+    ($field:expr, Archs) => {
+        crate::ValueMut::Archs($field)
+    };
 }
 
 /// Declares every `key = value` key of the attribute: generates [`Key`](crate::Key) (a variant

@@ -36,11 +36,11 @@ mod storage;
 pub use block::BlockDim;
 pub use compiled::CompiledFacts;
 pub use keys::{
-    Key, KernelSpec, KEYS, MAX_BLOCKS_PER_SM_ANY_ARCH, MAX_BLOCK_DIMS,
+    KernelSpec, Key, KEYS, MAX_BLOCKS_PER_SM_ANY_ARCH, MAX_BLOCK_DIMS,
     MAX_REGISTERS_PER_THREAD_ANY_ARCH, MAX_THREADS_PER_BLOCK,
 };
+pub use level::Level;
 #[cfg(feature = "alloc")]
 pub use level::UnknownLevel;
-pub use level::Level;
 pub use spec::{KeyInfo, Kind, Value, ValueMut};
 pub use storage::{Static, Storage};

@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use crate::{BlockDim, Key, KernelSpec, Level, Static, Storage, KEYS};
+use crate::{BlockDim, KernelSpec, Key, Level, Static, Storage, KEYS};
 
 /// Everything the toolkit knows about one key, from its one declaration in `keys.rs`.
 #[derive(Debug, Clone, Copy)]
