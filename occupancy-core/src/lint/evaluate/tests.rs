@@ -654,7 +654,6 @@ fn every_launch_check_reports_its_own_lint() {
         .map(|lint| lint.id)
         .collect();
     assert_eq!(fired, launch_lints);
-    assert_eq!(launch_lints.len(), 9);
 }
 
 #[test]
