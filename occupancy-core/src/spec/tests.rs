@@ -322,80 +322,95 @@ fn arb_spelling(arch: crate::arch::Arch, spelling: usize) -> String {
     }
 }
 
-fn arb_spec() -> impl Strategy<Value = KernelSpec> {
-    (
-        arb_block(),
-        proptest::option::of(1u32..=32),
-        proptest::option::of(1u32..=255),
-        any::<u32>(),
-        proptest::option::of(
+/// An arbitrary value of one key, by its kind.
+#[derive(Debug, Clone)]
+enum ArbitraryValue {
+    Block(BlockDim),
+    Integer(Option<u32>),
+    Fraction(Option<f64>),
+    Text(Option<String>),
+    Archs(Option<Vec<String>>),
+}
+
+/// Values of a key of `kind`: every key of [`KEYS`] gets some, so a new key is covered
+/// without a change here.
+fn arb_value(kind: Kind) -> BoxedStrategy<ArbitraryValue> {
+    match kind {
+        Kind::Block => arb_block().prop_map(ArbitraryValue::Block).boxed(),
+        Kind::Integer { min, max, .. } => proptest::option::of(min..=max)
+            .prop_map(ArbitraryValue::Integer)
+            .boxed(),
+        Kind::Fraction => proptest::option::of(
             (1u64..=1_000_000).prop_map(|millionths| millionths as f64 / 1_000_000.0),
-        ),
-        (
-            proptest::option::of(any::<u32>()),
-            proptest::option::of(any::<u32>()),
-            proptest::option::of(1u32..=255),
-        ),
-        proptest::option::of("[A-Za-z_][A-Za-z0-9_$<>:, ]{0,30}[A-Za-z0-9_>]"),
-        proptest::option::of(arb_archs()),
-        proptest::collection::btree_map(
-            0usize..LintId::ALL.len(),
-            // A level (0..3) or `expect` (3), with or without a reason (quotes and escapes too).
-            (
-                0usize..4,
-                proptest::option::of("[a-z #0-9\"'\\\\]{0,12}[a-z]"),
-            ),
-            0..LintId::ALL.len(),
-        ),
-    )
-        .prop_map(
-            |(
-                block,
-                min_blocks,
-                max_registers,
-                smem,
-                occupancy,
-                (spill, stack, registers),
-                name,
-                archs,
-                lints,
-            )| {
-                KernelSpec {
-                    block,
-                    min_blocks_per_sm: min_blocks,
-                    max_registers,
-                    dynamic_smem_bytes: smem,
-                    min_occupancy: occupancy,
-                    max_spill_bytes: spill,
-                    max_stack_bytes: stack,
-                    max_registers_per_thread: registers,
-                    name,
-                    archs: archs.map(|archs| {
-                        archs
-                            .into_iter()
-                            .map(|(arch, spelling)| arb_spelling(arch, spelling))
-                            .collect()
-                    }),
-                    family: None,
-                    lint_levels: lints
-                        .iter()
-                        .filter(|(_, (level, _))| *level < 3)
-                        .map(|(lint, (level, _))| (LintId::ALL[*lint], Level::ALL[*level]))
-                        .collect(),
-                    expected_lints: lints
-                        .iter()
-                        .filter(|(_, (level, _))| *level == 3)
-                        .map(|(lint, _)| LintId::ALL[*lint])
-                        .collect(),
-                    lint_reasons: lints
-                        .iter()
-                        .filter_map(|(lint, (_, reason))| {
-                            Some((LintId::ALL[*lint], reason.clone()?))
-                        })
-                        .collect(),
-                }
-            },
         )
+        .prop_map(ArbitraryValue::Fraction)
+        .boxed(),
+        Kind::Symbol => proptest::option::of("[A-Za-z_][A-Za-z0-9_$<>:, ]{0,30}[A-Za-z0-9_>]")
+            .prop_map(ArbitraryValue::Text)
+            .boxed(),
+        // A pattern excludes `name`, and has tests of its own.
+        Kind::Pattern => Just(ArbitraryValue::Text(None)).boxed(),
+        Kind::Archs => proptest::option::of(arb_archs())
+            .prop_map(|archs| {
+                ArbitraryValue::Archs(archs.map(|archs| {
+                    archs
+                        .into_iter()
+                        .map(|(arch, spelling)| arb_spelling(arch, spelling))
+                        .collect()
+                }))
+            })
+            .boxed(),
+    }
+}
+
+/// Sets a key's field to an arbitrary value of its kind.
+fn set(field: ValueMut<'_, Owned>, value: ArbitraryValue) {
+    match (field, value) {
+        (ValueMut::Block(field), ArbitraryValue::Block(block)) => *field = block,
+        (ValueMut::Integer(field), ArbitraryValue::Integer(value)) => {
+            *field = value.unwrap_or(*field)
+        }
+        (ValueMut::OptionalInteger(field), ArbitraryValue::Integer(value)) => *field = value,
+        (ValueMut::Fraction(field), ArbitraryValue::Fraction(value)) => *field = value,
+        (ValueMut::Text(field), ArbitraryValue::Text(text)) => *field = text,
+        (ValueMut::Archs(field), ArbitraryValue::Archs(archs)) => *field = archs,
+        (field, value) => unreachable!("{field:?} holds no {value:?}"),
+    }
+}
+
+fn arb_spec() -> impl Strategy<Value = KernelSpec> {
+    let values: Vec<BoxedStrategy<ArbitraryValue>> =
+        KEYS.iter().map(|info| arb_value(info.kind)).collect();
+    let lints = proptest::collection::btree_map(
+        0usize..LintId::ALL.len(),
+        // A level (0..3) or `expect` (3), with or without a reason (quotes and escapes too).
+        (
+            0usize..4,
+            proptest::option::of("[a-z #0-9\"'\\\\]{0,12}[a-z]"),
+        ),
+        0..LintId::ALL.len(),
+    );
+    (values, lints).prop_map(|(values, lints)| {
+        let mut spec = KernelSpec::with_block(BlockDim::linear(1));
+        for (key, value) in Key::ALL.into_iter().zip(values) {
+            set(spec.value_mut(key), value);
+        }
+        spec.lint_levels = lints
+            .iter()
+            .filter(|(_, (level, _))| *level < 3)
+            .map(|(lint, (level, _))| (LintId::ALL[*lint], Level::ALL[*level]))
+            .collect();
+        spec.expected_lints = lints
+            .iter()
+            .filter(|(_, (level, _))| *level == 3)
+            .map(|(lint, _)| LintId::ALL[*lint])
+            .collect();
+        spec.lint_reasons = lints
+            .iter()
+            .filter_map(|(lint, (_, reason))| Some((LintId::ALL[*lint], reason.clone()?)))
+            .collect();
+        spec
+    })
 }
 
 proptest! {
