@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cmd::report::UsageError;
+use crate::error::CliError;
 
 /// The cache directory of one run; a temporary one is removed when this is dropped.
 #[derive(Debug)]
@@ -31,15 +31,20 @@ impl Drop for CacheDir {
 }
 
 impl CacheDir {
-    /// `given` (`--cache-dir`), else the user's cache directory, when it may hold a cache;
-    /// else, with a warning on stderr, a private temporary directory.
-    pub fn choose(given: Option<&Path>) -> Result<CacheDir, UsageError> {
+    /// `given` (`--cache-dir`), else `occupancy` in the user's cache home (`cache_home`, from
+    /// the environment), when it may hold a cache; else, with a warning on stderr, a private
+    /// directory in `temp_dir`.
+    pub fn choose(
+        given: Option<&Path>,
+        cache_home: Option<&Path>,
+        temp_dir: &Path,
+    ) -> Result<CacheDir, CliError> {
         let chosen = match given {
             Some(dir) => private(dir).map(|()| dir.to_path_buf()),
-            None => match user_cache_home() {
+            None => match cache_home {
                 Some(home) => {
                     let dir = home.join("occupancy");
-                    private(&home).and_then(|()| private(&dir)).map(|()| dir)
+                    private(home).and_then(|()| private(&dir)).map(|()| dir)
                 }
                 None => Err(
                     "no cache directory: neither XDG_CACHE_HOME nor HOME is set (give --cache-dir)"
@@ -56,15 +61,14 @@ impl CacheDir {
                 eprintln!(
                     "warning: {why}; compiling in a private temporary directory instead (removed after this run)"
                 );
-                CacheDir::temporary()
+                CacheDir::temporary(temp_dir)
             }
         }
     }
 
-    /// A new private directory under the system's temporary directory (never one that
+    /// A new private directory under the system's temporary directory `base` (never one that
     /// already exists there).
-    fn temporary() -> Result<CacheDir, UsageError> {
-        let base = std::env::temp_dir();
+    fn temporary(base: &Path) -> Result<CacheDir, CliError> {
         let mut last_error = None;
         for attempt in 0..100 {
             let path = base.join(format!("cargo-occupancy-{}-{attempt}", std::process::id()));
@@ -78,9 +82,9 @@ impl CacheDir {
                 Err(error) => last_error = Some(error),
             }
         }
-        Err(UsageError(format!(
+        Err(CliError::Output(format!(
             "cannot create a private directory to compile in under {} ({}); give --cache-dir",
-            occupancy_build::cli::shown_path(&base),
+            occupancy_build::cli::shown_path(base),
             last_error.map_or_else(String::new, |error| error.to_string())
         )))
     }
@@ -104,17 +108,4 @@ fn create_new_private_dir(dir: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
     builder.create(dir)
-}
-
-/// `$XDG_CACHE_HOME` when absolute, else `$HOME/.cache` (`%LOCALAPPDATA%` on Windows).
-fn user_cache_home() -> Option<PathBuf> {
-    let absolute = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|path| path.is_absolute())
-    };
-    if cfg!(windows) {
-        return absolute("LOCALAPPDATA");
-    }
-    absolute("XDG_CACHE_HOME").or_else(|| absolute("HOME").map(|home| home.join(".cache")))
 }

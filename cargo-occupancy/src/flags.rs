@@ -16,6 +16,25 @@ pub fn smem_bytes(text: &str) -> Result<u64, String> {
     Ok(bytes)
 }
 
+/// Command-line value parser for counts and sizes: a non-negative integer that fits 32 bits.
+pub fn parse_count(text: &str) -> Result<u32, String> {
+    let trimmed = text.trim();
+    if trimmed.starts_with('-')
+        && trimmed[1..].bytes().all(|byte| byte.is_ascii_digit())
+        && trimmed.len() > 1
+    {
+        return Err(format!(
+            "`{text}` is negative; expected a non-negative integer"
+        ));
+    }
+    if trimmed.is_empty() || !trimmed.bytes().all(|byte| byte.is_ascii_digit()) {
+        return Err(format!("`{text}` is not a non-negative integer"));
+    }
+    trimmed
+        .parse()
+        .map_err(|_| format!("`{text}` is larger than {}", u32::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

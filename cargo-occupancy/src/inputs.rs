@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use crate::cmd::report::UsageError;
+use crate::error::CliError;
 
 /// Refuses `path` (named by `what`, e.g. "the ptxas log") unless it can be read to an end.
-pub fn check_input_file(what: &str, path: &Path) -> Result<(), UsageError> {
+pub fn check_input_file(what: &str, path: &Path) -> Result<(), CliError> {
     if path == Path::new("-") {
         return Ok(());
     }
@@ -16,13 +16,13 @@ pub fn check_input_file(what: &str, path: &Path) -> Result<(), UsageError> {
         return Ok(());
     };
     if metadata.is_dir() {
-        return Err(UsageError(format!(
+        return Err(CliError::Input(format!(
             "{what} {} is a directory; name a file",
             occupancy_build::cli::shown_path(path)
         )));
     }
     if is_device(&metadata) {
-        return Err(UsageError(format!(
+        return Err(CliError::Input(format!(
             "{what} {} is a device, not a file (a device's input need not end, as /dev/zero's does not); save the log to a file, or pipe it to `-`",
             occupancy_build::cli::shown_path(path)
         )));
@@ -49,10 +49,10 @@ mod tests {
     #[test]
     fn devices_and_directories_are_refused_files_and_stdin_are_not() {
         let error = check_input_file("the ptxas log", Path::new("/dev/zero")).unwrap_err();
-        assert!(error.0.contains("/dev/zero is a device"), "{error}");
+        assert!(error.message().contains("/dev/zero is a device"), "{error}");
         let error = check_input_file("the ptxas log", Path::new("/")).unwrap_err();
         assert!(
-            error.0.contains("the ptxas log / is a directory"),
+            error.message().contains("the ptxas log / is a directory"),
             "{error}"
         );
         check_input_file("the ptxas log", Path::new("-")).unwrap();

@@ -1,15 +1,27 @@
 //! `cargo occupancy`: a thin shell over `occupancy-core` (and `occupancy-build`'s engine).
-//! Each subcommand lives in `cmd/<name>.rs`; this file only parses the command line and dispatches.
+//! Each subcommand lives in `cmd/<name>.rs`; this file parses the command line, dispatches, and
+//! is the one place that turns a command's result into the exit code (`error.rs` says which).
 
-use clap::{Parser, Subcommand};
+use std::io::Write;
 use std::process::ExitCode;
 
+use clap::{Parser, Subcommand};
+
+use crate::env::Environment;
+use crate::error::{CliError, Outcome};
+
+mod archs;
 mod cache_dir;
 mod cmd;
+mod env;
+mod error;
 mod flags;
+mod format;
 mod inputs;
 mod lines;
 mod outputs;
+mod stdout;
+mod workspace;
 
 /// Cargo invokes `cargo-occupancy occupancy <args>`; a user may also run `cargo-occupancy <args>`.
 #[derive(Parser, Debug)]
@@ -48,7 +60,7 @@ enum Command {
     Report(cmd::report::Args),
 }
 
-/// Exit codes: 0 clean, 1 deny findings / failed checks, 2 usage or tool errors.
+/// Exit codes: 0 clean, 1 deny findings / failed checks, 2 usage or tool errors (`error.rs`).
 fn main() -> ExitCode {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // `cargo occupancy X` runs `cargo-occupancy occupancy X`; drop the repeated subcommand name.
@@ -64,13 +76,32 @@ fn main() -> ExitCode {
         }
     };
     let _ = CargoCli::Occupancy; // documents the cargo calling convention above
-    match cli.command {
-        Command::Calc(args) => cmd::calc::run(args),
-        Command::Arch(args) => cmd::arch::run(args),
-        Command::Sweep(args) => cmd::sweep::run(args),
-        Command::Parse(args) => cmd::parse::run(args),
-        Command::Check(args) => cmd::check::run(args),
-        Command::Explain(args) => cmd::explain::run(args),
-        Command::Report(args) => cmd::report::run(args),
+
+    // The one read of the environment: what the command line leaves to it.
+    let env = Environment::read();
+    let result = match cli.command {
+        Command::Calc(args) => cmd::calc::run(&args, &env),
+        Command::Arch(args) => cmd::arch::run(&args, &env),
+        Command::Sweep(args) => cmd::sweep::run(&args, &env),
+        Command::Parse(args) => cmd::parse::run(&args, &env),
+        Command::Check(args) => cmd::check::run(&args, &env),
+        Command::Explain(args) => cmd::explain::run(&args, &env),
+        Command::Report(args) => cmd::report::run(&args, &env),
+    };
+    exit(result)
+}
+
+/// The exit code of a command's result; prints its error, the one `error: ...` line of a run
+/// that could not do its work. A closed standard output ends the run quietly with 0 (or with
+/// the verdict the command already had: `Outcome::despite_closed_stdout`).
+fn exit(result: Result<Outcome, CliError>) -> ExitCode {
+    match result {
+        Ok(Outcome::Success) | Err(CliError::StdoutClosed) => ExitCode::SUCCESS,
+        Ok(Outcome::ChecksFailed) => ExitCode::from(1),
+        Err(error) => {
+            // Not `eprintln!`, which panics when standard error is closed too.
+            let _ = writeln!(std::io::stderr().lock(), "error: {error}");
+            ExitCode::from(2)
+        }
     }
 }

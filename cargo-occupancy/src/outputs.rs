@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cmd::report::UsageError;
+use crate::error::CliError;
 
 /// One output the command will write: the flag it came from and the path as given.
 #[derive(Debug, Clone, Copy)]
@@ -26,7 +26,7 @@ pub struct Output<'a> {
 
 /// Refuses, before any work, every output that would replace or write into an input, or that
 /// cannot be written; names the flag, the output and the input.
-pub fn check_outputs(outputs: &[Output<'_>], inputs: &[&Path]) -> Result<(), UsageError> {
+pub fn check_outputs(outputs: &[Output<'_>], inputs: &[&Path]) -> Result<(), CliError> {
     let inputs: Vec<(&Path, PathBuf)> = inputs
         .iter()
         .filter_map(|input| Some((*input, std::fs::canonicalize(input).ok()?)))
@@ -35,7 +35,7 @@ pub fn check_outputs(outputs: &[Output<'_>], inputs: &[&Path]) -> Result<(), Usa
         let resolved = resolve_output(output)?;
         for (given, input) in &inputs {
             if let Some(relation) = overlap(&resolved, output, input) {
-                return Err(UsageError(format!(
+                return Err(CliError::Usage(format!(
                     "{} {} {relation} {}: outputs never replace inputs; write it somewhere else",
                     output.flag,
                     occupancy_build::cli::shown_path(output.path),
@@ -85,12 +85,12 @@ fn same_file(_left: &Path, _right: &Path) -> bool {
 
 /// The absolute path the output will have: canonical when it exists (through symlinks), else
 /// its canonical parent joined with its file name.
-fn resolve_output(output: &Output<'_>) -> Result<PathBuf, UsageError> {
+fn resolve_output(output: &Output<'_>) -> Result<PathBuf, CliError> {
     if let Ok(canonical) = std::fs::canonicalize(output.path) {
         return Ok(canonical);
     }
     let file_name = output.path.file_name().ok_or_else(|| {
-        UsageError(format!(
+        CliError::Usage(format!(
             "{} {}: name a file, not a directory",
             output.flag,
             occupancy_build::cli::shown_path(output.path)
@@ -98,7 +98,7 @@ fn resolve_output(output: &Output<'_>) -> Result<PathBuf, UsageError> {
     })?;
     let parent = parent_dir(output.path);
     let parent = std::fs::canonicalize(parent).map_err(|error| {
-        UsageError(format!(
+        CliError::Usage(format!(
             "{} {}: its directory {} cannot be used ({error}); create it or choose another path",
             output.flag,
             occupancy_build::cli::shown_path(output.path),
@@ -119,35 +119,36 @@ fn parent_dir(path: &Path) -> &Path {
 /// A file output must be one the writer takes (not a directory, not a link into a missing
 /// directory), and the directory of the file it replaces must take a new file; a FIFO or a
 /// device is written in place and needs neither.
-fn check_writable_file(output: &Output<'_>, resolved: &Path) -> Result<(), UsageError> {
+fn check_writable_file(output: &Output<'_>, resolved: &Path) -> Result<(), CliError> {
     if resolved.is_dir() {
-        return Err(UsageError(format!(
+        return Err(CliError::Usage(format!(
             "{} {} is a directory: name the file to write",
             output.flag,
             occupancy_build::cli::shown_path(output.path)
         )));
     }
     occupancy_build::cli::check_writable(output.path)
-        .map_err(|error| write_error(output.flag, output.path, error))
+        .map_err(|error| CliError::Usage(write_error(output.flag, output.path, error)))
 }
 
 /// Writes `bytes` to `path` with the build's writer: atomically where `path` is (or links to) a
 /// regular file, in place into a FIFO or device.
-pub fn write_atomically(flag: &str, path: &Path, bytes: &[u8]) -> Result<(), UsageError> {
-    occupancy_build::cli::write_atomic(path, bytes).map_err(|error| write_error(flag, path, error))
+pub fn write_atomically(flag: &str, path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    occupancy_build::cli::write_atomic(path, bytes)
+        .map_err(|error| CliError::Output(write_error(flag, path, error)))
 }
 
 /// The writer's error as the CLI says it: the flag, the path, and why.
-fn write_error(flag: &str, path: &Path, error: occupancy_build::Error) -> UsageError {
+fn write_error(flag: &str, path: &Path, error: occupancy_build::Error) -> String {
     let why = match error {
         occupancy_build::Error::Unwritable { reason, .. } => reason,
         occupancy_build::Error::Io { error, .. } => format!("cannot write it: {error}"),
         other => other.to_string(),
     };
-    UsageError(format!(
+    format!(
         "{flag} {}: {why}; choose another path",
         occupancy_build::cli::shown_path(path)
-    ))
+    )
 }
 
 #[cfg(test)]
@@ -188,7 +189,8 @@ mod tests {
         ] {
             let error = check_outputs(&[html(&spelling)], &[&input]).unwrap_err();
             assert!(
-                error.0.contains("would replace the input") && error.0.contains("victim.cu"),
+                error.message().contains("would replace the input")
+                    && error.message().contains("victim.cu"),
                 "{spelling:?}: {error}"
             );
         }
@@ -204,7 +206,10 @@ mod tests {
         let inputs_dir = dir.join("cu");
         let inside = dir.join("cu/report.html");
         let error = check_outputs(&[html(&inside)], &[&inputs_dir]).unwrap_err();
-        assert!(error.0.contains("is inside the input directory"), "{error}");
+        assert!(
+            error.message().contains("is inside the input directory"),
+            "{error}"
+        );
         let cache = Output {
             flag: "--cache-dir",
             path: &dir,
@@ -212,7 +217,7 @@ mod tests {
         };
         let error = check_outputs(&[cache], &[&dir.join("cu/victim.cu")]).unwrap_err();
         assert!(
-            error.0.contains("--cache-dir") && error.0.contains("holds the input"),
+            error.message().contains("--cache-dir") && error.message().contains("holds the input"),
             "{error}"
         );
         let elsewhere = dir.join("report.html");
@@ -224,11 +229,11 @@ mod tests {
         let dir = scratch("unwritable");
         let error = check_outputs(&[html(&dir.join("missing/report.html"))], &[]).unwrap_err();
         assert!(
-            error.0.contains("create it or choose another path"),
+            error.message().contains("create it or choose another path"),
             "{error}"
         );
         let error = check_outputs(&[html(&dir.join("cu"))], &[]).unwrap_err();
-        assert!(error.0.contains("is a directory"), "{error}");
+        assert!(error.message().contains("is a directory"), "{error}");
     }
 
     #[test]

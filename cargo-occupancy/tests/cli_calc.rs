@@ -151,95 +151,97 @@ fn shared_memory_past_4_gib_is_exact_and_says_by_how_much_it_is_over() {
     assert_eq!(json_lines(&batch)[0], answer);
 }
 
+/// Bad command lines, and a piece of the message each must print.
+const BAD_INPUT: &[(&[&str], &str)] = &[
+    (
+        &["calc", "--arch", "sm_91", "--block", "256"],
+        "unknown architecture `sm_91`; known: sm_50",
+    ),
+    (&["calc", "--arch", "sm_90", "--block", "-5"], "negative"),
+    (
+        &["calc", "--arch", "sm_90", "--block", "abc"],
+        "not a non-negative integer",
+    ),
+    (
+        &[
+            "calc",
+            "--arch",
+            "sm_90",
+            "--block",
+            "64",
+            "--registers",
+            "1e3",
+        ],
+        "not a non-negative integer",
+    ),
+    (
+        &[
+            "calc",
+            "--arch",
+            "sm_90",
+            "--block",
+            "64",
+            "--static-smem",
+            "99999999999",
+        ],
+        "larger than",
+    ),
+    (
+        &[
+            "calc",
+            "--arch",
+            "sm_90",
+            "--block",
+            "64",
+            "--carveout",
+            "150",
+        ],
+        "carveout",
+    ),
+    (&["calc", "--block", "64"], "--arch"),
+    (
+        &["calc", "--gpu", "h900", "--block", "64"],
+        "unknown GPU preset `h900`",
+    ),
+    (
+        &["calc", "--gpu", "a100", "--arch", "sm_90", "--block", "64"],
+        "drop one",
+    ),
+    (&["calc", "--arch", "sm_90"], "--block"),
+    (
+        &[
+            "calc",
+            "--arch",
+            "sm_90",
+            "--batch",
+            "/nonexistent/batch.jsonl",
+        ],
+        "cannot read batch file",
+    ),
+    (
+        &["sweep", "--arch", "sm_90", "--block", "5..=1"],
+        "empty range",
+    ),
+    (&["sweep", "--arch", "sm_90", "--block", "0..=4:0"], "step"),
+    (
+        &[
+            "sweep",
+            "--arch",
+            "sm_90",
+            "--static-smem",
+            "0..=4000000000",
+            "--dynamic-smem",
+            "0..=4000000000",
+            "--summary",
+        ],
+        "sweep too large",
+    ),
+    (&["arch", "gfx90a"], "unknown architecture"),
+];
+
 #[test]
 fn bad_input_exits_2_with_a_clear_message() {
-    let cases: &[(&[&str], &str)] = &[
-        (
-            &["calc", "--arch", "sm_91", "--block", "256"],
-            "unknown architecture `sm_91`; known: sm_50",
-        ),
-        (&["calc", "--arch", "sm_90", "--block", "-5"], "negative"),
-        (
-            &["calc", "--arch", "sm_90", "--block", "abc"],
-            "not a non-negative integer",
-        ),
-        (
-            &[
-                "calc",
-                "--arch",
-                "sm_90",
-                "--block",
-                "64",
-                "--registers",
-                "1e3",
-            ],
-            "not a non-negative integer",
-        ),
-        (
-            &[
-                "calc",
-                "--arch",
-                "sm_90",
-                "--block",
-                "64",
-                "--static-smem",
-                "99999999999",
-            ],
-            "larger than",
-        ),
-        (
-            &[
-                "calc",
-                "--arch",
-                "sm_90",
-                "--block",
-                "64",
-                "--carveout",
-                "150",
-            ],
-            "carveout",
-        ),
-        (&["calc", "--block", "64"], "--arch"),
-        (
-            &["calc", "--gpu", "h900", "--block", "64"],
-            "unknown GPU preset `h900`",
-        ),
-        (
-            &["calc", "--gpu", "a100", "--arch", "sm_90", "--block", "64"],
-            "drop one",
-        ),
-        (&["calc", "--arch", "sm_90"], "--block"),
-        (
-            &[
-                "calc",
-                "--arch",
-                "sm_90",
-                "--batch",
-                "/nonexistent/batch.jsonl",
-            ],
-            "cannot read batch file",
-        ),
-        (
-            &["sweep", "--arch", "sm_90", "--block", "5..=1"],
-            "empty range",
-        ),
-        (&["sweep", "--arch", "sm_90", "--block", "0..=4:0"], "step"),
-        (
-            &[
-                "sweep",
-                "--arch",
-                "sm_90",
-                "--static-smem",
-                "0..=4000000000",
-                "--dynamic-smem",
-                "0..=4000000000",
-                "--summary",
-            ],
-            "sweep too large",
-        ),
-        (&["arch", "gfx90a"], "unknown architecture"),
-    ];
-    for (args, message) in cases {
+    for (args, message) in BAD_INPUT {
         let output = run(args);
         let error = stderr(&output);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {error}");

@@ -291,7 +291,7 @@ fn a_source_saved_during_its_compile_is_not_cached_under_its_new_text() {
     std::fs::write(&source, format!("#define TILE 128\n{CONFIGURED}")).unwrap();
     std::fs::write(&saved, format!("#define TILE 256\n{CONFIGURED}")).unwrap();
     let log = dir.join("nvcc.log");
-    let real_nvcc = std::env::var_os("NVCC").expect("scripts/setup-cuda.sh --env sets NVCC");
+    let real_nvcc = real_nvcc();
     // Written once: the toolkit's identity (nvcc's size and time) is part of the cache slot.
     let nvcc = editing_nvcc(&dir);
     let run = |edit: bool| {
@@ -383,10 +383,7 @@ fn check_counting(dir: &Path, extra: &[&std::ffi::OsStr]) -> (Output, usize) {
         .env("XDG_CACHE_HOME", dir.join("xdg"))
         .env("TMPDIR", dir.join("tmp"))
         .env("NVCC", &nvcc)
-        .env(
-            "OCCUPANCY_TEST_REAL_NVCC",
-            std::env::var_os("NVCC").unwrap(),
-        )
+        .env("OCCUPANCY_TEST_REAL_NVCC", real_nvcc())
         .env("OCCUPANCY_TEST_NVCC_LOG", &log)
         .output()
         .unwrap();
@@ -526,4 +523,11 @@ fn an_entry_another_user_planted_is_compiled_again() {
     assert_configured(&again, 128, "after");
     assert_eq!(compiles, 0, "{}", stderr(&again));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The real nvcc, which the test's stand-in runs: `$NVCC` of the environment the test runs in
+/// (a test may read it; the CLI reads its environment in env.rs alone).
+#[allow(clippy::disallowed_methods)]
+fn real_nvcc() -> std::ffi::OsString {
+    std::env::var_os("NVCC").expect("scripts/setup-cuda.sh --env sets NVCC")
 }

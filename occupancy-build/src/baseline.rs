@@ -50,12 +50,11 @@ use crate::Error;
 pub(crate) mod changes;
 mod compare;
 pub(crate) mod read;
+pub(crate) mod schema;
 
 pub use compare::{compare, KernelAt};
 pub use read::{parse, ParseError, Parsed};
-
-/// The schema this version writes (it reads 1 too).
-pub const SCHEMA_VERSION: u32 = 2;
+pub use schema::SCHEMA_VERSION;
 
 /// The baseline file's contents.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -486,11 +485,11 @@ pub(crate) struct Compared {
 
 /// The product's kernels and how they were declared, which its baseline findings are leveled by.
 #[derive(Clone, Copy)]
-struct Judged<'a> {
-    kernels: &'a [CompiledKernel<'a>],
-    matching: &'a Matching,
-    declarations: &'a Declarations,
-    levels: &'a Levels,
+pub(crate) struct Judged<'a> {
+    pub(crate) kernels: &'a [CompiledKernel<'a>],
+    pub(crate) matching: &'a Matching,
+    pub(crate) declarations: &'a Declarations,
+    pub(crate) levels: &'a Levels,
 }
 
 impl BaselineFile {
@@ -538,30 +537,23 @@ impl BaselineFile {
     /// bless.
     pub(crate) fn compare_or_stamp(
         &self,
-        inputs: &crate::evaluate::EvaluateInputs<'_>,
+        context: &Context,
+        toolchain: &Toolchain,
+        judged: &Judged<'_>,
         report: &Report,
-        kernels: &[CompiledKernel<'_>],
-        matching: &Matching,
         cargo: &mut CargoLines,
     ) -> Compared {
-        let context = inputs.context;
         if !context.bless && self.baseline.is_none() {
             return Compared::default();
         }
-        let stamp = ToolchainStamp::of(&context.stamped_flags, inputs.toolchain);
+        let stamp = ToolchainStamp::of(&context.stamped_flags, toolchain);
         if context.bless {
             return Compared {
                 bless_stamp: Some(stamp),
                 ..Compared::default()
             };
         }
-        let judged = Judged {
-            kernels,
-            matching,
-            declarations: inputs.declarations,
-            levels: inputs.levels,
-        };
-        let (found, toolchain_changes) = self.compare(context, report, &stamp, &judged, cargo);
+        let (found, toolchain_changes) = self.compare(context, report, &stamp, judged, cargo);
         Compared {
             found,
             toolchain_changes,

@@ -234,7 +234,7 @@ pub enum Error {
     #[error(
         "occupancy-build: the baseline {} has schema_version {schema_version}; this occupancy-build reads schema 1 and 2 and writes 2. {}",
         crate::fsutil::shown_path(path),
-        schema_hint(*schema_version)
+        crate::baseline::schema::unsupported_hint(*schema_version)
     )]
     UnsupportedBaselineSchema { path: PathBuf, schema_version: u32 },
     /// `[package.metadata.occupancy]` / `[workspace.metadata.occupancy]` could not be read or
@@ -307,16 +307,6 @@ fn not_built<'a>(declared: &'a BTreeSet<String>, built: &[String]) -> Vec<&'a St
         .iter()
         .filter(|arch| !built.contains(arch))
         .collect()
-}
-
-/// What to do with a lock of another schema: a newer one is read by the occupancy-build that
-/// wrote it; regenerating it forgets its numbers.
-fn schema_hint(schema_version: u32) -> &'static str {
-    if schema_version > crate::baseline::SCHEMA_VERSION {
-        "A newer occupancy-build wrote it: build with that version (update `occupancy-build` in Cargo.toml), or, to stay on this one, remove the file and regenerate it with `OCCUPANCY_BLESS=1 cargo build` (its numbers are then forgotten)"
-    } else {
-        "No occupancy-build writes that schema: restore the committed file, or remove it and regenerate it with `OCCUPANCY_BLESS=1 cargo build` (its numbers are then forgotten)"
-    }
 }
 
 /// `: did you mean ...?` when names are close, else how many kernels there are.

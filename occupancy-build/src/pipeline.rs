@@ -10,7 +10,7 @@ use std::path::Path;
 
 use std::path::PathBuf;
 
-use crate::baseline::BaselineFile;
+use crate::baseline::{BaselineFile, Judged};
 use crate::bounds_notes::DefinedBounds;
 use crate::cargo_lines::CargoLines;
 use crate::compile::{self, CompiledSource, Product};
@@ -154,7 +154,13 @@ fn evaluate_product(
     };
     let (mut gathered, rows) = evaluate::evaluate_kernels(&inputs, &kernels, &matching)?;
     report.kernels = rows;
-    let compared = baseline.compare_or_stamp(&inputs, &report, &kernels, &matching, cargo);
+    let judged = Judged {
+        kernels: &kernels,
+        matching: &matching,
+        declarations,
+        levels: &levels,
+    };
+    let compared = baseline.compare_or_stamp(context, toolchain, &judged, &report, cargo);
     gathered.extend(compared.found);
     let fulfilled = crate::expectations::settle(declarations, &mut gathered);
     evaluate::accept_frames_of_accepted_spills(&mut gathered, &report);

@@ -26,10 +26,10 @@ use crate::parse::CompiledKernel;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use occupancy_core::lint::evaluate::Finding;
+use occupancy_core::lint::evaluate::{evaluate_sass, hottest_spill_note, Finding, SassLintInputs};
 use occupancy_core::lint::LintId;
 use occupancy_core::report::KernelRow;
-use occupancy_core::sass::{self, SassFacts};
+use occupancy_core::sass::SassFacts;
 
 use crate::compile::CompiledSource;
 use crate::disassemble::{Disassembler, Wanted};
@@ -545,7 +545,7 @@ impl SassEvidence {
         let Some(facts) = &row.sass else {
             return Vec::new();
         };
-        sass::evaluate_sass(&sass::SassLintInputs {
+        evaluate_sass(&SassLintInputs {
             facts,
             kernel: row.display_name(),
             arch: &row.arch,
@@ -562,7 +562,7 @@ pub fn note_hottest_spill<'a>(finding: &mut Finding, rows: impl Iterator<Item = 
     let facts = rows
         .filter(|row| finding.arch.as_deref().is_none_or(|arch| arch == row.arch))
         .find_map(|row| row.sass.as_ref());
-    if let Some(note) = facts.and_then(sass::hottest_spill_note) {
+    if let Some(note) = facts.and_then(hottest_spill_note) {
         finding.notes.push(note);
     }
 }
@@ -692,7 +692,7 @@ mod tests {
     fn only_operations_in_a_kernels_code_trigger_it() {
         let ptx = ".extern .func (.param .b32 r) vprintf\n.func helper()\n{\n\tadd.f64 %fd1, %fd2, %fd3;\n\tret;\n}\n.visible .entry saxpy(\n)\n{\n\tfma.rn.f32 %f1, %f2, %f3, %f4;\n\tret; // call me\n}\n.visible .entry caller(\n)\n{\n\tcall.uni helper, ();\n\tret;\n}\n.entry _Z6doublev()\n{\n\tadd.f64 %fd1, %fd2, %fd3;\n\tdiv.rn.f32 %f1, %f2, %f3;\n}\n";
         let names = |ops: &[&str]| -> Vec<String> {
-            sass::ptx_entries_with_operations(ptx, ops)
+            occupancy_core::sass::ptx_entries_with_operations(ptx, ops)
                 .into_iter()
                 .collect()
         };

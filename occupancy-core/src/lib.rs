@@ -42,7 +42,7 @@
 //! - [`lint::LintId`]: one lint (`spills`, `low_occupancy`, ...); [`lint::Level`]: allow, warn or
 //!   deny (`occupancy-model`'s; also `occupancy::LintLevel`, the same).
 //! - [`lint::Lint`]: one lint's declaration (its id, default level, documentation and
-//!   [`lint::Check`], the function that finds it); every one in [`lint::LINTS`].
+//!   [`lint::Check`], the function that finds it), [`lint::LintId::lint`].
 //! - [`lint::evaluate::Finding`]: one lint's result before a level is attached
 //!   (also `report::Finding`, the same with its level, crate and location).
 //! - [`report::Report`]: everything one build or check found, the schema of every JSON report.
@@ -53,6 +53,46 @@
 //!
 //! This crate performs no I/O of its own: callers hand it text and get values back. Driving
 //! nvcc, reading files and printing belong to `occupancy-build` and `cargo-occupancy`.
+//!
+//! # What it promises
+//!
+//! The public API is the list below and nothing else: an item that `occupancy-build`,
+//! `cargo-occupancy`, `occupancy-macros`, the test crates and the benches do not name is
+//! `pub(crate)` (`scripts/public-api.py` counts what is left). A module not listed here is
+//! private to the crate.
+//!
+//! - [`arch`]: the facts table ([`arch::ArchFacts`], [`arch::all`], [`arch::lookup`],
+//!   [`arch::known_names`]), its grammar ([`arch::Arch`], [`arch::Variant`],
+//!   [`arch::UnknownArch`]) and the GPU presets ([`arch::GpuPreset`], [`arch::preset`],
+//!   [`arch::presets`], [`arch::UnknownPreset`]).
+//! - [`calc`]: the calculator: [`calc::occupancy`] and its parts ([`calc::resources`],
+//!   [`calc::blocks_per_sm`], [`calc::warps_per_block`], [`calc::registers_per_warp`],
+//!   [`calc::smem_limit_per_block`], [`calc::available_dynamic_smem_per_block`],
+//!   [`calc::resolved_max_dynamic_smem`], [`calc::headroom`],
+//!   [`calc::max_potential_block_size`], [`calc::write_zero_block_reason`]), their types, and
+//!   [`calc::sweep`] (many launches at once).
+//! - [`facts`]: the facts file the build writes for the `#[occupancy::kernel]` macro.
+//! - [`lint`]: the lint ids, levels and declarations ([`lint::LintId`], [`lint::Level`],
+//!   [`lint::Lint`], [`lint::Check`]), `docs/lints.md` ([`lint::render_lints_markdown`]), name
+//!   suggestions ([`lint::did_you_mean`], [`lint::closest_names`]), and [`lint::evaluate`]: the
+//!   checks a build runs ([`lint::evaluate::check_kernel`], [`lint::evaluate::evaluate_sass`],
+//!   the whole-build checks), their [`lint::evaluate::Finding`]s and how those are leveled and
+//!   summarized.
+//! - [`ptxas`]: reading ptxas and nvcc logs ([`ptxas::parse_log`], [`ptxas::LogParser`]),
+//!   cuobjdump's resource usage, PTX directives and line info, [`ptxas::subset_ptx`] and
+//!   [`ptxas::demangle`].
+//! - [`report`]: the report ([`report::Report`], [`report::KernelRow`], [`report::Finding`], ...),
+//!   its JSON, text, Markdown, HTML and SARIF renderings, queries over it ([`report::Query`],
+//!   [`report::RowIndex`], [`report::FindingIndex`]), its digest ([`report::ReportDigest`]),
+//!   the occupancy curves a row carries ([`report::Curve`]) and [`report::explain`].
+//! - [`sass`]: the machine-code facts of a kernel ([`sass::analyze`], [`sass::SassFacts`] and the
+//!   types of its fields), the disassembly it reads ([`sass::parse_nvdisasm`]), PTX operation
+//!   searches, [`sass::FunctionSymbols`] and [`sass::raw`] (a cubin's code and line table).
+//! - [`spec`]: the declaration grammar (`#[occupancy::kernel(...)]`), [`spec::KernelSpec`] and,
+//!   with the `spec` feature, finding declarations in Rust source.
+
+// Tests may be long: a table of cases reads best in one function.
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 
 pub mod arch;
 pub mod calc;

@@ -4,7 +4,7 @@
 //! bad, an example, the fix) and names its check, the function that finds it ([`Check`]). The
 //! id's spelling in attributes, config keys, JSON and the environment, `docs/lints.md`
 //! ([`render_lints_markdown`], a test fails when the committed file drifts), the SARIF rules
-//! and which checks [`evaluate`] runs where are all read from the declaration ([`LINTS`]).
+//! and which checks [`evaluate`] runs where are all read from the declaration (`LINTS`).
 //!
 //! Users set levels in clippy's words, most specific wins:
 //!
@@ -16,8 +16,8 @@
 //!
 //! The checks live beside this file: [`evaluate`] runs them and levels their findings;
 //! `launch`, `bounds` and `cliff` check a launch on an architecture, `kernels`, `baseline` and
-//! `expectation` make the findings the build decides on, and [`crate::sass::lints`] checks the
-//! machine code.
+//! `expectation` make the findings the build decides on, and `sass` checks the machine code
+//! ([`crate::sass`]'s facts).
 
 #[macro_use]
 mod registry;
@@ -28,25 +28,23 @@ mod cliff;
 mod docs;
 pub mod evaluate;
 mod expectation;
+mod finding;
 mod id;
 mod kernels;
 mod launch;
 mod level;
 mod names;
+mod sass;
 mod summary;
 
 pub use docs::render_lints_markdown;
-pub use id::UnknownLint;
+pub use id::{LintId, UnknownLint};
 pub use level::{Level, UnknownLevel};
-pub use names::{closest_names, did_you_mean, edit_distance};
+pub use names::{closest_names, did_you_mean};
 pub use registry::{Check, Lint};
 
-use crate::sass;
-
 declare_lints! {
-    /// Spill bytes above the declared `max_spill_bytes` (default 0).
     Spills {
-        name: "spills",
         default_level: Deny,
         summary: "ptxas spilled registers to local memory: spill bytes above the declared `max_spill_bytes` (default 0).",
         phrase: ("spills registers to local memory", "spill registers to local memory"),
@@ -55,9 +53,7 @@ declare_lints! {
         fix: "Lower `min_blocks_per_sm` (the diagnostic names the largest value that keeps the kernel spill-free), raise `max_registers`, reduce live values in the kernel, or accept the spills with `max_spill_bytes = N`.",
         check: Check::OnArch { run: launch::spills, undeclared: true },
     }
-    /// Theoretical occupancy below the declared `min_occupancy`.
     LowOccupancy {
-        name: "low_occupancy",
         default_level: Deny,
         summary: "Theoretical occupancy on some target architecture is below the declared `min_occupancy`.",
         phrase: ("is below its declared occupancy", "are below their declared occupancy"),
@@ -66,9 +62,7 @@ declare_lints! {
         fix: "Reduce registers (`min_blocks_per_sm` or `max_registers`), shared memory or block size; or lower `min_occupancy`, or `expect(low_occupancy, reason = \"...\")` when low occupancy is deliberate (register tiling).",
         check: Check::OnArch { run: launch::low_occupancy, undeclared: false },
     }
-    /// More registers per thread than the declared `max_registers_per_thread`.
     TooManyRegisters {
-        name: "too_many_registers",
         default_level: Deny,
         summary: "The kernel uses more registers per thread than the declared `max_registers_per_thread`.",
         phrase: ("uses more registers than declared", "use more registers than declared"),
@@ -77,9 +71,7 @@ declare_lints! {
         fix: "Reduce live values, cap registers at compile time with `max_registers = N` (ptxas may spill), raise `max_registers_per_thread`, or `allow(too_many_registers)`.",
         check: Check::OnArch { run: launch::too_many_registers, undeclared: false },
     }
-    /// The declared launch cannot start on an architecture.
     Unlaunchable {
-        name: "unlaunchable",
         default_level: Deny,
         summary: "The declared launch cannot start on some target architecture.",
         phrase: ("cannot start at its launch", "cannot start at their launch"),
@@ -88,9 +80,7 @@ declare_lints! {
         fix: "Make the block smaller, cap registers with `min_blocks_per_sm` or `max_registers`, or lower `dynamic_smem`; or drop the architecture from `archs`.",
         check: Check::OnArch { run: bounds::unlaunchable, undeclared: true },
     }
-    /// The kernel was not compiled with the declared launch bounds.
     BoundsMismatch {
-        name: "bounds_mismatch",
         default_level: Deny,
         summary: "The compiled kernel's launch bounds (`.maxntid`, `.minnctapersm`, `.maxnreg`) differ from the declaration.",
         phrase: ("was not compiled with its declared bounds", "were not compiled with their declared bounds"),
@@ -99,9 +89,7 @@ declare_lints! {
         fix: "Take the bounds from the declaration: `__launch_bounds__(OCCUPANCY_BOUNDS_<kernel>)` from the generated `occupancy_bounds.h`, or edit one side to match the other.",
         check: Check::OnArch { run: bounds::bounds_mismatch, undeclared: false },
     }
-    /// A declared kernel is not in any compiled output.
     MissingKernel {
-        name: "missing_kernel",
         default_level: Deny,
         summary: "A declared kernel was not found in any compiled output.",
         phrase: ("is not compiled", "are not compiled"),
@@ -110,9 +98,7 @@ declare_lints! {
         fix: "Set `name = \"...\"` to the compiled symbol (the mangled name for C++ kernels), declare the kernel `extern \"C\"`, or add its file to the builder.",
         check: Check::Matching { kernel: kernels::missing_kernel, family: kernels::family_matches_nothing },
     }
-    /// Stack frame above the declared `max_stack_bytes` (or any stack when none is declared).
     StackFrame {
-        name: "stack_frame",
         default_level: Warn,
         summary: "The kernel's stack frame is above the declared `max_stack_bytes` (any stack when none is declared).",
         phrase: ("has a stack frame", "have a stack frame"),
@@ -121,9 +107,7 @@ declare_lints! {
         fix: "Inline the callee (`__forceinline__`), keep arrays indexed by constants so they stay in registers, or declare `max_stack_bytes = N`.",
         check: Check::OnArch { run: launch::stack_frame, undeclared: true },
     }
-    /// The kernel uses local memory (arrays indexed at run time, large structs).
     LocalMemory {
-        name: "local_memory",
         default_level: Warn,
         summary: "The kernel uses local memory (`ld.local`/`st.local`) beyond register spills.",
         phrase: ("uses local memory", "use local memory"),
@@ -132,9 +116,7 @@ declare_lints! {
         fix: "Index local arrays with compile-time constants (unrolled loops), use shared memory for per-block scratch, or `allow(local_memory)`.",
         check: Check::OnArch { run: launch::local_memory, undeclared: false },
     }
-    /// A few registers or bytes more would cost a resident block.
     OccupancyCliff {
-        name: "occupancy_cliff",
         default_level: Warn,
         summary: "A few more registers or bytes of shared memory would cost a resident block on some architecture.",
         phrase: ("is a few registers from losing a block", "are a few registers from losing a block"),
@@ -143,9 +125,7 @@ declare_lints! {
         fix: "Leave it as a warning to watch, cap registers at the current value (`max_registers = 64`), or `allow(occupancy_cliff)`.",
         check: Check::OnArch { run: cliff::occupancy_cliff, undeclared: false },
     }
-    /// The declared block is not a multiple of the warp size (32 threads).
     PartialWarp {
-        name: "partial_warp",
         default_level: Warn,
         summary: "The declared block is not a multiple of the warp size (32 threads).",
         phrase: ("is launched with a partial warp", "are launched with a partial warp"),
@@ -154,9 +134,7 @@ declare_lints! {
         fix: "Round the block up to a multiple of 32 and guard the extra threads with a bounds check, or `allow(partial_warp)`.",
         check: Check::Launch { run: launch::partial_warp, undeclared: false },
     }
-    /// A compiled kernel has no `#[occupancy::kernel]` declaration.
     UndeclaredKernel {
-        name: "undeclared_kernel",
         default_level: Allow,
         summary: "A compiled kernel has no `#[occupancy::kernel]` declaration.",
         phrase: ("is compiled without a declaration", "are compiled without a declaration"),
@@ -165,9 +143,7 @@ declare_lints! {
         fix: "Declare it next to its Rust stub with `#[occupancy::kernel(...)]` (one `family = \"prefix_*\"` declaration covers a macro-generated family), or leave this lint at its default `allow`.",
         check: Check::Undeclared(kernels::undeclared_kernel),
     }
-    /// Worse than the committed baseline.
     Regression {
-        name: "regression",
         default_level: Deny,
         summary: "A kernel is worse than the committed baseline (`occupancy.lock`): more registers, spills or stack, or lower occupancy.",
         phrase: ("is worse than the baseline", "are worse than the baseline"),
@@ -176,10 +152,7 @@ declare_lints! {
         fix: "Fix the kernel, or accept the new numbers with `OCCUPANCY_BLESS=1 cargo build` (or `cargo occupancy bless`) and commit the updated baseline.",
         check: Check::Worse(baseline::regression),
     }
-    /// Better than, or otherwise different from, the committed baseline: it no longer says
-    /// what the code compiles to.
     BaselineStale {
-        name: "baseline_stale",
         default_level: Warn,
         summary: "The committed baseline (`occupancy.lock`) no longer equals what the code compiles to: a kernel got better, is new or gone, or the toolchain changed.",
         phrase: ("differs from the baseline", "differ from the baseline"),
@@ -188,9 +161,7 @@ declare_lints! {
         fix: "Run `OCCUPANCY_BLESS=1 cargo build` and commit the baseline with the change; in CI set `baseline_stale = \"deny\"` (or `OCCUPANCY_LINT_BASELINE_STALE=deny`) so the committed file always matches.",
         check: Check::Stale(baseline::baseline_stale),
     }
-    /// An `expect(...)` in a declaration whose finding no longer occurs.
     UnfulfilledExpectation {
-        name: "unfulfilled_expectation",
         default_level: Deny,
         summary: "A declaration expects a finding (`expect(spills, reason = \"...\")`) that no longer occurs.",
         phrase: ("has an unfulfilled expectation", "have an unfulfilled expectation"),
@@ -199,77 +170,66 @@ declare_lints! {
         fix: "Remove the `expect(...)` from the declaration (the finding is gone), or keep it as `allow(...)` if the exception should stay without being checked.",
         check: Check::Expectation(expectation::unfulfilled_expectation),
     }
-    /// Spill loads or stores inside a loop of the kernel's machine code (SASS).
     SpillInLoop {
-        name: "spill_in_loop",
         default_level: Deny,
         summary: "Spill loads or stores sit inside a loop of the kernel's machine code (SASS), at the source lines named.",
         phrase: ("spills inside a loop", "spill inside a loop"),
         why_bad: "A spill inside a loop is a local-memory round trip on every iteration, which is where spills cost time; a spill outside loops runs once and stays with `spills` at its own level.",
         example: "A loop that updates 48 accumulators under `__launch_bounds__(256, 8)` (32 registers): ptxas spills some of them and reloads them in the loop body on every iteration.",
         fix: "Give the loop more registers (lower `min_blocks_per_sm`, raise `max_registers`, move `setmaxnreg` budget to the warps that run the loop), keep fewer values live across the loop at the line named, or `allow(spill_in_loop)` when the loop is cold.",
-        check: Check::Sass { run: sass::lints::spill_in_loop, undeclared: true },
+        check: Check::Sass { run: sass::spill_in_loop, undeclared: true },
     }
-    /// A local array indexed at run time (local memory at a computed address in the SASS).
     LocalArray {
-        name: "local_array",
         default_level: Warn,
         summary: "A local array is indexed at run time: the SASS reads or writes local memory at a computed address, at the line named.",
         phrase: ("indexes a local array at run time", "index a local array at run time"),
         why_bad: "An array indexed by a value the compiler cannot resolve cannot live in registers; every access is a local-memory access, often inside the loop that computes the index.",
         example: "`float table[32]; ... sum += table[index[i] & 31];`: ptxas places `table` in local memory and each lookup is an `LDL`.",
         fix: "Index with compile-time constants (unroll the loop), use shared memory for tables, select with a switch or shuffles, or `allow(local_array)`.",
-        check: Check::Sass { run: sass::lints::local_array, undeclared: false },
+        check: Check::Sass { run: sass::local_array, undeclared: false },
     }
-    /// A `setmaxnreg` ptxas dropped (warning C7508, or no `USETMAXREG` in the SASS).
     SetmaxnregIgnored {
-        name: "setmaxnreg_ignored",
         default_level: Deny,
         summary: "ptxas dropped a `setmaxnreg`: it warned C7508 (register count at entry unknown), or the PTX has `setmaxnreg` and the SASS has no `USETMAXREG`.",
         phrase: ("has a `setmaxnreg` ptxas ignored", "have a `setmaxnreg` ptxas ignored"),
         why_bad: "Warp-specialised kernels rely on `setmaxnreg` to give consumer warps more registers; ignored, every warp keeps the entry count, and the consumers spill or the budget plan silently does nothing.",
         example: "`setmaxnreg.inc.sync.aligned.u32 240;` in a kernel without `__launch_bounds__`: ptxas prints `(C7508) ... 'setmaxnreg' ignored` and emits no `USETMAXREG`.",
         fix: "Give the kernel launch bounds with a maximum block size (`__launch_bounds__(OCCUPANCY_BOUNDS_<kernel>)` from the declaration, or `__launch_bounds__(384, 1)`), so ptxas knows the register count at entry.",
-        check: Check::Sass { run: sass::lints::setmaxnreg_ignored, undeclared: true },
+        check: Check::Sass { run: sass::setmaxnreg_ignored, undeclared: true },
     }
-    /// Warp-specialised `setmaxnreg` budgets that exceed the block's register allocation.
     SetmaxnregBudget {
-        name: "setmaxnreg_budget",
         default_level: Deny,
         summary: "The kernel's warp-specialised `setmaxnreg` budgets need more registers than the declared block is allocated.",
         phrase: ("asks `setmaxnreg` for more registers than the block has", "ask `setmaxnreg` for more registers than the block has"),
         why_bad: "`setmaxnreg.inc` waits until the block's pool has the registers; if the roles' budgets add up to more than the block got at launch, the increasing warps wait forever or the plan cannot hold.",
         example: "384 threads at 168 registers (64512 per block): one producer warpgroup at 40 and two consumers at 240 need 128 x (40 + 2 x 240) = 66560.",
         fix: "Lower the consumers' `setmaxnreg.inc` value or raise the producer's `.dec` release so that 128 x (producer + consumers x warpgroups) fits the block's allocation, or change the block size.",
-        check: Check::Sass { run: sass::lints::setmaxnreg_budget, undeclared: false },
+        check: Check::Sass { run: sass::setmaxnreg_budget, undeclared: false },
     }
-    /// Double-precision instructions in the kernel's SASS.
     Fp64 {
-        name: "fp64",
         default_level: Allow,
         summary: "The kernel runs double-precision instructions (`DFMA`, `DADD`, `DMUL`, ...); the finding counts them.",
         phrase: ("runs double-precision instructions", "run double-precision instructions"),
         why_bad: "FP64 throughput is 1/2 of FP32 on data-centre GPUs but 1/64 on consumer ones; a stray `double` literal or `sin` instead of `sinf` can make a float kernel FP64-bound.",
         example: "`out[i] = sin(x[i]);` on a `float` array promotes to double: DFMA/DMUL in the SASS and a call to the double-precision sin/cos slow path.",
         fix: "Use `float` literals (`1.0f`) and functions (`sinf`, `expf`), `-use_fast_math` where acceptable; or leave this lint at its default `allow` when FP64 is intended.",
-        check: Check::Sass { run: sass::lints::fp64, undeclared: false },
+        check: Check::Sass { run: sass::fp64, undeclared: false },
     }
-    /// Non-inlined calls in the kernel's SASS.
     Call {
-        name: "call",
         default_level: Warn,
         summary: "The kernel makes non-inlined calls (`CALL`) in its SASS; the finding names each callee and, for math-library helpers and the device library's functions, what it is. A call through a register is named by the function the register holds, read from the cubin's relocations (`assert` calls `__assertfail`, `printf` `vprintf`, `new`/`delete` `malloc`/`free`); one through a function pointer is reported as an indirect call. ptxas's own arithmetic subroutines (the IEEE division, square root and reciprocal slow paths, 64-bit integer division) are not counted: ptxas branches to them only for operands its inline fast path cannot handle, and calls them without a frame.",
         phrase: ("makes non-inlined calls", "make non-inlined calls"),
         why_bad: "A call spills live registers around it to the callee's frame in local memory and blocks optimisation across it; in a loop, that cost is paid every iteration.",
         example: "`sin(x)` on a double: ptxas calls `__internal_trig_reduction_slowpathd`, the double-precision sin/cos slow path, with a local-memory frame.",
         fix: "The fix the finding names: for math helpers `sinf`/`__sinf`/`-use_fast_math`, for `assert` `-DNDEBUG` in release builds, for `printf` none in release builds; for your own functions, `__forceinline__`; for a function pointer, a direct call or a `switch` over the functions; or `allow(call)`.",
-        check: Check::Sass { run: sass::lints::calls, undeclared: false },
+        check: Check::Sass { run: sass::calls, undeclared: false },
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lint::names::edit_distance;
 
     #[test]
     fn ids_round_trip_through_from_str_display_and_serde() {
@@ -408,7 +368,7 @@ mod tests {
 
     /// The checks the build calls with what it found make findings of their own lint (a
     /// finding under another lint's id is silenced by that lint's `allow`). The launch and SASS
-    /// checks are tested beside them, in `evaluate` and `sass::lints`.
+    /// checks are tested beside them, in `evaluate` and `lint::sass`.
     #[test]
     fn every_build_check_makes_findings_of_its_own_lint() {
         let before = evaluate::BaselineNumbers {

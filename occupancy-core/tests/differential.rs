@@ -23,6 +23,10 @@
 //! Seed: random per run and printed; set `OCCUPANCY_DIFF_SEED` to replay, and
 //! `OCCUPANCY_DIFF_CONFIGS` to change the number of occupancy queries.
 
+// A test reads the environment it runs in; the root clippy.toml's disallowed-methods are for
+// the crates' own code.
+#![allow(clippy::disallowed_methods)]
+
 use occupancy_core::arch::{all, ArchFacts};
 use occupancy_core::calc::{
     available_dynamic_smem_per_block, max_potential_block_size, resources, Carveout, KernelFacts,
@@ -303,6 +307,7 @@ fn write_query(out: &mut impl Write, query: &Query) {
 }
 
 /// Returns a description of the mismatch, if any.
+#[allow(clippy::too_many_lines)] // test code: every field of one answer compared in one place
 fn check(query: &Query, line: &str) -> Option<String> {
     let fields: Vec<i64> = line
         .split_whitespace()
@@ -442,6 +447,7 @@ fn env_number(name: &str) -> Option<u64> {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // test code: the whole run, queries to summary, in one place
 fn matches_cuda_occupancy_h_on_every_arch() {
     let harness = build_harness();
     let seed = env_number("OCCUPANCY_DIFF_SEED").unwrap_or_else(|| {

@@ -2,7 +2,7 @@
 
 use occupancy_core::facts::{CompiledFacts, SettledFinding};
 use occupancy_core::lint::Level;
-use occupancy_core::spec::{KernelSpec, KernelStub, Key, Owned, StubKernel, StubKind, Value};
+use occupancy_core::spec::{KernelStub, Key, Owned, StubKernel, StubKind, Value};
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 
@@ -156,69 +156,30 @@ fn value_tokens(value: Value<'_, Owned>) -> TokenStream {
 
 /// `::occupancy::KernelSpec { ... }`: one field per key of the model's list, then the lint
 /// settings.
-fn spec_tokens(spec: &KernelSpec) -> TokenStream {
+fn spec_tokens(kernel: &StubKernel) -> TokenStream {
     let keys = Key::ALL.iter().map(|key| {
         let field = format_ident!("{}", key.info().field);
-        let value = value_tokens(spec.value(*key));
+        let value = value_tokens(kernel.spec.value(*key));
         quote!(#field: #value)
     });
-    let lint_levels = spec.lint_levels.iter().map(|(lint, level)| {
-        let lint = lint.as_str();
-        let level = match level {
-            Level::Allow => quote!(::occupancy::LintLevel::Allow),
-            Level::Warn => quote!(::occupancy::LintLevel::Warn),
-            Level::Deny => quote!(::occupancy::LintLevel::Deny),
-        };
-        quote!((#lint, #level))
-    });
-    let expected_lints = spec.expected_lints.iter().map(|lint| lint.as_str());
-    let lint_reasons = spec.lint_reasons.iter().map(|(lint, reason)| {
-        let lint = lint.as_str();
-        quote!((#lint, #reason))
-    });
+    let lints = lint_fields(kernel);
     quote!(::occupancy::KernelSpec {
         #(#keys,)*
-        lint_levels: &[#(#lint_levels),*],
-        expected_lints: &[#(#expected_lints),*],
-        lint_reasons: &[#(#lint_reasons),*],
+        #lints
     })
-}
-
-/// `::occupancy::SourceLocation` of the attribute.
-fn location_tokens(kernel: &StubKernel) -> TokenStream {
-    // file!/line!/column! resolve to the outermost expansion site: this attribute. A declaration
-    // on a fn inside a marked extern block is not that site, so its own position is written out
-    // (known to proc macros since Rust 1.88; older compilers report the block's marker instead).
-    let start = kernel.attribute_span.start();
-    if kernel.kind == StubKind::ForeignFunction && start.line > 0 {
-        let line = Literal::u32_unsuffixed(start.line as u32);
-        let column = Literal::u32_unsuffixed(start.column as u32 + 1);
-        quote!(::occupancy::SourceLocation { file: ::core::file!(), line: #line, column: #column })
-    } else {
-        quote_spanned! {Span::call_site()=>
-            ::occupancy::SourceLocation { file: ::core::file!(), line: ::core::line!(), column: ::core::column!() }
-        }
-    }
 }
 
 fn declaration_const(kernel: &StubKernel, lookup: &Lookup) -> syn::Result<TokenStream> {
     let spec = &kernel.spec;
-    let const_name = kernel.const_name();
-    if syn::parse_str::<syn::Ident>(&const_name).is_err() {
-        return Err(syn::Error::new_spanned(
-            &kernel.ident,
-            format!("cannot name the generated const `{const_name}` after this fn: rename the fn"),
-        ));
-    }
-    let const_ident = format_ident!("{}", const_name, span = kernel.ident.span());
+    let const_ident = const_ident(kernel)?;
     let visibility = &kernel.visibility;
     let rust_name = kernel.rust_name();
     let kernel_name = &kernel.kernel_name;
     let doc = format!(
         "Declared launch and limits of kernel `{kernel_name}` (from `#[occupancy::kernel({spec})]` on `{rust_name}`)."
     );
-    let spec = spec_tokens(spec);
-    let location = location_tokens(kernel);
+    let spec = spec_tokens(kernel);
+    let location = source_location(kernel);
     let (compiled, not_checked) = checked_fields(lookup);
     let settled = settled_findings(kernel, lookup)?;
     Ok(quote! {
@@ -234,4 +195,58 @@ fn declaration_const(kernel: &StubKernel, lookup: &Lookup) -> syn::Result<TokenS
             not_checked: #not_checked,
         };
     })
+}
+
+/// The const's name (`OCCUPANCY_<fn>`), spanned on the fn's name; an error when the fn's name
+/// makes no identifier of it.
+fn const_ident(kernel: &StubKernel) -> syn::Result<syn::Ident> {
+    let const_name = kernel.const_name();
+    if syn::parse_str::<syn::Ident>(&const_name).is_err() {
+        return Err(syn::Error::new_spanned(
+            &kernel.ident,
+            format!("cannot name the generated const `{const_name}` after this fn: rename the fn"),
+        ));
+    }
+    Ok(format_ident!("{}", const_name, span = kernel.ident.span()))
+}
+
+/// The spec's `lint_levels`, `expected_lints` and `lint_reasons` fields.
+fn lint_fields(kernel: &StubKernel) -> TokenStream {
+    let spec = &kernel.spec;
+    let lint_levels = spec.lint_levels.iter().map(|(lint, level)| {
+        let lint = lint.as_str();
+        let level = match level {
+            Level::Allow => quote!(::occupancy::LintLevel::Allow),
+            Level::Warn => quote!(::occupancy::LintLevel::Warn),
+            Level::Deny => quote!(::occupancy::LintLevel::Deny),
+        };
+        quote!((#lint, #level))
+    });
+    let expected_lints = spec.expected_lints.iter().map(|lint| lint.as_str());
+    let lint_reasons = spec.lint_reasons.iter().map(|(lint, reason)| {
+        let lint = lint.as_str();
+        quote!((#lint, #reason))
+    });
+    quote! {
+        lint_levels: &[#(#lint_levels),*],
+        expected_lints: &[#(#expected_lints),*],
+        lint_reasons: &[#(#lint_reasons),*],
+    }
+}
+
+/// Where the declaration is written, as a `SourceLocation` expression.
+fn source_location(kernel: &StubKernel) -> TokenStream {
+    // file!/line!/column! resolve to the outermost expansion site: this attribute. A declaration
+    // on a fn inside a marked extern block is not that site, so its own position is written out
+    // (known to proc macros since Rust 1.88; older compilers report the block's marker instead).
+    let start = kernel.attribute_span.start();
+    if kernel.kind == StubKind::ForeignFunction && start.line > 0 {
+        let line = Literal::u32_unsuffixed(start.line as u32);
+        let column = Literal::u32_unsuffixed(start.column as u32 + 1);
+        quote!(::occupancy::SourceLocation { file: ::core::file!(), line: #line, column: #column })
+    } else {
+        quote_spanned! {Span::call_site()=>
+            ::occupancy::SourceLocation { file: ::core::file!(), line: ::core::line!(), column: ::core::column!() }
+        }
+    }
 }

@@ -40,6 +40,9 @@ pub(crate) struct Lookup {
 }
 
 /// Reads what the build knows about `kernel` from the environment rustc runs the macro in.
+// The macro's one read of its environment (cargo's variables for the crate it expands in);
+// `lookup_in` and below take the values.
+#[allow(clippy::disallowed_methods)]
 pub(crate) fn lookup(kernel: &StubKernel) -> syn::Result<Lookup> {
     let out_dir = std::env::var_os("OUT_DIR").map(PathBuf::from);
     let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from);

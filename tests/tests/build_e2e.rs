@@ -769,7 +769,7 @@ fn a_library_regression_is_the_library_kernels_alone(fixture: &Fixture) -> serde
     );
     let output = fixture.cargo_build(&DENY_STALE);
     assert!(!output.status.success(), "{}", text(&output));
-    let stderr = build_script_stderr(&output, &fixture);
+    let stderr = build_script_stderr(&output, fixture);
     let errors: Vec<&str> = stderr
         .lines()
         .filter(|line| line.starts_with("error["))

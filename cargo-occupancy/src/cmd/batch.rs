@@ -20,13 +20,14 @@
 //! A line may hold at most 1 MiB ([`crate::lines`]): a longer one, or input with no newline at
 //! all (`/dev/zero`), ends the batch with one message naming the line and the cap, exit 2.
 
-use super::arch::parse_arch;
 use occupancy_core::arch::ArchFacts;
 use occupancy_core::calc::{Carveout, KernelFacts, Launch};
 use serde_json::Value;
 use std::io::{BufRead, Write};
 
+use crate::archs::ArchNames;
 use crate::lines::{BoundedLines, LineError, MAX_LINE_BYTES};
+use fast::Scalar;
 
 /// Keys a batch line may carry.
 pub const KEYS: [&str; 9] = [
@@ -40,69 +41,6 @@ pub const KEYS: [&str; 9] = [
     "carveout",
     "max_dynamic_smem",
 ];
-
-/// A field of the answer, as named in `--fields` and in the JSON.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Field {
-    Arch,
-    BlockThreads,
-    BlocksPerSm,
-    WarpsPerSm,
-    ThreadsPerSm,
-    Occupancy,
-    Limiters,
-    BlockLimits,
-    AllocatedRegistersPerBlock,
-    AllocatedSmemPerBlock,
-    SmemConfigPerSm,
-    SmemLimitPerBlock,
-    Headroom,
-    Reason,
-}
-
-impl Field {
-    pub const ALL: [Field; 14] = [
-        Field::Arch,
-        Field::BlockThreads,
-        Field::BlocksPerSm,
-        Field::WarpsPerSm,
-        Field::ThreadsPerSm,
-        Field::Occupancy,
-        Field::Limiters,
-        Field::BlockLimits,
-        Field::AllocatedRegistersPerBlock,
-        Field::AllocatedSmemPerBlock,
-        Field::SmemConfigPerSm,
-        Field::SmemLimitPerBlock,
-        Field::Headroom,
-        Field::Reason,
-    ];
-
-    /// The JSON key (the field of [`Occupancy`]).
-    pub fn name(self) -> &'static str {
-        match self {
-            Field::Arch => "arch",
-            Field::BlockThreads => "block_threads",
-            Field::BlocksPerSm => "blocks_per_sm",
-            Field::WarpsPerSm => "warps_per_sm",
-            Field::ThreadsPerSm => "threads_per_sm",
-            Field::Occupancy => "occupancy",
-            Field::Limiters => "limiters",
-            Field::BlockLimits => "block_limits",
-            Field::AllocatedRegistersPerBlock => "allocated_registers_per_block",
-            Field::AllocatedSmemPerBlock => "allocated_smem_per_block",
-            Field::SmemConfigPerSm => "smem_config_per_sm",
-            Field::SmemLimitPerBlock => "smem_limit_per_block",
-            Field::Headroom => "headroom",
-            Field::Reason => "reason",
-        }
-    }
-
-    /// Whether the field needs the full answer (the headroom search).
-    pub(crate) fn needs_full_answer(self) -> bool {
-        matches!(self, Field::Headroom | Field::Reason)
-    }
-}
 
 /// Parses `--fields`: comma-separated names of [`Field::ALL`], each once.
 pub fn parse_fields(text: &str) -> Result<Vec<Field>, String> {
@@ -140,28 +78,23 @@ pub struct BatchLine {
     pub max_dynamic_smem: Option<u32>,
 }
 
-/// One value of a line, as either parser found it.
-#[derive(Debug)]
-enum Scalar<'a> {
-    Unsigned(u64),
-    /// A number that is not a non-negative integer (`-1`, `1.5`, `1e3`), as written.
-    OtherNumber(&'a str),
-    Text(&'a str),
-    Null,
-    /// `true`, a list, an object: shown as JSON.
-    Other(String),
-}
-
 impl BatchLine {
-    /// Parses one line (without its newline).
-    pub fn parse(line: &str) -> Result<BatchLine, String> {
-        match fast::parse(line) {
+    /// Parses one line (without its newline), reading its `arch` with `archs`.
+    pub fn parse(line: &str, archs: &ArchNames) -> Result<BatchLine, String> {
+        match parse_fast(line, archs) {
             Some(result) => result,
-            None => parse_with_serde(line),
+            None => parse_with_serde(line, archs),
         }
     }
 
-    fn set(&mut self, seen: &mut u16, key: &str, value: Scalar<'_>) -> Result<(), String> {
+    /// Sets `key` to `value`; `seen` has a bit per key of [`KEYS`] already given.
+    fn set(
+        &mut self,
+        seen: &mut u16,
+        key: &str,
+        value: Scalar<'_>,
+        archs: &ArchNames,
+    ) -> Result<(), String> {
         let index = key_index(key)
             .ok_or_else(|| format!("unknown key `{key}`; known keys: {}", KEYS.join(", ")))?;
         if *seen & (1 << index) != 0 {
@@ -173,7 +106,7 @@ impl BatchLine {
         }
         let slot = match index {
             0 => {
-                self.arch = Some(arch_value(value)?);
+                self.arch = Some(arch_value(value, archs)?);
                 return Ok(());
             }
             7 => {
@@ -263,7 +196,7 @@ fn shown(text: &str, value: &Scalar<'_>) -> String {
     }
 }
 
-fn arch_value(value: Scalar<'_>) -> Result<&'static ArchFacts, String> {
+fn arch_value(value: Scalar<'_>, archs: &ArchNames) -> Result<&'static ArchFacts, String> {
     match value {
         // A row's own name (`sm_90`) is that row: no grammar to run.
         Scalar::Text(name) => match occupancy_core::arch::all()
@@ -271,10 +204,10 @@ fn arch_value(value: Scalar<'_>) -> Result<&'static ArchFacts, String> {
             .find(|facts| facts.name == name)
         {
             Some(facts) => Ok(facts),
-            None => Ok(parse_arch(name)?.facts()),
+            None => archs.lookup(name),
         },
-        Scalar::Unsigned(number) => Ok(parse_arch(&number.to_string())?.facts()),
-        Scalar::OtherNumber(text) => Ok(parse_arch(text)?.facts()),
+        Scalar::Unsigned(number) => archs.lookup(&number.to_string()),
+        Scalar::OtherNumber(text) => archs.lookup(text),
         Scalar::Other(text) => Err(format!(
             "`arch` must be a string like \"sm_90\", got {text}"
         )),
@@ -299,8 +232,16 @@ fn carveout_value(value: Scalar<'_>) -> Result<Carveout, String> {
     }
 }
 
+/// A flat line of plain values, read by the fast scanner; `None`: any other JSON (or none).
+fn parse_fast(line: &str, archs: &ArchNames) -> Option<Result<BatchLine, String>> {
+    let mut parsed = BatchLine::default();
+    let mut seen = 0u16;
+    let scanned = fast::scan(line, |key, value| parsed.set(&mut seen, key, value, archs))?;
+    Some(scanned.map(|()| parsed))
+}
+
 /// Any JSON the fast scanner leaves: serde_json reads it, the same rules apply.
-fn parse_with_serde(line: &str) -> Result<BatchLine, String> {
+fn parse_with_serde(line: &str, archs: &ArchNames) -> Result<BatchLine, String> {
     let value: Value = serde_json::from_str(line).map_err(|error| format!("not JSON: {error}"))?;
     let Value::Object(object) = value else {
         return Err("expected a JSON object".into());
@@ -321,7 +262,7 @@ fn parse_with_serde(line: &str) -> Result<BatchLine, String> {
             },
             other => Scalar::Other(other.to_string()),
         };
-        parsed.set(&mut seen, key, scalar)?;
+        parsed.set(&mut seen, key, scalar, archs)?;
     }
     Ok(parsed)
 }
@@ -329,18 +270,17 @@ fn parse_with_serde(line: &str) -> Result<BatchLine, String> {
 mod fast;
 mod write;
 
-pub use write::AnswerWriter;
+pub use write::{AnswerWriter, Field};
 
-/// How a batch ended.
+/// How a batch ended (a write that failed, a closed pipe among them, is the `io::Error` of
+/// [`answer_all`]: the caller says what it means).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum BatchEnd {
     /// Every line answered; this many were bad (each got an `{"error": ...}` answer).
     Finished { bad_lines: u64 },
     /// The reader stopped answering, or a line ran past [`MAX_LINE_BYTES`] (`/dev/zero`): the
     /// batch ends here with this message.
     ReadError(String),
-    /// Nobody reads our output any more (a closed pipe): stop quietly.
-    Closed,
 }
 
 /// Answers every line of `input` on `out`. Lines are read in place from the reader's buffer
@@ -351,10 +291,19 @@ pub fn answer_all(
     input: &mut impl BufRead,
     input_name: &str,
     out: &mut impl Write,
+    archs: &ArchNames,
     defaults: (Option<&'static ArchFacts>, Option<u32>),
     fields: Option<&[Field]>,
-) -> std::io::Result<Outcome> {
-    answer_all_capped(input, input_name, out, defaults, fields, MAX_LINE_BYTES)
+) -> std::io::Result<BatchEnd> {
+    answer_all_capped(
+        input,
+        input_name,
+        out,
+        archs,
+        defaults,
+        fields,
+        MAX_LINE_BYTES,
+    )
 }
 
 /// [`answer_all`] with lines of at most `max_line_bytes`.
@@ -362,12 +311,14 @@ fn answer_all_capped(
     input: &mut impl BufRead,
     input_name: &str,
     out: &mut impl Write,
+    archs: &ArchNames,
     defaults: (Option<&'static ArchFacts>, Option<u32>),
     fields: Option<&[Field]>,
     max_line_bytes: usize,
-) -> std::io::Result<Outcome> {
+) -> std::io::Result<BatchEnd> {
     let mut batch = Batch {
         writer: AnswerWriter::new(fields),
+        archs,
         defaults,
         answers: Vec::with_capacity(OUTPUT_CHUNK_BYTES + 4096),
         bad_lines: 0,
@@ -388,14 +339,12 @@ fn answer_all_capped(
                 return batch.end(out, message);
             }
         }
-        if batch.answers.len() >= OUTPUT_CHUNK_BYTES && !batch.flush(out)? {
-            return Ok(Outcome::Closed);
+        if batch.answers.len() >= OUTPUT_CHUNK_BYTES {
+            batch.flush(out)?;
         }
     }
-    if !batch.flush(out)? {
-        return Ok(Outcome::Closed);
-    }
-    Ok(Outcome::Finished {
+    batch.flush(out)?;
+    Ok(BatchEnd::Finished {
         bad_lines: batch.bad_lines,
     })
 }
@@ -406,6 +355,7 @@ const OUTPUT_CHUNK_BYTES: usize = 1 << 16;
 /// A batch in progress: the answer writer, the defaults and the answers not yet written out.
 struct Batch<'f> {
     writer: AnswerWriter<'f>,
+    archs: &'f ArchNames,
     defaults: (Option<&'static ArchFacts>, Option<u32>),
     answers: Vec<u8>,
     bad_lines: u64,
@@ -417,7 +367,7 @@ impl Batch<'_> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let answered = std::str::from_utf8(line)
             .map_err(|_| "not UTF-8".to_string())
-            .and_then(BatchLine::parse)
+            .and_then(|line| BatchLine::parse(line, self.archs))
             .and_then(|parsed| parsed.resolve(self.defaults.0, self.defaults.1));
         match answered {
             Ok((arch, kernel, launch)) => {
@@ -439,7 +389,7 @@ impl Batch<'_> {
         input_name: &str,
         number: u64,
         error: &std::io::Error,
-    ) -> std::io::Result<Outcome> {
+    ) -> std::io::Result<BatchEnd> {
         self.end(
             out,
             format!(
@@ -449,22 +399,16 @@ impl Batch<'_> {
     }
 
     /// Ends the batch: the answers so far go out, then `message`.
-    fn end(&mut self, out: &mut impl Write, message: String) -> std::io::Result<Outcome> {
-        if !self.flush(out)? {
-            return Ok(Outcome::Closed);
-        }
-        Ok(Outcome::ReadError(message))
+    fn end(&mut self, out: &mut impl Write, message: String) -> std::io::Result<BatchEnd> {
+        self.flush(out)?;
+        Ok(BatchEnd::ReadError(message))
     }
 
-    /// Writes the gathered answers out; `false` when nobody reads them any more (a closed pipe).
-    fn flush(&mut self, out: &mut impl Write) -> std::io::Result<bool> {
+    /// Writes the gathered answers out.
+    fn flush(&mut self, out: &mut impl Write) -> std::io::Result<()> {
         let written = out.write_all(&self.answers);
         self.answers.clear();
-        match written {
-            Ok(()) => Ok(true),
-            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
-            Err(error) => Err(error),
-        }
+        written
     }
 }
 

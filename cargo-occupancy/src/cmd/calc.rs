@@ -1,11 +1,14 @@
 //! `cargo occupancy calc`: one kernel and launch as a table or JSON, or a JSON Lines batch
 //! (`--batch`, see [`super::batch`] for its contract).
 
-use super::arch::{resolve_target, usage_error, Target};
-use super::batch::{self, Field, Outcome};
+use super::batch::{self, BatchEnd, Field};
 use occupancy_core::calc::{occupancy, Carveout, KernelFacts, Launch, Limiter, Occupancy};
 use std::io::{BufRead, Write};
-use std::process::ExitCode;
+
+use crate::archs::Target;
+use crate::env::Environment;
+use crate::error::{CliError, Outcome};
+use crate::stdout::Stdout;
 
 #[derive(clap::Args, Debug)]
 #[command(allow_negative_numbers = true)]
@@ -17,28 +20,28 @@ pub struct Args {
     #[arg(long)]
     gpu: Option<String>,
     /// Threads per block.
-    #[arg(long, value_name = "THREADS", required_unless_present = "batch", value_parser = super::arch::parse_count)]
+    #[arg(long, value_name = "THREADS", required_unless_present = "batch", value_parser = crate::flags::parse_count)]
     block: Option<u32>,
     /// Registers per thread (ptxas "Used N registers").
-    #[arg(long, value_name = "N", default_value_t = 0, value_parser = super::arch::parse_count)]
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = crate::flags::parse_count)]
     registers: u32,
     /// Static shared memory per block, bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = super::arch::parse_count)]
+    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = crate::flags::parse_count)]
     static_smem: u32,
     /// Dynamic shared memory per block at launch, bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = super::arch::parse_count)]
+    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = crate::flags::parse_count)]
     dynamic_smem: u32,
     /// Block barriers the kernel uses (__syncthreads is one).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = super::arch::parse_count)]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = crate::flags::parse_count)]
     barriers: u32,
     /// __launch_bounds__ maximum threads per block (default: the device maximum).
-    #[arg(long, value_name = "THREADS", value_parser = super::arch::parse_count)]
+    #[arg(long, value_name = "THREADS", value_parser = crate::flags::parse_count)]
     max_threads: Option<u32>,
     /// Shared memory carveout preference: default or 0..100 (percent).
     #[arg(long, default_value = "default", value_parser = parse_carveout)]
     carveout: Carveout,
     /// Dynamic shared memory the kernel opted into (default: what the launch needs).
-    #[arg(long, value_name = "BYTES", value_parser = super::arch::parse_count)]
+    #[arg(long, value_name = "BYTES", value_parser = crate::flags::parse_count)]
     max_dynamic_smem: Option<u32>,
     /// One JSON object instead of the table.
     #[arg(long)]
@@ -56,16 +59,16 @@ fn parse_carveout(text: &str) -> Result<Carveout, String> {
         .map_err(|error: occupancy_core::calc::CalcError| error.to_string())
 }
 
-pub fn run(args: Args) -> ExitCode {
-    if let Some(path) = args.batch.clone() {
-        return run_batch(&args, &path);
+/// Runs `calc`: one answer, or a batch of them.
+pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
+    if let Some(path) = &args.batch {
+        return run_batch(args, path, env);
     }
-    let target = match resolve_target(args.arch.as_deref(), args.gpu.as_deref()) {
-        Ok(target) => target,
-        Err(message) => return usage_error(message),
-    };
+    let target = env
+        .archs
+        .resolve_target(args.arch.as_deref(), args.gpu.as_deref())?;
     let Some(block) = args.block else {
-        return usage_error("pass --block THREADS");
+        return Err(CliError::usage("pass --block THREADS"));
     };
     let kernel = KernelFacts {
         registers_per_thread: args.registers,
@@ -80,17 +83,16 @@ pub fn run(args: Args) -> ExitCode {
         carveout: args.carveout,
     };
     let answer = occupancy(target.arch, &kernel, &launch);
-    let mut out = std::io::stdout().lock();
-    let written = if args.json {
-        writeln!(out, "{}", answer_json(&answer, target))
-    } else {
-        write_table(&mut out, target, &kernel, &launch, &answer)
-    };
-    match written {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(error) => usage_error(format!("writing the answer: {error}")),
-    }
+    let mut out = Stdout::lock("writing the answer");
+    out.write_with(|out| {
+        if args.json {
+            writeln!(out, "{}", answer_json(&answer, target))
+        } else {
+            write_table(out, target, &kernel, &launch, &answer)
+        }
+    })?;
+    out.finish()?;
+    Ok(Outcome::Success)
 }
 
 /// The JSON answer: the calculator's [`Occupancy`] (fields in declaration order), plus grid
@@ -319,19 +321,19 @@ fn write_summary(out: &mut impl Write, target: Target, answer: &Occupancy) -> st
     Ok(())
 }
 
-fn run_batch(args: &Args, path: &str) -> ExitCode {
+/// Runs `calc --batch`: answers every line; exit 2 at the end when a line was bad, or at once
+/// when the input cannot be read.
+fn run_batch(args: &Args, path: &str, env: &Environment) -> Result<Outcome, CliError> {
     let default_arch = match (args.arch.as_deref(), args.gpu.as_deref()) {
         (None, None) => None,
-        (arch_name, gpu_name) => match resolve_target(arch_name, gpu_name) {
-            Ok(target) => Some(target.arch),
-            Err(message) => return usage_error(message),
-        },
+        (arch_name, gpu_name) => Some(env.archs.resolve_target(arch_name, gpu_name)?.arch),
     };
-    let fields: Option<Vec<Field>> = match args.fields.as_deref().map(batch::parse_fields) {
-        None => None,
-        Some(Ok(fields)) => Some(fields),
-        Some(Err(message)) => return usage_error(message),
-    };
+    let fields: Option<Vec<Field>> = args
+        .fields
+        .as_deref()
+        .map(batch::parse_fields)
+        .transpose()
+        .map_err(CliError::Usage)?;
     let (mut reader, input_name): (Box<dyn BufRead>, String) = if path == "-" {
         // Stdin's own buffer is 8 KiB: a larger one leaves fewer lines across its end.
         (
@@ -342,47 +344,43 @@ fn run_batch(args: &Args, path: &str) -> ExitCode {
             "(stdin)".to_string(),
         )
     } else {
-        match open_batch_file(path) {
-            Ok(file) => (
-                Box::new(std::io::BufReader::with_capacity(1 << 16, file)),
-                format!("`{path}`"),
-            ),
-            Err(message) => return usage_error(message),
-        }
+        (
+            Box::new(std::io::BufReader::with_capacity(
+                1 << 16,
+                open_batch_file(path)?,
+            )),
+            format!("`{path}`"),
+        )
     };
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let outcome = batch::answer_all(
-        &mut reader,
-        &input_name,
-        &mut out,
-        (default_arch, args.block),
-        fields.as_deref(),
-    );
-    let flushed = out.flush();
-    match (outcome, flushed) {
-        (Ok(Outcome::Closed), _) => ExitCode::SUCCESS,
-        (Err(error), _) | (Ok(_), Err(error)) if error.kind() != std::io::ErrorKind::BrokenPipe => {
-            usage_error(format!("writing answers: {error}"))
-        }
-        (Ok(Outcome::ReadError(message)), _) => usage_error(message),
-        (Ok(Outcome::Finished { bad_lines }), _) if bad_lines > 0 => {
-            eprintln!(
-                "error: {bad_lines} bad batch line(s); each got an {{\"error\": ...}} answer"
-            );
-            ExitCode::from(2)
-        }
-        _ => ExitCode::SUCCESS,
+    let mut out = Stdout::lock("writing answers");
+    let end = out.write_with(|out| {
+        batch::answer_all(
+            &mut reader,
+            &input_name,
+            out,
+            &env.archs,
+            (default_arch, args.block),
+            fields.as_deref(),
+        )
+    })?;
+    out.finish()?;
+    match end {
+        BatchEnd::ReadError(message) => Err(CliError::Input(message)),
+        BatchEnd::Finished { bad_lines } if bad_lines > 0 => Err(CliError::Input(format!(
+            "{bad_lines} bad batch line(s); each got an {{\"error\": ...}} answer"
+        ))),
+        BatchEnd::Finished { .. } => Ok(Outcome::Success),
     }
 }
 
 /// Opens a batch file; a directory is refused up front (reading one fails on every line).
-fn open_batch_file(path: &str) -> Result<std::fs::File, String> {
+fn open_batch_file(path: &str) -> Result<std::fs::File, CliError> {
     let file = std::fs::File::open(path)
-        .map_err(|error| format!("cannot read batch file `{path}`: {error}"))?;
+        .map_err(|error| CliError::Input(format!("cannot read batch file `{path}`: {error}")))?;
     match file.metadata() {
-        Ok(metadata) if metadata.is_dir() => Err(format!(
+        Ok(metadata) if metadata.is_dir() => Err(CliError::Input(format!(
             "cannot read batch file `{path}`: it is a directory; pass a JSON Lines file or - for stdin"
-        )),
+        ))),
         _ => Ok(file),
     }
 }

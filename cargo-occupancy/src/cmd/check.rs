@@ -23,19 +23,20 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use occupancy_build::cli::{evaluate_at_launch, CheckedRow, NVCC_WHEELS};
-use occupancy_build::{Build, SourceCheck, TrackedEnv};
+use occupancy_build::{Build, SourceCheck};
 use occupancy_core::lint::evaluate::LevelSources;
 use occupancy_core::lint::{Check, Level, LintId};
 use occupancy_core::ptxas::{KernelRecord, PtxEntry};
 use occupancy_core::report::{Finding, KernelRow, Location, LocationKind, Report, RowLaunch};
 
-use super::log_input;
-use super::report::{fail, row_from_record, OutputArgs, UsageError};
+use super::log_input::{self, row_from_record};
 use super::stream::ReportStream;
 use crate::cache_dir::CacheDir;
+use crate::env::Environment;
+use crate::error::{CliError, Outcome};
+use crate::format::OutputArgs;
 use crate::outputs::{check_outputs, Output};
 
 /// `cargo occupancy check` arguments.
@@ -93,36 +94,33 @@ enum Input {
     Log(PathBuf),
 }
 
-/// Runs `check`.
-pub fn run(args: Args) -> ExitCode {
-    match run_inner(&args) {
-        Ok(true) => ExitCode::from(1),
-        Ok(false) => ExitCode::SUCCESS,
-        Err(error) => fail(&error),
-    }
-}
-
-fn run_inner(args: &Args) -> Result<bool, UsageError> {
+/// Runs `check`: exit 1 when a deny finding stands, whether or not the report's reader read
+/// it to its end.
+pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     if args.block == Some(0) {
-        return Err(UsageError("--block must be at least 1 thread".into()));
+        return Err(CliError::usage("--block must be at least 1 thread"));
     }
     check_outputs(&outputs(args), &input_paths(args))?;
-    let levels = Levels::from_args(args)?;
+    let levels = Levels::from_args(args, &env.lint_levels)?;
     for arch in &args.archs {
-        super::arch::lookup_arch(arch).map_err(|error| UsageError(format!("--arch: {error}")))?;
+        env.archs
+            .lookup(arch)
+            .map_err(|error| CliError::Usage(format!("--arch: {error}")))?;
     }
     let inputs = collect_inputs(&args.paths)?;
     let compile_inputs: Vec<&Input> = inputs
         .iter()
         .filter(|input| !matches!(input, Input::Log(_)))
         .collect();
-    let mut stream = ReportStream::new(&args.output);
+    let mut stream = ReportStream::new(&args.output, &env.temp_dir);
     if !compile_inputs.is_empty() {
-        stream.add_report(&check_compiled(args, &compile_inputs, &levels)?)?;
+        stream.add_report(&check_compiled(args, env, &compile_inputs, &levels)?)?;
     }
     let missing = stream_logs(args, &inputs, &levels, &mut stream)?;
     if stream.rows() == 0 && missing == 0 {
-        return Err(UsageError("no kernels found in the given paths".into()));
+        return Err(CliError::CouldNotCheck(
+            "no kernels found in the given paths".into(),
+        ));
     }
     let title = args
         .paths
@@ -130,14 +128,22 @@ fn run_inner(args: &Args) -> Result<bool, UsageError> {
         .map(|path| occupancy_build::cli::shown_path(path))
         .collect::<Vec<_>>()
         .join(" ");
-    let has_deny = stream.has_deny();
-    stream.finish(&args.output, &title)?;
-    Ok(has_deny)
+    let verdict = Outcome::failed_if(stream.has_deny());
+    verdict.despite_closed_stdout(stream.finish(&args.output, &title))
 }
 
 /// Compiles and checks the .cu/.ptx inputs through `Build::check_sources`.
-fn check_compiled(args: &Args, inputs: &[&Input], levels: &Levels) -> Result<Report, UsageError> {
-    let cache_dir = CacheDir::choose(args.cache_dir.as_deref())?;
+fn check_compiled(
+    args: &Args,
+    env: &Environment,
+    inputs: &[&Input],
+    levels: &Levels,
+) -> Result<Report, CliError> {
+    let cache_dir = CacheDir::choose(
+        args.cache_dir.as_deref(),
+        env.cache_home.as_deref(),
+        &env.temp_dir,
+    )?;
     let mut build = Build::new();
     for input in inputs {
         let absolute = std::fs::canonicalize(input_path_buf(input))
@@ -157,7 +163,7 @@ fn check_compiled(args: &Args, inputs: &[&Input], levels: &Levels) -> Result<Rep
     if let Ok(current) = std::env::current_dir().and_then(std::fs::canonicalize) {
         build.manifest_dir(current);
     }
-    build.out_dir(&cache_dir.path).env(TrackedEnv::new());
+    build.out_dir(&cache_dir.path).env(env.for_build());
     let mut request = SourceCheck::default();
     request.block_threads = args.block;
     request.dynamic_smem_bytes = args.dynamic_smem;
@@ -201,20 +207,16 @@ fn input_paths(args: &Args) -> Vec<&Path> {
 }
 
 /// Expands directories and classifies every path; unreadable paths are errors.
-fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, UsageError> {
+fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, CliError> {
     let mut inputs = Vec::new();
     for path in paths {
-        let metadata = std::fs::metadata(path).map_err(|error| {
-            UsageError(format!(
-                "cannot read {}: {error}",
-                occupancy_build::cli::shown_path(path)
-            ))
-        })?;
+        let metadata =
+            std::fs::metadata(path).map_err(|error| CliError::cannot_read(path, &error))?;
         if metadata.is_dir() {
             let mut found = Vec::new();
             walk(path, &mut found)?;
             if found.is_empty() {
-                return Err(UsageError(format!(
+                return Err(CliError::Input(format!(
                     "{} holds no .cu or .ptx file",
                     occupancy_build::cli::shown_path(path)
                 )));
@@ -248,13 +250,8 @@ fn classify(path: &Path) -> Input {
     }
 }
 
-fn walk(dir: &Path, found: &mut Vec<Input>) -> Result<(), UsageError> {
-    let entries = std::fs::read_dir(dir).map_err(|error| {
-        UsageError(format!(
-            "cannot read {}: {error}",
-            occupancy_build::cli::shown_path(dir)
-        ))
-    })?;
+fn walk(dir: &Path, found: &mut Vec<Input>) -> Result<(), CliError> {
+    let entries = std::fs::read_dir(dir).map_err(|error| CliError::cannot_read(dir, &error))?;
     let mut paths: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|entry| entry.path())
@@ -273,14 +270,15 @@ fn walk(dir: &Path, found: &mut Vec<Input>) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// Lint levels: the registry's defaults, `OCCUPANCY_LINT_<ID>` variables, then
-/// `--allow/--warn/--deny` (last wins), resolved by the gate's own `check_kernel`.
+/// Lint levels: the registry's defaults, `OCCUPANCY_LINT_<ID>` variables (read by
+/// `Environment::read`), then `--allow/--warn/--deny` (last wins), resolved by the gate's own
+/// `check_kernel`.
 struct Levels {
-    settings: std::collections::BTreeMap<LintId, Level>,
+    settings: BTreeMap<LintId, Level>,
 }
 
 impl Levels {
-    fn from_args(args: &Args) -> Result<Levels, UsageError> {
+    fn from_args(args: &Args, environment: &BTreeMap<LintId, Level>) -> Result<Levels, CliError> {
         let mut overrides = Vec::new();
         for (names, level) in [
             (&args.allow, Level::Allow),
@@ -290,23 +288,16 @@ impl Levels {
             for name in names {
                 let lint = name
                     .parse::<LintId>()
-                    .map_err(|error| UsageError(format!("--{level}: {error}")))?;
+                    .map_err(|error| CliError::Usage(format!("--{level}: {error}")))?;
                 overrides.push((lint, level));
             }
         }
-        Ok(Levels::new(&overrides))
+        Ok(Levels::new(environment, &overrides))
     }
 
-    fn new(overrides: &[(LintId, Level)]) -> Levels {
-        let mut settings = std::collections::BTreeMap::new();
-        for lint in LintId::ALL {
-            if let Some(level) = std::env::var(lint.env_var())
-                .ok()
-                .and_then(|value| value.trim().parse::<Level>().ok())
-            {
-                settings.insert(lint, level);
-            }
-        }
+    /// The environment's levels, each overridden by the command line's.
+    fn new(environment: &BTreeMap<LintId, Level>, overrides: &[(LintId, Level)]) -> Levels {
+        let mut settings = environment.clone();
         for (id, level) in overrides {
             settings.insert(*id, *level);
         }
@@ -327,15 +318,15 @@ impl Levels {
 
 /// The build's toolchain error in `check`'s words: the build's "nvcc not found" suggests
 /// `OCCUPANCY_SKIP`, which only a build reads; `check` can read ptxas logs instead.
-fn toolchain_error(error: occupancy_build::Error) -> UsageError {
+fn toolchain_error(error: occupancy_build::Error) -> CliError {
     match error {
-        occupancy_build::Error::NvccNotFound { looked } => UsageError(format!(
+        occupancy_build::Error::NvccNotFound { looked } => CliError::CouldNotCheck(format!(
             "nvcc, the CUDA compiler, was not found (looked at: {looked}); `check` needs it for .cu and .ptx inputs.\n\
              Install the CUDA toolkit and set CUDA_HOME, or `pip install {NVCC_WHEELS}` and set \
              CUDA_HOME=<site-packages>/nvidia/cu13, or point NVCC at the nvcc executable; \
              or check a ptxas log (`nvcc -Xptxas -v` output) instead of the sources."
         )),
-        other => UsageError(other.to_string()),
+        other => CliError::CouldNotCheck(other.to_string()),
     }
 }
 
@@ -360,7 +351,7 @@ fn stream_logs(
     inputs: &[Input],
     levels: &Levels,
     stream: &mut ReportStream,
-) -> Result<usize, UsageError> {
+) -> Result<usize, CliError> {
     let wanted: Vec<&'static str> = args
         .archs
         .iter()
@@ -431,7 +422,7 @@ impl LogRead<'_> {
     /// the run's first row). A log holding a compiler error, or showing a failed build, is an
     /// error of the run: its kernels' numbers are not a passing build's. Returns the kernels
     /// seen (with `--arch`).
-    fn stream(&self, path: &Path, stream: &mut ReportStream) -> Result<SeenKernels, UsageError> {
+    fn stream(&self, path: &Path, stream: &mut ReportStream) -> Result<SeenKernels, CliError> {
         let launch = RowLaunch {
             block: self.args.block.unwrap_or(DEFAULT_BLOCK),
             dynamic_smem_bytes: self.args.dynamic_smem,
@@ -443,8 +434,7 @@ impl LogRead<'_> {
             if !record.errors.is_empty() {
                 return Ok(()); // reported below as the run's error
             }
-            let row =
-                row_from_record(&record, None::<&PtxEntry>, launch).map_err(|error| error.0)?;
+            let row = row_from_record(&record, None::<&PtxEntry>, launch)?;
             if !self.wanted.is_empty() {
                 *seen.entry(record.name.clone()).or_default() |= arch_bit(&row.arch);
                 if !self.wanted.contains(&row.arch.as_str()) {
@@ -453,14 +443,12 @@ impl LogRead<'_> {
             }
             let checked = self.checked_row(row, record);
             self.evaluate(checked, &mut run, stream)
-                .map_err(|error| error.0)
-        })
-        .map_err(UsageError)?;
+        })?;
         let name = occupancy_build::cli::shown_path(path);
         let policy = log_input::LogPolicy {
             allow_failed_build: self.args.allow_failed_build,
         };
-        log_input::conclude(&name, &output, policy).map_err(UsageError)?;
+        log_input::conclude(&name, &output, policy)?;
         Ok(seen)
     }
 
@@ -497,7 +485,7 @@ impl LogRead<'_> {
         checked: CheckedRow,
         run: &mut Option<Run>,
         stream: &mut ReportStream,
-    ) -> Result<(), UsageError> {
+    ) -> Result<(), CliError> {
         let mut findings =
             evaluate_at_launch(std::slice::from_ref(&checked), &self.levels.settings);
         let mut lints: Vec<(Level, LintId)> = findings
@@ -541,8 +529,8 @@ fn missing_on_requested_archs(
     wanted: &[&str],
     log: &str,
     level: Level,
-    mut emit: impl FnMut(Finding) -> Result<(), UsageError>,
-) -> Result<usize, UsageError> {
+    mut emit: impl FnMut(Finding) -> Result<(), CliError>,
+) -> Result<usize, CliError> {
     let mut count = 0;
     for (kernel, present) in seen {
         let missing: Vec<&&str> = wanted
@@ -620,12 +608,28 @@ mod tests {
 
     #[test]
     fn levels_override_defaults_last_wins() {
-        let levels = Levels::new(&[
-            (LintId::Spills, Level::Warn),
-            (LintId::StackFrame, Level::Deny),
-        ]);
+        let levels = Levels::new(
+            &BTreeMap::new(),
+            &[
+                (LintId::Spills, Level::Warn),
+                (LintId::StackFrame, Level::Deny),
+            ],
+        );
         assert_eq!(levels.level(LintId::Spills), Level::Warn);
         assert_eq!(levels.level(LintId::StackFrame), Level::Deny);
         assert_eq!(levels.level(LintId::Unlaunchable), Level::Deny);
+    }
+
+    /// `OCCUPANCY_LINT_<ID>` (as `Environment::read` found it) overrides a default; a flag
+    /// overrides both.
+    #[test]
+    fn flags_override_the_environment_which_overrides_defaults() {
+        let environment = BTreeMap::from([
+            (LintId::Spills, Level::Allow),
+            (LintId::Unlaunchable, Level::Warn),
+        ]);
+        let levels = Levels::new(&environment, &[(LintId::Spills, Level::Deny)]);
+        assert_eq!(levels.level(LintId::Spills), Level::Deny);
+        assert_eq!(levels.level(LintId::Unlaunchable), Level::Warn);
     }
 }

@@ -9,13 +9,17 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use occupancy_core::arch;
 use occupancy_core::report::explain::{explain, render_explanation_text};
 use occupancy_core::report::{KernelRow, RowLaunch};
 
-use super::report::{fail, load_dir, report_dir, row_from_record, UsageError};
+use super::log_input::row_from_record;
+use crate::archs::ArchNames;
+use crate::env::Environment;
+use crate::error::{CliError, Outcome};
+use crate::stdout::Stdout;
+use crate::workspace::{load_dir, report_dir};
 
 /// `cargo occupancy explain` arguments.
 #[derive(clap::Args, Debug)]
@@ -65,59 +69,58 @@ pub struct Args {
 }
 
 /// Runs `explain`: exit 0 after explaining, 2 when the kernel or its facts cannot be found.
-pub fn run(args: Args) -> ExitCode {
-    match rows(&args) {
-        Ok(rows) => {
-            let mut first = true;
-            for row in rows {
-                let Ok(facts) = arch::lookup(&row.arch) else {
-                    continue;
-                };
-                if !first {
-                    println!("{}", "─".repeat(100));
-                }
-                first = false;
-                print!("{}", render_explanation_text(&explain(facts, &row)));
-            }
-            ExitCode::SUCCESS
+pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
+    let rows = rows(args, env)?;
+    let mut out = Stdout::lock("cannot write the explanation to standard output");
+    let mut first = true;
+    for row in rows {
+        let Ok(facts) = arch::lookup(&row.arch) else {
+            continue;
+        };
+        if !first {
+            out.write_all(format!("{}\n", "─".repeat(100)).as_bytes())?;
         }
-        Err(error) => fail(&error),
+        first = false;
+        out.write_all(render_explanation_text(&explain(facts, &row)).as_bytes())?;
     }
+    out.finish()?;
+    Ok(Outcome::Success)
 }
 
-fn carveout_percent(text: Option<&str>) -> Result<Option<u32>, UsageError> {
+fn carveout_percent(text: Option<&str>) -> Result<Option<u32>, CliError> {
     match text {
         None | Some("default") => Ok(None),
         Some(text) => match text.trim_end_matches('%').parse::<u32>() {
             Ok(percent) if percent <= 100 => Ok(Some(percent)),
-            _ => Err(UsageError(format!(
+            _ => Err(CliError::Usage(format!(
                 "--carveout `{text}`: write `default` or a percentage from 0 to 100"
             ))),
         },
     }
 }
 
-fn canonical_archs(names: &[String]) -> Result<Vec<&'static str>, UsageError> {
+fn canonical_archs(names: &[String], archs: &ArchNames) -> Result<Vec<&'static str>, CliError> {
     names
         .iter()
         .map(|name| {
-            super::arch::lookup_arch(name)
+            archs
+                .lookup(name)
                 .map(|facts| facts.name)
-                .map_err(|error| UsageError(format!("--arch: {error}")))
+                .map_err(|error| CliError::Usage(format!("--arch: {error}")))
         })
         .collect()
 }
 
 /// The rows to explain, with the command line's launch applied.
-fn rows(args: &Args) -> Result<Vec<KernelRow>, UsageError> {
-    let archs = canonical_archs(&args.archs)?;
+fn rows(args: &Args, env: &Environment) -> Result<Vec<KernelRow>, CliError> {
+    let archs = canonical_archs(&args.archs, &env.archs)?;
     let carveout = carveout_percent(args.carveout.as_deref())?;
     if args.block == Some(0) {
-        return Err(UsageError("--block must be at least 1 thread".to_string()));
+        return Err(CliError::usage("--block must be at least 1 thread"));
     }
     let mut rows = if let Some(registers) = args.registers {
         if archs.is_empty() {
-            return Err(UsageError("--registers gives the facts of no particular build: name the architecture with --arch".into()));
+            return Err(CliError::usage("--registers gives the facts of no particular build: name the architecture with --arch"));
         }
         archs
             .iter()
@@ -126,7 +129,7 @@ fn rows(args: &Args) -> Result<Vec<KernelRow>, UsageError> {
     } else if !args.logs.is_empty() {
         rows_from_logs(args)?
     } else {
-        let dir = report_dir(args.dir.as_deref(), args.manifest_path.as_deref())?;
+        let dir = report_dir(args.dir.as_deref(), args.manifest_path.as_deref(), env)?;
         let mut selector = Selector::new(&args.kernel);
         for row in load_dir(&dir)?.kernels.into_iter().filter(|row| row.entry) {
             selector.add(&row);
@@ -137,7 +140,7 @@ fn rows(args: &Args) -> Result<Vec<KernelRow>, UsageError> {
         let available: Vec<String> = rows.iter().map(|row| row.arch.clone()).collect();
         rows.retain(|row| archs.contains(&row.arch.as_str()));
         if rows.is_empty() {
-            return Err(UsageError(format!(
+            return Err(CliError::Usage(format!(
                 "`{}` was not compiled for {}; its facts cover: {}",
                 args.kernel,
                 archs.join(", "),
@@ -175,7 +178,7 @@ fn direct_row(args: &Args, arch_name: &str, registers: u32) -> KernelRow {
 
 /// The rows of the kernel `args.kernel` names in the logs: every record is looked at as the
 /// log streams by, and only that kernel's rows are kept (each distinct row once).
-fn rows_from_logs(args: &Args) -> Result<Vec<KernelRow>, UsageError> {
+fn rows_from_logs(args: &Args) -> Result<Vec<KernelRow>, CliError> {
     let mut selector = Selector::new(&args.kernel);
     for path in &args.logs {
         // Without PTX the compiled bounds are unknown; the launch is the user's or 256.
@@ -185,15 +188,14 @@ fn rows_from_logs(args: &Args) -> Result<Vec<KernelRow>, UsageError> {
             carveout_percent: None,
         };
         let output = super::log_input::read_log(path, |record| {
-            selector.add(&row_from_record(&record, None, launch).map_err(|error| error.0)?);
+            selector.add(&row_from_record(&record, None, launch)?);
             Ok(())
-        })
-        .map_err(UsageError)?;
+        })?;
         let name = occupancy_build::cli::shown_path(path);
         let policy = super::log_input::LogPolicy {
             allow_failed_build: args.allow_failed_build,
         };
-        super::log_input::conclude(&name, &output, policy).map_err(UsageError)?;
+        super::log_input::conclude(&name, &output, policy)?;
     }
     selector.finish()
 }
@@ -333,7 +335,7 @@ impl<'a> Selector<'a> {
 
     /// The rows of the first way of matching that picked any kernel; an error when it picked
     /// several, or when none picked one.
-    fn finish(self) -> Result<Vec<KernelRow>, UsageError> {
+    fn finish(self) -> Result<Vec<KernelRow>, CliError> {
         let wanted = self.wanted;
         for tier in self.tiers {
             if tier.kernels.names.is_empty() {
@@ -342,12 +344,12 @@ impl<'a> Selector<'a> {
             if tier.kernels.is_one() {
                 return Ok(tier.rows);
             }
-            return Err(UsageError(format!(
+            return Err(CliError::Usage(format!(
                 "`{wanted}` matches several kernels; name one exactly:\n{}",
                 tier.kernels.listed(|(_, name)| name.as_str())
             )));
         }
-        Err(UsageError(format!(
+        Err(CliError::Usage(format!(
             "no kernel named `{wanted}`; the kernels are:\n{}",
             self.all_names.listed(String::as_str)
         )))
@@ -368,7 +370,7 @@ mod tests {
         row
     }
 
-    fn select(wanted: &str, rows: &[KernelRow]) -> Result<Vec<KernelRow>, UsageError> {
+    fn select(wanted: &str, rows: &[KernelRow]) -> Result<Vec<KernelRow>, CliError> {
         let mut selector = Selector::new(wanted);
         for row in rows {
             selector.add(row);
@@ -403,7 +405,7 @@ mod tests {
     fn a_name_matching_several_kernels_lists_them() {
         let error = select("Pf", &rows()).unwrap_err();
         assert_eq!(
-            error.0,
+            error.message(),
             "`Pf` matches several kernels; name one exactly:\n  _Z11scale_wholePf\n  _Z5scalePf\n  _ZN2ns4sumsEPf"
         );
     }
@@ -429,7 +431,7 @@ mod tests {
     fn no_match_lists_the_first_names() {
         let error = select("nope", &rows()).unwrap_err();
         assert_eq!(
-            error.0,
+            error.message(),
             "no kernel named `nope`; the kernels are:\n  ns::sums(float*)\n  scale(float*)\n  scale_whole(float*)"
         );
         let many: Vec<KernelRow> = (0..1000)
@@ -437,8 +439,8 @@ mod tests {
             .map(|index| row(&format!("k{index:04}"), "", "sm_90", 16))
             .collect();
         let error = select("nope", &many).unwrap_err();
-        let lines: Vec<&str> = error.0.lines().collect();
-        assert_eq!(lines.len(), 1 + NAMES_LISTED + 1, "{}", error.0);
+        let lines: Vec<&str> = error.message().lines().collect();
+        assert_eq!(lines.len(), 1 + NAMES_LISTED + 1, "{}", error.message());
         assert_eq!(lines[1], "  k0000");
         assert_eq!(lines[NAMES_LISTED], "  k0099");
         assert_eq!(

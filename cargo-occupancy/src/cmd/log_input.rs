@@ -15,7 +15,10 @@ use std::io::Read;
 use std::path::Path;
 
 use occupancy_build::cli::shown_path;
-use occupancy_core::ptxas::{KernelRecord, LogParser, ParseOutput, MAX_LINE_BYTES};
+use occupancy_core::ptxas::{KernelRecord, LogParser, ParseOutput, PtxEntry, MAX_LINE_BYTES};
+use occupancy_core::report::{KernelRow, RowLaunch};
+
+use crate::error::CliError;
 
 /// How much is read at a time.
 const CHUNK_BYTES: usize = 64 << 10;
@@ -25,16 +28,16 @@ const CHUNK_BYTES: usize = 64 << 10;
 /// A record `on_kernel` refuses ends the read with its error.
 pub fn read_log(
     path: &Path,
-    mut on_kernel: impl FnMut(KernelRecord) -> Result<(), String>,
-) -> Result<ParseOutput, String> {
-    crate::inputs::check_input_file("the ptxas log", path).map_err(|error| error.0)?;
+    mut on_kernel: impl FnMut(KernelRecord) -> Result<(), CliError>,
+) -> Result<ParseOutput, CliError> {
+    crate::inputs::check_input_file("the ptxas log", path)?;
     let name = shown_path(path);
+    let cannot_read =
+        |error: std::io::Error| CliError::Input(format!("cannot read `{name}`: {error}"));
     let mut reader: Box<dyn Read> = if name == "-" {
         Box::new(std::io::stdin().lock())
     } else {
-        Box::new(
-            std::fs::File::open(path).map_err(|error| format!("cannot read `{name}`: {error}"))?,
-        )
+        Box::new(std::fs::File::open(path).map_err(cannot_read)?)
     };
     let mut parser = LogParser::new();
     let mut buffer = vec![0u8; CHUNK_BYTES];
@@ -43,7 +46,7 @@ pub fn read_log(
             Ok(0) => break,
             Ok(count) => parser.feed(&buffer[..count]),
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(format!("cannot read `{name}`: {error}")),
+            Err(error) => return Err(cannot_read(error)),
         }
         for record in parser.take_finished_kernels() {
             on_kernel(record)?;
@@ -51,7 +54,7 @@ pub fn read_log(
     }
     let mut output = parser
         .finish()
-        .map_err(|error| format!("{name}: {error}"))?;
+        .map_err(|error| CliError::Input(format!("{name}: {error}")))?;
     for record in std::mem::take(&mut output.kernels) {
         on_kernel(record)?;
     }
@@ -98,7 +101,7 @@ pub struct LogPolicy {
 /// What every command does once a log was read: the notes on how it was read and its
 /// diagnostics (warnings), then its verdict: the compiler's errors, then the lines that say
 /// the build failed, each an error of the run.
-pub fn conclude(name: &str, output: &ParseOutput, policy: LogPolicy) -> Result<(), String> {
+pub fn conclude(name: &str, output: &ParseOutput, policy: LogPolicy) -> Result<(), CliError> {
     print_reading(name, output);
     compile_errors(name, output)?;
     failed_build(name, output, policy)
@@ -120,7 +123,7 @@ const FAILURES_LISTED: usize = 10;
 /// The log's lines that say the build failed, as one error of the run naming each line and
 /// marker: the kernels of what failed were never compiled, so the log cannot show that every
 /// kernel passed. With `--allow-failed-build` each is a warning instead.
-pub fn failed_build(name: &str, output: &ParseOutput, policy: LogPolicy) -> Result<(), String> {
+pub fn failed_build(name: &str, output: &ParseOutput, policy: LogPolicy) -> Result<(), CliError> {
     let failures = &output.build_failures;
     if failures.is_empty() {
         return Ok(());
@@ -140,14 +143,14 @@ pub fn failed_build(name: &str, output: &ParseOutput, policy: LogPolicy) -> Resu
     if total > FAILURES_LISTED {
         listed.push(format!("  ... and {} more", total - FAILURES_LISTED));
     }
-    Err(format!(
+    Err(CliError::CouldNotCheck(format!(
         "{name}: the log shows a failed build ({total} line(s)): the kernels of what failed were never compiled, so the log cannot show that every kernel passed:\n{}\nfix the build and check the log of a build that succeeded; if these lines are not failures of this build (a false positive), pass --allow-failed-build",
         listed.join("\n")
-    ))
+    )))
 }
 
 /// The log's compiler errors as one error of the run, naming kernel and arch where the log does.
-pub fn compile_errors(name: &str, output: &ParseOutput) -> Result<(), String> {
+pub fn compile_errors(name: &str, output: &ParseOutput) -> Result<(), CliError> {
     if output.errors.is_empty() {
         return Ok(());
     }
@@ -156,9 +159,19 @@ pub fn compile_errors(name: &str, output: &ParseOutput) -> Result<(), String> {
         .iter()
         .map(|error| format!("  {name}:{error}"))
         .collect();
-    Err(format!(
+    Err(CliError::CouldNotCheck(format!(
         "{name}: the compile failed: the log holds {} compiler error(s); a failed compile's numbers are not checked:\n{}",
         output.errors.len(),
         listed.join("\n")
-    ))
+    )))
+}
+
+/// A log's record as a report row at `launch`, for `check` and `explain`.
+pub fn row_from_record(
+    record: &KernelRecord,
+    ptx: Option<&PtxEntry>,
+    launch: RowLaunch,
+) -> Result<KernelRow, CliError> {
+    KernelRow::from_record(record, ptx, launch)
+        .map_err(|error| CliError::Input(format!("kernel `{}`: {error}", record.name)))
 }

@@ -17,12 +17,13 @@ use occupancy_core::arch::ArchFacts;
 use occupancy_core::calc::{self, KernelFacts, Launch, Occupancy};
 use occupancy_core::ptxas::{BuildFailure, CompilerError, Diagnostic, KernelRecord};
 use serde::Serialize;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
-use super::arch::lookup_arch;
 use super::log_input;
+use crate::archs::ArchNames;
+use crate::env::Environment;
+use crate::error::{CliError, Outcome};
+use crate::stdout::Stdout;
 
 /// Read ptxas resource reports (`-Xptxas -v`, `--resource-usage`) into kernel records.
 #[derive(clap::Args, Debug)]
@@ -98,87 +99,101 @@ struct LogError {
     error: CompilerError,
 }
 
-pub fn run(args: Args) -> ExitCode {
-    match run_inner(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {message}");
-            ExitCode::from(2)
-        }
-    }
+/// Runs `parse`: reads every log through the shared streaming reader and prints each kernel row
+/// as soon as it is read (memory holds the open records, not the logs). A log that cannot be
+/// read or holds a compiler error ends the run with exit 2, after what was read is printed.
+pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
+    let request = occupancy_request(args, &env.archs)?;
+    let mut printer = Printer::new(args.json, request.is_some());
+    let mut tail = JsonTail::default();
+    let failure = read_all(args, request.as_ref(), &mut printer, &mut tail)?;
+    tail.error = failure.as_ref().map(|error| error.message().to_string());
+    printer.finish(&tail)?;
+    failure.map_or(Ok(Outcome::Success), Err)
 }
 
 /// The launch to compute occupancy for, from `--arch`, `--block` and `--dynamic-smem-bytes`.
-struct OccupancyRequest {
+struct OccupancyRequest<'a> {
+    /// Reads each record's own architecture when `--arch` names none.
+    archs: &'a ArchNames,
     fixed_arch: Option<&'static ArchFacts>,
     block_threads: u32,
     dynamic_smem_bytes: u32,
 }
 
-/// Reads every log through the shared streaming reader and prints each kernel row as soon as
-/// it is read (memory holds the open records, not the logs). A log that cannot be read or
-/// holds a compiler error ends the run with exit 2, after what was read is printed.
-fn run_inner(args: &Args) -> Result<(), String> {
+/// The launch `--block` asks for, if it does.
+fn occupancy_request<'a>(
+    args: &Args,
+    archs: &'a ArchNames,
+) -> Result<Option<OccupancyRequest<'a>>, CliError> {
     let fixed_arch: Option<&'static ArchFacts> = match &args.arch {
-        Some(name) => Some(lookup_arch(name).map_err(|error| format!("--arch: {error}"))?),
+        Some(name) => Some(
+            archs
+                .lookup(name)
+                .map_err(|error| CliError::Usage(format!("--arch: {error}")))?,
+        ),
         None => None,
     };
     if args.block == Some(0) {
-        return Err("--block must be at least 1 thread".to_string());
+        return Err(CliError::usage("--block must be at least 1 thread"));
     }
-    let request = args.block.map(|block_threads| OccupancyRequest {
+    Ok(args.block.map(|block_threads| OccupancyRequest {
+        archs,
         fixed_arch,
         block_threads,
         dynamic_smem_bytes: args.dynamic_smem_bytes,
-    });
-    let mut printer = Printer::new(args.json, request.is_some());
-    let mut tail = JsonTail::default();
-    let mut failure = None;
-    let mut failed_builds = Vec::new();
+    }))
+}
+
+/// Streams every log into `printer`; returns why the run fails once the output is finished (a
+/// log that cannot be read, a compiler error, a failed build), if it does. A closed standard
+/// output ends the reading at once.
+fn read_all(
+    args: &Args,
+    request: Option<&OccupancyRequest<'_>>,
+    printer: &mut Printer,
+    tail: &mut JsonTail,
+) -> Result<Option<CliError>, CliError> {
     let policy = log_input::LogPolicy {
         allow_failed_build: args.allow_failed_build,
     };
+    let mut failed_builds = Vec::new();
     for path in &args.logs {
-        match read_one(path, request.as_ref(), &mut printer, &mut tail, policy) {
+        match read_one(path, request, printer, tail, policy) {
             Ok(Some(failed_build)) => failed_builds.push(failed_build),
             Ok(None) => {}
-            Err(error) => {
-                failure = Some(error);
-                break;
-            }
+            Err(CliError::StdoutClosed) => return Err(CliError::StdoutClosed),
+            Err(error) => return Ok(Some(error)),
         }
     }
-    if failure.is_none() {
-        let errors: Vec<String> = tail
-            .errors
-            .iter()
-            .map(|error| format!("  {}:{}", error.log, error.error))
-            .collect();
-        if !errors.is_empty() {
-            failure = Some(format!(
-                "the compile failed: the log holds {} compiler error(s); its kernels are not reported as if it had passed:\n{}",
-                errors.len(),
-                errors.join("\n")
-            ));
-        }
+    let errors: Vec<String> = tail
+        .errors
+        .iter()
+        .map(|error| format!("  {}:{}", error.log, error.error))
+        .collect();
+    if !errors.is_empty() {
+        return Ok(Some(CliError::CouldNotCheck(format!(
+            "the compile failed: the log holds {} compiler error(s); its kernels are not reported as if it had passed:\n{}",
+            errors.len(),
+            errors.join("\n")
+        ))));
     }
-    if failure.is_none() && !failed_builds.is_empty() {
-        failure = Some(failed_builds.join("\n"));
+    if failed_builds.is_empty() {
+        return Ok(None);
     }
-    tail.error = failure.clone();
-    printer.finish(&tail)?;
-    failure.map_or(Ok(()), Err)
+    let messages: Vec<&str> = failed_builds.iter().map(CliError::message).collect();
+    Ok(Some(CliError::CouldNotCheck(messages.join("\n"))))
 }
 
 /// Streams one log into `printer`; keeps its callees, diagnostics, warnings, errors and build
 /// failures in `tail`. Returns the error of a log that shows a failed build (unless allowed).
 fn read_one(
     path: &Path,
-    request: Option<&OccupancyRequest>,
+    request: Option<&OccupancyRequest<'_>>,
     printer: &mut Printer,
     tail: &mut JsonTail,
     policy: log_input::LogPolicy,
-) -> Result<Option<String>, String> {
+) -> Result<Option<CliError>, CliError> {
     let log = occupancy_build::cli::shown_path(path);
     let output = log_input::read_log(path, |record| {
         // A kernel a compiler error names gets no row: its numbers are not a passing compile's.
@@ -232,7 +247,7 @@ fn read_one(
 /// Prints rows as they come: one JSON object per row inside `{"kernels": [...], ...}`, or a
 /// table with fixed column widths (a streamed table cannot measure rows it has not seen).
 struct Printer {
-    out: std::io::BufWriter<std::io::StdoutLock<'static>>,
+    out: Stdout,
     json: bool,
     with_occupancy: bool,
     rows: usize,
@@ -241,16 +256,16 @@ struct Printer {
 impl Printer {
     fn new(json: bool, with_occupancy: bool) -> Printer {
         Printer {
-            out: std::io::BufWriter::new(std::io::stdout().lock()),
+            out: Stdout::lock("cannot write to standard output"),
             json,
             with_occupancy,
             rows: 0,
         }
     }
 
-    fn row(&mut self, row: &Row<'_>) -> Result<(), String> {
+    fn row(&mut self, row: &Row<'_>) -> Result<(), CliError> {
         let text = if self.json {
-            let json = serde_json::to_string(row).map_err(|error| error.to_string())?;
+            let json = serde_json::to_string(row).map_err(serialize_error)?;
             format!(
                 "{}\n    {json}",
                 if self.rows == 0 {
@@ -271,15 +286,14 @@ impl Printer {
         self.write(&text)
     }
 
-    fn finish(mut self, tail: &JsonTail) -> Result<(), String> {
+    fn finish(mut self, tail: &JsonTail) -> Result<(), CliError> {
         if self.json {
             let head = if self.rows == 0 {
                 "{\n  \"kernels\": ["
             } else {
                 ""
             };
-            let tail_json =
-                serde_json::to_string_pretty(tail).map_err(|error| error.to_string())?;
+            let tail_json = serde_json::to_string_pretty(tail).map_err(serialize_error)?;
             // `{ "callees": ... }` joins the open object after the kernels array.
             let rest = tail_json.strip_prefix('{').unwrap_or(&tail_json);
             let text = format!("{head}\n  ],{rest}\n");
@@ -288,35 +302,40 @@ impl Printer {
             let header = table_line(&header_cells(self.with_occupancy));
             self.write(&header)?;
         }
-        self.out
-            .flush()
-            .map_err(|error| format!("cannot write to standard output: {error}"))
+        self.out.finish()
     }
 
-    fn write(&mut self, text: &str) -> Result<(), String> {
-        self.out
-            .write_all(text.as_bytes())
-            .map_err(|error| format!("cannot write to standard output: {error}"))
+    fn write(&mut self, text: &str) -> Result<(), CliError> {
+        self.out.write_all(text.as_bytes())
     }
 }
 
-fn occupancy_of(record: &KernelRecord, request: &OccupancyRequest) -> Result<Occupancy, String> {
+/// A row that serde_json cannot write (never for these types: their keys are strings).
+fn serialize_error(error: serde_json::Error) -> CliError {
+    CliError::Output(error.to_string())
+}
+
+fn occupancy_of(
+    record: &KernelRecord,
+    request: &OccupancyRequest<'_>,
+) -> Result<Occupancy, CliError> {
     let facts = match request.fixed_arch {
         Some(facts) => facts,
-        None => lookup_arch(&record.arch)
-            .map_err(|error| format!("kernel `{}`: {error}; pass --arch", record.name))?,
+        None => request.archs.lookup(&record.arch).map_err(|error| {
+            CliError::Input(format!("kernel `{}`: {error}; pass --arch", record.name))
+        })?,
     };
     let registers = record.registers.ok_or_else(|| {
-        format!(
+        CliError::Input(format!(
             "entry kernel `{}` for {} has no register count",
             record.name, record.arch
-        )
+        ))
     })?;
     let static_smem_bytes = u32::try_from(record.static_smem_bytes).map_err(|_| {
-        format!(
+        CliError::Input(format!(
             "kernel `{}`: static shared memory out of range",
             record.name
-        )
+        ))
     })?;
     let kernel = KernelFacts {
         registers_per_thread: registers,

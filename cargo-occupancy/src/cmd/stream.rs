@@ -17,6 +17,7 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Seek, Write};
+use std::path::{Path, PathBuf};
 
 use occupancy_core::lint::{Level, LintId};
 use occupancy_core::report::{
@@ -25,13 +26,15 @@ use occupancy_core::report::{
 };
 use serde::Serialize;
 
-use super::report::{OutputArgs, UsageError};
+use crate::error::CliError;
+use crate::format::{OutputArgs, ReportFormat};
+use crate::stdout::Stdout;
 
 /// Where a spool's bytes go.
 #[derive(Debug)]
 enum Storage {
-    /// An anonymous temporary file: memory holds 64 KiB of it.
-    File(BufWriter<File>),
+    /// An anonymous temporary file in `dir`: memory holds 64 KiB of it.
+    File { file: BufWriter<File>, dir: PathBuf },
     /// Memory, when no temporary file can be made (a read-only `$TMPDIR`): the output is right,
     /// and memory grows with it, as it did before spooling.
     Memory(Vec<u8>),
@@ -47,10 +50,13 @@ struct Spool {
 }
 
 impl Spool {
-    /// A spool for an array whose elements stand `indent` spaces in.
-    fn new(indent: usize) -> Spool {
-        let storage = match anonymous_file() {
-            Ok(file) => Storage::File(BufWriter::with_capacity(1 << 16, file)),
+    /// A spool in `temp_dir` for an array whose elements stand `indent` spaces in.
+    fn new(indent: usize, temp_dir: &Path) -> Spool {
+        let storage = match anonymous_file(temp_dir) {
+            Ok(file) => Storage::File {
+                file: BufWriter::with_capacity(1 << 16, file),
+                dir: temp_dir.to_path_buf(),
+            },
             Err(error) => {
                 static WARNED: std::sync::Once = std::sync::Once::new();
                 WARNED.call_once(|| {
@@ -67,9 +73,9 @@ impl Spool {
     }
 
     /// Appends `element`, pretty-printed at the array's indentation.
-    fn push(&mut self, element: &impl Serialize) -> Result<(), UsageError> {
+    fn push(&mut self, element: &impl Serialize) -> Result<(), CliError> {
         let text = serde_json::to_string_pretty(element)
-            .map_err(|error| UsageError(format!("cannot serialize the report: {error}")))?;
+            .map_err(|error| CliError::Output(format!("cannot serialize the report: {error}")))?;
         let pad = " ".repeat(self.indent);
         let mut out = String::with_capacity(text.len() + text.len() / 8);
         out.push_str(if self.elements == 0 { "\n" } else { ",\n" });
@@ -77,7 +83,9 @@ impl Spool {
         // Strings hold no raw line breaks: every `\n` of the text starts a line to indent.
         out.push_str(&text.replace('\n', &format!("\n{pad}")));
         match &mut self.storage {
-            Storage::File(file) => file.write_all(out.as_bytes()).map_err(spool_error)?,
+            Storage::File { file, dir } => file
+                .write_all(out.as_bytes())
+                .map_err(|error| spool_error(dir, &error))?,
             Storage::Memory(bytes) => bytes.extend_from_slice(out.as_bytes()),
         }
         self.elements += 1;
@@ -91,7 +99,7 @@ impl Spool {
         }
         out.write_all(b"[")?;
         match self.storage {
-            Storage::File(file) => {
+            Storage::File { file, .. } => {
                 let mut file = file.into_inner().map_err(|error| error.into_error())?;
                 file.rewind()?;
                 std::io::copy(&mut file, out)?;
@@ -102,19 +110,18 @@ impl Spool {
     }
 }
 
-fn spool_error(error: std::io::Error) -> UsageError {
-    UsageError(format!(
+fn spool_error(dir: &Path, error: &std::io::Error) -> CliError {
+    CliError::Output(format!(
         "cannot write the report to a temporary file in {}: {error} (set TMPDIR to a writable directory with room for the report)",
-        occupancy_build::cli::shown_path(&std::env::temp_dir())
+        occupancy_build::cli::shown_path(dir)
     ))
 }
 
 /// A new file in the temporary directory, removed from it at once (the open file stays; the
 /// system frees it when it is closed, even if this process is killed).
-fn anonymous_file() -> Result<File, UsageError> {
+fn anonymous_file(dir: &Path) -> Result<File, CliError> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir();
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.subsec_nanos());
@@ -135,7 +142,7 @@ fn anonymous_file() -> Result<File, UsageError> {
                 return Ok(file);
             }
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && count < 1000 => {}
-            Err(error) => return Err(spool_error(error)),
+            Err(error) => return Err(spool_error(dir, &error)),
         }
     }
 }
@@ -170,21 +177,18 @@ pub struct ReportStream {
 }
 
 impl ReportStream {
-    /// A stream for the output `output` asks for.
-    pub fn new(output: &OutputArgs) -> ReportStream {
-        let sink = if output.json {
-            Sink::Json {
-                kernels: Spool::new(4),
-                findings: Spool::new(4),
-            }
-        } else if output.sarif {
-            Sink::Sarif {
-                results: Spool::new(8),
-            }
-        } else if output.markdown {
-            Sink::Markdown(Box::default())
-        } else {
-            Sink::Text(Box::default())
+    /// A stream for the output `output` asks for, spooling in `temp_dir`.
+    pub fn new(output: &OutputArgs, temp_dir: &Path) -> ReportStream {
+        let sink = match output.format() {
+            ReportFormat::Json => Sink::Json {
+                kernels: Spool::new(4, temp_dir),
+                findings: Spool::new(4, temp_dir),
+            },
+            ReportFormat::Sarif => Sink::Sarif {
+                results: Spool::new(8, temp_dir),
+            },
+            ReportFormat::Markdown => Sink::Markdown(Box::default()),
+            ReportFormat::Text => Sink::Text(Box::default()),
         };
         ReportStream {
             sink,
@@ -195,7 +199,7 @@ impl ReportStream {
     }
 
     /// Takes in a whole report (the compiled sources'): its rows, then its findings.
-    pub fn add_report(&mut self, report: &Report) -> Result<(), UsageError> {
+    pub fn add_report(&mut self, report: &Report) -> Result<(), CliError> {
         let index = FindingIndex::new(report);
         for row in &report.kernels {
             self.add_row(row, index.lints_for(row))?;
@@ -208,11 +212,7 @@ impl ReportStream {
     }
 
     /// Takes in a row, with the distinct (level, lint) of the findings that concern it.
-    pub fn add_row(
-        &mut self,
-        row: &KernelRow,
-        lints: &[(Level, LintId)],
-    ) -> Result<(), UsageError> {
+    pub fn add_row(&mut self, row: &KernelRow, lints: &[(Level, LintId)]) -> Result<(), CliError> {
         self.rows += 1;
         match &mut self.sink {
             Sink::Text(digest) | Sink::Markdown(digest) => digest.add_row(row, lints),
@@ -230,7 +230,7 @@ impl ReportStream {
         &mut self,
         finding: &occupancy_core::report::Finding,
         row: Option<&KernelRow>,
-    ) -> Result<(), UsageError> {
+    ) -> Result<(), CliError> {
         self.deny |= finding.level == Level::Deny;
         let shown = finding.level != Level::Allow || finding.reason.is_some();
         match &mut self.sink {
@@ -256,23 +256,17 @@ impl ReportStream {
     }
 
     /// Writes the `--html` page, then the report to standard output.
-    pub fn finish(self, output: &OutputArgs, title: &str) -> Result<(), UsageError> {
+    pub fn finish(self, output: &OutputArgs, title: &str) -> Result<(), CliError> {
         if let (Some(report), Some(path)) = (&self.html, &output.html) {
             let html = render_html(report, title);
             crate::outputs::write_atomically("--html", path, html.as_bytes())?;
-            if !(output.json || output.sarif || output.markdown) {
+            if output.says_what_it_wrote() {
                 eprintln!("wrote {}", occupancy_build::cli::shown_path(path));
             }
         }
-        let stdout = std::io::stdout();
-        let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-        let written = self.sink.write(&mut out).and_then(|()| out.flush());
-        match written {
-            Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(UsageError(
-                format!("cannot write the report to standard output: {error}"),
-            )),
-            _ => Ok(()),
-        }
+        let mut out = Stdout::lock("cannot write the report to standard output");
+        out.write_with(|out| self.sink.write(out))?;
+        out.finish()
     }
 }
 
@@ -316,7 +310,7 @@ mod tests {
     use occupancy_core::report::example_report;
 
     fn streamed(output: &OutputArgs, report: &Report) -> String {
-        let mut stream = ReportStream::new(output);
+        let mut stream = ReportStream::new(output, &std::env::temp_dir());
         stream.add_report(report).unwrap();
         assert_eq!(stream.has_deny(), report.has_deny());
         let mut out = Vec::new();
@@ -341,42 +335,32 @@ mod tests {
         ]
     }
 
-    /// The streamed JSON and SARIF are byte for byte the whole report's, empty arrays included.
-    #[test]
-    fn streamed_json_and_sarif_equal_the_whole_reports_rendering() {
-        let json = OutputArgs {
-            json: true,
-            ..OutputArgs::default()
-        };
-        let sarif = OutputArgs {
-            sarif: true,
-            ..OutputArgs::default()
-        };
-        for report in reports() {
-            assert_eq!(streamed(&json, &report), render_json(&report));
-            assert_eq!(
-                streamed(&sarif, &report),
-                render_sarif(&report, env!("CARGO_PKG_VERSION"))
-            );
+    /// OutputArgs asking for `format`.
+    fn asking_for(format: ReportFormat) -> OutputArgs {
+        let mut output = OutputArgs::default();
+        match format {
+            ReportFormat::Text => {}
+            ReportFormat::Json => output.json = true,
+            ReportFormat::Sarif => output.sarif = true,
+            ReportFormat::Markdown => output.markdown = true,
         }
+        assert_eq!(output.format(), format);
+        output
     }
 
-    /// Text and Markdown of a small report are the whole report's.
+    /// Every format streams byte for byte what its renderer writes for the whole report: the
+    /// spooled JSON and SARIF arrays (empty ones included), the digested text and Markdown of a
+    /// small report.
     #[test]
-    fn streamed_text_and_markdown_equal_the_whole_reports_rendering() {
-        let markdown = OutputArgs {
-            markdown: true,
-            ..OutputArgs::default()
-        };
-        for report in reports() {
-            assert_eq!(
-                streamed(&OutputArgs::default(), &report),
-                occupancy_core::report::render_text(&report)
-            );
-            assert_eq!(
-                streamed(&markdown, &report),
-                occupancy_core::report::render_markdown(&report)
-            );
+    fn every_streamed_format_equals_the_whole_reports_rendering() {
+        for format in ReportFormat::ALL {
+            for report in reports() {
+                assert_eq!(
+                    streamed(&asking_for(format), &report),
+                    format.render(&report),
+                    "{format:?}"
+                );
+            }
         }
     }
 
@@ -385,7 +369,10 @@ mod tests {
     fn a_spool_in_memory_writes_what_a_spool_in_a_file_writes() {
         let report = example_report();
         let mut arrays = Vec::new();
-        for storage in [Storage::Memory(Vec::new()), Spool::new(4).storage] {
+        for storage in [
+            Storage::Memory(Vec::new()),
+            Spool::new(4, &std::env::temp_dir()).storage,
+        ] {
             let mut spool = Spool {
                 storage,
                 elements: 0,

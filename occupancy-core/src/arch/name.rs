@@ -6,8 +6,9 @@
 //! family-specific `sm_100f` / `compute_100f` where nvcc has them, and the `CUDA_COMPUTE_CAP`-style
 //! numbers `90` and `9.0` (portable only). Rejected, with a did-you-mean and the list of known
 //! names: `sm90`, `SM_90`, `sm_090`, `09.0`, `sm_89a` (nvcc has no `a` for 8.9), `sm_90f`, and any
-//! number not in the table (`sm_999`). `sm_101*` is 11.0's name before CUDA 13 and parses as
-//! `sm_110*`. Surrounding whitespace is ignored (lists in environment variables).
+//! number not in the table (`sm_999`). A name in a row's [`ArchFacts::aliases`] parses as that row
+//! (`sm_101*`, 11.0's name before CUDA 13, as `sm_110*`). Surrounding whitespace is ignored (lists
+//! in environment variables).
 
 use super::{all, ArchFacts};
 use std::fmt;
@@ -67,10 +68,11 @@ impl Arch {
         }
     }
 
-    /// The architecture of a table row and variant, when nvcc has that variant.
+    /// The architecture of a table row and variant, when nvcc has that variant. `number` is
+    /// `major * 10 + minor` of the row or of one of its aliases (101 gives 11.0's row).
     pub fn known(number: u32, variant: Variant) -> Option<Arch> {
-        let number = if number == 101 { 110 } else { number };
         let facts = row(number)?;
+        let number = facts.major * 10 + facts.minor;
         let allowed = match variant {
             Variant::Portable => true,
             Variant::ArchSpecific => facts.arch_specific_variant,
@@ -121,10 +123,16 @@ impl Arch {
     }
 }
 
+/// The table's row whose number, or one of whose [`ArchFacts::aliases`], is `number`.
 fn row(number: u32) -> Option<&'static ArchFacts> {
-    all()
-        .iter()
-        .find(|facts| facts.major * 10 + facts.minor == number)
+    let alias_number = |alias: &&str| parse_exact(alias).map(|(number, _)| number);
+    all().iter().find(|facts| {
+        facts.major * 10 + facts.minor == number
+            || facts
+                .aliases
+                .iter()
+                .any(|alias| alias_number(alias) == Some(number))
+    })
 }
 
 impl fmt::Display for Arch {

@@ -144,7 +144,7 @@ pub fn presets() -> &'static [GpuPreset] {
 }
 
 /// Comma-separated preset names, for error messages.
-pub fn known_presets() -> String {
+pub(crate) fn known_presets() -> String {
     PRESETS
         .iter()
         .map(|preset| preset.name)

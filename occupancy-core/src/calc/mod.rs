@@ -25,7 +25,8 @@ mod reason;
 pub mod sweep;
 
 pub use headroom::headroom;
-pub use reason::{write_zero_block_reason, zero_block_reason};
+pub use reason::write_zero_block_reason;
+pub(crate) use reason::zero_block_reason;
 
 use crate::arch::ArchFacts;
 use serde::{Serialize, Serializer};
@@ -337,7 +338,7 @@ pub fn warps_per_block(arch: &ArchFacts, block_threads: u32) -> u32 {
 }
 
 /// Blocks the warp slots allow (0 above the arch's threads per block, or for an empty block).
-pub fn warps_limit(arch: &ArchFacts, block_threads: u32) -> u32 {
+pub(crate) fn warps_limit(arch: &ArchFacts, block_threads: u32) -> u32 {
     if block_threads == 0 || block_threads > arch.max_threads_per_block {
         return 0;
     }
@@ -353,7 +354,7 @@ pub fn registers_per_warp(arch: &ArchFacts, registers_per_thread: u32) -> u64 {
 }
 
 /// Blocks the register file allows, and the registers allocated per block.
-pub fn registers_limit(
+pub(crate) fn registers_limit(
     arch: &ArchFacts,
     registers_per_thread: u32,
     block_threads: u32,
@@ -389,7 +390,7 @@ pub fn registers_limit(
 
 /// The smallest shared memory configuration per SM that holds `bytes`, or `None` above the largest.
 /// Architectures before 7.x have one fixed configuration.
-pub fn smem_config_at_least(arch: &ArchFacts, bytes: u64) -> Option<u32> {
+pub(crate) fn smem_config_at_least(arch: &ArchFacts, bytes: u64) -> Option<u32> {
     if arch.smem_configs_per_sm.is_empty() {
         return (bytes <= u64::from(arch.smem_per_sm)).then_some(arch.smem_per_sm);
     }
@@ -400,7 +401,10 @@ pub fn smem_config_at_least(arch: &ArchFacts, bytes: u64) -> Option<u32> {
 }
 
 /// The shared memory per SM the carveout preference selects (before a launch needs more).
-pub fn preferred_smem_per_sm(arch: &ArchFacts, carveout: Carveout) -> Result<u32, CalcError> {
+pub(crate) fn preferred_smem_per_sm(
+    arch: &ArchFacts,
+    carveout: Carveout,
+) -> Result<u32, CalcError> {
     if arch.smem_configs_per_sm.is_empty() {
         return Ok(arch.smem_per_sm);
     }
@@ -445,7 +449,7 @@ pub fn smem_limit_per_block(arch: &ArchFacts, max_usage_bytes: u64) -> u64 {
 /// Shared memory side of a launch: the limit, the allocation and the configuration chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct SmemLimit {
+pub(crate) struct SmemLimit {
     pub limit: Option<u32>,
     pub allocated_per_block: u64,
     pub config_per_sm: u32,
@@ -454,7 +458,7 @@ pub struct SmemLimit {
 }
 
 /// Blocks shared memory allows for `static + dynamic` bytes with the given opt-in and preference.
-pub fn smem_limit(
+pub(crate) fn smem_limit(
     arch: &ArchFacts,
     static_smem_bytes: u32,
     dynamic_smem_bytes: u32,
@@ -497,7 +501,7 @@ pub fn smem_limit(
 }
 
 /// Blocks the barrier slots allow (from 9.0; `None` before or without barriers).
-pub fn barriers_limit(arch: &ArchFacts, barriers: u32) -> Option<u32> {
+pub(crate) fn barriers_limit(arch: &ArchFacts, barriers: u32) -> Option<u32> {
     (arch.barrier_limit_enforced && barriers > 0).then(|| arch.barriers_per_sm / barriers)
 }
 

@@ -10,7 +10,7 @@ use crate::arch::ArchFacts;
 use std::fmt::{self, Write};
 
 /// The reason as a new `String`.
-pub fn zero_block_reason(
+pub(crate) fn zero_block_reason(
     arch: &ArchFacts,
     kernel: &KernelFacts,
     launch: &Launch,

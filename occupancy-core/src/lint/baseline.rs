@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::evaluate::{percent, Finding};
-use super::LintId;
+use super::finding::{percent, Finding};
+use super::id::LintId;
 
 /// What the baseline (`occupancy.lock`) records per kernel and arch.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

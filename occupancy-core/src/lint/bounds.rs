@@ -1,8 +1,8 @@
 //! `unlaunchable` and `bounds_mismatch`: the declared launch against what the kernel was
 //! compiled for (its PTX launch bounds) and what fits an SM.
 
-use super::evaluate::{ptxas_note, CompiledOnArch, Finding, LaunchOrigin};
-use super::LintId;
+use super::finding::{ptxas_note, CompiledOnArch, Finding, LaunchOrigin};
+use super::id::LintId;
 use crate::spec::KernelSpec;
 
 /// `unlaunchable`: the launch cannot start, because the kernel was compiled for smaller

@@ -1,14 +1,14 @@
 //! `occupancy_cliff`: a few more registers or bytes of shared memory would cost a resident block.
 
-use super::evaluate::{occupancy_note, CompiledOnArch, Finding, LaunchOrigin};
-use super::LintId;
+use super::finding::{occupancy_note, CompiledOnArch, Finding, LaunchOrigin};
+use super::id::LintId;
 use crate::spec::KernelSpec;
 
 /// Registers per thread (or bytes of static shared memory, see [`CLIFF_SMEM_BYTES`]) within
 /// which a kernel is "at a cliff": one more costs a resident block.
-pub const CLIFF_REGISTERS: u32 = 2;
+pub(crate) const CLIFF_REGISTERS: u32 = 2;
 /// Bytes of shared memory per block within which adding more costs a resident block.
-pub const CLIFF_SMEM_BYTES: u32 = 256;
+pub(crate) const CLIFF_SMEM_BYTES: u32 = 256;
 
 /// `occupancy_cliff`: registers or shared memory bind, and a few more cost a resident block.
 pub(super) fn occupancy_cliff(

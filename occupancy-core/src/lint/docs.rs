@@ -1,6 +1,8 @@
 //! `docs/lints.md`, rendered from the lint declarations.
 
-use super::{Level, LintId};
+use super::id::LintId;
+use super::level::Level;
+use super::registry::Check;
 
 /// Renders `docs/lints.md` from the registry. A test compares the committed file with this;
 /// `OCCUPANCY_BLESS_DOCS=1 cargo test -p occupancy-core --test lints_doc` rewrites it.
@@ -9,8 +11,8 @@ use super::{Level, LintId};
 fn undeclared_column(id: LintId) -> &'static str {
     match id.lint().check {
         check if check.checks_undeclared() => "yes",
-        super::Check::Sass { .. } => "if set",
-        super::Check::Undeclared(_) | super::Check::Worse(_) | super::Check::Stale(_) => "yes",
+        Check::Sass { .. } => "if set",
+        Check::Undeclared(_) | Check::Worse(_) | Check::Stale(_) => "yes",
         _ => "no",
     }
 }

@@ -1,8 +1,8 @@
 //! `unfulfilled_expectation`: an `expect(lint)` in a declaration that no finding fulfilled. The
 //! build settles expectations over every finding; this function makes the finding.
 
-use super::evaluate::Finding;
-use super::LintId;
+use super::finding::Finding;
+use super::id::LintId;
 
 /// The `unfulfilled_expectation` finding of `expect(lint)` (with its `reason`, if any) on
 /// kernel `kernel_name`.

@@ -1,10 +1,90 @@
-//! What every lint id can say about itself beyond its declaration: its environment variable,
-//! its config line, its declaration, and how an id is read (with a suggestion for a typo).
+//! [`LintId`]: the name of every lint, how it is spelled and read (with a suggestion for a typo),
+//! its environment variable and config line.
+//!
+//! A leaf: the declaration grammar (`crate::spec`) stores lint ids and reads them from
+//! attributes, so this module names nothing that reads a declaration. Each id's declaration (its
+//! default level, documentation and check) is in `lint.rs`, which must declare every id here, in
+//! this order (the build fails otherwise).
 
 use std::fmt;
 use std::str::FromStr;
 
-use super::{did_you_mean, Level, Lint, LintId, LINTS};
+use serde::{Deserialize, Serialize};
+
+use super::level::Level;
+use super::names::did_you_mean;
+
+/// Generates [`LintId`] (a variant per line, in order), `LintId::ALL` and `LintId::as_str`.
+macro_rules! lint_ids {
+    ($($(#[doc = $doc:literal])+ $variant:ident = $name:literal,)+) => {
+        /// Every lint the build gate can report, in the order they are documented.
+        #[non_exhaustive]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        pub enum LintId {
+            $(
+                $(#[doc = $doc])+
+                #[serde(rename = $name)]
+                $variant,
+            )+
+        }
+
+        impl LintId {
+            /// Every lint, in the order they are documented.
+            pub const ALL: [LintId; [$($name),+].len()] = [$(LintId::$variant),+];
+
+            /// The id as written in attributes (`warn(spills)`), config keys and JSON.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(LintId::$variant => $name,)+
+                }
+            }
+        }
+    };
+}
+
+lint_ids! {
+    /// Spill bytes above the declared `max_spill_bytes` (default 0).
+    Spills = "spills",
+    /// Theoretical occupancy below the declared `min_occupancy`.
+    LowOccupancy = "low_occupancy",
+    /// More registers per thread than the declared `max_registers_per_thread`.
+    TooManyRegisters = "too_many_registers",
+    /// The declared launch cannot start on an architecture.
+    Unlaunchable = "unlaunchable",
+    /// The kernel was not compiled with the declared launch bounds.
+    BoundsMismatch = "bounds_mismatch",
+    /// A declared kernel is not in any compiled output.
+    MissingKernel = "missing_kernel",
+    /// Stack frame above the declared `max_stack_bytes` (or any stack when none is declared).
+    StackFrame = "stack_frame",
+    /// The kernel uses local memory (arrays indexed at run time, large structs).
+    LocalMemory = "local_memory",
+    /// A few registers or bytes more would cost a resident block.
+    OccupancyCliff = "occupancy_cliff",
+    /// The declared block is not a multiple of the warp size (32 threads).
+    PartialWarp = "partial_warp",
+    /// A compiled kernel has no `#[occupancy::kernel]` declaration.
+    UndeclaredKernel = "undeclared_kernel",
+    /// Worse than the committed baseline.
+    Regression = "regression",
+    /// Better than, or otherwise different from, the committed baseline: it no longer says
+    /// what the code compiles to.
+    BaselineStale = "baseline_stale",
+    /// An `expect(...)` in a declaration whose finding no longer occurs.
+    UnfulfilledExpectation = "unfulfilled_expectation",
+    /// Spill loads or stores inside a loop of the kernel's machine code (SASS).
+    SpillInLoop = "spill_in_loop",
+    /// A local array indexed at run time (local memory at a computed address in the SASS).
+    LocalArray = "local_array",
+    /// A `setmaxnreg` ptxas dropped (warning C7508, or no `USETMAXREG` in the SASS).
+    SetmaxnregIgnored = "setmaxnreg_ignored",
+    /// Warp-specialised `setmaxnreg` budgets that exceed the block's register allocation.
+    SetmaxnregBudget = "setmaxnreg_budget",
+    /// Double-precision instructions in the kernel's SASS.
+    Fp64 = "fp64",
+    /// Non-inlined calls in the kernel's SASS.
+    Call = "call",
+}
 
 impl LintId {
     /// The environment variable that sets this lint's level for a whole build, e.g.
@@ -17,11 +97,6 @@ impl LintId {
     /// (or `[workspace.metadata.occupancy.lints]`) to set `level` for a whole crate.
     pub fn config_line(self, level: Level) -> String {
         format!("{} = \"{}\"", self.as_str(), level.as_str())
-    }
-
-    /// The lint's declaration: its default level, documentation and check.
-    pub fn lint(self) -> &'static Lint {
-        &LINTS[self as usize]
     }
 }
 

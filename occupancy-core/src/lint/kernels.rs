@@ -1,14 +1,15 @@
 //! `missing_kernel` and `undeclared_kernel`: declarations matched against the compiled kernels'
 //! names. The build matches them; these functions make the findings.
 
-use super::evaluate::Finding;
-use super::{closest_names, LintId};
+use super::finding::Finding;
+use super::id::LintId;
+use super::names::closest_names;
 
 /// Names a "did you mean" or a note lists at most.
 pub const NAMES_SHOWN: usize = 5;
 
 /// `name1, name2, name3 (+595 more)`: at most [`NAMES_SHOWN`] names of a list.
-pub fn few_names(names: &[&str]) -> String {
+pub(crate) fn few_names(names: &[&str]) -> String {
     let mut text = names
         .iter()
         .take(NAMES_SHOWN)

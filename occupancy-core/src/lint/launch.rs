@@ -2,8 +2,8 @@
 //! answer: `partial_warp`, `spills`, `low_occupancy`, `too_many_registers`, `stack_frame` and
 //! `local_memory`.
 
-use super::evaluate::{occupancy_note, percent, ptxas_note, CompiledOnArch, Finding, LaunchOrigin};
-use super::LintId;
+use super::finding::{occupancy_note, percent, ptxas_note, CompiledOnArch, Finding, LaunchOrigin};
+use super::id::LintId;
 use crate::arch::ArchFacts;
 use crate::ptxas::KernelRecord;
 use crate::spec::KernelSpec;
@@ -261,7 +261,7 @@ fn bound_notes(spec: &KernelSpec, on: &CompiledOnArch<'_>) -> Vec<String> {
 /// The most registers per thread with which `blocks` blocks of `threads` fit the register file
 /// (per-warp allocation granularity included): the cap ptxas works under for
 /// `__launch_bounds__(threads, blocks)`.
-pub fn register_budget(arch: &ArchFacts, threads: u32, blocks: u32) -> u32 {
+pub(crate) fn register_budget(arch: &ArchFacts, threads: u32, blocks: u32) -> u32 {
     let warps = u64::from(threads.div_ceil(arch.warp_size).max(1)) * u64::from(blocks.max(1));
     let per_warp = u64::from(arch.regs_per_sm) / warps;
     let per_warp = per_warp / u64::from(arch.reg_alloc_unit_per_warp)

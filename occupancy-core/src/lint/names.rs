@@ -37,7 +37,7 @@ pub fn closest_names<'a>(
 
 /// Edit distance in characters: insertions, deletions, substitutions and transpositions of two
 /// neighbours each count 1 (optimal string alignment), so `f23` is one edit from `f32`.
-pub fn edit_distance(left: &str, right: &str) -> usize {
+pub(crate) fn edit_distance(left: &str, right: &str) -> usize {
     let left: Vec<char> = left.chars().collect();
     let right: Vec<char> = right.chars().collect();
     let width = right.len() + 1;

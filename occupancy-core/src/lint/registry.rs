@@ -1,14 +1,16 @@
 //! What one lint declaration holds ([`Lint`]: id, default level, documentation and its
-//! [`Check`]) and the macro that turns the declarations in `lint.rs` into [`LintId`], its
-//! `ALL`, `as_str` and `default_level`, and the registry [`LINTS`].
+//! [`Check`]) and the macro that turns the declarations in `lint.rs` into the registry
+//! [`LINTS`](super::LINTS), `LintId::default_level` and `LintId::lint`.
 //!
-//! A lint is declared once, clippy-style; everything else (the JSON and config spelling, the
-//! environment variable, `docs/lints.md`, SARIF rules, which checks run where) is read from its
-//! declaration.
+//! A lint is declared once, clippy-style, under its id ([`LintId`], named and spelled in
+//! `lint/id.rs`); everything else (the environment variable, `docs/lints.md`, SARIF rules, which
+//! checks run where) is read from its declaration.
 
-use super::evaluate::{BaselineNumbers, CompiledOnArch, Finding, LaunchOrigin};
-use super::{Level, LintId};
-use crate::sass::SassLintInputs;
+use super::baseline::BaselineNumbers;
+use super::finding::{CompiledOnArch, Finding, LaunchOrigin};
+use super::id::LintId;
+use super::level::Level;
+use super::sass::SassLintInputs;
 use crate::spec::KernelSpec;
 
 /// Everything the toolkit knows about one lint, from its one declaration in `lint.rs`.
@@ -40,8 +42,8 @@ pub struct Lint {
 /// Where in the pipeline a lint is checked, naming the function that checks it.
 ///
 /// The launch and SASS checks are run from the registry by
-/// [`evaluate_launch`](super::evaluate::evaluate_launch) and
-/// [`evaluate_sass`](crate::sass::evaluate_sass); the others need the whole build (every
+/// `evaluate_launch` (for [`check_kernel`](super::evaluate::check_kernel)) and
+/// [`evaluate_sass`](super::evaluate::evaluate_sass); the others need the whole build (every
 /// declaration, every compiled kernel, the baseline) and are called by the build with what it
 /// found, through the function named here.
 #[derive(Debug, Clone, Copy)]
@@ -106,14 +108,13 @@ impl Check {
     }
 }
 
-/// Declares every lint: generates [`LintId`] (a variant per declaration, in declaration
-/// order), `LintId::ALL`, `LintId::as_str`, `LintId::default_level` and the registry `LINTS`.
-/// Used once, in `lint.rs`.
+/// Declares every lint: generates the registry `LINTS` (indexed by the id),
+/// `LintId::default_level` and `LintId::lint`. Used once, in `lint.rs`, with a declaration for
+/// every [`LintId`] in the order of `LintId::ALL`: a missing id fails the build (the match in
+/// `default_level`), and so does one out of order (the assertion below).
 macro_rules! declare_lints {
     ($(
-        $(#[doc = $doc:literal])+
         $variant:ident {
-            name: $name:literal,
             default_level: $level:ident,
             summary: $summary:literal,
             phrase: ($one:literal, $more:literal),
@@ -123,47 +124,25 @@ macro_rules! declare_lints {
             check: $check:expr $(,)?
         }
     )+) => {
-        /// Every lint the build gate can report, in the order they are documented.
-        #[non_exhaustive]
-        #[derive(
-            Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize,
-            serde::Deserialize,
-        )]
-        pub enum LintId {
-            $(
-                $(#[doc = $doc])+
-                #[serde(rename = $name)]
-                $variant,
-            )+
-        }
-
-        /// How many lints there are.
-        const LINT_COUNT: usize = [$($name),+].len();
-
         impl LintId {
-            /// Every lint, in the order they are documented.
-            pub const ALL: [LintId; LINT_COUNT] = [$(LintId::$variant),+];
-
-            /// The id as written in attributes (`warn(spills)`), config keys and JSON.
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $(LintId::$variant => $name,)+
-                }
-            }
-
             /// The level a finding gets when nothing overrides it.
             pub const fn default_level(self) -> Level {
                 match self {
                     $(LintId::$variant => Level::$level,)+
                 }
             }
+
+            /// The lint's declaration: its default level, documentation and check.
+            pub fn lint(self) -> &'static Lint {
+                &LINTS[self as usize]
+            }
         }
 
         /// Every lint's declaration, in the order of [`LintId::ALL`] (indexed by the id).
-        pub static LINTS: [Lint; LINT_COUNT] = [$(
+        pub(crate) static LINTS: [Lint; LintId::ALL.len()] = [$(
             Lint {
                 id: LintId::$variant,
-                name: $name,
+                name: LintId::$variant.as_str(),
                 default_level: Level::$level,
                 summary: $summary,
                 phrase: ($one, $more),
@@ -173,5 +152,18 @@ macro_rules! declare_lints {
                 check: $check,
             },
         )+];
+
+        // `LINTS[id as usize]` is `id`'s declaration: declared in the order of `LintId::ALL`.
+        const _: () = {
+            let declared = [$(LintId::$variant),+];
+            let mut index = 0;
+            while index < declared.len() {
+                assert!(
+                    declared[index] as usize == index,
+                    "lint.rs declares the lints in the order of `LintId::ALL` (lint/id.rs)"
+                );
+                index += 1;
+            }
+        };
     };
 }

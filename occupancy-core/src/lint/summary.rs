@@ -3,8 +3,9 @@
 
 use std::collections::HashMap;
 
+use super::id::LintId;
 use super::kernels::NAMES_SHOWN;
-use super::{Level, LintId};
+use super::level::Level;
 
 /// One finding as a summary counts it.
 #[derive(Debug, Clone, Copy)]
@@ -73,7 +74,7 @@ impl FindingSummary {
 }
 
 /// What a kernel with a finding of `lint` does, for a summary's sentence (`many`: plural).
-pub fn phrase(lint: LintId, many: bool) -> &'static str {
+pub(crate) fn phrase(lint: LintId, many: bool) -> &'static str {
     let (one, more) = lint.lint().phrase;
     if many {
         more

@@ -17,6 +17,7 @@
 //! 1 KiB the driver reserves per block ([`cuobjdump_reserved_shared_bytes`]).
 
 use super::{demangle, ParseError};
+use crate::arch::Arch;
 use serde::Serialize;
 
 /// One `Function NAME:` entry of cuobjdump's resource usage.
@@ -79,15 +80,13 @@ pub fn cuobjdump_reserved_shared_bytes(
     }
 }
 
-/// `sm_90a` → 9, `sm_120` → 12.
+/// `sm_90a` → 9, `sm_120` → 12, read by the one architecture grammar ([`Arch::parse`]); a
+/// well-formed name newer than the table (`sm_130`) still has its major.
 fn arch_major(arch: &str) -> Option<u32> {
-    let digits: String = arch
-        .strip_prefix("sm_")?
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    let number: u32 = digits.parse().ok()?;
-    Some(number / 10)
+    match Arch::parse(arch) {
+        Ok(arch) => Some(arch.facts().major),
+        Err(unknown) => unknown.newer_than_table.map(|number| number / 10),
+    }
 }
 
 /// Parses `cuobjdump --dump-resource-usage` output.
@@ -337,6 +336,19 @@ mod tests {
         );
         assert_eq!(
             cuobjdump_reserved_shared_bytes("sm_90a", 4096, false, true),
+            0
+        );
+        // The table's grammar: an alias is its row, a newer name keeps its major.
+        assert_eq!(
+            cuobjdump_reserved_shared_bytes("sm_101a", 4096, false, false),
+            1024
+        );
+        assert_eq!(
+            cuobjdump_reserved_shared_bytes("sm_130", 4096, false, false),
+            1024
+        );
+        assert_eq!(
+            cuobjdump_reserved_shared_bytes("bogus", 4096, false, false),
             0
         );
     }

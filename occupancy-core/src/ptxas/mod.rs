@@ -163,17 +163,17 @@ pub struct ParseOutput {
     /// The 1-based number of the first line skipped for its length, if any.
     pub first_long_line: Option<usize>,
     /// Lines that say the build failed (`FAILED:`, `make: *** ... Error 1`, `Segmentation
-    /// fault`, ...), the first [`MAX_BUILD_FAILURES`]: the kernels of what failed were never
+    /// fault`, ...), the first `MAX_BUILD_FAILURES` (100): the kernels of what failed were never
     /// compiled, so the log cannot show that every kernel passed.
     pub build_failures: Vec<BuildFailure>,
-    /// Build failure lines past the first [`MAX_BUILD_FAILURES`], counted and not kept.
+    /// Build failure lines past the first `MAX_BUILD_FAILURES`, counted and not kept.
     pub build_failures_not_kept: usize,
     /// Lines read.
     pub lines: usize,
 }
 
 /// Build failure lines kept per log; more are counted.
-pub const MAX_BUILD_FAILURES: usize = 100;
+pub(crate) const MAX_BUILD_FAILURES: usize = 100;
 
 /// A line of a build driver (ninja, make, MSBuild, bazel, cargo, a shell) saying that the build
 /// failed, found among the other tools' lines of a log.

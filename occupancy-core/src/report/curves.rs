@@ -191,7 +191,7 @@ fn evaluate(arch: &ArchFacts, kernel: &KernelFacts, launch: &Launch, x: u64) -> 
 
 /// Occupancy against threads per block: every multiple of 32 up to the arch's (or the kernel's
 /// `__launch_bounds__`) maximum, plus the current block when it is not a multiple of 32.
-pub fn block_size_curve(arch: &ArchFacts, input: &CurveInput) -> Curve {
+pub(crate) fn block_size_curve(arch: &ArchFacts, input: &CurveInput) -> Curve {
     let x_max = input
         .kernel
         .max_threads_per_block
@@ -226,7 +226,7 @@ pub fn block_size_curve(arch: &ArchFacts, input: &CurveInput) -> Curve {
 }
 
 /// Occupancy against registers per thread, 1 to the arch's maximum.
-pub fn registers_curve(arch: &ArchFacts, input: &CurveInput) -> Curve {
+pub(crate) fn registers_curve(arch: &ArchFacts, input: &CurveInput) -> Curve {
     let x_max = arch.max_regs_per_thread;
     let points = (1..=x_max)
         .map(|registers| {
@@ -249,7 +249,7 @@ pub fn registers_curve(arch: &ArchFacts, input: &CurveInput) -> Curve {
 /// needs), 0 to the arch's opt-in maximum in the arch's allocation unit, plus the current amount
 /// as one more point when it is above that (nothing fits there; the steps stop at the maximum, so
 /// the curve has at most a few thousand points whatever the input says).
-pub fn shared_memory_curve(arch: &ArchFacts, input: &CurveInput) -> Curve {
+pub(crate) fn shared_memory_curve(arch: &ArchFacts, input: &CurveInput) -> Curve {
     let current =
         u64::from(input.kernel.static_smem_bytes) + u64::from(input.launch.dynamic_smem_bytes);
     let optin_max = u64::from(arch.smem_per_block_optin);
@@ -285,7 +285,7 @@ pub fn shared_memory_curve(arch: &ArchFacts, input: &CurveInput) -> Curve {
 }
 
 /// The three curves, in the spreadsheet's order.
-pub fn all_curves(arch: &ArchFacts, input: &CurveInput) -> [Curve; 3] {
+pub(crate) fn all_curves(arch: &ArchFacts, input: &CurveInput) -> [Curve; 3] {
     [
         block_size_curve(arch, input),
         registers_curve(arch, input),
@@ -294,7 +294,7 @@ pub fn all_curves(arch: &ArchFacts, input: &CurveInput) -> [Curve; 3] {
 }
 
 /// A carveout from the report's percent (`None`: the driver's default).
-pub fn carveout_from_percent(percent: Option<u32>) -> Carveout {
+pub(crate) fn carveout_from_percent(percent: Option<u32>) -> Carveout {
     match percent {
         Some(percent) => Carveout::Percent(u8::try_from(percent.min(255)).unwrap_or(u8::MAX)),
         None => Carveout::Default,

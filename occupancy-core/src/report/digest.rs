@@ -22,28 +22,28 @@ use crate::lint::{Level, LintId};
 
 /// Rows kept whole: up to this many (with at most [`FULL_REPORT_FINDINGS`] findings), the
 /// report renders as it always did, every row in the table.
-pub const FULL_REPORT_ROWS: usize = 1000;
+pub(crate) const FULL_REPORT_ROWS: usize = 1000;
 
 /// Findings kept whole (see [`FULL_REPORT_ROWS`]).
-pub const FULL_REPORT_FINDINGS: usize = 5000;
+pub(crate) const FULL_REPORT_FINDINGS: usize = 5000;
 
 /// Rows in the table of a report past the full limits: the worst ones.
-pub const WORST_ROWS_SHOWN: usize = 25;
+pub(crate) const WORST_ROWS_SHOWN: usize = 25;
 
 /// Distinct kernel names the summary line counts exactly; past this, "more than" this many.
 /// About 18 bytes a name: 4.5 MiB at most.
-pub const DISTINCT_KERNELS_COUNTED: usize = 1 << 18;
+pub(crate) const DISTINCT_KERNELS_COUNTED: usize = 1 << 18;
 
 /// Distinct kernel names each lint's summary line counts exactly (1.1 MiB at most per lint
 /// and level).
-pub const DISTINCT_KERNELS_COUNTED_PER_LINT: usize = 1 << 16;
+pub(crate) const DISTINCT_KERNELS_COUNTED_PER_LINT: usize = 1 << 16;
 
 /// Machine-code lines shown in a report past the full limits.
 const SASS_LINES_SHOWN: usize = WORST_ROWS_SHOWN;
 
 /// Counts distinct names exactly up to a limit, by a 64-bit hash of each (bounded memory).
 #[derive(Debug, Clone)]
-pub struct DistinctCounter {
+pub(crate) struct DistinctCounter {
     hashes: HashSet<u64>,
     limit: usize,
     overflowed: bool,

@@ -98,7 +98,7 @@ fn effect(
 
 /// The largest registers per thread with which at least `blocks` blocks reside (other
 /// resources as they are), or `None` when no register count reaches it.
-pub fn register_budget_for_blocks(
+pub(crate) fn register_budget_for_blocks(
     arch: &ArchFacts,
     kernel: &KernelFacts,
     launch: &Launch,
@@ -683,7 +683,7 @@ fn write_knobs(out: &mut String, explanation: &Explanation) {
 
 /// One curve as text: one line per run of equal blocks per SM, with a bar, the current run
 /// marked.
-pub fn render_curve_text(curve: &Curve) -> String {
+pub(crate) fn render_curve_text(curve: &Curve) -> String {
     let mut out = format!("Occupancy vs {}\n", curve.axis.title());
     let steps = curve.steps();
     let width = steps

@@ -11,7 +11,7 @@
 //! made), and must not compute occupancy any other way than through [`crate::calc`].
 
 mod curves;
-pub mod digest;
+pub(crate) mod digest;
 pub mod explain;
 mod html;
 mod index;
@@ -20,28 +20,25 @@ mod markup;
 mod model;
 mod query;
 mod sarif;
-pub mod sass;
+pub(crate) mod sass;
 mod table;
 mod validate;
 
-pub use curves::{
-    all_curves, block_size_curve, carveout_from_percent, registers_curve, shared_memory_curve,
-    Axis, Curve, CurveInput, CurvePoint, Step,
-};
+pub use curves::{Axis, Curve, CurveInput, CurvePoint, Step};
 pub use digest::ReportDigest;
 pub use html::render_html;
 pub use index::{FindingIndex, RowIndex};
 pub use markdown::render_markdown;
 pub use model::{
     readable_kernel_name, BaselineChange, BaselineChangeKind, Finding, Headroom, KernelRow,
-    Location, LocationKind, ReadError, Report, SourceFile, SCHEMA_VERSION,
+    Location, LocationKind, Report, SourceFile, SCHEMA_VERSION,
 };
 pub use query::{parse_sort_key, Column, Query, UnknownColumn};
 pub use sarif::{render_sarif, sarif_result};
-pub use table::{
-    format_bytes, format_occupancy, program_note, render_finding_text, render_text, summary_line,
-};
-pub use validate::{validate, InvalidValue, MAX_BARRIERS_PER_BLOCK};
+pub use table::{program_note, render_text};
+pub use validate::{InvalidValue, ReadError};
+
+pub(crate) use curves::carveout_from_percent;
 
 use crate::arch::ArchFacts;
 use crate::calc::{self, KernelFacts, Launch};

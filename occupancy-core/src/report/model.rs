@@ -147,62 +147,7 @@ impl BaselineChangeKind {
     }
 }
 
-/// A report file whose schema this version cannot read.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ReadError {
-    /// Not JSON of the report's shape.
-    #[error("not an occupancy report: {0}")]
-    Malformed(#[from] serde_json::Error),
-    /// Written by a different version of the schema.
-    #[error(
-        "occupancy report schema version {found} is not supported (this tool reads version {expected}); \
-         rebuild the crate with this version of occupancy-build, or use the matching cargo-occupancy"
-    )]
-    Version {
-        /// The file's `schema_version`.
-        found: u64,
-        /// [`SCHEMA_VERSION`].
-        expected: u32,
-    },
-    /// Of the report's shape, but a value no build writes (an unknown arch, a count out of range).
-    #[error("not a valid occupancy report: {0}")]
-    Invalid(#[from] super::validate::InvalidValue),
-}
-
 impl Report {
-    /// Parses a report written by a build or by `check --json`, checking the schema version first
-    /// so that a future schema gets a version error rather than a confusing field error.
-    ///
-    /// Parsed straight into the model (not through `serde_json::Value`, which would keep the last
-    /// of two duplicate keys without a word), then every value is checked by
-    /// [`super::validate::validate`]: unknown archs, counts out of range and a NaN occupancy are
-    /// errors that name the row and key.
-    pub fn from_json(text: &str) -> Result<Report, ReadError> {
-        /// Only the version, read first; every other key is ignored here.
-        #[derive(Deserialize)]
-        struct Version {
-            schema_version: Option<serde_json::Value>,
-        }
-        let version: Version = serde_json::from_str(text)?;
-        match version
-            .schema_version
-            .as_ref()
-            .and_then(serde_json::Value::as_u64)
-        {
-            Some(found) if found != u64::from(SCHEMA_VERSION) => {
-                return Err(ReadError::Version {
-                    found,
-                    expected: SCHEMA_VERSION,
-                })
-            }
-            _ => {}
-        }
-        let report: Report = serde_json::from_str(text)?;
-        super::validate::validate(&report)?;
-        Ok(report)
-    }
-
     /// Puts several reports (one per crate) into one: kernels and findings (which name their
     /// crate) are kept; the per-build fields (crate, release, archs, sources) are not.
     pub fn merge(reports: impl IntoIterator<Item = Report>) -> Report {

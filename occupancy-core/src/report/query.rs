@@ -6,7 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::index::{FindingIndex, RowIndex};
-use super::model::{KernelRow, Report};
+use super::model::{Finding, KernelRow, Report};
 use crate::lint::LintId;
 
 /// A column of the kernel table, by the name the user writes after `--sort`.
@@ -143,25 +143,52 @@ impl Query {
         let mut kernels: Vec<KernelRow> = report
             .kernels
             .iter()
-            .filter(|row| {
-                (self.crates.is_empty()
-                    || row
-                        .crate_name
-                        .as_ref()
-                        .is_some_and(|name| self.crates.contains(name)))
-                    && (self.kernels.is_empty()
-                        || self.kernels.iter().any(|needle| {
-                            row.name.contains(needle) || row.demangled.contains(needle)
-                        }))
-                    && (archs.is_empty() || archs.contains(&row.arch))
-                    && (self.lints.is_empty()
-                        || finding_index
-                            .lints_for(row)
-                            .iter()
-                            .any(|(_, lint)| self.lints.contains(lint)))
-            })
+            .filter(|row| self.keeps_row(row, &archs, &finding_index))
             .cloned()
             .collect();
+        self.sort_rows(&mut kernels, report);
+        let (kept_rows, all_rows) = (RowIndex::new(&kernels), RowIndex::new(&report.kernels));
+        let findings = report
+            .findings
+            .iter()
+            .filter(|finding| self.keeps_finding(finding, &archs, &kept_rows, &all_rows))
+            .cloned()
+            .collect();
+        Report {
+            kernels,
+            findings,
+            ..report.clone()
+        }
+    }
+
+    /// Every filter matches the row (`archs`: the query's, canonical).
+    fn keeps_row(
+        &self,
+        row: &KernelRow,
+        archs: &[String],
+        finding_index: &FindingIndex<'_>,
+    ) -> bool {
+        self.keeps_crate(row.crate_name.as_ref())
+            && (self.kernels.is_empty()
+                || self
+                    .kernels
+                    .iter()
+                    .any(|needle| row.name.contains(needle) || row.demangled.contains(needle)))
+            && (archs.is_empty() || archs.contains(&row.arch))
+            && (self.lints.is_empty()
+                || finding_index
+                    .lints_for(row)
+                    .iter()
+                    .any(|(_, lint)| self.lints.contains(lint)))
+    }
+
+    /// No crate filter, or the crate is one of it.
+    fn keeps_crate(&self, crate_name: Option<&String>) -> bool {
+        self.crates.is_empty() || crate_name.is_some_and(|name| self.crates.contains(name))
+    }
+
+    /// Orders rows by the query's sort keys, or crate, kernel and architecture without any.
+    fn sort_rows(&self, kernels: &mut [KernelRow], report: &Report) {
         let sort = if self.sort.is_empty() {
             default_sort()
         } else {
@@ -181,45 +208,36 @@ impl Query {
             }
             Ordering::Equal
         });
-        let (kept_rows, all_rows) = (RowIndex::new(&kernels), RowIndex::new(&report.kernels));
-        let findings = report
-            .findings
-            .iter()
-            .filter(|finding| {
-                let lint_kept = self.lints.is_empty() || self.lints.contains(&finding.lint);
-                let about_kept_kernel = kept_rows.first_concerned(finding).is_some();
-                let about_no_kernel = finding.kernel.is_none()
-                    && self.kernels.is_empty()
-                    && (self.crates.is_empty()
-                        || finding
-                            .crate_name
-                            .as_ref()
-                            .is_some_and(|name| self.crates.contains(name)))
-                    && (archs.is_empty()
-                        || finding
-                            .arch
-                            .as_ref()
-                            .is_none_or(|arch| archs.contains(arch)));
-                let declared_but_absent = finding.kernel.is_some()
-                    && all_rows.first_concerned(finding).is_none()
-                    && (self.kernels.is_empty()
-                        || self.kernels.iter().any(|needle| {
-                            finding.kernel.as_ref().is_some_and(|k| k.contains(needle))
-                        }))
-                    && (self.crates.is_empty()
-                        || finding
-                            .crate_name
-                            .as_ref()
-                            .is_some_and(|name| self.crates.contains(name)));
-                lint_kept && (about_kept_kernel || about_no_kernel || declared_but_absent)
-            })
-            .cloned()
-            .collect();
-        Report {
-            kernels,
-            findings,
-            ..report.clone()
-        }
+    }
+
+    /// A finding of a kept lint that concerns a kept row, or no kernel at all (when no kernel
+    /// filter is set and the crate and arch filters match), or a declared kernel with no row.
+    fn keeps_finding(
+        &self,
+        finding: &Finding,
+        archs: &[String],
+        kept_rows: &RowIndex<'_>,
+        all_rows: &RowIndex<'_>,
+    ) -> bool {
+        let lint_kept = self.lints.is_empty() || self.lints.contains(&finding.lint);
+        let about_kept_kernel = kept_rows.first_concerned(finding).is_some();
+        let about_no_kernel = finding.kernel.is_none()
+            && self.kernels.is_empty()
+            && self.keeps_crate(finding.crate_name.as_ref())
+            && (archs.is_empty()
+                || finding
+                    .arch
+                    .as_ref()
+                    .is_none_or(|arch| archs.contains(arch)));
+        let declared_but_absent = finding.kernel.is_some()
+            && all_rows.first_concerned(finding).is_none()
+            && (self.kernels.is_empty()
+                || self
+                    .kernels
+                    .iter()
+                    .any(|needle| finding.kernel.as_ref().is_some_and(|k| k.contains(needle))))
+            && self.keeps_crate(finding.crate_name.as_ref());
+        lint_kept && (about_kept_kernel || about_no_kernel || declared_but_absent)
     }
 }
 

@@ -10,7 +10,7 @@ use crate::sass::{LocalKind, SassFacts};
 
 /// One line per row with SASS facts: local loads/stores, how many in loops, the hottest spill,
 /// calls and FP64. Empty when no row has facts.
-pub fn render_sass_text(rows: &[KernelRow]) -> String {
+pub(crate) fn render_sass_text(rows: &[KernelRow]) -> String {
     let mut out = String::new();
     for row in rows {
         let Some(facts) = &row.sass else { continue };
@@ -71,7 +71,7 @@ fn summary(facts: &SassFacts) -> String {
 
 /// The source lines a SARIF result of this row points at: spill and local-array lines, hottest
 /// first (at most `limit`).
-pub fn source_line_locations(row: &KernelRow, limit: usize) -> Vec<(Location, String)> {
+pub(crate) fn source_line_locations(row: &KernelRow, limit: usize) -> Vec<(Location, String)> {
     let Some(facts) = &row.sass else {
         return Vec::new();
     };
@@ -107,7 +107,7 @@ pub fn source_line_locations(row: &KernelRow, limit: usize) -> Vec<(Location, St
 }
 
 /// The loop nest of one row as an HTML table (empty when the row has no SASS facts).
-pub fn render_loop_nest_html(row: &KernelRow) -> String {
+pub(crate) fn render_loop_nest_html(row: &KernelRow) -> String {
     let Some(facts) = &row.sass else {
         return String::new();
     };
@@ -148,7 +148,7 @@ pub fn render_loop_nest_html(row: &KernelRow) -> String {
 }
 
 /// `explain`'s lines: what the spills cost per loop iteration and which knob removes them.
-pub fn explain_lines(row: &KernelRow) -> Vec<String> {
+pub(crate) fn explain_lines(row: &KernelRow) -> Vec<String> {
     let Some(facts) = &row.sass else {
         return Vec::new();
     };
@@ -268,8 +268,8 @@ mod tests {
             (crate::sass::INDIRECT_CALLEE, true),
         ] {
             let known = match indirect {
-                true => Some(crate::sass::INDIRECT_CALL),
-                false => crate::sass::describe_callee(callee),
+                true => Some(crate::sass::callee::INDIRECT_CALL),
+                false => crate::sass::callee::describe_callee(callee),
             };
             let call: crate::sass::CallFacts = serde_json::from_value(serde_json::json!({
                 "callee": callee,

@@ -7,7 +7,7 @@ use super::model::{Finding, KernelRow, Report};
 use crate::lint::{Level, LintId};
 
 /// Bytes for people: `0`, `512 B`, `48 KiB`, `1.5 KiB`.
-pub fn format_bytes(bytes: u64) -> String {
+pub(crate) fn format_bytes(bytes: u64) -> String {
     if bytes == 0 {
         "0".to_string()
     } else if bytes < 1024 {
@@ -20,7 +20,7 @@ pub fn format_bytes(bytes: u64) -> String {
 }
 
 /// Occupancy as a percentage with one decimal: `62.5%`.
-pub fn format_occupancy(occupancy: f64) -> String {
+pub(crate) fn format_occupancy(occupancy: f64) -> String {
     format!("{:.1}%", occupancy * 100.0)
 }
 
@@ -368,7 +368,7 @@ pub(super) fn describe_programs(mut pairs: Vec<(&str, &str)>) -> Option<String> 
 }
 
 /// One finding in rustc's shape.
-pub fn render_finding_text(finding: &Finding) -> String {
+pub(crate) fn render_finding_text(finding: &Finding) -> String {
     let mut out = format!("{}[{}]: {}\n", finding.level, finding.lint, finding.message);
     if let Some(location) = &finding.location {
         out.push_str(&format!("  --> {location}\n"));
@@ -383,7 +383,7 @@ pub fn render_finding_text(finding: &Finding) -> String {
 }
 
 /// `3 kernels × archs, 1 deny, 2 warn` style summary.
-pub fn summary_line(report: &Report) -> String {
+pub(crate) fn summary_line(report: &Report) -> String {
     let count_of = |entry: bool| {
         let mut names: Vec<(&Option<String>, &str)> = report
             .kernels

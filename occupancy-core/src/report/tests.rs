@@ -1,3 +1,6 @@
+use super::curves::{all_curves, shared_memory_curve};
+use super::table::format_occupancy;
+use super::validate::validate;
 use super::*;
 use crate::arch::lookup;
 use crate::lint::{Level, LintId};

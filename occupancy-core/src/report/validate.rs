@@ -1,16 +1,76 @@
-//! Checks a report read from a file as strictly as the command line checks its flags: every
-//! architecture known, every count and size in the range the hardware and the calculator have,
-//! every occupancy a fraction, every limiter one the calculator names. A report is written by a
-//! build, but it is read from disk, where anything can be; a value out of range is an error that
-//! names the kernel row and the key, never a wrong table or a hang further on.
+//! Reading a report from a file ([`Report::from_json`]): the schema version first, then the
+//! model, then every value checked ([`validate`]) as strictly as the command line checks its
+//! flags: every architecture known, every count and size in the range the hardware and the
+//! calculator have, every occupancy a fraction, every limiter one the calculator names. A report
+//! is written by a build, but it is read from disk, where anything can be; a value out of range
+//! is an error that names the kernel row and the key, never a wrong table or a hang further on.
+
+use serde::Deserialize;
 
 use crate::arch::{self, ArchFacts};
 use crate::calc::Limiter;
 
-use super::model::{BaselineChange, Finding, KernelRow, Report};
+use super::model::{BaselineChange, Finding, KernelRow, Report, SCHEMA_VERSION};
+
+/// A report file whose schema this version cannot read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// Not JSON of the report's shape.
+    #[error("not an occupancy report: {0}")]
+    Malformed(#[from] serde_json::Error),
+    /// Written by a different version of the schema.
+    #[error(
+        "occupancy report schema version {found} is not supported (this tool reads version {expected}); \
+         rebuild the crate with this version of occupancy-build, or use the matching cargo-occupancy"
+    )]
+    Version {
+        /// The file's `schema_version`.
+        found: u64,
+        /// [`SCHEMA_VERSION`].
+        expected: u32,
+    },
+    /// Of the report's shape, but a value no build writes (an unknown arch, a count out of range).
+    #[error("not a valid occupancy report: {0}")]
+    Invalid(#[from] InvalidValue),
+}
+
+impl Report {
+    /// Parses a report written by a build or by `check --json`, checking the schema version first
+    /// so that a future schema gets a version error rather than a confusing field error.
+    ///
+    /// Parsed straight into the model (not through `serde_json::Value`, which would keep the last
+    /// of two duplicate keys without a word), then every value is checked by `validate`:
+    /// unknown archs, counts out of range and a NaN occupancy are errors that name the row and
+    /// key.
+    pub fn from_json(text: &str) -> Result<Report, ReadError> {
+        /// Only the version, read first; every other key is ignored here.
+        #[derive(Deserialize)]
+        struct Version {
+            schema_version: Option<serde_json::Value>,
+        }
+        let version: Version = serde_json::from_str(text)?;
+        match version
+            .schema_version
+            .as_ref()
+            .and_then(serde_json::Value::as_u64)
+        {
+            Some(found) if found != u64::from(SCHEMA_VERSION) => {
+                return Err(ReadError::Version {
+                    found,
+                    expected: SCHEMA_VERSION,
+                })
+            }
+            _ => {}
+        }
+        let report: Report = serde_json::from_str(text)?;
+        validate(&report)?;
+        Ok(report)
+    }
+}
 
 /// The most named barriers a block can use on any architecture (ptxas's `bar` ids 0..=15).
-pub const MAX_BARRIERS_PER_BLOCK: u32 = 16;
+pub(crate) const MAX_BARRIERS_PER_BLOCK: u32 = 16;
 
 /// A value in a report that cannot be right.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -34,7 +94,7 @@ const LIMITER_NAMES: [Limiter; 6] = [
 ];
 
 /// Checks every value of `report`; the first bad one is the error.
-pub fn validate(report: &Report) -> Result<(), InvalidValue> {
+pub(crate) fn validate(report: &Report) -> Result<(), InvalidValue> {
     for (index, name) in report.archs.iter().enumerate() {
         known_arch(name).map_err(|problem| InvalidValue {
             place: format!("archs[{index}]"),

@@ -16,7 +16,7 @@
 //! [`CallResolver`] follows the register back to the instructions that set it (every definition
 //! that reaches the call through the control-flow graph; a predicated one does not hide those
 //! before it), through copies (`MOV`, `UMOV`, `IMAD.MOV`) and immediates (`MOV`, `HFMA2`'s two
-//! halves), to a constant-bank slot that [`FunctionSymbols::constant_slots`] maps to a function,
+//! halves), to a constant-bank slot that [`FunctionSymbols::constant_slots`](super::FunctionSymbols::constant_slots) maps to a function,
 //! or to a `MOV` that a relocation fills with a function's address (`32@lo(fun@unified(f))`).
 //! When every definition gives the same function, that is the callee; otherwise the call is
 //! indirect (a real function pointer: loaded from memory, a kernel parameter, chosen at run time),
@@ -24,41 +24,15 @@
 //! Text read without its cubin (`SassSection::functions` is `None`) cannot name such a call: it is
 //! indirect. Each search scans a block of the graph at most once.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::ops::Range;
 
 use super::cfg::ControlFlow;
 use super::parse::{Instruction, SassSection};
 
-/// What the cubin around a function says about functions that nvdisasm's text of its code does
-/// not: which symbols are functions and which constant-bank slots hold a function's address.
-/// Read by the caller from the cubin (`occupancy-build`'s `cubin.rs`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct FunctionSymbols {
-    /// Every function symbol (`STT_FUNC`), defined or not (`__assertfail`, the kernels).
-    pub names: BTreeSet<String>,
-    /// `(bank, offset)` of a slot of a module-wide constant bank (`.nv.constant4` at 0x40) → the
-    /// function whose address a relocation writes there. Slots of data symbols (`$str`) are not
-    /// here.
-    pub constant_slots: BTreeMap<(u32, u64), String>,
-}
-
-impl FunctionSymbols {
-    pub fn new(
-        names: BTreeSet<String>,
-        constant_slots: BTreeMap<(u32, u64), String>,
-    ) -> FunctionSymbols {
-        FunctionSymbols {
-            names,
-            constant_slots,
-        }
-    }
-}
-
 /// What one `CALL` calls.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CallTarget {
+pub(crate) enum CallTarget {
     /// A named function: a subroutine, a relocated symbol, or a register's one function.
     Named(String),
     /// A call through a register that holds no single known function; `candidates` are the
@@ -79,14 +53,14 @@ enum Value {
 
 /// The register a call goes through: `R2` of `CALL.ABS.NOINC R2` (and of
 /// `` CALL.REL.NOINC R2 `(k) ``, whose label is no callee).
-pub fn call_register(call: &Instruction) -> Option<&str> {
+pub(crate) fn call_register(call: &Instruction) -> Option<&str> {
     let first = call.operands.split([' ', ',']).next()?;
     register(first).filter(|name| name.starts_with('R'))
 }
 
 /// Names the targets of one function's calls: built once per function, asked once per `CALL`.
 #[derive(Debug)]
-pub struct CallResolver<'a> {
+pub(crate) struct CallResolver<'a> {
     section: &'a SassSection,
     cfg: &'a ControlFlow,
     body: &'a Range<usize>,
@@ -399,6 +373,8 @@ mod tests {
 
     use super::*;
     use crate::sass::parse::parse_nvdisasm;
+    use crate::sass::FunctionSymbols;
+    use std::collections::BTreeMap;
 
     fn section(code: &str, functions: Option<FunctionSymbols>) -> SassSection {
         let text = format!(

@@ -10,7 +10,7 @@
 /// What a known callee is and how to avoid it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct KnownCallee {
+pub(crate) struct KnownCallee {
     /// What the callee is, in a few words.
     pub what: &'static str,
     /// What removes it.
@@ -24,7 +24,7 @@ pub struct KnownCallee {
 /// operands the inline fast path cannot handle, and calls it without the ABI: no frame, no
 /// registers saved to local memory. It is not a call the kernel's author made, and not what the
 /// `call` lint is about.
-pub fn is_compiler_subroutine(name: &str) -> bool {
+pub(crate) fn is_compiler_subroutine(name: &str) -> bool {
     let Some(at) = name.find("__cuda_sm") else {
         return false;
     };
@@ -43,20 +43,20 @@ pub fn is_compiler_subroutine(name: &str) -> bool {
 
 /// What an indirect call is ([`super::CallFacts::indirect`]): a call through a register whose
 /// value is not one function's address.
-pub const INDIRECT_CALL: KnownCallee = KnownCallee {
+pub(crate) const INDIRECT_CALL: KnownCallee = KnownCallee {
     what: "an indirect call through a function pointer: the target is known only at run time",
     fix: "call the function directly, or dispatch with a `switch` over the functions so that ptxas can inline them; or `allow(call)`",
 };
 
 /// Describes `name` when it is a known math-library or compiler helper, or a function of the
 /// CUDA runtime's device library.
-pub fn describe_callee(name: &str) -> Option<KnownCallee> {
+pub(crate) fn describe_callee(name: &str) -> Option<KnownCallee> {
     describe_runtime_callee(name).or_else(|| describe_math_callee(name))
 }
 
 /// Whether `name` is a function of the CUDA runtime's device library (`__assertfail`, `vprintf`,
 /// `malloc`, ...): its code is linked in by the driver, not in the kernel's cubin.
-pub fn is_device_library(name: &str) -> bool {
+pub(crate) fn is_device_library(name: &str) -> bool {
     describe_runtime_callee(name).is_some()
 }
 

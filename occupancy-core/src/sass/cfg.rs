@@ -20,7 +20,7 @@ use super::SassError;
 /// A basic block: instructions `start..end` of the function's range.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Block {
+pub(crate) struct Block {
     pub start: usize,
     pub end: usize,
     pub successors: Vec<usize>,
@@ -29,7 +29,7 @@ pub struct Block {
 /// A natural loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Loop {
+pub(crate) struct Loop {
     /// The header block (dominates every block of the loop).
     pub header: usize,
     /// Every block in the loop, nested loops included, ascending.
@@ -43,7 +43,7 @@ pub struct Loop {
 /// The graph of one function.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct ControlFlow {
+pub(crate) struct ControlFlow {
     pub blocks: Vec<Block>,
     /// Loops, outer before inner (by depth, then header).
     pub loops: Vec<Loop>,

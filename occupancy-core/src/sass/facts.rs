@@ -160,7 +160,7 @@ pub const INDIRECT_CALLEE: &str = "(indirect)";
 const FP64_OPCODES: [&str; 7] = ["DADD", "DFMA", "DMUL", "DMNMX", "DSET", "DSETP", "DMMA"];
 
 /// `LDL.U8` → 8, `STL.128` → 128, plain → 32.
-pub fn access_width_bits(opcode: &str) -> u32 {
+pub(crate) fn access_width_bits(opcode: &str) -> u32 {
     for modifier in opcode.split('.').skip(1) {
         match modifier {
             "U8" | "S8" => return 8,
@@ -210,7 +210,10 @@ fn setmaxreg(instruction: &Instruction) -> Option<SetMaxRegFacts> {
 }
 
 /// Reads the facts of one section. `spills_reported`: ptxas reported spill bytes for it.
-pub fn kernel_facts(section: &SassSection, spills_reported: bool) -> Result<SassFacts, SassError> {
+pub(crate) fn kernel_facts(
+    section: &SassSection,
+    spills_reported: bool,
+) -> Result<SassFacts, SassError> {
     let body = section.range_of(None);
     let cfg = ControlFlow::build(section, body.clone())?;
     let mut facts = SassFacts {

@@ -6,28 +6,27 @@
 //! nesting), at which source line (`-lineinfo` line tables, which do not change the code), and
 //! whether they are spills, local arrays indexed at run time, or a callee's frame (naming the
 //! callee and what it is). It also counts double-precision instructions, non-inlined calls
-//! (naming the callee of a call through a register, [`call_target::CallResolver`]) and
+//! (naming the callee of a call through a register, `call_target::CallResolver`) and
 //! `setmaxnreg` (`USETMAXREG`).
 //!
-//! Data flows one way: [`parse::parse_nvdisasm`] (text → sections) → [`cfg::ControlFlow`]
-//! (blocks, dominators, loops) → [`facts::kernel_facts`] (counts). Pure: no I/O.
+//! Data flows one way: [`parse_nvdisasm`] (text → sections) → `cfg::ControlFlow`
+//! (blocks, dominators, loops) → `facts::kernel_facts` (counts). Pure: no I/O.
 
-pub mod call_target;
-pub mod callee;
-pub mod cfg;
-pub mod facts;
-pub mod lints;
-pub mod parse;
+pub(crate) mod call_target;
+pub(crate) mod callee;
+pub(crate) mod cfg;
+pub(crate) mod facts;
+pub(crate) mod parse;
 pub mod raw;
+mod symbols;
 
-pub use call_target::{CallResolver, CallTarget, FunctionSymbols};
-pub use callee::{describe_callee, is_compiler_subroutine, KnownCallee, INDIRECT_CALL};
 pub use facts::{
-    access_width_bits, kernel_facts, CallFacts, LineFacts, LocalKind, LoopFacts, SassFacts,
-    SetMaxRegFacts, INDIRECT_CALLEE,
+    CallFacts, LineFacts, LocalKind, LoopFacts, SassFacts, SetMaxRegFacts, INDIRECT_CALLEE,
 };
-pub use lints::{evaluate_sass, hottest_spill_note, SassLintInputs};
-pub use parse::{parse_nvdisasm, Instruction, SassSection, SourceLine};
+pub use parse::{parse_nvdisasm, Instruction, SassSection, SourceLine, Subroutine};
+pub use symbols::FunctionSymbols;
+
+pub(crate) use facts::kernel_facts;
 
 /// The disassembly could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::call_target::FunctionSymbols;
+use super::symbols::FunctionSymbols;
 use super::SassError;
 
 /// A `//## File "PATH", line N` position (the innermost one when `-gi` adds `inlined at`).

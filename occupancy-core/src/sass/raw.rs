@@ -15,8 +15,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use super::call_target::FunctionSymbols;
 use super::parse::{parse_instruction, subroutine_name, Instruction, SourceLine, Subroutine};
+use super::symbols::FunctionSymbols;
 use super::{SassError, SassSection};
 
 /// Bytes per instruction on every architecture nvdisasm's raw mode reads (sm_75 and later).

@@ -4,12 +4,25 @@
 //! is JSON. The whole line is scanned before a bad value is reported, so a syntax error always
 //! wins over a bad value, as in the serde path.
 
-use super::{BatchLine, Scalar};
+/// One value of a line, as either parser found it.
+#[derive(Debug)]
+pub(super) enum Scalar<'a> {
+    Unsigned(u64),
+    /// A number that is not a non-negative integer (`-1`, `1.5`, `1e3`), as written.
+    OtherNumber(&'a str),
+    Text(&'a str),
+    Null,
+    /// `true`, a list, an object: shown as JSON.
+    Other(String),
+}
 
-pub(super) fn parse(line: &str) -> Option<Result<BatchLine, String>> {
+/// Scans `line`, handing each key and value to `set` until it refuses one; `None` when the line
+/// is not a flat object of plain values (serde_json reads it then), else `set`'s first error.
+pub(super) fn scan<'a>(
+    line: &'a str,
+    mut set: impl FnMut(&'a str, Scalar<'a>) -> Result<(), String>,
+) -> Option<Result<(), String>> {
     let mut cursor = Cursor { line, position: 0 };
-    let mut parsed = BatchLine::default();
-    let mut seen = 0u16;
     let mut first_error = None;
     cursor.skip_whitespace();
     cursor.expect(b'{')?;
@@ -23,7 +36,7 @@ pub(super) fn parse(line: &str) -> Option<Result<BatchLine, String>> {
             cursor.skip_whitespace();
             let value = cursor.scalar()?;
             if first_error.is_none() {
-                first_error = parsed.set(&mut seen, key, value).err();
+                first_error = set(key, value).err();
             }
             cursor.skip_whitespace();
             if cursor.eat(b'}') {
@@ -36,10 +49,7 @@ pub(super) fn parse(line: &str) -> Option<Result<BatchLine, String>> {
     if cursor.position != line.len() {
         return None;
     }
-    Some(match first_error {
-        Some(error) => Err(error),
-        None => Ok(parsed),
-    })
+    Some(first_error.map_or(Ok(()), Err))
 }
 
 struct Cursor<'a> {

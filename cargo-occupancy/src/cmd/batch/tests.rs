@@ -3,23 +3,35 @@ use occupancy_core::calc::occupancy;
 use proptest::prelude::*;
 use std::io::{BufReader, Read};
 
+/// Architecture names read as a run reads them: nvcc looked for in the process's environment.
+fn archs() -> ArchNames {
+    ArchNames::new(
+        occupancy_build::TrackedEnv::new(),
+        occupancy_build::cli::ToolTimeouts::default(),
+    )
+}
+
 fn error_of(line: &str) -> String {
-    BatchLine::parse(line).unwrap_err()
+    BatchLine::parse(line, &archs()).unwrap_err()
 }
 
 #[test]
 fn a_full_line_parses() {
     let line = BatchLine::parse(
         r#"{"arch":"sm_80","block":128,"registers":32,"static_smem":1000,"dynamic_smem":60000,"barriers":2,"max_threads":128,"carveout":50,"max_dynamic_smem":70000}"#,
+        &archs(),
     )
     .unwrap();
     assert_eq!(line.arch.unwrap().name, "sm_80");
     assert_eq!(line.block, Some(128));
     assert_eq!(line.carveout, Some(Carveout::Percent(50)));
     assert_eq!(line.max_dynamic_smem, Some(70000));
-    assert_eq!(BatchLine::parse(" { } ").unwrap(), BatchLine::default());
     assert_eq!(
-        BatchLine::parse(r#"{"block": null}"#).unwrap(),
+        BatchLine::parse(" { } ", &archs()).unwrap(),
+        BatchLine::default()
+    );
+    assert_eq!(
+        BatchLine::parse(r#"{"block": null}"#, &archs()).unwrap(),
         BatchLine::default()
     );
 }
@@ -103,11 +115,12 @@ fn a_read_error_ends_the_batch_with_one_message() {
         &mut BufReader::new(Failing),
         "(stdin)",
         &mut out,
+        &archs(),
         (None, None),
         None,
     )
     .unwrap();
-    let Outcome::ReadError(message) = outcome else {
+    let BatchEnd::ReadError(message) = outcome else {
         panic!("{outcome:?}")
     };
     assert!(
@@ -129,11 +142,12 @@ fn a_line_that_is_not_utf8_is_a_bad_line_and_the_batch_goes_on() {
         &mut BufReader::new(input),
         "x",
         &mut out,
+        &archs(),
         (None, None),
         None,
     )
     .unwrap();
-    assert_eq!(outcome, Outcome::Finished { bad_lines: 1 });
+    assert_eq!(outcome, BatchEnd::Finished { bad_lines: 1 });
     let text = String::from_utf8(out).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3);
@@ -189,8 +203,8 @@ proptest! {
     /// The fast scanner and serde_json agree on every line the scanner takes.
     #[test]
     fn the_fast_path_agrees_with_serde(line in arb_line()) {
-        if let Some(fast) = fast::parse(&line) {
-            let slow = parse_with_serde(&line);
+        if let Some(fast) = parse_fast(&line, &archs()) {
+            let slow = parse_with_serde(&line, &archs());
             prop_assert_eq!(fast.is_ok(), slow.is_ok(), "{}: fast {:?}, serde {:?}", line, fast, slow);
             if let (Ok(fast), Ok(slow)) = (fast, slow) {
                 prop_assert_eq!(fast, slow);
@@ -200,7 +214,7 @@ proptest! {
 
     #[test]
     fn parsing_never_panics(line in "\\PC{0,80}") {
-        let _ = BatchLine::parse(&line);
+        let _ = BatchLine::parse(&line, &archs());
     }
 
     /// `--fields` answers are exactly those fields of the full answer.
@@ -238,12 +252,13 @@ proptest! {
 }
 
 /// Answers `input` through a reader whose buffer holds `capacity` bytes.
-fn answers_through(input: &[u8], capacity: usize) -> (Outcome, String) {
+fn answers_through(input: &[u8], capacity: usize) -> (BatchEnd, String) {
     let mut out = Vec::new();
     let outcome = answer_all(
         &mut BufReader::with_capacity(capacity, input),
         "x",
         &mut out,
+        &archs(),
         (None, None),
         None,
     )
@@ -255,7 +270,7 @@ fn answers_through(input: &[u8], capacity: usize) -> (Outcome, String) {
 fn lines_across_the_read_buffer_get_the_same_answers() {
     let input = b"{\"arch\":\"sm_90\",\"block\":64,\"registers\":40}\r\n\n{\"arch\":\"sm_100a\",\"block\":1024,\"static_smem\":99999}\n{\"arch\":\"sm_75\",\"block\":96}";
     let (outcome, whole) = answers_through(input, 1 << 16);
-    assert_eq!(outcome, Outcome::Finished { bad_lines: 1 });
+    assert_eq!(outcome, BatchEnd::Finished { bad_lines: 1 });
     let lines: Vec<&str> = whole.lines().collect();
     assert_eq!(lines.len(), 4, "{whole}");
     assert!(lines[0].starts_with("{\"arch\":\"sm_90\""), "{}", lines[0]);
@@ -290,11 +305,12 @@ fn answers_before_a_read_error_are_written_and_the_error_names_the_next_line() {
         &mut BufReader::new(FailingAfter(b"{\"arch\":\"sm_90\",\"block\":64}\n{}\n")),
         "x",
         &mut out,
+        &archs(),
         (None, None),
         None,
     )
     .unwrap();
-    let Outcome::ReadError(message) = outcome else {
+    let BatchEnd::ReadError(message) = outcome else {
         panic!("{outcome:?}")
     };
     assert!(message.contains("x at line 3"), "{message}");
@@ -320,6 +336,7 @@ fn a_line_past_the_cap_ends_the_batch_naming_it() {
             &mut BufReader::with_capacity(capacity, input.as_slice()),
             "`x.jsonl`",
             &mut out,
+            &archs(),
             (None, None),
             None,
             line.len(),
@@ -327,7 +344,7 @@ fn a_line_past_the_cap_ends_the_batch_naming_it() {
         .unwrap();
         assert_eq!(
             outcome,
-            Outcome::ReadError(format!(
+            BatchEnd::ReadError(format!(
                 "the batch input `x.jsonl`: line 4 is longer than {} bytes ({} bytes, the longest line read), with no newline within them; the batch stops here (a batch line holds one JSON object)",
                 line.len(),
                 line.len()
@@ -344,8 +361,16 @@ fn a_line_past_the_cap_ends_the_batch_naming_it() {
 fn endless_input_without_a_newline_is_refused_after_one_mebibyte() {
     let mut zeros = BufReader::with_capacity(1 << 16, std::io::repeat(0).take(u64::MAX));
     let mut out = Vec::new();
-    let outcome = answer_all(&mut zeros, "`/dev/zero`", &mut out, (None, None), None).unwrap();
-    let Outcome::ReadError(message) = outcome else {
+    let outcome = answer_all(
+        &mut zeros,
+        "`/dev/zero`",
+        &mut out,
+        &archs(),
+        (None, None),
+        None,
+    )
+    .unwrap();
+    let BatchEnd::ReadError(message) = outcome else {
         panic!("{outcome:?}")
     };
     assert!(
@@ -357,12 +382,13 @@ fn endless_input_without_a_newline_is_refused_after_one_mebibyte() {
 
 /// The batch reader's fuzz corpus (issue #23, round 2): `input` answered through a reader of
 /// `capacity` bytes with lines capped at `max`, as (outcome, answers).
-fn fuzzed(input: &[u8], capacity: usize, max: usize) -> (Outcome, Vec<Value>) {
+fn fuzzed(input: &[u8], capacity: usize, max: usize) -> (BatchEnd, Vec<Value>) {
     let mut out = Vec::new();
     let outcome = answer_all_capped(
         &mut BufReader::with_capacity(capacity, input),
         "`fuzz`",
         &mut out,
+        &archs(),
         (None, None),
         None,
         max,
@@ -407,8 +433,8 @@ fn check_batch(input: &[u8], capacity: usize, max: usize) -> Result<(), TestCase
         .filter(|answer| answer.get("error").is_some())
         .count() as u64;
     match (first_long, outcome) {
-        (None, Outcome::Finished { bad_lines }) => prop_assert_eq!(bad_lines, bad),
-        (Some(index), Outcome::ReadError(message)) => {
+        (None, BatchEnd::Finished { bad_lines }) => prop_assert_eq!(bad_lines, bad),
+        (Some(index), BatchEnd::ReadError(message)) => {
             let named = format!("line {} is longer than {max} bytes", index + 1);
             prop_assert!(message.contains(&named), "{}", message);
         }

@@ -4,12 +4,74 @@
 //! runs only when `headroom` or `reason` is asked for, the reason is written into a buffer reused
 //! across lines, and nothing else is allocated per line.
 
-use super::Field;
 use occupancy_core::arch::ArchFacts;
 use occupancy_core::calc::{
     headroom, resources, write_zero_block_reason, BlockLimits, Headroom, KernelFacts, Launch,
     Resources,
 };
+
+/// A field of the answer, as named in `--fields` and in the JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    Arch,
+    BlockThreads,
+    BlocksPerSm,
+    WarpsPerSm,
+    ThreadsPerSm,
+    Occupancy,
+    Limiters,
+    BlockLimits,
+    AllocatedRegistersPerBlock,
+    AllocatedSmemPerBlock,
+    SmemConfigPerSm,
+    SmemLimitPerBlock,
+    Headroom,
+    Reason,
+}
+
+impl Field {
+    pub const ALL: [Field; 14] = [
+        Field::Arch,
+        Field::BlockThreads,
+        Field::BlocksPerSm,
+        Field::WarpsPerSm,
+        Field::ThreadsPerSm,
+        Field::Occupancy,
+        Field::Limiters,
+        Field::BlockLimits,
+        Field::AllocatedRegistersPerBlock,
+        Field::AllocatedSmemPerBlock,
+        Field::SmemConfigPerSm,
+        Field::SmemLimitPerBlock,
+        Field::Headroom,
+        Field::Reason,
+    ];
+
+    /// The JSON key (the field of [`Occupancy`](occupancy_core::calc::Occupancy)).
+    pub fn name(self) -> &'static str {
+        match self {
+            Field::Arch => "arch",
+            Field::BlockThreads => "block_threads",
+            Field::BlocksPerSm => "blocks_per_sm",
+            Field::WarpsPerSm => "warps_per_sm",
+            Field::ThreadsPerSm => "threads_per_sm",
+            Field::Occupancy => "occupancy",
+            Field::Limiters => "limiters",
+            Field::BlockLimits => "block_limits",
+            Field::AllocatedRegistersPerBlock => "allocated_registers_per_block",
+            Field::AllocatedSmemPerBlock => "allocated_smem_per_block",
+            Field::SmemConfigPerSm => "smem_config_per_sm",
+            Field::SmemLimitPerBlock => "smem_limit_per_block",
+            Field::Headroom => "headroom",
+            Field::Reason => "reason",
+        }
+    }
+
+    /// Whether the field needs the full answer (the headroom search).
+    pub(crate) fn needs_full_answer(self) -> bool {
+        matches!(self, Field::Headroom | Field::Reason)
+    }
+}
 
 /// Writes answers for one `--fields` selection (`None`: every field).
 pub struct AnswerWriter<'f> {

@@ -2,8 +2,9 @@
 
 use super::*;
 use crate::arch::lookup;
-use crate::calc::{occupancy, KernelFacts, Launch};
-use crate::ptxas::parse_log;
+use crate::calc::{occupancy, KernelFacts, Launch, Occupancy};
+use crate::lint::launch::register_budget;
+use crate::ptxas::{parse_log, KernelRecord, PtxEntry};
 use crate::spec::{BlockDim, KernelSpec};
 
 fn record(log: &str) -> KernelRecord {

@@ -1,13 +1,14 @@
 //! The SASS lints' checks: from one kernel's [`SassFacts`] on one architecture (and what
 //! ptxas and the PTX said about `setmaxnreg`) to findings of `spill_in_loop`, `local_array`,
 //! `call`, `fp64`, `setmaxnreg_ignored` and `setmaxnreg_budget`. Each lint is declared in
-//! [`crate::lint`], naming its check here ([`Check::Sass`]); levels are resolved by the caller
-//! like every other finding.
+//! [`crate::lint`], naming its check here ([`Check::Sass`](super::Check::Sass));
+//! [`evaluate_sass`](super::evaluate::evaluate_sass) runs them and levels are resolved by the
+//! caller like every other finding.
 
-use crate::lint::evaluate::Finding;
-use crate::lint::{Check, LintId, LINTS};
-
-use super::facts::{LineFacts, LoopFacts, SassFacts};
+use super::finding::Finding;
+use super::id::LintId;
+use crate::sass::callee::{is_compiler_subroutine, is_device_library, INDIRECT_CALL};
+use crate::sass::{CallFacts, LineFacts, LoopFacts, SassFacts};
 
 /// Threads in a warpgroup: `setmaxnreg` budgets apply per warpgroup.
 pub const WARPGROUP_THREADS: u32 = 128;
@@ -62,18 +63,6 @@ pub fn hottest_spill_note(facts: &SassFacts) -> Option<String> {
         facts.spill_stores_in_loops,
         facts.spill_stores,
     ))
-}
-
-/// Every SASS finding for one kernel on one architecture: the registry's [`Check::Sass`]
-/// checks, in its order.
-pub fn evaluate_sass(inputs: &SassLintInputs<'_>) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    for lint in &LINTS {
-        if let Check::Sass { run, .. } = lint.check {
-            run(inputs, &mut findings);
-        }
-    }
-    findings
 }
 
 fn finding(inputs: &SassLintInputs<'_>, lint: LintId, message: String) -> Finding {
@@ -174,18 +163,18 @@ pub(crate) fn calls(inputs: &SassLintInputs<'_>, findings: &mut Vec<Finding>) {
         .facts
         .calls
         .iter()
-        .filter(|call| !super::callee::is_compiler_subroutine(&call.callee))
+        .filter(|call| !is_compiler_subroutine(&call.callee))
         .map(|call| {
             let mut found = finding(inputs, LintId::Call, call_message(inputs, call));
             // The device library's code and an indirect call's targets are not the kernel's.
-            if !call.indirect && !super::callee::is_device_library(&call.callee) {
+            if !call.indirect && !is_device_library(&call.callee) {
                 found.notes.push(format!(
                     "the callee's code has {} local loads and stores (its frame)",
                     call.callee_local_accesses
                 ));
             }
             found.help = Some(call.fix.clone().unwrap_or_else(|| match call.indirect {
-                true => super::callee::INDIRECT_CALL.fix.to_owned(),
+                true => INDIRECT_CALL.fix.to_owned(),
                 false => format!("mark `{}` `__forceinline__`, or `allow(call)`", call.callee),
             }));
             found
@@ -195,7 +184,7 @@ pub(crate) fn calls(inputs: &SassLintInputs<'_>, findings: &mut Vec<Finding>) {
 
 /// `kernel `k` calls `__assertfail` (device-side `assert()`, ...) on sm_90: ...`, or for
 /// indirect calls `kernel `k` makes indirect calls through a function pointer (to `f` or `g`)`.
-fn call_message(inputs: &SassLintInputs<'_>, call: &super::CallFacts) -> String {
+fn call_message(inputs: &SassLintInputs<'_>, call: &CallFacts) -> String {
     let subject = match call.indirect {
         true => {
             let candidates: Vec<String> = (call.candidates.iter())
@@ -325,6 +314,8 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
+    use crate::lint::evaluate::evaluate_sass;
+    use crate::lint::{Check, LINTS};
     use crate::sass::facts::SetMaxRegFacts;
     use crate::sass::LocalKind;
 
@@ -572,8 +563,8 @@ mod tests {
 
     fn call(callee: &str, indirect: bool) -> crate::sass::CallFacts {
         let known = match indirect {
-            true => Some(crate::sass::INDIRECT_CALL),
-            false => crate::sass::describe_callee(callee),
+            true => Some(crate::sass::callee::INDIRECT_CALL),
+            false => crate::sass::callee::describe_callee(callee),
         };
         crate::sass::CallFacts {
             callee: callee.into(),

@@ -1,0 +1,99 @@
+//! The CLI's environment, read in one place: [`Environment::read`], which `main` calls once per
+//! run, after the command line is parsed and before the command runs. Commands and their
+//! helpers take what they need from it; none reads a variable itself, so what a run depends on
+//! is listed here, and a test hands a command the environment it wants.
+//!
+//! The build helper's engine (`check`'s compiles, finding nvcc) reads its own variables
+//! (`OCCUPANCY_ARCHS`, `NVCC`, `CUDA_HOME`, ...) through the `TrackedEnv` it is handed, as in a
+//! build; those handles are made here too.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use occupancy_build::cli::ToolTimeouts;
+use occupancy_build::TrackedEnv;
+use occupancy_core::lint::{Level, LintId};
+
+use crate::archs::ArchNames;
+
+/// What a run takes from its environment.
+#[derive(Debug)]
+pub struct Environment {
+    /// `OCCUPANCY_LINT_<ID>`: lint levels that `check`'s `--allow/--warn/--deny` override.
+    pub lint_levels: BTreeMap<LintId, Level>,
+    /// `OCCUPANCY_TOOL_TIMEOUT`: how long a child process may run, or why the value is refused
+    /// (an error only for a command that runs one: `cargo metadata`, nvcc).
+    pub tool_timeouts: Result<ToolTimeouts, occupancy_build::Error>,
+    /// `$XDG_CACHE_HOME` when absolute, else `$HOME/.cache` (`%LOCALAPPDATA%` on Windows): the
+    /// home of `check`'s compile cache.
+    pub cache_home: Option<PathBuf>,
+    /// `$CARGO` (cargo running this subcommand), else `cargo` on `PATH`: what runs
+    /// `cargo metadata`.
+    pub cargo: PathBuf,
+    /// The system's temporary directory (`$TMPDIR`): `check`'s spools, and its private compile
+    /// directory when the cache cannot be used.
+    pub temp_dir: PathBuf,
+    /// Architecture names, with nvcc (looked for as a build does) asked about a name the table
+    /// lacks. Only an explanation depends on nvcc, so a bad `OCCUPANCY_TOOL_TIMEOUT` keeps the
+    /// default limits here (`check`, which runs tools for real, refuses it).
+    pub archs: ArchNames,
+}
+
+impl Environment {
+    /// The process's environment.
+    pub fn read() -> Environment {
+        let tool_timeouts = ToolTimeouts::from_env(&TrackedEnv::new());
+        let probe_timeouts = tool_timeouts.as_ref().copied().unwrap_or_default();
+        Environment {
+            lint_levels: lint_levels(),
+            tool_timeouts,
+            cache_home: user_cache_home(),
+            cargo: text_variable("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from),
+            temp_dir: std::env::temp_dir(),
+            archs: ArchNames::new(TrackedEnv::new(), probe_timeouts),
+        }
+    }
+
+    /// The environment a build helper's engine reads its own variables from: the process's.
+    pub fn for_build(&self) -> TrackedEnv {
+        TrackedEnv::new()
+    }
+}
+
+/// The `OCCUPANCY_LINT_<ID>` variables that name a level; others are ignored, as in a build.
+fn lint_levels() -> BTreeMap<LintId, Level> {
+    LintId::ALL
+        .into_iter()
+        .filter_map(|lint| {
+            let value = text_variable(&lint.env_var())?;
+            Some((lint, value.trim().parse::<Level>().ok()?))
+        })
+        .collect()
+}
+
+/// `$XDG_CACHE_HOME` when absolute, else `$HOME/.cache` (`%LOCALAPPDATA%` on Windows).
+fn user_cache_home() -> Option<PathBuf> {
+    let absolute = |name: &str| {
+        variable(name)
+            .map(PathBuf::from)
+            .filter(|path| path.is_absolute())
+    };
+    if cfg!(windows) {
+        return absolute("LOCALAPPDATA");
+    }
+    absolute("XDG_CACHE_HOME").or_else(|| absolute("HOME").map(|home| home.join(".cache")))
+}
+
+/// A variable of the process's environment: the CLI's one read of it (the `disallowed-methods`
+/// of the root `clippy.toml` refuse `std::env::var*` everywhere else).
+// The reading place itself: every other module gets what `Environment::read` found.
+#[allow(clippy::disallowed_methods)]
+fn variable(name: &str) -> Option<OsString> {
+    std::env::var_os(name)
+}
+
+/// [`variable`] when it is Unicode (as `std::env::var` reads it: a value that is not is unset).
+fn text_variable(name: &str) -> Option<String> {
+    variable(name)?.into_string().ok()
+}
