@@ -224,6 +224,15 @@ declare_lints! {
         fix: "The fix the finding names: for math helpers `sinf`/`__sinf`/`-use_fast_math`, for `assert` `-DNDEBUG` in release builds, for `printf` none in release builds; for your own functions, `__forceinline__`; for a function pointer, a direct call or a `switch` over the functions; or `allow(call)`.",
         check: Check::Sass { run: sass::calls, undeclared: false },
     }
+    ConstMemory {
+        default_level: Deny,
+        summary: "The kernel's constant memory (its parameter bank `cmem[0]` and its module's `__constant__` data `cmem[3]`, as ptxas reports them before sm_90) is above the declared `max_const_bytes`.",
+        phrase: ("uses more constant memory than declared", "use more constant memory than declared"),
+        why_bad: "Constant memory is read through a small per-SM cache (8 KB): tables and parameter blocks that outgrow it turn every constant read into a memory round trip, and a lookup table that grows unnoticed (generated coefficients, a bigger by-value parameter struct) slows every kernel of the module.",
+        example: "`#[occupancy::kernel(block = 256, max_const_bytes = 4096)]` on a kernel whose module declares `__constant__ float table[2048]` (8192 bytes): ptxas reports `8192 bytes cmem[3]` on sm_80.",
+        fix: "Shrink the `__constant__` data or move large tables to global memory (read through `__ldg`/`const __restrict__`), pass large parameters by pointer, split modules so each kernel carries its own tables, or raise `max_const_bytes`.",
+        check: Check::OnArch { run: launch::const_memory, undeclared: false },
+    }
 }
 
 #[cfg(test)]
@@ -284,6 +293,7 @@ mod tests {
                 ("setmaxnreg_budget", Level::Deny),
                 ("fp64", Level::Allow),
                 ("call", Level::Warn),
+                ("const_memory", Level::Deny),
             ]
         );
     }

@@ -143,6 +143,25 @@ declare_keys! {
         example: "64",
         aliases: ["max_regs"],
     }
+    /// `max_const_bytes = 4096`: the most constant memory accepted for the kernel, in bytes:
+    /// its parameter bank (ptxas's `cmem[0]`: the parameters and the block the driver reserves
+    /// in it, about 350 bytes, which a launch fills in too) plus its module's `__constant__`
+    /// variables (`cmem[3]`; ptxas reports the module's total, which every kernel of the module
+    /// can read, so each kernel of the module is charged all of it). These are what the source
+    /// decides and what a launch and the SM's constant cache (8 KB per SM) hold; the banks of
+    /// constants ptxas makes up itself (`cmem[2]`, `cmem[4]`, a few literals) are not counted.
+    /// Above it is the `const_memory` lint. ptxas prints constant banks only for architectures
+    /// before sm_90: on sm_90 and later the key checks nothing.
+    MaxConstBytes {
+        key: "max_const_bytes",
+        field: max_const_bytes: Option<u32>,
+        value: Integer { min: 0, max: u32::MAX, why_max: "bytes" },
+        unit: "bytes per kernel",
+        when_absent: "no limit",
+        summary: "The most constant memory accepted (parameters and the module's `__constant__` data); above it is `const_memory`.",
+        example: "4096",
+        aliases: ["max_constant_bytes", "max_cmem", "const_bytes", "constant_bytes", "max_const"],
+    }
     /// `name = "_Z6kernelPf"`: the compiled kernel's symbol when it differs from the Rust name:
     /// a C++ (mangled) name, a template instance, or the kernel an `extern "C"` launcher
     /// launches. Without it, the symbol is `#[link_name]`/`#[export_name]` when present, else
