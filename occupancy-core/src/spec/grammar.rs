@@ -678,32 +678,7 @@ fn parse_fraction(expr: &Expr, key: Key) -> syn::Result<f64> {
         Expr::Lit(syn::ExprLit {
             lit: Lit::Str(text),
             ..
-        }) => {
-            let text_value = text.value();
-            let trimmed = text_value.trim();
-            let Some(number) = trimmed.strip_suffix('%') else {
-                return Err(error_at(
-                    text,
-                    key,
-                    format!("write a fraction `{key} = 0.5` or a percentage `{key} = \"50%\"`, found \"{text_value}\""),
-                ));
-            };
-            let percent = number
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|percent| percent.is_finite())
-                .ok_or_else(|| {
-                    error_at(
-                        text,
-                        key,
-                        format!(
-                            "\"{text_value}\" is not a percentage: write e.g. `{key} = \"50%\"`"
-                        ),
-                    )
-                })?;
-            (percent / 100.0, text_value.clone())
-        }
+        }) => parse_percentage(text, key)?,
         Expr::Unary(syn::ExprUnary {
             op: syn::UnOp::Neg(_),
             ..
@@ -730,6 +705,31 @@ fn parse_fraction(expr: &Expr, key: Key) -> syn::Result<f64> {
         ));
     }
     Ok(fraction)
+}
+
+/// `"50%"`: the fraction, and the text as written.
+fn parse_percentage(text: &syn::LitStr, key: Key) -> syn::Result<(f64, String)> {
+    let text_value = text.value();
+    let Some(number) = text_value.trim().strip_suffix('%') else {
+        return Err(error_at(
+            text,
+            key,
+            format!("write a fraction `{key} = 0.5` or a percentage `{key} = \"50%\"`, found \"{text_value}\""),
+        ));
+    };
+    let percent = number
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|percent| percent.is_finite())
+        .ok_or_else(|| {
+            error_at(
+                text,
+                key,
+                format!("\"{text_value}\" is not a percentage: write e.g. `{key} = \"50%\"`"),
+            )
+        })?;
+    Ok((percent / 100.0, text_value))
 }
 
 fn parse_symbol(expr: &Expr, key: Key) -> syn::Result<String> {
