@@ -250,3 +250,51 @@ impl<S: Storage> fmt::Display for KernelSpec<S> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The registry is indexed by the key, and each key's field holds a value of its kind: what
+    /// the grammar and the expansion rely on when they handle a key by its kind alone.
+    #[test]
+    fn each_key_is_its_own_entry_and_its_field_holds_its_kind() {
+        let spec = KernelSpec::<Static>::with_block(BlockDim::linear(32));
+        for key in Key::ALL {
+            let info = key.info();
+            assert_eq!((info.key, info.name), (key, key.as_str()));
+            let fits = matches!(
+                (info.kind, spec.value(key)),
+                (Kind::Block, Value::Block(_))
+                    | (
+                        Kind::Integer { .. },
+                        Value::Integer { .. } | Value::OptionalInteger(_)
+                    )
+                    | (Kind::Fraction, Value::Fraction(_))
+                    | (Kind::Symbol | Kind::Pattern, Value::Text(_))
+                    | (Kind::Archs, Value::Archs(_))
+            );
+            assert!(
+                fits,
+                "`{}`: its field does not hold a {:?}",
+                info.name, info.kind
+            );
+            // Only `block` is written by `with_block`: every other key starts absent.
+            assert_eq!(spec.value(key).is_set(), key == Key::Block, "{}", info.name);
+        }
+    }
+
+    /// A word is one key's name or alias, never two keys'.
+    #[test]
+    fn names_and_aliases_are_distinct() {
+        let words = KEYS
+            .iter()
+            .flat_map(|info| core::iter::once(info.name).chain(info.aliases.iter().copied()));
+        for (index, word) in words.clone().enumerate() {
+            assert!(
+                words.clone().skip(index + 1).all(|other| other != word),
+                "`{word}` is written twice in keys.rs"
+            );
+        }
+    }
+}
