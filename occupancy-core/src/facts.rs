@@ -83,29 +83,10 @@ pub struct SettledFinding {
     pub help: Option<String>,
 }
 
-/// One kernel on one architecture at its declared launch, as the build's report has it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CompiledFacts {
-    /// `sm_90`.
-    pub arch: String,
-    /// Registers per thread.
-    pub registers: u32,
-    /// Spill stores + spill loads, bytes.
-    pub spill_bytes: u64,
-    /// Stack frame per thread, bytes.
-    pub stack_frame_bytes: u64,
-    /// Static shared memory per block, bytes.
-    pub static_smem_bytes: u64,
-    /// Threads per block of the declared launch.
-    pub block_threads: u32,
-    /// Resident blocks per SM at the declared launch: the most blocks per SM a persistent
-    /// grid can keep resident.
-    pub blocks_per_sm: u32,
-    /// Resident warps per SM at the declared launch.
-    pub warps_per_sm: u32,
-    /// Theoretical occupancy, 0..=1.
-    pub occupancy: f64,
-}
+/// One kernel on one architecture at its declared launch, as the build's report has it: the
+/// model's [`occupancy_model::CompiledFacts`], owned. The attribute's expansion writes the same
+/// type into the kernel's const (`occupancy::CompiledFacts`).
+pub type CompiledFacts = occupancy_model::CompiledFacts<crate::spec::Owned>;
 
 /// A facts file that could not be read.
 #[derive(Debug, thiserror::Error)]

@@ -18,8 +18,12 @@
 //!   (`.maxntid`, `.reqntid`, `.minnctapersm`, `.maxnreg`).
 //! - [`ptxas::Diagnostic`]: a warning or error line ptxas printed (not a lint finding, nor
 //!   `occupancy_build`'s rustc-style `Diagnostic`, which renders a finding).
-//! - [`spec::KernelSpec`]: one declaration `#[occupancy::kernel(...)]`: the launch and the limits
-//!   (also `occupancy::KernelDeclaration`, the const the attribute generates).
+//! - [`spec::KernelSpec`]: one declaration `#[occupancy::kernel(...)]`: the launch and the limits,
+//!   one field per key of [`spec::KEYS`] (`occupancy-model`'s type, owned; also
+//!   `occupancy::KernelSpec`, the same type in a const, the `spec` of the
+//!   `occupancy::KernelDeclaration` the attribute generates).
+//! - [`spec::Key`]: one key of the attribute; [`spec::KEYS`]: every key's declaration (name, value,
+//!   unit, documentation), the list the grammar, the expansion and the docs are derived from.
 //! - [`spec::BlockDim`]: threads per block as x, y, z (also `occupancy::BlockDim`, the same).
 //! - `spec::DeclaredKernel` (feature `spec`): a declaration found in Rust source, with its spans
 //!   (also `occupancy_build::Declared`).
@@ -36,7 +40,7 @@
 //! - [`calc::Headroom`]: the calculator's distance to the next cliff (also `report::Headroom`, the
 //!   report's, `None` where the resource never binds).
 //! - [`lint::LintId`]: one lint (`spills`, `low_occupancy`, ...); [`lint::Level`]: allow, warn or
-//!   deny (also `occupancy::LintLevel`, the same).
+//!   deny (`occupancy-model`'s; also `occupancy::LintLevel`, the same).
 //! - [`lint::Lint`]: one lint's declaration (its id, default level, documentation and
 //!   [`lint::Check`], the function that finds it), [`lint::LintId::lint`].
 //! - [`lint::evaluate::Finding`]: one lint's result before a level is attached

@@ -1,10 +1,10 @@
 //! Fuzzing the declaration grammar (issue 11): token streams built from the grammar's own words,
 //! wrong words, and hostile literals (huge, negative, NaN, empty strings, unbalanced lists) go
-//! through both readers, the proc macro's (`KernelSpec::parse_args`) and the build's
+//! through both readers, the proc macro's (`spec::parse_args`) and the build's
 //! (`scan_source`). Neither may panic, and every error must point inside the text it was given
 //! (or, for the macro path, at the attribute as a whole), so rustc and the build can show it.
 
-use occupancy_core::spec::{scan_source, KernelSpec};
+use occupancy_core::spec::scan_source;
 use proc_macro2::TokenStream;
 use proptest::prelude::*;
 
@@ -143,7 +143,7 @@ proptest! {
     #[test]
     fn the_macro_path_never_panics_and_points_inside_its_tokens(args in argument_text()) {
         let Ok(tokens) = args.parse::<TokenStream>() else { return Ok(()) };
-        if let Err(errors) = KernelSpec::parse_args(tokens) {
+        if let Err(errors) = occupancy_core::spec::parse_args(tokens) {
             let call_site = proc_macro2::Span::call_site().start();
             for error in errors {
                 let start = error.span().start();

@@ -2,9 +2,9 @@
 
 use occupancy_core::facts::{CompiledFacts, SettledFinding};
 use occupancy_core::lint::Level;
-use occupancy_core::spec::{KernelStub, StubKernel, StubKind};
+use occupancy_core::spec::{KernelStub, Key, Owned, StubKernel, StubKind, Value};
 use proc_macro2::{Literal, Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
 
 use crate::facts::{self, Lookup, Status};
 
@@ -19,16 +19,6 @@ pub(crate) fn kernel(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         #item
         #(#consts)*
     })
-}
-
-fn optional_u32(value: Option<u32>) -> TokenStream {
-    match value {
-        Some(value) => {
-            let value = Literal::u32_unsuffixed(value);
-            quote!(::core::option::Option::Some(#value))
-        }
-        None => quote!(::core::option::Option::None),
-    }
 }
 
 /// The findings the whole build settled about this declaration, at its attribute: deny ones
@@ -132,38 +122,63 @@ fn compiled_facts(facts: &CompiledFacts) -> TokenStream {
     })
 }
 
+/// `::core::option::Option::Some(#value)` or `None`.
+fn option(value: Option<TokenStream>) -> TokenStream {
+    match value {
+        Some(value) => quote!(::core::option::Option::Some(#value)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// One key's value as the const's field holds it, whatever the key: the expansion knows kinds
+/// of values, not keys.
+fn value_tokens(value: Value<'_, Owned>) -> TokenStream {
+    match value {
+        Value::Block(block) => {
+            let (x, y, z) = (
+                Literal::u32_unsuffixed(block.x),
+                Literal::u32_unsuffixed(block.y),
+                Literal::u32_unsuffixed(block.z),
+            );
+            quote!(::occupancy::BlockDim { x: #x, y: #y, z: #z })
+        }
+        Value::Integer { value, .. } => Literal::u32_unsuffixed(value).into_token_stream(),
+        Value::OptionalInteger(value) => {
+            option(value.map(|value| Literal::u32_unsuffixed(value).into_token_stream()))
+        }
+        Value::Fraction(value) => {
+            option(value.map(|value| Literal::f64_suffixed(value).into_token_stream()))
+        }
+        Value::Text(text) => option(text.map(|text| quote!(#text))),
+        Value::Archs(archs) => option(archs.map(|archs| quote!(&[#(#archs),*]))),
+    }
+}
+
+/// `::occupancy::KernelSpec { ... }`: one field per key of the model's list, then the lint
+/// settings.
+fn spec_tokens(kernel: &StubKernel) -> TokenStream {
+    let keys = Key::ALL.iter().map(|key| {
+        let field = format_ident!("{}", key.info().field);
+        let value = value_tokens(kernel.spec.value(*key));
+        quote!(#field: #value)
+    });
+    let lints = lint_fields(kernel);
+    quote!(::occupancy::KernelSpec {
+        #(#keys,)*
+        #lints
+    })
+}
+
 fn declaration_const(kernel: &StubKernel, lookup: &Lookup) -> syn::Result<TokenStream> {
     let spec = &kernel.spec;
     let const_ident = const_ident(kernel)?;
     let visibility = &kernel.visibility;
     let rust_name = kernel.rust_name();
     let kernel_name = &kernel.kernel_name;
-    let (block_x, block_y, block_z) = (
-        Literal::u32_unsuffixed(spec.block.x),
-        Literal::u32_unsuffixed(spec.block.y),
-        Literal::u32_unsuffixed(spec.block.z),
-    );
-    let min_blocks_per_sm = optional_u32(spec.min_blocks_per_sm);
-    let max_registers = optional_u32(spec.max_registers);
-    let dynamic_smem_bytes = Literal::u32_unsuffixed(spec.dynamic_smem_bytes);
-    let min_occupancy = match spec.min_occupancy {
-        Some(fraction) => {
-            let fraction = Literal::f64_suffixed(fraction);
-            quote!(::core::option::Option::Some(#fraction))
-        }
-        None => quote!(::core::option::Option::None),
-    };
-    let max_spill_bytes = optional_u32(spec.max_spill_bytes);
-    let max_stack_bytes = optional_u32(spec.max_stack_bytes);
-    let max_registers_per_thread = optional_u32(spec.max_registers_per_thread);
-    let archs = match &spec.archs {
-        Some(archs) => quote!(::core::option::Option::Some(&[#(#archs),*])),
-        None => quote!(::core::option::Option::None),
-    };
-    let lints = lint_fields(kernel);
     let doc = format!(
         "Declared launch and limits of kernel `{kernel_name}` (from `#[occupancy::kernel({spec})]` on `{rust_name}`)."
     );
+    let spec = spec_tokens(kernel);
     let location = source_location(kernel);
     let (compiled, not_checked) = checked_fields(lookup);
     let settled = settled_findings(kernel, lookup)?;
@@ -174,16 +189,7 @@ fn declaration_const(kernel: &StubKernel, lookup: &Lookup) -> syn::Result<TokenS
         #visibility const #const_ident: ::occupancy::KernelDeclaration = ::occupancy::KernelDeclaration {
             rust_name: #rust_name,
             kernel_name: #kernel_name,
-            block: ::occupancy::BlockDim { x: #block_x, y: #block_y, z: #block_z },
-            min_blocks_per_sm: #min_blocks_per_sm,
-            max_registers: #max_registers,
-            dynamic_smem_bytes: #dynamic_smem_bytes,
-            min_occupancy: #min_occupancy,
-            max_spill_bytes: #max_spill_bytes,
-            max_stack_bytes: #max_stack_bytes,
-            max_registers_per_thread: #max_registers_per_thread,
-            archs: #archs,
-            #lints
+            spec: #spec,
             source: #location,
             compiled: #compiled,
             not_checked: #not_checked,
@@ -204,7 +210,7 @@ fn const_ident(kernel: &StubKernel) -> syn::Result<syn::Ident> {
     Ok(format_ident!("{}", const_name, span = kernel.ident.span()))
 }
 
-/// The declaration's `lint_levels`, `expected_lints` and `lint_reasons` fields.
+/// The spec's `lint_levels`, `expected_lints` and `lint_reasons` fields.
 fn lint_fields(kernel: &StubKernel) -> TokenStream {
     let spec = &kernel.spec;
     let lint_levels = spec.lint_levels.iter().map(|(lint, level)| {

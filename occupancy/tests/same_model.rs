@@ -1,6 +1,7 @@
 //! The macro and the build helper's scanner read every fixture declaration identically:
 //! the consts the real macro generated equal what `occupancy_core::spec::scan_source` reads
-//! from the same file, field by field, including the source line and column.
+//! from the same file, key by key (both are the model's `KernelSpec`), including the source
+//! line and column.
 
 #![deny(warnings)]
 
@@ -11,8 +12,7 @@ mod fixtures {
     include!("fixtures/declarations.rs");
 }
 
-use occupancy::{KernelDeclaration, LintLevel};
-use occupancy_core::lint::Level;
+use occupancy::{KernelDeclaration, Key, LintLevel};
 use occupancy_core::spec::{scan_source, DeclaredKernel};
 
 const FIXTURES: &str = include_str!("fixtures/declarations.rs");
@@ -29,53 +29,20 @@ fn generated() -> Vec<KernelDeclaration> {
     ]
 }
 
-fn level(level: LintLevel) -> Level {
-    match level {
-        LintLevel::Allow => Level::Allow,
-        LintLevel::Warn => Level::Warn,
-        LintLevel::Deny => Level::Deny,
-    }
-}
-
+/// The const and the scanner hold the same model type (`occupancy_model::KernelSpec`), in two
+/// storages: every key's value and every lint setting must read the same.
 fn assert_same(generated: &KernelDeclaration, scanned: &DeclaredKernel) {
     let spec = &scanned.spec;
     let name = scanned.rust_name.as_str();
     assert_eq!(generated.rust_name, scanned.rust_name);
     assert_eq!(generated.kernel_name, scanned.kernel_name, "{name}");
-    assert_eq!(
-        (generated.block.x, generated.block.y, generated.block.z),
-        (spec.block.x, spec.block.y, spec.block.z),
-        "{name}"
-    );
-    assert_eq!(
-        generated.min_blocks_per_sm, spec.min_blocks_per_sm,
-        "{name}"
-    );
-    assert_eq!(generated.max_registers, spec.max_registers, "{name}");
-    assert_eq!(
-        generated.dynamic_smem_bytes, spec.dynamic_smem_bytes,
-        "{name}"
-    );
-    assert_eq!(generated.min_occupancy, spec.min_occupancy, "{name}");
-    assert_eq!(generated.max_spill_bytes, spec.max_spill_bytes, "{name}");
-    assert_eq!(generated.max_stack_bytes, spec.max_stack_bytes, "{name}");
-    assert_eq!(
-        generated.max_registers_per_thread, spec.max_registers_per_thread,
-        "{name}"
-    );
-    assert_eq!(
-        generated.archs.map(|archs| archs.to_vec()),
-        spec.archs
-            .as_ref()
-            .map(|archs| archs.iter().map(String::as_str).collect()),
-        "{name}"
-    );
-    let generated_levels: Vec<(&str, Level)> = generated
-        .lint_levels
-        .iter()
-        .map(|(lint, lint_level)| (*lint, level(*lint_level)))
-        .collect();
-    let scanned_levels: Vec<(&str, Level)> = spec
+    for key in Key::ALL {
+        let (made, read) = (generated.spec.value(key), spec.value(key));
+        assert_eq!(made.is_set(), read.is_set(), "{name}: {key}");
+        assert_eq!(made.to_string(), read.to_string(), "{name}: {key}");
+    }
+    let generated_levels: Vec<(&str, LintLevel)> = generated.lint_levels.to_vec();
+    let scanned_levels: Vec<(&str, LintLevel)> = spec
         .lint_levels
         .iter()
         .map(|(lint, lint_level)| (lint.as_str(), *lint_level))
@@ -93,6 +60,8 @@ fn assert_same(generated: &KernelDeclaration, scanned: &DeclaredKernel) {
         .map(|(lint, reason)| (lint.as_str(), reason.as_str()))
         .collect();
     assert_eq!(generated.lint_reasons, scanned_reasons, "{name}");
+    // The canonical form, which prints every key and lint list, too.
+    assert_eq!(generated.spec.to_string(), spec.to_string(), "{name}");
     assert!(
         generated.source.file.ends_with("fixtures/declarations.rs"),
         "{}",
@@ -171,6 +140,11 @@ fn launch_helpers() {
     // Usable in const context: no run-time cost.
     const GRID: u32 = fixtures::SAXPY_OCCUPANCY.grid_for(1 << 20);
     assert_eq!(GRID, 4096);
+    const BLOCK: occupancy::BlockDim = fixtures::TRANSPOSE_OCCUPANCY.spec.block;
+    const SMEM: u32 = fixtures::STENCIL_LAUNCH_OCCUPANCY.spec.dynamic_smem_bytes;
+    assert_eq!((BLOCK.as_tuple(), SMEM), ((32, 8, 1), 16384));
+    // Outside a const the keys read through the declaration.
+    assert_eq!(fixtures::TRANSPOSE_OCCUPANCY.block, BLOCK);
 }
 
 #[cfg(feature = "cudarc")]

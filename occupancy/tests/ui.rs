@@ -12,7 +12,7 @@ use occupancy_core::facts::{
     BuildFacts, DeclarationFacts, SettledFinding, FACTS_FILE, FACTS_SCHEMA_VERSION,
 };
 use occupancy_core::lint::{Level, LintId};
-use occupancy_core::spec::scan_source;
+use occupancy_core::spec::{scan_source, Key, KEYS};
 
 /// What the build settles over every product for the declarations of
 /// `fail_settled_findings.rs`: a kernel no product compiled (deny) and an expectation no
@@ -62,7 +62,59 @@ fn scanned(files: &[PathBuf]) -> Vec<DeclarationFacts> {
     declarations
 }
 
-fn write_facts() -> PathBuf {
+/// A pass case written from the key list (`occupancy::KEYS`): one declaration per key, with the
+/// key's example, and a check that the const holds the value. Every key declared reaches the
+/// const through the attribute and the facade without a hand-written case (CONTRIBUTING.md,
+/// "Adding an attribute key").
+fn every_key_case() -> PathBuf {
+    let mut declarations = String::new();
+    let mut checks = String::new();
+    for info in &KEYS {
+        let arguments = match info.key {
+            Key::Block => format!("block = {}", info.example),
+            _ => format!("block = 32, {} = {}", info.name, info.example),
+        };
+        declarations.push_str(&format!(
+            "#[occupancy::kernel({arguments})]\nfn key_{}();\n\n",
+            info.name
+        ));
+        checks.push_str(&format!(
+            "    assert_eq!(KEY_{}_OCCUPANCY.spec.value(occupancy::Key::{:?}).to_string(), {:?});\n",
+            info.name.to_ascii_uppercase(),
+            info.key,
+            info.example
+        ));
+    }
+    let source = format!(
+        "// Written by tests/ui.rs from occupancy::KEYS: one declaration per key.\n\
+         #![deny(warnings)]\n\n{declarations}fn main() {{\n{checks}}}\n"
+    );
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ui-every-key/pass_every_key.rs");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, source).unwrap();
+    path
+}
+
+/// The facts file of a build that saw the declarations in `files` and `more`, in a directory of
+/// its own.
+fn write_facts(files: &[PathBuf], more: Vec<DeclarationFacts>, directory: &str) -> PathBuf {
+    let mut declarations = scanned(files);
+    declarations.extend(more);
+    let facts = BuildFacts {
+        schema_version: FACTS_SCHEMA_VERSION,
+        crate_name: "occupancy-tests".into(),
+        skipped: None,
+        declarations,
+        settled: Vec::new(),
+    };
+    let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(directory);
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(out_dir.join(FACTS_FILE), facts.to_json()).unwrap();
+    out_dir
+}
+
+/// The facts of the reviewed cases: the fixtures and every file under tests/ui.
+fn write_ui_facts() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = vec![root.join("tests/fixtures/declarations.rs")];
     for entry in std::fs::read_dir(root.join("tests/ui")).unwrap() {
@@ -72,10 +124,9 @@ fn write_facts() -> PathBuf {
         }
     }
     files.sort();
-    let mut declarations = scanned(&files);
     // The scanner refuses this file with its own error (a real build stops there); listed so
     // the case shows rustc's error about the unmarked block, as it did before facts existed.
-    declarations.push(DeclarationFacts {
+    let unmarked_block = DeclarationFacts {
         rust_name: "launch_saxpy".into(),
         kernel_name: "launch_saxpy".into(),
         path: "tests/ui/fail_declaration_in_unmarked_extern_block.rs".into(),
@@ -83,26 +134,30 @@ fn write_facts() -> PathBuf {
         compiled: Vec::new(),
         settled: Vec::new(),
         not_checked: None,
-    });
-    let facts = BuildFacts {
-        schema_version: FACTS_SCHEMA_VERSION,
-        crate_name: "occupancy-tests".into(),
-        skipped: None,
-        declarations,
-        settled: Vec::new(),
     };
-    let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ui-out-dir");
-    std::fs::create_dir_all(&out_dir).unwrap();
-    std::fs::write(out_dir.join(FACTS_FILE), facts.to_json()).unwrap();
-    out_dir
+    write_facts(&files, vec![unmarked_block], "ui-out-dir")
 }
 
 #[test]
 fn ui() {
     // trybuild's crate has no build script, so cargo sets no OUT_DIR of its own for it and
     // rustc (and the attribute) see this one.
-    std::env::set_var("OUT_DIR", write_facts());
-    let cases = trybuild::TestCases::new();
-    cases.pass("tests/ui/pass_*.rs");
-    cases.compile_fail("tests/ui/fail_*.rs");
+    std::env::set_var("OUT_DIR", write_ui_facts());
+    {
+        let cases = trybuild::TestCases::new();
+        cases.pass("tests/ui/pass_*.rs");
+        cases.compile_fail("tests/ui/fail_*.rs");
+    }
+    // The case written from the key list, with a facts file of its own: what the reviewed
+    // cases' messages list stays the same when a key is added.
+    let every_key = every_key_case();
+    std::env::set_var(
+        "OUT_DIR",
+        write_facts(
+            std::slice::from_ref(&every_key),
+            Vec::new(),
+            "ui-every-key-out-dir",
+        ),
+    );
+    trybuild::TestCases::new().pass(&every_key);
 }

@@ -84,6 +84,8 @@ lint_ids! {
     Fp64 = "fp64",
     /// Non-inlined calls in the kernel's SASS.
     Call = "call",
+    /// Constant memory above the declared `max_const_bytes`.
+    ConstMemory = "const_memory",
 }
 
 impl LintId {

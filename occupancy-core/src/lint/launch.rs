@@ -1,6 +1,6 @@
 //! The lints of one launch on one architecture from ptxas's numbers and the calculator's
-//! answer: `partial_warp`, `spills`, `low_occupancy`, `too_many_registers`, `stack_frame` and
-//! `local_memory`.
+//! answer: `partial_warp`, `spills`, `low_occupancy`, `too_many_registers`, `stack_frame`,
+//! `const_memory` and `local_memory`.
 
 use super::finding::{occupancy_note, percent, ptxas_note, CompiledOnArch, Finding, LaunchOrigin};
 use super::id::LintId;
@@ -166,6 +166,50 @@ pub(super) fn stack_frame(
         help: Some(format!(
             "inline callees (`__forceinline__`), index local arrays with constants, or {}",
             origin.accept("max_stack_bytes = N", LintId::StackFrame)
+        )),
+    });
+}
+
+/// `const_memory`: constant memory above the declared `max_const_bytes`: the kernel's parameter
+/// bank (`cmem[0]`) and its module's `__constant__` data (`cmem[3]`), as ptxas reported them.
+pub(super) fn const_memory(
+    spec: &KernelSpec,
+    on: &CompiledOnArch<'_>,
+    origin: LaunchOrigin,
+    findings: &mut Vec<Finding>,
+) {
+    let Some(max_const) = spec.max_const_bytes.map(u64::from) else {
+        return;
+    };
+    let bank = |banks: &[(u32, u64)], number: u32| -> u64 {
+        banks
+            .iter()
+            .filter(|(bank, _)| *bank == number)
+            .map(|(_, bytes)| bytes)
+            .sum()
+    };
+    let record = on.record;
+    let (parameters, constants) = (bank(&record.cmem, 0), bank(&record.module_cmem, 3));
+    if parameters + constants <= max_const {
+        return;
+    }
+    findings.push(Finding {
+        lint: LintId::ConstMemory,
+        arch: Some(on.arch.name.to_string()),
+        message: format!(
+            "kernel `{}` uses {} bytes of constant memory on {} ({})",
+            record.name,
+            parameters + constants,
+            on.arch.name,
+            origin.limit(max_const)
+        ),
+        notes: vec![
+            format!("{parameters} bytes of parameters and the driver's reserved block (`cmem[0]`), {constants} bytes of its module's `__constant__` data (`cmem[3]`)"),
+            ptxas_note(record),
+        ],
+        help: Some(format!(
+            "shrink the `__constant__` data or move large tables to global memory, pass large parameters by pointer, or {}",
+            origin.accept("max_const_bytes = N", LintId::ConstMemory)
         )),
     });
 }

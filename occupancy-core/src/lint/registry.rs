@@ -26,6 +26,9 @@ pub struct Lint {
     pub default_level: Level,
     /// One line: what the lint reports.
     pub summary: &'static str,
+    /// What a kernel with a finding does, for a summary's sentence: for one kernel, for
+    /// several (`spills registers to local memory`, `spill registers to local memory`).
+    pub phrase: (&'static str, &'static str),
     /// Why a finding is bad for the crate.
     pub why_bad: &'static str,
     /// A declaration (and situation) that triggers it.
@@ -114,6 +117,7 @@ macro_rules! declare_lints {
         $variant:ident {
             default_level: $level:ident,
             summary: $summary:literal,
+            phrase: ($one:literal, $more:literal),
             why_bad: $why_bad:literal,
             example: $example:literal,
             fix: $fix:literal,
@@ -141,6 +145,7 @@ macro_rules! declare_lints {
                 name: LintId::$variant.as_str(),
                 default_level: Level::$level,
                 summary: $summary,
+                phrase: ($one, $more),
                 why_bad: $why_bad,
                 example: $example,
                 fix: $fix,

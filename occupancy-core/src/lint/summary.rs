@@ -75,64 +75,7 @@ impl FindingSummary {
 
 /// What a kernel with a finding of `lint` does, for a summary's sentence (`many`: plural).
 pub(crate) fn phrase(lint: LintId, many: bool) -> &'static str {
-    let (one, more) = match lint {
-        LintId::Spills => (
-            "spills registers to local memory",
-            "spill registers to local memory",
-        ),
-        LintId::LowOccupancy => (
-            "is below its declared occupancy",
-            "are below their declared occupancy",
-        ),
-        LintId::TooManyRegisters => (
-            "uses more registers than declared",
-            "use more registers than declared",
-        ),
-        LintId::Unlaunchable => ("cannot start at its launch", "cannot start at their launch"),
-        LintId::BoundsMismatch => (
-            "was not compiled with its declared bounds",
-            "were not compiled with their declared bounds",
-        ),
-        LintId::MissingKernel => ("is not compiled", "are not compiled"),
-        LintId::StackFrame => ("has a stack frame", "have a stack frame"),
-        LintId::LocalMemory => ("uses local memory", "use local memory"),
-        LintId::OccupancyCliff => (
-            "is a few registers from losing a block",
-            "are a few registers from losing a block",
-        ),
-        LintId::PartialWarp => (
-            "is launched with a partial warp",
-            "are launched with a partial warp",
-        ),
-        LintId::UndeclaredKernel => (
-            "is compiled without a declaration",
-            "are compiled without a declaration",
-        ),
-        LintId::Regression => ("is worse than the baseline", "are worse than the baseline"),
-        LintId::BaselineStale => ("differs from the baseline", "differ from the baseline"),
-        LintId::UnfulfilledExpectation => (
-            "has an unfulfilled expectation",
-            "have an unfulfilled expectation",
-        ),
-        LintId::SpillInLoop => ("spills inside a loop", "spill inside a loop"),
-        LintId::LocalArray => (
-            "indexes a local array at run time",
-            "index a local array at run time",
-        ),
-        LintId::SetmaxnregIgnored => (
-            "has a `setmaxnreg` ptxas ignored",
-            "have a `setmaxnreg` ptxas ignored",
-        ),
-        LintId::SetmaxnregBudget => (
-            "asks `setmaxnreg` for more registers than the block has",
-            "ask `setmaxnreg` for more registers than the block has",
-        ),
-        LintId::Fp64 => (
-            "runs double-precision instructions",
-            "run double-precision instructions",
-        ),
-        LintId::Call => ("makes non-inlined calls", "make non-inlined calls"),
-    };
+    let (one, more) = lint.lint().phrase;
     if many {
         more
     } else {

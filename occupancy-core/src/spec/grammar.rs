@@ -2,6 +2,11 @@
 //!
 //! Syntax errors stop the parse (syn's own messages); value errors (types, ranges, names) are
 //! collected so one compile shows every mistake in the attribute.
+//!
+//! Nothing here is about one key: a key is found in [`KEYS`], its value parsed and validated by
+//! its [`Kind`] (with the range and the reasons its declaration gives), and stored through
+//! [`KernelSpec::value_mut`](occupancy_model::KernelSpec::value_mut). A new key of an existing
+//! kind needs no change here.
 
 use std::collections::HashMap;
 
@@ -12,11 +17,13 @@ use syn::parse::Parser;
 use syn::spanned::Spanned;
 use syn::{Expr, Lit};
 
+use occupancy_model::Level;
+
 use super::{
-    BlockDim, KernelSpec, SpecKey, MAX_BLOCKS_PER_SM_ANY_ARCH, MAX_BLOCK_DIMS,
-    MAX_REGISTERS_PER_THREAD_ANY_ARCH, MAX_THREADS_PER_BLOCK,
+    BlockDim, KernelSpec, Key, Kind, Owned, SpecKey, ValueMut, KEYS, MAX_BLOCK_DIMS,
+    MAX_THREADS_PER_BLOCK,
 };
-use crate::lint::{did_you_mean, Level, LintId};
+use crate::lint::{did_you_mean, LintId};
 
 /// Where one key was written: the key's first token and the last token of its value.
 #[derive(Debug, Clone, Copy)]
@@ -32,50 +39,20 @@ pub(crate) struct ParsedSpec {
     pub keys: Vec<KeyOccurrence>,
 }
 
-/// Words people reach for, mapped to the key they mean.
-const KEY_ALIASES: &[(&str, &str)] = &[
-    ("threads", "block"),
-    ("block_size", "block"),
-    ("block_dim", "block"),
-    ("threads_per_block", "block"),
-    ("launch_bounds", "block"),
-    ("min_blocks", "min_blocks_per_sm"),
-    ("blocks_per_sm", "min_blocks_per_sm"),
-    ("min_ctas_per_sm", "min_blocks_per_sm"),
-    ("maxnreg", "max_registers"),
-    ("maxrregcount", "max_registers"),
-    ("registers", "max_registers"),
-    ("smem", "dynamic_smem"),
-    ("shared_mem", "dynamic_smem"),
-    ("shared_mem_bytes", "dynamic_smem"),
-    ("dynamic_smem_bytes", "dynamic_smem"),
-    ("dynamic_shared_memory", "dynamic_smem"),
-    ("occupancy", "min_occupancy"),
-    ("max_spills", "max_spill_bytes"),
-    ("spill_bytes", "max_spill_bytes"),
-    ("max_stack", "max_stack_bytes"),
-    ("stack_bytes", "max_stack_bytes"),
-    ("max_regs", "max_registers_per_thread"),
-    ("symbol", "name"),
-    ("link_name", "name"),
-    ("kernel", "name"),
-    ("arch", "archs"),
-    ("targets", "archs"),
-    ("gpu_archs", "archs"),
-];
-
 const LEVEL_WORDS: [&str; 4] = ["allow", "warn", "deny", "expect"];
 
 fn all_key_words() -> impl Iterator<Item = &'static str> {
-    SpecKey::VALUE_KEYS
-        .iter()
-        .map(|key| key.as_str())
-        .chain(LEVEL_WORDS)
+    KEYS.iter().map(|info| info.name).chain(LEVEL_WORDS)
 }
 
 /// A `syn::Error` at `tokens` whose message ends with where the key is documented.
-fn error_at(tokens: impl ToTokens, key: SpecKey, message: impl std::fmt::Display) -> syn::Error {
-    syn::Error::new_spanned(tokens, format!("{message} (see {})", key.docs_link()))
+fn error_at(
+    tokens: impl ToTokens,
+    key: impl Into<SpecKey>,
+    message: impl std::fmt::Display,
+) -> syn::Error {
+    let link = key.into().docs_link();
+    syn::Error::new_spanned(tokens, format!("{message} (see {link})"))
 }
 
 /// Parses the attribute's argument tokens. `attribute_span` is where errors about the whole
@@ -86,7 +63,7 @@ pub(crate) fn parse_spec(tokens: TokenStream, attribute_span: Span) -> syn::Resu
     let syntax = parser.parse2(tokens);
     let State {
         mut errors,
-        block,
+        block_set,
         spec,
         keys,
         seen,
@@ -96,8 +73,8 @@ pub(crate) fn parse_spec(tokens: TokenStream, attribute_span: Span) -> syn::Resu
         errors.push(syntax_error);
         return Err(combine(errors));
     }
-    let Some(block) = block else {
-        if seen.contains_key(&SpecKey::Block) {
+    if !block_set {
+        if seen.contains_key(&SpecKey::Key(Key::Block)) {
             // `block` was written but is invalid: its own error says so.
             return Err(combine(errors));
         }
@@ -107,21 +84,21 @@ pub(crate) fn parse_spec(tokens: TokenStream, attribute_span: Span) -> syn::Resu
             format!(
                 "missing `block`: declare the threads per block the crate launches this kernel with, \
                  e.g. `#[occupancy::kernel(block = 256)]` (see {})",
-                SpecKey::Block.docs_link()
+                SpecKey::Key(Key::Block).docs_link()
             ),
         ));
         return Err(combine(errors));
-    };
+    }
     if spec.family.is_some() && spec.name.is_some() {
         if let Some(family) = keys
             .iter()
-            .find(|occurrence| occurrence.key == SpecKey::Family)
+            .find(|occurrence| occurrence.key == SpecKey::Key(Key::Family))
         {
             errors.push(syn::Error::new(
                 family.start,
                 format!(
                     "`family` and `name` cannot both be set: `family` declares every kernel matching a pattern, `name` one kernel; keep one (see {})",
-                    SpecKey::Family.docs_link()
+                    SpecKey::Key(Key::Family).docs_link()
                 ),
             ));
         }
@@ -129,10 +106,7 @@ pub(crate) fn parse_spec(tokens: TokenStream, attribute_span: Span) -> syn::Resu
     if !errors.is_empty() {
         return Err(combine(errors));
     }
-    Ok(ParsedSpec {
-        spec: KernelSpec { block, ..spec },
-        keys,
-    })
+    Ok(ParsedSpec { spec, keys })
 }
 
 fn combine(errors: Vec<syn::Error>) -> syn::Error {
@@ -148,7 +122,8 @@ fn combine(errors: Vec<syn::Error>) -> syn::Error {
 
 struct State {
     spec: KernelSpec,
-    block: Option<BlockDim>,
+    /// Whether `block`, the one key without which there is no declaration, was read.
+    block_set: bool,
     keys: Vec<KeyOccurrence>,
     /// First occurrence of each key: its key token and its value as written.
     seen: HashMap<SpecKey, String>,
@@ -159,7 +134,7 @@ impl Default for State {
     fn default() -> State {
         State {
             spec: KernelSpec::with_block(BlockDim::linear(1)),
-            block: None,
+            block_set: false,
             keys: Vec::new(),
             seen: HashMap::new(),
             errors: Vec::new(),
@@ -183,10 +158,7 @@ impl State {
         if let Some(level) = level_of_word(&word) {
             return self.lint_list(meta, level);
         }
-        let Some(key) = SpecKey::VALUE_KEYS
-            .into_iter()
-            .find(|key| key.as_str() == word)
-        else {
+        let Some(key) = Key::ALL.into_iter().find(|key| key.as_str() == word) else {
             self.errors.push(unknown_key(&meta.path, &word));
             // Skip its value so the rest of the attribute is still checked.
             if meta.input.peek(syn::Token![=]) {
@@ -204,14 +176,14 @@ impl State {
                 key,
                 format!(
                     "`{word}` needs a value: write `{word} = {}`",
-                    example_value(key)
+                    key.info().example
                 ),
             ));
         }
         let value_expr: Expr = meta.value()?.parse()?;
         let value_expr = strip_groups(value_expr);
         let value_text = value_expr.to_token_stream().to_string();
-        if let Some(first_value) = self.seen.get(&key) {
+        if let Some(first_value) = self.seen.get(&SpecKey::Key(key)) {
             self.errors.push(error_at(
                 &meta.path,
                 key,
@@ -222,9 +194,9 @@ impl State {
             ));
             return Ok(());
         }
-        self.seen.insert(key, value_text);
+        self.seen.insert(SpecKey::Key(key), value_text);
         self.keys.push(KeyOccurrence {
-            key,
+            key: SpecKey::Key(key),
             start: meta.path.span(),
             end: last_span(&value_expr),
         });
@@ -234,64 +206,12 @@ impl State {
         Ok(())
     }
 
-    fn set_value(&mut self, key: SpecKey, value: &Expr) -> syn::Result<()> {
-        let spec = &mut self.spec;
-        match key {
-            SpecKey::Block => self.block = Some(parse_block(value)?),
-            SpecKey::MinBlocksPerSm => {
-                spec.min_blocks_per_sm = Some(integer_in(
-                    value,
-                    key,
-                    1,
-                    MAX_BLOCKS_PER_SM_ANY_ARCH,
-                    |_| {
-                        format!(
-                        "no GPU keeps more than {MAX_BLOCKS_PER_SM_ANY_ARCH} blocks on one SM; \
-                         remove the key if you do not need a minimum"
-                    )
-                    },
-                )?)
-            }
-            SpecKey::MaxRegisters => {
-                spec.max_registers = Some(integer_in(
-                    value,
-                    key,
-                    1,
-                    MAX_REGISTERS_PER_THREAD_ANY_ARCH,
-                    |_| {
-                        format!("a thread has at most {MAX_REGISTERS_PER_THREAD_ANY_ARCH} registers on every GPU")
-                    },
-                )?)
-            }
-            SpecKey::DynamicSmem => {
-                spec.dynamic_smem_bytes =
-                    integer_in(value, key, 0, u32::MAX, |_| "bytes".to_owned())?
-            }
-            SpecKey::MinOccupancy => spec.min_occupancy = Some(parse_occupancy(value)?),
-            SpecKey::MaxSpillBytes => {
-                spec.max_spill_bytes =
-                    Some(integer_in(value, key, 0, u32::MAX, |_| "bytes".to_owned())?)
-            }
-            SpecKey::MaxStackBytes => {
-                spec.max_stack_bytes =
-                    Some(integer_in(value, key, 0, u32::MAX, |_| "bytes".to_owned())?)
-            }
-            SpecKey::MaxRegistersPerThread => {
-                spec.max_registers_per_thread = Some(integer_in(
-                    value,
-                    key,
-                    1,
-                    MAX_REGISTERS_PER_THREAD_ANY_ARCH,
-                    |_| {
-                        format!("a thread has at most {MAX_REGISTERS_PER_THREAD_ANY_ARCH} registers on every GPU")
-                    },
-                )?)
-            }
-            SpecKey::Name => spec.name = Some(parse_name(value)?),
-            SpecKey::Archs => spec.archs = Some(parse_archs(value)?),
-            SpecKey::Family => spec.family = Some(parse_family(value)?),
-            SpecKey::Lint(_) => unreachable!("lint levels are parsed by lint_list"),
+    fn set_value(&mut self, key: Key, value: &Expr) -> syn::Result<()> {
+        let parsed = parse_value(key, value)?;
+        if matches!(parsed, Parsed::Block(_)) {
+            self.block_set = true;
         }
+        assign(self.spec.value_mut(key), parsed);
         Ok(())
     }
 
@@ -457,10 +377,10 @@ fn level_of_word(word: &str) -> Option<LintList> {
 }
 
 fn unknown_key(path: &syn::Path, word: &str) -> syn::Error {
-    let suggestion = KEY_ALIASES
+    let suggestion = KEYS
         .iter()
-        .find(|(alias, _)| *alias == word)
-        .map(|(_, key)| *key)
+        .find(|info| info.aliases.contains(&word))
+        .map(|info| info.name)
         .or_else(|| did_you_mean(word, all_key_words()));
     let docs = super::DOCS_PATH;
     let message = if let Ok(lint) = word.parse::<LintId>() {
@@ -483,19 +403,42 @@ fn unknown_key(path: &syn::Path, word: &str) -> syn::Error {
     syn::Error::new_spanned(path, message)
 }
 
-fn example_value(key: SpecKey) -> &'static str {
-    match key {
-        SpecKey::Block => "256",
-        SpecKey::MinBlocksPerSm => "4",
-        SpecKey::MaxRegisters => "64",
-        SpecKey::DynamicSmem => "16384",
-        SpecKey::MinOccupancy => "0.5",
-        SpecKey::MaxSpillBytes | SpecKey::MaxStackBytes => "0",
-        SpecKey::MaxRegistersPerThread => "64",
-        SpecKey::Name => "\"kernel_symbol\"",
-        SpecKey::Archs => "[\"sm_80\", \"sm_90\"]",
-        SpecKey::Family => "\"affine_*\"",
-        SpecKey::Lint(_) => "warn(spills)",
+/// A key's value, parsed and validated by its kind.
+#[derive(Debug)]
+enum Parsed {
+    Block(BlockDim),
+    Integer(u32),
+    Fraction(f64),
+    Text(String),
+    Archs(Vec<String>),
+}
+
+fn parse_value(key: Key, value: &Expr) -> syn::Result<Parsed> {
+    Ok(match key.info().kind {
+        Kind::Block => Parsed::Block(parse_block(value, key)?),
+        Kind::Integer { min, max, why_max } => {
+            Parsed::Integer(integer_in(value, key, min, max, why_max)?)
+        }
+        Kind::Fraction => Parsed::Fraction(parse_fraction(value, key)?),
+        Kind::Symbol => Parsed::Text(parse_symbol(value, key)?),
+        Kind::Pattern => Parsed::Text(parse_pattern(value, key)?),
+        Kind::Archs => Parsed::Archs(parse_archs(value, key)?),
+    })
+}
+
+/// Stores a parsed value in its key's field. A key's field type follows from its kind
+/// (`occupancy-model` checks every key's pair), so no other pair occurs.
+fn assign(field: ValueMut<'_, Owned>, parsed: Parsed) {
+    match (field, parsed) {
+        (ValueMut::Block(field), Parsed::Block(block)) => *field = block,
+        (ValueMut::Integer(field), Parsed::Integer(value)) => *field = value,
+        (ValueMut::OptionalInteger(field), Parsed::Integer(value)) => *field = Some(value),
+        (ValueMut::Fraction(field), Parsed::Fraction(value)) => *field = Some(value),
+        (ValueMut::Text(field), Parsed::Text(text)) => *field = Some(text),
+        (ValueMut::Archs(field), Parsed::Archs(archs)) => *field = Some(archs),
+        (field, parsed) => {
+            unreachable!("a field {field:?} holds no {parsed:?}: its key's kind decides its type")
+        }
     }
 }
 
@@ -535,12 +478,12 @@ fn describe(expr: &Expr) -> &'static str {
 
 /// Message for values that are not literals: the build helper reads the attribute from source
 /// text without compiling, so it cannot evaluate names or arithmetic.
-fn not_a_literal(expr: &Expr, key: SpecKey, expected: &str) -> syn::Error {
+fn not_a_literal(expr: &Expr, key: Key, expected: &str) -> syn::Error {
     let found = describe(expr);
-    let write = match (key, expr) {
+    let write = match (key.info().kind, expr) {
         // `name = saxpy`: the symbol was meant, unquoted.
-        (SpecKey::Name, Expr::Path(path)) => format!("`name = \"{}\"`", path.to_token_stream()),
-        _ => format!("e.g. `{} = {}`", key.as_str(), example_value(key)),
+        (Kind::Symbol, Expr::Path(path)) => format!("`{key} = \"{}\"`", path.to_token_stream()),
+        _ => format!("e.g. `{key} = {}`", key.info().example),
     };
     let why = match expr {
         Expr::Path(_) | Expr::Binary(_) | Expr::Macro(_) | Expr::Call(_) | Expr::MethodCall(_) => {
@@ -559,7 +502,7 @@ fn not_a_literal(expr: &Expr, key: SpecKey, expected: &str) -> syn::Error {
 }
 
 /// A non-negative integer literal without a type suffix.
-fn integer_literal(expr: &Expr, key: SpecKey) -> syn::Result<u64> {
+fn integer_literal(expr: &Expr, key: Key) -> syn::Result<u64> {
     match expr {
         Expr::Lit(syn::ExprLit {
             lit: Lit::Int(int), ..
@@ -601,10 +544,10 @@ fn integer_literal(expr: &Expr, key: SpecKey) -> syn::Result<u64> {
 
 fn integer_in(
     expr: &Expr,
-    key: SpecKey,
+    key: Key,
     minimum: u32,
     maximum: u32,
-    reason: impl Fn(u64) -> String,
+    why_max: &str,
 ) -> syn::Result<u32> {
     let value = integer_literal(expr, key)?;
     if value < u64::from(minimum) {
@@ -622,17 +565,15 @@ fn integer_in(
             expr,
             key,
             format!(
-                "`{} = {value}` is out of range: the largest allowed value is {maximum} ({})",
+                "`{} = {value}` is out of range: the largest allowed value is {maximum} ({why_max})",
                 key.as_str(),
-                reason(value)
             ),
         ));
     }
     Ok(value as u32)
 }
 
-fn parse_block(expr: &Expr) -> syn::Result<BlockDim> {
-    let key = SpecKey::Block;
+fn parse_block(expr: &Expr, key: Key) -> syn::Result<BlockDim> {
     let (elements, limits) = match expr {
         Expr::Tuple(tuple) => {
             if tuple.elems.is_empty() || tuple.elems.len() > 3 {
@@ -706,8 +647,7 @@ fn parse_block(expr: &Expr) -> syn::Result<BlockDim> {
     Ok(block)
 }
 
-fn parse_occupancy(expr: &Expr) -> syn::Result<f64> {
-    let key = SpecKey::MinOccupancy;
+fn parse_fraction(expr: &Expr, key: Key) -> syn::Result<f64> {
     let (fraction, written) = match expr {
         Expr::Lit(syn::ExprLit {
             lit: Lit::Float(float),
@@ -738,21 +678,7 @@ fn parse_occupancy(expr: &Expr) -> syn::Result<f64> {
         Expr::Lit(syn::ExprLit {
             lit: Lit::Str(text),
             ..
-        }) => {
-            let text_value = text.value();
-            let trimmed = text_value.trim();
-            let Some(number) = trimmed.strip_suffix('%') else {
-                return Err(error_at(
-                    text,
-                    key,
-                    format!("write a fraction `min_occupancy = 0.5` or a percentage `min_occupancy = \"50%\"`, found \"{text_value}\""),
-                ));
-            };
-            let percent = number.trim().parse::<f64>().ok().filter(|percent| percent.is_finite()).ok_or_else(|| {
-                error_at(text, key, format!("\"{text_value}\" is not a percentage: write e.g. `min_occupancy = \"50%\"`"))
-            })?;
-            (percent / 100.0, text_value.clone())
-        }
+        }) => parse_percentage(text, key)?,
         Expr::Unary(syn::ExprUnary {
             op: syn::UnOp::Neg(_),
             ..
@@ -760,7 +686,7 @@ fn parse_occupancy(expr: &Expr) -> syn::Result<f64> {
             return Err(error_at(
                 expr,
                 key,
-                "`min_occupancy` must be in (0, 1]: a fraction such as 0.5, or \"50%\"",
+                format!("`{key}` must be in (0, 1]: a fraction such as 0.5, or \"50%\""),
             ))
         }
         other => {
@@ -775,14 +701,38 @@ fn parse_occupancy(expr: &Expr) -> syn::Result<f64> {
         return Err(error_at(
             expr,
             key,
-            format!("`min_occupancy = {written}` is out of range: occupancy is a fraction in (0, 1], e.g. 0.5 or \"50%\""),
+            format!("`{key} = {written}` is out of range: occupancy is a fraction in (0, 1], e.g. 0.5 or \"50%\""),
         ));
     }
     Ok(fraction)
 }
 
-fn parse_name(expr: &Expr) -> syn::Result<String> {
-    let key = SpecKey::Name;
+/// `"50%"`: the fraction, and the text as written.
+fn parse_percentage(text: &syn::LitStr, key: Key) -> syn::Result<(f64, String)> {
+    let text_value = text.value();
+    let Some(number) = text_value.trim().strip_suffix('%') else {
+        return Err(error_at(
+            text,
+            key,
+            format!("write a fraction `{key} = 0.5` or a percentage `{key} = \"50%\"`, found \"{text_value}\""),
+        ));
+    };
+    let percent = number
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|percent| percent.is_finite())
+        .ok_or_else(|| {
+            error_at(
+                text,
+                key,
+                format!("\"{text_value}\" is not a percentage: write e.g. `{key} = \"50%\"`"),
+            )
+        })?;
+    Ok((percent / 100.0, text_value))
+}
+
+fn parse_symbol(expr: &Expr, key: Key) -> syn::Result<String> {
     let Expr::Lit(syn::ExprLit {
         lit: Lit::Str(text),
         ..
@@ -792,20 +742,19 @@ fn parse_name(expr: &Expr) -> syn::Result<String> {
     };
     let name = text.value();
     if name.is_empty() {
-        return Err(error_at(text, key, "`name` is empty: write the kernel's compiled symbol, or remove `name` to use the Rust name"));
+        return Err(error_at(text, key, format!("`{key}` is empty: write the kernel's compiled symbol, or remove `{key}` to use the Rust name")));
     }
     if name.trim() != name || name.chars().any(char::is_control) {
         return Err(error_at(
             text,
             key,
-            "`name` has leading or trailing whitespace or control characters: write the symbol exactly as compiled",
+            format!("`{key}` has leading or trailing whitespace or control characters: write the symbol exactly as compiled"),
         ));
     }
     Ok(name)
 }
 
-fn parse_family(expr: &Expr) -> syn::Result<String> {
-    let key = SpecKey::Family;
+fn parse_pattern(expr: &Expr, key: Key) -> syn::Result<String> {
     let Expr::Lit(syn::ExprLit {
         lit: Lit::Str(text),
         ..
@@ -815,7 +764,7 @@ fn parse_family(expr: &Expr) -> syn::Result<String> {
     };
     let pattern = text.value();
     if pattern.is_empty() {
-        return Err(error_at(text, key, "`family` is empty: write a pattern of compiled symbols such as `family = \"affine_*\"`"));
+        return Err(error_at(text, key, format!("`{key}` is empty: write a pattern of compiled symbols such as `{key} = \"affine_*\"`")));
     }
     if let Some(bad) = pattern
         .chars()
@@ -824,47 +773,46 @@ fn parse_family(expr: &Expr) -> syn::Result<String> {
         return Err(error_at(
             text,
             key,
-            format!("`family = \"{pattern}\"` holds `{}`: a pattern is a compiled symbol's characters (letters, digits, `_`, `$`, `.`) and `*` for any run of them; `*` is the only wildcard", bad.escape_default()),
+            format!("`{key} = \"{pattern}\"` holds `{}`: a pattern is a compiled symbol's characters (letters, digits, `_`, `$`, `.`) and `*` for any run of them; `*` is the only wildcard", bad.escape_default()),
         ));
     }
     if !pattern.contains('*') {
         return Err(error_at(
             text,
             key,
-            format!("`family = \"{pattern}\"` has no `*`, so it names one kernel: write `name = \"{pattern}\"`, or add `*` where the family's names differ (e.g. `\"{pattern}_*\"`)"),
+            format!("`{key} = \"{pattern}\"` has no `*`, so it names one kernel: write `name = \"{pattern}\"`, or add `*` where the family's names differ (e.g. `\"{pattern}_*\"`)"),
         ));
     }
     if pattern.chars().all(|character| character == '*') {
         return Err(error_at(
             text,
             key,
-            format!("`family = \"{pattern}\"` matches every kernel: set the launch of undeclared kernels with `block = N` under `[package.metadata.occupancy]` instead"),
+            format!("`{key} = \"{pattern}\"` matches every kernel: set the launch of undeclared kernels with `block = N` under `[package.metadata.occupancy]` instead"),
         ));
     }
     Ok(pattern)
 }
 
-fn parse_archs(expr: &Expr) -> syn::Result<Vec<String>> {
-    let key = SpecKey::Archs;
+fn parse_archs(expr: &Expr, key: Key) -> syn::Result<Vec<String>> {
     let Expr::Array(array) = expr else {
         let hint = match expr {
             Expr::Lit(syn::ExprLit {
                 lit: Lit::Str(text),
                 ..
-            }) => format!("write a list: `archs = [\"{}\"]`", text.value()),
-            _ => "write a list of strings: `archs = [\"sm_80\", \"sm_90\"]`".to_owned(),
+            }) => format!("write a list: `{key} = [\"{}\"]`", text.value()),
+            _ => format!("write a list of strings: `{key} = [\"sm_80\", \"sm_90\"]`"),
         };
         return Err(error_at(
             expr,
             key,
-            format!("`archs` expects a list, found {}: {hint}", describe(expr)),
+            format!("`{key}` expects a list, found {}: {hint}", describe(expr)),
         ));
     };
     if array.elems.is_empty() {
         return Err(error_at(
             array,
             key,
-            "`archs = []` would check nothing: name at least one arch, or remove `archs` to use the crate's list",
+            format!("`{key} = []` would check nothing: name at least one arch, or remove `{key}` to use the crate's list"),
         ));
     }
     let mut archs: Vec<String> = Vec::with_capacity(array.elems.len());
@@ -904,7 +852,7 @@ fn parse_archs(expr: &Expr) -> syn::Result<Vec<String>> {
                 text,
                 key,
                 format!(
-                    "\"{arch}\" is listed twice in `archs` (as \"{}\" too): remove one",
+                    "\"{arch}\" is listed twice in `{key}` (as \"{}\" too): remove one",
                     archs[index]
                 ),
             ));

@@ -102,7 +102,8 @@ pub struct DeclaredKernel {
 
 impl DeclaredKernel {
     /// Where `key` was written, if it was.
-    pub fn key_span(&self, key: SpecKey) -> Option<SourceSpan> {
+    pub fn key_span(&self, key: impl Into<SpecKey>) -> Option<SourceSpan> {
+        let key = key.into();
         self.keys
             .iter()
             .find(|written| written.key == key)
@@ -110,7 +111,7 @@ impl DeclaredKernel {
     }
 
     /// Where `key` was written, else the attribute: where a diagnostic about `key` points.
-    pub fn span_for(&self, key: SpecKey) -> SourceSpan {
+    pub fn span_for(&self, key: impl Into<SpecKey>) -> SourceSpan {
         self.key_span(key).unwrap_or(self.attribute)
     }
 }

@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use super::*;
 
 fn parse(text: &str) -> syn::Result<KernelSpec> {
-    KernelSpec::parse_args(text.parse::<TokenStream>().expect("test input tokenizes"))
+    crate::spec::parse_args(text.parse::<TokenStream>().expect("test input tokenizes"))
 }
 
 fn error(text: &str) -> String {
@@ -255,10 +255,7 @@ fn every_docs_link_in_messages_has_a_section() {
         .filter(|line| line.starts_with('#'))
         .map(|line| heading_anchor(line.trim_start_matches('#')))
         .collect();
-    let mut linked: Vec<&str> = SpecKey::VALUE_KEYS
-        .iter()
-        .map(|key| key.docs_anchor())
-        .collect();
+    let mut linked: Vec<&str> = Key::ALL.iter().map(|key| key.as_str()).collect();
     linked.extend([
         "lint-levels",
         "keys",
@@ -325,80 +322,95 @@ fn arb_spelling(arch: crate::arch::Arch, spelling: usize) -> String {
     }
 }
 
-fn arb_spec() -> impl Strategy<Value = KernelSpec> {
-    (
-        arb_block(),
-        proptest::option::of(1u32..=32),
-        proptest::option::of(1u32..=255),
-        any::<u32>(),
-        proptest::option::of(
+/// An arbitrary value of one key, by its kind.
+#[derive(Debug, Clone)]
+enum ArbitraryValue {
+    Block(BlockDim),
+    Integer(Option<u32>),
+    Fraction(Option<f64>),
+    Text(Option<String>),
+    Archs(Option<Vec<String>>),
+}
+
+/// Values of a key of `kind`: every key of [`KEYS`] gets some, so a new key is covered
+/// without a change here.
+fn arb_value(kind: Kind) -> BoxedStrategy<ArbitraryValue> {
+    match kind {
+        Kind::Block => arb_block().prop_map(ArbitraryValue::Block).boxed(),
+        Kind::Integer { min, max, .. } => proptest::option::of(min..=max)
+            .prop_map(ArbitraryValue::Integer)
+            .boxed(),
+        Kind::Fraction => proptest::option::of(
             (1u64..=1_000_000).prop_map(|millionths| millionths as f64 / 1_000_000.0),
-        ),
-        (
-            proptest::option::of(any::<u32>()),
-            proptest::option::of(any::<u32>()),
-            proptest::option::of(1u32..=255),
-        ),
-        proptest::option::of("[A-Za-z_][A-Za-z0-9_$<>:, ]{0,30}[A-Za-z0-9_>]"),
-        proptest::option::of(arb_archs()),
-        proptest::collection::btree_map(
-            0usize..LintId::ALL.len(),
-            // A level (0..3) or `expect` (3), with or without a reason (quotes and escapes too).
-            (
-                0usize..4,
-                proptest::option::of("[a-z #0-9\"'\\\\]{0,12}[a-z]"),
-            ),
-            0..LintId::ALL.len(),
-        ),
-    )
-        .prop_map(
-            |(
-                block,
-                min_blocks,
-                max_registers,
-                smem,
-                occupancy,
-                (spill, stack, registers),
-                name,
-                archs,
-                lints,
-            )| {
-                KernelSpec {
-                    block,
-                    min_blocks_per_sm: min_blocks,
-                    max_registers,
-                    dynamic_smem_bytes: smem,
-                    min_occupancy: occupancy,
-                    max_spill_bytes: spill,
-                    max_stack_bytes: stack,
-                    max_registers_per_thread: registers,
-                    name,
-                    archs: archs.map(|archs| {
-                        archs
-                            .into_iter()
-                            .map(|(arch, spelling)| arb_spelling(arch, spelling))
-                            .collect()
-                    }),
-                    family: None,
-                    lint_levels: lints
-                        .iter()
-                        .filter(|(_, (level, _))| *level < 3)
-                        .map(|(lint, (level, _))| (LintId::ALL[*lint], Level::ALL[*level]))
-                        .collect(),
-                    expected_lints: lints
-                        .iter()
-                        .filter(|(_, (level, _))| *level == 3)
-                        .map(|(lint, _)| LintId::ALL[*lint])
-                        .collect(),
-                    lint_reasons: lints
-                        .iter()
-                        .filter_map(|(lint, (_, reason))| {
-                            Some((LintId::ALL[*lint], reason.clone()?))
-                        })
-                        .collect(),
-                }
-            },
         )
+        .prop_map(ArbitraryValue::Fraction)
+        .boxed(),
+        Kind::Symbol => proptest::option::of("[A-Za-z_][A-Za-z0-9_$<>:, ]{0,30}[A-Za-z0-9_>]")
+            .prop_map(ArbitraryValue::Text)
+            .boxed(),
+        // A pattern excludes `name`, and has tests of its own.
+        Kind::Pattern => Just(ArbitraryValue::Text(None)).boxed(),
+        Kind::Archs => proptest::option::of(arb_archs())
+            .prop_map(|archs| {
+                ArbitraryValue::Archs(archs.map(|archs| {
+                    archs
+                        .into_iter()
+                        .map(|(arch, spelling)| arb_spelling(arch, spelling))
+                        .collect()
+                }))
+            })
+            .boxed(),
+    }
+}
+
+/// Sets a key's field to an arbitrary value of its kind.
+fn set(field: ValueMut<'_, Owned>, value: ArbitraryValue) {
+    match (field, value) {
+        (ValueMut::Block(field), ArbitraryValue::Block(block)) => *field = block,
+        (ValueMut::Integer(field), ArbitraryValue::Integer(value)) => {
+            *field = value.unwrap_or(*field)
+        }
+        (ValueMut::OptionalInteger(field), ArbitraryValue::Integer(value)) => *field = value,
+        (ValueMut::Fraction(field), ArbitraryValue::Fraction(value)) => *field = value,
+        (ValueMut::Text(field), ArbitraryValue::Text(text)) => *field = text,
+        (ValueMut::Archs(field), ArbitraryValue::Archs(archs)) => *field = archs,
+        (field, value) => unreachable!("{field:?} holds no {value:?}"),
+    }
+}
+
+fn arb_spec() -> impl Strategy<Value = KernelSpec> {
+    let values: Vec<BoxedStrategy<ArbitraryValue>> =
+        KEYS.iter().map(|info| arb_value(info.kind)).collect();
+    let lints = proptest::collection::btree_map(
+        0usize..LintId::ALL.len(),
+        // A level (0..3) or `expect` (3), with or without a reason (quotes and escapes too).
+        (
+            0usize..4,
+            proptest::option::of("[a-z #0-9\"'\\\\]{0,12}[a-z]"),
+        ),
+        0..LintId::ALL.len(),
+    );
+    (values, lints).prop_map(|(values, lints)| {
+        let mut spec = KernelSpec::with_block(BlockDim::linear(1));
+        for (key, value) in Key::ALL.into_iter().zip(values) {
+            set(spec.value_mut(key), value);
+        }
+        spec.lint_levels = lints
+            .iter()
+            .filter(|(_, (level, _))| *level < 3)
+            .map(|(lint, (level, _))| (LintId::ALL[*lint], Level::ALL[*level]))
+            .collect();
+        spec.expected_lints = lints
+            .iter()
+            .filter(|(_, (level, _))| *level == 3)
+            .map(|(lint, _)| LintId::ALL[*lint])
+            .collect();
+        spec.lint_reasons = lints
+            .iter()
+            .filter_map(|(lint, (_, reason))| Some((LintId::ALL[*lint], reason.clone()?)))
+            .collect();
+        spec
+    })
 }
 
 proptest! {
@@ -421,7 +433,7 @@ proptest! {
     #[test]
     fn arbitrary_arguments_never_panic(text in "[a-z_ =(),\"0-9.%\\[\\]]{0,60}") {
         if let Ok(tokens) = text.parse::<TokenStream>() {
-            let _ = KernelSpec::parse_args(tokens);
+            let _ = crate::spec::parse_args(tokens);
         }
     }
 }
@@ -521,7 +533,7 @@ mod nested {
         }
     );
     assert_eq!(
-        declared[0].key_span(SpecKey::MinBlocksPerSm),
+        declared[0].key_span(Key::MinBlocksPerSm),
         Some(SourceSpan {
             start: LineColumn {
                 line: 3,
@@ -534,14 +546,14 @@ mod nested {
         })
     );
     assert_eq!(
-        declared[1].span_for(SpecKey::Block).start,
+        declared[1].span_for(Key::Block).start,
         LineColumn {
             line: 6,
             column: 10
         }
     );
     assert_eq!(
-        declared[1].span_for(SpecKey::MinOccupancy),
+        declared[1].span_for(Key::MinOccupancy),
         declared[1].attribute
     );
     assert_eq!(
@@ -722,4 +734,45 @@ mod inner {
 }
 "#;
     insta::assert_snapshot!(scan_source(source).unwrap_err().to_string());
+}
+
+#[test]
+fn spec_keys_keep_their_json_form() {
+    assert_eq!(
+        serde_json::to_string(&SpecKey::Key(Key::MaxSpillBytes)).unwrap(),
+        "\"max_spill_bytes\""
+    );
+    assert_eq!(
+        serde_json::to_string(&SpecKey::Lint(LintId::Spills)).unwrap(),
+        "{\"lint\":\"spills\"}"
+    );
+    for key in [SpecKey::Key(Key::Family), SpecKey::Lint(LintId::Call)] {
+        let json = serde_json::to_string(&key).unwrap();
+        assert_eq!(serde_json::from_str::<SpecKey>(&json).unwrap(), key);
+    }
+}
+
+/// The recipe of CONTRIBUTING.md ("Adding an attribute key"): a key declared in
+/// occupancy-model/src/keys.rs is read by the grammar with no other change. Its example parses,
+/// sets the key, and prints back as written; each alias is suggested as the key.
+#[test]
+fn every_declared_key_is_read_by_the_grammar() {
+    for info in &KEYS {
+        let text = match info.key {
+            Key::Block => format!("block = {}", info.example),
+            _ => format!("block = 32, {} = {}", info.name, info.example),
+        };
+        let spec = parse(&text).unwrap_or_else(|error| panic!("`{text}`: {error}"));
+        let value = spec.value(info.key);
+        assert_eq!(value.to_string(), info.example, "{}", info.name);
+        assert!(value.is_set(), "{}: the example sets the key", info.name);
+        assert_eq!(parse(&spec.to_string()).unwrap(), spec, "{}", info.name);
+        for alias in info.aliases {
+            let message = error(&format!("block = 32, {alias} = {}", info.example));
+            assert!(
+                message.contains(&format!("did you mean `{}`?", info.name)),
+                "{alias}: {message}"
+            );
+        }
+    }
 }

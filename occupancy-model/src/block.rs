@@ -1,0 +1,52 @@
+//! [`BlockDim`]: threads per block.
+
+use core::fmt;
+
+/// Threads per block, as the crate launches the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct BlockDim {
+    /// Threads along x.
+    pub x: u32,
+    /// Threads along y (1 for a 1-D block).
+    pub y: u32,
+    /// Threads along z (1 for 1-D and 2-D blocks).
+    pub z: u32,
+}
+
+impl BlockDim {
+    /// A 1-D block of `x` threads.
+    #[inline]
+    pub const fn linear(x: u32) -> BlockDim {
+        BlockDim { x, y: 1, z: 1 }
+    }
+
+    /// A block of `x` by `y` by `z` threads (each at least 1, as a launch gives them).
+    #[inline]
+    pub const fn new(x: u32, y: u32, z: u32) -> BlockDim {
+        BlockDim { x, y, z }
+    }
+
+    /// Threads in one block: x * y * z.
+    #[inline]
+    pub const fn threads(self) -> u32 {
+        self.x * self.y * self.z
+    }
+
+    /// As a tuple `(x, y, z)`, the form launch APIs take.
+    #[inline]
+    pub const fn as_tuple(self) -> (u32, u32, u32) {
+        (self.x, self.y, self.z)
+    }
+}
+
+impl fmt::Display for BlockDim {
+    /// As the attribute writes it: `256`, `(32, 8)`, `(8, 8, 4)`.
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.y, self.z) {
+            (1, 1) => write!(formatter, "{}", self.x),
+            (_, 1) => write!(formatter, "({}, {})", self.x, self.y),
+            _ => write!(formatter, "({}, {}, {})", self.x, self.y, self.z),
+        }
+    }
+}
