@@ -189,6 +189,17 @@ pub(super) fn const_memory(
             .sum()
     };
     let record = on.record;
+    if !record.cmem.iter().any(|(number, _)| *number == 0) {
+        // Every kernel has a parameter bank: no `cmem[0]` means ptxas did not report the banks
+        // (it prints none for sm_90 and later). A declared budget that cannot be checked fails.
+        findings.push(unverifiable_const_budget(
+            record,
+            on.arch.name,
+            max_const,
+            origin,
+        ));
+        return;
+    }
     let (parameters, constants) = (bank(&record.cmem, 0), bank(&record.module_cmem, 3));
     if parameters + constants <= max_const {
         return;
@@ -212,6 +223,29 @@ pub(super) fn const_memory(
             origin.accept("max_const_bytes = N", LintId::ConstMemory)
         )),
     });
+}
+
+/// `const_memory` when ptxas reported no constant banks for the architecture: the declared
+/// `max_const_bytes` was not checked there, which must not pass silently.
+fn unverifiable_const_budget(
+    record: &KernelRecord,
+    arch: &str,
+    max_const: u64,
+    origin: LaunchOrigin,
+) -> Finding {
+    Finding {
+        lint: LintId::ConstMemory,
+        arch: Some(arch.to_string()),
+        message: format!(
+            "kernel `{}`: `max_const_bytes = {max_const}` cannot be checked on {arch}: ptxas reports no constant banks there (it prints them only before sm_90)",
+            record.name
+        ),
+        notes: vec![ptxas_note(record)],
+        help: Some(format!(
+            "check the budget where ptxas reports it (an architecture before sm_90), remove `max_const_bytes`, or {} on this kernel",
+            origin.allow(LintId::ConstMemory)
+        )),
+    }
 }
 
 /// `local_memory`: local memory beyond spills (ptxas's byte count or its warning).

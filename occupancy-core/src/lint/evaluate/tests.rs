@@ -795,8 +795,16 @@ fn constant_memory_above_max_const_bytes_is_const_memory() {
     assert_eq!(LintId::ConstMemory.default_level(), Level::Deny);
     spec.max_const_bytes = Some(1392);
     assert!(const_memory(&spec, &on).is_empty());
-    // ptxas prints no constant banks for sm_90 and later: nothing to check there.
-    spec.max_const_bytes = Some(0);
+    // ptxas prints no constant banks for sm_90 and later: the budget cannot be checked there,
+    // and says so instead of passing.
+    spec.max_const_bytes = Some(65536);
     let hot = record(SPILLING);
-    assert!(const_memory(&spec, &on_sm_90(&hot, &result)).is_empty());
+    let unchecked = const_memory(&spec, &on_sm_90(&hot, &result));
+    assert_eq!(unchecked.len(), 1, "{unchecked:#?}");
+    assert!(
+        unchecked[0].message.contains("cannot be checked on sm_90"),
+        "{}",
+        unchecked[0].message
+    );
+    assert_eq!(unchecked[0].arch.as_deref(), Some("sm_90"));
 }
