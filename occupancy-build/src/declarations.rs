@@ -31,6 +31,25 @@ pub struct Declarations {
 }
 
 impl Declarations {
+    /// The declarations of one Rust source's text, as if it were the package's `src/lib.rs`.
+    #[cfg(test)]
+    pub(crate) fn of_lib_rs(text: &str) -> Declarations {
+        Declarations {
+            kernels: occupancy_core::spec::scan_source(text)
+                .unwrap()
+                .into_iter()
+                .map(|kernel| Declared {
+                    kernel,
+                    source_index: 0,
+                })
+                .collect(),
+            sources: vec![SourceText {
+                display_path: "src/lib.rs".into(),
+                text: text.into(),
+            }],
+        }
+    }
+
     pub(crate) fn location(&self, declared: &Declared) -> Location {
         Location {
             kind: LocationKind::RustAttribute,

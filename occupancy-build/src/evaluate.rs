@@ -304,7 +304,6 @@ mod tests {
     use super::*;
     use crate::compile::Program;
     use crate::declarations::write_bounds_header;
-    use crate::diagnostics::SourceText;
     use crate::matching::match_declarations;
     use crate::parse::cuda_definition_lines;
     use crate::parse::parse_compiled;
@@ -312,7 +311,6 @@ mod tests {
     use crate::rows::kernel_location;
     use crate::spill_help::minnctapersm_position;
     use occupancy_core::ptxas::{self, EntrySourceLine};
-    use occupancy_core::spec;
     use occupancy_core::spec::BlockDim;
     use std::path::Path;
 
@@ -405,23 +403,6 @@ mod tests {
         std::fs::remove_dir_all(dir).unwrap();
     }
 
-    fn declarations_of(text: &str) -> Declarations {
-        Declarations {
-            kernels: spec::scan_source(text)
-                .unwrap()
-                .into_iter()
-                .map(|kernel| Declared {
-                    kernel,
-                    source_index: 0,
-                })
-                .collect(),
-            sources: vec![SourceText {
-                display_path: "src/lib.rs".into(),
-                text: text.into(),
-            }],
-        }
-    }
-
     fn kernels_named<'a>(source: &'a CompiledSource, names: &[&str]) -> Vec<CompiledKernel<'a>> {
         names
             .iter()
@@ -446,7 +427,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let source = compiled(&dir, "");
         let kernels = kernels_named(&source, &["affine_f32", "affine_f64", "uneg_f32"]);
-        let declarations = declarations_of(FAMILIES);
+        let declarations = Declarations::of_lib_rs(FAMILIES);
         let matching = match_declarations(&kernels, &declarations).unwrap();
         let declared = |kernel: usize| {
             matching
@@ -472,7 +453,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let source = compiled(&dir, "");
         let kernels = kernels_named(&source, &["affine_f32"]);
-        let declarations = declarations_of(
+        let declarations = Declarations::of_lib_rs(
             "#[occupancy::kernel(family = \"affine_*\", block = 256)]\nfn affine();\n#[occupancy::kernel(family = \"*_f32\", block = 256)]\nfn f32s();\n",
         );
         let error = match_declarations(&kernels, &declarations).err().unwrap();
@@ -497,7 +478,7 @@ mod tests {
         use crate::crate_view::{CrateView, ProductKey, RecordedProduct};
         let dir = std::env::temp_dir().join(format!("occupancy-tables-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let declarations = declarations_of(FAMILIES);
+        let declarations = Declarations::of_lib_rs(FAMILIES);
         let mut context = context_for(&["sm_90"], &dir);
         context.settings.package_kernel_tables =
             vec!["saxpy".into(), "affine".into(), "mul_mat_vec_*".into()];
@@ -556,7 +537,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("occupancy-header-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let context = context_for(&["sm_90"], &dir);
-        let declarations = declarations_of(
+        let declarations = Declarations::of_lib_rs(
             "#[occupancy::kernel(family = \"uneg_*\", block = 256, min_blocks_per_sm = 4)]\nfn uneg();\n#[occupancy::kernel(block = 128)]\nfn saxpy();\n",
         );
         let header =

@@ -3,25 +3,6 @@
 //! real failing compile.
 
 use super::*;
-use crate::declarations::Declared;
-use crate::diagnostics::SourceText;
-
-fn declarations_of(text: &str) -> Declarations {
-    Declarations {
-        kernels: occupancy_core::spec::scan_source(text)
-            .unwrap()
-            .into_iter()
-            .map(|kernel| Declared {
-                kernel,
-                source_index: 0,
-            })
-            .collect(),
-        sources: vec![SourceText {
-            display_path: "src/lib.rs".into(),
-            text: text.into(),
-        }],
-    }
-}
 
 const DECLARED: &str = "#[occupancy::kernel(block = 256)]\nfn scale2();\n#[occupancy::kernel(block = 128, max_registers = 64)]\nfn saxpy();\n#[occupancy::kernel(family = \"affine_*\", block = 256)]\nfn affine();\n";
 
@@ -48,7 +29,7 @@ fn notes_of(error: &Error) -> Vec<String> {
 
 #[test]
 fn an_undeclared_kernel_s_macro_is_named_with_the_declared_ones_and_the_closest() {
-    let defined = DefinedBounds::of(&declarations_of(DECLARED));
+    let defined = DefinedBounds::of(&Declarations::of_lib_rs(DECLARED));
     let error = annotate(
         Error::Several(vec![failure(NVCC_OUTPUT, Path::new("/nowhere/k.cu"))]),
         &defined,
@@ -67,7 +48,7 @@ fn an_undeclared_kernel_s_macro_is_named_with_the_declared_ones_and_the_closest(
 
 #[test]
 fn families_missing_keys_missing_includes_and_no_package_each_say_so() {
-    let defined = DefinedBounds::of(&declarations_of(DECLARED));
+    let defined = DefinedBounds::of(&Declarations::of_lib_rs(DECLARED));
     let dir = std::env::temp_dir().join(format!("occupancy-bounds-notes-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let source = dir.join("k.cu");
@@ -141,7 +122,7 @@ fn a_real_nvcc_failure_gets_the_note() {
     );
     let notes = notes_of(&annotate(
         failure(&diagnostics, &source),
-        &DefinedBounds::of(&declarations_of(DECLARED)),
+        &DefinedBounds::of(&Declarations::of_lib_rs(DECLARED)),
     ));
     assert!(notes.iter().any(|note| note.starts_with("`OCCUPANCY_BOUNDS_scale` is not defined: no `#[occupancy::kernel]` declaration names kernel `scale`")), "{diagnostics}\n{notes:#?}");
     std::fs::remove_dir_all(dir).unwrap();
