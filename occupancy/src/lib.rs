@@ -20,7 +20,8 @@
 //! style is documented in `docs/declaring-kernels.md`.
 //!
 //! The types are `occupancy-model`'s, the same the build reads the attribute into: the const's
-//! [`KernelSpec`] has one field per key of [`KEYS`], the list every key is declared in once.
+//! [`KernelSpec`] has one field per key of `occupancy_model::KEYS`, the list every key is
+//! declared in once.
 //!
 //! This crate is `no_std` and has no dependencies besides the attribute and the model (itself
 //! `no_std`, without dependencies) (and, with the `cudarc` feature, cudarc), so it also builds
@@ -41,22 +42,22 @@ pub use occupancy_model::BlockDim;
 /// A lint level set in the declaration (`allow(...)`, `warn(...)`, `deny(...)`): the model's
 /// `Level`, the same the build uses.
 pub use occupancy_model::Level as LintLevel;
-/// The attribute's keys, each declared once in `occupancy-model` (see [`KEYS`]).
-pub use occupancy_model::{Key, KeyInfo, Kind, Static, Value, KEYS};
+use occupancy_model::Static;
 
 /// One declaration's keys and lint settings, as `#[occupancy::kernel(...)]` wrote them: one
-/// field per key (generated from the key list, [`KEYS`]), then the lint settings.
+/// field per key (generated from the key list, `occupancy_model::KEYS`), then the lint
+/// settings. `Display` prints the attribute's arguments back.
 ///
-/// The model's `KernelSpec` in [`Static`] storage: the build parses the same type from the
-/// source (owned), so the const and the build cannot disagree about a key. Build values only
-/// through the attribute.
+/// The model's `KernelSpec` in its `Static` storage (borrowed for `'static`, as a const holds
+/// it): the build parses the same type from the source (owned), so the const and the build
+/// cannot disagree about a key. Build values only through the attribute.
 pub type KernelSpec = occupancy_model::KernelSpec<Static>;
 
 /// One compiled kernel on one architecture at its declared launch: the numbers the build checked
 /// (the same as its report's row). Get them with [`KernelDeclaration::compiled`].
 ///
-/// The model's `CompiledFacts` in [`Static`] storage: the build writes the same type to its facts
-/// file.
+/// The model's `CompiledFacts` in its `Static` storage: the build writes the same type to its
+/// facts file.
 pub type CompiledFacts = occupancy_model::CompiledFacts<Static>;
 
 /// Where a declaration was written: the attribute's `file!()`, `line!()` and `column!()`.

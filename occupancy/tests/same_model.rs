@@ -12,8 +12,8 @@ mod fixtures {
     include!("fixtures/declarations.rs");
 }
 
-use occupancy::{KernelDeclaration, Key, LintLevel};
-use occupancy_core::spec::{scan_source, DeclaredKernel};
+use occupancy::{KernelDeclaration, LintLevel};
+use occupancy_core::spec::{scan_source, DeclaredKernel, Key};
 
 const FIXTURES: &str = include_str!("fixtures/declarations.rs");
 
