@@ -2,7 +2,7 @@
 """Count what each library crate promises: its public items, their inherent methods and fields.
 
 Usage: scripts/public-api.py [--list] [--no-build] [CRATE ...]
-       (default: occupancy-core occupancy-build occupancy-macros occupancy)
+       (default: occupancy-model occupancy-core occupancy-build occupancy-macros occupancy)
 
 Runs `cargo doc -p CRATE ... --no-deps --all-features` (stable Rust; `--no-build` reads what
 target/doc already holds) and counts, per crate, from rustdoc's pages:
@@ -25,7 +25,7 @@ import re
 import subprocess
 import sys
 
-CRATES = ["occupancy-core", "occupancy-build", "occupancy-macros", "occupancy"]
+CRATES = ["occupancy-model", "occupancy-core", "occupancy-build", "occupancy-macros", "occupancy"]
 
 
 def doc_dir(crate):

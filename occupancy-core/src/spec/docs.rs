@@ -2,15 +2,16 @@
 
 use super::KEYS;
 
-/// The line that opens the generated part of `docs/declaring-kernels.md`.
-pub const KEYS_DOC_BEGIN: &str = "<!-- Keys generated from occupancy-model/src/keys.rs by `render_keys_markdown`; a test fails when this part drifts.\n     Regenerate with: OCCUPANCY_BLESS_DOCS=1 cargo test -p occupancy-core --test keys_doc -->\n";
+/// The lines that open the generated part of `docs/declaring-kernels.md`.
+const KEYS_DOC_BEGIN: &str = "<!-- Keys generated from occupancy-model/src/keys.rs by `render_keys_markdown`; a test fails when this part drifts.\n     Regenerate with: OCCUPANCY_BLESS_DOCS=1 cargo test -p occupancy-core --test keys_doc -->\n";
 /// The line that closes it.
-pub const KEYS_DOC_END: &str = "<!-- End of the generated keys. -->\n";
+const KEYS_DOC_END: &str = "<!-- End of the generated keys. -->\n";
 
 /// Renders the keys of `docs/declaring-kernels.md` from [`KEYS`]: a table of every key (its
 /// value, unit, what leaving it out means, the `KernelSpec` field it sets), then a section per
-/// key, its documentation. The file holds it between [`KEYS_DOC_BEGIN`] and [`KEYS_DOC_END`];
-/// `OCCUPANCY_BLESS_DOCS=1 cargo test -p occupancy-core --test keys_doc` rewrites that part.
+/// key, its documentation, between the comment lines that mark it (the first opens it, the last
+/// closes it). `OCCUPANCY_BLESS_DOCS=1 cargo test -p occupancy-core --test keys_doc` rewrites
+/// that part of the file.
 pub fn render_keys_markdown() -> String {
     let mut out = String::from(KEYS_DOC_BEGIN);
     out.push_str("\n| key | value | unit | when absent | field | summary |\n");

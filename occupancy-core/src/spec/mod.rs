@@ -32,17 +32,17 @@ mod stub;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use occupancy_model::Level;
+use occupancy_model::{Kind, Level, Storage, ValueMut};
 use serde::{Deserialize, Serialize};
 
 use crate::lint::LintId;
 
 pub use occupancy_model::{
-    BlockDim, Key, KeyInfo, Kind, Storage, Value, ValueMut, KEYS, MAX_BLOCKS_PER_SM_ANY_ARCH,
-    MAX_BLOCK_DIMS, MAX_REGISTERS_PER_THREAD_ANY_ARCH, MAX_THREADS_PER_BLOCK,
+    BlockDim, Key, Value, KEYS, MAX_BLOCKS_PER_SM_ANY_ARCH, MAX_BLOCK_DIMS,
+    MAX_REGISTERS_PER_THREAD_ANY_ARCH, MAX_THREADS_PER_BLOCK,
 };
 
-pub use docs::{render_keys_markdown, KEYS_DOC_BEGIN, KEYS_DOC_END};
+pub use docs::render_keys_markdown;
 pub use family::family_matches;
 #[cfg(feature = "spec")]
 pub use scan::{
