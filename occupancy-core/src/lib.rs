@@ -88,8 +88,11 @@
 //! - [`sass`]: the machine-code facts of a kernel ([`sass::analyze`], [`sass::SassFacts`] and the
 //!   types of its fields), the disassembly it reads ([`sass::parse_nvdisasm`]), PTX operation
 //!   searches, [`sass::FunctionSymbols`] and [`sass::raw`] (a cubin's code and line table).
-//! - [`spec`]: the declaration grammar (`#[occupancy::kernel(...)]`), [`spec::KernelSpec`] and,
-//!   with the `spec` feature, finding declarations in Rust source.
+//! - [`spec`]: the declaration grammar (`#[occupancy::kernel(...)]`), [`spec::KernelSpec`] (the
+//!   model's, in the build's [`spec::Owned`] storage), the key list it reads ([`spec::Key`],
+//!   [`spec::KEYS`], [`spec::Value`]) and the keys of `docs/declaring-kernels.md`
+//!   ([`spec::render_keys_markdown`]); with the `spec` feature, `spec::parse_args` and finding
+//!   declarations in Rust source.
 
 // Tests may be long: a table of cases reads best in one function.
 #![cfg_attr(test, allow(clippy::too_many_lines))]

@@ -1,6 +1,6 @@
 //! Declared intent: the typed model of `#[occupancy::kernel(...)]` and its one grammar.
 //!
-//! The proc macro (`occupancy-macros`, through [`parse_args`] and `KernelStub`) and
+//! The proc macro (`occupancy-macros`, through `parse_args` and `KernelStub`) and
 //! the build helper (`occupancy-build`, through `scan_source`) both read declarations with the
 //! code in this module, so the two can never disagree about what an attribute means.
 //!
@@ -18,7 +18,7 @@
 //! them. They are `occupancy-model`'s, the same the attribute's const and the facade use, in
 //! the build's [`Owned`] storage; each key is declared once there (`occupancy-model/src/keys.rs`)
 //! and the grammar reads its value and range from [`KEYS`]. The grammar that needs `syn`
-//! ([`parse_args`], `scan_source`, `KernelStub`) is behind the `spec` feature.
+//! (`parse_args`, `scan_source`, `KernelStub`) is behind the `spec` feature.
 
 mod docs;
 mod family;
