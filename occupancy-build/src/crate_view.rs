@@ -421,7 +421,7 @@ impl CrateView {
         report: &Report,
         settled: &[Settled],
     ) -> occupancy_core::facts::BuildFacts {
-        let mut facts = crate::facts::of_declarations(report, self.declarations());
+        let mut facts = crate::facts_file::of_declarations(report, self.declarations());
         let unchecked = self.unchecked();
         for (declaration, place) in facts.declarations.iter_mut().zip(
             self.declarations()
@@ -473,7 +473,7 @@ impl CrateView {
             report.baseline_changes = bless(context, &self.products, cargo)?;
         }
         crate::report::write_reports(context, &report)?;
-        crate::facts::write(context, &self.facts(&report, &settled))?;
+        crate::facts_file::write(context, &self.facts(&report, &settled))?;
         Ok((report, settled))
     }
 }

@@ -25,7 +25,7 @@ use occupancy_core::sass::{self, FunctionSymbols, SassFacts};
 
 use crate::compile::CompiledSource;
 use crate::cubin::Cubin;
-use crate::line_tables::LineTableCompiler;
+use crate::line_table_cubins::LineTableCompiler;
 use crate::process::{render_command, run_bounded, ToolKind, ToolTimeouts};
 use crate::Error;
 
@@ -43,7 +43,7 @@ pub struct Wanted<'a> {
     /// The archs to read from `binary`, each with its kernels (`None`: every kernel).
     pub kernels: BTreeMap<String, Option<BTreeSet<String>>>,
     /// Per arch, the kernels to read from cubins with line tables assembled from the source's
-    /// `-lineinfo` PTX ([`crate::line_tables`]), because `binary` has none; never also in
+    /// `-lineinfo` PTX ([`crate::line_table_cubins`]), because `binary` has none; never also in
     /// `kernels`. Empty when the binary has line tables.
     pub from_line_tables: BTreeMap<String, BTreeSet<String>>,
 }
@@ -149,8 +149,12 @@ impl Disassembler<'_> {
             message: "its binary has no line tables and nothing assembles them".to_owned(),
         })?;
         let lined = &wanted.from_line_tables;
-        let cubins =
-            crate::line_tables::line_cubins(compiler, wanted.source, lined, &dir.join("lines"))?;
+        let cubins = crate::line_table_cubins::line_cubins(
+            compiler,
+            wanted.source,
+            lined,
+            &dir.join("lines"),
+        )?;
         for (arch, path) in cubins {
             let kernels = lined.get(&arch).cloned();
             reads.push(CubinRead {

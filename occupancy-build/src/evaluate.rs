@@ -118,7 +118,7 @@ pub(crate) struct EvaluateInputs<'a> {
     pub(crate) toolchain: &'a Toolchain,
     pub(crate) declarations: &'a Declarations,
     pub(crate) levels: &'a Levels,
-    pub(crate) evidence: &'a crate::sass::SassEvidence,
+    pub(crate) evidence: &'a crate::sass_stage::SassEvidence,
     pub(crate) tables: &'a KernelTables,
 }
 
@@ -238,7 +238,7 @@ fn declared_findings(
     let mut found = Vec::new();
     for mut leveled in evaluate::check_kernel(Launch::Declared(spec), on, level_sources) {
         if leveled.finding.lint == LintId::Spills {
-            crate::sass::note_hottest_spill(
+            crate::sass_stage::note_hottest_spill(
                 &mut leveled.finding,
                 rows.iter().map(|(_, _, row)| row),
             );

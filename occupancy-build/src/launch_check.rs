@@ -17,7 +17,7 @@ use crate::declarations::Declarations;
 use crate::levels::Levels;
 use crate::parse::CompiledKernel;
 use crate::rows;
-use crate::sass::SassEvidence;
+use crate::sass_stage::SassEvidence;
 use crate::Error;
 
 /// The launch and levels kernels are checked at when nothing declares them.

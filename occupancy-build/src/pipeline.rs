@@ -21,7 +21,7 @@ use crate::evaluate::{self, CheckedProduct};
 use crate::kernel_tables::KernelTables;
 use crate::launch_check::{self, SourceCheck, SourceCheckOutput};
 use crate::levels::Levels;
-use crate::sass;
+use crate::sass_stage as sass;
 use crate::toolchain::Toolchain;
 use crate::{products, Error, Report};
 use occupancy_core::lint::evaluate::resolve_undeclared_level;

@@ -8,7 +8,7 @@
 //! of the build script, whatever changed. So the first reader scans the text once for all of it and caches the answer beside
 //! the compile's other products (`<role>.summary.json` in the cache entry); later runs, after a
 //! Rust-only edit, read that small file instead. The cached summary names the PTX it was read
-//! from by size and modification time, like the SASS facts (`crate::sass`): a PTX compiled again
+//! from by size and modification time, like the SASS facts (`crate::sass_stage`): a PTX compiled again
 //! or written over is scanned again. The PTX itself is only ever read.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,7 +23,7 @@ use crate::Error;
 /// Bumped whenever the scan reads the same PTX into another summary.
 const SUMMARY_SCHEMA: u32 = 1;
 
-/// The PTX operations whose kernels the SASS stage asks for (`crate::sass`).
+/// The PTX operations whose kernels the SASS stage asks for (`crate::sass_stage`).
 pub(crate) const OPERATIONS: [&str; 3] = ["call", "f64", "setmaxnreg"];
 
 /// What one PTX program says before any assembly or disassembly.

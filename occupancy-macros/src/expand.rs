@@ -6,7 +6,7 @@ use occupancy_core::spec::{KernelStub, Key, Owned, StubKernel, StubKind, Value};
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 
-use crate::facts::{self, Lookup, Status};
+use crate::facts_file::{self as facts, Lookup, Status};
 
 pub(crate) fn kernel(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let stub = KernelStub::parse(item)?;

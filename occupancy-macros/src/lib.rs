@@ -10,7 +10,7 @@
 use proc_macro::TokenStream;
 
 mod expand;
-mod facts;
+mod facts_file;
 
 /// Declares a CUDA kernel's launch and limits next to its Rust stub.
 ///

@@ -33,7 +33,7 @@ pub(crate) fn nvcc_args(
                 }
             }
             // -lineinfo: `.file`/`.loc` in the PTX say where each kernel is defined (a macro's
-            // invocation, a header's line), and the SASS stage (crate::sass) maps instructions to
+            // invocation, a header's line), and the SASS stage (crate::sass_stage) maps instructions to
             // lines; it adds line tables only, not code. `-G` carries its own, and nvcc warns when
             // both are given.
             if !device_debug(settings) {

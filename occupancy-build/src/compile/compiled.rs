@@ -48,7 +48,7 @@ pub struct CompiledSource {
     pub programs: Vec<Program>,
     /// The `-lineinfo` PTX that `ptx` was stripped from, when the binary was assembled from the
     /// stripped PTX and so has no line tables: the SASS stage assembles line-table cubins of the
-    /// kernels it reads that use local memory from it (`crate::line_tables`). `None` when the
+    /// kernels it reads that use local memory from it (`crate::line_table_cubins`). `None` when the
     /// binary has line tables or there is no such PTX.
     pub lineinfo_ptx: Option<PathBuf>,
     /// Where each kernel is defined (JSON, from the `-lineinfo` PTX's `.file`/`.loc`), when the

@@ -20,7 +20,7 @@
 //! corpus, `occupancy-build/tests/line_info.rs`). Only the SASS lints about local memory (a
 //! spill's or a local array's line, the loop it is in) need line tables, so the `-lineinfo` PTX
 //! stays in the cache entry and the SASS stage assembles, per arch, a module of just the kernels
-//! it reads that use local memory there (`crate::line_tables`); every other kernel is read from
+//! it reads that use local memory there (`crate::line_table_cubins`); every other kernel is read from
 //! the fatbin. nvcc gives ptxas the same options for a `.ptx` input as for the `.cu`
 //! (`-maxrregcount`, `-Xptxas`, `-fmad=false`, `-w`, `-Werror`, `-rdc`, checked with `nvcc
 //! -dryrun`, nvcc 13.0) and ignores cicc's (`-I`, `-D`, `-std`, `--use_fast_math`, `-O3`), so

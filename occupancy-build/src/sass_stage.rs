@@ -7,7 +7,7 @@
 //! the same) is read as it is; a `compile_ptx` binary assembled from the stripped PTX has no line
 //! tables, so its kernels that use local memory, whose findings name lines, are read from cubins
 //! of just those kernels assembled from the `-lineinfo` PTX kept in the entry
-//! ([`crate::line_tables`]). The facts are cached next to the binary in the compile's cache entry
+//! ([`crate::line_table_cubins`]). The facts are cached next to the binary in the compile's cache entry
 //! (`<binary>.sass.json`), keyed by the binary's size and modification time, so a cached compile
 //! reads no SASS again.
 //!
@@ -101,7 +101,7 @@ pub struct SassTools {
     pub nvdisasm: Option<PathBuf>,
     pub cuobjdump: Option<PathBuf>,
     /// For sources whose binary has no line tables: what assembles cubins that have them.
-    pub line_tables: Option<crate::line_tables::LineTableCompiler>,
+    pub line_tables: Option<crate::line_table_cubins::LineTableCompiler>,
     /// How long cuobjdump and nvdisasm may run (the toolchain's limits).
     pub timeouts: crate::process::ToolTimeouts,
 }
@@ -117,7 +117,7 @@ impl SassTools {
                 .cuobjdump
                 .clone()
                 .or_else(|| locate_tool(toolchain, "cuobjdump")),
-            line_tables: Some(crate::line_tables::LineTableCompiler::new(
+            line_tables: Some(crate::line_table_cubins::LineTableCompiler::new(
                 context, toolchain,
             )),
             timeouts: toolchain.timeouts,
@@ -627,8 +627,8 @@ pub(crate) fn sass_demands(
     levels: &Levels,
     read_all: bool,
     undeclared_level: LevelOf,
-) -> BTreeMap<PathBuf, crate::sass::SassDemand> {
-    let mut demands: BTreeMap<PathBuf, crate::sass::SassDemand> = BTreeMap::new();
+) -> BTreeMap<PathBuf, crate::sass_stage::SassDemand> {
+    let mut demands: BTreeMap<PathBuf, crate::sass_stage::SassDemand> = BTreeMap::new();
     for (index, kernel) in kernels.iter().enumerate() {
         let declared = matching
             .by_kernel
