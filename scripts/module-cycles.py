@@ -14,8 +14,10 @@ Every `.rs` file under the directory is a module, in every folder (`a/b.rs` is `
 `a/mod.rs` is `a`).
 
 Prints every strongly connected component of more than one file (a circle: each of its files
-reaches every other and back) with one shortest circle through it, and exits 1 when there is
-any. Exits 0 and prints "0 circles" otherwise.
+reaches every other and back) with one shortest circle through it; then the same between the
+crate's top-level modules, a folder and its `.rs` counted as one node (`spec <-> lint` is a
+circle even when the files that import each other differ). Exits 1 when there is any circle of
+either kind, 0 with "0 circles" otherwise.
 """
 
 import os
@@ -284,6 +286,24 @@ def shortest_circle(comp, edges):
     return best
 
 
+def folder_edges(edges):
+    """The same graph between a crate's top-level modules: a folder (`lint/`, with `lint.rs`)
+    and a top-level file are one node each, so `spec/grammar.rs -> lint/id.rs` and
+    `lint/launch.rs -> spec/mod.rs` are the circle `spec <-> lint` even when no file of one
+    reaches a file of the other and back."""
+    top = lambda m: m[:1] if m else ()
+    folded = {}
+    for mod, targets in edges.items():
+        folded.setdefault(top(mod), set())
+        for target in targets:
+            if top(target) != top(mod):
+                folded[top(mod)].add(top(target))
+    for targets in list(folded.values()):
+        for target in targets:
+            folded.setdefault(target, set())
+    return folded
+
+
 def main():
     src = sys.argv[1] if len(sys.argv) > 1 else "occupancy-core/src"
     mods, edges = graph(src)
@@ -294,8 +314,16 @@ def main():
         cyc = shortest_circle(comp, edges)
         print(f"circle of {len(comp)} files: {files}")
         print("  e.g. " + " -> ".join(name(m) for m in cyc + [cyc[0]]))
-    print(f"{len(comps)} circles")
-    sys.exit(1 if comps else 0)
+    folded = folder_edges(edges)
+    top_name = lambda m: "::".join(m) or "lib"
+    folder_comps = sccs(folded)
+    for comp in folder_comps:
+        cyc = shortest_circle(comp, folded)
+        print(f"circle of {len(comp)} top-level modules: {', '.join(sorted(top_name(m) for m in comp))}")
+        print("  e.g. " + " -> ".join(top_name(m) for m in cyc + [cyc[0]]))
+    total = len(comps) + len(folder_comps)
+    print(f"{total} circles ({len(comps)} between files, {len(folder_comps)} between top-level modules)")
+    sys.exit(1 if total else 0)
 
 
 if __name__ == "__main__":

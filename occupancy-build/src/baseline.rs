@@ -50,7 +50,7 @@ use crate::Error;
 pub(crate) mod changes;
 mod compare;
 pub(crate) mod read;
-pub(crate) mod schema;
+use crate::lock_schema as schema;
 
 pub use compare::{compare, KernelAt};
 pub use read::{parse, ParseError, Parsed};

@@ -234,7 +234,7 @@ pub enum Error {
     #[error(
         "occupancy-build: the baseline {} has schema_version {schema_version}; this occupancy-build reads schema 1 and 2 and writes 2. {}",
         crate::fsutil::shown_path(path),
-        crate::baseline::schema::unsupported_hint(*schema_version)
+        crate::lock_schema::unsupported_hint(*schema_version)
     )]
     UnsupportedBaselineSchema { path: PathBuf, schema_version: u32 },
     /// `[package.metadata.occupancy]` / `[workspace.metadata.occupancy]` could not be read or

@@ -50,6 +50,7 @@ mod launch_check;
 mod levels;
 
 mod line_table_cubins;
+mod lock_schema;
 mod matching;
 mod nvcc_archs;
 mod parse;

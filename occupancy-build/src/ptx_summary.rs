@@ -12,7 +12,6 @@
 //! or written over is scanned again. The PTX itself is only ever read.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 
 use occupancy_core::ptxas::{self, EntrySourceLine, PtxEntry};
 
@@ -103,11 +102,6 @@ pub(crate) fn scan(text: &str, kind: SourceKind, line_info: bool) -> PtxSummary 
     }
 }
 
-/// Where the summary of the PTX with cache role `role` goes in a cache entry.
-pub(crate) fn cache_path(entry_dir: &Path, role: &str) -> PathBuf {
-    entry_dir.join(format!("{role}.summary.json"))
-}
-
 /// The 1-based line of each `.entry` in a PTX text (one pass).
 pub(crate) fn entry_definition_lines(ptx: &str) -> BTreeMap<String, u32> {
     let mut lines = BTreeMap::new();
@@ -124,6 +118,7 @@ pub(crate) fn entry_definition_lines(ptx: &str) -> BTreeMap<String, u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::{Path, PathBuf};
 
     const PTX: &str = "\
 .version 8.0
@@ -200,15 +195,28 @@ mod tests {
     #[test]
     fn a_cached_summary_is_used_only_for_the_ptx_it_was_read_from() {
         let dir = scratch("cache");
-        let program = program_in(&dir, "k.ptx", Some(cache_path(&dir, "ptx")));
+        let program = program_in(
+            &dir,
+            "k.ptx",
+            Some(crate::compile::summary_path(&dir, "ptx")),
+        );
         let ptx = program.ptx.clone();
         let first = summary(&compiled(SourceKind::Cuda), &program).unwrap();
-        assert!(cache_path(&dir, "ptx").is_file(), "cached");
+        assert!(
+            crate::compile::summary_path(&dir, "ptx").is_file(),
+            "cached"
+        );
         // A summary file that answers differently shows which one a second read used.
-        let mut file: SummaryFile =
-            serde_json::from_slice(&std::fs::read(cache_path(&dir, "ptx")).unwrap()).unwrap();
+        let mut file: SummaryFile = serde_json::from_slice(
+            &std::fs::read(crate::compile::summary_path(&dir, "ptx")).unwrap(),
+        )
+        .unwrap();
         file.summary.entries.clear();
-        std::fs::write(cache_path(&dir, "ptx"), serde_json::to_vec(&file).unwrap()).unwrap();
+        std::fs::write(
+            crate::compile::summary_path(&dir, "ptx"),
+            serde_json::to_vec(&file).unwrap(),
+        )
+        .unwrap();
         assert!(
             summary(&compiled(SourceKind::Cuda), &program)
                 .unwrap()

@@ -101,6 +101,8 @@ pub mod arch;
 pub mod calc;
 pub mod facts;
 pub mod lint;
+mod lint_id;
+mod names;
 pub mod ptxas;
 pub mod report;
 pub mod sass;

@@ -29,11 +29,11 @@ mod docs;
 pub mod evaluate;
 mod expectation;
 mod finding;
-mod id;
+use crate::lint_id as id;
 mod kernels;
 mod launch;
 mod level;
-mod names;
+use crate::names;
 mod sass;
 mod summary;
 
@@ -238,7 +238,7 @@ declare_lints! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lint::names::edit_distance;
+    use crate::names::edit_distance;
 
     #[test]
     fn ids_round_trip_through_from_str_display_and_serde() {

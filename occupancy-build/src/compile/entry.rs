@@ -7,7 +7,7 @@ use super::settings::{file_stem, CompileSettings};
 use crate::cache::{Entry, Staging};
 pub use crate::context::SourceKind;
 use crate::Error;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Moves a fresh compile's products from nvcc's work dir to the staging root under fixed names
 /// (nvcc's intermediates go) and writes its log; returns each product's (role, name).
@@ -85,7 +85,7 @@ pub(crate) fn compiled_from_entry(
                     ptx_target: Some(target.virtual_name()),
                     ptx: entry.path(&role).unwrap_or_default(),
                     archs: archs.iter().map(ToString::to_string).collect(),
-                    summary: Some(crate::ptx_summary::cache_path(&entry.dir, &role)),
+                    summary: Some(summary_path(&entry.dir, &role)),
                 }
             })
             .collect(),
@@ -94,7 +94,7 @@ pub(crate) fn compiled_from_entry(
             ptx: source.to_path_buf(),
             archs: settings.archs.iter().map(ToString::to_string).collect(),
             // In the entry (keyed by the source's content), not beside the user's file.
-            summary: Some(crate::ptx_summary::cache_path(&entry.dir, "ptx")),
+            summary: Some(summary_path(&entry.dir, "ptx")),
         }],
     };
     let shipped = programs.first().cloned();
@@ -127,4 +127,10 @@ pub(crate) fn rename(from: &Path, to: &Path) -> Result<(), Error> {
         path: to.to_path_buf(),
         error,
     })
+}
+
+/// Where the summary of the PTX with cache role `role` goes in a cache entry (read and written
+/// by `crate::ptx_summary`).
+pub(crate) fn summary_path(entry_dir: &Path, role: &str) -> PathBuf {
+    entry_dir.join(format!("{role}.summary.json"))
 }

@@ -47,6 +47,8 @@ use crate::input_watch::InputWatch;
 use crate::jobs::Lender;
 use crate::toolchain::Toolchain;
 use crate::Error;
+#[cfg(test)]
+pub(crate) use entry::summary_path;
 use entry::{compiled_from_entry, move_products};
 use key::{cache_key, config_key};
 use run::run_nvcc;

@@ -3,7 +3,7 @@
 //! [`LINTS`](super::LINTS), `LintId::default_level` and `LintId::lint`.
 //!
 //! A lint is declared once, clippy-style, under its id ([`LintId`], named and spelled in
-//! `lint/id.rs`); everything else (the environment variable, `docs/lints.md`, SARIF rules, which
+//! `lint_id.rs`); everything else (the environment variable, `docs/lints.md`, SARIF rules, which
 //! checks run where) is read from its declaration.
 
 use super::baseline::BaselineNumbers;
@@ -160,7 +160,7 @@ macro_rules! declare_lints {
             while index < declared.len() {
                 assert!(
                     declared[index] as usize == index,
-                    "lint.rs declares the lints in the order of `LintId::ALL` (lint/id.rs)"
+                    "lint.rs declares the lints in the order of `LintId::ALL` (lint_id.rs)"
                 );
                 index += 1;
             }

@@ -23,7 +23,8 @@ use super::{
     BlockDim, KernelSpec, Key, Kind, Owned, SpecKey, ValueMut, KEYS, MAX_BLOCK_DIMS,
     MAX_THREADS_PER_BLOCK,
 };
-use crate::lint::{did_you_mean, LintId};
+use crate::lint_id::LintId;
+use crate::names::did_you_mean;
 
 /// Where one key was written: the key's first token and the last token of its value.
 #[derive(Debug, Clone, Copy)]

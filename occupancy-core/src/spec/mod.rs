@@ -35,7 +35,7 @@ use std::fmt;
 use occupancy_model::{Kind, Level, Storage, ValueMut};
 use serde::{Deserialize, Serialize};
 
-use crate::lint::LintId;
+use crate::lint_id::LintId;
 
 pub use occupancy_model::{
     BlockDim, Key, Value, KEYS, MAX_BLOCKS_PER_SM_ANY_ARCH, MAX_BLOCK_DIMS,

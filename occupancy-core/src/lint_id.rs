@@ -11,8 +11,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use super::level::Level;
-use super::names::did_you_mean;
+use crate::names::did_you_mean;
+use occupancy_model::Level;
 
 /// Generates [`LintId`] (a variant per line, in order), `LintId::ALL` and `LintId::as_str`.
 macro_rules! lint_ids {

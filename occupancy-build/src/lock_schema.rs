@@ -1,4 +1,4 @@
-//! The baseline's schema: the version this occupancy-build writes, and what to do with a lock of
+//! The baseline's (`occupancy.lock`'s) schema: the version this occupancy-build writes, and what to do with a lock of
 //! a schema it does not read. A leaf: `error.rs` words its error with it, and the baseline
 //! (which returns that error) is not imported back.
 
