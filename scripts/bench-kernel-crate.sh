@@ -24,6 +24,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+source scripts/bench-common.sh
 if [[ -z "${NVCC:-}" ]] && ! command -v nvcc >/dev/null; then source <(scripts/setup-cuda.sh --env); fi
 NVCC=${NVCC:-$(command -v nvcc)}
 PTXAS=${PTXAS:-$(dirname "$NVCC")/ptxas}
@@ -44,10 +45,6 @@ lowest=${ARCHS%%,*}; lowest=${lowest#sm_}
 files=("$work"/crate/kernels/*.cu)
 echo "crate: ${#files[@]} files ($SCALE); archs $ARCHS; $JOBS jobs; $RUNS runs; $("$NVCC" --version | tail -2 | head -1)"
 
-measure() { # prints "wall cpu" of the command
-  local TIMEFORMAT='%R %U %S'
-  { time "$@" >/dev/null 2>&1 ; } 2>&1 | awk '{printf "%.3f %.3f\n", $1, $2 + $3}'
-}
 plain_work() { # nvcc to PTX, then ptxas -v per arch: what a checked PTX build needs
   local out="$work/plain" && rm -rf "$out" && mkdir -p "$out"
   printf '%s\n' "${files[@]}" | xargs -P "$JOBS" -I{} sh -c '
@@ -87,13 +84,7 @@ check_cold() {
   "$CHECK_BIN" occupancy check "$work/crate/kernels" "${archs[@]}" --cache-dir "$work/check-cache" --json -- -O3 || [[ $? == 1 ]]
 }
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-declare -A wall cpu
 own_cpu_runs="" stage_runs="" check_ratio_runs="" clean_ratio_runs="" stage_share_runs=""
-record() { # name, "wall cpu"
-  wall[$1]+="${2% *} "; cpu[$1]+="${2#* } "
-  echo "  $1: wall ${2% *} s, cpu ${2#* } s"
-}
 for run in $(seq "$RUNS"); do
   echo "run $run"
   plain=$(measure plain_work); record plain_work "$plain"
@@ -112,13 +103,6 @@ for run in $(seq "$RUNS"); do
   check=$(measure check_cold); record check_cold "$check"
   check_ratio_runs+="$(printf %.3f "$(echo "${check#* } / ${fatbin#* }" | bc -l)") "
 done
-med() { printf '%s\n' $1 | median; }
-ratio() { echo "$1 / $2" | bc -l; }
-report() { # label, ours, plain
-  local ow pw oc pc
-  ow=$(med "${wall[$2]}"); pw=$(med "${wall[$3]}"); oc=$(med "${cpu[$2]}"); pc=$(med "${cpu[$3]}")
-  printf '%-44s wall %7.2fs vs %7.2fs = %.3f | cpu %7.2fs vs %7.2fs = %.3f\n' "$1" "$ow" "$pw" "$(ratio "$ow" "$pw")" "$oc" "$pc" "$(ratio "$oc" "$pc")"
-}
 echo "medians (ratio = occupancy / plain nvcc)"
 report "clean build vs nvcc -ptx + ptxas -v per arch" ours_cold plain_work
 if [[ -z "${CLEAN_ONLY:-}" ]]; then

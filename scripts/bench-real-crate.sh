@@ -24,6 +24,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+source scripts/bench-common.sh
 : "${CANDLE_DIR:?set CANDLE_DIR to a checkout of huggingface/candle}"
 if [[ -z "${NVCC:-}" ]] && ! command -v nvcc >/dev/null; then source <(scripts/setup-cuda.sh --env); fi
 NVCC=${NVCC:-$(command -v nvcc)}
@@ -85,10 +86,6 @@ write_makefiles() {
 }
 write_makefiles
 
-measure() { # prints "wall cpu" of the command
-  local TIMEFORMAT='%R %U %S'
-  { time "$@" >/dev/null 2>&1 ; } 2>&1 | awk '{printf "%.3f %.3f\n", $1, $2 + $3}'
-}
 plain() { rm -rf "$work/plain" "$work/lib" "$work/fatbin"; make -s -C "$work" -f "$1" -j "$JOBS"; }
 ours() { # product, out dir
   rm -rf "$work/$2"
@@ -109,9 +106,6 @@ check_cold() {
 }
 mkdir -p "$work/decl"
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-declare -A wall cpu
-record() { wall[$1]+="${2% *} "; cpu[$1]+="${2#* } "; echo "  $1: wall ${2% *} s, cpu ${2#* } s"; }
 for run in $(seq "$RUNS"); do
   echo "run $run"
   record plain_ptx "$(measure plain ptx.mk)"
@@ -124,13 +118,6 @@ for run in $(seq "$RUNS"); do
   record plain_fatbin "$(measure plain fatbin.mk)"
   record check_cold "$(measure check_cold)"
 done
-med() { printf '%s\n' $1 | median; }
-ratio() { echo "$1 / $2" | bc -l; }
-report() { # label, ours, plain
-  local ow pw oc pc
-  ow=$(med "${wall[$2]}"); pw=$(med "${wall[$3]}"); oc=$(med "${cpu[$2]}"); pc=$(med "${cpu[$3]}")
-  printf '%-40s wall %7.2fs vs %7.2fs = %.3f | cpu %7.2fs vs %7.2fs = %.3f\n' "$1" "$ow" "$pw" "$(ratio "$ow" "$pw")" "$oc" "$pc" "$(ratio "$oc" "$pc")"
-}
 echo "medians (ratio = occupancy / plain; targets: cpu <= 1.03, wall <= 1.05)"
 report "PTX product vs nvcc -ptx + ptxas -v" ours_ptx plain_ptx
 [[ "${LIB:-1}" != 0 ]] && report "library vs nvcc -c" ours_lib plain_lib
