@@ -48,6 +48,8 @@ pub fn run(
     library_name: Option<&str>,
     cargo: &mut CargoLines,
 ) -> Result<Output, Error> {
+    // The lint levels of the package's settings, read once for every stage that levels findings.
+    let levels = Levels::read(context)?;
     let toolchain = match toolchain {
         Ok(toolchain) => toolchain,
         Err(Error::NvccNotFound { looked }) if context.skip_reason.is_some() => {
@@ -55,7 +57,7 @@ pub fn run(
             cargo.warning(&format!(
                 "occupancy: {reason} and nvcc was not found ({looked}): no kernel was compiled and nothing was checked"
             ));
-            return placeholder_output(context, product, library_name, cargo);
+            return placeholder_output(context, &levels, product, library_name, cargo);
         }
         Err(error) => return Err(error),
     };
@@ -101,11 +103,20 @@ pub fn run(
     }
     let checked = if context.check && context.skip_reason.is_none() {
         let first = crate_view::first_to_compare(context, &key);
-        evaluate_product(context, &toolchain, &compiled, &declarations, first, cargo)?
+        evaluate_product(
+            context,
+            &levels,
+            &toolchain,
+            &compiled,
+            &declarations,
+            first,
+            cargo,
+        )?
     } else {
         unchecked_product(context, &toolchain, cargo)
     };
-    let (report, verdict) = record_and_write(context, key, ptx, declarations, checked, cargo)?;
+    let (report, verdict) =
+        record_and_write(context, &levels, key, ptx, declarations, checked, cargo)?;
     output.report = report;
     verdict?;
     Ok(output)
@@ -119,6 +130,7 @@ pub fn run(
 /// this one (`crate_view::first_to_compare`), so this one judges what concerns the whole crate.
 fn evaluate_product(
     context: &Context,
+    levels: &Levels,
     toolchain: &Toolchain,
     compiled: &[CompiledSource],
     declarations: &Declarations,
@@ -128,7 +140,6 @@ fn evaluate_product(
     let mut report = evaluate::product_report(context, toolchain, compiled);
     crate::expectations::require_reasons(context, declarations)?;
     let (kernels, _) = crate::parse::parse_compiled(compiled, context)?;
-    let levels = Levels::read(context)?;
     let baseline = BaselineFile::load(context, first_to_compare, cargo)?;
     let matching = crate::matching::match_declarations(&kernels, declarations)?;
     let tables = KernelTables::of(&context.settings);
@@ -137,7 +148,7 @@ fn evaluate_product(
         &kernels,
         &matching,
         declarations,
-        &levels,
+        levels,
         context.read_all_sass,
         resolve_undeclared_level,
     );
@@ -148,7 +159,7 @@ fn evaluate_product(
         context,
         toolchain,
         declarations,
-        levels: &levels,
+        levels,
         evidence: &evidence,
         tables: &tables,
     };
@@ -158,7 +169,7 @@ fn evaluate_product(
         kernels: &kernels,
         matching: &matching,
         declarations,
-        levels: &levels,
+        levels,
     };
     let compared = baseline.compare_or_stamp(context, toolchain, &judged, &report, cargo);
     gathered.extend(compared.found);
@@ -182,6 +193,7 @@ fn evaluate_product(
 /// product so far; returns the crate's report and this product's failure, if it denied.
 fn record_and_write(
     context: &Context,
+    levels: &Levels,
     key: ProductKey,
     ptx: Vec<crate::products::ModuleSource>,
     declarations: crate::declarations::Declarations,
@@ -205,8 +217,7 @@ fn record_and_write(
         unchecked: checked.unchecked,
     };
     let view = crate_view::record(context, recorded);
-    let levels = crate::levels::Levels::read(context)?;
-    let (report, settled) = view.write(context, &levels, cargo)?;
+    let (report, settled) = view.write(context, levels, cargo)?;
     let denied = crate_view::denied(
         context,
         &checked.toolchain_changes,
@@ -315,6 +326,7 @@ fn watch_compiled(
 /// so the crate still compiles.
 fn placeholder_output(
     context: &Context,
+    levels: &Levels,
     product: Product,
     library_name: Option<&str>,
     cargo: &mut CargoLines,
@@ -330,8 +342,15 @@ fn placeholder_output(
         Product::Object => Vec::new(),
     };
     let key = ProductKey::of(context, product, library_name);
-    let (report, verdict) =
-        record_and_write(context, key, ptx, Default::default(), checked, cargo)?;
+    let (report, verdict) = record_and_write(
+        context,
+        levels,
+        key,
+        ptx,
+        Default::default(),
+        checked,
+        cargo,
+    )?;
     verdict?;
     Ok(Output {
         ptx_files: Vec::new(),
