@@ -61,42 +61,31 @@ struct Row<'a> {
 /// What follows the streamed `kernels` array in `--json` output.
 #[derive(Serialize, Default)]
 struct JsonTail {
-    callees: Vec<LogRecord>,
-    diagnostics: Vec<LogDiagnostic>,
+    callees: Vec<FromLog<KernelRecord>>,
+    diagnostics: Vec<FromLog<Diagnostic>>,
     warnings: Vec<String>,
-    errors: Vec<LogError>,
+    errors: Vec<FromLog<CompilerError>>,
     /// The lines that say the build failed (each log's first 100).
-    build_failures: Vec<LogBuildFailure>,
+    build_failures: Vec<FromLog<BuildFailure>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
 
+/// Something read from a log (a callee's record, a diagnostic, a compiler error, a failed
+/// build), with the log it came from: `{"log": ..., <its own fields>}`.
 #[derive(Serialize)]
-struct LogRecord {
+struct FromLog<T> {
     log: String,
     #[serde(flatten)]
-    record: KernelRecord,
+    item: T,
 }
 
-#[derive(Serialize)]
-struct LogDiagnostic {
-    log: String,
-    #[serde(flatten)]
-    diagnostic: Diagnostic,
-}
-
-#[derive(Serialize)]
-struct LogBuildFailure {
-    log: String,
-    #[serde(flatten)]
-    failure: BuildFailure,
-}
-
-#[derive(Serialize)]
-struct LogError {
-    log: String,
-    #[serde(flatten)]
-    error: CompilerError,
+/// Tags each of `items` with `log`.
+fn from_log<'a, T: 'a>(log: &'a str, items: Vec<T>) -> impl Iterator<Item = FromLog<T>> + 'a {
+    items.into_iter().map(move |item| FromLog {
+        log: log.to_string(),
+        item,
+    })
 }
 
 /// Runs `parse`: reads every log through the shared streaming reader and prints each kernel row
@@ -169,7 +158,7 @@ fn read_all(
     let errors: Vec<String> = tail
         .errors
         .iter()
-        .map(|error| format!("  {}:{}", error.log, error.error))
+        .map(|error| format!("  {}:{}", error.log, error.item))
         .collect();
     if !errors.is_empty() {
         return Ok(Some(CliError::CouldNotCheck(format!(
@@ -211,36 +200,12 @@ fn read_one(
     })?;
     log_input::print_reading(&log, &output);
     let failed_build = log_input::failed_build(&log, &output, policy).err();
-    let with_log = |log: &str| log.to_string();
-    tail.callees
-        .extend(output.callees.into_iter().map(|record| LogRecord {
-            log: with_log(&log),
-            record,
-        }));
-    tail.diagnostics.extend(
-        output
-            .diagnostics
-            .into_iter()
-            .map(|diagnostic| LogDiagnostic {
-                log: with_log(&log),
-                diagnostic,
-            }),
-    );
+    tail.callees.extend(from_log(&log, output.callees));
+    tail.diagnostics.extend(from_log(&log, output.diagnostics));
     tail.warnings.extend(output.warnings);
-    tail.errors
-        .extend(output.errors.into_iter().map(|error| LogError {
-            log: with_log(&log),
-            error,
-        }));
-    tail.build_failures.extend(
-        output
-            .build_failures
-            .into_iter()
-            .map(|failure| LogBuildFailure {
-                log: with_log(&log),
-                failure,
-            }),
-    );
+    tail.errors.extend(from_log(&log, output.errors));
+    tail.build_failures
+        .extend(from_log(&log, output.build_failures));
     Ok(failed_build)
 }
 
