@@ -15,6 +15,10 @@ use occupancy_core::sass::raw::{FunctionCode, LineRow};
 use occupancy_core::sass::FunctionSymbols;
 
 mod line_table;
+mod nv_info;
+mod resources;
+
+pub use resources::SpillEvidence;
 
 const SHT_SYMTAB: u32 = 2;
 const SHT_RELA: u32 = 4;
@@ -26,14 +30,29 @@ const STO_CUDA_ENTRY: u8 = 0x10;
 /// A parsed cubin: its section headers and symbols.
 pub struct Cubin<'a> {
     bytes: &'a [u8],
+    header: ElfHeader,
     sections: Vec<Section>,
     symbols: Vec<Symbol>,
+}
+
+/// What the ELF header says about the code: whose machine, which ABI, linked or not.
+#[derive(Debug, Clone, Copy)]
+struct ElfHeader {
+    /// `EI_OSABI` (0x33 `ELFOSABI_CUDA` up to CUDA 12, 0x41 since CUDA 13's ABI 8).
+    os_abi: u8,
+    /// `e_type`: 1 `ET_REL` (an `-rdc` object's cubin), 2 `ET_EXEC` (linked).
+    kind: u16,
+    /// `e_machine`: 190 `EM_CUDA`.
+    machine: u16,
+    /// `e_flags`: the SM the code is for, in an ABI-dependent place.
+    flags: u32,
 }
 
 #[derive(Debug, Clone)]
 struct Section {
     name: String,
     kind: u32,
+    flags: u64,
     offset: usize,
     size: usize,
     link: usize,
@@ -79,6 +98,7 @@ impl<'a> Cubin<'a> {
             let section = Section {
                 name: String::new(),
                 kind: u32_at(bytes, at, 4)?,
+                flags: u64_at(bytes, at, 8)?,
                 offset: usize::try_from(u64_at(bytes, at, 0x18)?).ok()?,
                 size: usize::try_from(u64_at(bytes, at, 0x20)?).ok()?,
                 link: usize::try_from(u32_at(bytes, at, 0x28)?).ok()?,
@@ -90,6 +110,12 @@ impl<'a> Cubin<'a> {
         let names = headers.get(names_index).map(|(_, names)| names.clone());
         let mut cubin = Cubin {
             bytes,
+            header: ElfHeader {
+                os_abi: *bytes.get(7)?,
+                kind: u16_at(bytes, 0, 0x10)?,
+                machine: u16_at(bytes, 0, 0x12)?,
+                flags: u32_at(bytes, 0, 0x30)?,
+            },
             sections: Vec::with_capacity(count),
             symbols: Vec::new(),
         };

@@ -248,6 +248,13 @@ pub enum Error {
         #[source]
         error: std::io::Error,
     },
+    /// A compiled binary (cubin, fatbin, object, library, wheel) that cannot be read: nothing
+    /// of it is checked.
+    #[error(
+        "occupancy: cannot read the kernels of `{}`: {reason}",
+        crate::fsutil::shown_path(path)
+    )]
+    UnreadableBinary { path: PathBuf, reason: String },
     /// A compile-cache directory another user owns or may write: its entries could make a
     /// spilling kernel pass, so it is not used.
     #[error("occupancy-build: the compile cache in {} is not used: it {reason}; another user could put results in it that pass a kernel that spills. Make it yours and private (`chmod go-w`), remove it, or use another directory", crate::fsutil::shown_path(path))]

@@ -22,6 +22,7 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods, clippy::too_many_lines))]
 
 mod baseline;
+mod binary;
 mod bounds_notes;
 mod build;
 mod cache;
@@ -83,6 +84,9 @@ pub use pipeline::Output;
 /// nvcc's architectures. Internal to the occupancy tools, not a stable API.
 #[doc(hidden)]
 pub mod cli {
+    pub use crate::binary::{
+        read_binary, sniff, BinaryKernel, BinaryKind, BinaryRead, BinaryTools, SpillEvidence,
+    };
     pub use crate::fsutil::{check_writable, shown_path, write_atomic};
     pub use crate::launch_check::{evaluate_at_launch, sort_rows, CheckedRow};
     pub use crate::nvcc_archs::{explain_unknown, NvccArchs};

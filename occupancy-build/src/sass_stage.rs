@@ -127,7 +127,7 @@ impl SassTools {
 
 /// A toolkit tool beside nvcc, in the toolkit's `bin/`, or on the `PATH` the toolchain was
 /// found with.
-fn locate_tool(toolchain: &Toolchain, name: &str) -> Option<PathBuf> {
+pub(crate) fn locate_tool(toolchain: &Toolchain, name: &str) -> Option<PathBuf> {
     let beside_nvcc = toolchain.nvcc.parent().map(|bin| bin.join(name));
     let in_home = toolchain.cuda_home.join("bin").join(name);
     let on_path = toolchain.search_path.iter().map(|dir| dir.join(name));

@@ -24,7 +24,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use occupancy_build::cli::{evaluate_at_launch, CheckedRow, NVCC_WHEELS};
+use occupancy_build::cli::{evaluate_at_launch, BinaryKind, BinaryTools, CheckedRow, NVCC_WHEELS};
 use occupancy_build::{Build, SourceCheck};
 use occupancy_core::lint::evaluate::LevelSources;
 use occupancy_core::lint::{Check, Level, LintId};
@@ -92,6 +92,8 @@ enum Input {
     Cuda(PathBuf),
     Ptx(PathBuf),
     Log(PathBuf),
+    /// A cubin, fatbin, object, library, executable or wheel.
+    Binary(PathBuf, BinaryKind),
 }
 
 /// Runs `check`: exit 1 when a deny finding stands, whether or not the report's reader read
@@ -110,13 +112,13 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     let inputs = collect_inputs(&args.paths)?;
     let compile_inputs: Vec<&Input> = inputs
         .iter()
-        .filter(|input| !matches!(input, Input::Log(_)))
+        .filter(|input| matches!(input, Input::Cuda(_) | Input::Ptx(_)))
         .collect();
     let mut stream = ReportStream::new(&args.output, &env.temp_dir);
     if !compile_inputs.is_empty() {
         stream.add_report(&check_compiled(args, env, &compile_inputs, &levels)?)?;
     }
-    let missing = stream_logs(args, &inputs, &levels, &mut stream)?;
+    let missing = stream_logs(args, env, &inputs, &levels, &mut stream)?;
     if stream.rows() == 0 && missing == 0 {
         return Err(CliError::CouldNotCheck(
             "no kernels found in the given paths".into(),
@@ -151,7 +153,7 @@ fn check_compiled(
         match input {
             Input::Cuda(_) => build.file(absolute),
             Input::Ptx(_) => build.ptx_file(absolute),
-            Input::Log(_) => &mut build,
+            Input::Log(_) | Input::Binary(..) => &mut build,
         };
     }
     for arch in &args.archs {
@@ -238,16 +240,35 @@ fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, CliError> {
 
 fn input_path_buf(input: &Input) -> &Path {
     match input {
-        Input::Cuda(path) | Input::Ptx(path) | Input::Log(path) => path,
+        Input::Cuda(path) | Input::Ptx(path) | Input::Log(path) | Input::Binary(path, _) => path,
     }
 }
 
+/// `.cu` and `.ptx` by name; a compiled binary by its first bytes; anything else is a log.
 fn classify(path: &Path) -> Input {
     match path.extension().and_then(|extension| extension.to_str()) {
         Some("cu") => Input::Cuda(path.to_path_buf()),
         Some("ptx") => Input::Ptx(path.to_path_buf()),
-        _ => Input::Log(path.to_path_buf()),
+        _ => match occupancy_build::cli::sniff(path) {
+            Ok(Some(kind)) => Input::Binary(path.to_path_buf(), kind),
+            _ => Input::Log(path.to_path_buf()),
+        },
     }
+}
+
+/// Whether a file found in a directory may be a compiled binary worth reading: by name
+/// (`.cubin`, `.fatbin`, `.o`, `.a`, `.so`, `.so.12`, `.whl`), then by its first bytes.
+fn binary_in_directory(path: &Path) -> Option<Input> {
+    let name = path.file_name()?.to_str()?;
+    let by_name = [".cubin", ".fatbin", ".o", ".a", ".so", ".whl"]
+        .iter()
+        .any(|suffix| name.ends_with(suffix))
+        || name.contains(".so.");
+    if !by_name {
+        return None;
+    }
+    let kind = occupancy_build::cli::sniff(path).ok().flatten()?;
+    Some(Input::Binary(path.to_path_buf(), kind))
 }
 
 fn walk(dir: &Path, found: &mut Vec<Input>) -> Result<(), CliError> {
@@ -265,9 +286,17 @@ fn walk(dir: &Path, found: &mut Vec<Input>) -> Result<(), CliError> {
             Some("cu" | "ptx")
         ) {
             found.push(classify(&path));
+        } else if let Some(binary) = binary_in_directory(&path) {
+            found.push(binary);
         }
     }
     Ok(())
+}
+
+/// The binary front end's tools, resolved once for the run (only when a binary is given).
+fn binary_tools(env: &Environment) -> Result<BinaryTools, String> {
+    let timeouts = env.tool_timeouts.as_ref().map_err(ToString::to_string)?;
+    Ok(BinaryTools::resolve(&env.for_build(), timeouts))
 }
 
 /// Lint levels: the registry's defaults, `OCCUPANCY_LINT_<ID>` variables (read by
@@ -348,6 +377,7 @@ fn arch_bit(name: &str) -> u64 {
 /// of each log, in the order the logs were given. Returns how many of those there were.
 fn stream_logs(
     args: &Args,
+    env: &Environment,
     inputs: &[Input],
     levels: &Levels,
     stream: &mut ReportStream,
@@ -358,25 +388,32 @@ fn stream_logs(
         .filter_map(|arch| occupancy_core::arch::lookup(arch).ok())
         .map(|facts| facts.name)
         .collect();
-    let mut logs: Vec<(String, usize, &Path)> = inputs
+    let mut logs: Vec<(String, usize, &Input)> = inputs
         .iter()
-        .filter_map(|input| match input {
-            Input::Log(path) => Some(path.as_path()),
-            _ => None,
-        })
+        .filter(|input| matches!(input, Input::Log(_) | Input::Binary(..)))
         .enumerate()
-        .map(|(given, path)| (display_path(path), given, path))
+        .map(|(given, input)| (display_path(input_path_buf(input)), given, input))
         .collect();
-    logs.sort();
+    logs.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    let mut tools = None;
     let mut seen: Vec<(usize, String, SeenKernels)> = Vec::new();
-    for (log, given, path) in &logs {
+    for (log, given, input) in &logs {
         let read = LogRead {
             args,
             levels,
             wanted: &wanted,
             log,
         };
-        let kernels = read.stream(path, stream)?;
+        let kernels = match input {
+            Input::Binary(path, kind) => {
+                let tools = tools.get_or_insert_with(|| binary_tools(env));
+                let tools = tools
+                    .as_ref()
+                    .map_err(|message: &String| CliError::Usage(message.clone()))?;
+                read.stream_binary(path, *kind, tools, &env.temp_dir, stream)?
+            }
+            _ => read.stream(input_path_buf(input), stream)?,
+        };
         seen.push((*given, log.clone(), kernels));
     }
     seen.sort_by_key(|(given, _, _)| *given);
@@ -441,8 +478,14 @@ impl LogRead<'_> {
                     return Ok(());
                 }
             }
-            let checked = self.checked_row(row, record);
-            self.evaluate(checked, &mut run, stream)
+            let at = Location {
+                kind: LocationKind::Log,
+                path: self.log.to_string(),
+                line: u32::try_from(record.line_number).unwrap_or(0),
+                column: 0,
+            };
+            let checked = self.checked_row(row, record, at);
+            self.evaluate_with_notes(checked, &[], &mut run, stream)
         })?;
         let name = occupancy_build::cli::shown_path(path);
         let policy = log_input::LogPolicy {
@@ -452,15 +495,54 @@ impl LogRead<'_> {
         Ok(seen)
     }
 
+    /// Streams the kernels of a compiled binary into `stream` like a log's records: each
+    /// kernel x arch a row located at its place in the binary, evaluated as it is read. A
+    /// binary that cannot be read is an error of the run.
+    fn stream_binary(
+        &self,
+        path: &Path,
+        kind: BinaryKind,
+        tools: &BinaryTools,
+        scratch: &Path,
+        stream: &mut ReportStream,
+    ) -> Result<SeenKernels, CliError> {
+        let launch = RowLaunch {
+            block: self.args.block.unwrap_or(DEFAULT_BLOCK),
+            dynamic_smem_bytes: self.args.dynamic_smem,
+            carveout_percent: None,
+        };
+        let asked: Vec<String> = self.wanted.iter().map(ToString::to_string).collect();
+        let read = occupancy_build::cli::read_binary(path, kind, tools, &asked, scratch)
+            .map_err(|error| CliError::CouldNotCheck(error.to_string()))?;
+        for note in &read.notes {
+            eprintln!("note: {note}");
+        }
+        let (mut seen, mut run) = (SeenKernels::new(), None);
+        for kernel in read.kernels {
+            let row = row_from_record(&kernel.record, Some(&kernel.launch), launch)?;
+            if !self.wanted.is_empty() {
+                *seen.entry(kernel.record.name.clone()).or_default() |= arch_bit(&row.arch);
+                if !self.wanted.contains(&row.arch.as_str()) {
+                    continue;
+                }
+            }
+            let location = Location {
+                kind: LocationKind::Binary,
+                path: kernel.origin.clone(),
+                line: 0,
+                column: 0,
+            };
+            let notes = kernel.record.warnings.clone();
+            let checked = self.checked_row(row, kernel.record, location);
+            self.evaluate_with_notes(checked, &notes, &mut run, stream)?;
+        }
+        Ok(seen)
+    }
+
     /// The row located in the log, at the kernel's `__launch_bounds__` maximum when that is
     /// smaller than the default block (no `--block`).
-    fn checked_row(&self, mut row: KernelRow, record: KernelRecord) -> CheckedRow {
-        row.source = Some(Location {
-            kind: LocationKind::Log,
-            path: self.log.to_string(),
-            line: u32::try_from(record.line_number).unwrap_or(0),
-            column: 0,
-        });
+    fn checked_row(&self, mut row: KernelRow, record: KernelRecord, at: Location) -> CheckedRow {
+        row.source = Some(at);
         if self.args.block.is_none() {
             if let (Some(bound), Ok(facts)) = (
                 row.max_threads_per_block,
@@ -479,15 +561,22 @@ impl LogRead<'_> {
         }
     }
 
-    /// Evaluates one row and hands it and its findings to `stream`.
-    fn evaluate(
+    /// Evaluates one row and hands it and its findings to `stream`; `spill_notes` (how the
+    /// spill figures were read, when not exactly) go with its `spills` findings.
+    fn evaluate_with_notes(
         &self,
         checked: CheckedRow,
+        spill_notes: &[String],
         run: &mut Option<Run>,
         stream: &mut ReportStream,
     ) -> Result<(), CliError> {
         let mut findings =
             evaluate_at_launch(std::slice::from_ref(&checked), &self.levels.settings);
+        for finding in &mut findings {
+            if finding.lint == LintId::Spills {
+                finding.notes.extend(spill_notes.iter().cloned());
+            }
+        }
         let mut lints: Vec<(Level, LintId)> = findings
             .iter()
             .map(|finding| (finding.level, finding.lint))

@@ -92,8 +92,12 @@ pub(crate) fn occupancy_note(on: &CompiledOnArch<'_>) -> String {
 
 /// `ptxas: 128 registers, 0 bytes stack frame, 24 bytes spill stores, 24 bytes spill loads`.
 pub(crate) fn ptxas_note(record: &KernelRecord) -> String {
+    let said = match record.source {
+        crate::ptxas::RecordSource::Cubin => "the binary holds",
+        _ => "ptxas reported",
+    };
     format!(
-        "ptxas reported for {} on {}: {} registers, {} barriers, {} bytes stack frame, {} bytes spill stores, {} bytes spill loads, {} bytes static shared memory",
+        "{said} for {} on {}: {} registers, {} barriers, {} bytes stack frame, {} bytes spill stores, {} bytes spill loads, {} bytes static shared memory",
         record.name,
         record.arch,
         record.registers.unwrap_or(0),

@@ -49,6 +49,9 @@ pub enum RecordSource {
     NvccResourceUsage,
     /// `cuobjdump --dump-resource-usage`.
     Cuobjdump,
+    /// The cubin itself: its `.nv.info` attributes, sections and spill-marked instructions
+    /// (`occupancy-build`'s binary reader).
+    Cubin,
 }
 
 /// What the compiler decided for one function compiled for one architecture.

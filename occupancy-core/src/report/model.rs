@@ -343,6 +343,8 @@ pub enum LocationKind {
     PtxEntry,
     /// A line of a compiler log.
     Log,
+    /// A kernel in a compiled binary (cubin, fatbin, object, library, wheel member).
+    Binary,
 }
 
 /// A kernel's name as a CUDA engineer writes it: the demangled name without its return type

@@ -1,0 +1,281 @@
+//! `cargo occupancy check` on compiled binaries gives the rows `check` gives on the sources:
+//! the corpus compiled by plain nvcc (no `-Xptxas -v`) into fatbins, host objects, a static
+//! library and a shared library, each read back (cubins from the ELF, spills from ptxas's
+//! spill marks) and compared, kernel x arch, field by field, with `check` on the `.cu` files
+//! (ptxas's `-v` report). Needs the real nvcc and cuobjdump (scripts/setup-cuda.sh).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{binary, repo_root, stderr, stdout};
+
+/// Corpus kernels that compile for sm_80 and sm_90 (`launch_bounds.cu` needs sm_90,
+/// `fails_to_compile.cu` fails on purpose).
+const SOURCES: [&str; 6] = [
+    "tests/kernels/constants.cu",
+    "tests/kernels/spills.cu",
+    "tests/kernels/shared_memory.cu",
+    "tests/kernels/device_frames.cu",
+    "tests/kernels/calls.cu",
+    "tests/kernels/sass_evidence.cu",
+];
+
+/// The columns a binary must reproduce. `min_blocks_per_sm` and `max_registers` are PTX
+/// directives a cubin does not keep (ptxas turns them into a register cap).
+const FIELDS: [&str; 11] = [
+    "registers",
+    "barriers",
+    "static_smem_bytes",
+    "stack_frame_bytes",
+    "spill_store_bytes",
+    "spill_load_bytes",
+    "max_threads_per_block",
+    "block",
+    "blocks_per_sm",
+    "occupancy",
+    "limiters",
+];
+
+/// A fresh directory of this test's own (the tests run in parallel).
+fn work_dir(test: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("check-binary")
+        .join(test);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `NVCC`, else nvcc under `CUDA_HOME`, as scripts/setup-cuda.sh sets them.
+fn nvcc() -> PathBuf {
+    std::env::var_os("NVCC").map_or_else(
+        || {
+            let home =
+                std::env::var_os("CUDA_HOME").expect("NVCC or CUDA_HOME (scripts/setup-cuda.sh)");
+            Path::new(&home).join("bin/nvcc")
+        },
+        PathBuf::from,
+    )
+}
+
+fn run(command: &mut Command) {
+    let output = command.output().expect("run a tool");
+    assert!(
+        output.status.success(),
+        "{command:?} failed:\n{}",
+        stderr(&output)
+    );
+}
+
+/// `-gencode arch=compute_80,code=[sm_80,sm_90]`: the form `check` compiles sources in.
+fn gencode() -> [&'static str; 2] {
+    ["-gencode", "arch=compute_80,code=[sm_80,sm_90]"]
+}
+
+/// Builds every binary form of the corpus in `dir`: per source a fatbin and an object, then
+/// `libcorpus.a` of the objects and `libcorpus.so` of the sources.
+fn build_binaries(dir: &Path) -> BTreeMap<&'static str, Vec<PathBuf>> {
+    let root = repo_root();
+    let mut forms: BTreeMap<&str, Vec<PathBuf>> = BTreeMap::new();
+    for source in SOURCES {
+        let stem = Path::new(source).file_stem().unwrap().to_str().unwrap();
+        for (form, flag, extension) in [("fatbin", "-fatbin", "fatbin"), ("object", "-c", "o")] {
+            let output = dir.join(format!("{stem}.{extension}"));
+            run(Command::new(nvcc())
+                .args(gencode())
+                .arg(flag)
+                .arg(root.join(source))
+                .arg("-o")
+                .arg(&output));
+            forms.entry(form).or_default().push(output);
+        }
+    }
+    let archive = dir.join("libcorpus.a");
+    run(Command::new("ar")
+        .arg("rcs")
+        .arg(&archive)
+        .args(&forms["object"]));
+    forms.insert("static library", vec![archive]);
+    let shared = dir.join("libcorpus.so");
+    run(Command::new(nvcc())
+        .args(gencode())
+        .args(["-shared", "-Xcompiler", "-fPIC"])
+        .args(SOURCES.iter().map(|source| root.join(source)))
+        .arg("-o")
+        .arg(&shared));
+    forms.insert("shared library", vec![shared]);
+    forms
+}
+
+/// `check --json` on `paths` for sm_80 and sm_90: its kernel rows by (symbol, arch).
+fn rows(paths: &[PathBuf], cache: &Path) -> BTreeMap<(String, String), serde_json::Value> {
+    let output: Output = binary()
+        .args([
+            "occupancy",
+            "check",
+            "--json",
+            "--arch",
+            "sm_80",
+            "--arch",
+            "sm_90",
+        ])
+        .arg("--cache-dir")
+        .arg(cache)
+        .args(paths)
+        .current_dir(repo_root())
+        .output()
+        .expect("run cargo-occupancy");
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "check failed:\n{}",
+        stderr(&output)
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    report["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| row["entry"] == true)
+        .map(|row| {
+            let key = (
+                row["name"].as_str().unwrap().to_owned(),
+                row["arch"].as_str().unwrap().to_owned(),
+            );
+            (key, row.clone())
+        })
+        .collect()
+}
+
+#[test]
+fn every_binary_form_gives_the_rows_of_the_sources() {
+    let dir = work_dir("forms");
+    let cache = dir.join("cache");
+    let sources: Vec<PathBuf> = SOURCES.iter().map(PathBuf::from).collect();
+    let expected = rows(&sources, &cache);
+    assert!(expected.len() >= 20, "the corpus has kernels: {expected:?}");
+    let spilling = expected
+        .values()
+        .filter(|row| row["spill_store_bytes"].as_u64() > Some(0))
+        .count();
+    assert!(spilling > 0, "the corpus has a spilling kernel");
+    for (form, paths) in build_binaries(&dir) {
+        let found = rows(&paths, &cache);
+        assert_eq!(
+            found.keys().collect::<Vec<_>>(),
+            expected.keys().collect::<Vec<_>>(),
+            "{form}: the same kernels x archs"
+        );
+        for (key, want) in &expected {
+            let got = &found[key];
+            for field in FIELDS {
+                assert_eq!(got[field], want[field], "{form}: {key:?}.{field}");
+            }
+            assert_eq!(got["source"]["kind"], "binary", "{form}: {key:?}");
+        }
+    }
+}
+
+#[test]
+fn embedded_ptx_is_assembled_for_an_arch_without_a_cubin_and_a_compatible_cubin_is_run() {
+    let dir = work_dir("ptx");
+    let fatbin = dir.join("spills.fatbin");
+    run(Command::new(nvcc())
+        .args([
+            "-gencode",
+            "arch=compute_80,code=[sm_80,compute_80]",
+            "-fatbin",
+        ])
+        .arg(repo_root().join("tests/kernels/spills.cu"))
+        .arg("-o")
+        .arg(&fatbin));
+    let output = binary()
+        .args([
+            "occupancy",
+            "check",
+            "--json",
+            "--arch",
+            "sm_86",
+            "--arch",
+            "sm_90",
+        ])
+        .arg(&fatbin)
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let kernels = report["kernels"].as_array().unwrap();
+    let origin = |arch: &str| -> Vec<String> {
+        kernels
+            .iter()
+            .filter(|row| row["arch"] == arch)
+            .map(|row| row["source"]["path"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let on_86 = origin("sm_86");
+    let on_90 = origin("sm_90");
+    assert!(
+        !on_86.is_empty() && !on_90.is_empty(),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        on_86
+            .iter()
+            .all(|path| path.ends_with("sm_80 cubin (the driver runs it on sm_86)")),
+        "{on_86:?}"
+    );
+    assert!(
+        on_90
+            .iter()
+            .all(|path| path.contains("PTX sm_80 assembled for sm_90")),
+        "{on_90:?}"
+    );
+    assert!(stderr(&output).contains("as the driver would JIT it"));
+}
+
+#[test]
+fn a_file_without_device_code_is_no_kernel_and_a_broken_cubin_is_an_error() {
+    let dir = work_dir("bad");
+    let host = dir.join("host.o");
+    std::fs::write(dir.join("host.c"), "int f(void) { return 1; }\n").unwrap();
+    run(Command::new("cc")
+        .arg("-c")
+        .arg(dir.join("host.c"))
+        .arg("-o")
+        .arg(&host));
+    let output = binary()
+        .args(["occupancy", "check"])
+        .arg(&host)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("holds no device code"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        stderr(&output).contains("no kernels found"),
+        "{}",
+        stderr(&output)
+    );
+    // An ELF for EM_CUDA cut after its header.
+    let mut cubin = vec![0u8; 64];
+    cubin[..6].copy_from_slice(b"\x7fELF\x02\x01");
+    cubin[18] = 190;
+    let broken = dir.join("broken.cubin");
+    std::fs::write(&broken, &cubin).unwrap();
+    let output = binary()
+        .args(["occupancy", "check"])
+        .arg(&broken)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("cannot read the kernels of"),
+        "{}",
+        stderr(&output)
+    );
+}

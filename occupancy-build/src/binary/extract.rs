@@ -1,0 +1,312 @@
+//! Taking device code out of a binary: a cubin read in place, a container's cubins and PTX
+//! written out by `cuobjdump`, embedded PTX assembled by `ptxas -v` for an arch it lacks.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use occupancy_core::ptxas::{parse_log, parse_ptx_directives, PtxEntry};
+
+use super::{BinaryKernel, BinaryRead, BinaryTools, SpillEvidence};
+use crate::cubin::Cubin;
+use crate::process::{run_bounded, ToolKind};
+use crate::Error;
+
+/// A private directory under the caller's scratch directory, removed when dropped.
+pub struct WorkDir(PathBuf);
+
+impl WorkDir {
+    pub fn create(scratch: &Path) -> Result<WorkDir, Error> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = scratch.join(format!("occupancy-binary-{}-{n}", std::process::id()));
+        // Created new and private: a directory someone else made at this name is refused.
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(&path).map_err(|error| Error::Io {
+            path: path.clone(),
+            error,
+        })?;
+        Ok(WorkDir(path))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A PTX module a binary embeds.
+#[derive(Debug, Clone)]
+pub struct EmbeddedPtx {
+    pub path: PathBuf,
+    /// Where it came from, as a row shows it.
+    pub origin: String,
+    /// Its `.target` (`sm_80`, `sm_90a`): the virtual arch it was generated for.
+    pub virtual_arch: String,
+    pub entries: Vec<PtxEntry>,
+}
+
+impl EmbeddedPtx {
+    /// Whether the driver can JIT this PTX for `arch`: an arch-specific target (`sm_90a`) only
+    /// for itself, any other for every arch of its number or above.
+    pub fn can_jit_to(&self, arch: &str) -> bool {
+        if self.virtual_arch.ends_with('a') {
+            return self.virtual_arch == arch;
+        }
+        match (arch_number(&self.virtual_arch), arch_number(arch)) {
+            (Some(virtual_number), Some(number)) => number >= virtual_number,
+            _ => false,
+        }
+    }
+}
+
+/// `sm_90a` → 90.
+pub fn arch_number(arch: &str) -> Option<u32> {
+    let digits: String = arch
+        .trim_start_matches("sm_")
+        .trim_start_matches("compute_")
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// The kernels of the cubin at `path`.
+pub fn cubin_kernels(path: &Path, origin: &str) -> Result<Vec<BinaryKernel>, Error> {
+    let unreadable = |reason: String| Error::UnreadableBinary {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let bytes = std::fs::read(path).map_err(|error| Error::Io {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    let cubin = Cubin::parse(&bytes)
+        .ok_or_else(|| unreadable(format!("{origin}: not a well-formed ELF64 cubin")))?;
+    let arch = cubin.arch().unwrap_or_default();
+    let kernels = cubin
+        .kernels()
+        .map_err(|reason| unreadable(format!("{origin}: {reason}")))?;
+    Ok(kernels
+        .into_iter()
+        .map(|kernel| BinaryKernel {
+            record: kernel.record,
+            launch: kernel.launch,
+            register_cap: kernel.register_cap,
+            spills: kernel.spills,
+            origin: format!("{origin} {arch} cubin"),
+        })
+        .collect())
+}
+
+/// Reads a container (fatbin, object, library, executable): its cubins into `read`, its PTX
+/// into `ptx`.
+pub fn container(
+    path: &Path,
+    shown: &str,
+    tools: &BinaryTools,
+    work: &Path,
+    read: &mut BinaryRead,
+    ptx: &mut Vec<EmbeddedPtx>,
+) -> Result<(), Error> {
+    let cuobjdump = tools.cuobjdump.as_deref().ok_or_else(|| Error::UnreadableBinary {
+        path: path.to_path_buf(),
+        reason: "cuobjdump, which takes the device code out of fatbins, objects and libraries, was not found: install the `nvidia-cuda-cuobjdump` wheel beside nvcc, or set OCCUPANCY_CUOBJDUMP".into(),
+    })?;
+    let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let Some(listing) = cuobjdump_extract(cuobjdump, "-xelf", &absolute, tools, work)? else {
+        read.notes.push(format!("{shown}: holds no device code"));
+        return Ok(());
+    };
+    for (file, member) in extracted_files(&listing) {
+        let origin = member.map_or_else(|| shown.to_owned(), |m| format!("{shown}({m})"));
+        read.kernels
+            .extend(cubin_kernels(&work.join(&file), &origin)?);
+        let _ = std::fs::remove_file(work.join(&file));
+    }
+    let ptx_listing = cuobjdump_extract(cuobjdump, "-xptx", &absolute, tools, work)?;
+    for (file, member) in extracted_files(ptx_listing.as_deref().unwrap_or_default()) {
+        let origin = member.map_or_else(|| shown.to_owned(), |m| format!("{shown}({m})"));
+        let path = work.join(&file);
+        let text = std::fs::read_to_string(&path).map_err(|error| Error::Io {
+            path: path.clone(),
+            error,
+        })?;
+        let Some(virtual_arch) = ptx_target(&text) else {
+            continue;
+        };
+        ptx.push(EmbeddedPtx {
+            entries: parse_ptx_directives(&text),
+            path,
+            origin,
+            virtual_arch,
+        });
+    }
+    Ok(())
+}
+
+/// Runs `cuobjdump <mode> all <binary>` in `work`; its listing, or `None` when the binary holds
+/// no device code.
+fn cuobjdump_extract(
+    cuobjdump: &Path,
+    mode: &str,
+    binary: &Path,
+    tools: &BinaryTools,
+    work: &Path,
+) -> Result<Option<String>, Error> {
+    let mut command = Command::new(cuobjdump);
+    command.args([mode, "all"]).arg(binary).current_dir(work);
+    let output = run_bounded(&mut command, &tools.timeouts, ToolKind::Work)?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if stderr.contains("does not contain device code") {
+        return Ok(None);
+    }
+    if !output.status.success() {
+        return Err(Error::UnreadableBinary {
+            path: binary.to_path_buf(),
+            reason: format!(
+                "cuobjdump {mode} failed ({}): {}",
+                output.status,
+                stderr.trim()
+            ),
+        });
+    }
+    Ok(Some(String::from_utf8_lossy(&output.stdout).into_owned()))
+}
+
+/// The files cuobjdump's listing names, each with the archive member it came from:
+/// `member /x/libk.a:k.o:` then `Extracting ELF file    1: libk.1.sm_80.cubin`.
+fn extracted_files(listing: &str) -> Vec<(String, Option<String>)> {
+    let mut member = None;
+    let mut files = Vec::new();
+    for line in listing.lines() {
+        if let Some(rest) = line.strip_prefix("member ") {
+            let rest = rest.trim_end().trim_end_matches(':');
+            member = rest.rsplit(':').next().map(str::to_owned);
+        } else if let Some((_, file)) = line
+            .strip_prefix("Extracting ")
+            .and_then(|rest| rest.split_once(": "))
+        {
+            // `Extracting PTX file and ptxas options    1: k.1.sm_90.ptx -arch=sm_90`
+            let file = file.split_whitespace().next().unwrap_or_default();
+            if !file.contains('/') && !file.starts_with('.') {
+                files.push((file.to_owned(), member.clone()));
+            }
+        }
+    }
+    files
+}
+
+/// The `.target` of a PTX module (`sm_80`), without the options after a comma.
+fn ptx_target(text: &str) -> Option<String> {
+    let line = text
+        .lines()
+        .find_map(|line| line.trim().strip_prefix(".target"))?;
+    let target = line.split([',', ' ', '\t']).find(|word| !word.is_empty())?;
+    Some(target.to_owned())
+}
+
+/// Assembles `ptx` for `arch` with `ptxas -v` and returns the records of `kernels`.
+pub fn assemble(
+    ptx: &EmbeddedPtx,
+    arch: &str,
+    kernels: &[&PtxEntry],
+    tools: &BinaryTools,
+    work: &Path,
+) -> Result<Vec<BinaryKernel>, Error> {
+    let unreadable = |reason: String| Error::UnreadableBinary {
+        path: ptx.path.clone(),
+        reason: format!("{}: {reason}", ptx.origin),
+    };
+    let ptxas = tools.ptxas.as_deref().ok_or_else(|| {
+        unreadable(format!("ptxas, which assembles the embedded PTX for {arch} (no cubin for it), was not found beside nvcc"))
+    })?;
+    let output_cubin = work.join(format!("jit-{arch}.cubin"));
+    let mut command = Command::new(ptxas);
+    command
+        .arg(format!("-arch={arch}"))
+        .arg("-v")
+        .arg(&ptx.path)
+        .arg("-o")
+        .arg(&output_cubin);
+    let output = run_bounded(&mut command, &tools.timeouts, ToolKind::Work)?;
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let _ = std::fs::remove_file(&output_cubin);
+    if !output.status.success() {
+        return Err(unreadable(format!(
+            "ptxas -arch={arch} failed: {}",
+            log.trim()
+        )));
+    }
+    let parsed = parse_log(&log).map_err(|error| unreadable(error.to_string()))?;
+    Ok(parsed
+        .kernels
+        .into_iter()
+        .filter_map(|record| {
+            let entry = kernels.iter().find(|entry| entry.name == record.name)?;
+            Some(BinaryKernel {
+                launch: (*entry).clone(),
+                register_cap: None,
+                spills: SpillEvidence::Exact,
+                origin: format!(
+                    "{} PTX {} assembled for {arch}",
+                    ptx.origin, ptx.virtual_arch
+                ),
+                record,
+            })
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listing_names_files_and_members() {
+        let listing = "\nmember /x/libk.a:k.o:\nExtracting ELF file    1: libk.1.sm_80.cubin\nExtracting ELF file    2: libk.2.sm_90.cubin\n\nmember /x/libk.a:bar.o:\nExtracting ELF file    3: libk.3.sm_80.cubin\nExtracting PTX file and ptxas options    4: libk.4.sm_90.ptx -arch=sm_90 \nExtracting PTX file and ptxas options    5: ../evil.ptx\n";
+        assert_eq!(
+            extracted_files(listing),
+            [
+                ("libk.1.sm_80.cubin".into(), Some("k.o".into())),
+                ("libk.2.sm_90.cubin".into(), Some("k.o".into())),
+                ("libk.3.sm_80.cubin".into(), Some("bar.o".into())),
+                ("libk.4.sm_90.ptx".into(), Some("bar.o".into())),
+            ]
+        );
+        assert_eq!(
+            extracted_files("Extracting ELF file    1: k.1.sm_80.cubin\n"),
+            [("k.1.sm_80.cubin".into(), None)]
+        );
+    }
+
+    #[test]
+    fn ptx_jits_to_its_arch_and_above_and_arch_specific_ptx_to_itself() {
+        let ptx = |target: &str| EmbeddedPtx {
+            path: PathBuf::new(),
+            origin: String::new(),
+            virtual_arch: target.into(),
+            entries: Vec::new(),
+        };
+        assert!(ptx("sm_80").can_jit_to("sm_86"));
+        assert!(ptx("sm_80").can_jit_to("sm_90a"));
+        assert!(!ptx("sm_90").can_jit_to("sm_89"));
+        assert!(ptx("sm_90a").can_jit_to("sm_90a"));
+        assert!(!ptx("sm_90a").can_jit_to("sm_100"));
+        assert_eq!(
+            ptx_target(".version 9.0\n.target sm_90a, texmode_independent\n"),
+            Some("sm_90a".into())
+        );
+    }
+}
