@@ -22,6 +22,7 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods, clippy::too_many_lines))]
 
 mod baseline;
+mod binary;
 mod bounds_notes;
 mod build;
 mod cache;
