@@ -865,14 +865,25 @@ impl MemberTarget<'_> {
     /// Where the member's data starts, past its local header, checked to end within the file.
     fn data_offset(&mut self) -> Result<u64, WheelError> {
         let header_offset = self.entry.local_header_offset;
+        let past_end = format!(
+            "its local header at byte {header_offset} lies past the end of the file ({} bytes): the file is truncated",
+            self.zip.len_bytes
+        );
+        // Checked before seeking: a seek past i64::MAX fails with an unhelpful "invalid argument".
+        if header_offset
+            .checked_add(LOCAL_HEADER_BYTES as u64)
+            .is_none_or(|end| end > self.zip.len_bytes)
+        {
+            return Err(self.damaged(past_end));
+        }
         let mut header = [0; LOCAL_HEADER_BYTES];
         if let Err(error) = self.zip.read_exact_at(header_offset, &mut header) {
             return Err(match error.kind() {
-                io::ErrorKind::UnexpectedEof => self.damaged(format!(
-                    "its local header at byte {header_offset} lies past the end of the file ({} bytes): the file is truncated",
-                    self.zip.len_bytes
-                )),
-                _ => WheelError::Read { archive: self.zip.path.clone(), source: error },
+                io::ErrorKind::UnexpectedEof => self.damaged(past_end),
+                _ => WheelError::Read {
+                    archive: self.zip.path.clone(),
+                    source: error,
+                },
             });
         }
         if le_u32(&header, 0) != Some(LOCAL_HEADER_SIGNATURE) {
