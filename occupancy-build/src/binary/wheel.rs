@@ -36,7 +36,7 @@ use crate::fsutil::shown_path;
 
 /// The largest uncompressed size of a member that is extracted: 16 GiB, far above any shared
 /// object a wheel ships (the largest CUDA libraries are a few GiB).
-pub(crate) const MAX_MEMBER_BYTES: u64 = 16 << 30;
+const MAX_MEMBER_BYTES: u64 = 16 << 30;
 
 /// The end-of-central-directory record without its comment.
 const EOCD_BYTES: usize = 22;
@@ -316,7 +316,7 @@ fn basename(name: &str) -> &str {
     name.rsplit(['/', '\\']).next().unwrap_or(name)
 }
 
-/// The longest basename kept in an output name, in bytes, well within a file name's 255.
+/// The longest basename kept in an output name, in bytes (its end), well within a file name's 255.
 const MAX_BASENAME_BYTES: usize = 200;
 
 /// `<index>-<basename>`, with anything in the basename but `[A-Za-z0-9._+-]` replaced by `_`:
@@ -331,14 +331,13 @@ fn output_name(index: u64, name: &str) -> String {
                 '_'
             }
         })
-        .take(MAX_BASENAME_BYTES)
         .collect();
-    let safe = if safe.is_empty() {
-        "member".to_owned()
-    } else {
-        safe
-    };
-    format!("{index}-{safe}")
+    // All ASCII now: any byte is a boundary. A long name keeps its end, where the suffix is.
+    let kept = safe
+        .get(safe.len().saturating_sub(MAX_BASENAME_BYTES)..)
+        .unwrap_or("");
+    let kept = if kept.is_empty() { "member" } else { kept };
+    format!("{index}-{kept}")
 }
 
 /// Whether a member's first bytes are code a CUDA reader takes: ELF, an ar archive, a fatbin,

@@ -706,6 +706,17 @@ fn a_truncated_archive_is_an_error_not_a_panic() {
 }
 
 #[test]
+fn output_names_are_one_safe_component_that_keeps_the_suffix() {
+    assert_eq!(output_name(3, "pkg/lib/libk.so.12"), "3-libk.so.12");
+    assert_eq!(output_name(0, "../.."), "0-..");
+    assert_eq!(output_name(1, "dir/"), "1-member");
+    assert_eq!(output_name(2, "k\u{e9}rnel.so"), "2-k_rnel.so");
+    let long = output_name(4, &format!("{}.so", "x".repeat(1_000)));
+    assert_eq!(long.len(), "4-".len() + MAX_BASENAME_BYTES);
+    assert!(long.ends_with("x.so"), "{long}");
+}
+
+#[test]
 fn candidate_names() {
     for name in [
         "a/libk.so",
