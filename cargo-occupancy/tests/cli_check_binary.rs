@@ -1,6 +1,6 @@
 //! `cargo occupancy check` on compiled binaries gives the rows `check` gives on the sources:
 //! the corpus compiled by plain nvcc (no `-Xptxas -v`) into fatbins, host objects, a static
-//! library and a shared library, each read back (cubins from the ELF, spills from ptxas's
+//! library, a shared library and a wheel holding it, each read back (cubins from the ELF, spills from ptxas's
 //! spill marks) and compared, kernel x arch, field by field, with `check` on the `.cu` files
 //! (ptxas's `-v` report). Needs the real nvcc and cuobjdump (scripts/setup-cuda.sh).
 
@@ -49,7 +49,9 @@ fn work_dir(test: &str) -> PathBuf {
     dir
 }
 
-/// `NVCC`, else nvcc under `CUDA_HOME`, as scripts/setup-cuda.sh sets them.
+/// `NVCC`, else nvcc under `CUDA_HOME`, as scripts/setup-cuda.sh sets them (a test reads the
+/// environment it runs in).
+#[allow(clippy::disallowed_methods)]
 fn nvcc() -> PathBuf {
     std::env::var_os("NVCC").map_or_else(
         || {
@@ -106,7 +108,15 @@ fn build_binaries(dir: &Path) -> BTreeMap<&'static str, Vec<PathBuf>> {
         .args(SOURCES.iter().map(|source| root.join(source)))
         .arg("-o")
         .arg(&shared));
+    let wheel = dir.join("corpus-1.0-py3-none-linux_x86_64.whl");
+    let zip = format!(
+        "import zipfile\nwith zipfile.ZipFile({:?}, 'w', zipfile.ZIP_DEFLATED) as w:\n    w.write({:?}, 'corpus/lib/libcorpus.so')\n    w.writestr('corpus/__init__.py', '')\n",
+        wheel.display().to_string(),
+        shared.display().to_string()
+    );
+    run(Command::new("python3").args(["-c", &zip]));
     forms.insert("shared library", vec![shared]);
+    forms.insert("wheel", vec![wheel]);
     forms
 }
 
