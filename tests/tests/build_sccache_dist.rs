@@ -18,10 +18,11 @@
 //!
 //! Builds 1 to 3 must give the reference report and error lines; build 4 the same sm_80 row.
 //!
-//! Skipped, with `skipped: <reason>` printed, only where this machine cannot run the build
-//! server's sandbox: no `bwrap` (`OCCUPANCY_BWRAP`, else `bwrap` on PATH), not root, or bubblewrap
-//! or the overlay mount refused when the server runs a compile. The scheduler, the clients'
-//! `--dist-status` and the reference build are checked before any skip.
+//! Skipped, with `skipped: <reason>` on stderr (past the harness's capture), only where this
+//! machine cannot run the build server's sandbox: no `bwrap` (`OCCUPANCY_BWRAP`, else `bwrap` on
+//! PATH), not root, or bubblewrap or the overlay mount refused when the server runs a compile.
+//! The scheduler, the clients' `--dist-status` and the reference build are checked before any
+//! skip.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -331,6 +332,14 @@ fn assert_distributed(
     );
 }
 
+/// Says why the test stops here: `skipped: <reason>` on stderr, written past the test harness's
+/// capture (which shows a passing test's `println!` only with `--nocapture`), so every run's log
+/// holds it.
+fn skip(reason: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {reason}");
+}
+
 #[test]
 fn dist_compiled_kernels_report_as_a_local_build() {
     let fixture = Fixture::new("sccache-dist");
@@ -356,7 +365,7 @@ fn dist_compiled_kernels_report_as_a_local_build() {
     assert_eq!(servers(&status), 0, "{status}");
 
     if let Err(reason) = cluster.start_server(&first) {
-        println!("skipped: {reason} (checked: the scheduler ran on {}, `sccache --dist-status` saw it, the local build's report)", cluster.scheduler_url());
+        skip(&format!("{reason} (checked: the scheduler ran on {}, `sccache --dist-status` saw it, the local build's report)", cluster.scheduler_url()));
         return;
     }
 
@@ -371,7 +380,7 @@ fn dist_compiled_kernels_report_as_a_local_build() {
             log.contains("compiled without the compiler cache"),
             "a compile the build server failed is rerun with nvcc alone:\n{log}"
         );
-        println!("skipped: the sccache-dist 0.16 build server registered but its sandbox cannot run a compile here: {line} (checked: the scheduler, --dist-status, and that the build fell back to nvcc alone with the local build's report)");
+        skip(&format!("the sccache-dist 0.16 build server registered but its sandbox cannot run a compile here: {line} (checked: the scheduler, --dist-status, and that the build fell back to nvcc alone with the local build's report)"));
         return;
     }
     assert_distributed(&cluster, &stats, &log, "client A");
