@@ -383,6 +383,21 @@ fn dist_compiled_kernels_report_as_a_local_build() {
         skip(&format!("the sccache-dist 0.16 build server registered but its sandbox cannot run a compile here: {line} (checked: the scheduler, --dist-status, and that the build fell back to nvcc alone with the local build's report)"));
         return;
     }
+    if stats.dist_errors() > 0 {
+        let client_log =
+            std::fs::read_to_string(first.dir().join("server.log")).unwrap_or_default();
+        let fell_back: Vec<&str> = client_log
+            .lines()
+            .filter_map(|line| {
+                line.split_once("falling back to local: ")
+                    .map(|(_, why)| why)
+            })
+            .collect();
+        if let Some(why) = sandbox_refused(&fell_back.join("\n")) {
+            skip(&format!("the sccache-dist 0.16 build server registered but could not run a compile, so sccache compiled it locally: {why} (checked: the scheduler, --dist-status, and the report of that local compile)"));
+            return;
+        }
+    }
     assert_distributed(&cluster, &stats, &log, "client A");
 
     // 2. Client B, a second client with an empty cache of its own: distributed again.
