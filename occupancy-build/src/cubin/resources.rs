@@ -183,29 +183,15 @@ impl Cubin<'_> {
 
     fn record(&self, name: &str, arch: &str, registers: u32, barriers: u32) -> KernelRecord {
         KernelRecord {
-            name: name.to_owned(),
-            demangled: demangle(name),
-            arch: arch.to_owned(),
-            entry: true,
             registers: Some(registers),
             barriers: Some(barriers),
-            stack_frame_bytes: None,
-            spill_store_bytes: None,
-            spill_load_bytes: None,
-            cumulative_stack_bytes: None,
-            static_smem_bytes: 0,
-            local_memory_bytes: None,
-            cmem: Vec::new(),
-            module_cmem: Vec::new(),
-            global_memory_bytes: None,
-            textures: 0,
-            samplers: 0,
-            surfaces: 0,
-            compile_time_ms: None,
-            warnings: Vec::new(),
-            errors: Vec::new(),
-            source: RecordSource::Cubin,
-            line_number: 0,
+            ..KernelRecord::new(
+                name,
+                demangle(name),
+                arch.to_owned(),
+                true,
+                RecordSource::Cubin,
+            )
         }
     }
 

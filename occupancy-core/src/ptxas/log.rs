@@ -652,29 +652,10 @@ impl LogParser {
             }
         };
         KernelRecord {
-            name: name.to_string(),
-            demangled,
-            arch,
-            entry,
-            registers: None,
-            barriers: None,
-            stack_frame_bytes: None,
-            spill_store_bytes: None,
-            spill_load_bytes: None,
-            cumulative_stack_bytes: None,
-            static_smem_bytes: 0,
-            local_memory_bytes: None,
-            cmem: Vec::new(),
             module_cmem: self.section.module_cmem.clone(),
             global_memory_bytes: self.section.global_memory_bytes,
-            textures: 0,
-            samplers: 0,
-            surfaces: 0,
-            compile_time_ms: None,
-            warnings: Vec::new(),
-            errors: Vec::new(),
-            source: self.source,
             line_number: self.line_number,
+            ..KernelRecord::new(name, demangled, arch, entry, self.source)
         }
     }
 

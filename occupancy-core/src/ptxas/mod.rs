@@ -109,6 +109,44 @@ pub struct KernelRecord {
     pub line_number: usize,
 }
 
+impl KernelRecord {
+    /// A record of `name` on `arch` from `source` with nothing reported yet: every figure
+    /// `None` or empty, for a reader to fill in.
+    pub fn new(
+        name: &str,
+        demangled: Option<String>,
+        arch: String,
+        entry: bool,
+        source: RecordSource,
+    ) -> KernelRecord {
+        KernelRecord {
+            name: name.to_owned(),
+            demangled,
+            arch,
+            entry,
+            registers: None,
+            barriers: None,
+            stack_frame_bytes: None,
+            spill_store_bytes: None,
+            spill_load_bytes: None,
+            cumulative_stack_bytes: None,
+            static_smem_bytes: 0,
+            local_memory_bytes: None,
+            cmem: Vec::new(),
+            module_cmem: Vec::new(),
+            global_memory_bytes: None,
+            textures: 0,
+            samplers: 0,
+            surfaces: 0,
+            compile_time_ms: None,
+            warnings: Vec::new(),
+            errors: Vec::new(),
+            source,
+            line_number: 0,
+        }
+    }
+}
+
 /// A line that looks like ptxas output but was not understood, or was out of place.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
