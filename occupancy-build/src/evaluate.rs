@@ -377,26 +377,36 @@ mod tests {
         let context = context_for(&["sm_90"], &dir);
         // A complete report parses.
         let good = [compiled(&dir, REPORT_SM_90)];
-        assert_eq!(parse_compiled(&good, &context).unwrap().0.len(), 1);
+        assert_eq!(
+            parse_compiled(&good, &context, &Default::default())
+                .unwrap()
+                .kernels
+                .len(),
+            1
+        );
         // A line that looks like ptxas's but is not understood.
         let garbled = [compiled(
             &dir,
             &REPORT_SM_90.replace("Used 8 registers", "Used eight registers"),
         )];
-        let error = parse_compiled(&garbled, &context).unwrap_err().to_string();
+        let error = parse_compiled(&garbled, &context, &Default::default())
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("could not read the compiler's output"),
             "{error}"
         );
         // No report for a target arch the PTX was assembled for.
         let two_archs = context_for(&["sm_80", "sm_90"], &dir);
-        let error = parse_compiled(&good, &two_archs).unwrap_err().to_string();
+        let error = parse_compiled(&good, &two_archs, &Default::default())
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("ptxas reported nothing for kernel `k` on sm_80"),
             "{error}"
         );
         // A kernel in the PTX with no report at all.
-        let error = parse_compiled(&[compiled(&dir, "")], &context)
+        let error = parse_compiled(&[compiled(&dir, "")], &context, &Default::default())
             .unwrap_err()
             .to_string();
         assert!(error.contains("ptxas's report"), "{error}");

@@ -1,12 +1,17 @@
 //! The parse stage: each compile's ptxas report and PTX read into compiled kernels (records per
 //! arch, the PTX entry each arch's SASS came from, where the kernel is defined), failing closed
 //! when the report and the PTX disagree. Parsing itself is `occupancy_core::ptxas`.
+//!
+//! A kernel x arch the report does not cover (a compiler cache that replays no ptxas output, a
+//! wrapper that drops nvcc's stderr) is read from the compile's own binary by the binary front
+//! end (`crate::binary`): the cubin holds the same facts. Only what neither says fails.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use occupancy_core::ptxas::{self, EntrySourceLine, KernelRecord, PtxEntry};
 
+use crate::binary::BinaryTools;
 use crate::compile::{CompiledSource, Program};
 use crate::context::Context;
 use crate::Error;
@@ -39,22 +44,100 @@ impl CompiledKernel<'_> {
     }
 }
 
-/// The kernels of the compiled sources, and the sources that define none (device functions
-/// only: nothing to check there, which is no reason to stop checking the others).
+/// What the parse stage found in the compiled sources.
+#[derive(Debug, Default)]
+pub(crate) struct Parsed<'a> {
+    pub(crate) kernels: Vec<CompiledKernel<'a>>,
+    /// Sources that define no kernel (device functions only: nothing to check there, which is
+    /// no reason to stop checking the others).
+    pub(crate) without_kernels: Vec<&'a Path>,
+    /// How facts were read where the report was silent, one line per source, for warnings.
+    pub(crate) notes: Vec<String>,
+}
+
+/// The kernels of the compiled sources; `binary_tools` read a compile's binary for what its
+/// report lacks.
 pub(crate) fn parse_compiled<'a>(
     compiled: &'a [CompiledSource],
     context: &Context,
-) -> Result<(Vec<CompiledKernel<'a>>, Vec<&'a Path>), Error> {
-    let mut kernels = Vec::new();
-    let mut without_kernels = Vec::new();
+    binary_tools: &BinaryTools,
+) -> Result<Parsed<'a>, Error> {
+    let mut parsed = Parsed::default();
     let archs: BTreeSet<String> = context.archs.iter().map(ToString::to_string).collect();
+    let reader = BinaryFallback {
+        tools: binary_tools,
+        scratch: &context.out_dir,
+    };
     for source in compiled {
-        match parse_source(source, &archs)? {
-            Some(found) => kernels.extend(found),
-            None => without_kernels.push(source.source.as_path()),
+        match parse_source(source, &archs, &reader, &mut parsed.notes)? {
+            Some(found) => parsed.kernels.extend(found),
+            None => parsed.without_kernels.push(source.source.as_path()),
         }
     }
-    Ok((kernels, without_kernels))
+    Ok(parsed)
+}
+
+/// Reads a compile's binary for the kernels x archs its report lacks.
+struct BinaryFallback<'t> {
+    tools: &'t BinaryTools,
+    /// Where the binary reader makes its private directory (the build's `OUT_DIR`).
+    scratch: &'t Path,
+}
+
+impl BinaryFallback<'_> {
+    /// The records of `missing` (kernel, arch) read from `source`'s binary, and a note saying
+    /// so; nothing when there is no binary or it lacks them (the caller then fails closed).
+    fn records(
+        &self,
+        source: &CompiledSource,
+        missing: &BTreeSet<(String, String)>,
+    ) -> Result<(Vec<KernelRecord>, Option<String>), Error> {
+        let Some(binary) = &source.binary else {
+            return Ok((Vec::new(), None));
+        };
+        let Some(kind) = crate::binary::sniff(binary).ok().flatten() else {
+            return Ok((Vec::new(), None));
+        };
+        let read = crate::binary::read_binary(binary, kind, self.tools, &[], self.scratch)?;
+        let records: Vec<KernelRecord> = read
+            .kernels
+            .into_iter()
+            .map(|kernel| kernel.record)
+            .filter(|record| missing.contains(&(record.name.clone(), record.arch.clone())))
+            .collect();
+        let note = (!records.is_empty()).then(|| {
+            format!(
+                "{}: the compiler's output held no ptxas report for {} kernel x arch pair(s) (a compiler cache or wrapper that does not replay ptxas's output?); their facts were read from the compiled binary instead",
+                crate::fsutil::shown_path(&source.source),
+                records.len()
+            )
+        });
+        Ok((records, note))
+    }
+}
+
+/// The (kernel, arch) pairs the PTX programs assemble that `records` do not cover.
+fn missing_reports(
+    programs: &[(&Program, Vec<PtxEntry>)],
+    archs: &BTreeSet<String>,
+    records: &[KernelRecord],
+) -> BTreeSet<(String, String)> {
+    let reported: BTreeSet<(&str, &str)> = records
+        .iter()
+        .filter(|record| record.entry)
+        .map(|record| (record.name.as_str(), record.arch.as_str()))
+        .collect();
+    let mut missing = BTreeSet::new();
+    for (program, entries) in programs {
+        for arch in program.archs.iter().filter(|arch| archs.contains(*arch)) {
+            for entry in entries {
+                if !reported.contains(&(entry.name.as_str(), arch.as_str())) {
+                    missing.insert((entry.name.clone(), arch.clone()));
+                }
+            }
+        }
+    }
+    missing
 }
 
 /// What a source's PTX programs say: each program's entries, and where each kernel is defined.
@@ -97,6 +180,8 @@ fn read_programs(source: &CompiledSource) -> Result<ProgramsRead<'_>, Error> {
 fn parse_source<'a>(
     source: &'a CompiledSource,
     archs: &BTreeSet<String>,
+    fallback: &BinaryFallback<'_>,
+    notes: &mut Vec<String>,
 ) -> Result<Option<Vec<CompiledKernel<'a>>>, Error> {
     let unreadable = |message: String| Error::UnreadableOutput {
         file: source.source.clone(),
@@ -104,18 +189,36 @@ fn parse_source<'a>(
     };
     let mut read = read_programs(source)?;
     let no_entries = read.programs.iter().all(|(_, entries)| entries.is_empty());
-    let parsed = match ptxas::parse_log(&source.compiler_log) {
-        Ok(parsed) => parsed,
+    let mut records = match ptxas::parse_log(&source.compiler_log) {
+        Ok(parsed) => {
+            if let Some(diagnostic) = parsed.diagnostics.first() {
+                return Err(unreadable(format!(
+                    "ptxas's report has a line that is not understood (line {}: `{}`): {}",
+                    diagnostic.line_number, diagnostic.line, diagnostic.message
+                )));
+            }
+            parsed.kernels
+        }
         Err(ptxas::ParseError::NoKernels { .. }) if no_entries => return Ok(None),
+        // No report at all: the binary may say (below); if not, this is the error.
+        Err(error @ ptxas::ParseError::NoKernels { .. }) => {
+            let missing = missing_reports(&read.programs, archs, &[]);
+            let (found, note) = fallback.records(source, &missing)?;
+            if found.len() < missing.len() {
+                return Err(unreadable(format!("ptxas's report: {error}")));
+            }
+            notes.extend(note);
+            found
+        }
         Err(error) => return Err(unreadable(format!("ptxas's report: {error}"))),
     };
-    if let Some(diagnostic) = parsed.diagnostics.first() {
-        return Err(unreadable(format!(
-            "ptxas's report has a line that is not understood (line {}: `{}`): {}",
-            diagnostic.line_number, diagnostic.line, diagnostic.message
-        )));
+    let missing = missing_reports(&read.programs, archs, &records);
+    if !missing.is_empty() {
+        let (found, note) = fallback.records(source, &missing)?;
+        notes.extend(note);
+        records.extend(found);
     }
-    let mut by_name = kernels_of_records(source, parsed.kernels, &mut read);
+    let mut by_name = kernels_of_records(source, records, &mut read);
     attach_programs(&read.programs, archs, &mut by_name).map_err(unreadable)?;
     if source.kind == crate::context::SourceKind::Cuda
         && by_name.values().any(|k| k.defined_at.is_none())

@@ -139,7 +139,12 @@ fn evaluate_product(
 ) -> Result<CheckedProduct, Error> {
     let mut report = evaluate::product_report(context, toolchain, compiled);
     crate::expectations::require_reasons(context, declarations)?;
-    let (kernels, _) = crate::parse::parse_compiled(compiled, context)?;
+    let binary_tools = sass::SassTools::locate(context, toolchain).binary_tools();
+    let parsed = crate::parse::parse_compiled(compiled, context, &binary_tools)?;
+    for note in &parsed.notes {
+        cargo.warning(&format!("occupancy: {note}"));
+    }
+    let kernels = parsed.kernels;
     let baseline = BaselineFile::load(context, first_to_compare, cargo)?;
     let matching = crate::matching::match_declarations(&kernels, declarations)?;
     let tables = KernelTables::of(&context.settings);
@@ -404,7 +409,9 @@ pub(crate) fn check_sources(
         compile::LineTables::Everywhere,
     )
     .map_err(|error| crate::bounds_notes::annotate(error, &DefinedBounds::without_package()))?;
-    let (kernels, without_kernels) = crate::parse::parse_compiled(&compiled, &context)?;
+    let sass_tools = sass::SassTools::locate(&context, &toolchain);
+    let parsed = crate::parse::parse_compiled(&compiled, &context, &sass_tools.binary_tools())?;
+    let (kernels, without_kernels) = (parsed.kernels, parsed.without_kernels);
     let levels = Levels::uniform(request.lint_levels.clone());
     let demands = sass::sass_demands(
         &kernels,
@@ -415,12 +422,9 @@ pub(crate) fn check_sources(
         occupancy_core::lint::evaluate::resolve_level,
     );
     let spilled = sass::spilled_on(&kernels);
-    let evidence = sass::read_evidence(
-        &sass::SassTools::locate(&context, &toolchain),
-        &compiled,
-        &demands,
-        &|kernel, arch| spilled.contains(&(kernel.to_owned(), arch.to_owned())),
-    )?;
+    let evidence = sass::read_evidence(&sass_tools, &compiled, &demands, &|kernel, arch| {
+        spilled.contains(&(kernel.to_owned(), arch.to_owned()))
+    })?;
     let checked = launch_check::rows_at_launch(&context, &kernels, &evidence, request)?;
     let mut findings = launch_check::evaluate_at_launch(&checked, &request.lint_levels);
     findings.extend(launch_check::sass_findings(
@@ -436,6 +440,7 @@ pub(crate) fn check_sources(
         warnings: compiled
             .iter()
             .flat_map(|source| source.notes.iter().cloned())
+            .chain(parsed.notes)
             .chain(evidence.unavailable_warning())
             .collect(),
     })

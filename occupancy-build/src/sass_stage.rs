@@ -125,6 +125,18 @@ impl SassTools {
     }
 }
 
+impl SassTools {
+    /// The binary front end's tools for reading the build's own binaries (no PTX to assemble:
+    /// a build's binary holds a cubin for every arch it checks).
+    pub fn binary_tools(&self) -> crate::binary::BinaryTools {
+        crate::binary::BinaryTools {
+            cuobjdump: self.cuobjdump.clone(),
+            ptxas: None,
+            timeouts: self.timeouts,
+        }
+    }
+}
+
 /// A toolkit tool beside nvcc, in the toolkit's `bin/`, or on the `PATH` the toolchain was
 /// found with.
 pub(crate) fn locate_tool(toolchain: &Toolchain, name: &str) -> Option<PathBuf> {

@@ -256,9 +256,10 @@ impl Fixture {
             .join(format!("{}.json", self.name))
     }
 
-    /// `cargo build` with sccache as RUSTC_WRAPPER; `archs` sets OCCUPANCY_ARCHS (None: the
-    /// fixture's own `sm_80`, `sm_90`).
-    pub fn cargo_build(&self, server: Option<&SccacheServer>, archs: Option<&str>) -> Output {
+    /// `cargo build` of this copy in the shared target directory, with the CUDA toolkit and
+    /// a clean environment; `archs` sets OCCUPANCY_ARCHS (None: the fixture's own `sm_80`,
+    /// `sm_90`). The caller may add a compiler wrapper.
+    pub fn build_command(&self, archs: Option<&str>) -> Command {
         let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
         command
             .args(["build", "--offline"])
@@ -267,13 +268,19 @@ impl Fixture {
             .env("NVCC", nvcc())
             .env("CUDA_HOME", cuda_home());
         clear_build_environment(&mut command);
+        if let Some(archs) = archs {
+            command.env("OCCUPANCY_ARCHS", archs);
+        }
+        command
+    }
+
+    /// `cargo build` with sccache as RUSTC_WRAPPER (`None`: without).
+    pub fn cargo_build(&self, server: Option<&SccacheServer>, archs: Option<&str>) -> Output {
+        let mut command = self.build_command(archs);
         if let Some(server) = server {
             // `cc` puts sccache in front of nvcc when RUSTC_WRAPPER names it.
             command.env("RUSTC_WRAPPER", &server.binary);
             server.apply_env(&mut command);
-        }
-        if let Some(archs) = archs {
-            command.env("OCCUPANCY_ARCHS", archs);
         }
         command.output().expect("cargo runs")
     }
