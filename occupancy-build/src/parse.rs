@@ -55,18 +55,28 @@ pub(crate) struct Parsed<'a> {
     pub(crate) notes: Vec<String>,
 }
 
-/// The kernels of the compiled sources; `binary_tools` read a compile's binary for what its
-/// report lacks.
+/// What the parse stage may read from a compile's binary.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BinaryReads {
+    pub(crate) tools: BinaryTools,
+    /// A declaration sets a constant-memory budget (`max_const_bytes`): the constant banks
+    /// ptxas does not print (sm_90 and later) are read from the cubins.
+    pub(crate) constant_banks: bool,
+}
+
+/// The kernels of the compiled sources; `binary` says what to read from a compile's binary
+/// where its report is silent.
 pub(crate) fn parse_compiled<'a>(
     compiled: &'a [CompiledSource],
     context: &Context,
-    binary_tools: &BinaryTools,
+    binary: &BinaryReads,
 ) -> Result<Parsed<'a>, Error> {
     let mut parsed = Parsed::default();
     let archs: BTreeSet<String> = context.archs.iter().map(ToString::to_string).collect();
     let reader = BinaryFallback {
-        tools: binary_tools,
+        tools: &binary.tools,
         scratch: &context.out_dir,
+        constant_banks: binary.constant_banks,
     };
     for source in compiled {
         match parse_source(source, &archs, &reader, &mut parsed.notes)? {
@@ -82,9 +92,40 @@ struct BinaryFallback<'t> {
     tools: &'t BinaryTools,
     /// Where the binary reader makes its private directory (the build's `OUT_DIR`).
     scratch: &'t Path,
+    /// Fill in the constant banks ptxas did not print.
+    constant_banks: bool,
 }
 
 impl BinaryFallback<'_> {
+    /// Gives each entry record without constant banks (ptxas prints none for sm_90 and later)
+    /// the banks of its cubin, when a budget asks for them.
+    fn fill_constant_banks(
+        &self,
+        source: &CompiledSource,
+        records: &mut [KernelRecord],
+    ) -> Result<(), Error> {
+        let lacking =
+            |record: &KernelRecord| record.entry && !record.cmem.iter().any(|(bank, _)| *bank == 0);
+        if !self.constant_banks || !records.iter().any(lacking) {
+            return Ok(());
+        }
+        let wanted: BTreeSet<(String, String)> = records
+            .iter()
+            .filter(|record| lacking(record))
+            .map(|record| (record.name.clone(), record.arch.clone()))
+            .collect();
+        let (from_binary, _) = self.records(source, &wanted)?;
+        for record in records.iter_mut().filter(|record| lacking(record)) {
+            let same =
+                |found: &&KernelRecord| found.name == record.name && found.arch == record.arch;
+            if let Some(found) = from_binary.iter().find(same) {
+                record.cmem.clone_from(&found.cmem);
+                record.module_cmem.clone_from(&found.module_cmem);
+            }
+        }
+        Ok(())
+    }
+
     /// The records of `missing` (kernel, arch) read from `source`'s binary, and a note saying
     /// so; nothing when there is no binary or it lacks them (the caller then fails closed).
     fn records(
@@ -218,6 +259,7 @@ fn parse_source<'a>(
         notes.extend(note);
         records.extend(found);
     }
+    fallback.fill_constant_banks(source, &mut records)?;
     let mut by_name = kernels_of_records(source, records, &mut read);
     attach_programs(&read.programs, archs, &mut by_name).map_err(unreadable)?;
     if source.kind == crate::context::SourceKind::Cuda

@@ -139,8 +139,14 @@ fn evaluate_product(
 ) -> Result<CheckedProduct, Error> {
     let mut report = evaluate::product_report(context, toolchain, compiled);
     crate::expectations::require_reasons(context, declarations)?;
-    let binary_tools = sass::SassTools::locate(context, toolchain).binary_tools();
-    let parsed = crate::parse::parse_compiled(compiled, context, &binary_tools)?;
+    let binary = crate::parse::BinaryReads {
+        tools: sass::SassTools::locate(context, toolchain).binary_tools(),
+        constant_banks: declarations
+            .kernels
+            .iter()
+            .any(|declared| declared.kernel.spec.max_const_bytes.is_some()),
+    };
+    let parsed = crate::parse::parse_compiled(compiled, context, &binary)?;
     for note in &parsed.notes {
         cargo.warning(&format!("occupancy: {note}"));
     }
@@ -410,7 +416,11 @@ pub(crate) fn check_sources(
     )
     .map_err(|error| crate::bounds_notes::annotate(error, &DefinedBounds::without_package()))?;
     let sass_tools = sass::SassTools::locate(&context, &toolchain);
-    let parsed = crate::parse::parse_compiled(&compiled, &context, &sass_tools.binary_tools())?;
+    let binary = crate::parse::BinaryReads {
+        tools: sass_tools.binary_tools(),
+        constant_banks: false,
+    };
+    let parsed = crate::parse::parse_compiled(&compiled, &context, &binary)?;
     let (kernels, without_kernels) = (parsed.kernels, parsed.without_kernels);
     let levels = Levels::uniform(request.lint_levels.clone());
     let demands = sass::sass_demands(

@@ -112,11 +112,11 @@ impl SassTools {
             nvdisasm: context
                 .nvdisasm
                 .clone()
-                .or_else(|| locate_tool(toolchain, "nvdisasm")),
+                .or_else(|| toolchain.locate_tool("nvdisasm")),
             cuobjdump: context
                 .cuobjdump
                 .clone()
-                .or_else(|| locate_tool(toolchain, "cuobjdump")),
+                .or_else(|| toolchain.locate_tool("cuobjdump")),
             line_tables: Some(crate::line_table_cubins::LineTableCompiler::new(
                 context, toolchain,
             )),
@@ -135,19 +135,6 @@ impl SassTools {
             timeouts: self.timeouts,
         }
     }
-}
-
-/// A toolkit tool beside nvcc, in the toolkit's `bin/`, or on the `PATH` the toolchain was
-/// found with.
-pub(crate) fn locate_tool(toolchain: &Toolchain, name: &str) -> Option<PathBuf> {
-    let beside_nvcc = toolchain.nvcc.parent().map(|bin| bin.join(name));
-    let in_home = toolchain.cuda_home.join("bin").join(name);
-    let on_path = toolchain.search_path.iter().map(|dir| dir.join(name));
-    beside_nvcc
-        .into_iter()
-        .chain(std::iter::once(in_home))
-        .chain(on_path)
-        .find(|path| path.is_file())
 }
 
 /// What the SASS stage must read for one compiled source: decided by the caller from ptxas's

@@ -226,7 +226,7 @@ declare_lints! {
     }
     ConstMemory {
         default_level: Deny,
-        summary: "The kernel's constant memory (its parameter bank `cmem[0]` and its module's `__constant__` data `cmem[3]`, as ptxas reports them before sm_90) is above the declared `max_const_bytes`.",
+        summary: "The kernel's constant memory (its parameter bank `cmem[0]` and its module's `__constant__` data `cmem[3]`, as ptxas reports them before sm_90 and the cubin holds them on every arch) is above the declared `max_const_bytes`.",
         phrase: ("uses more constant memory than declared", "use more constant memory than declared"),
         why_bad: "Constant memory is read through a small per-SM cache (8 KB): tables and parameter blocks that outgrow it turn every constant read into a memory round trip, and a lookup table that grows unnoticed (generated coefficients, a bigger by-value parameter struct) slows every kernel of the module.",
         example: "`#[occupancy::kernel(block = 256, max_const_bytes = 4096)]` on a kernel whose module declares `__constant__ float table[2048]` (8192 bytes): ptxas reports `8192 bytes cmem[3]` on sm_80.",

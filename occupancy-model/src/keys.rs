@@ -151,8 +151,9 @@ declare_keys! {
     /// decides and what a launch and the SM's constant cache (8 KB per SM) hold; the banks of
     /// constants ptxas makes up itself (`cmem[2]`, `cmem[4]`, a few literals) are not counted.
     /// Above it is the `const_memory` lint. ptxas prints constant banks only for architectures
-    /// before sm_90: on sm_90 and later the budget cannot be checked, and `const_memory` says so
-    /// (reading the banks from the cubin is left to the binary front end).
+    /// before sm_90: on sm_90 and later the build reads them from the compiled cubin (the same
+    /// sizes ptxas prints where it does); where the cubin cannot be read, `const_memory` says the
+    /// budget was not checked.
     MaxConstBytes {
         key: "max_const_bytes",
         field: max_const_bytes: Option<u32>,

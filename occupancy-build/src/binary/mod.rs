@@ -44,7 +44,7 @@ impl BinaryTools {
         let near_nvcc = |name: &str| {
             toolchain
                 .as_ref()
-                .and_then(|toolchain| crate::sass_stage::locate_tool(toolchain, name))
+                .and_then(|toolchain| toolchain.locate_tool(name))
         };
         BinaryTools {
             cuobjdump: env

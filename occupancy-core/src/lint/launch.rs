@@ -171,7 +171,8 @@ pub(super) fn stack_frame(
 }
 
 /// `const_memory`: constant memory above the declared `max_const_bytes`: the kernel's parameter
-/// bank (`cmem[0]`) and its module's `__constant__` data (`cmem[3]`), as ptxas reported them.
+/// bank (`cmem[0]`) and its module's `__constant__` data (`cmem[3]`), as ptxas reported them or,
+/// on sm_90 and later where it prints none, as the build read them from the cubin.
 pub(super) fn const_memory(
     spec: &KernelSpec,
     on: &CompiledOnArch<'_>,
@@ -190,8 +191,8 @@ pub(super) fn const_memory(
     };
     let record = on.record;
     if !record.cmem.iter().any(|(number, _)| *number == 0) {
-        // Every kernel has a parameter bank: no `cmem[0]` means ptxas did not report the banks
-        // (it prints none for sm_90 and later). A declared budget that cannot be checked fails.
+        // Every kernel has a parameter bank: no `cmem[0]` means neither ptxas (it prints none for
+        // sm_90 and later) nor the cubin gave the banks. A budget that cannot be checked fails.
         findings.push(unverifiable_const_budget(
             record,
             on.arch.name,
@@ -237,7 +238,7 @@ fn unverifiable_const_budget(
         lint: LintId::ConstMemory,
         arch: Some(arch.to_string()),
         message: format!(
-            "kernel `{}`: `max_const_bytes = {max_const}` cannot be checked on {arch}: ptxas reports no constant banks there (it prints them only before sm_90)",
+            "kernel `{}`: `max_const_bytes = {max_const}` cannot be checked on {arch}: ptxas reports no constant banks there (it prints them only before sm_90), and they could not be read from the compiled cubin (is cuobjdump installed beside nvcc, or OCCUPANCY_CUOBJDUMP set?)",
             record.name
         ),
         notes: vec![ptxas_note(record)],
