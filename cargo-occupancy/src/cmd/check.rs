@@ -416,6 +416,9 @@ fn stream_logs(
         };
         seen.push((*given, log.clone(), kernels));
     }
+    if tools.is_some() {
+        eprintln!("note: the machine-code lints (spill_in_loop, call, local_array, fp64, ...) are not run on compiled binaries yet: their rows and every resource and launch lint are");
+    }
     seen.sort_by_key(|(given, _, _)| *given);
     let level = levels.level(LintId::MissingKernel);
     let mut missing = 0;
