@@ -108,11 +108,18 @@ fn build_binaries(dir: &Path) -> BTreeMap<&'static str, Vec<PathBuf>> {
         .args(SOURCES.iter().map(|source| root.join(source)))
         .arg("-o")
         .arg(&shared));
+    // A member of the same name with no device code (a host library) beside it.
+    run(Command::new("cc")
+        .args(["-shared", "-fPIC", "-x", "c", "-"])
+        .arg("-o")
+        .arg(dir.join("host.so"))
+        .stdin(std::process::Stdio::null()));
     let wheel = dir.join("corpus-1.0-py3-none-linux_x86_64.whl");
     let zip = format!(
-        "import zipfile\nwith zipfile.ZipFile({:?}, 'w', zipfile.ZIP_DEFLATED) as w:\n    w.write({:?}, 'corpus/lib/libcorpus.so')\n    w.writestr('corpus/__init__.py', '')\n",
+        "import zipfile\nwith zipfile.ZipFile({:?}, 'w', zipfile.ZIP_DEFLATED) as w:\n    w.write({:?}, 'corpus/lib/libcorpus.so')\n    w.write({:?}, 'corpus/host/libcorpus.so')\n    w.writestr('corpus/__init__.py', '')\n",
         wheel.display().to_string(),
-        shared.display().to_string()
+        shared.display().to_string(),
+        dir.join("host.so").display().to_string()
     );
     run(Command::new("python3").args(["-c", &zip]));
     forms.insert("shared library", vec![shared]);

@@ -141,42 +141,46 @@ pub fn read_binary(
         BinaryKind::Container => {
             extract::container(path, &shown, tools, work.path(), &mut read, &mut ptx)?;
         }
-        BinaryKind::Wheel => {
-            let members = wheel::extract_cuda_members(path, work.path()).map_err(|error| {
-                Error::UnreadableBinary {
-                    path: path.to_path_buf(),
-                    reason: error.to_string(),
-                }
-            })?;
-            for member in members {
-                let origin = format!("{shown}({})", member.name_in_archive);
-                let Some(kind) = sniff(&member.path).ok().flatten() else {
-                    continue;
-                };
-                let inner = work.path().join(format!("m{}", read.kernels.len()));
-                std::fs::create_dir(&inner).map_err(|error| Error::Io {
-                    path: inner.clone(),
-                    error,
-                })?;
-                match kind {
-                    BinaryKind::Cubin => read
-                        .kernels
-                        .extend(extract::cubin_kernels(&member.path, &origin)?),
-                    _ => extract::container(
-                        &member.path,
-                        &origin,
-                        tools,
-                        &inner,
-                        &mut read,
-                        &mut ptx,
-                    )?,
-                }
-            }
-        }
+        BinaryKind::Wheel => wheel_members(path, &shown, tools, work.path(), &mut read, &mut ptx)?,
     }
     run_compatible_cubins(&mut read, asked_archs);
     jit_missing_archs(&mut read, &ptx, tools, asked_archs, work.path())?;
     Ok(read)
+}
+
+/// Reads every member of the wheel at `path` that holds device code, each container in a
+/// directory of its own (cuobjdump names what it extracts after the file).
+fn wheel_members(
+    path: &Path,
+    shown: &str,
+    tools: &BinaryTools,
+    work: &Path,
+    read: &mut BinaryRead,
+    ptx: &mut Vec<extract::EmbeddedPtx>,
+) -> Result<(), Error> {
+    let members =
+        wheel::extract_cuda_members(path, work).map_err(|error| Error::UnreadableBinary {
+            path: path.to_path_buf(),
+            reason: error.to_string(),
+        })?;
+    for (index, member) in members.into_iter().enumerate() {
+        let origin = format!("{shown}({})", member.name_in_archive);
+        match sniff(&member.path).ok().flatten() {
+            Some(BinaryKind::Cubin) => read
+                .kernels
+                .extend(extract::cubin_kernels(&member.path, &origin)?),
+            Some(_) => {
+                let inner = work.join(format!("member-{index}"));
+                std::fs::create_dir(&inner).map_err(|error| Error::Io {
+                    path: inner.clone(),
+                    error,
+                })?;
+                extract::container(&member.path, &origin, tools, &inner, read, ptx)?;
+            }
+            None => {}
+        }
+    }
+    Ok(())
 }
 
 /// For each asked arch a kernel has no cubin of, the cubin the driver loads instead when there
