@@ -22,7 +22,8 @@
 #
 # tileiras (NVIDIA's CUDA Tile compiler) is only for cargo-occupancy/tests/cli_check_tileiras.rs,
 # which checks the kernels of a cubin it made. Its venv holds what it runs: tileiras lowers Tile IR
-# bytecode through libNVVM and runs ptxas, both looked up in its own nvidia/cu13 tree, so the nvcc
+# bytecode through libNVVM and runs ptxas, both looked up under CUDA_HOME when set (the test sets it
+# to tileiras's tree: nvcc 13.0's libNVVM fails on it), else in its own nvidia/cu13 tree, so the nvcc
 # and nvvm wheels of its own release sit beside it (13.2.86, the release of cuobjdump above; the
 # wheel also names nvjitlink, which this compile never opens). tileiras reads bytecode only:
 # cuTile Python (cuda-tile, pure Python but for its extension) writes the test's program
