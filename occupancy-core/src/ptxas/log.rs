@@ -561,7 +561,7 @@ impl LogParser {
             Severity::Warning => {
                 self.last_completed = None;
                 let text = line.trim().to_string();
-                match quoted_function_name(message) {
+                match quoted_function_name(message).or_else(|| unquoted_entry_name(message)) {
                     Some(function) => self.note_for_function(function, text, None),
                     None => self.push_warning(text),
                 }
@@ -1231,6 +1231,16 @@ fn quoted_function_name(message: &str) -> Option<&str> {
     (!name.is_empty() && !name.contains(char::is_whitespace)).then_some(name)
 }
 
+/// The entry a warning names without quotes, as ptxas words a launch bound it drops:
+/// `Value of threads per SM for entry NAME is out of range. .minnctapersm will be ignored` and
+/// `Value of minnctapersm for entry NAME is out of range. minnctapersm will be ignored`. The
+/// warning changes the kernel's registers, so it belongs to the kernel's record.
+fn unquoted_entry_name(message: &str) -> Option<&str> {
+    let (_, rest) = message.split_once(" for entry ")?;
+    let name = rest.split(char::is_whitespace).next()?;
+    (!name.is_empty() && !name.contains(['\'', '"'])).then_some(name)
+}
+
 /// `N bytes stack frame, N bytes spill stores, N bytes spill loads`; the error names the item
 /// that was not understood and what is wrong with it.
 fn parse_stack_line(trimmed: &str) -> Result<(u64, u64, u64), String> {
@@ -1438,6 +1448,41 @@ ptxas info    : Compile time = 10.567 ms
             output.warnings,
             vec!["ptxas warning : Unrelated advice".to_string()]
         );
+    }
+
+    /// nvcc 13.0's lines for `__launch_bounds__(1024, 4)` (more threads than an SM holds) and
+    /// `__launch_bounds__(64, 24)` on sm_86 (more blocks than its 16 slots), as one nvcc command
+    /// for sm_80 and sm_86 printed them: each section's warnings come before its module line, and
+    /// the last record of the sm_80 section has the name the sm_86 warning gives.
+    #[test]
+    fn a_dropped_minimum_blocks_per_sm_warning_joins_its_kernel_on_its_arch() {
+        let threads = "ptxas warning : Value of threads per SM for entry ignored_minimum is out of range. .minnctapersm will be ignored";
+        let slots = "ptxas warning : Value of minnctapersm for entry slot_bound is out of range. minnctapersm will be ignored";
+        let record = |name: &str, arch: &str| {
+            format!("ptxas info    : Compiling entry function '{name}' for '{arch}'\nptxas info    : Function properties for {name}\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 24 registers, used 0 barriers, 368 bytes cmem[0]\nptxas info    : Compile time = 1.0 ms\n")
+        };
+        let log = format!(
+            "{threads}\nptxas info    : 0 bytes gmem\n{}{}{slots}\n{threads}\nptxas info    : 0 bytes gmem\n{}{}",
+            record("slot_bound", "sm_80"),
+            record("ignored_minimum", "sm_80"),
+            record("slot_bound", "sm_86"),
+            record("ignored_minimum", "sm_86"),
+        );
+        let output = parse_log(&log).unwrap();
+        assert!(output.diagnostics.is_empty(), "{:?}", output.diagnostics);
+        assert!(output.warnings.is_empty(), "{:?}", output.warnings);
+        let warnings = |name: &str, arch: &str| {
+            output
+                .kernels
+                .iter()
+                .find(|kernel| kernel.name == name && kernel.arch == arch)
+                .map(|kernel| kernel.warnings.clone())
+                .unwrap()
+        };
+        assert_eq!(warnings("ignored_minimum", "sm_80"), [threads]);
+        assert_eq!(warnings("ignored_minimum", "sm_86"), [threads]);
+        assert!(warnings("slot_bound", "sm_80").is_empty());
+        assert_eq!(warnings("slot_bound", "sm_86"), [slots]);
     }
 
     /// The advisory line's form is quoted from NVIDIA/cutlass issue 1840
