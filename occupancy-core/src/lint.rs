@@ -33,6 +33,7 @@ use crate::lint_id as id;
 mod kernels;
 mod launch;
 mod level;
+mod minimum;
 use crate::names;
 mod sass;
 mod summary;
@@ -138,7 +139,7 @@ declare_lints! {
         default_level: Allow,
         summary: "A compiled kernel has no `#[occupancy::kernel]` declaration.",
         phrase: ("is compiled without a declaration", "are compiled without a declaration"),
-        why_bad: "An undeclared kernel is only checked for the hard failures (spills and spills in loops, unlaunchable launches, stack frames, a dropped `setmaxnreg`), at the crate's default launch (`block` under `[package.metadata.occupancy]`, 256 threads when unset, or the kernel's smaller `__launch_bounds__`), not against the crate's intent; findings of many undeclared kernels are shown as one summary per lint, the full list in the report.",
+        why_bad: "An undeclared kernel is only checked for the hard failures (spills and spills in loops, unlaunchable launches, stack frames, a dropped `setmaxnreg`, a minimum blocks per SM that cannot take effect), at the crate's default launch (`block` under `[package.metadata.occupancy]`, 256 threads when unset, or the kernel's smaller `__launch_bounds__`), not against the crate's intent; findings of many undeclared kernels are shown as one summary per lint, the full list in the report.",
         example: "A .cu file defines `__global__ void transpose(...)` but no Rust stub declares it.",
         fix: "Declare it next to its Rust stub with `#[occupancy::kernel(...)]` (one `family = \"prefix_*\"` declaration covers a macro-generated family), or leave this lint at its default `allow`.",
         check: Check::Undeclared(kernels::undeclared_kernel),
@@ -233,6 +234,15 @@ declare_lints! {
         fix: "Shrink the `__constant__` data or move large tables to global memory (read through `__ldg`/`const __restrict__`), pass large parameters by pointer, split modules so each kernel carries its own tables, or raise `max_const_bytes`.",
         check: Check::OnArch { run: launch::const_memory, undeclared: false },
     }
+    UnreachableBound {
+        default_level: Warn,
+        summary: "A minimum blocks per SM the kernel was compiled with (`__launch_bounds__(T, B)`, `min_blocks_per_sm`) cannot take effect on some architecture: ptxas ignored it (an SM holds fewer than `B` blocks of `T` threads), or shared memory or barriers let fewer blocks reside; the finding names the limit and the largest minimum that can take effect.",
+        phrase: ("has a minimum blocks per SM that cannot take effect", "have a minimum blocks per SM that cannot take effect"),
+        why_bad: "A minimum ptxas ignores (it warns once, `.minnctapersm will be ignored`) leaves the kernel compiled as if none were given: the same source gets a register cap and spills on one architecture and none on another, while the code and its notes assume the cap. A minimum shared memory or barriers keep out of reach still caps registers, squeezing (or spilling) the kernel for blocks that never run.",
+        example: "`__launch_bounds__(1024, 4)` asks for 4096 threads per SM; sm_80 and sm_90 hold 2048, sm_86, sm_89 and sm_120 1536: ptxas ignores the minimum everywhere. `__launch_bounds__(256, 5)` with 48 KiB of static shared memory: ptxas caps registers at 48 per thread for 5 blocks, but only 3 fit the shared memory of sm_80.",
+        fix: "Ask for at most the largest minimum the finding names for each architecture (`min_blocks_per_sm`, or the second argument of `__launch_bounds__`), use less shared memory per block, or drop the minimum; `allow(unreachable_bound)` when the bound is meant for other architectures.",
+        check: Check::OnArch { run: bounds::unreachable_bound, undeclared: true },
+    }
 }
 
 #[cfg(test)]
@@ -294,6 +304,7 @@ mod tests {
                 ("fp64", Level::Allow),
                 ("call", Level::Warn),
                 ("const_memory", Level::Deny),
+                ("unreachable_bound", Level::Warn),
             ]
         );
     }

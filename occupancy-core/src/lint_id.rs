@@ -86,6 +86,9 @@ lint_ids! {
     Call = "call",
     /// Constant memory above the declared `max_const_bytes`.
     ConstMemory = "const_memory",
+    /// A minimum blocks per SM (`.minnctapersm`) that cannot take effect on an architecture:
+    /// ptxas ignored it, or shared memory or barriers keep fewer blocks resident.
+    UnreachableBound = "unreachable_bound",
 }
 
 impl LintId {

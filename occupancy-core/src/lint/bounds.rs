@@ -1,8 +1,14 @@
-//! `unlaunchable` and `bounds_mismatch`: the declared launch against what the kernel was
-//! compiled for (its PTX launch bounds) and what fits an SM.
+//! `unlaunchable`, `bounds_mismatch` and `unreachable_bound`: the declared launch against what
+//! the kernel was compiled for (its PTX launch bounds) and what fits an SM.
 
 use super::finding::{ptxas_note, CompiledOnArch, Finding, LaunchOrigin};
 use super::id::LintId;
+use super::minimum::{
+    capped_because, capped_by_words, ignored_because, ignored_warning, reach, register_budget,
+    Minimum, Reach,
+};
+use crate::calc::{Limiter, Resources};
+use crate::ptxas::PtxEntry;
 use crate::spec::KernelSpec;
 
 /// `unlaunchable`: the launch cannot start, because the kernel was compiled for smaller
@@ -129,5 +135,233 @@ pub(super) fn bounds_mismatch(
                 record.name
             )),
         });
+    }
+}
+
+/// The minimum blocks per SM the kernel was compiled with, and its block: `.minnctapersm` and
+/// the product of `.maxntid` (or `.reqntid`). ptxas reads `.minnctapersm` only beside one of
+/// them.
+fn compiled_minimum(ptx: &PtxEntry) -> Option<Minimum> {
+    let blocks = ptx.minnctapersm.filter(|&blocks| blocks > 0)?;
+    let dims = ptx.maxntid.as_ref().or(ptx.reqntid.as_ref())?;
+    let threads = dims.iter().map(|&value| value.max(1)).product();
+    Some(Minimum { blocks, threads })
+}
+
+/// `unreachable_bound`: the compiled minimum blocks per SM cannot take effect on the
+/// architecture. ptxas ignores a minimum the SM cannot hold by threads or block slots (and warns
+/// once); it applies one that shared memory or barriers keep out of reach, squeezing registers
+/// for blocks that never run. A ptxas warning that it dropped the minimum is a finding even
+/// where the facts here would not have predicted it.
+pub(super) fn unreachable_bound(
+    spec: &KernelSpec,
+    on: &CompiledOnArch<'_>,
+    origin: LaunchOrigin,
+    findings: &mut Vec<Finding>,
+) {
+    let warning = ignored_warning(on.record);
+    let Some((ptx, minimum)) = on
+        .ptx
+        .and_then(|ptx| compiled_minimum(ptx).map(|minimum| (ptx, minimum)))
+    else {
+        if let Some(warning) = warning {
+            findings.push(dropped_without_ptx(on, warning, origin));
+        }
+        return;
+    };
+    let dropped = Dropped {
+        on,
+        ptx,
+        minimum,
+        warning,
+        origin,
+    };
+    let finding = match (
+        reach(on.arch, minimum, on.record, spec.dynamic_smem_bytes),
+        warning,
+    ) {
+        (Reach::Ignored { by, largest }, _) => dropped.ignored(&by, Some(largest)),
+        (_, Some(_)) => dropped.ignored(&[], None),
+        (
+            Reach::Capped {
+                by,
+                largest,
+                resources,
+            },
+            None,
+        ) => dropped.capped(spec, &by, largest, &resources),
+        (Reach::Honoured, None) => return,
+    };
+    findings.push(finding);
+}
+
+/// A compiled minimum that cannot take effect, and what is known about it.
+struct Dropped<'a> {
+    on: &'a CompiledOnArch<'a>,
+    ptx: &'a PtxEntry,
+    minimum: Minimum,
+    warning: Option<&'a str>,
+    origin: LaunchOrigin,
+}
+
+impl Dropped<'_> {
+    /// `the PTX of `k` says `.maxntid 1024, 1, 1` and `.minnctapersm 4``.
+    fn source_note(&self) -> String {
+        let dims = |dims: &Vec<u32>| {
+            dims.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let threads = match (&self.ptx.maxntid, &self.ptx.reqntid) {
+            (Some(max), _) => format!("`.maxntid {}`", dims(max)),
+            (None, Some(required)) => format!("`.reqntid {}`", dims(required)),
+            (None, None) => String::new(),
+        };
+        format!(
+            "the PTX of `{}` says {threads} and `.minnctapersm {}` (`__launch_bounds__({}, {})`)",
+            self.on.record.name, self.minimum.blocks, self.minimum.threads, self.minimum.blocks
+        )
+    }
+
+    /// How to ask for `blocks` instead, where the user writes it.
+    fn ask_for(&self, blocks: u32) -> String {
+        match self.origin {
+            LaunchOrigin::Declaration => format!("declare `min_blocks_per_sm = {blocks}`"),
+            LaunchOrigin::CommandLine | LaunchOrigin::CrateDefault => format!(
+                "write `__launch_bounds__({}, {blocks})`",
+                self.minimum.threads
+            ),
+        }
+    }
+
+    /// ptxas ignored the minimum (`largest`: the largest it honours, when known).
+    fn ignored(&self, by: &[Limiter], largest: Option<u32>) -> Finding {
+        let (on, minimum) = (self.on, self.minimum);
+        let (arch, record) = (on.arch, on.record);
+        let honoured = match largest {
+            Some(0) => format!(
+                "; no minimum can take effect for blocks of {} threads there",
+                minimum.threads
+            ),
+            Some(largest) => format!("; the largest it honours there is {largest}"),
+            None => String::new(),
+        };
+        let mut notes = vec![self.source_note()];
+        if !by.is_empty() {
+            notes.push(ignored_because(arch, minimum, by));
+        }
+        if let Some(warning) = self.warning {
+            notes.push(format!("ptxas: {warning}"));
+        }
+        notes.push(format!(
+            "ptxas compiled `{}` as if no minimum were given: only the block of {} threads caps its registers (at most {} per thread, not the {} that {} blocks would leave); it used {}",
+            record.name,
+            minimum.threads,
+            register_budget(arch, minimum.threads, 1),
+            register_budget(arch, minimum.threads, minimum.blocks),
+            minimum.blocks,
+            record.registers.unwrap_or(0)
+        ));
+        notes.push(ptxas_note(record));
+        let help = match largest {
+            Some(0) => format!(
+                "launch smaller blocks with a matching bound, or drop the minimum, or {}",
+                self.origin.allow(LintId::UnreachableBound)
+            ),
+            Some(largest) => format!(
+                "{} or less so that ptxas keeps it on {}, or drop the minimum, or {}",
+                self.ask_for(largest),
+                arch.name,
+                self.origin.allow(LintId::UnreachableBound)
+            ),
+            None => format!(
+                "lower the minimum until ptxas no longer warns on {}, or drop it, or {}",
+                arch.name,
+                self.origin.allow(LintId::UnreachableBound)
+            ),
+        };
+        Finding {
+            lint: LintId::UnreachableBound,
+            arch: Some(arch.name.to_string()),
+            message: format!(
+                "kernel `{}` asks for at least {} blocks of {} threads per SM, more than {} holds: ptxas ignored the minimum{honoured}",
+                record.name, minimum.blocks, minimum.threads, arch.name
+            ),
+            notes,
+            help: Some(help),
+        }
+    }
+
+    /// ptxas applied the minimum, but `by` lets only `largest` blocks reside.
+    fn capped(
+        &self,
+        spec: &KernelSpec,
+        by: &[Limiter],
+        largest: u32,
+        resources: &Resources,
+    ) -> Finding {
+        let (on, minimum) = (self.on, self.minimum);
+        let (arch, record) = (on.arch, on.record);
+        let words = capped_by_words(by);
+        let mut notes = vec![self.source_note()];
+        notes.extend(capped_because(
+            arch,
+            record,
+            spec.dynamic_smem_bytes,
+            by,
+            resources,
+        ));
+        notes.push(format!(
+            "ptxas capped `{}` at {} registers per thread so that {} blocks of {} threads fit the register file (it used {}); {largest} blocks leave {}",
+            record.name,
+            register_budget(arch, minimum.threads, minimum.blocks),
+            minimum.blocks,
+            minimum.threads,
+            record.registers.unwrap_or(0),
+            register_budget(arch, minimum.threads, largest)
+        ));
+        notes.push(ptxas_note(record));
+        Finding {
+            lint: LintId::UnreachableBound,
+            arch: Some(arch.name.to_string()),
+            message: format!(
+                "kernel `{}` asks for at least {} blocks per SM, but {words} let only {largest} reside on {}: its registers are capped for blocks that cannot run; the largest minimum that can take effect is {largest}",
+                record.name, minimum.blocks, arch.name
+            ),
+            notes,
+            help: Some(format!(
+                "{} so that ptxas may use more registers, or use less {words} per block so that {} blocks fit, or {}",
+                self.ask_for(largest),
+                minimum.blocks,
+                self.origin.allow(LintId::UnreachableBound)
+            )),
+        }
+    }
+}
+
+/// ptxas warned that it dropped the minimum, and no PTX says what the minimum was (a log, or a
+/// compile whose PTX is not at hand).
+fn dropped_without_ptx(on: &CompiledOnArch<'_>, warning: &str, origin: LaunchOrigin) -> Finding {
+    Finding {
+        lint: LintId::UnreachableBound,
+        arch: Some(on.arch.name.to_string()),
+        message: format!(
+            "ptxas ignored the minimum blocks per SM of kernel `{}` on {}",
+            on.record.name, on.arch.name
+        ),
+        notes: vec![
+            format!("ptxas: {warning}"),
+            format!(
+                "ptxas compiled `{}` as if no minimum were given: only its maximum block size caps its registers",
+                on.record.name
+            ),
+            ptxas_note(on.record),
+        ],
+        help: Some(format!(
+            "lower the minimum of `__launch_bounds__` until ptxas no longer warns on {}, or drop it, or {}",
+            on.arch.name,
+            origin.allow(LintId::UnreachableBound)
+        )),
     }
 }

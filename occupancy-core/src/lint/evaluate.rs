@@ -136,8 +136,10 @@ pub enum Launch<'a> {
     Declared(&'a KernelSpec),
     /// No declaration: the crate's default launch (`[package.metadata.occupancy] block`), with
     /// the default limits, for the lints whose check is declared `undeclared: true` only: the
-    /// hard failures that need no declared intent (`spills`, `unlaunchable`, `stack_frame`;
-    /// `docs/lints.md` promises them). Occupancy thresholds, cliffs and bounds need a declaration.
+    /// hard failures that need no declared intent (`spills`, `unlaunchable`, `stack_frame`, the
+    /// kernel's own `__launch_bounds__` minimum that cannot take effect (`unreachable_bound`);
+    /// `docs/lints.md` promises them). Occupancy thresholds, cliffs and declared bounds need a
+    /// declaration.
     Undeclared(&'a KernelSpec),
     /// `cargo occupancy check`'s `--block`/`--dynamic-smem`, with the default limits. No
     /// `bounds_mismatch`: there is no declaration for the compiled bounds to disagree with.

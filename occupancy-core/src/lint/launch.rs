@@ -4,7 +4,9 @@
 
 use super::finding::{occupancy_note, percent, ptxas_note, CompiledOnArch, Finding, LaunchOrigin};
 use super::id::LintId;
-use crate::arch::ArchFacts;
+use super::minimum::{
+    capped_by_words, ignored_because, ignored_warning, reach, register_budget, Minimum, Reach,
+};
 use crate::ptxas::KernelRecord;
 use crate::spec::KernelSpec;
 
@@ -321,13 +323,7 @@ fn spill_help(spec: &KernelSpec, on: &CompiledOnArch<'_>, origin: LaunchOrigin) 
 fn bound_notes(spec: &KernelSpec, on: &CompiledOnArch<'_>) -> Vec<String> {
     let mut notes = Vec::new();
     if let Some(blocks) = spec.min_blocks_per_sm {
-        let threads = spec.block.threads();
-        notes.push(format!(
-            "`min_blocks_per_sm = {blocks}` with `block = {threads}` asks ptxas to fit {} threads per SM on {}: at most {} registers per thread",
-            blocks * threads,
-            on.arch.name,
-            register_budget(on.arch, threads, blocks)
-        ));
+        notes.push(minimum_note(spec, on, blocks));
     }
     if let Some(registers) = spec.max_registers {
         notes.push(format!(
@@ -337,14 +333,33 @@ fn bound_notes(spec: &KernelSpec, on: &CompiledOnArch<'_>) -> Vec<String> {
     notes
 }
 
-/// The most registers per thread with which `blocks` blocks of `threads` fit the register file
-/// (per-warp allocation granularity included): the cap ptxas works under for
-/// `__launch_bounds__(threads, blocks)`.
-pub(crate) fn register_budget(arch: &ArchFacts, threads: u32, blocks: u32) -> u32 {
-    let warps = u64::from(threads.div_ceil(arch.warp_size).max(1)) * u64::from(blocks.max(1));
-    let per_warp = u64::from(arch.regs_per_sm) / warps;
-    let per_warp = per_warp / u64::from(arch.reg_alloc_unit_per_warp)
-        * u64::from(arch.reg_alloc_unit_per_warp);
-    let per_thread = per_warp / u64::from(arch.warp_size);
-    per_thread.min(u64::from(arch.max_regs_per_thread)) as u32
+/// What the declared minimum asked of ptxas on this arch, and what ptxas made of it: a register
+/// cap, or nothing when it ignored a minimum the SM cannot hold (never a cap it did not apply).
+fn minimum_note(spec: &KernelSpec, on: &CompiledOnArch<'_>, blocks: u32) -> String {
+    let threads = spec.block.threads();
+    let minimum = Minimum { blocks, threads };
+    let asks = format!(
+        "`min_blocks_per_sm = {blocks}` with `block = {threads}` asks ptxas to fit {} threads per SM on {}",
+        u64::from(blocks) * u64::from(threads),
+        on.arch.name
+    );
+    let without_minimum = register_budget(on.arch, threads, 1);
+    match reach(on.arch, minimum, on.record, spec.dynamic_smem_bytes) {
+        Reach::Ignored { by, .. } => format!(
+            "{asks}; ptxas ignored the minimum ({}), so only the block caps registers (at most {without_minimum} per thread)",
+            ignored_because(on.arch, minimum, &by)
+        ),
+        _ if ignored_warning(on.record).is_some() => format!(
+            "{asks}; ptxas ignored the minimum it was compiled with (it warned so), so only the block caps registers (at most {without_minimum} per thread)"
+        ),
+        Reach::Capped { by, largest, .. } => format!(
+            "{asks}: at most {} registers per thread, though {} let only {largest} blocks reside",
+            register_budget(on.arch, threads, blocks),
+            capped_by_words(&by)
+        ),
+        Reach::Honoured => format!(
+            "{asks}: at most {} registers per thread",
+            register_budget(on.arch, threads, blocks)
+        ),
+    }
 }

@@ -3,7 +3,7 @@
 use super::*;
 use crate::arch::lookup;
 use crate::calc::{occupancy, KernelFacts, Launch, Occupancy};
-use crate::lint::launch::register_budget;
+use crate::lint::minimum::register_budget;
 use crate::ptxas::{parse_log, KernelRecord, PtxEntry};
 use crate::spec::{BlockDim, KernelSpec};
 
@@ -651,6 +651,13 @@ fn every_launch_check_reports_its_own_lint() {
             ptx: None,
             spec: with(256, |spec| spec.max_const_bytes = Some(0)),
         },
+        // 4 blocks of 1024 threads: more than an SM holds.
+        Scenario {
+            log: no_spills.clone(),
+            local_memory_bytes: None,
+            ptx: Some(bounds_ptx(1024, 4)),
+            spec: with(256, |_| {}),
+        },
     ];
     let fired: std::collections::BTreeSet<LintId> = scenarios
         .iter()
@@ -672,7 +679,7 @@ fn only_the_lints_declared_for_undeclared_kernels_check_them() {
         .map(|lint| lint.id)
         .collect();
     // The hard failures: spills (and a spill in a loop), an unlaunchable launch, a stack frame,
-    // a dropped `setmaxnreg`.
+    // a dropped `setmaxnreg`, a minimum blocks per SM that cannot take effect.
     assert_eq!(
         undeclared,
         [
@@ -680,7 +687,8 @@ fn only_the_lints_declared_for_undeclared_kernels_check_them() {
             LintId::Unlaunchable,
             LintId::StackFrame,
             LintId::SpillInLoop,
-            LintId::SetmaxnregIgnored
+            LintId::SetmaxnregIgnored,
+            LintId::UnreachableBound
         ]
     );
 }
@@ -807,4 +815,262 @@ fn constant_memory_above_max_const_bytes_is_const_memory() {
         unchecked[0].message
     );
     assert_eq!(unchecked[0].arch.as_deref(), Some("sm_90"));
+}
+
+/// The PTX entry of `__launch_bounds__(threads, blocks)`.
+fn bounds_ptx(threads: u32, blocks: u32) -> PtxEntry {
+    PtxEntry {
+        name: "k".into(),
+        maxntid: Some(vec![threads, 1, 1]),
+        minnctapersm: Some(blocks),
+        ..PtxEntry::default()
+    }
+}
+
+/// A record of `k` on `arch` with `registers`, `static_smem` bytes and ptxas's `warnings`
+/// before it, as nvcc prints them.
+fn bounded_record(arch: &str, registers: u32, static_smem: u64, warnings: &[&str]) -> KernelRecord {
+    let mut log: String = warnings
+        .iter()
+        .map(|warning| format!("{warning}\n"))
+        .collect();
+    log.push_str(&format!("ptxas info    : Compiling entry function 'k' for '{arch}'\nptxas info    : Function properties for k\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used {registers} registers, used 1 barriers, {static_smem} bytes smem\n"));
+    record(&log)
+}
+
+/// `unreachable_bound` findings of `ptx`'s bounds for the record on its arch, at a launch of
+/// `block` threads from `origin`.
+fn unreachable(
+    record: &KernelRecord,
+    ptx: Option<&PtxEntry>,
+    spec: &KernelSpec,
+    origin: LaunchOrigin,
+) -> Vec<Finding> {
+    let arch = lookup(&record.arch).unwrap();
+    let threads = spec.block.threads();
+    let result = occupancy(arch, &facts(record), &Launch::new(threads));
+    let on = [CompiledOnArch {
+        arch,
+        record,
+        ptx,
+        occupancy: &result,
+    }];
+    evaluate_launch(spec, &on, origin)
+        .into_iter()
+        .filter(|finding| finding.lint == LintId::UnreachableBound)
+        .collect()
+}
+
+const THREADS_WARNING: &str = "ptxas warning : Value of threads per SM for entry k is out of range. .minnctapersm will be ignored";
+
+#[test]
+fn a_minimum_ptxas_ignores_names_why_what_it_did_and_the_largest_it_honours() {
+    let record = bounded_record("sm_80", 58, 0, &[THREADS_WARNING]);
+    let spec = KernelSpec::with_block(BlockDim::linear(256));
+    let ptx = bounds_ptx(1024, 4);
+    let found = unreachable(&record, Some(&ptx), &spec, LaunchOrigin::CommandLine);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let finding = &found[0];
+    assert_eq!(finding.arch.as_deref(), Some("sm_80"));
+    assert_eq!(
+        finding.message,
+        "kernel `k` asks for at least 4 blocks of 1024 threads per SM, more than sm_80 holds: ptxas ignored the minimum; the largest it honours there is 2"
+    );
+    assert_eq!(
+        finding.notes[..4],
+        [
+            "the PTX of `k` says `.maxntid 1024, 1, 1` and `.minnctapersm 4` (`__launch_bounds__(1024, 4)`)",
+            "4 blocks of 1024 threads need 4096 threads per SM, more than sm_80's 2048",
+            &format!("ptxas: {THREADS_WARNING}"),
+            "ptxas compiled `k` as if no minimum were given: only the block of 1024 threads caps its registers (at most 64 per thread, not the 16 that 4 blocks would leave); it used 58",
+        ]
+    );
+    assert!(
+        finding.help.as_deref().unwrap().starts_with(
+            "write `__launch_bounds__(1024, 2)` or less so that ptxas keeps it on sm_80"
+        ),
+        "{:?}",
+        finding.help
+    );
+    // The same from a declaration is worded with its key; without the warning (a record read
+    // from the binary) it is found all the same.
+    let quiet = bounded_record("sm_80", 58, 0, &[]);
+    let declared = unreachable(&quiet, Some(&ptx), &spec, LaunchOrigin::Declaration);
+    assert_eq!(declared[0].message, finding.message);
+    assert!(
+        declared[0]
+            .help
+            .as_deref()
+            .unwrap()
+            .starts_with("declare `min_blocks_per_sm = 2` or less"),
+        "{:?}",
+        declared[0].help
+    );
+    assert!(!declared[0]
+        .notes
+        .iter()
+        .any(|note| note.starts_with("ptxas: ")));
+}
+
+#[test]
+fn a_minimum_shared_memory_keeps_out_of_reach_is_found_with_the_limit() {
+    // __launch_bounds__(256, 5) with 48 KiB of static shared memory on sm_80: ptxas caps
+    // registers at 48 for 5 blocks; shared memory holds 3.
+    let record = bounded_record("sm_80", 48, 49152, &[]);
+    let spec = KernelSpec::with_block(BlockDim::linear(256));
+    let ptx = bounds_ptx(256, 5);
+    let found = unreachable(&record, Some(&ptx), &spec, LaunchOrigin::Declaration);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(
+        found[0].message,
+        "kernel `k` asks for at least 5 blocks per SM, but shared memory let only 3 reside on sm_80: its registers are capped for blocks that cannot run; the largest minimum that can take effect is 3"
+    );
+    assert!(
+        found[0].notes[1].starts_with("shared memory: 50176 bytes per block"),
+        "{:?}",
+        found[0].notes
+    );
+    assert_eq!(
+        found[0].notes[2],
+        "ptxas capped `k` at 48 registers per thread so that 5 blocks of 256 threads fit the register file (it used 48); 3 blocks leave 80"
+    );
+    assert!(found[0]
+        .help
+        .as_deref()
+        .unwrap()
+        .starts_with("declare `min_blocks_per_sm = 3`"));
+    // The launch's dynamic shared memory counts too.
+    let mut dynamic = spec.clone();
+    dynamic.dynamic_smem_bytes = 16384;
+    let found = unreachable(&record, Some(&ptx), &dynamic, LaunchOrigin::Declaration);
+    assert!(
+        found[0]
+            .message
+            .ends_with("the largest minimum that can take effect is 2"),
+        "{}",
+        found[0].message
+    );
+}
+
+#[test]
+fn a_reachable_minimum_or_none_is_no_finding() {
+    let spec = KernelSpec::with_block(BlockDim::linear(256));
+    let record = bounded_record("sm_80", 32, 0, &[]);
+    for ptx in [
+        Some(bounds_ptx(256, 2)),
+        Some(bounds_ptx(1024, 2)),
+        Some(PtxEntry {
+            maxntid: Some(vec![1024]),
+            ..PtxEntry::default()
+        }),
+        // A minimum without a maximum block: ptxas reads neither.
+        Some(PtxEntry {
+            minnctapersm: Some(4),
+            ..PtxEntry::default()
+        }),
+        None,
+    ] {
+        assert!(
+            unreachable(&record, ptx.as_ref(), &spec, LaunchOrigin::Declaration).is_empty(),
+            "{ptx:?}"
+        );
+    }
+    // 2 blocks of 1024 threads fit sm_80's 2048, not sm_86's 1536.
+    let sm_86 = bounded_record("sm_86", 32, 0, &[]);
+    let found = unreachable(
+        &sm_86,
+        Some(&bounds_ptx(1024, 2)),
+        &spec,
+        LaunchOrigin::Declaration,
+    );
+    assert!(
+        found[0]
+            .message
+            .ends_with("the largest it honours there is 1"),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn ptxas_s_warning_alone_is_a_finding() {
+    // No PTX (a log): the warning says the minimum was dropped.
+    let spec = KernelSpec::with_block(BlockDim::linear(256));
+    let record = bounded_record("sm_90", 60, 0, &[THREADS_WARNING]);
+    let found = unreachable(&record, None, &spec, LaunchOrigin::CommandLine);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(
+        found[0].message,
+        "ptxas ignored the minimum blocks per SM of kernel `k` on sm_90"
+    );
+    assert_eq!(found[0].notes[0], format!("ptxas: {THREADS_WARNING}"));
+    // A PTX whose minimum the facts here would honour: ptxas's word wins.
+    let found = unreachable(
+        &record,
+        Some(&bounds_ptx(256, 2)),
+        &spec,
+        LaunchOrigin::CommandLine,
+    );
+    assert_eq!(
+        found[0].message,
+        "kernel `k` asks for at least 2 blocks of 256 threads per SM, more than sm_90 holds: ptxas ignored the minimum"
+    );
+}
+
+#[test]
+fn an_undeclared_kernel_gets_the_finding_at_its_level() {
+    let spec = KernelSpec::with_block(BlockDim::linear(256));
+    let record = bounded_record("sm_80", 58, 0, &[THREADS_WARNING]);
+    let ptx = bounds_ptx(1024, 4);
+    let result = occupancy(lookup("sm_80").unwrap(), &facts(&record), &Launch::new(256));
+    let on = [CompiledOnArch {
+        arch: lookup("sm_80").unwrap(),
+        record: &record,
+        ptx: Some(&ptx),
+        occupancy: &result,
+    }];
+    let found = check_kernel(
+        super::Launch::Undeclared(&spec),
+        &on,
+        &LevelSources::default(),
+    );
+    assert_eq!(
+        found
+            .iter()
+            .map(|leveled| (leveled.finding.lint, leveled.level))
+            .collect::<Vec<_>>(),
+        [(LintId::UnreachableBound, Level::Warn)]
+    );
+}
+
+/// The spill note of a declared minimum never describes a register cap ptxas did not apply.
+#[test]
+fn the_bound_note_says_when_ptxas_ignored_the_minimum() {
+    let mut spec = KernelSpec::with_block(BlockDim::linear(256));
+    spec.min_blocks_per_sm = Some(8);
+    let note = |arch: &str| {
+        let spilling = SPILLING.replace("sm_90", arch);
+        let record = record(&spilling);
+        let arch = lookup(arch).unwrap();
+        let result = occupancy(arch, &facts(&record), &Launch::new(256));
+        let on = [CompiledOnArch {
+            arch,
+            record: &record,
+            ptx: None,
+            occupancy: &result,
+        }];
+        evaluate_declared(&spec, &on)
+            .into_iter()
+            .find(|finding| finding.lint == LintId::Spills)
+            .unwrap()
+            .notes[0]
+            .clone()
+    };
+    assert_eq!(
+        note("sm_90"),
+        "`min_blocks_per_sm = 8` with `block = 256` asks ptxas to fit 2048 threads per SM on sm_90: at most 32 registers per thread"
+    );
+    assert_eq!(
+        note("sm_86"),
+        "`min_blocks_per_sm = 8` with `block = 256` asks ptxas to fit 2048 threads per SM on sm_86; ptxas ignored the minimum (8 blocks of 256 threads need 2048 threads per SM, more than sm_86's 1536), so only the block caps registers (at most 255 per thread)"
+    );
 }
