@@ -447,3 +447,155 @@ fn launch_bounds_from_the_ptx_set_the_evaluated_block() {
     assert_eq!(row("bound_cluster_rank").block, 128);
     assert_eq!(row("bound_threads").block, 256);
 }
+
+/// The six architectures of issue #26's launch bounds, compiled in one `check`.
+const BOUNDS_ARCHS: [&str; 6] = ["sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"];
+
+/// `unreachable_bound` on real compiles: a minimum blocks per SM ptxas ignores (more threads or
+/// blocks than the SM holds; its warning is kept with the kernel and shown) and one shared
+/// memory keeps out of reach, each with its reason and the largest minimum that can take effect
+/// on each architecture; a reachable minimum is no finding.
+#[test]
+fn minimums_that_cannot_take_effect_are_found_on_each_arch() {
+    let mut args = vec!["tests/kernels/unreachable_bounds.cu", "--json"];
+    for arch in BOUNDS_ARCHS {
+        args.extend(["--arch", arch]);
+    }
+    let output = check(&args);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "warn by default: {}",
+        stderr(&output)
+    );
+    let checked = BoundsReport(Report::from_json(&stdout(&output)).unwrap());
+    checked.ignored_everywhere();
+    checked.ignored_for_block_slots_on_sm_86();
+    checked.capped_by_shared_memory();
+    assert!(checked.found("reachable_minimum").is_empty());
+}
+
+/// The report of `unreachable_bounds.cu` on [`BOUNDS_ARCHS`].
+struct BoundsReport(Report);
+
+impl BoundsReport {
+    /// The kernel's `unreachable_bound` findings (all at `warn`), in the order of the archs.
+    fn found(&self, kernel: &str) -> Vec<&occupancy_core::report::Finding> {
+        let mut found: Vec<_> = self
+            .0
+            .findings
+            .iter()
+            .filter(|f| {
+                f.lint.as_str() == "unreachable_bound" && f.kernel.as_deref() == Some(kernel)
+            })
+            .collect();
+        found.sort_by_key(|f| {
+            BOUNDS_ARCHS
+                .iter()
+                .position(|arch| f.arch.as_deref() == Some(*arch))
+        });
+        assert!(
+            found.iter().all(|f| f.level.as_str() == "warn"),
+            "{found:#?}"
+        );
+        found
+    }
+
+    /// The registers ptxas used and the compiled `.minnctapersm` of the kernel on `arch`.
+    fn registers(&self, kernel: &str, arch: &str) -> (u32, Option<u32>) {
+        self.0
+            .kernels
+            .iter()
+            .find(|row| row.name == kernel && row.arch == arch)
+            .map(|row| (row.registers, row.min_blocks_per_sm))
+            .unwrap()
+    }
+
+    /// 4 x 1024 threads: ignored everywhere, with ptxas's warning; 2 blocks are honoured where
+    /// an SM holds 2048 threads, 1 where it holds 1536. ptxas applied no cap of 16 registers.
+    fn ignored_everywhere(&self) {
+        let ignored = self.found("ignored_minimum");
+        let holds = [2048, 1536, 1536, 2048, 2048, 1536];
+        assert_eq!(ignored.len(), 6, "{ignored:#?}");
+        for ((finding, arch), holds) in ignored.iter().zip(BOUNDS_ARCHS).zip(holds) {
+            let largest = holds / 1024;
+            assert_eq!(finding.arch.as_deref(), Some(arch));
+            assert_eq!(
+                finding.message,
+                format!("kernel `ignored_minimum` asks for at least 4 blocks of 1024 threads per SM, more than {arch} holds: ptxas ignored the minimum; the largest it honours there is {largest}")
+            );
+            let (used, minimum) = self.registers("ignored_minimum", arch);
+            assert_eq!(minimum, Some(4));
+            assert!(
+                used > 16,
+                "{arch}: {used} registers, the cap ptxas did not apply"
+            );
+            for note in [
+                format!("4 blocks of 1024 threads need 4096 threads per SM, more than {arch}'s {holds}"),
+                "ptxas: ptxas warning : Value of threads per SM for entry ignored_minimum is out of range. .minnctapersm will be ignored".to_string(),
+                format!("ptxas compiled `ignored_minimum` as if no minimum were given: only the block of 1024 threads caps its registers (at most 64 per thread, not the 16 that 4 blocks would leave); it used {used}"),
+            ] {
+                assert!(finding.notes.contains(&note), "{arch}: {note}\n{:#?}", finding.notes);
+            }
+            assert!(
+                finding.help.as_deref().unwrap().starts_with(&format!(
+                    "write `__launch_bounds__(1024, {largest})` or less"
+                )),
+                "{:?}",
+                finding.help
+            );
+        }
+    }
+
+    /// 24 x 64 threads: only sm_86's 16 block slots are too few, and ptxas says so there.
+    fn ignored_for_block_slots_on_sm_86(&self) {
+        let slots = self.found("slot_bound");
+        assert_eq!(slots.len(), 1, "{slots:#?}");
+        assert_eq!(
+            slots[0].message,
+            "kernel `slot_bound` asks for at least 24 blocks of 64 threads per SM, more than sm_86 holds: ptxas ignored the minimum; the largest it honours there is 16"
+        );
+        for note in [
+            "sm_86 has 16 block slots per SM",
+            "ptxas: ptxas warning : Value of minnctapersm for entry slot_bound is out of range. minnctapersm will be ignored",
+        ] {
+            assert!(
+                slots[0].notes.contains(&note.to_string()),
+                "{note}\n{:#?}",
+                slots[0].notes
+            );
+        }
+    }
+
+    /// 5 x 256 threads with 48 KiB of static shared memory (+1 KiB reserved): ptxas caps
+    /// registers at 48 for 5 blocks on every arch, shared memory holds 3 (sm_80: 164 KiB), 2
+    /// (100 KiB) or 4 (228 KiB).
+    fn capped_by_shared_memory(&self) {
+        let capped = self.found("shared_capped");
+        let largest = [3, 2, 2, 4, 4, 2];
+        let per_sm = [167936, 102400, 102400, 233472, 233472, 102400];
+        assert_eq!(capped.len(), 6, "{capped:#?}");
+        for (index, (finding, arch)) in capped.iter().zip(BOUNDS_ARCHS).enumerate() {
+            let largest = largest[index];
+            assert_eq!(
+                finding.message,
+                format!("kernel `shared_capped` asks for at least 5 blocks per SM, but shared memory let only {largest} reside on {arch}: its registers are capped for blocks that cannot run; the largest minimum that can take effect is {largest}")
+            );
+            let shared = format!("shared memory: 50176 bytes per block (49152 static + 0 dynamic + 1024 reserved by the driver, in units of 128) fit {largest} times in the {} bytes per SM of {arch}", per_sm[index]);
+            assert!(
+                finding.notes.contains(&shared),
+                "{shared}\n{:#?}",
+                finding.notes
+            );
+            let (used, _) = self.registers("shared_capped", arch);
+            assert!(
+                used <= 48,
+                "{arch}: {used} registers over the cap of 5 blocks"
+            );
+            assert!(!finding
+                .notes
+                .iter()
+                .any(|note| note.contains("will be ignored")));
+        }
+    }
+}
