@@ -669,14 +669,10 @@ fn missing_on_requested_archs(
     Ok(count)
 }
 
-/// A kernel symbol as a row shows it: demangled when it is a C++ name (what the log parser
-/// gives a record).
+/// A kernel symbol as a row shows it: demangled when it is a C++ or Rust symbol (what the log
+/// parser gives a record).
 fn demangled(symbol: &str) -> String {
-    symbol
-        .starts_with("_Z")
-        .then(|| occupancy_core::ptxas::demangle(symbol))
-        .flatten()
-        .unwrap_or_else(|| symbol.to_string())
+    occupancy_core::ptxas::demangle(symbol).unwrap_or_else(|| symbol.to_string())
 }
 
 /// The path as given relative to the current directory when inside it.
