@@ -23,6 +23,7 @@ mod cuobjdump;
 mod lineinfo;
 mod log;
 mod ptx;
+mod ptx_shared;
 mod subset;
 pub(crate) mod text;
 
@@ -31,9 +32,11 @@ pub use cuobjdump::{
 };
 pub use lineinfo::strip_line_info;
 pub use log::{parse_log, LineKind, LogParser};
+pub(crate) use ptx::smem_spill_bytes;
 pub use ptx::{
     entry_declared_on, entry_source_lines, parse_ptx_directives, EntrySourceLine, PtxEntry,
 };
+pub use ptx_shared::SmemSpilling;
 pub use subset::{subset_ptx, SubsetError};
 
 use serde::Serialize;
