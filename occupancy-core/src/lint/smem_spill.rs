@@ -160,7 +160,8 @@ fn sized_note(sized: u32, bounded: bool, block: u32, area: u64) -> String {
 pub struct SmemSpillRoom {
     /// Local memory per thread ptxas spilled to (its stack frame): what could move.
     pub frame_bytes: u64,
-    /// The threads per block ptxas would size the area for ([`sized_threads`]).
+    /// The threads per block ptxas would size the area for: the compiled maximum (`.reqntid`
+    /// or `.maxntid`), else the most a block can have.
     pub sized_threads: u32,
     /// Whether `sized_threads` is the kernel's compiled bound.
     pub bounded: bool,
