@@ -123,9 +123,11 @@ pub(crate) fn read_body(body: &str, module: &ModuleShared) -> BodyShared {
 }
 
 /// Whether `body` holds `.pragma "enable_smem_spilling"` (comments are gone; the string is kept).
+/// Searched with its quotes: `"` is rare in PTX, where `e` starts most lines' words.
 fn has_pragma(body: &str) -> bool {
+    let quoted = format!("\"{SMEM_SPILLING_PRAGMA}\"");
     let mut from = 0;
-    while let Some(offset) = find(&body[from..], SMEM_SPILLING_PRAGMA) {
+    while let Some(offset) = find(&body[from..], &quoted) {
         let at = from + offset;
         let (start, end) = line_around(body, at);
         let statement = line_text(body, start, end).trim_start();
@@ -141,7 +143,7 @@ fn has_pragma(body: &str) -> bool {
 fn names(text: &str, name: &str) -> bool {
     let identifier = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%' | '.');
     let mut from = 0;
-    while let Some(offset) = find(&text[from..], name) {
+    while let Some(offset) = text[from..].find(name) {
         let at = from + offset;
         let end = at + name.len();
         let before = text[..at].chars().next_back();
@@ -154,13 +156,18 @@ fn names(text: &str, name: &str) -> bool {
     false
 }
 
-/// Every `.shared` declaration in `text`, in order.
+/// Every `.shared` declaration in `text`, in order. One whole-text search (`str::find`, fast
+/// over a long text even unoptimized, where `text::find` would stop at every `.`); a line that
+/// holds `.shared` is read only when it starts with a directive (not `ld.shared`).
 fn declarations_in(text: &str) -> Vec<Result<SharedVariable, Option<String>>> {
     let mut found = Vec::new();
     let mut from = 0;
-    while let Some(offset) = find(&text[from..], ".shared") {
+    while let Some(offset) = text[from..].find(".shared") {
         let (start, end) = line_around(text, from + offset);
-        found.extend(declaration(line_text(text, start, end)));
+        let line = line_text(text, start, end);
+        if line.trim_start().starts_with('.') {
+            found.extend(declaration(line));
+        }
         from = end.max(from + offset + 1);
     }
     found
