@@ -57,10 +57,16 @@ pub struct PtxEntry {
 /// The bytes of `record`'s static shared memory that are ptxas's register spill area: what the
 /// kernel does not declare itself, for a kernel whose PTX `entry` lets ptxas spill there (or a
 /// cubin's `EIATTR_SHARED_SCRATCH`). `None` without the pragma, without a spill area, or when
-/// the kernel's own shared memory could not be read.
+/// the kernel's own shared memory could not be read. ptxas gives every thread the area is
+/// sized for at least one 4-byte slot (the compiled block, at least a warp when unbounded): a
+/// remainder smaller than that is a layout that differs from ptxas's by padding, not an area.
 pub(crate) fn smem_spill_bytes(record: &KernelRecord, entry: Option<&PtxEntry>) -> Option<u64> {
-    let declared = entry?.smem_spilling.as_ref()?.declared_shared_bytes?;
-    Some(record.static_smem_bytes.saturating_sub(declared)).filter(|&bytes| bytes > 0)
+    let entry = entry?;
+    let declared = entry.smem_spilling.as_ref()?.declared_shared_bytes?;
+    let threads = (entry.reqntid.as_ref().or(entry.maxntid.as_ref())).map_or(32, |dimensions| {
+        dimensions.iter().map(|&d| u64::from(d.max(1))).product()
+    });
+    Some(record.static_smem_bytes.saturating_sub(declared)).filter(|&bytes| bytes >= 4 * threads)
 }
 
 /// The kernel a line declares (`.visible .entry k(`, `.weak .entry k`, `.entry k`), if it
@@ -368,6 +374,42 @@ mod tests {
             vec![".pragma \"nounroll\"".to_string()]
         );
         assert_eq!(entries[3].name, "plain");
+    }
+
+    #[test]
+    fn the_spill_area_is_what_the_kernel_does_not_declare_and_at_least_a_slot_per_thread() {
+        let mut record = KernelRecord::new(
+            "k",
+            None,
+            "sm_90".into(),
+            true,
+            super::super::RecordSource::PtxasLog,
+        );
+        record.static_smem_bytes = 19456;
+        let entry = |declared: Option<u64>, spilling: bool| PtxEntry {
+            maxntid: Some(vec![256, 1, 1]),
+            smem_spilling: spilling.then(|| SmemSpilling::declaring(declared)),
+            ..PtxEntry::default()
+        };
+        assert_eq!(
+            smem_spill_bytes(&record, Some(&entry(Some(4096), true))),
+            Some(15360)
+        );
+        assert_eq!(
+            smem_spill_bytes(&record, Some(&entry(Some(4096), false))),
+            None
+        );
+        assert_eq!(smem_spill_bytes(&record, Some(&entry(None, true))), None);
+        assert_eq!(smem_spill_bytes(&record, None), None);
+        // 1020 bytes over what 256 threads declare: padding, not 4 bytes for each thread.
+        assert_eq!(
+            smem_spill_bytes(&record, Some(&entry(Some(18436), true))),
+            None
+        );
+        assert_eq!(
+            smem_spill_bytes(&record, Some(&entry(Some(18432), true))),
+            Some(1024)
+        );
     }
 
     #[test]
