@@ -737,6 +737,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn shared_memory_spilling_needs_cuda_13_and_whole_program_compilation() {
+        let toolchain = |release: &str| Toolchain {
+            nvcc: PathBuf::from("/cuda/bin/nvcc"),
+            cuda_home: PathBuf::from("/cuda"),
+            wrapper: None,
+            host_args: Vec::new(),
+            version_text: format!("Cuda compilation tools, release {release}, V{release}.0"),
+            release: release.into(),
+            identity_files: Vec::new(),
+            fingerprint: String::new(),
+            timeouts: Default::default(),
+            search_path: Vec::new(),
+        };
+        let args = |args: &[&str]| -> Vec<std::ffi::OsString> {
+            args.iter().map(std::ffi::OsString::from).collect()
+        };
+        assert!(smem_spilling_available(&toolchain("13.0"), &args(&["-O3"])));
+        assert!(!smem_spilling_available(&toolchain("12.9"), &[]));
+        for relocatable in [
+            &["-rdc=true"][..],
+            &["-rdc", "true"],
+            &["--relocatable-device-code=true"],
+            &["-dc"],
+        ] {
+            assert!(
+                !smem_spilling_available(&toolchain("13.2"), &args(relocatable)),
+                "{relocatable:?}"
+            );
+        }
+        assert!(smem_spilling_available(
+            &toolchain("13.2"),
+            &args(&["-rdc=false"])
+        ));
+    }
+
+    #[test]
     fn only_operations_in_a_kernels_code_trigger_it() {
         let ptx = ".extern .func (.param .b32 r) vprintf\n.func helper()\n{\n\tadd.f64 %fd1, %fd2, %fd3;\n\tret;\n}\n.visible .entry saxpy(\n)\n{\n\tfma.rn.f32 %f1, %f2, %f3, %f4;\n\tret; // call me\n}\n.visible .entry caller(\n)\n{\n\tcall.uni helper, ();\n\tret;\n}\n.entry _Z6doublev()\n{\n\tadd.f64 %fd1, %fd2, %fd3;\n\tdiv.rn.f32 %f1, %f2, %f3;\n}\n";
         let names = |ops: &[&str]| -> Vec<String> {
