@@ -14,21 +14,25 @@ use common::{binary, repo_root, stderr, stdout};
 
 /// Corpus kernels that compile for sm_80 and sm_90 (`launch_bounds.cu` needs sm_90,
 /// `fails_to_compile.cu` fails on purpose).
-const SOURCES: [&str; 6] = [
+const SOURCES: [&str; 7] = [
     "tests/kernels/constants.cu",
     "tests/kernels/spills.cu",
     "tests/kernels/shared_memory.cu",
     "tests/kernels/device_frames.cu",
     "tests/kernels/calls.cu",
     "tests/kernels/sass_evidence.cu",
+    "tests/kernels/smem_spilling.cu",
 ];
 
 /// The columns a binary must reproduce. `min_blocks_per_sm` and `max_registers` are PTX
-/// directives a cubin does not keep (ptxas turns them into a register cap).
-const FIELDS: [&str; 11] = [
+/// directives a cubin does not keep (ptxas turns them into a register cap). A shared-memory
+/// spill area (`smem_spill_bytes`) is read from the PTX for the sources, from the cubin's
+/// `EIATTR_SHARED_SCRATCH` for the binaries.
+const FIELDS: [&str; 12] = [
     "registers",
     "barriers",
     "static_smem_bytes",
+    "smem_spill_bytes",
     "stack_frame_bytes",
     "spill_store_bytes",
     "spill_load_bytes",
@@ -178,6 +182,13 @@ fn every_binary_form_gives_the_rows_of_the_sources() {
         .filter(|row| row["spill_store_bytes"].as_u64() > Some(0))
         .count();
     assert!(spilling > 0, "the corpus has a spilling kernel");
+    let spill_areas = (expected.values())
+        .filter(|row| row["smem_spill_bytes"].as_u64() > Some(0))
+        .count();
+    assert_eq!(
+        spill_areas, 4,
+        "smem_spilling.cu's two kernels on sm_80 and sm_90"
+    );
     for (form, paths) in build_binaries(&dir) {
         let found = rows(&paths, &cache);
         assert_eq!(

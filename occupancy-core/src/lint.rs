@@ -36,6 +36,7 @@ mod level;
 mod minimum;
 use crate::names;
 mod sass;
+mod smem_spill;
 mod summary;
 
 pub use docs::render_lints_markdown;
@@ -139,7 +140,7 @@ declare_lints! {
         default_level: Allow,
         summary: "A compiled kernel has no `#[occupancy::kernel]` declaration.",
         phrase: ("is compiled without a declaration", "are compiled without a declaration"),
-        why_bad: "An undeclared kernel is only checked for the hard failures (spills and spills in loops, unlaunchable launches, stack frames, a dropped `setmaxnreg`, a minimum blocks per SM that cannot take effect), at the crate's default launch (`block` under `[package.metadata.occupancy]`, 256 threads when unset, or the kernel's smaller `__launch_bounds__`), not against the crate's intent; findings of many undeclared kernels are shown as one summary per lint, the full list in the report.",
+        why_bad: "An undeclared kernel is only checked for the hard failures (spills, in loops and to shared memory too, unlaunchable launches, stack frames, a dropped `setmaxnreg`, a minimum blocks per SM that cannot take effect), at the crate's default launch (`block` under `[package.metadata.occupancy]`, 256 threads when unset, or the kernel's smaller `__launch_bounds__`), not against the crate's intent; findings of many undeclared kernels are shown as one summary per lint, the full list in the report.",
         example: "A .cu file defines `__global__ void transpose(...)` but no Rust stub declares it.",
         fix: "Declare it next to its Rust stub with `#[occupancy::kernel(...)]` (one `family = \"prefix_*\"` declaration covers a macro-generated family), or leave this lint at its default `allow`.",
         check: Check::Undeclared(kernels::undeclared_kernel),
@@ -243,6 +244,15 @@ declare_lints! {
         fix: "Ask for at most the largest minimum the finding names for each architecture (`min_blocks_per_sm`, or the second argument of `__launch_bounds__`), use less shared memory per block, or drop the minimum; `allow(unreachable_bound)` when the bound is meant for other architectures.",
         check: Check::OnArch { run: bounds::unreachable_bound, undeclared: true },
     }
+    SmemSpill {
+        default_level: Warn,
+        summary: "ptxas spilled registers to shared memory (`.pragma \"enable_smem_spilling\"`, CUDA 13): part of the kernel's static shared memory is ptxas's spill area, told apart from the shared memory the kernel declares; the finding gives its bytes and whether it costs a resident block.",
+        phrase: ("spills registers to shared memory", "spill registers to shared memory"),
+        why_bad: "A spill is still a spill: the spilled values make shared-memory round trips instead of local-memory ones, and the area is sized for the compiled block (`__launch_bounds__`, or 1024 threads without it) whatever the launch uses, so it can cost resident blocks no line of the kernel asks for. ptxas prints it only inside `N bytes smem`.",
+        example: "`__launch_bounds__(256, 8)` with `asm volatile(\".pragma \\\"enable_smem_spilling\\\";\");` on a loop of 48 accumulators: ptxas reports 20480 bytes of static shared memory on sm_80, all of it spill area; with the driver's 1 KiB per block, 7 blocks fit where the registers allow 8.",
+        fix: "Keep it where the spilled values are hot and the area costs no block; otherwise give ptxas more registers (a lower minimum blocks per SM, a higher `max_registers`), give the kernel `__launch_bounds__` of the block it is launched with, or remove the pragma; `allow(smem_spill)` accepts it.",
+        check: Check::OnArch { run: smem_spill::smem_spill, undeclared: true },
+    }
 }
 
 #[cfg(test)]
@@ -305,6 +315,7 @@ mod tests {
                 ("call", Level::Warn),
                 ("const_memory", Level::Deny),
                 ("unreachable_bound", Level::Warn),
+                ("smem_spill", Level::Warn),
             ]
         );
     }

@@ -89,6 +89,9 @@ lint_ids! {
     /// A minimum blocks per SM (`.minnctapersm`) that cannot take effect on an architecture:
     /// ptxas ignored it, or shared memory or barriers keep fewer blocks resident.
     UnreachableBound = "unreachable_bound",
+    /// Registers ptxas spilled to shared memory (`enable_smem_spilling`): the spill area in the
+    /// kernel's static shared memory.
+    SmemSpill = "smem_spill",
 }
 
 impl LintId {

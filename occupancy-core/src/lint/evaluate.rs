@@ -18,6 +18,7 @@ pub use super::expectation::unfulfilled_expectation;
 pub use super::finding::{CompiledOnArch, Finding, LaunchOrigin};
 pub use super::kernels::{family_matches_nothing, missing_kernel, undeclared_kernel, NAMES_SHOWN};
 pub use super::sass::{hottest_spill_note, SassLintInputs};
+pub use super::smem_spill::SmemSpillRoom;
 pub use super::summary::{summarize, FindingSummary, Summarized};
 
 /// Every lint that concerns a declared, compiled kernel on its target architectures.
