@@ -11,9 +11,12 @@
 //! Embedded PTX is assembled, as the driver would JIT it, for each asked architecture that a
 //! kernel has no cubin for, by `ptxas -v` (its report parsed like any log). Every file is
 //! read from a private scratch directory that is removed afterwards; memory holds one cubin at
-//! a time.
+//! a time, and cuobjdump reads one fatbin at a time (an archive member by member, a host ELF's
+//! `.nv_fatbin` fatbin by fatbin: `archive.rs`, `fatbin.rs`).
 
+mod archive;
 mod extract;
+mod fatbin;
 pub(crate) mod wheel;
 
 use std::collections::{BTreeMap, BTreeSet};
