@@ -10,7 +10,7 @@ use occupancy_core::ptxas::{parse_log, parse_ptx_directives, PtxEntry};
 
 use super::archive::{self, Archive};
 use super::fatbin;
-use super::{BinaryKernel, BinaryKind, BinaryRead, BinaryTools, SpillEvidence};
+use super::{BinaryKernel, BinaryKind, BinaryTools, Found, SpillEvidence};
 use crate::cubin::Cubin;
 use crate::process::{run_bounded, ToolKind};
 use crate::Error;
@@ -53,10 +53,18 @@ pub struct EmbeddedPtx {
     pub origin: String,
     /// Its `.target` (`sm_80`, `sm_90a`): the virtual arch it was generated for.
     pub virtual_arch: String,
-    pub entries: Vec<PtxEntry>,
 }
 
 impl EmbeddedPtx {
+    /// Its entries' directives, read from the file (one module in memory at a time).
+    pub fn entries(&self) -> Result<Vec<PtxEntry>, Error> {
+        let text = std::fs::read_to_string(&self.path).map_err(|error| Error::Io {
+            path: self.path.clone(),
+            error,
+        })?;
+        Ok(parse_ptx_directives(&text))
+    }
+
     /// Whether the driver can JIT this PTX for `arch`: an arch-specific target (`sm_90a`) only
     /// for itself, any other for every arch of its number or above.
     pub fn can_jit_to(&self, arch: &str) -> bool {
@@ -109,14 +117,14 @@ pub fn cubin_kernels(path: &Path, origin: &str) -> Result<Vec<BinaryKernel>, Err
         .collect())
 }
 
-/// Reads a container (fatbin, object, library, executable): its cubins into `read`, its PTX
-/// into `ptx`.
+/// Reads a container (fatbin, object, library, executable): its cubins' kernels into `found`,
+/// its PTX into `ptx`.
 pub fn container(
     path: &Path,
     shown: &str,
     tools: &BinaryTools,
     work: &Path,
-    read: &mut BinaryRead,
+    found: &mut Found<'_>,
     ptx: &mut Vec<EmbeddedPtx>,
 ) -> Result<(), Error> {
     let cuobjdump = tools.cuobjdump.as_deref().ok_or_else(|| Error::UnreadableBinary {
@@ -126,25 +134,25 @@ pub fn container(
     let mut reader = Reader {
         cuobjdump,
         tools,
-        read: &mut *read,
+        found: &mut *found,
         ptx,
     };
     if !reader.device_code(path, shown, work)? {
-        read.notes.push(format!("{shown}: holds no device code"));
+        found.notes.push(format!("{shown}: holds no device code"));
     }
     Ok(())
 }
 
-/// Takes a container's device code out with cuobjdump: its cubins' kernels into `read` (the
+/// Takes a container's device code out with cuobjdump: its cubins' kernels into `found` (the
 /// cubins deleted once read), its PTX into `ptx` (kept in the work directory for [`assemble`]).
-struct Reader<'a> {
+struct Reader<'a, 'b> {
     cuobjdump: &'a Path,
     tools: &'a BinaryTools,
-    read: &'a mut BinaryRead,
+    found: &'a mut Found<'b>,
     ptx: &'a mut Vec<EmbeddedPtx>,
 }
 
-impl Reader<'_> {
+impl Reader<'_, '_> {
     /// The device code of the container at `path`: an archive member by member
     /// ([`Reader::archive_members`]), a fatbin or host ELF fatbin by fatbin, each copied out to
     /// a directory of its own under `work` ([`fatbin::blobs`]), anything else in one cuobjdump
@@ -214,7 +222,7 @@ impl Reader<'_> {
             any |= match kind {
                 Some(BinaryKind::Cubin) => {
                     for kernel in cubin_kernels(&copy, &origin)? {
-                        self.read.kernels.push(kernel);
+                        self.found.kernel(kernel);
                     }
                     true
                 }
@@ -247,7 +255,7 @@ impl Reader<'_> {
             for (file, member) in extracted_files(&listing) {
                 let origin = member.map_or_else(|| origin.to_owned(), |m| format!("{origin}({m})"));
                 for kernel in cubin_kernels(&work.join(&file), &origin)? {
-                    self.read.kernels.push(kernel);
+                    self.found.kernel(kernel);
                 }
                 let _ = std::fs::remove_file(work.join(&file));
             }
@@ -272,7 +280,6 @@ impl Reader<'_> {
             };
             held = true;
             self.ptx.push(EmbeddedPtx {
-                entries: parse_ptx_directives(&text),
                 path,
                 origin,
                 virtual_arch,
@@ -464,7 +471,6 @@ mod tests {
             path: PathBuf::new(),
             origin: String::new(),
             virtual_arch: target.into(),
-            entries: Vec::new(),
         };
         assert!(ptx("sm_80").can_jit_to("sm_86"));
         assert!(ptx("sm_80").can_jit_to("sm_90a"));
