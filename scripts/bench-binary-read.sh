@@ -13,9 +13,10 @@
 #   runs JOBS files at once and check reads one binary after another.
 # Memory: a static library of about LIB_MB MB (copies of the crate's objects, `nvcc -c` with the
 #   same flags, under distinct member names) and one of a single copy: max RSS of `check` on each
-#   (`/usr/bin/time -f %M`: the largest of check and the cuobjdump it runs), and, through a
-#   wrapper named by OCCUPANCY_CUOBJDUMP, cuobjdump's own max RSS and the scratch directory's
-#   size after each extraction (the disk check uses). Bounded: the same for both sizes.
+#   (`/usr/bin/time -f %M`: the largest of check and the cuobjdump it runs), check's own peak
+#   (VmHWM, read from /proc while it runs), and, through a wrapper named by OCCUPANCY_CUOBJDUMP,
+#   cuobjdump's own max RSS and the scratch directory's size after each extraction (the disk
+#   check uses). Bounded: the same for both sizes.
 # Load averages before and after are printed: the machine may be shared. CHECK_BIN names a
 # prebuilt cargo-occupancy; otherwise it is built here as `cargo install` does (release).
 # The libraries are removed at the end unless KEEP=1.
@@ -84,10 +85,20 @@ echo "scratch_kb $(du -sk . | cut -f1)" >>"$WRAP_LOG"
 exit $status
 EOF
   chmod +x "$work/cuobjdump-wrap.sh"
-  check_library() { # copies: check on lib<copies>.a, through the wrapper; its JSON, stderr, max RSS kept
+  check_library() { # copies: check on lib<copies>.a, through the wrapper; its JSON, stderr, max RSS
+    # kept, and check's own peak RSS (VmHWM, read from /proc until it exits)
     WRAP_LOG=$work/wrap$1.log REAL_CUOBJDUMP=$CUOBJDUMP OCCUPANCY_CUOBJDUMP=$work/cuobjdump-wrap.sh \
       /usr/bin/time -o "$work/rss$1" -f %M "$CHECK_BIN" occupancy check "$work/lib$1.a" "${archs[@]}" --json \
-      >"$work/lib$1.json" 2>"$work/lib$1.stderr" || true
+      >"$work/lib$1.json" 2>"$work/lib$1.stderr" &
+    local timer=$! check="" peak=0 now
+    while kill -0 "$timer" 2>/dev/null; do
+      [[ -n "$check" ]] || check=$(pgrep -P "$timer" || true)
+      now=$(awk '/^VmHWM/ {print $2}' "/proc/$check/status" 2>/dev/null || true)
+      [[ -n "$check" && -n "$now" ]] && peak=$now
+      sleep 0.02
+    done
+    wait "$timer" || true
+    echo "$peak" >"$work/own$1"
   }
   for n in 1 "$copies"; do
     lib="$work/lib$n.a" members="$work/members$n"
@@ -100,9 +111,9 @@ EOF
     times=$(measure check_library "$n")
     if [[ ! -s "$work/lib$n.json" ]]; then cat "$work/lib$n.stderr" >&2; exit 2; fi
     max() { awk -v key="$1" '$1 == key && $2 > m {m = $2} END {print m + 0}' "$log"; }
-    printf '%-44s %4d MB, %6d rows: check max RSS %4d MB (cuobjdump %4d MB, %d runs), scratch %4d MB, wall %.2f s, cpu %.2f s\n' \
+    printf '%-44s %4d MB, %6d rows: max RSS %4d MB (check itself %4d MB, cuobjdump %4d MB, %d runs), scratch %4d MB, wall %.2f s, cpu %.2f s\n' \
       "static library, $n copies of the objects" "$(( $(stat -c %s "$lib") / 1000000 ))" "$(rows "$work/lib$n.json")" \
-      "$(( $(tail -1 "$work/rss$n") / 1024 ))" "$(( $(max rss_kb) / 1024 ))" "$(grep -c rss_kb "$log")" \
+      "$(( $(tail -1 "$work/rss$n") / 1024 ))" "$(( $(cat "$work/own$n") / 1024 ))" "$(( $(max rss_kb) / 1024 ))" "$(grep -c rss_kb "$log")" \
       "$(( $(max scratch_kb) / 1024 ))" "${times% *}" "${times#* }"
   done
   [[ "${KEEP:-0}" == 1 ]] || rm -f "$work"/lib*.a
