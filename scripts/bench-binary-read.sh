@@ -92,7 +92,7 @@ EOF
       >"$work/lib$1.json" 2>"$work/lib$1.stderr" &
     local timer=$! check="" peak=0 now
     while kill -0 "$timer" 2>/dev/null; do
-      [[ -n "$check" ]] || check=$(pgrep -P "$timer" || true)
+      [[ -n "$check" ]] || check=$(pgrep -P "$timer" | head -1 || true)
       now=$(awk '/^VmHWM/ {print $2}' "/proc/$check/status" 2>/dev/null || true)
       [[ -n "$check" && -n "$now" ]] && peak=$now
       sleep 0.02
