@@ -246,6 +246,18 @@ mod tests {
         assert_eq!(archive.next_member().unwrap(), None);
     }
 
+    proptest::proptest! {
+        /// Any bytes behind the archive header give members or an error, never a panic.
+        #[test]
+        fn any_bytes_are_read_or_refused_without_panicking(
+            tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512),
+        ) {
+            let mut bytes = MAGIC.to_vec();
+            bytes.extend(tail);
+            let _ = members(&bytes);
+        }
+    }
+
     #[test]
     fn a_malformed_archive_is_an_error_not_a_panic() {
         assert!(Archive::new(&b"!<thin>\n"[..]).is_err());

@@ -66,6 +66,45 @@ pub fn blobs(path: &Path) -> io::Result<Option<Vec<Blob>>> {
     Ok(Some(found))
 }
 
+fn u16_at(bytes: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([bytes[at], bytes[at + 1]])
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default())
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default())
+}
+
+/// An ELF64 file's section header table.
+struct SectionTable {
+    offset: u64,
+    file_len: u64,
+}
+
+impl SectionTable {
+    /// Reads section header `index` into `header`.
+    fn read(
+        &self,
+        file: &mut BufReader<File>,
+        index: u64,
+        header: &mut [u8; 64],
+    ) -> io::Result<()> {
+        let at = index
+            .checked_mul(SECTION_HEADER_BYTES)
+            .and_then(|offset| offset.checked_add(self.offset))
+            .filter(|at| {
+                at.checked_add(SECTION_HEADER_BYTES)
+                    .is_some_and(|end| end <= self.file_len)
+            })
+            .ok_or_else(|| invalid("a section header past the end of the file"))?;
+        file.seek(SeekFrom::Start(at))?;
+        file.read_exact(header)
+    }
+}
+
 /// `(offset, size)` of the `.nv_fatbin` sections of the ELF64 little-endian file whose first 64
 /// bytes are `head`, else of its `__nv_relfatbin` ones; `None` when its section table is not
 /// one this reads.
@@ -74,35 +113,22 @@ fn fatbin_sections(
     head: &[u8],
     file_len: u64,
 ) -> io::Result<Option<Vec<(u64, u64)>>> {
-    let u16_at = |bytes: &[u8], at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
-    let u32_at = |bytes: &[u8], at: usize| {
-        u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default())
+    let table = SectionTable {
+        offset: u64_at(head, 0x28),
+        file_len,
     };
-    let u64_at = |bytes: &[u8], at: usize| {
-        u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default())
-    };
-    let section_table = u64_at(head, 0x28);
-    let entry_size = u64::from(u16_at(head, 0x3A));
     let (mut count, mut names_index) =
         (u64::from(u16_at(head, 0x3C)), u64::from(u16_at(head, 0x3E)));
-    if section_table == 0 {
+    if table.offset == 0 {
         return Ok(Some(Vec::new())); // no sections (an executable stripped of them)
     }
-    if entry_size != SECTION_HEADER_BYTES {
+    if u64::from(u16_at(head, 0x3A)) != SECTION_HEADER_BYTES {
         return Ok(None);
     }
     let mut header = [0u8; 64];
-    let read_header = |file: &mut BufReader<File>, index: u64, header: &mut [u8; 64]| {
-        let at = section_table + index * SECTION_HEADER_BYTES;
-        if at + SECTION_HEADER_BYTES > file_len {
-            return Err(invalid("a section header past the end of the file"));
-        }
-        file.seek(SeekFrom::Start(at))?;
-        file.read_exact(header)
-    };
     // More than 0xFF00 sections: the count and the names' index are in section 0.
     if count == 0 || names_index == 0xFFFF {
-        read_header(file, 0, &mut header)?;
+        table.read(file, 0, &mut header)?;
         if count == 0 {
             count = u64_at(&header, 0x20);
         }
@@ -113,9 +139,13 @@ fn fatbin_sections(
     if count > MAX_SECTIONS || names_index >= count {
         return Ok(None);
     }
-    read_header(file, names_index, &mut header)?;
+    table.read(file, names_index, &mut header)?;
     let (names_offset, names_size) = (u64_at(&header, 0x18), u64_at(&header, 0x20));
-    if names_size > MAX_SECTION_NAMES_BYTES || names_offset + names_size > file_len {
+    if names_size > MAX_SECTION_NAMES_BYTES
+        || names_offset
+            .checked_add(names_size)
+            .is_none_or(|end| end > file_len)
+    {
         return Ok(None);
     }
     let mut names = vec![0u8; usize::try_from(names_size).unwrap_or(0)];
@@ -123,7 +153,7 @@ fn fatbin_sections(
     file.read_exact(&mut names)?;
     let (mut executable, mut relocatable) = (Vec::new(), Vec::new());
     for index in 0..count {
-        read_header(file, index, &mut header)?;
+        table.read(file, index, &mut header)?;
         let name_at = usize::try_from(u32_at(&header, 0)).unwrap_or(usize::MAX);
         let name = names
             .get(name_at..)
@@ -194,8 +224,11 @@ fn walk(file: &mut BufReader<File>, start: u64, end: u64) -> io::Result<Option<V
             let payload = u64::from_le_bytes(header[8..16].try_into().unwrap_or_default());
             elf |= kind == KIND_ELF;
             ptx |= kind == KIND_PTX;
-            match entry_header.checked_add(payload) {
-                Some(step) if entry_header >= 16 => entry += step,
+            match entry_header
+                .checked_add(payload)
+                .and_then(|step| entry.checked_add(step))
+            {
+                Some(next) if entry_header >= 16 => entry = next,
                 _ => return Ok(None),
             }
         }
@@ -350,6 +383,32 @@ mod tests {
                 ptx: false
             }])
         );
+    }
+
+    proptest::proptest! {
+        /// Any bytes, as they are or behind a fatbin's or a little-endian ELF64's first bytes,
+        /// give fatbins, `None` or an error, never a panic or a loop without end.
+        #[test]
+        fn any_bytes_are_read_or_refused_without_panicking(
+            mut bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512),
+            head in 0..3u8,
+        ) {
+            let magic: &[u8] = match head {
+                0 => &MAGIC,
+                1 => b"\x7fELF\x02\x01",
+                _ => b"",
+            };
+            let prefix = magic.len().min(bytes.len());
+            bytes[..prefix].copy_from_slice(&magic[..prefix]);
+            let path = std::env::temp_dir().join(format!(
+                "occupancy-fatbin-any-{}-{:?}",
+                std::process::id(),
+                std::thread::current().id()
+            ));
+            std::fs::write(&path, &bytes).unwrap();
+            let _ = blobs(&path);
+            std::fs::remove_file(&path).unwrap();
+        }
     }
 
     #[test]
