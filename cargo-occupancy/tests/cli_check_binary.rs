@@ -307,3 +307,81 @@ fn a_file_without_device_code_is_no_kernel_and_a_broken_cubin_is_an_error() {
         stderr(&output)
     );
 }
+
+/// Two sources of one name (`a/k.cu`, `b/k.cu`) compiled with `-lineinfo` (as a build compiles
+/// them), in a static library (archived as CMake does, `ar qc`, so both members are `k.o`, with
+/// a host object) and in a shared library: cuobjdump names a cubin after its module when the
+/// compile recorded the source's name (`k.sm_80.cubin`), so the fatbins are read one at a time,
+/// each in a directory of its own. Both kernels' rows are those of their objects read alone.
+#[test]
+fn libraries_of_two_sources_of_one_name_give_the_kernels_of_both() {
+    let dir = work_dir("same-name");
+    let sources = [
+        ("a", "extern \"C\" __global__ void from_a(float *x) { x[threadIdx.x] *= 2.0f; }\n"),
+        (
+            "b",
+            "extern \"C\" __global__ void from_b(float *x) {\n  __shared__ float s[256];\n  s[threadIdx.x] = x[threadIdx.x];\n  __syncthreads();\n  x[threadIdx.x] = s[255 - threadIdx.x];\n}\n",
+        ),
+    ];
+    let (mut sources_written, mut objects) = (Vec::new(), Vec::new());
+    for (sub, text) in sources {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        let source = dir.join(sub).join("k.cu");
+        std::fs::write(&source, text).unwrap();
+        let object = dir.join(sub).join("k.o");
+        run(Command::new(nvcc())
+            .args(gencode())
+            .args(["-lineinfo", "-c"])
+            .arg(&source)
+            .arg("-o")
+            .arg(&object));
+        sources_written.push(source);
+        objects.push(object);
+    }
+    std::fs::write(dir.join("host.c"), "int f(void) { return 1; }\n").unwrap();
+    run(Command::new("cc")
+        .arg("-c")
+        .arg(dir.join("host.c"))
+        .arg("-o")
+        .arg(dir.join("host.o")));
+    let archive = dir.join("libk.a");
+    run(Command::new("ar")
+        .arg("qc")
+        .arg(&archive)
+        .args(&objects)
+        .arg(dir.join("host.o")));
+    let shared = dir.join("libk.so");
+    run(Command::new(nvcc())
+        .args(gencode())
+        .args(["-lineinfo", "-shared", "-Xcompiler", "-fPIC"])
+        .args(&sources_written)
+        .arg("-o")
+        .arg(&shared));
+    let cache = dir.join("cache");
+    let alone = rows(&objects, &cache);
+    let keys: Vec<(String, String)> = alone.keys().cloned().collect();
+    assert_eq!(
+        keys,
+        [
+            ("from_a".into(), "sm_80".into()),
+            ("from_a".into(), "sm_90".into()),
+            ("from_b".into(), "sm_80".into()),
+            ("from_b".into(), "sm_90".into()),
+        ]
+    );
+    assert_eq!(alone[&keys[3]]["static_smem_bytes"], 1024);
+    for (library, member) in [(&archive, "libk.a(k.o)"), (&shared, "libk.so")] {
+        let found = rows(std::slice::from_ref(library), &cache);
+        assert_eq!(found.keys().cloned().collect::<Vec<_>>(), keys, "{member}");
+        for (key, want) in &alone {
+            for field in FIELDS {
+                assert_eq!(found[key][field], want[field], "{member}: {key:?}.{field}");
+            }
+            let origin = found[key]["source"]["path"].as_str().unwrap();
+            assert!(
+                origin.ends_with(&format!("{member} {} cubin", key.1)),
+                "{origin}"
+            );
+        }
+    }
+}
