@@ -89,6 +89,9 @@ lint_ids! {
     /// A minimum blocks per SM (`.minnctapersm`) that cannot take effect on an architecture:
     /// ptxas ignored it, or shared memory or barriers keep fewer blocks resident.
     UnreachableBound = "unreachable_bound",
+    /// A persistent or cooperative grid the launcher assumes (`grid_blocks_per_sm`, `grid_blocks`
+    /// on the declared `gpus`) holds more blocks than are resident at once.
+    GridExceedsResident = "grid_exceeds_resident",
 }
 
 impl LintId {
