@@ -100,7 +100,7 @@ fn per_sm(launch: &str, assumed: u32, fewest: u32, on: &CompiledOnArch<'_>) -> F
         lint: LintId::GridExceedsResident,
         arch: Some(arch.to_string()),
         message: format!(
-            "kernel `{}` is launched with {assumed} blocks per SM (`launch = \"{launch}\"`, `grid_blocks_per_sm = {assumed}`), but only {resident} of {} threads are resident per SM on {arch}",
+            "kernel `{}` is launched with {assumed} blocks per SM (`launch = \"{launch}\"`, `grid_blocks_per_sm = {assumed}`), but only {resident} blocks of {} threads are resident per SM on {arch}",
             kernel(on),
             on.occupancy.block_threads
         ),

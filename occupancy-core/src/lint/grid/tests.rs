@@ -69,7 +69,7 @@ fn an_assumed_blocks_per_sm_is_checked_on_every_arch() {
     assert_eq!(finding.arch.as_deref(), Some("sm_86"));
     assert_eq!(
         finding.message,
-        "kernel `persist` is launched with 4 blocks per SM (`launch = \"cooperative\"`, `grid_blocks_per_sm = 4`), but only 3 of 512 threads are resident per SM on sm_86"
+        "kernel `persist` is launched with 4 blocks per SM (`launch = \"cooperative\"`, `grid_blocks_per_sm = 4`), but only 3 blocks of 512 threads are resident per SM on sm_86"
     );
     assert!(
         finding.notes[2].contains("cudaErrorCooperativeLaunchTooLarge"),
