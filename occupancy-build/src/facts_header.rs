@@ -237,7 +237,8 @@ fn preamble(checked: bool) -> String {
          //     grid_blocks when declared: the launch the declaration states\n\
          //   sm_NN::registers, static_smem_bytes, spill_bytes, stack_frame_bytes, blocks_per_sm,\n\
          //     warps_per_sm, occupancy: each arch the build compiled and checked\n\
-         //   G::arch, sm_count, resident_blocks: each GPU G of `gpus` (blocks per SM x its SMs)\n\
+         //   G::arch, sm_count, compiled, blocks_per_sm, resident_blocks: each GPU G of `gpus`\n\
+         //     (blocks per SM x its SMs; 0 when its arch was not compiled)\n\
          //   blocks_per_sm_everywhere: the fewest blocks per SM over the compiled archs\n\
          //   compiled(arch), registers(arch), blocks_per_sm(arch), persistent_grid(arch, sm_count):\n\
          //     arch = major * 10 + minor (cudaDeviceProp), 0 for an arch the build did not compile\n\
@@ -335,9 +336,10 @@ fn arch_namespace(number: u32, row: &KernelRow) -> String {
     )
 }
 
-/// `namespace h20 { ... }` for each GPU of `gpus` whose arch was compiled: its SMs and the
-/// blocks resident on it. One whose arch was not compiled gets a comment (and the
-/// `grid_exceeds_resident` finding).
+/// `namespace h20 { ... }` for each GPU of `gpus`: its arch, its SMs and the blocks resident on
+/// it. A GPU whose arch the build did not compile gets `compiled = false` and zeros, as the
+/// functions answer for that arch (and `grid_exceeds_resident` a finding, when `grid_blocks` is
+/// checked there).
 fn gpu_namespaces(kernel: &KernelFacts<'_>, spec: &KernelSpec) -> String {
     let mut text = String::new();
     for gpu in spec
@@ -347,31 +349,37 @@ fn gpu_namespaces(kernel: &KernelFacts<'_>, spec: &KernelSpec) -> String {
         .filter_map(|name| preset(name).ok())
     {
         let namespace = gpu.name.replace('-', "_");
-        let number = arch_number(gpu.arch);
-        match kernel.rows.iter().find(|(arch, _)| Some(*arch) == number) {
-            Some((number, row)) => {
-                let _ = write!(
-                    text,
-                    "namespace {namespace} {{  // {}: {} SMs ({})\n\
-                     constexpr unsigned arch = {number};\n\
-                     constexpr unsigned sm_count = {};\n\
-                     constexpr unsigned long long resident_blocks = {}ull;\n\
-                     }}  // namespace {namespace}\n",
-                    gpu.product,
-                    gpu.sm_count,
-                    gpu.source,
-                    gpu.sm_count,
-                    u64::from(row.blocks_per_sm) * u64::from(gpu.sm_count),
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    text,
-                    "// {namespace} ({}): not compiled for {}",
-                    gpu.product, gpu.arch
-                );
-            }
-        }
+        let number = arch_number(gpu.arch).unwrap_or(0);
+        let row = kernel
+            .rows
+            .iter()
+            .find(|(arch, _)| *arch == number)
+            .map(|(_, row)| row);
+        let blocks_per_sm = row.map_or(0, |row| row.blocks_per_sm);
+        let _ = write!(
+            text,
+            "namespace {namespace} {{  // {}: {} SMs ({})\n\
+             constexpr unsigned arch = {number};\n\
+             constexpr unsigned sm_count = {};\n\
+             constexpr bool compiled = {};{}\n\
+             constexpr unsigned blocks_per_sm = {blocks_per_sm};\n\
+             constexpr unsigned long long resident_blocks = {}ull;\n\
+             }}  // namespace {namespace}\n",
+            gpu.product,
+            gpu.sm_count,
+            gpu.source,
+            gpu.sm_count,
+            row.is_some(),
+            if row.is_some() {
+                String::new()
+            } else {
+                format!(
+                    "  // the build did not compile {}: no blocks known",
+                    gpu.arch
+                )
+            },
+            u64::from(blocks_per_sm) * u64::from(gpu.sm_count),
+        );
     }
     text
 }

@@ -246,7 +246,7 @@ declare_lints! {
     }
     GridExceedsResident {
         default_level: Deny,
-        summary: "A kernel declared `launch = \"cooperative\"` or `\"persistent\"` is launched with more blocks than are resident at once: the blocks per SM its grid assumes (`grid_blocks_per_sm`) exceed what fits on some architecture, or its fixed grid (`grid_blocks`) exceeds blocks per SM x SMs on a GPU of `gpus`; a GPU whose architecture was not compiled is a finding too (its grid was not checked).",
+        summary: "A kernel declared `launch = \"cooperative\"` or `\"persistent\"` is launched with more blocks than are resident at once: the blocks per SM its grid assumes (`grid_blocks_per_sm`) exceed what fits on some architecture, or its fixed grid (`grid_blocks`) exceeds blocks per SM x SMs on a GPU of `gpus`, where a GPU whose architecture was not compiled is a finding too (its grid was not checked).",
         phrase: ("is launched with more blocks than are resident", "are launched with more blocks than are resident"),
         why_bad: "A cooperative launch of a grid larger than what is resident fails (`cudaErrorCooperativeLaunchTooLarge`); a persistent kernel whose blocks wait on each other deadlocks, because the blocks it waits for never get an SM, and one that loops over a work queue runs a second wave. The assumption is usually a constant in the launcher, right on the GPU it was written for and wrong on the next: 10 blocks per SM where registers allow 7, 132 SMs on an H20 that has 78.",
         example: "`#[occupancy::kernel(block = 256, launch = \"persistent\", grid_blocks = 132, gpus = [\"h100\", \"h20\"])]` on a kernel with 1 block per SM: 132 blocks fit an H100 SXM (132 SMs) but only 78 an H20.",

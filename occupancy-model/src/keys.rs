@@ -148,9 +148,10 @@ declare_keys! {
     /// `gpus = ["h100", "h20"]`: the GPUs the crate launches this kernel on, by the names of
     /// `cargo occupancy arch --gpus` (a product, its architecture and its SM count, with where the
     /// count comes from; case, `-` and `_` are ignored). `grid_blocks` is checked on each, and
-    /// `occupancy_facts.h` gives each its resident blocks. Each GPU's architecture must be one
-    /// the kernel is compiled for: the numbers of another come from code the build never saw,
-    /// and `grid_exceeds_resident` says the grid could not be checked there. No repeats.
+    /// `occupancy_facts.h` gives each its resident blocks. With `grid_blocks`, each GPU's
+    /// architecture must be one the kernel is compiled for: the numbers of another come from code
+    /// the build never saw, and `grid_exceeds_resident` says the grid could not be checked there
+    /// (the header gives such a GPU `compiled = false`). No repeats.
     Gpus {
         key: "gpus",
         field: gpus: Option<S::Archs>,

@@ -215,7 +215,7 @@ fn persistent_grid_sizes_its_cooperative_grid_from_the_facts_header() {
         "namespace grid_sum {\nconstexpr unsigned block_threads = 256;\nconstexpr unsigned dynamic_smem_bytes = 32768;\nconstexpr bool cooperative = true;\n",
         "constexpr unsigned blocks_per_sm = 4;\n",
         "constexpr unsigned blocks_per_sm = 6;\n",
-        "constexpr unsigned sm_count = 78;\nconstexpr unsigned long long resident_blocks = 468ull;\n",
+        "constexpr unsigned sm_count = 78;\nconstexpr bool compiled = true;\nconstexpr unsigned blocks_per_sm = 6;\nconstexpr unsigned long long resident_blocks = 468ull;\n",
         "constexpr unsigned blocks_per_sm_everywhere = 4;\n",
     ] {
         assert!(header.contains(expected), "{expected}\nin:\n{header}");

@@ -51,9 +51,11 @@ pub(super) fn grid_exceeds_resident(
         .filter_map(|gpu| Some(resident(on_gpu(gpu)?, gpu)))
         .min()
         .unwrap_or(0);
+    // Only a fixed grid is checked per GPU: a GPU of an arch not compiled leaves that check
+    // undone (an assumed blocks per SM is checked on the compiled archs, whatever the GPU).
     for gpu in gpus {
         match (on_gpu(gpu), spec.grid_blocks) {
-            (None, _) => findings.push(not_compiled(on_archs, gpu)),
+            (None, Some(_)) => findings.push(not_compiled(on_archs, gpu)),
             (Some(on), Some(grid)) if u64::from(grid) > resident(on, gpu) => {
                 findings.push(on_the_gpu(launch, grid, smallest, on, gpu));
             }
@@ -144,8 +146,8 @@ fn on_the_gpu(
     }
 }
 
-/// The finding of a GPU of `gpus` whose architecture the kernel was not compiled for: its
-/// numbers there come from code the build never saw, so its grid was not checked.
+/// The finding of a GPU of `gpus` whose architecture the kernel was not compiled for, where a
+/// fixed grid is to be checked: its numbers there come from code the build never saw.
 fn not_compiled(on_archs: &[CompiledOnArch<'_>], gpu: &GpuPreset) -> Finding {
     let name = on_archs.first().map_or("the kernel", |on| kernel(on));
     let compiled: Vec<&str> = on_archs.iter().map(|on| on.arch.name).collect();

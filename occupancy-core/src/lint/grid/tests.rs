@@ -131,6 +131,13 @@ fn a_fixed_grid_is_checked_on_every_gpu_at_its_sm_count() {
         l4[0].message
     );
     assert!(l4[0].help.as_deref().unwrap().contains("add `sm_89`"));
+    // Without a fixed grid, nothing is checked per GPU: naming one of another arch is no finding
+    // (its facts in occupancy_facts.h say it was not compiled).
+    let per_sm = spec(|spec| {
+        spec.grid_blocks_per_sm = Some(4);
+        spec.gpus = gpus(&["l4", "h20"]);
+    });
+    assert!(findings(&per_sm, &kernels).is_empty());
 }
 
 /// Without `launch`, a grid larger than what fits runs in waves: nothing to check (the grammar
