@@ -54,16 +54,13 @@ unsigned grid_sum_grid(unsigned arch, unsigned sm_count, unsigned n) {
   return grid == 0 ? 1u : static_cast<unsigned>(grid);
 }
 
-// Sums `n` floats at `x` (host memory) into `*sum`. Returns a cudaError_t, or -1 when the build
-// did not compile grid_sum for this device's arch.
-int grid_sum_run(const float* x, unsigned n, float* sum) {
-  unsigned arch = 0, sm_count = 0;
-  int error = grid_sum_device(&arch, &sm_count);
-  if (error != 0) return error;
-  unsigned grid = grid_sum_grid(arch, sm_count, n);
-  if (grid == 0) return -1;
+// Sums `n` floats at `x` (host memory) into `*sum` with a cooperative grid of `grid` blocks (at
+// most kMaxGrid). Returns a cudaError_t: cudaErrorCooperativeLaunchTooLarge (720) when the grid is
+// larger than what is resident.
+int grid_sum_run_with_grid(const float* x, unsigned n, unsigned grid, float* sum) {
+  if (grid == 0 || grid > kMaxGrid) return -2;
   void *x_device = nullptr, *partial = nullptr, *out = nullptr;
-  error = grid_sum_malloc(&x_device, n * sizeof(float));
+  int error = grid_sum_malloc(&x_device, n * sizeof(float));
   if (error == 0) error = grid_sum_malloc(&partial, kMaxGrid * sizeof(float));
   if (error == 0) error = grid_sum_malloc(&out, sizeof(float));
   if (error == 0) error = grid_sum_upload(x_device, x, n * sizeof(float));
@@ -75,5 +72,16 @@ int grid_sum_run(const float* x, unsigned n, float* sum) {
   grid_sum_free(partial);
   grid_sum_free(x_device);
   return error;
+}
+
+// Sums `n` floats at `x` (host memory) into `*sum`, the grid sized from the facts for this
+// device. Returns a cudaError_t, or -1 when the build did not compile grid_sum for its arch.
+int grid_sum_run(const float* x, unsigned n, float* sum) {
+  unsigned arch = 0, sm_count = 0;
+  int error = grid_sum_device(&arch, &sm_count);
+  if (error != 0) return error;
+  unsigned grid = grid_sum_grid(arch, sm_count, n);
+  if (grid == 0) return -1;
+  return grid_sum_run_with_grid(x, n, grid, sum);
 }
 }

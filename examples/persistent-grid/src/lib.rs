@@ -29,6 +29,8 @@ extern "C" {
 
 extern "C" {
     fn grid_sum_device_count() -> c_int;
+    fn grid_sum_device(arch: *mut u32, sm_count: *mut u32) -> c_int;
+    fn grid_sum_run_with_grid(x: *const f32, n: u32, grid: u32, sum: *mut f32) -> c_int;
     fn grid_sum_facts_blocks_per_sm(arch: u32) -> u32;
     fn grid_sum_grid(arch: u32, sm_count: u32, n: u32) -> u32;
 }
@@ -50,6 +52,29 @@ pub fn sum(x: &[f32]) -> Result<f32, CudaError> {
     // SAFETY: `x` holds `n` floats and `sum` is one; the launcher copies them to and from the device.
     match unsafe { grid_sum_run(x.as_ptr(), n, &mut sum) } {
         0 => Ok(sum),
+        code => Err(CudaError(code)),
+    }
+}
+
+/// The sum of `x` with a cooperative grid of exactly `grid` blocks (at most 1024, the launcher's
+/// workspace): `Err(CudaError(720))`, `cudaErrorCooperativeLaunchTooLarge`, when more blocks than
+/// are resident.
+pub fn sum_with_grid(x: &[f32], grid: u32) -> Result<f32, CudaError> {
+    let n = u32::try_from(x.len()).expect("at most 2^32 - 1 values");
+    let mut sum = 0.0f32;
+    // SAFETY: as in `sum`.
+    match unsafe { grid_sum_run_with_grid(x.as_ptr(), n, grid, &mut sum) } {
+        0 => Ok(sum),
+        code => Err(CudaError(code)),
+    }
+}
+
+/// The device's arch number (`major * 10 + minor`) and SM count.
+pub fn device() -> Result<(u32, u32), CudaError> {
+    let (mut arch, mut sm_count) = (0, 0);
+    // SAFETY: two valid out-pointers.
+    match unsafe { grid_sum_device(&mut arch, &mut sm_count) } {
+        0 => Ok((arch, sm_count)),
         code => Err(CudaError(code)),
     }
 }

@@ -26,19 +26,41 @@ fn main() {
         }
         return;
     }
-    let x: Vec<f32> = (0..1_000_003).map(|index| (index % 7) as f32 - 3.0).collect();
+    let x: Vec<f32> = (0..1_000_003)
+        .map(|index| (index % 7) as f32 - 3.0)
+        .collect();
     let expected: f64 = x.iter().map(|value| f64::from(*value)).sum();
+    let close = |sum: f32| (f64::from(sum) - expected).abs() < 1e-3 * expected.abs().max(1.0);
+    let fail = |message: String| -> ! {
+        eprintln!("persistent-grid: {message}");
+        std::process::exit(1)
+    };
     match persistent_grid::sum(&x) {
-        Ok(sum) if (f64::from(sum) - expected).abs() < 1e-3 * expected.abs().max(1.0) => {
+        Ok(sum) if close(sum) => {
             println!("persistent-grid: sum {sum} (expected {expected}), 0 wrong")
         }
-        Ok(sum) => {
-            eprintln!("persistent-grid: sum {sum}, expected {expected}");
-            std::process::exit(1);
-        }
-        Err(error) => {
-            eprintln!("persistent-grid: CUDA error {error:?}");
-            std::process::exit(1);
-        }
+        Ok(sum) => fail(format!("sum {sum}, expected {expected}")),
+        Err(error) => fail(format!("CUDA error {error:?}")),
+    }
+    // Every block the facts say is resident launches cooperatively; one more does not.
+    let (arch, sm_count) =
+        persistent_grid::device().unwrap_or_else(|error| fail(format!("{error:?}")));
+    let resident = header_blocks_per_sm(arch) * sm_count;
+    if resident == 0 || resident >= 1024 {
+        println!("persistent-grid: sm_{arch} with {sm_count} SMs: no resident grid within the launcher's workspace to try");
+        return;
+    }
+    match persistent_grid::sum_with_grid(&x, resident) {
+        Ok(sum) if close(sum) => {}
+        other => fail(format!(
+            "a grid of the {resident} resident blocks: {other:?}"
+        )),
+    }
+    match persistent_grid::sum_with_grid(&x, resident + 1) {
+        Err(persistent_grid::CudaError(720)) => println!(
+            "persistent-grid: sm_{arch}, {sm_count} SMs: a cooperative grid of {resident} blocks (the facts' resident blocks) runs; {} fails with cudaErrorCooperativeLaunchTooLarge",
+            resident + 1
+        ),
+        other => fail(format!("a grid of {} blocks, one more than resident: {other:?}", resident + 1)),
     }
 }
