@@ -42,6 +42,7 @@ mod error;
 mod evaluate;
 mod expectations;
 mod facts_file;
+mod facts_header;
 mod file_facts;
 mod fsutil;
 mod input_watch;

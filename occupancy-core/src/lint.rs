@@ -29,6 +29,7 @@ mod docs;
 pub mod evaluate;
 mod expectation;
 mod finding;
+mod grid;
 use crate::lint_id as id;
 mod kernels;
 mod launch;
@@ -253,6 +254,15 @@ declare_lints! {
         fix: "Keep it where the spilled values are hot and the area costs no block; otherwise give ptxas more registers (a lower minimum blocks per SM, a higher `max_registers`), give the kernel `__launch_bounds__` of the block it is launched with, or remove the pragma; `allow(smem_spill)` accepts it.",
         check: Check::OnArch { run: smem_spill::smem_spill, undeclared: true },
     }
+    GridExceedsResident {
+        default_level: Deny,
+        summary: "A kernel declared `launch = \"cooperative\"` or `\"persistent\"` is launched with more blocks than are resident at once: the blocks per SM its grid assumes (`grid_blocks_per_sm`) exceed what fits on some architecture, or its fixed grid (`grid_blocks`) exceeds blocks per SM x SMs on a GPU of `gpus`, where a GPU whose architecture was not compiled is a finding too (its grid was not checked).",
+        phrase: ("is launched with more blocks than are resident", "are launched with more blocks than are resident"),
+        why_bad: "A cooperative launch of a grid larger than what is resident fails (`cudaErrorCooperativeLaunchTooLarge`); a persistent kernel whose blocks wait on each other deadlocks, because the blocks it waits for never get an SM, and one that loops over a work queue runs a second wave. The assumption is usually a constant in the launcher, right on the GPU it was written for and wrong on the next: 10 blocks per SM where registers allow 7, 132 SMs on an H20 that has 78.",
+        example: "`#[occupancy::kernel(block = 256, launch = \"persistent\", grid_blocks = 132, gpus = [\"h100\", \"h20\"])]` on a kernel with 1 block per SM: 132 blocks fit an H100 SXM (132 SMs) but only 78 an H20.",
+        fix: "Size the grid from the compiled facts and the device (`persistent_grid_on(&ctx)` on the kernel's const, `occupancy::facts::<kernel>::persistent_grid(arch, sms)` from `occupancy_facts.h`, or `cudaOccupancyMaxActiveBlocksPerMultiprocessor` x `multiProcessorCount`); lower `grid_blocks_per_sm` or `grid_blocks` to the number the finding names; or make more blocks fit (fewer registers, less shared memory).",
+        check: Check::Kernel { run: grid::grid_exceeds_resident, undeclared: false },
+    }
 }
 
 #[cfg(test)]
@@ -316,6 +326,7 @@ mod tests {
                 ("const_memory", Level::Deny),
                 ("unreachable_bound", Level::Warn),
                 ("smem_spill", Level::Warn),
+                ("grid_exceeds_resident", Level::Deny),
             ]
         );
     }
@@ -425,7 +436,10 @@ mod tests {
                 Check::Worse(make) => make("k", "sm_90", &before, &worse).into_iter().collect(),
                 Check::Stale(make) => vec![make("sm_90", "changed".into(), Vec::new())],
                 Check::Expectation(make) => vec![make("k", LintId::Spills, Some("tracked"))],
-                Check::Launch { .. } | Check::OnArch { .. } | Check::Sass { .. } => continue,
+                Check::Launch { .. }
+                | Check::Kernel { .. }
+                | Check::OnArch { .. }
+                | Check::Sass { .. } => continue,
             };
             assert!(!made.is_empty(), "{}", lint.id);
             for finding in made {

@@ -92,6 +92,9 @@ lint_ids! {
     /// Registers ptxas spilled to shared memory (`enable_smem_spilling`): the spill area in the
     /// kernel's static shared memory.
     SmemSpill = "smem_spill",
+    /// A persistent or cooperative grid the launcher assumes (`grid_blocks_per_sm`, `grid_blocks`
+    /// on the declared `gpus`) holds more blocks than are resident at once.
+    GridExceedsResident = "grid_exceeds_resident",
 }
 
 impl LintId {

@@ -28,6 +28,9 @@ pub struct KeyInfo {
     pub example: &'static str,
     /// Words people write for this key, suggested as it (`maxnreg` → `max_registers`).
     pub aliases: &'static [&'static str],
+    /// The keys it cannot be written without (`grid_blocks` needs `launch` and `gpus`); each
+    /// needs none itself. The grammar refuses the key alone, naming what to add.
+    pub needs: &'static [Key],
     /// Its documentation: the key's section of `docs/declaring-kernels.md` and its field's doc.
     pub doc: &'static str,
 }
@@ -55,6 +58,13 @@ pub enum Kind {
     Pattern,
     /// A non-empty list of distinct architecture names.
     Archs,
+    /// One of a few words, as a string (`"cooperative"`).
+    Choice {
+        /// The words accepted.
+        choices: &'static [&'static str],
+    },
+    /// A non-empty list of distinct GPU products, by the names of `cargo occupancy arch --gpus`.
+    Gpus,
 }
 
 impl fmt::Display for Kind {
@@ -70,6 +80,18 @@ impl fmt::Display for Kind {
             Kind::Symbol => formatter.write_str("string"),
             Kind::Pattern => formatter.write_str("string with `*`"),
             Kind::Archs => formatter.write_str("list of strings"),
+            Kind::Choice { choices } => {
+                for (index, choice) in choices.iter().enumerate() {
+                    let separator = match index {
+                        0 => "",
+                        _ if index + 1 == choices.len() => " or ",
+                        _ => ", ",
+                    };
+                    write!(formatter, "{separator}`\"{choice}\"`")?;
+                }
+                Ok(())
+            }
+            Kind::Gpus => formatter.write_str("list of GPU names"),
         }
     }
 }
@@ -90,10 +112,12 @@ pub enum Value<'a, S: Storage> {
     OptionalInteger(Option<u32>),
     /// [`Kind::Fraction`].
     Fraction(Option<f64>),
-    /// [`Kind::Symbol`] and [`Kind::Pattern`].
+    /// [`Kind::Symbol`], [`Kind::Pattern`] and [`Kind::Choice`].
     Text(Option<&'a str>),
     /// [`Kind::Archs`].
     Archs(Option<&'a [S::Text]>),
+    /// [`Kind::Gpus`].
+    Gpus(Option<&'a [S::Text]>),
 }
 
 impl<S: Storage> Value<'_, S> {
@@ -106,7 +130,7 @@ impl<S: Storage> Value<'_, S> {
             Value::OptionalInteger(value) => value.is_some(),
             Value::Fraction(value) => value.is_some(),
             Value::Text(value) => value.is_some(),
-            Value::Archs(value) => value.is_some(),
+            Value::Archs(value) | Value::Gpus(value) => value.is_some(),
         }
     }
 }
@@ -123,18 +147,19 @@ impl<S: Storage> fmt::Display for Value<'_, S> {
             // f64's Display is the shortest text that parses back to the same value.
             Value::Fraction(Some(fraction)) => write!(formatter, "{fraction}"),
             Value::Text(Some(text)) => write!(formatter, "{text:?}"),
-            Value::Archs(Some(archs)) => {
+            Value::Archs(Some(names)) | Value::Gpus(Some(names)) => {
                 formatter.write_str("[")?;
-                for (index, arch) in archs.iter().enumerate() {
+                for (index, name) in names.iter().enumerate() {
                     let separator = if index == 0 { "" } else { ", " };
-                    write!(formatter, "{separator}{:?}", &**arch)?;
+                    write!(formatter, "{separator}{:?}", &**name)?;
                 }
                 formatter.write_str("]")
             }
             Value::OptionalInteger(None)
             | Value::Fraction(None)
             | Value::Text(None)
-            | Value::Archs(None) => Ok(()),
+            | Value::Archs(None)
+            | Value::Gpus(None) => Ok(()),
         }
     }
 }
@@ -150,10 +175,35 @@ pub enum ValueMut<'a, S: Storage> {
     OptionalInteger(&'a mut Option<u32>),
     /// [`Kind::Fraction`].
     Fraction(&'a mut Option<f64>),
-    /// [`Kind::Symbol`] and [`Kind::Pattern`].
+    /// [`Kind::Symbol`], [`Kind::Pattern`] and [`Kind::Choice`].
     Text(&'a mut Option<S::Text>),
     /// [`Kind::Archs`].
     Archs(&'a mut Option<S::Archs>),
+    /// [`Kind::Gpus`].
+    Gpus(&'a mut Option<S::Archs>),
+}
+
+/// The arguments of the smallest declaration that sets `key` to its example, as `Display` prints
+/// a spec: `block = 32` (or `block`'s example), the key and the keys it [`needs`](KeyInfo::needs),
+/// each at its example, in the keys' order (`block = 32, launch = "cooperative", grid_blocks_per_sm = 2`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExampleArguments(pub Key);
+
+impl fmt::Display for ExampleArguments {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let wanted = |key: Key| key == self.0 || self.0.info().needs.contains(&key);
+        for key in Key::ALL {
+            match key {
+                Key::Block if self.0 == Key::Block => {
+                    write!(formatter, "block = {}", key.info().example)?
+                }
+                Key::Block => formatter.write_str("block = 32")?,
+                _ if wanted(key) => write!(formatter, ", {key} = {}", key.info().example)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Key {
@@ -271,8 +321,12 @@ mod tests {
                         Value::Integer { .. } | Value::OptionalInteger(_)
                     )
                     | (Kind::Fraction, Value::Fraction(_))
-                    | (Kind::Symbol | Kind::Pattern, Value::Text(_))
+                    | (
+                        Kind::Symbol | Kind::Pattern | Kind::Choice { .. },
+                        Value::Text(_)
+                    )
                     | (Kind::Archs, Value::Archs(_))
+                    | (Kind::Gpus, Value::Gpus(_))
             );
             assert!(
                 fits,
@@ -281,6 +335,22 @@ mod tests {
             );
             // Only `block` is written by `with_block`: every other key starts absent.
             assert_eq!(spec.value(key).is_set(), key == Key::Block, "{}", info.name);
+        }
+    }
+
+    /// A key's needs are other keys that need nothing themselves, so one level of them makes a
+    /// declaration ([`ExampleArguments`]).
+    #[test]
+    fn needed_keys_need_nothing() {
+        for info in &KEYS {
+            for need in info.needs {
+                assert_ne!(*need, info.key, "{}", info.name);
+                assert!(
+                    need.info().needs.is_empty(),
+                    "{} needs {need}, which needs more",
+                    info.name
+                );
+            }
         }
     }
 

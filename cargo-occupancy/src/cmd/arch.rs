@@ -132,13 +132,13 @@ fn variants(facts: &ArchFacts) -> String {
 }
 
 fn write_presets(out: &mut impl Write) -> std::io::Result<()> {
-    writeln!(out, "{:<10} {:<7} {:>4}  product", "gpu", "arch", "SMs")?;
+    writeln!(out, "{:<12} {:<7} {:>4}  product", "gpu", "arch", "SMs")?;
     for preset in arch::presets() {
         writeln!(
             out,
-            "{:<10} {:<7} {:>4}  {}",
+            "{:<12} {:<7} {:>4}  {}",
             preset.name, preset.arch, preset.sm_count, preset.product
         )?;
     }
-    Ok(())
+    writeln!(out, "\n`--json` adds where each SM count comes from.")
 }
