@@ -10,6 +10,7 @@
 //! skipped; GNU's long-name table (`//`) is kept to resolve `/<offset>` names. Nothing is
 //! allocated by a size read from the file beyond [`MAX_NAME_TABLE_BYTES`].
 
+use super::read_full;
 use std::io::{self, Read};
 
 /// `!<arch>\n`.
@@ -160,20 +161,6 @@ impl<R: Read> Read for Archive<R> {
         self.remaining -= read as u64;
         Ok(read)
     }
-}
-
-/// Reads until `buffer` is full or the input ends; how many bytes were read.
-fn read_full(reader: &mut impl Read, buffer: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        match reader.read(&mut buffer[filled..]) {
-            Ok(0) => break,
-            Ok(read) => filled += read,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(filled)
 }
 
 #[cfg(test)]

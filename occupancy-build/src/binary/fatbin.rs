@@ -12,6 +12,7 @@
 //! with zeros to 8 bytes. Anything else (an ELF32 or big-endian host, non-zero bytes between
 //! fatbins) is `None`: the caller hands the file to cuobjdump whole.
 
+use super::read_full;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
@@ -245,20 +246,6 @@ fn walk(file: &mut BufReader<File>, start: u64, end: u64) -> io::Result<Option<V
 
 fn invalid(message: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, message.to_owned())
-}
-
-/// Reads until `buffer` is full or the input ends; how many bytes were read.
-fn read_full(reader: &mut impl Read, buffer: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        match reader.read(&mut buffer[filled..]) {
-            Ok(0) => break,
-            Ok(read) => filled += read,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(filled)
 }
 
 #[cfg(test)]

@@ -142,6 +142,24 @@ impl<'a> Found<'a> {
     }
 }
 
+/// Reads until `buffer` is full or the input ends; how many bytes were read (for the
+/// readers of headers and streams: `sniff`, `archive`, `fatbin`).
+pub(crate) fn read_full(
+    reader: &mut impl std::io::Read,
+    buffer: &mut [u8],
+) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match reader.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(read) => filled += read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(filled)
+}
+
 /// What a file is, from its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BinaryKind {
@@ -155,16 +173,8 @@ pub enum BinaryKind {
 
 /// The kind of binary `path` is, or `None` when it is none of them (a log, a source).
 pub fn sniff(path: &Path) -> std::io::Result<Option<BinaryKind>> {
-    use std::io::Read;
     let mut head = [0u8; 20];
-    let mut file = std::fs::File::open(path)?;
-    let mut filled = 0;
-    while filled < head.len() {
-        match file.read(&mut head[filled..])? {
-            0 => break,
-            read => filled += read,
-        }
-    }
+    let filled = read_full(&mut std::fs::File::open(path)?, &mut head)?;
     Ok(kind_of(&head[..filled]))
 }
 
