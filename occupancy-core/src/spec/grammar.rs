@@ -832,45 +832,72 @@ fn parse_pattern(expr: &Expr, key: Key) -> syn::Result<String> {
     Ok(pattern)
 }
 
-fn parse_archs(expr: &Expr, key: Key) -> syn::Result<Vec<String>> {
-    let Expr::Array(array) = expr else {
-        let hint = match expr {
-            Expr::Lit(syn::ExprLit {
-                lit: Lit::Str(text),
-                ..
-            }) => format!("write a list: `{key} = [\"{}\"]`", text.value()),
-            _ => format!("write a list of strings: `{key} = [\"sm_80\", \"sm_90\"]`"),
-        };
-        return Err(error_at(
-            expr,
-            key,
-            format!("`{key}` expects a list, found {}: {hint}", describe(expr)),
-        ));
-    };
-    if array.elems.is_empty() {
-        return Err(error_at(
-            array,
-            key,
-            format!("`{key} = []` would check nothing: name at least one arch, or remove `{key}` to use the crate's list"),
-        ));
-    }
-    let mut archs: Vec<String> = Vec::with_capacity(array.elems.len());
-    let mut seen: Vec<crate::arch::Arch> = Vec::with_capacity(array.elems.len());
-    for element in &array.elems {
-        let Expr::Lit(syn::ExprLit {
-            lit: Lit::Str(text),
-            ..
-        }) = element
-        else {
+/// A key whose value is a non-empty list of strings (`archs`, `gpus`): the list's shape checked
+/// once, each element's meaning left to the caller.
+struct StringList {
+    /// What one element names (`arch`, `GPU`).
+    what: &'static str,
+    /// Two example elements, for the hints.
+    examples: [&'static str; 2],
+    /// What `key = []` means, after the `key = []` (`{key}` is replaced by the key).
+    empty: &'static str,
+}
+
+impl StringList {
+    /// The list's string literals, or an error at what is not one.
+    fn parse<'e>(&self, expr: &'e Expr, key: Key) -> syn::Result<Vec<&'e syn::LitStr>> {
+        let [first, second] = self.examples;
+        let Expr::Array(array) = expr else {
+            let hint = match expr {
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Str(text),
+                    ..
+                }) => format!("write a list: `{key} = [\"{}\"]`", text.value()),
+                _ => format!("write a list of strings: `{key} = [\"{first}\", \"{second}\"]`"),
+            };
             return Err(error_at(
-                element,
+                expr,
                 key,
-                format!(
-                    "each arch is a string, found {}: write e.g. `\"sm_80\"`",
-                    describe(element)
-                ),
+                format!("`{key}` expects a list, found {}: {hint}", describe(expr)),
             ));
         };
+        if array.elems.is_empty() {
+            let meaning = self.empty.replace("{key}", &key.to_string());
+            return Err(error_at(array, key, format!("`{key} = []` {meaning}")));
+        }
+        array
+            .elems
+            .iter()
+            .map(|element| match element {
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Str(text),
+                    ..
+                }) => Ok(text),
+                _ => Err(error_at(
+                    element,
+                    key,
+                    format!(
+                        "each {} is a string, found {}: write e.g. `\"{first}\"`",
+                        self.what,
+                        describe(element)
+                    ),
+                )),
+            })
+            .collect()
+    }
+}
+
+fn parse_archs(expr: &Expr, key: Key) -> syn::Result<Vec<String>> {
+    let list = StringList {
+        what: "arch",
+        examples: ["sm_80", "sm_90"],
+        empty:
+            "would check nothing: name at least one arch, or remove `{key}` to use the crate's list",
+    };
+    let texts = list.parse(expr, key)?;
+    let mut archs: Vec<String> = Vec::with_capacity(texts.len());
+    let mut seen: Vec<crate::arch::Arch> = Vec::with_capacity(texts.len());
+    for text in texts {
         let arch = text.value();
         let parsed = match crate::arch::Arch::parse(&arch) {
             Ok(parsed) => parsed,
@@ -934,43 +961,14 @@ fn parse_choice(expr: &Expr, key: Key, choices: &[&str]) -> syn::Result<String> 
 /// A list of GPU products by the names of `cargo occupancy arch --gpus`, each once; stored
 /// under the table's own name (`"H100"` is `"h100"`).
 fn parse_gpus(expr: &Expr, key: Key) -> syn::Result<Vec<String>> {
-    let Expr::Array(array) = expr else {
-        let hint = match expr {
-            Expr::Lit(syn::ExprLit {
-                lit: Lit::Str(text),
-                ..
-            }) => format!("write a list: `{key} = [\"{}\"]`", text.value()),
-            _ => format!("write a list of strings: `{key} = [\"h100\", \"h20\"]`"),
-        };
-        return Err(error_at(
-            expr,
-            key,
-            format!("`{key}` expects a list, found {}: {hint}", describe(expr)),
-        ));
+    let list = StringList {
+        what: "GPU",
+        examples: ["h100", "h20"],
+        empty: "names no GPU: name at least one (`cargo occupancy arch --gpus`), or remove `{key}`",
     };
-    if array.elems.is_empty() {
-        return Err(error_at(
-            array,
-            key,
-            format!("`{key} = []` names no GPU: name at least one (`cargo occupancy arch --gpus`), or remove `{key}`"),
-        ));
-    }
-    let mut gpus: Vec<String> = Vec::with_capacity(array.elems.len());
-    for element in &array.elems {
-        let Expr::Lit(syn::ExprLit {
-            lit: Lit::Str(text),
-            ..
-        }) = element
-        else {
-            return Err(error_at(
-                element,
-                key,
-                format!(
-                    "each GPU is a string, found {}: write e.g. `\"h100\"`",
-                    describe(element)
-                ),
-            ));
-        };
+    let texts = list.parse(expr, key)?;
+    let mut gpus: Vec<String> = Vec::with_capacity(texts.len());
+    for text in texts {
         let name = text.value();
         let gpu = crate::arch::preset(&name).map_err(|_| {
             let names = crate::arch::presets().iter().map(|gpu| gpu.name);
