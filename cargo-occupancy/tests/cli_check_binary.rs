@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{binary, repo_root, stderr, stdout};
+use common::{binary, nvcc, repo_root, run_tool, stderr, stdout, work_dir};
 
 /// Corpus kernels that compile for sm_80 and sm_90 (`launch_bounds.cu` needs sm_90,
 /// `fails_to_compile.cu` fails on purpose).
@@ -43,39 +43,6 @@ const FIELDS: [&str; 12] = [
     "limiters",
 ];
 
-/// A fresh directory of this test's own (the tests run in parallel).
-fn work_dir(test: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("check-binary")
-        .join(test);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// `NVCC`, else nvcc under `CUDA_HOME`, as scripts/setup-cuda.sh sets them (a test reads the
-/// environment it runs in).
-#[allow(clippy::disallowed_methods)]
-fn nvcc() -> PathBuf {
-    std::env::var_os("NVCC").map_or_else(
-        || {
-            let home =
-                std::env::var_os("CUDA_HOME").expect("NVCC or CUDA_HOME (scripts/setup-cuda.sh)");
-            Path::new(&home).join("bin/nvcc")
-        },
-        PathBuf::from,
-    )
-}
-
-fn run(command: &mut Command) {
-    let output = command.output().expect("run a tool");
-    assert!(
-        output.status.success(),
-        "{command:?} failed:\n{}",
-        stderr(&output)
-    );
-}
-
 /// `-gencode arch=compute_80,code=[sm_80,sm_90]`: the form `check` compiles sources in.
 fn gencode() -> [&'static str; 2] {
     ["-gencode", "arch=compute_80,code=[sm_80,sm_90]"]
@@ -90,34 +57,42 @@ fn build_binaries(dir: &Path) -> BTreeMap<&'static str, Vec<PathBuf>> {
         let stem = Path::new(source).file_stem().unwrap().to_str().unwrap();
         for (form, flag, extension) in [("fatbin", "-fatbin", "fatbin"), ("object", "-c", "o")] {
             let output = dir.join(format!("{stem}.{extension}"));
-            run(Command::new(nvcc())
-                .args(gencode())
-                .arg(flag)
-                .arg(root.join(source))
-                .arg("-o")
-                .arg(&output));
+            run_tool(
+                Command::new(nvcc())
+                    .args(gencode())
+                    .arg(flag)
+                    .arg(root.join(source))
+                    .arg("-o")
+                    .arg(&output),
+            );
             forms.entry(form).or_default().push(output);
         }
     }
     let archive = dir.join("libcorpus.a");
-    run(Command::new("ar")
-        .arg("rcs")
-        .arg(&archive)
-        .args(&forms["object"]));
+    run_tool(
+        Command::new("ar")
+            .arg("rcs")
+            .arg(&archive)
+            .args(&forms["object"]),
+    );
     forms.insert("static library", vec![archive]);
     let shared = dir.join("libcorpus.so");
-    run(Command::new(nvcc())
-        .args(gencode())
-        .args(["-shared", "-Xcompiler", "-fPIC"])
-        .args(SOURCES.iter().map(|source| root.join(source)))
-        .arg("-o")
-        .arg(&shared));
+    run_tool(
+        Command::new(nvcc())
+            .args(gencode())
+            .args(["-shared", "-Xcompiler", "-fPIC"])
+            .args(SOURCES.iter().map(|source| root.join(source)))
+            .arg("-o")
+            .arg(&shared),
+    );
     // A member of the same name with no device code (a host library) beside it.
-    run(Command::new("cc")
-        .args(["-shared", "-fPIC", "-x", "c", "-"])
-        .arg("-o")
-        .arg(dir.join("host.so"))
-        .stdin(std::process::Stdio::null()));
+    run_tool(
+        Command::new("cc")
+            .args(["-shared", "-fPIC", "-x", "c", "-"])
+            .arg("-o")
+            .arg(dir.join("host.so"))
+            .stdin(std::process::Stdio::null()),
+    );
     let wheel = dir.join("corpus-1.0-py3-none-linux_x86_64.whl");
     let zip = format!(
         "import zipfile\nwith zipfile.ZipFile({:?}, 'w', zipfile.ZIP_DEFLATED) as w:\n    w.write({:?}, 'corpus/lib/libcorpus.so')\n    w.write({:?}, 'corpus/host/libcorpus.so')\n    w.writestr('corpus/__init__.py', '')\n",
@@ -125,7 +100,7 @@ fn build_binaries(dir: &Path) -> BTreeMap<&'static str, Vec<PathBuf>> {
         shared.display().to_string(),
         dir.join("host.so").display().to_string()
     );
-    run(Command::new("python3").args(["-c", &zip]));
+    run_tool(Command::new("python3").args(["-c", &zip]));
     forms.insert("shared library", vec![shared]);
     forms.insert("wheel", vec![wheel]);
     forms
@@ -172,7 +147,7 @@ fn rows(paths: &[PathBuf], cache: &Path) -> BTreeMap<(String, String), serde_jso
 
 #[test]
 fn every_binary_form_gives_the_rows_of_the_sources() {
-    let dir = work_dir("forms");
+    let dir = work_dir("check-binary", "forms");
     let cache = dir.join("cache");
     let sources: Vec<PathBuf> = SOURCES.iter().map(PathBuf::from).collect();
     let expected = rows(&sources, &cache);
@@ -208,17 +183,19 @@ fn every_binary_form_gives_the_rows_of_the_sources() {
 
 #[test]
 fn embedded_ptx_is_assembled_for_an_arch_without_a_cubin_and_a_compatible_cubin_is_run() {
-    let dir = work_dir("ptx");
+    let dir = work_dir("check-binary", "ptx");
     let fatbin = dir.join("spills.fatbin");
-    run(Command::new(nvcc())
-        .args([
-            "-gencode",
-            "arch=compute_80,code=[sm_80,compute_80]",
-            "-fatbin",
-        ])
-        .arg(repo_root().join("tests/kernels/spills.cu"))
-        .arg("-o")
-        .arg(&fatbin));
+    run_tool(
+        Command::new(nvcc())
+            .args([
+                "-gencode",
+                "arch=compute_80,code=[sm_80,compute_80]",
+                "-fatbin",
+            ])
+            .arg(repo_root().join("tests/kernels/spills.cu"))
+            .arg("-o")
+            .arg(&fatbin),
+    );
     let output = binary()
         .args([
             "occupancy",
@@ -265,14 +242,16 @@ fn embedded_ptx_is_assembled_for_an_arch_without_a_cubin_and_a_compatible_cubin_
 
 #[test]
 fn a_file_without_device_code_is_no_kernel_and_a_broken_cubin_is_an_error() {
-    let dir = work_dir("bad");
+    let dir = work_dir("check-binary", "bad");
     let host = dir.join("host.o");
     std::fs::write(dir.join("host.c"), "int f(void) { return 1; }\n").unwrap();
-    run(Command::new("cc")
-        .arg("-c")
-        .arg(dir.join("host.c"))
-        .arg("-o")
-        .arg(&host));
+    run_tool(
+        Command::new("cc")
+            .arg("-c")
+            .arg(dir.join("host.c"))
+            .arg("-o")
+            .arg(&host),
+    );
     let output = binary()
         .args(["occupancy", "check"])
         .arg(&host)
@@ -315,7 +294,7 @@ fn a_file_without_device_code_is_no_kernel_and_a_broken_cubin_is_an_error() {
 /// each in a directory of its own. Both kernels' rows are those of their objects read alone.
 #[test]
 fn libraries_of_two_sources_of_one_name_give_the_kernels_of_both() {
-    let dir = work_dir("same-name");
+    let dir = work_dir("check-binary", "same-name");
     let sources = [
         ("a", "extern \"C\" __global__ void from_a(float *x) { x[threadIdx.x] *= 2.0f; }\n"),
         (
@@ -329,34 +308,42 @@ fn libraries_of_two_sources_of_one_name_give_the_kernels_of_both() {
         let source = dir.join(sub).join("k.cu");
         std::fs::write(&source, text).unwrap();
         let object = dir.join(sub).join("k.o");
-        run(Command::new(nvcc())
-            .args(gencode())
-            .args(["-lineinfo", "-c"])
-            .arg(&source)
-            .arg("-o")
-            .arg(&object));
+        run_tool(
+            Command::new(nvcc())
+                .args(gencode())
+                .args(["-lineinfo", "-c"])
+                .arg(&source)
+                .arg("-o")
+                .arg(&object),
+        );
         sources_written.push(source);
         objects.push(object);
     }
     std::fs::write(dir.join("host.c"), "int f(void) { return 1; }\n").unwrap();
-    run(Command::new("cc")
-        .arg("-c")
-        .arg(dir.join("host.c"))
-        .arg("-o")
-        .arg(dir.join("host.o")));
+    run_tool(
+        Command::new("cc")
+            .arg("-c")
+            .arg(dir.join("host.c"))
+            .arg("-o")
+            .arg(dir.join("host.o")),
+    );
     let archive = dir.join("libk.a");
-    run(Command::new("ar")
-        .arg("qc")
-        .arg(&archive)
-        .args(&objects)
-        .arg(dir.join("host.o")));
+    run_tool(
+        Command::new("ar")
+            .arg("qc")
+            .arg(&archive)
+            .args(&objects)
+            .arg(dir.join("host.o")),
+    );
     let shared = dir.join("libk.so");
-    run(Command::new(nvcc())
-        .args(gencode())
-        .args(["-lineinfo", "-shared", "-Xcompiler", "-fPIC"])
-        .args(&sources_written)
-        .arg("-o")
-        .arg(&shared));
+    run_tool(
+        Command::new(nvcc())
+            .args(gencode())
+            .args(["-lineinfo", "-shared", "-Xcompiler", "-fPIC"])
+            .args(&sources_written)
+            .arg("-o")
+            .arg(&shared),
+    );
     let cache = dir.join("cache");
     let alone = rows(&objects, &cache);
     let keys: Vec<(String, String)> = alone.keys().cloned().collect();

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{binary, repo_root, stderr, stdout};
+use common::{binary, nvcc, repo_root, stderr, stdout, work_dir};
 
 const NVVM: &str = "tests/fixtures/rust-ptx/nvvm_kernels.ptx";
 const LLVM: &str = "tests/fixtures/rust-ptx/llvm_nvptx.ptx";
@@ -52,29 +52,9 @@ struct Usage {
     spill_loads: u64,
 }
 
-/// A fresh directory of this test's own (the tests run in parallel).
-fn work_dir(test: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("check-rust-ptx")
-        .join(test);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// ptxas beside `NVCC`, else under `CUDA_HOME`, as scripts/setup-cuda.sh sets them (a test
-/// reads the environment it runs in).
-#[allow(clippy::disallowed_methods)]
+/// ptxas beside the nvcc the tests use.
 fn ptxas() -> PathBuf {
-    let nvcc = std::env::var_os("NVCC").map_or_else(
-        || {
-            let home =
-                std::env::var_os("CUDA_HOME").expect("NVCC or CUDA_HOME (scripts/setup-cuda.sh)");
-            Path::new(&home).join("bin/nvcc")
-        },
-        PathBuf::from,
-    );
-    nvcc.with_file_name("ptxas")
+    nvcc().with_file_name("ptxas")
 }
 
 /// `ptxas -arch=ARCH -v PTX -o CUBIN`: its report.
@@ -248,7 +228,7 @@ fn spill_denials(report: &serde_json::Value) -> Vec<(String, String, String)> {
 
 #[test]
 fn rust_ptx_rows_carry_the_rust_path_and_ptxas_numbers() {
-    let dir = work_dir("ptx");
+    let dir = work_dir("check-rust-ptx", "ptx");
     let (usage, _) = ptxas_usage(&dir);
     assert_eq!(usage.len(), KERNELS.len() * ARCHS.len(), "{usage:?}");
     assert!(
@@ -268,7 +248,7 @@ fn rust_ptx_rows_carry_the_rust_path_and_ptxas_numbers() {
 
 #[test]
 fn the_text_table_names_rust_paths() {
-    let dir = work_dir("text");
+    let dir = work_dir("check-rust-ptx", "text");
     let paths = [PathBuf::from(NVVM), PathBuf::from(LLVM)];
     let output = check(&["--arch", "sm_90"], &paths, &dir.join("cache"));
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
@@ -300,7 +280,7 @@ fn the_text_table_names_rust_paths() {
 
 #[test]
 fn a_cubin_assembled_from_rust_ptx_gives_the_same_names_and_numbers() {
-    let dir = work_dir("cubin");
+    let dir = work_dir("check-rust-ptx", "cubin");
     let (usage, cubins) = ptxas_usage(&dir);
     let report = check_json(&cubins, &dir.join("cache"));
     let rows = entry_rows(&report);
