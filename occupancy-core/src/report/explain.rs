@@ -96,26 +96,6 @@ fn effect(
     }
 }
 
-/// The largest registers per thread with which at least `blocks` blocks reside (other
-/// resources as they are), or `None` when no register count reaches it.
-pub(crate) fn register_budget_for_blocks(
-    arch: &ArchFacts,
-    kernel: &KernelFacts,
-    launch: &Launch,
-    blocks: u32,
-) -> Option<u32> {
-    (1..=arch.max_regs_per_thread).rev().find(|&registers| {
-        calc::blocks_per_sm(
-            arch,
-            &KernelFacts {
-                registers_per_thread: registers,
-                ..*kernel
-            },
-            launch,
-        ) >= blocks
-    })
-}
-
 /// Explains `row` (its inputs: registers, shared memory, barriers, bounds, launch) on `arch`.
 pub fn explain(arch: &'static ArchFacts, row: &KernelRow) -> Explanation {
     let mut row = row.clone();
@@ -180,7 +160,7 @@ fn register_knobs(
     }
     let ceiling = next_limit.map_or(u32::MAX, |(blocks, _)| *blocks);
     for blocks in answer.blocks_per_sm + 1..=ceiling.min(arch.max_blocks_per_sm) {
-        let Some(budget) = register_budget_for_blocks(arch, kernel, launch, blocks)
+        let Some(budget) = calc::register_cap_for_blocks(arch, kernel, launch, blocks)
             .filter(|&budget| budget < row.registers)
         else {
             break;

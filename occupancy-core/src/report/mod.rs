@@ -104,6 +104,7 @@ impl KernelRow {
             declaration: None,
             rust_name: None,
             sass: None,
+            tuning: None,
         }
     }
 

@@ -288,6 +288,10 @@ pub struct KernelRow {
     /// source line, calls, FP64, `setmaxnreg`), when the build read it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sass: Option<crate::sass::SassFacts>,
+    /// For a declaration with a bound written `"auto"`: what the build chose on this
+    /// architecture, every bound it tried and why (`crate::tune`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tuning: Option<crate::tune::Tuning>,
 }
 
 impl KernelRow {
