@@ -120,6 +120,8 @@ pub(crate) struct EvaluateInputs<'a> {
     pub(crate) levels: &'a Levels,
     pub(crate) evidence: &'a crate::sass_stage::SassEvidence,
     pub(crate) tables: &'a KernelTables,
+    /// The bounds chosen for `"auto"` declarations (`crate::auto_bounds`).
+    pub(crate) tuned: &'a crate::auto_bounds::Tuned,
 }
 
 /// Every compiled kernel's report rows and findings, with the declaration `matching` gave it.
@@ -162,8 +164,11 @@ fn check_one_kernel(
         .is_none()
         .then(|| undeclared_launch(context, kernel, inputs.tables));
     let mut rows = kernel_rows(context, kernel, declared, undeclared.as_ref(), declarations)?;
+    // A declared kernel's name is the one its `"auto"` bounds were tuned under.
+    let tuned = declared.map(|_| inputs.tuned);
     for (_, _, row) in &mut rows {
         row.sass = evidence.facts_of(&kernel.name, &row.arch, &context.manifest_dir);
+        row.tuning = tuned.and_then(|tuned| tuned.tuning(&kernel.name, &row.arch).cloned());
     }
     // Expected lints and lints allowed with a reason are evaluated as warnings here, so that
     // `expectations::settle` sees them; it sets their level back to allow.
@@ -184,6 +189,7 @@ fn check_one_kernel(
             record,
             ptx: kernel.ptx_on(&record.arch),
             occupancy,
+            chosen: tuned.and_then(|tuned| tuned.chosen(&kernel.name, &record.arch)),
         })
         .collect();
     found.extend(match declared {
@@ -551,8 +557,10 @@ mod tests {
         let declarations = Declarations::of_lib_rs(
             "#[occupancy::kernel(family = \"uneg_*\", block = 256, min_blocks_per_sm = 4)]\nfn uneg();\n#[occupancy::kernel(block = 128)]\nfn saxpy();\n",
         );
-        let header =
-            std::fs::read_to_string(write_bounds_header(&context, &declarations).unwrap()).unwrap();
+        let header = std::fs::read_to_string(
+            write_bounds_header(&context, &declarations, &Default::default()).unwrap(),
+        )
+        .unwrap();
         for line in [
             "#define OCCUPANCY_BOUNDS_FAMILY(family) OCCUPANCY_BOUNDS_FAMILY_##family",
             "#define OCCUPANCY_BOUNDS_FAMILY_uneg __launch_bounds__(256, 4)",

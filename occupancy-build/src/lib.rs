@@ -21,6 +21,7 @@
 // library reads it only through TrackedEnv (clippy.toml).
 #![cfg_attr(test, allow(clippy::disallowed_methods, clippy::too_many_lines))]
 
+mod auto_bounds;
 mod baseline;
 mod binary;
 mod bounds_notes;
@@ -85,6 +86,7 @@ pub use pipeline::Output;
 /// nvcc's architectures. Internal to the occupancy tools, not a stable API.
 #[doc(hidden)]
 pub mod cli {
+    pub use crate::auto_bounds::{TuneRequest, TunedGroup, TunedKernel};
     pub use crate::binary::{
         read_binary, sniff, BinaryKernel, BinaryKind, BinaryTools, SpillEvidence,
     };

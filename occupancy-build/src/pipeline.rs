@@ -10,6 +10,7 @@ use std::path::Path;
 
 use std::path::PathBuf;
 
+use crate::auto_bounds::{HeaderChoices, Tuned};
 use crate::baseline::{BaselineFile, Judged};
 use crate::bounds_notes::DefinedBounds;
 use crate::cargo_lines::CargoLines;
@@ -67,7 +68,8 @@ pub fn run(
     }
     // Declarations first: occupancy_bounds.h must exist before a .cu includes it.
     let declarations = crate::declarations::scan_declarations(context, cargo)?;
-    crate::declarations::write_bounds_header(context, &declarations)?;
+    let remembered = HeaderChoices::remembered(context);
+    crate::declarations::write_bounds_header(context, &declarations, &remembered)?;
     compile::check_unique_stems(&context.sources)?;
     let key = ProductKey::of(context, product, library_name);
     if product == Product::Ptx {
@@ -77,8 +79,12 @@ pub fn run(
         true => compile::LineTables::Everywhere,
         false => compile::LineTables::OnDemand,
     };
-    let compiled = compile::compile_all(context, &toolchain, product, line_tables)
-        .map_err(|error| crate::bounds_notes::annotate(error, &DefinedBounds::of(&declarations)))?;
+    let compile = || {
+        compile::compile_all(context, &toolchain, product, line_tables).map_err(|error| {
+            crate::bounds_notes::annotate(error, &DefinedBounds::of(&declarations))
+        })
+    };
+    let (compiled, tuned) = tune_bounds(context, &toolchain, &declarations, &remembered, compile)?;
     watch_compiled(context, &toolchain, &compiled, cargo);
     let mut output = Output {
         ptx_files: Vec::new(),
@@ -107,7 +113,7 @@ pub fn run(
             context,
             &levels,
             &toolchain,
-            &compiled,
+            (&compiled, &tuned),
             &declarations,
             first,
             cargo,
@@ -132,7 +138,7 @@ fn evaluate_product(
     context: &Context,
     levels: &Levels,
     toolchain: &Toolchain,
-    compiled: &[CompiledSource],
+    (compiled, tuned): (&[CompiledSource], &Tuned),
     declarations: &Declarations,
     first_to_compare: bool,
     cargo: &mut CargoLines,
@@ -173,6 +179,7 @@ fn evaluate_product(
         levels,
         evidence: &evidence,
         tables: &tables,
+        tuned,
     };
     let (mut gathered, rows) = evaluate::evaluate_kernels(&inputs, &kernels, &matching)?;
     report.kernels = rows;
@@ -198,6 +205,34 @@ fn evaluate_product(
         bless_stamp: compared.bless_stamp,
         unchecked: None,
     })
+}
+
+/// The compile of a build with `"auto"` bounds (`crate::auto_bounds`): `compile` once, tune
+/// on it, and when the choices differ from those the header of that compile held, write them
+/// into the header and `compile` again (a source whose bounds did not change is a cache hit).
+/// Nothing is tuned when the build checks nothing: the header keeps the remembered choices.
+fn tune_bounds(
+    context: &Context,
+    toolchain: &Toolchain,
+    declarations: &Declarations,
+    remembered: &HeaderChoices,
+    compile: impl Fn() -> Result<Vec<CompiledSource>, Error>,
+) -> Result<(Vec<CompiledSource>, Tuned), Error> {
+    let compiled = compile()?;
+    if !crate::auto_bounds::any_auto(declarations)
+        || !context.check
+        || context.skip_reason.is_some()
+    {
+        return Ok((compiled, Tuned::default()));
+    }
+    let tuned = crate::auto_bounds::tune_declared(context, toolchain, &compiled, declarations)?;
+    let choices = tuned.header_choices(remembered);
+    if &choices == remembered {
+        return Ok((compiled, tuned));
+    }
+    crate::declarations::write_bounds_header(context, declarations, &choices)?;
+    choices.remember(context)?;
+    Ok((compile()?, tuned))
 }
 
 /// Records the checked product in the crate view and writes the crate's files from every
@@ -454,6 +489,44 @@ pub(crate) fn check_sources(
             .chain(evidence.unavailable_warning())
             .collect(),
     })
+}
+
+/// `cargo occupancy tune`'s sequence (`Build::tune_kernel`): compile the sources as `check`
+/// does, then tune `request`'s kernel with the engine the build's `"auto"` bounds use
+/// (`crate::auto_bounds::engine`). `request.block_threads` 0 takes the block from the kernel's
+/// `.maxntid`.
+pub(crate) fn tune_kernel(
+    build: &crate::Build,
+    request: &crate::auto_bounds::TuneRequest,
+) -> Result<crate::auto_bounds::TunedKernel, Error> {
+    let context = build.resolve_without_package()?;
+    let toolchain = Toolchain::find(&build.env, false, &context.tool_timeouts)?;
+    let compiled = compile::compile_all(
+        &context,
+        &toolchain,
+        Product::Ptx,
+        compile::LineTables::OnDemand,
+    )
+    .map_err(|error| crate::bounds_notes::annotate(error, &DefinedBounds::without_package()))?;
+    let fail = |message: String| Error::AutoBounds {
+        kernel: request.kernel.clone(),
+        knob: request.knob.key(),
+        message,
+    };
+    let source = crate::auto_bounds::source_defining(&compiled, &request.kernel).map_err(fail)?;
+    let mut request = request.clone();
+    if request.block_threads == 0 {
+        request.block_threads = crate::auto_bounds::compiled_block(source, &request.kernel)
+            .ok_or_else(|| fail("its PTX has no `.maxntid` (no `__launch_bounds__`): give the block it is launched with, `--block N`".to_string()))?;
+    }
+    let tools = sass::SassTools::locate(&context, &toolchain);
+    let nvdisasm = tools.nvdisasm.ok_or_else(|| {
+        fail(
+            "nvdisasm, which reads each candidate's loops, was not found beside nvcc or on PATH"
+                .to_string(),
+        )
+    })?;
+    crate::auto_bounds::engine_for(&context, &toolchain, &nvdisasm).tune(source, &request)
 }
 
 #[cfg(test)]

@@ -9,3 +9,4 @@ pub mod parse;
 pub mod report;
 pub mod stream;
 pub mod sweep;
+pub mod tune;
