@@ -502,12 +502,34 @@ pub fn render_explanation_text(explanation: &Explanation) -> String {
         let _ = writeln!(out, "  - {line}");
     }
     out.push('\n');
+    write_tuning(&mut out, explanation);
     write_machine_code(&mut out, explanation);
     for curve in &explanation.curves {
         out.push_str(&render_curve_text(curve));
         out.push('\n');
     }
     out
+}
+
+/// The build's choice for a bound written `"auto"`: every bound it tried on this arch, the
+/// measurements and the objective's verdicts, and why it chose what it chose.
+fn write_tuning(out: &mut String, explanation: &Explanation) {
+    let row = &explanation.row;
+    let Some(tuning) = &row.tuning else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "Bounds chosen by the build (`{} = \"auto\"`): {}",
+        tuning.knob, tuning.chosen
+    );
+    out.push_str(&crate::tune::render_ladder(
+        row.readable_name(),
+        &row.arch,
+        row.block,
+        tuning,
+    ));
+    out.push('\n');
 }
 
 /// What the SASS says, when the build read it: spill cost per loop iteration, callees.

@@ -195,6 +195,7 @@ fn regression_compares_every_number() {
         stack_frame_bytes: 0,
         static_smem_bytes: 0,
         occupancy: 0.5,
+        chosen_bounds: None,
     };
     assert!(regression("k", "sm_90", &base, &base).is_none());
     let worse = BaselineNumbers {
