@@ -35,6 +35,21 @@ fn registers_of(source: &Path) -> u64 {
     used.split(' ').next().unwrap().parse().unwrap()
 }
 
+/// ptxas's registers for `source` with `__launch_bounds__(256, blocks)` for its own.
+fn compiled_with(dir: &Path, source: &Path, blocks: u64) -> u64 {
+    let bounded = dir.join("bounded.cu");
+    let text = std::fs::read_to_string(source).unwrap();
+    std::fs::write(
+        &bounded,
+        text.replace(
+            "__launch_bounds__(256)",
+            &format!("__launch_bounds__(256, {blocks})"),
+        ),
+    )
+    .unwrap();
+    registers_of(&bounded)
+}
+
 #[test]
 fn tune_prints_the_ladder_and_the_choice_compiles_as_measured() {
     let dir = work_dir("cli_tune", "ladder");
@@ -93,20 +108,8 @@ fn tune_prints_the_ladder_and_the_choice_compiles_as_measured() {
         assert_ne!(refused["verdict"]["verdict"], "admissible", "{refused}");
     }
     // nvcc agrees: the source with the chosen bounds gets the chosen candidate's registers.
-    let bounded = dir.join("bounded.cu");
-    let text = std::fs::read_to_string(&source).unwrap();
-    std::fs::write(
-        &bounded,
-        text.replace(
-            "__launch_bounds__(256)",
-            &format!("__launch_bounds__(256, {chosen})"),
-        ),
-    )
-    .unwrap();
-    assert_eq!(
-        Some(registers_of(&bounded)),
-        candidate["measured"]["registers"].as_u64()
-    );
+    let registers = candidate["measured"]["registers"].as_u64();
+    assert_eq!(Some(compiled_with(&dir, &source, chosen)), registers);
 
     // The text: the table, the choice and its reason; nothing assembled again.
     let output = tune(&[file, "--kernel", "chain", "--arch", "sm_90"], &cache);
