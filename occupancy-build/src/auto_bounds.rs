@@ -17,71 +17,20 @@ pub(crate) mod engine;
 mod memo;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 
 use occupancy_core::arch;
 use occupancy_core::spec::Tunable;
 use occupancy_core::tune::{Bound, Knob, Tuning};
-use serde::{Deserialize, Serialize};
 
 pub use engine::{Engine, TuneRequest, TunedGroup, TunedKernel};
+
+pub(crate) use crate::header_choices::{HeaderChoices, KernelChoices};
 
 use crate::compile::CompiledSource;
 use crate::context::Context;
 use crate::declarations::{Declarations, Declared};
 use crate::toolchain::Toolchain;
 use crate::Error;
-
-/// One `"auto"` kernel's bounds as the header writes them: per `__CUDA_ARCH__` value, the bound
-/// of the archs compiled under it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct KernelChoices {
-    pub(crate) knob: Knob,
-    /// The block the choice is for: a changed `block` chooses again.
-    pub(crate) threads: u32,
-    pub(crate) by_cuda_arch: BTreeMap<u32, Bound>,
-}
-
-/// Every `"auto"` kernel's choices, by symbol.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct HeaderChoices(BTreeMap<String, KernelChoices>);
-
-impl HeaderChoices {
-    /// The choices of `kernel`, if any.
-    pub(crate) fn of(&self, kernel: &str) -> Option<&KernelChoices> {
-        self.0.get(kernel)
-    }
-
-    fn path(context: &Context) -> PathBuf {
-        context.out_dir.join("occupancy").join("auto_bounds.json")
-    }
-
-    /// The choices the last build wrote (none when there are none, or the file is not ours
-    /// alone: then the first compile is without bounds and the tuning decides).
-    pub(crate) fn remembered(context: &Context) -> HeaderChoices {
-        let path = Self::path(context);
-        let trusted = std::fs::symlink_metadata(&path)
-            .is_ok_and(|metadata| crate::trust::distrust(&metadata).is_none());
-        trusted
-            .then(|| std::fs::read(&path).ok())
-            .flatten()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .unwrap_or_default()
-    }
-
-    /// Writes the choices for the next build.
-    pub(crate) fn remember(&self, context: &Context) -> Result<(), Error> {
-        let path = Self::path(context);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|error| Error::Io {
-                path: parent.to_path_buf(),
-                error,
-            })?;
-        }
-        let text = serde_json::to_vec_pretty(self).expect("choices serialize");
-        crate::fsutil::write_atomic(&path, &text)
-    }
-}
 
 /// The `"auto"` kernels this product tuned, by symbol.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -105,7 +54,7 @@ impl Tuned {
     pub(crate) fn header_choices(&self, previous: &HeaderChoices) -> HeaderChoices {
         let mut choices = previous.clone();
         for (kernel, tuned) in &self.kernels {
-            choices.0.insert(
+            choices.insert(
                 kernel.clone(),
                 KernelChoices {
                     knob: tuned.knob,

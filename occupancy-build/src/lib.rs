@@ -46,6 +46,7 @@ mod facts_file;
 mod facts_header;
 mod file_facts;
 mod fsutil;
+mod header_choices;
 mod input_watch;
 mod jobs;
 mod kernel_tables;

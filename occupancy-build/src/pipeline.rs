@@ -1,9 +1,9 @@
 //! The build's pipeline over a resolved [`Context`], and the only place that orders stages:
-//! declarations -> compile -> products -> evaluate (parse, match, SASS, rows and lints,
-//! baseline, expectations, render) -> the crate view, which writes the crate's files. The stages
-//! live in their own modules (`declarations`, `compile`, `products`, `parse`, `matching`, `sass`,
-//! `evaluate`, `baseline`, `expectations`, `render`, `crate_view`); this module only sequences
-//! them. `Build::compile_ptx`/`compile_lib` call [`run`]; `Build::check_sources` (the
+//! declarations -> compile (and, for `"auto"` bounds, tune -> compile again) -> products ->
+//! evaluate (parse, match, SASS, rows and lints, baseline, expectations, render) -> the crate
+//! view, which writes the crate's files. The stages live in their own modules (`declarations`,
+//! `compile`, `auto_bounds`, `products`, `parse`, `matching`, `sass`, `evaluate`, `baseline`,
+//! `expectations`, `render`, `crate_view`); this module only sequences them. `Build::compile_ptx`/`compile_lib` call [`run`]; `Build::check_sources` (the
 //! `cargo occupancy check` entry) calls [`check_sources`], the same stages without a package.
 
 use std::path::Path;
