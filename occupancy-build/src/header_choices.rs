@@ -1,16 +1,11 @@
 //! The bounds chosen for `"auto"` declarations as `occupancy_bounds.h` writes them
-//! ([`HeaderChoices`]), and where a build remembers them for the next one
-//! (`OUT_DIR/occupancy/auto_bounds.json`). A leaf: the header writer (`declarations`) and the
-//! tuning stage (`auto_bounds`) both read it.
+//! ([`HeaderChoices`]). A leaf: the header writer (`declarations`) and the tuning stage
+//! (`auto_bounds`, which remembers the choices between builds) both read it.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use occupancy_core::tune::{Bound, Knob};
 use serde::{Deserialize, Serialize};
-
-use crate::context::Context;
-use crate::Error;
 
 /// One `"auto"` kernel's bounds as the header writes them: per `__CUDA_ARCH__` value, the bound
 /// of the archs compiled under it.
@@ -35,35 +30,5 @@ impl HeaderChoices {
     /// The choices of `kernel`, if any.
     pub(crate) fn of(&self, kernel: &str) -> Option<&KernelChoices> {
         self.0.get(kernel)
-    }
-
-    fn path(context: &Context) -> PathBuf {
-        context.out_dir.join("occupancy").join("auto_bounds.json")
-    }
-
-    /// The choices the last build wrote (none when there are none, or the file is not ours
-    /// alone: then the first compile is without bounds and the tuning decides).
-    pub(crate) fn remembered(context: &Context) -> HeaderChoices {
-        let path = Self::path(context);
-        let trusted = std::fs::symlink_metadata(&path)
-            .is_ok_and(|metadata| crate::trust::distrust(&metadata).is_none());
-        trusted
-            .then(|| std::fs::read(&path).ok())
-            .flatten()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .unwrap_or_default()
-    }
-
-    /// Writes the choices for the next build.
-    pub(crate) fn remember(&self, context: &Context) -> Result<(), Error> {
-        let path = Self::path(context);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|error| Error::Io {
-                path: parent.to_path_buf(),
-                error,
-            })?;
-        }
-        let text = serde_json::to_vec_pretty(self).expect("choices serialize");
-        crate::fsutil::write_atomic(&path, &text)
     }
 }

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use std::path::PathBuf;
 
-use crate::auto_bounds::{HeaderChoices, Tuned};
+use crate::auto_bounds::Tuned;
 use crate::baseline::{BaselineFile, Judged};
 use crate::bounds_notes::DefinedBounds;
 use crate::cargo_lines::CargoLines;
@@ -68,23 +68,14 @@ pub fn run(
     }
     // Declarations first: occupancy_bounds.h must exist before a .cu includes it.
     let declarations = crate::declarations::scan_declarations(context, cargo)?;
-    let remembered = HeaderChoices::remembered(context);
-    crate::declarations::write_bounds_header(context, &declarations, &remembered)?;
+    let memory = crate::auto_bounds::Memory::load(context);
+    crate::declarations::write_bounds_header(context, &declarations, &memory.header_choices())?;
     compile::check_unique_stems(&context.sources)?;
     let key = ProductKey::of(context, product, library_name);
     if product == Product::Ptx {
         check_stems_across_products(context, &key)?;
     }
-    let line_tables = match context.read_all_sass {
-        true => compile::LineTables::Everywhere,
-        false => compile::LineTables::OnDemand,
-    };
-    let compile = || {
-        compile::compile_all(context, &toolchain, product, line_tables).map_err(|error| {
-            crate::bounds_notes::annotate(error, &DefinedBounds::of(&declarations))
-        })
-    };
-    let (compiled, tuned) = tune_bounds(context, &toolchain, &declarations, &remembered, compile)?;
+    let (compiled, tuned) = compile_and_tune(context, &toolchain, &declarations, product, memory)?;
     watch_compiled(context, &toolchain, &compiled, cargo);
     let mut output = Output {
         ptx_files: Vec::new(),
@@ -207,32 +198,57 @@ fn evaluate_product(
     })
 }
 
-/// The compile of a build with `"auto"` bounds (`crate::auto_bounds`): `compile` once, tune
-/// on it, and when the choices differ from those the header of that compile held, write them
-/// into the header and `compile` again (a source whose bounds did not change is a cache hit).
-/// Nothing is tuned when the build checks nothing: the header keeps the remembered choices.
-fn tune_bounds(
+/// The compile of every source, and of a build with `"auto"` bounds (`crate::auto_bounds`)
+/// the bounds' choice: compile once (with `memory`'s choices in the header), tune on it, and
+/// while the choices differ from those the header holds, write them into the header, compile
+/// again (a source whose bounds did not change is a cache hit) and check the new compile
+/// against them (a bound refused there is chosen again without it). Each round refuses a bound
+/// or ends, so the ladder bounds them. Nothing is tuned when the build checks nothing: the
+/// header keeps the remembered choices.
+fn compile_and_tune(
     context: &Context,
     toolchain: &Toolchain,
     declarations: &Declarations,
-    remembered: &HeaderChoices,
-    compile: impl Fn() -> Result<Vec<CompiledSource>, Error>,
+    product: Product,
+    memory: crate::auto_bounds::Memory,
 ) -> Result<(Vec<CompiledSource>, Tuned), Error> {
-    let compiled = compile()?;
+    let line_tables = match context.read_all_sass {
+        true => compile::LineTables::Everywhere,
+        false => compile::LineTables::OnDemand,
+    };
+    let compile = || {
+        compile::compile_all(context, toolchain, product, line_tables)
+            .map_err(|error| crate::bounds_notes::annotate(error, &DefinedBounds::of(declarations)))
+    };
+    let compiling = crate::auto_bounds::Compiling {
+        product,
+        line_tables,
+    };
+    let mut compiled = compile()?;
     if !crate::auto_bounds::any_auto(declarations)
         || !context.check
         || context.skip_reason.is_some()
     {
         return Ok((compiled, Tuned::default()));
     }
-    let tuned = crate::auto_bounds::tune_declared(context, toolchain, &compiled, declarations)?;
-    let choices = tuned.header_choices(remembered);
-    if &choices == remembered {
-        return Ok((compiled, tuned));
+    let mut header = memory.header_choices();
+    let mut session =
+        crate::auto_bounds::Session::new(context, toolchain, declarations, compiling, memory);
+    let mut tuned = session.tune(&compiled)?;
+    loop {
+        let choices = tuned.header_choices(&header);
+        if choices == header {
+            break;
+        }
+        crate::declarations::write_bounds_header(context, declarations, &choices)?;
+        header = choices;
+        compiled = compile()?;
+        if !session.verify(&mut tuned, &compiled)? {
+            break;
+        }
     }
-    crate::declarations::write_bounds_header(context, declarations, &choices)?;
-    choices.remember(context)?;
-    Ok((compile()?, tuned))
+    session.finish(&tuned, &compiled)?;
+    Ok((compiled, tuned))
 }
 
 /// Records the checked product in the crate view and writes the crate's files from every
@@ -526,7 +542,11 @@ pub(crate) fn tune_kernel(
                 .to_string(),
         )
     })?;
-    crate::auto_bounds::engine_for(&context, &toolchain, &nvdisasm).tune(source, &request)
+    crate::auto_bounds::engine_for(&context, &toolchain, nvdisasm).tune(
+        source,
+        &request,
+        &crate::auto_bounds::Refusals::default(),
+    )
 }
 
 #[cfg(test)]

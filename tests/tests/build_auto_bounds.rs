@@ -31,6 +31,7 @@ fn assert_choices_compiled(report: &Value) {
     for (kernel, key) in [
         ("chain", "min_blocks_per_sm"),
         ("chain_capped", "max_registers"),
+        ("reduce", "min_blocks_per_sm"),
     ] {
         for arch in ["sm_80", "sm_90"] {
             let row = row(report, kernel, arch);
@@ -55,6 +56,14 @@ fn assert_choices_compiled(report: &Value) {
                 "{kernel} {arch}"
             );
             assert!(!tuning["reason"].as_str().unwrap().is_empty(), "{tuning}");
+            // What ships keeps the objective: no spill (none is accepted).
+            assert_eq!(row["spill_store_bytes"], 0, "{kernel} {arch}: {row}");
+            for refused in candidates
+                .iter()
+                .filter(|candidate| candidate["verdict"]["verdict"] == "compiled_differently")
+            {
+                assert_ne!(refused["bound"], *chosen, "{tuning}");
+            }
         }
     }
 }
@@ -84,6 +93,27 @@ fn auto_bounds_are_chosen_per_arch_compiled_reported_cached_and_locked() {
         capped["tuning"]["chosen"]["max_registers"].is_u64(),
         "{}",
         capped["tuning"]
+    );
+    // The reduction's minimum of 6 blocks passes when its PTX without bounds is assembled with
+    // `.minnctapersm 6`, but nvcc compiles the source with `__launch_bounds__(256, 6)` into other
+    // code, which spills on sm_90: the build compiled it, saw the spill, refused that bound and
+    // chose again.
+    let reduce = row(&report, "reduce", "sm_90");
+    let refused = reduce["tuning"]["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|candidate| candidate["verdict"]["verdict"] == "compiled_differently")
+        .unwrap_or_else(|| {
+            panic!(
+                "a bound was refused after its compile: {}",
+                reduce["tuning"]
+            )
+        });
+    assert_eq!(refused["measured"]["spill_store_bytes"], 0, "{refused}");
+    assert!(
+        refused["verdict"]["spill_bytes"].as_u64().unwrap() > 0,
+        "{refused}"
     );
     // The shipped sm_90 PTX carries the minimum; the header defines it under sm_90's
     // __CUDA_ARCH__ only.
@@ -124,9 +154,9 @@ fn auto_bounds_are_chosen_per_arch_compiled_reported_cached_and_locked() {
             .count()
     };
     let before = invocations(&fixture);
-    // The first build: the compile, every candidate of both kernels on both archs, and the
-    // compile of the chosen bounds.
-    let candidates: usize = ["chain", "chain_capped"]
+    // The first build: the compiles (without bounds, with the choices, and with the choice
+    // made again after the refusal) and every candidate of the kernels on both archs, once.
+    let candidates: usize = ["chain", "chain_capped", "reduce"]
         .iter()
         .flat_map(|kernel| ["sm_80", "sm_90"].map(|arch| (kernel, arch)))
         .map(|(kernel, arch)| {
@@ -136,12 +166,16 @@ fn auto_bounds_are_chosen_per_arch_compiled_reported_cached_and_locked() {
                 .len()
         })
         .sum();
-    assert_eq!(
-        before,
-        2 + candidates,
-        "{}",
-        std::fs::read_to_string(&fixture.nvcc_log).unwrap()
-    );
+    let log = std::fs::read_to_string(&fixture.nvcc_log).unwrap();
+    let assembled = (log.lines())
+        .filter(|line| line.contains("/occupancy/auto-work/"))
+        .count();
+    assert_eq!(assembled, candidates, "{log}");
+    let compiles = log
+        .lines()
+        .filter(|line| line.ends_with("chain.cu"))
+        .count();
+    assert_eq!(compiles, 3, "{log}");
     fixture.edit(
         "src/lib.rs",
         "//! A crate whose",

@@ -96,8 +96,12 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     let tuned = build
         .tune_kernel(&request)
         .map_err(|error| CliError::CouldNotCheck(error.to_string()))?;
+    let from_source = args
+        .file
+        .extension()
+        .is_some_and(|extension| extension == "cu");
     let text = match args.format {
-        Format::Text => render_text(&tuned),
+        Format::Text => render_text(&tuned, from_source),
         Format::Json => render_json(&tuned, args.dynamic_smem),
     };
     let mut out = Stdout::lock("cannot write the ladder to standard output");
@@ -138,8 +142,9 @@ fn build(args: &Args, env: &Environment) -> Result<Build, CliError> {
     Ok(build)
 }
 
-/// Every arch's ladder, then one line per arch with the choice as qualifiers.
-fn render_text(tuned: &TunedKernel) -> String {
+/// Every arch's ladder, then one line per arch with the choice as qualifiers; for a `.cu`
+/// (`from_source`), a note that nvcc may compile the source with a bound into other code.
+fn render_text(tuned: &TunedKernel, from_source: bool) -> String {
     let mut text = String::new();
     let mut summary = Vec::new();
     for group in &tuned.groups {
@@ -171,6 +176,9 @@ fn render_text(tuned: &TunedKernel) -> String {
         tuned.assembled,
         summary.join("\n")
     ));
+    if from_source {
+        text.push_str("note: each bound was assembled from the kernel's PTX without bounds; nvcc's front end sees `__launch_bounds__` too and may compile the source with it into other code (a build with \"auto\" checks that compile and chooses again if it spills)\n");
+    }
     text
 }
 

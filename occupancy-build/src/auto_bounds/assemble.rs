@@ -42,18 +42,7 @@ impl Assembler<'_> {
     pub(crate) fn candidate(&self, job: &Job<'_>) -> Candidate {
         let result = self.measure(job);
         let _ = std::fs::remove_dir_all(&job.work);
-        match result {
-            Ok(measured) => Candidate {
-                bound: job.bound,
-                measured: Some(measured),
-                failure: None,
-            },
-            Err(failure) => Candidate {
-                bound: job.bound,
-                measured: None,
-                failure: Some(failure),
-            },
-        }
+        Candidate::new(job.bound, result)
     }
 
     fn measure(&self, job: &Job<'_>) -> Result<Measured, String> {

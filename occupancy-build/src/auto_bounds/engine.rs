@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use occupancy_core::arch::{self, ArchFacts};
 use occupancy_core::calc::{Carveout, Launch};
@@ -23,7 +23,7 @@ use crate::Error;
 
 /// What to tune: one kernel, the key left to the build, the launch and the declaration's
 /// limits.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TuneRequest {
     /// The kernel's symbol.
     pub kernel: String,
@@ -43,7 +43,7 @@ pub struct TuneRequest {
 pub struct Engine<'a> {
     pub toolchain: &'a Toolchain,
     /// `nvdisasm`, which reads each candidate's SASS.
-    pub nvdisasm: &'a Path,
+    pub nvdisasm: PathBuf,
     /// The build's nvcc arguments, given to every candidate's ptxas too.
     pub user_args: &'a [OsString],
     /// A scratch directory, emptied after.
@@ -54,8 +54,12 @@ pub struct Engine<'a> {
     pub max_jobs: usize,
 }
 
+/// Bounds refused after the compile that took them, per arch: each bound with the spill bytes
+/// that compile had.
+pub type Refusals = BTreeMap<String, Vec<(Bound, u64)>>;
+
 /// The choice for the archs whose code comes from one PTX compiled under one `__CUDA_ARCH__`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TunedGroup {
     /// `__CUDA_ARCH__` of the PTX: 800 for compute_80.
     pub cuda_arch: u32,
@@ -65,7 +69,7 @@ pub struct TunedGroup {
 }
 
 /// One kernel tuned: its choice per group, and what it cost.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TunedKernel {
     pub kernel: String,
     pub knob: Knob,
@@ -89,6 +93,47 @@ struct Member {
     memo: Memo,
 }
 
+/// One PTX program of a kernel: its text cut to the kernel and without bounds, the
+/// `__CUDA_ARCH__` it was compiled under, and the archs (of the request's) assembled from it.
+type KernelPtx = (String, u32, Vec<String>);
+
+/// The PTX programs of `source` that define `request`'s kernel.
+fn kernel_ptx(source: &CompiledSource, request: &TuneRequest) -> Result<Vec<KernelPtx>, String> {
+    let mut found = Vec::new();
+    for program in &source.programs {
+        let text = std::fs::read_to_string(&program.ptx)
+            .map_err(|error| format!("{}: {error}", program.ptx.display()))?;
+        let wanted = BTreeSet::from([request.kernel.clone()]);
+        let cut = ptxas::subset_ptx(&text, &wanted).unwrap_or(text);
+        let Ok(ptx) = with_bound(
+            &cut,
+            &request.kernel,
+            request.knob,
+            Bound::None,
+            request.block_threads,
+        ) else {
+            continue; // the kernel is not in this program
+        };
+        let archs: Vec<String> = program
+            .archs
+            .iter()
+            .filter(|name| {
+                request
+                    .archs
+                    .as_ref()
+                    .is_none_or(|archs| archs.contains(*name))
+            })
+            .cloned()
+            .collect();
+        let cuda_arch = (program.ptx_target.as_deref())
+            .and_then(cuda_arch_of)
+            .or_else(|| archs.iter().filter_map(|name| cuda_arch_of(name)).min())
+            .unwrap_or(0);
+        found.push((ptx, cuda_arch, archs));
+    }
+    Ok(found)
+}
+
 /// `__CUDA_ARCH__` of a PTX target: `compute_80` → 800, `compute_90a` → 900, `sm_100f` → 1000.
 pub(crate) fn cuda_arch_of(target: &str) -> Option<u32> {
     let number = target
@@ -99,11 +144,13 @@ pub(crate) fn cuda_arch_of(target: &str) -> Option<u32> {
 }
 
 impl Engine<'_> {
-    /// Tunes `request` on the archs `source` built it for.
+    /// Tunes `request` on the archs `source` built it for; a bound of `refused` (per arch, with
+    /// the spill bytes of the compile that refused it) is not taken.
     pub fn tune(
         &self,
         source: &CompiledSource,
         request: &TuneRequest,
+        refused: &Refusals,
     ) -> Result<TunedKernel, Error> {
         let fail = |message: String| Error::AutoBounds {
             kernel: request.kernel.clone(),
@@ -119,7 +166,7 @@ impl Engine<'_> {
         let assembler = Assembler {
             toolchain: self.toolchain,
             user_args: self.user_args,
-            nvdisasm: self.nvdisasm,
+            nvdisasm: &self.nvdisasm,
         };
         let _ = std::fs::remove_dir_all(&self.work);
         let mut assembled = 0;
@@ -147,7 +194,7 @@ impl Engine<'_> {
             .iter()
             .zip(&ladders)
             .map(|((cuda_arch, members), bounds)| {
-                choose_group(&objective, request, *cuda_arch, members, bounds)
+                choose_group(&objective, request, (*cuda_arch, members), bounds, refused)
             })
             .collect();
         for (_, members) in &groups {
@@ -164,6 +211,22 @@ impl Engine<'_> {
         })
     }
 
+    /// Per arch `source` built `request`'s kernel for, a digest of its PTX cut to the kernel and
+    /// without bounds: what the tuning of that compile was made from.
+    pub(crate) fn kernel_digests(
+        source: &CompiledSource,
+        request: &TuneRequest,
+    ) -> BTreeMap<String, String> {
+        let mut digests = BTreeMap::new();
+        for (ptx, _, archs) in kernel_ptx(source, request).unwrap_or_default() {
+            let digest = memo_key(&[ptx.as_bytes()]);
+            for arch in archs {
+                digests.insert(arch, digest.clone());
+            }
+        }
+        digests
+    }
+
     /// The archs of `source` to tune on, grouped by the `__CUDA_ARCH__` of the PTX their code
     /// comes from, each with its PTX cut to the kernel and without bounds.
     fn groups(
@@ -172,39 +235,13 @@ impl Engine<'_> {
         request: &TuneRequest,
     ) -> Result<Vec<(u32, Vec<Member>)>, String> {
         let mut groups: BTreeMap<u32, Vec<Member>> = BTreeMap::new();
-        for program in &source.programs {
-            let text = std::fs::read_to_string(&program.ptx)
-                .map_err(|error| format!("{}: {error}", program.ptx.display()))?;
-            let wanted = BTreeSet::from([request.kernel.clone()]);
-            let cut = ptxas::subset_ptx(&text, &wanted).unwrap_or(text);
-            let Ok(ptx) = with_bound(
-                &cut,
-                &request.kernel,
-                request.knob,
-                Bound::None,
-                request.block_threads,
-            ) else {
-                continue; // the kernel is not in this program
-            };
-            for name in &program.archs {
-                let Ok(facts) = arch::lookup(name) else {
+        for (ptx, cuda_arch, archs) in kernel_ptx(source, request)? {
+            for name in archs {
+                let Ok(facts) = arch::lookup(&name) else {
                     continue;
                 };
-                if request
-                    .archs
-                    .as_ref()
-                    .is_some_and(|archs| !archs.contains(name))
-                {
-                    continue;
-                }
-                let cuda_arch = program
-                    .ptx_target
-                    .as_deref()
-                    .and_then(cuda_arch_of)
-                    .or_else(|| cuda_arch_of(name))
-                    .unwrap_or(0);
-                let key = self.key(&ptx, name, request);
-                let memo = Memo::open(self.memo_root.as_deref(), &request.kernel, name, key);
+                let key = self.key(&ptx, &name, request);
+                let memo = Memo::open(self.memo_root.as_deref(), &request.kernel, &name, key);
                 groups.entry(cuda_arch).or_default().push(Member {
                     arch: facts,
                     ptx: ptx.clone(),
@@ -337,9 +374,9 @@ impl Engine<'_> {
 fn choose_group(
     objective: &Objective,
     request: &TuneRequest,
-    cuda_arch: u32,
-    members: &[Member],
+    (cuda_arch, members): (u32, &[Member]),
     bounds: &[Bound],
+    refused: &Refusals,
 ) -> TunedGroup {
     let ladders: Vec<ArchLadder> = members
         .iter()
@@ -353,11 +390,15 @@ fn choose_group(
                         .candidates
                         .get(&bound)
                         .cloned()
-                        .unwrap_or(Candidate {
-                            bound,
-                            measured: None,
-                            failure: Some("not assembled".to_string()),
+                        .map(|mut candidate| {
+                            candidate.refused_spill_bytes = (refused.get(member.arch.name))
+                                .and_then(|bounds| {
+                                    bounds.iter().find(|(refused, _)| *refused == bound)
+                                })
+                                .map(|(_, spill_bytes)| *spill_bytes);
+                            candidate
                         })
+                        .unwrap_or_else(|| Candidate::new(bound, Err("not assembled".into())))
                 })
                 .collect(),
         })

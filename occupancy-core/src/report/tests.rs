@@ -756,6 +756,7 @@ fn a_chosen_bound_is_in_the_text_report_and_explain() {
             bound,
             measured: Some(found),
             failure: None,
+            refused_spill_bytes: None,
         },
         verdict,
     };
@@ -773,7 +774,11 @@ fn a_chosen_bound_is_in_the_text_report_and_explain() {
         shared_with: Vec::new(),
         candidates: vec![
             tried(Bound::None, measured(50, 4, 0), Verdict::Baseline),
-            tried(Bound::MinBlocksPerSm(5), measured(48, 5, 0), Verdict::Admissible),
+            tried(
+                Bound::MinBlocksPerSm(5),
+                measured(48, 5, 0),
+                Verdict::Admissible,
+            ),
             tried(
                 Bound::MinBlocksPerSm(6),
                 measured(40, 6, 35),
@@ -799,10 +804,15 @@ fn a_chosen_bound_is_in_the_text_report_and_explain() {
         &row,
     ));
     assert!(
-        explained.contains("Bounds chosen by the build (`min_blocks_per_sm = \"auto\"`): min_blocks_per_sm = 5"),
+        explained.contains(
+            "Bounds chosen by the build (`min_blocks_per_sm = \"auto\"`): min_blocks_per_sm = 5"
+        ),
         "{explained}"
     );
-    assert!(explained.contains("* min_blocks_per_sm = 5 "), "{explained}");
+    assert!(
+        explained.contains("* min_blocks_per_sm = 5 "),
+        "{explained}"
+    );
     assert!(
         explained.contains("35 spill instructions in loops (0 without bounds)"),
         "{explained}"

@@ -118,4 +118,29 @@ pub struct Candidate {
     /// Why the compile or its reading failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// Set when the bound is not taken although its measurements pass: the spill bytes of the
+    /// kernel compiled from its source with this bound (nvcc's front end sees the bound too,
+    /// and may make other PTX), which broke the objective (`Verdict::CompiledDifferently`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_spill_bytes: Option<u64>,
+}
+
+impl Candidate {
+    /// A candidate measured, or failed with `failure`.
+    pub fn new(bound: Bound, result: Result<Measured, String>) -> Candidate {
+        match result {
+            Ok(measured) => Candidate {
+                bound,
+                measured: Some(measured),
+                failure: None,
+                refused_spill_bytes: None,
+            },
+            Err(failure) => Candidate {
+                bound,
+                measured: None,
+                failure: Some(failure),
+                refused_spill_bytes: None,
+            },
+        }
+    }
 }

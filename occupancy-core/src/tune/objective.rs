@@ -59,6 +59,9 @@ pub enum Verdict {
         instructions: u32,
         without_bounds: u32,
     },
+    /// The measurements pass, but the kernel compiled from its source with this bound did not:
+    /// nvcc's front end sees the bound too and made other code, which spilled this many bytes.
+    CompiledDifferently { spill_bytes: u64 },
 }
 
 impl Verdict {
@@ -110,6 +113,10 @@ impl fmt::Display for Verdict {
                 "loops grow to {instructions} memory accesses ({} over {without_bounds})",
                 growth(instructions, without_bounds)
             ),
+            Verdict::CompiledDifferently { spill_bytes } => write!(
+                formatter,
+                "compiled from the source with this bound, it spilled {spill_bytes} bytes"
+            ),
         }
     }
 }
@@ -129,6 +136,9 @@ pub fn verdict(objective: &Objective, baseline: &Measured, candidate: &Candidate
     let Some(measured) = &candidate.measured else {
         return Verdict::Failed;
     };
+    if let Some(spill_bytes) = candidate.refused_spill_bytes {
+        return Verdict::CompiledDifferently { spill_bytes };
+    }
     if measured.spill_instructions_in_loops > baseline.spill_instructions_in_loops {
         return Verdict::SpillsInLoops {
             instructions: measured.spill_instructions_in_loops,

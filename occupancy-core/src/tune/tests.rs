@@ -130,6 +130,7 @@ fn candidate(bound: Bound, measured: Option<Measured>) -> Candidate {
         bound,
         failure: measured.is_none().then(|| "ptxas failed".to_string()),
         measured,
+        refused_spill_bytes: None,
     }
 }
 
