@@ -91,6 +91,90 @@ struct Counts {
     coresident: usize,
 }
 
+/// One GPU's recording and what the calculator needs to answer its questions.
+struct Replay<'a> {
+    gpu: &'a GpuPreset,
+    kernels: HashMap<String, KernelFacts>,
+    counts: Counts,
+}
+
+impl Replay<'_> {
+    /// The calculator's blocks per SM for a probe kernel at a block size and dynamic smem.
+    fn blocks(&self, kernel: &str, block: &str, smem: &str) -> u32 {
+        let launch = Launch {
+            dynamic_smem_bytes: u32::try_from(number(smem)).unwrap(),
+            ..Launch::new(u32::try_from(number(block)).unwrap())
+        };
+        blocks_per_sm(self.gpu.arch_facts(), &self.kernels[kernel], &launch)
+    }
+
+    /// `blocks,kernel,block,smem,status,blocks,portable status,portable,non-portable status,
+    /// non-portable`: the per-SM answer and both potential cluster sizes.
+    fn blocks_row(&mut self, row: &[String]) {
+        let blocks = self.blocks(&row[1], &row[2], &row[3]);
+        assert_eq!(
+            (number(&row[4]), i64::from(blocks)),
+            (0, number(&row[5])),
+            "{row:?}"
+        );
+        let potential =
+            |non_portable| i64::from(max_potential_cluster_size(self.gpu, blocks, non_portable));
+        assert_eq!(potential(false), number(&row[7]), "{row:?}");
+        assert_eq!(potential(true), number(&row[9]), "{row:?}");
+        self.counts.blocks += 1;
+        self.counts.potential += 2;
+    }
+
+    /// `clusters,kernel,block,smem,x,y,z,non-portable (0, 1 or compiled),status,clusters`.
+    fn clusters_row(&mut self, row: &[String]) {
+        let blocks = self.blocks(&row[1], &row[2], &row[3]);
+        let size = [4, 5, 6]
+            .iter()
+            .map(|&i| u32::try_from(number(&row[i])).unwrap())
+            .product();
+        let answer = max_active_clusters(self.gpu, blocks, size, row[7] == "1");
+        match number(&row[8]) {
+            0 => {
+                assert_eq!(
+                    i64::from(answer.max_active_clusters),
+                    number(&row[9]),
+                    "{row:?}: {answer:?}"
+                );
+                self.counts.clusters += 1;
+            }
+            INVALID_CLUSTER_SIZE => {
+                assert!(
+                    matches!(
+                        answer.problem,
+                        Some(ClusterProblem::NeedsNonPortable { .. })
+                    ),
+                    "{row:?}"
+                );
+                assert_eq!(answer.max_active_clusters, 0);
+                self.counts.refused += 1;
+            }
+            status => panic!("{row:?}: status {status}"),
+        }
+    }
+
+    /// `coresident,blocks per SM,size,driver's clusters,launched,launch status,smem,gave up`:
+    /// the driver's answer is the tool's, and exactly that many clusters ran at once.
+    fn coresident_row(&mut self, row: &[String]) {
+        let blocks = u32::try_from(number(&row[1])).unwrap();
+        let size = u32::try_from(number(&row[2])).unwrap();
+        let answer = max_active_clusters(self.gpu, blocks, size, true);
+        assert_eq!(
+            i64::from(answer.max_active_clusters),
+            number(&row[3]),
+            "{row:?}"
+        );
+        assert_eq!(number(&row[5]), 0, "{row:?}: the launch failed");
+        let all_at_once = number(&row[7]) == 0;
+        assert_eq!(all_at_once, number(&row[4]) <= number(&row[3]), "{row:?}");
+        self.counts.coresident += 1;
+    }
+}
+
 /// Replays one GPU's recording against `gpu`; returns how many answers of each kind were compared.
 fn replay(gpu_dir: &str, gpu: &GpuPreset) -> Counts {
     let rows = read_probe(gpu_dir);
@@ -100,8 +184,6 @@ fn replay(gpu_dir: &str, gpu: &GpuPreset) -> Counts {
         i64::from(gpu.sm_count)
     );
     let optin = u32::try_from(number(&device_fact(&rows, "smem_per_block_optin"))).unwrap();
-    let arch = gpu.arch_facts();
-    let kernels = kernels(&rows, optin);
     let mut recorded_groups: Vec<u32> = rows
         .iter()
         .filter(|row| row[0] == "gpc")
@@ -113,89 +195,20 @@ fn replay(gpu_dir: &str, gpu: &GpuPreset) -> Counts {
         gpu.cluster_groups,
         "{gpu_dir}: the layout recorded"
     );
-
-    let blocks_of = |kernel: &str, block: &str, smem: &str| -> u32 {
-        let launch = Launch {
-            dynamic_smem_bytes: u32::try_from(number(smem)).unwrap(),
-            ..Launch::new(u32::try_from(number(block)).unwrap())
-        };
-        blocks_per_sm(arch, &kernels[kernel], &launch)
+    let mut replay = Replay {
+        gpu,
+        kernels: kernels(&rows, optin),
+        counts: Counts::default(),
     };
-    let mut counts = Counts::default();
     for row in &rows {
         match row[0].as_str() {
-            "blocks" => {
-                // kernel, block, smem, status, blocks, portable status, portable, non-portable status, non-portable
-                let blocks = blocks_of(&row[1], &row[2], &row[3]);
-                assert_eq!(
-                    (number(&row[4]), i64::from(blocks)),
-                    (0, number(&row[5])),
-                    "{row:?}"
-                );
-                assert_eq!(
-                    i64::from(max_potential_cluster_size(gpu, blocks, false)),
-                    number(&row[7]),
-                    "{row:?}"
-                );
-                assert_eq!(
-                    i64::from(max_potential_cluster_size(gpu, blocks, true)),
-                    number(&row[9]),
-                    "{row:?}"
-                );
-                counts.blocks += 1;
-                counts.potential += 2;
-            }
-            "clusters" => {
-                // kernel, block, smem, x, y, z, non-portable (0, 1, or `compiled`), status, clusters
-                let blocks = blocks_of(&row[1], &row[2], &row[3]);
-                let size = [4, 5, 6]
-                    .iter()
-                    .map(|&i| u32::try_from(number(&row[i])).unwrap())
-                    .product();
-                let non_portable = row[7] == "1";
-                let answer = max_active_clusters(gpu, blocks, size, non_portable);
-                match number(&row[8]) {
-                    0 => {
-                        assert_eq!(
-                            i64::from(answer.max_active_clusters),
-                            number(&row[9]),
-                            "{row:?}: {answer:?}"
-                        );
-                        counts.clusters += 1;
-                    }
-                    INVALID_CLUSTER_SIZE => {
-                        assert!(
-                            matches!(
-                                answer.problem,
-                                Some(ClusterProblem::NeedsNonPortable { .. })
-                            ),
-                            "{row:?}"
-                        );
-                        assert_eq!(answer.max_active_clusters, 0);
-                        counts.refused += 1;
-                    }
-                    status => panic!("{row:?}: status {status}"),
-                }
-            }
-            "coresident" => {
-                // blocks per SM, size, driver's clusters, launched, launch status, smem, gave up
-                let blocks = u32::try_from(number(&row[1])).unwrap();
-                let size = u32::try_from(number(&row[2])).unwrap();
-                let answer = max_active_clusters(gpu, blocks, size, true);
-                assert_eq!(
-                    i64::from(answer.max_active_clusters),
-                    number(&row[3]),
-                    "{row:?}"
-                );
-                assert_eq!(number(&row[5]), 0, "{row:?}: the launch failed");
-                let all_at_once = number(&row[7]) == 0;
-                assert_eq!(all_at_once, number(&row[4]) <= number(&row[3]), "{row:?}");
-                counts.coresident += 1;
-            }
+            "blocks" => replay.blocks_row(row),
+            "clusters" => replay.clusters_row(row),
+            "coresident" => replay.coresident_row(row),
             _ => {}
         }
     }
-    counts
+    replay.counts
 }
 
 #[test]

@@ -89,6 +89,10 @@ lint_ids! {
     /// A minimum blocks per SM (`.minnctapersm`) that cannot take effect on an architecture:
     /// ptxas ignored it, or shared memory or barriers keep fewer blocks resident.
     UnreachableBound = "unreachable_bound",
+    /// The launch's thread-block cluster cannot start on an architecture or GPU.
+    ClusterUnlaunchable = "cluster_unlaunchable",
+    /// Fewer clusters resident at once on a GPU than the declared `min_active_clusters`.
+    LowClusterOccupancy = "low_cluster_occupancy",
 }
 
 impl LintId {

@@ -151,6 +151,15 @@ fn value_tokens(value: Value<'_, Owned>) -> TokenStream {
         }
         Value::Text(text) => option(text.map(|text| quote!(#text))),
         Value::Archs(archs) => option(archs.map(|archs| quote!(&[#(#archs),*]))),
+        Value::Cluster(cluster) => option(cluster.map(|cluster| {
+            let (x, y, z) = (
+                Literal::u32_unsuffixed(cluster.x),
+                Literal::u32_unsuffixed(cluster.y),
+                Literal::u32_unsuffixed(cluster.z),
+            );
+            quote!(::occupancy::ClusterDim { x: #x, y: #y, z: #z })
+        })),
+        Value::Flag(flag) => quote!(#flag),
     }
 }
 

@@ -11,6 +11,9 @@ macro_rules! key_initial {
     ($block:ident, Integer, $default:literal) => {
         $default
     };
+    ($block:ident, Flag) => {
+        false
+    };
     ($block:ident, $kind:ident) => {
         None
     };
@@ -42,6 +45,12 @@ macro_rules! key_value {
     ($field:expr, Archs) => {
         crate::Value::Archs($field.as_deref())
     };
+    ($field:expr, Cluster) => {
+        crate::Value::Cluster(*$field)
+    };
+    ($field:expr, Flag) => {
+        crate::Value::Flag(*$field)
+    };
 }
 
 /// A key's field as a [`ValueMut`](crate::ValueMut).
@@ -66,6 +75,12 @@ macro_rules! key_value_mut {
     };
     ($field:expr, Archs) => {
         crate::ValueMut::Archs($field)
+    };
+    ($field:expr, Cluster) => {
+        crate::ValueMut::Cluster($field)
+    };
+    ($field:expr, Flag) => {
+        crate::ValueMut::Flag($field)
     };
 }
 

@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use crate::{BlockDim, KernelSpec, Key, Level, Static, Storage, KEYS};
+use crate::{BlockDim, ClusterDim, KernelSpec, Key, Level, Static, Storage, KEYS};
 
 /// Everything the toolkit knows about one key, from its one declaration in `keys.rs`.
 #[derive(Debug, Clone, Copy)]
@@ -55,6 +55,11 @@ pub enum Kind {
     Pattern,
     /// A non-empty list of distinct architecture names.
     Archs,
+    /// `2`, `(2, 2)` or `(2, 2, 2)`: blocks per cluster, each dimension at least 1, at most
+    /// [`MAX_CLUSTER_BLOCKS_ANY_ARCH`](crate::MAX_CLUSTER_BLOCKS_ANY_ARCH) in all.
+    Cluster,
+    /// `true` or `false`.
+    Flag,
 }
 
 impl fmt::Display for Kind {
@@ -70,6 +75,8 @@ impl fmt::Display for Kind {
             Kind::Symbol => formatter.write_str("string"),
             Kind::Pattern => formatter.write_str("string with `*`"),
             Kind::Archs => formatter.write_str("list of strings"),
+            Kind::Cluster => formatter.write_str("`x`, `(x, y)` or `(x, y, z)` blocks"),
+            Kind::Flag => formatter.write_str("`true` or `false`"),
         }
     }
 }
@@ -94,6 +101,10 @@ pub enum Value<'a, S: Storage> {
     Text(Option<&'a str>),
     /// [`Kind::Archs`].
     Archs(Option<&'a [S::Text]>),
+    /// [`Kind::Cluster`].
+    Cluster(Option<ClusterDim>),
+    /// [`Kind::Flag`] (absent is `false`).
+    Flag(bool),
 }
 
 impl<S: Storage> Value<'_, S> {
@@ -107,6 +118,8 @@ impl<S: Storage> Value<'_, S> {
             Value::Fraction(value) => value.is_some(),
             Value::Text(value) => value.is_some(),
             Value::Archs(value) => value.is_some(),
+            Value::Cluster(value) => value.is_some(),
+            Value::Flag(value) => *value,
         }
     }
 }
@@ -123,6 +136,8 @@ impl<S: Storage> fmt::Display for Value<'_, S> {
             // f64's Display is the shortest text that parses back to the same value.
             Value::Fraction(Some(fraction)) => write!(formatter, "{fraction}"),
             Value::Text(Some(text)) => write!(formatter, "{text:?}"),
+            Value::Cluster(Some(cluster)) => write!(formatter, "{cluster}"),
+            Value::Flag(flag) => write!(formatter, "{flag}"),
             Value::Archs(Some(archs)) => {
                 formatter.write_str("[")?;
                 for (index, arch) in archs.iter().enumerate() {
@@ -134,7 +149,8 @@ impl<S: Storage> fmt::Display for Value<'_, S> {
             Value::OptionalInteger(None)
             | Value::Fraction(None)
             | Value::Text(None)
-            | Value::Archs(None) => Ok(()),
+            | Value::Archs(None)
+            | Value::Cluster(None) => Ok(()),
         }
     }
 }
@@ -154,6 +170,10 @@ pub enum ValueMut<'a, S: Storage> {
     Text(&'a mut Option<S::Text>),
     /// [`Kind::Archs`].
     Archs(&'a mut Option<S::Archs>),
+    /// [`Kind::Cluster`].
+    Cluster(&'a mut Option<ClusterDim>),
+    /// [`Kind::Flag`].
+    Flag(&'a mut bool),
 }
 
 impl Key {
@@ -273,6 +293,8 @@ mod tests {
                     | (Kind::Fraction, Value::Fraction(_))
                     | (Kind::Symbol | Kind::Pattern, Value::Text(_))
                     | (Kind::Archs, Value::Archs(_))
+                    | (Kind::Cluster, Value::Cluster(_))
+                    | (Kind::Flag, Value::Flag(_))
             );
             assert!(
                 fits,

@@ -330,6 +330,8 @@ enum ArbitraryValue {
     Fraction(Option<f64>),
     Text(Option<String>),
     Archs(Option<Vec<String>>),
+    Cluster(Option<occupancy_model::ClusterDim>),
+    Flag(bool),
 }
 
 /// Values of a key of `kind`: every key of [`KEYS`] gets some, so a new key is covered
@@ -360,6 +362,14 @@ fn arb_value(kind: Kind) -> BoxedStrategy<ArbitraryValue> {
                 }))
             })
             .boxed(),
+        Kind::Cluster => proptest::option::of((1u32..=4, 1u32..=2, 1u32..=2))
+            .prop_map(|dims| {
+                ArbitraryValue::Cluster(
+                    dims.map(|(x, y, z)| occupancy_model::ClusterDim::new(x, y, z)),
+                )
+            })
+            .boxed(),
+        Kind::Flag => any::<bool>().prop_map(ArbitraryValue::Flag).boxed(),
     }
 }
 
@@ -374,6 +384,8 @@ fn set(field: ValueMut<'_, Owned>, value: ArbitraryValue) {
         (ValueMut::Fraction(field), ArbitraryValue::Fraction(value)) => *field = value,
         (ValueMut::Text(field), ArbitraryValue::Text(text)) => *field = text,
         (ValueMut::Archs(field), ArbitraryValue::Archs(archs)) => *field = archs,
+        (ValueMut::Cluster(field), ArbitraryValue::Cluster(cluster)) => *field = cluster,
+        (ValueMut::Flag(field), ArbitraryValue::Flag(flag)) => *field = flag,
         (field, value) => unreachable!("{field:?} holds no {value:?}"),
     }
 }
