@@ -446,6 +446,25 @@ fn launch_bounds_from_the_ptx_set_the_evaluated_block() {
     );
     assert_eq!(row("bound_cluster_rank").block, 128);
     assert_eq!(row("bound_threads").block, 256);
+    // `__cluster_dims__(2, 1, 1)`: the row carries the compiled cluster and, per sm_90 GPU, the
+    // clusters resident at once: the H100 SXM's and H200's recorded layouts (exact), the H100
+    // PCIe's SM count (a bound). 256 threads, 8 blocks per SM: 528 clusters of 2.
+    let cluster = row("fixed_cluster");
+    assert_eq!(cluster.cluster, Some([2, 1, 1]));
+    let counts: Vec<(&str, u32, bool)> = cluster
+        .clusters
+        .iter()
+        .map(|gpu| (gpu.gpu.as_str(), gpu.max_active_clusters, gpu.exact))
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            ("h100", 528, true),
+            ("h100-pcie", 456, false),
+            ("h200", 528, true)
+        ]
+    );
+    assert!(row("bound_threads").clusters.is_empty());
 }
 
 /// The six architectures of issue #26's launch bounds, compiled in one `check`.
