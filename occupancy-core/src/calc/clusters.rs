@@ -4,7 +4,7 @@
 //!
 //! `cuda_occupancy.h` has no cluster rule. This one was derived from the driver itself
 //! (`scripts/gpu-cluster-occupancy.sh`, docs/verification.md section 7) and equals every one of
-//! the 52,224 answers recorded on an H100 SXM and on an H200
+//! the 52,233 answers recorded on an H100 SXM and on an H200
 //! (`cargo-occupancy/tests/cluster_replay.rs` replays them):
 //!
 //! - the blocks of one cluster run on distinct SMs of one *cluster group*: a GPC as the cluster

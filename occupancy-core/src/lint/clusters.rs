@@ -85,7 +85,8 @@ fn size_help(problem: &ClusterProblem, origin: LaunchOrigin) -> String {
             "drop the architecture from `archs`, or launch without a cluster there".to_string()
         }
         (ClusterProblem::NeedsNonPortable { portable_max, .. }, _) => format!(
-            "set `cudaFuncAttributeNonPortableClusterSizeAllowed` before launching, or compile at most {portable_max} blocks per cluster"
+            "set `cudaFuncAttributeNonPortableClusterSizeAllowed` before launching (then {} here), or compile at most {portable_max} blocks per cluster",
+            origin.allow(LintId::ClusterUnlaunchable)
         ),
         _ => "use a smaller cluster".to_string(),
     }
