@@ -4,7 +4,7 @@
 #
 #   scripts/bench-build.sh            # JOBS=$(nproc) RUNS=5 ARCHS=sm_90,sm_100 (the corpus uses clusters: sm_90+)
 #
-# Corpus: tests/kernels/*.cu (except fails_to_compile.cu) and the saxpy and tiled-gemm kernels
+# Corpus: tests/kernels/*.cu (except fails_to_compile.cu and smem_spilling_dynamic.cu, which fail on purpose) and the saxpy and tiled-gemm kernels
 # (spill-gate's fails the checks by design), copied to one directory. Each run starts cold (fresh output dir: no occupancy-build cache, no nvcc reuse).
 # Three comparisons, each plain nvcc with the same flags, archs and parallelism (xargs -P JOBS):
 #   compile_lib vs `nvcc -c` (the same work: cicc + ptxas per arch + host code);
@@ -22,7 +22,7 @@ ARCHS=${ARCHS:-sm_90,sm_100}
 work="$root/target/bench-build"
 rm -rf "$work" && mkdir -p "$work/corpus"
 for file in tests/kernels/*.cu examples/{saxpy,tiled-gemm}/kernels/*.cu; do
-  [[ "$(basename "$file")" == fails_to_compile.cu ]] && continue
+  case "$(basename "$file")" in fails_to_compile.cu | smem_spilling_dynamic.cu) continue ;; esac
   cp "$file" "$work/corpus/$(basename "$(dirname "$(dirname "$file")")")-$(basename "$file")"
 done
 # The examples' kernels include the generated occupancy_bounds.h: occupancy-build generates it

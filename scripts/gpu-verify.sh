@@ -110,17 +110,18 @@ fi
 
 if wants 4; then
 echo "== 4. the examples, run for real"
-# Their binaries are built where cargo is (OCCUPANCY_EXAMPLE_BINS: a folder holding saxpy and tiled-gemm),
+# Their binaries are built where cargo is (OCCUPANCY_EXAMPLE_BINS: a folder holding saxpy, tiled-gemm
+# and persistent-grid),
 # else here with cargo. OCCUPANCY_REQUIRE_GPU=1 makes "no GPU" a failure instead of a skip.
 example_bins="${OCCUPANCY_EXAMPLE_BINS:-}"
 if [[ -z "$example_bins" ]] && command -v cargo >/dev/null; then
   example_bins="$work/examples"; mkdir -p "$example_bins"
-  for example in saxpy tiled-gemm; do
+  for example in saxpy tiled-gemm persistent-grid; do
     (cd "$root/examples/$example" && CUDA_COMPUTE_CAP="${arch#sm_}" cargo build -q --release)
     cp "$root/examples/$example/target/release/$example" "$example_bins/"
   done
 fi
-for example in saxpy tiled-gemm; do
+for example in saxpy tiled-gemm persistent-grid; do
   if [[ -x "$example_bins/$example" ]]; then
     OCCUPANCY_REQUIRE_GPU=1 "$example_bins/$example" 2>&1 | tee "$results/example-$example.txt" || status=1
   else

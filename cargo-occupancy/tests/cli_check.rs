@@ -447,8 +447,9 @@ fn launch_bounds_from_the_ptx_set_the_evaluated_block() {
     assert_eq!(row("bound_cluster_rank").block, 128);
     assert_eq!(row("bound_threads").block, 256);
     // `__cluster_dims__(2, 1, 1)`: the row carries the compiled cluster and, per sm_90 GPU, the
-    // clusters resident at once: the H100 SXM's and H200's recorded layouts (exact), the H100
-    // PCIe's SM count (a bound). 256 threads, 8 blocks per SM: 528 clusters of 2.
+    // clusters resident at once: the H100 SXM's and H200's recorded layouts (exact), the other
+    // sm_90 products' SM counts (bounds: the H100 PCIe's 114, the H20's 78). 256 threads, 8
+    // blocks per SM: 528 clusters of 2 on 132 SMs.
     let cluster = row("fixed_cluster");
     assert_eq!(cluster.cluster, Some([2, 1, 1]));
     let counts: Vec<(&str, u32, bool)> = cluster
@@ -461,7 +462,10 @@ fn launch_bounds_from_the_ptx_set_the_evaluated_block() {
         [
             ("h100", 528, true),
             ("h100-pcie", 456, false),
-            ("h200", 528, true)
+            ("h200", 528, true),
+            ("gh200", 528, false),
+            ("h800", 528, false),
+            ("h20", 312, false)
         ]
     );
     assert!(row("bound_threads").clusters.is_empty());
@@ -617,4 +621,156 @@ impl BoundsReport {
                 .any(|note| note.contains("will be ignored")));
         }
     }
+}
+
+/// Shared-memory register spilling (`tests/kernels/smem_spilling.cu`, #26) on the six archs of
+/// [`BOUNDS_ARCHS`]: the spill area told apart from the kernel's own shared memory in each
+/// row, a `smem_spill` finding (warn) with what the area costs in resident blocks, and the
+/// pragma suggested where a loop spill fits the shared memory the launch can add.
+#[test]
+fn spills_to_shared_memory_are_counted_apart_and_the_pragma_is_suggested() {
+    let mut args = vec!["tests/kernels/smem_spilling.cu", "--json"];
+    for arch in BOUNDS_ARCHS {
+        args.extend(["--arch", arch]);
+    }
+    let output = check(&args);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "local spills deny: {}",
+        stderr(&output)
+    );
+    let report = Report::from_json(&stdout(&output)).unwrap();
+    let row = |kernel: &str, arch: &str| {
+        report
+            .kernels
+            .iter()
+            .find(|row| row.name == kernel && row.arch == arch)
+            .unwrap_or_else(|| panic!("{kernel} on {arch}"))
+    };
+    // ptxas's spill area: all of `smem_spill_all`'s shared memory, all but the 4096 bytes of
+    // `smem_spill_tile`'s tile; none where the minimum is ignored (1536 threads per SM) and
+    // nothing spills, nor without the pragma.
+    let areas = [("sm_80", 20480), ("sm_90", 19456), ("sm_100", 27648)];
+    for (arch, area) in areas {
+        let (all, tile) = (row("smem_spill_all", arch), row("smem_spill_tile", arch));
+        assert_eq!(
+            (all.static_smem_bytes, all.smem_spill_bytes),
+            (area, Some(area))
+        );
+        assert_eq!(
+            (tile.static_smem_bytes, tile.smem_spill_bytes),
+            (area, Some(area - 4096)),
+            "{arch}: ptxas sized the area to the same total beside the tile"
+        );
+    }
+    for arch in ["sm_86", "sm_89", "sm_120"] {
+        assert_eq!(row("smem_spill_all", arch).smem_spill_bytes, None);
+        let tile = row("smem_spill_tile", arch);
+        assert_eq!(
+            (tile.static_smem_bytes, tile.smem_spill_bytes),
+            (4096, None)
+        );
+    }
+    for arch in BOUNDS_ARCHS {
+        for kernel in ["loop_spill_room", "loop_spill_no_room"] {
+            assert_eq!(row(kernel, arch).smem_spill_bytes, None, "{kernel} {arch}");
+        }
+    }
+    smem_spill_findings(&report);
+    pragma_suggestions(&report);
+}
+
+/// `smem_spill` (warn) for the two kernels with the pragma on the archs with an area: on sm_80
+/// the area and the driver's 1 KiB per block leave 7 of the 8 blocks the registers allow.
+fn smem_spill_findings(report: &Report) {
+    let found: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.lint.as_str() == "smem_spill")
+        .collect();
+    assert_eq!(found.len(), 6, "{found:#?}");
+    let finding = |kernel: &str, arch: &str| {
+        found
+            .iter()
+            .find(|f| f.kernel.as_deref() == Some(kernel) && f.arch.as_deref() == Some(arch))
+            .unwrap_or_else(|| panic!("smem_spill of {kernel} on {arch}"))
+    };
+    assert!(found.iter().all(|f| f.level.as_str() == "warn"));
+    assert_eq!(
+        finding("smem_spill_all", "sm_90").message,
+        "kernel `smem_spill_all` spills registers to shared memory on sm_90: 19456 of its 19456 bytes of static shared memory are ptxas's spill area (`enable_smem_spilling`), 76 bytes per thread x 256 threads"
+    );
+    assert!(finding("smem_spill_tile", "sm_90")
+        .message
+        .contains("15360 of its 19456 bytes"));
+    for kernel in ["smem_spill_all", "smem_spill_tile"] {
+        assert_eq!(
+            finding(kernel, "sm_80").notes[0],
+            "the spill area costs 1 resident block on sm_80: 7 blocks of 256 threads fit with it, 8 without"
+        );
+        for arch in ["sm_90", "sm_100"] {
+            assert_eq!(
+                finding(kernel, arch).notes[0],
+                format!("the spill area costs no resident block on {arch}: 8 blocks of 256 threads fit with it and without")
+            );
+        }
+    }
+}
+
+/// `spill_in_loop` of `loop_spill_room` suggests the pragma where its stack frame x 256 threads
+/// fits (sm_80: 104 x 256 = 26624 of 26880 bytes; sm_90: 112 x 256 = 28672 of 37888); no kernel
+/// that has it already or whose frame does not fit gets the suggestion.
+fn pragma_suggestions(report: &Report) {
+    let in_loops = |kernel: &str| -> Vec<&occupancy_core::report::Finding> {
+        report
+            .findings
+            .iter()
+            .filter(|f| f.lint.as_str() == "spill_in_loop" && f.kernel.as_deref() == Some(kernel))
+            .collect()
+    };
+    let suggests = |finding: &occupancy_core::report::Finding| {
+        finding.help.as_deref().is_some_and(|help| {
+            help.contains("asm volatile(\".pragma \\\"enable_smem_spilling\\\";\");")
+        })
+    };
+    for (arch, frame, spare) in [("sm_80", 104, 26880), ("sm_90", 112, 37888)] {
+        let finding = in_loops("loop_spill_room")
+            .into_iter()
+            .find(|f| f.arch.as_deref() == Some(arch))
+            .unwrap_or_else(|| panic!("spill_in_loop of loop_spill_room on {arch}"));
+        assert!(suggests(finding), "{arch}: {:?}", finding.help);
+        let note = format!("shared memory has room for these spills on {arch}: {frame} bytes of stack frame x 256 threads = {} bytes, within the {spare} bytes per block the launch can add and keep its 6 resident blocks", frame * 256);
+        assert!(
+            finding.notes.contains(&note),
+            "{note}\n{:#?}",
+            finding.notes
+        );
+    }
+    for kernel in ["loop_spill_no_room", "smem_spill_all", "smem_spill_tile"] {
+        let found = in_loops(kernel);
+        assert!(!found.is_empty(), "{kernel} spills in its loop");
+        assert!(!found.iter().any(|f| suggests(f)), "{kernel}: {found:#?}");
+    }
+}
+
+/// ptxas refuses `enable_smem_spilling` in a kernel with dynamic shared memory and names no
+/// kernel; the compile error names `dynamic_tile`, its dynamic shared memory and the fix, and
+/// not the kernel with the pragma and no dynamic shared memory.
+#[test]
+fn the_pragma_with_dynamic_shared_memory_is_an_error_naming_the_kernel() {
+    let output = check(&["tests/kernels/smem_spilling_dynamic.cu", "--arch", "sm_90"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(
+        text.contains(
+            "ptxas fatal   : Pragma 'enable_smem_spilling' is not allowed for dynamic SMEM"
+        ),
+        "ptxas's own error stays: {text}"
+    );
+    assert!(
+        text.contains("note: kernel `dynamic_tile` asks ptxas to spill registers to shared memory (`.pragma \"enable_smem_spilling\"`) and uses dynamic shared memory (`dynamic_smem`, `extern __shared__`): ptxas refuses the pragma in such a kernel; remove the pragma from `dynamic_tile`, or give it static shared memory (`__shared__ T name[N]`) in place of the dynamic"),
+        "{text}"
+    );
+    assert!(!text.contains("`static_only`"), "{text}");
 }

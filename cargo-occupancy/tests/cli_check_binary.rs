@@ -10,25 +10,29 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{binary, repo_root, stderr, stdout};
+use common::{binary, nvcc, repo_root, run_tool, stderr, stdout, work_dir};
 
 /// Corpus kernels that compile for sm_80 and sm_90 (`launch_bounds.cu` needs sm_90,
 /// `fails_to_compile.cu` fails on purpose).
-const SOURCES: [&str; 6] = [
+const SOURCES: [&str; 7] = [
     "tests/kernels/constants.cu",
     "tests/kernels/spills.cu",
     "tests/kernels/shared_memory.cu",
     "tests/kernels/device_frames.cu",
     "tests/kernels/calls.cu",
     "tests/kernels/sass_evidence.cu",
+    "tests/kernels/smem_spilling.cu",
 ];
 
 /// The columns a binary must reproduce. `min_blocks_per_sm` and `max_registers` are PTX
-/// directives a cubin does not keep (ptxas turns them into a register cap).
-const FIELDS: [&str; 11] = [
+/// directives a cubin does not keep (ptxas turns them into a register cap). A shared-memory
+/// spill area (`smem_spill_bytes`) is read from the PTX for the sources, from the cubin's
+/// `EIATTR_SHARED_SCRATCH` for the binaries.
+const FIELDS: [&str; 12] = [
     "registers",
     "barriers",
     "static_smem_bytes",
+    "smem_spill_bytes",
     "stack_frame_bytes",
     "spill_store_bytes",
     "spill_load_bytes",
@@ -38,39 +42,6 @@ const FIELDS: [&str; 11] = [
     "occupancy",
     "limiters",
 ];
-
-/// A fresh directory of this test's own (the tests run in parallel).
-fn work_dir(test: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("check-binary")
-        .join(test);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// `NVCC`, else nvcc under `CUDA_HOME`, as scripts/setup-cuda.sh sets them (a test reads the
-/// environment it runs in).
-#[allow(clippy::disallowed_methods)]
-fn nvcc() -> PathBuf {
-    std::env::var_os("NVCC").map_or_else(
-        || {
-            let home =
-                std::env::var_os("CUDA_HOME").expect("NVCC or CUDA_HOME (scripts/setup-cuda.sh)");
-            Path::new(&home).join("bin/nvcc")
-        },
-        PathBuf::from,
-    )
-}
-
-fn run(command: &mut Command) {
-    let output = command.output().expect("run a tool");
-    assert!(
-        output.status.success(),
-        "{command:?} failed:\n{}",
-        stderr(&output)
-    );
-}
 
 /// `-gencode arch=compute_80,code=[sm_80,sm_90]`: the form `check` compiles sources in.
 fn gencode() -> [&'static str; 2] {
@@ -86,34 +57,42 @@ fn build_binaries(dir: &Path) -> BTreeMap<&'static str, Vec<PathBuf>> {
         let stem = Path::new(source).file_stem().unwrap().to_str().unwrap();
         for (form, flag, extension) in [("fatbin", "-fatbin", "fatbin"), ("object", "-c", "o")] {
             let output = dir.join(format!("{stem}.{extension}"));
-            run(Command::new(nvcc())
-                .args(gencode())
-                .arg(flag)
-                .arg(root.join(source))
-                .arg("-o")
-                .arg(&output));
+            run_tool(
+                Command::new(nvcc())
+                    .args(gencode())
+                    .arg(flag)
+                    .arg(root.join(source))
+                    .arg("-o")
+                    .arg(&output),
+            );
             forms.entry(form).or_default().push(output);
         }
     }
     let archive = dir.join("libcorpus.a");
-    run(Command::new("ar")
-        .arg("rcs")
-        .arg(&archive)
-        .args(&forms["object"]));
+    run_tool(
+        Command::new("ar")
+            .arg("rcs")
+            .arg(&archive)
+            .args(&forms["object"]),
+    );
     forms.insert("static library", vec![archive]);
     let shared = dir.join("libcorpus.so");
-    run(Command::new(nvcc())
-        .args(gencode())
-        .args(["-shared", "-Xcompiler", "-fPIC"])
-        .args(SOURCES.iter().map(|source| root.join(source)))
-        .arg("-o")
-        .arg(&shared));
+    run_tool(
+        Command::new(nvcc())
+            .args(gencode())
+            .args(["-shared", "-Xcompiler", "-fPIC"])
+            .args(SOURCES.iter().map(|source| root.join(source)))
+            .arg("-o")
+            .arg(&shared),
+    );
     // A member of the same name with no device code (a host library) beside it.
-    run(Command::new("cc")
-        .args(["-shared", "-fPIC", "-x", "c", "-"])
-        .arg("-o")
-        .arg(dir.join("host.so"))
-        .stdin(std::process::Stdio::null()));
+    run_tool(
+        Command::new("cc")
+            .args(["-shared", "-fPIC", "-x", "c", "-"])
+            .arg("-o")
+            .arg(dir.join("host.so"))
+            .stdin(std::process::Stdio::null()),
+    );
     let wheel = dir.join("corpus-1.0-py3-none-linux_x86_64.whl");
     let zip = format!(
         "import zipfile\nwith zipfile.ZipFile({:?}, 'w', zipfile.ZIP_DEFLATED) as w:\n    w.write({:?}, 'corpus/lib/libcorpus.so')\n    w.write({:?}, 'corpus/host/libcorpus.so')\n    w.writestr('corpus/__init__.py', '')\n",
@@ -121,7 +100,7 @@ fn build_binaries(dir: &Path) -> BTreeMap<&'static str, Vec<PathBuf>> {
         shared.display().to_string(),
         dir.join("host.so").display().to_string()
     );
-    run(Command::new("python3").args(["-c", &zip]));
+    run_tool(Command::new("python3").args(["-c", &zip]));
     forms.insert("shared library", vec![shared]);
     forms.insert("wheel", vec![wheel]);
     forms
@@ -168,7 +147,7 @@ fn rows(paths: &[PathBuf], cache: &Path) -> BTreeMap<(String, String), serde_jso
 
 #[test]
 fn every_binary_form_gives_the_rows_of_the_sources() {
-    let dir = work_dir("forms");
+    let dir = work_dir("check-binary", "forms");
     let cache = dir.join("cache");
     let sources: Vec<PathBuf> = SOURCES.iter().map(PathBuf::from).collect();
     let expected = rows(&sources, &cache);
@@ -178,6 +157,13 @@ fn every_binary_form_gives_the_rows_of_the_sources() {
         .filter(|row| row["spill_store_bytes"].as_u64() > Some(0))
         .count();
     assert!(spilling > 0, "the corpus has a spilling kernel");
+    let spill_areas = (expected.values())
+        .filter(|row| row["smem_spill_bytes"].as_u64() > Some(0))
+        .count();
+    assert_eq!(
+        spill_areas, 4,
+        "smem_spilling.cu's two kernels on sm_80 and sm_90"
+    );
     for (form, paths) in build_binaries(&dir) {
         let found = rows(&paths, &cache);
         assert_eq!(
@@ -197,17 +183,19 @@ fn every_binary_form_gives_the_rows_of_the_sources() {
 
 #[test]
 fn embedded_ptx_is_assembled_for_an_arch_without_a_cubin_and_a_compatible_cubin_is_run() {
-    let dir = work_dir("ptx");
+    let dir = work_dir("check-binary", "ptx");
     let fatbin = dir.join("spills.fatbin");
-    run(Command::new(nvcc())
-        .args([
-            "-gencode",
-            "arch=compute_80,code=[sm_80,compute_80]",
-            "-fatbin",
-        ])
-        .arg(repo_root().join("tests/kernels/spills.cu"))
-        .arg("-o")
-        .arg(&fatbin));
+    run_tool(
+        Command::new(nvcc())
+            .args([
+                "-gencode",
+                "arch=compute_80,code=[sm_80,compute_80]",
+                "-fatbin",
+            ])
+            .arg(repo_root().join("tests/kernels/spills.cu"))
+            .arg("-o")
+            .arg(&fatbin),
+    );
     let output = binary()
         .args([
             "occupancy",
@@ -254,14 +242,16 @@ fn embedded_ptx_is_assembled_for_an_arch_without_a_cubin_and_a_compatible_cubin_
 
 #[test]
 fn a_file_without_device_code_is_no_kernel_and_a_broken_cubin_is_an_error() {
-    let dir = work_dir("bad");
+    let dir = work_dir("check-binary", "bad");
     let host = dir.join("host.o");
     std::fs::write(dir.join("host.c"), "int f(void) { return 1; }\n").unwrap();
-    run(Command::new("cc")
-        .arg("-c")
-        .arg(dir.join("host.c"))
-        .arg("-o")
-        .arg(&host));
+    run_tool(
+        Command::new("cc")
+            .arg("-c")
+            .arg(dir.join("host.c"))
+            .arg("-o")
+            .arg(&host),
+    );
     let output = binary()
         .args(["occupancy", "check"])
         .arg(&host)
@@ -297,19 +287,107 @@ fn a_file_without_device_code_is_no_kernel_and_a_broken_cubin_is_an_error() {
     );
 }
 
+/// Two sources of one name (`a/k.cu`, `b/k.cu`) compiled with `-lineinfo` (as a build compiles
+/// them), in a static library (archived as CMake does, `ar qc`, so both members are `k.o`, with
+/// a host object) and in a shared library: cuobjdump names a cubin after its module when the
+/// compile recorded the source's name (`k.sm_80.cubin`), so the fatbins are read one at a time,
+/// each in a directory of its own. Both kernels' rows are those of their objects read alone.
+#[test]
+fn libraries_of_two_sources_of_one_name_give_the_kernels_of_both() {
+    let dir = work_dir("check-binary", "same-name");
+    let sources = [
+        ("a", "extern \"C\" __global__ void from_a(float *x) { x[threadIdx.x] *= 2.0f; }\n"),
+        (
+            "b",
+            "extern \"C\" __global__ void from_b(float *x) {\n  __shared__ float s[256];\n  s[threadIdx.x] = x[threadIdx.x];\n  __syncthreads();\n  x[threadIdx.x] = s[255 - threadIdx.x];\n}\n",
+        ),
+    ];
+    let (mut sources_written, mut objects) = (Vec::new(), Vec::new());
+    for (sub, text) in sources {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        let source = dir.join(sub).join("k.cu");
+        std::fs::write(&source, text).unwrap();
+        let object = dir.join(sub).join("k.o");
+        run_tool(
+            Command::new(nvcc())
+                .args(gencode())
+                .args(["-lineinfo", "-c"])
+                .arg(&source)
+                .arg("-o")
+                .arg(&object),
+        );
+        sources_written.push(source);
+        objects.push(object);
+    }
+    std::fs::write(dir.join("host.c"), "int f(void) { return 1; }\n").unwrap();
+    run_tool(
+        Command::new("cc")
+            .arg("-c")
+            .arg(dir.join("host.c"))
+            .arg("-o")
+            .arg(dir.join("host.o")),
+    );
+    let archive = dir.join("libk.a");
+    run_tool(
+        Command::new("ar")
+            .arg("qc")
+            .arg(&archive)
+            .args(&objects)
+            .arg(dir.join("host.o")),
+    );
+    let shared = dir.join("libk.so");
+    run_tool(
+        Command::new(nvcc())
+            .args(gencode())
+            .args(["-lineinfo", "-shared", "-Xcompiler", "-fPIC"])
+            .args(&sources_written)
+            .arg("-o")
+            .arg(&shared),
+    );
+    let cache = dir.join("cache");
+    let alone = rows(&objects, &cache);
+    let keys: Vec<(String, String)> = alone.keys().cloned().collect();
+    assert_eq!(
+        keys,
+        [
+            ("from_a".into(), "sm_80".into()),
+            ("from_a".into(), "sm_90".into()),
+            ("from_b".into(), "sm_80".into()),
+            ("from_b".into(), "sm_90".into()),
+        ]
+    );
+    assert_eq!(alone[&keys[3]]["static_smem_bytes"], 1024);
+    for (library, member) in [(&archive, "libk.a(k.o)"), (&shared, "libk.so")] {
+        let found = rows(std::slice::from_ref(library), &cache);
+        assert_eq!(found.keys().cloned().collect::<Vec<_>>(), keys, "{member}");
+        for (key, want) in &alone {
+            for field in FIELDS {
+                assert_eq!(found[key][field], want[field], "{member}: {key:?}.{field}");
+            }
+            let origin = found[key]["source"]["path"].as_str().unwrap();
+            assert!(
+                origin.ends_with(&format!("{member} {} cubin", key.1)),
+                "{origin}"
+            );
+        }
+    }
+}
+
 /// A kernel's compiled `__cluster_dims__` is read from the PTX of a source and from a cubin
 /// (`EIATTR_CTA_PER_CLUSTER`) alike: the rows carry the cluster and the clusters resident on each
 /// sm_90 GPU, and a cluster of 16 blocks is `cluster_unlaunchable` (`check` cannot see the
 /// host's non-portable opt-in).
 #[test]
 fn compiled_clusters_are_read_from_sources_and_cubins() {
-    let dir = work_dir("clusters");
+    let dir = work_dir("check-binary", "clusters");
     let source = repo_root().join("cargo-occupancy/tests/fixtures/clusters.cu");
     let cubin = dir.join("clusters.cubin");
-    run(Command::new(nvcc())
-        .args(["-cubin", "-arch=sm_90", "-o"])
-        .arg(&cubin)
-        .arg(&source));
+    run_tool(
+        Command::new(nvcc())
+            .args(["-cubin", "-arch=sm_90", "-o"])
+            .arg(&cubin)
+            .arg(&source),
+    );
     for input in [source, cubin] {
         let output = binary()
             .args(["occupancy", "check"])

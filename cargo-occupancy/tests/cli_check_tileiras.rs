@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{binary, repo_root, stderr, stdout};
+use common::{binary, repo_root, run_tool, stderr, stdout};
 
 /// An Ampere arch and the two Blackwell ones tileiras 13.2 compiles for (it has no sm_90).
 const ARCHS: [&str; 3] = ["sm_80", "sm_100", "sm_120"];
@@ -62,34 +62,28 @@ fn cannot_run(exe: &Path) -> Option<String> {
     }
 }
 
-fn run(command: &mut Command) {
-    let output = command.output().expect("run a tool");
-    assert!(
-        output.status.success(),
-        "{command:?} failed:\n{}{}",
-        stdout(&output),
-        stderr(&output)
-    );
-}
-
 /// `tile_add.py` as bytecode for `arch`, then tileiras's cubin of it.
 fn compile(tools: &Tileiras, dir: &Path, arch: &str) -> PathBuf {
     let bytecode = dir.join(format!("{KERNEL}_{arch}.tilebc"));
-    run(Command::new(&tools.python)
-        .arg(repo_root().join("tests/kernels/tile_add.py"))
-        .arg(&bytecode)
-        .arg(arch));
+    run_tool(
+        Command::new(&tools.python)
+            .arg(repo_root().join("tests/kernels/tile_add.py"))
+            .arg(&bytecode)
+            .arg(arch),
+    );
     let cubin = dir.join(format!("{KERNEL}_{arch}.cubin"));
     // tileiras loads libNVVM and runs ptxas from `CUDA_HOME` when it is set, else from its own
     // tree; the environment's `CUDA_HOME` is nvcc 13.0's, whose libNVVM fails on its input
     // ("failed to compile Tile IR program").
     let home = tools.exe.parent().and_then(Path::parent).unwrap();
-    run(Command::new(&tools.exe)
-        .env("CUDA_HOME", home)
-        .arg(format!("--gpu-name={arch}"))
-        .arg("-o")
-        .arg(&cubin)
-        .arg(&bytecode));
+    run_tool(
+        Command::new(&tools.exe)
+            .env("CUDA_HOME", home)
+            .arg(format!("--gpu-name={arch}"))
+            .arg("-o")
+            .arg(&cubin)
+            .arg(&bytecode),
+    );
     cubin
 }
 

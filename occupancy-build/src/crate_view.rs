@@ -454,8 +454,8 @@ impl CrateView {
             .collect()
     }
 
-    /// Writes the crate's files from every product recorded so far: the report, the facts file,
-    /// the PTX module (when a product ships PTX) and, blessing, the baseline. Returns the
+    /// Writes the crate's files from every product recorded so far: the report, the facts file
+    /// and header (`occupancy_facts.json`, `occupancy_facts.h`), the PTX module (when a product ships PTX) and, blessing, the baseline. Returns the
     /// crate's report and the findings settled over the products.
     pub(crate) fn write(
         &self,
@@ -474,6 +474,10 @@ impl CrateView {
         }
         crate::report::write_reports(context, &report)?;
         crate::facts_file::write(context, &self.facts(&report, &settled))?;
+        crate::facts_header::write(
+            context,
+            &crate::facts_header::render(&report, &self.declarations()),
+        )?;
         Ok((report, settled))
     }
 }

@@ -201,7 +201,8 @@ fn check_one_kernel(
     // The machine-code lints, for declared and undeclared kernels alike (undeclared ones are
     // summarized with the others of their lint).
     for (_, _, row) in &rows {
-        for finding in evidence.findings(&kernel.source.source, row) {
+        let ptx = kernel.ptx_on(&row.arch);
+        for finding in evidence.findings(&kernel.source.source, row, ptx) {
             found.extend(Gathered::leveled(
                 finding,
                 &level_sources,

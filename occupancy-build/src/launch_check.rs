@@ -110,11 +110,11 @@ pub(crate) fn sass_findings(
         .map(|kernel| (kernel.name.as_str(), kernel.source.source.as_path()))
         .collect();
     let mut findings = Vec::new();
-    for CheckedRow { row, .. } in checked {
+    for CheckedRow { row, ptx, .. } in checked {
         let Some(source) = sources.get(row.name.as_str()) else {
             continue;
         };
-        for finding in evidence.findings(source, row) {
+        for finding in evidence.findings(source, row, ptx.as_ref()) {
             let level = occupancy_core::lint::evaluate::resolve_level(
                 finding.lint,
                 &levels.sources(None, &row.name),

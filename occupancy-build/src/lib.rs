@@ -42,6 +42,7 @@ mod error;
 mod evaluate;
 mod expectations;
 mod facts_file;
+mod facts_header;
 mod file_facts;
 mod fsutil;
 mod input_watch;
@@ -85,7 +86,7 @@ pub use pipeline::Output;
 #[doc(hidden)]
 pub mod cli {
     pub use crate::binary::{
-        read_binary, sniff, BinaryKernel, BinaryKind, BinaryRead, BinaryTools, SpillEvidence,
+        read_binary, sniff, BinaryKernel, BinaryKind, BinaryTools, SpillEvidence,
     };
     pub use crate::fsutil::{check_writable, shown_path, write_atomic};
     pub use crate::launch_check::{evaluate_at_launch, sort_rows, CheckedRow};

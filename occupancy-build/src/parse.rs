@@ -139,13 +139,14 @@ impl BinaryFallback<'_> {
         let Some(kind) = crate::binary::sniff(binary).ok().flatten() else {
             return Ok((Vec::new(), None));
         };
-        let read = crate::binary::read_binary(binary, kind, self.tools, &[], self.scratch)?;
-        let records: Vec<KernelRecord> = read
-            .kernels
-            .into_iter()
-            .map(|kernel| kernel.record)
-            .filter(|record| missing.contains(&(record.name.clone(), record.arch.clone())))
-            .collect();
+        let mut records: Vec<KernelRecord> = Vec::new();
+        let mut keep = |kernel: crate::binary::BinaryKernel| {
+            let record = kernel.record;
+            if missing.contains(&(record.name.clone(), record.arch.clone())) {
+                records.push(record);
+            }
+        };
+        crate::binary::read_binary(binary, kind, self.tools, &[], self.scratch, &mut keep)?;
         let note = (!records.is_empty()).then(|| {
             format!(
                 "{}: the compiler's output held no ptxas report for {} kernel x arch pair(s) (a compiler cache or wrapper that does not replay ptxas's output?); their facts were read from the compiled binary instead",

@@ -19,8 +19,9 @@ use crate::compile::compiled::{CompiledSource, Program};
 use crate::context::SourceKind;
 use crate::Error;
 
-/// Bumped whenever the scan reads the same PTX into another summary.
-const SUMMARY_SCHEMA: u32 = 1;
+/// Bumped whenever the scan reads the same PTX into another summary (2: each entry's dynamic
+/// shared memory and `enable_smem_spilling` with the shared memory it declares).
+const SUMMARY_SCHEMA: u32 = 2;
 
 /// The PTX operations whose kernels the SASS stage asks for (`crate::sass_stage`).
 pub(crate) const OPERATIONS: [&str; 3] = ["call", "f64", "setmaxnreg"];

@@ -17,7 +17,7 @@
 
 use occupancy_core::lint::evaluate::LevelSources;
 use occupancy_core::lint::Level;
-use occupancy_core::ptxas::KernelRecord;
+use occupancy_core::ptxas::{KernelRecord, PtxEntry};
 
 use crate::declarations::{Declarations, Declared};
 use crate::levels::Levels;
@@ -26,7 +26,9 @@ use crate::parse::CompiledKernel;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use occupancy_core::lint::evaluate::{evaluate_sass, hottest_spill_note, Finding, SassLintInputs};
+use occupancy_core::lint::evaluate::{
+    evaluate_sass, hottest_spill_note, Finding, SassLintInputs, SmemSpillRoom,
+};
 use occupancy_core::lint::LintId;
 use occupancy_core::report::KernelRow;
 use occupancy_core::sass::SassFacts;
@@ -59,6 +61,9 @@ pub struct SassEvidence {
     pub c7508_sources: BTreeSet<PathBuf>,
     /// Why no SASS was read (a tool missing); `None` when it was.
     pub unavailable: Option<String>,
+    /// Whether ptxas could spill registers to shared memory in this build
+    /// ([`SassTools::smem_spilling`]): `spill_in_loop` may suggest `enable_smem_spilling`.
+    pub smem_spilling: bool,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -104,6 +109,9 @@ pub struct SassTools {
     pub line_tables: Option<crate::line_table_cubins::LineTableCompiler>,
     /// How long cuobjdump and nvdisasm may run (the toolchain's limits).
     pub timeouts: crate::process::ToolTimeouts,
+    /// Whether ptxas can spill registers to shared memory in this build
+    /// ([`smem_spilling_available`]).
+    pub smem_spilling: bool,
 }
 
 impl SassTools {
@@ -121,8 +129,38 @@ impl SassTools {
                 context, toolchain,
             )),
             timeouts: toolchain.timeouts,
+            smem_spilling: smem_spilling_available(toolchain, &context.nvcc_args),
         }
     }
+}
+
+/// Whether ptxas can spill registers to shared memory in a build with `toolchain` and these
+/// nvcc arguments: CUDA 13.0 or later (the release that documents `enable_smem_spilling`; 12.9's
+/// ptxas honours it too, undocumented) and whole-program compilation (ptxas refuses the pragma
+/// under `-rdc=true`, `-dc`).
+pub(crate) fn smem_spilling_available(
+    toolchain: &Toolchain,
+    nvcc_args: &[std::ffi::OsString],
+) -> bool {
+    let major = toolchain
+        .release
+        .split('.')
+        .next()
+        .and_then(|major| major.parse::<u32>().ok());
+    let relocatable = nvcc_args.iter().enumerate().any(|(index, arg)| {
+        let arg = arg.to_string_lossy();
+        let value = |flag: &str| -> Option<String> {
+            match arg.strip_prefix(flag)? {
+                "" => Some(nvcc_args.get(index + 1)?.to_string_lossy().into_owned()),
+                rest => Some(rest.strip_prefix('=')?.to_owned()),
+            }
+        };
+        matches!(arg.as_ref(), "-dc" | "--device-c")
+            || ["-rdc", "--relocatable-device-code"]
+                .iter()
+                .any(|flag| value(flag).is_some_and(|value| value == "true"))
+    });
+    major.is_some_and(|major| major >= 13) && !relocatable
 }
 
 impl SassTools {
@@ -324,7 +362,10 @@ pub fn read_evidence(
     demands: &BTreeMap<PathBuf, SassDemand>,
     spills_reported: &(dyn Fn(&str, &str) -> bool + Sync),
 ) -> Result<SassEvidence, Error> {
-    let mut evidence = SassEvidence::default();
+    let mut evidence = SassEvidence {
+        smem_spilling: tools.smem_spilling,
+        ..SassEvidence::default()
+    };
     let disassembler = match (&tools.nvdisasm, &tools.cuobjdump) {
         (Some(nvdisasm), Some(cuobjdump)) => Some(Disassembler {
             cuobjdump,
@@ -539,11 +580,18 @@ impl SassEvidence {
         Some(facts)
     }
 
-    /// The SASS findings of one kernel row.
-    pub fn findings(&self, source: &Path, row: &KernelRow) -> Vec<Finding> {
+    /// The SASS findings of one kernel row, whose kernel's PTX entry is `ptx`.
+    pub fn findings(&self, source: &Path, row: &KernelRow, ptx: Option<&PtxEntry>) -> Vec<Finding> {
         let Some(facts) = &row.sass else {
             return Vec::new();
         };
+        let smem_spill_room = occupancy_core::arch::lookup(&row.arch)
+            .ok()
+            .filter(|_| self.smem_spilling)
+            .and_then(|arch| {
+                let sizes = (row.stack_frame_bytes, row.static_smem_bytes);
+                SmemSpillRoom::of(arch, sizes, ptx, &row.occupancy_on(arch))
+            });
         evaluate_sass(&SassLintInputs {
             facts,
             kernel: row.display_name(),
@@ -552,6 +600,7 @@ impl SassEvidence {
             registers: row.registers,
             ptx_has_setmaxnreg: self.setmaxnreg_entries.contains(&row.name),
             c7508_warned: self.c7508_sources.contains(source),
+            smem_spill_room,
         })
     }
 }
@@ -686,6 +735,42 @@ pub(crate) fn spilled_on(kernels: &[CompiledKernel<'_>]) -> BTreeSet<(String, St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shared_memory_spilling_needs_cuda_13_and_whole_program_compilation() {
+        let toolchain = |release: &str| Toolchain {
+            nvcc: PathBuf::from("/cuda/bin/nvcc"),
+            cuda_home: PathBuf::from("/cuda"),
+            wrapper: None,
+            host_args: Vec::new(),
+            version_text: format!("Cuda compilation tools, release {release}, V{release}.0"),
+            release: release.into(),
+            identity_files: Vec::new(),
+            fingerprint: String::new(),
+            timeouts: Default::default(),
+            search_path: Vec::new(),
+        };
+        let args = |args: &[&str]| -> Vec<std::ffi::OsString> {
+            args.iter().map(std::ffi::OsString::from).collect()
+        };
+        assert!(smem_spilling_available(&toolchain("13.0"), &args(&["-O3"])));
+        assert!(!smem_spilling_available(&toolchain("12.9"), &[]));
+        for relocatable in [
+            &["-rdc=true"][..],
+            &["-rdc", "true"],
+            &["--relocatable-device-code=true"],
+            &["-dc"],
+        ] {
+            assert!(
+                !smem_spilling_available(&toolchain("13.2"), &args(relocatable)),
+                "{relocatable:?}"
+            );
+        }
+        assert!(smem_spilling_available(
+            &toolchain("13.2"),
+            &args(&["-rdc=false"])
+        ));
+    }
 
     #[test]
     fn only_operations_in_a_kernels_code_trigger_it() {

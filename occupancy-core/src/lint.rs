@@ -30,6 +30,7 @@ mod docs;
 pub mod evaluate;
 mod expectation;
 mod finding;
+mod grid;
 use crate::lint_id as id;
 mod kernels;
 mod launch;
@@ -37,6 +38,7 @@ mod level;
 mod minimum;
 use crate::names;
 mod sass;
+mod smem_spill;
 mod summary;
 
 pub use docs::render_lints_markdown;
@@ -140,7 +142,7 @@ declare_lints! {
         default_level: Allow,
         summary: "A compiled kernel has no `#[occupancy::kernel]` declaration.",
         phrase: ("is compiled without a declaration", "are compiled without a declaration"),
-        why_bad: "An undeclared kernel is only checked for the hard failures (spills and spills in loops, unlaunchable launches, stack frames, a dropped `setmaxnreg`, a minimum blocks per SM that cannot take effect), at the crate's default launch (`block` under `[package.metadata.occupancy]`, 256 threads when unset, or the kernel's smaller `__launch_bounds__`), not against the crate's intent; findings of many undeclared kernels are shown as one summary per lint, the full list in the report.",
+        why_bad: "An undeclared kernel is only checked for the hard failures (spills, in loops and to shared memory too, unlaunchable launches, stack frames, a dropped `setmaxnreg`, a minimum blocks per SM that cannot take effect), at the crate's default launch (`block` under `[package.metadata.occupancy]`, 256 threads when unset, or the kernel's smaller `__launch_bounds__`), not against the crate's intent; findings of many undeclared kernels are shown as one summary per lint, the full list in the report.",
         example: "A .cu file defines `__global__ void transpose(...)` but no Rust stub declares it.",
         fix: "Declare it next to its Rust stub with `#[occupancy::kernel(...)]` (one `family = \"prefix_*\"` declaration covers a macro-generated family), or leave this lint at its default `allow`.",
         check: Check::Undeclared(kernels::undeclared_kernel),
@@ -244,6 +246,24 @@ declare_lints! {
         fix: "Ask for at most the largest minimum the finding names for each architecture (`min_blocks_per_sm`, or the second argument of `__launch_bounds__`), use less shared memory per block, or drop the minimum; `allow(unreachable_bound)` when the bound is meant for other architectures.",
         check: Check::OnArch { run: bounds::unreachable_bound, undeclared: true },
     }
+    SmemSpill {
+        default_level: Warn,
+        summary: "ptxas spilled registers to shared memory (`.pragma \"enable_smem_spilling\"`, CUDA 13): part of the kernel's static shared memory is ptxas's spill area, told apart from the shared memory the kernel declares; the finding gives its bytes and whether it costs a resident block.",
+        phrase: ("spills registers to shared memory", "spill registers to shared memory"),
+        why_bad: "A spill is still a spill: the spilled values make shared-memory round trips instead of local-memory ones, and the area is sized for the compiled block (`__launch_bounds__`, or 1024 threads without it) whatever the launch uses, so it can cost resident blocks no line of the kernel asks for. ptxas prints it only inside `N bytes smem`.",
+        example: "`__launch_bounds__(256, 8)` with `asm volatile(\".pragma \\\"enable_smem_spilling\\\";\");` on a loop of 48 accumulators: ptxas reports 20480 bytes of static shared memory on sm_80, all of it spill area; with the driver's 1 KiB per block, 7 blocks fit where the registers allow 8.",
+        fix: "Keep it where the spilled values are hot and the area costs no block; otherwise give ptxas more registers (a lower minimum blocks per SM, a higher `max_registers`), give the kernel `__launch_bounds__` of the block it is launched with, or remove the pragma; `allow(smem_spill)` accepts it.",
+        check: Check::OnArch { run: smem_spill::smem_spill, undeclared: true },
+    }
+    GridExceedsResident {
+        default_level: Deny,
+        summary: "A kernel declared `launch = \"cooperative\"` or `\"persistent\"` is launched with more blocks than are resident at once: the blocks per SM its grid assumes (`grid_blocks_per_sm`) exceed what fits on some architecture, or its fixed grid (`grid_blocks`) exceeds blocks per SM x SMs on a GPU of `gpus`, where a GPU whose architecture was not compiled is a finding too (its grid was not checked).",
+        phrase: ("is launched with more blocks than are resident", "are launched with more blocks than are resident"),
+        why_bad: "A cooperative launch of a grid larger than what is resident fails (`cudaErrorCooperativeLaunchTooLarge`); a persistent kernel whose blocks wait on each other deadlocks, because the blocks it waits for never get an SM, and one that loops over a work queue runs a second wave. The assumption is usually a constant in the launcher, right on the GPU it was written for and wrong on the next: 10 blocks per SM where registers allow 7, 132 SMs on an H20 that has 78.",
+        example: "`#[occupancy::kernel(block = 256, launch = \"persistent\", grid_blocks = 132, gpus = [\"h100\", \"h20\"])]` on a kernel with 1 block per SM: 132 blocks fit an H100 SXM (132 SMs) but only 78 an H20.",
+        fix: "Size the grid from the compiled facts and the device (`persistent_grid_on(&ctx)` on the kernel's const, `occupancy::facts::<kernel>::persistent_grid(arch, sms)` from `occupancy_facts.h`, or `cudaOccupancyMaxActiveBlocksPerMultiprocessor` x `multiProcessorCount`); lower `grid_blocks_per_sm` or `grid_blocks` to the number the finding names; or make more blocks fit (fewer registers, less shared memory).",
+        check: Check::Kernel { run: grid::grid_exceeds_resident, undeclared: false },
+    }
     ClusterUnlaunchable {
         default_level: Deny,
         summary: "The launch's thread-block cluster (the declared `cluster`, else the compiled `__cluster_dims__`) cannot start: clusters do not exist on the architecture (before sm_90), it has more than 8 blocks without `non_portable_cluster = true`, more than 16, a declared shape other than the compiled one, or more blocks than SMs in every GPC of a GPU whose GPC layout is recorded.",
@@ -324,6 +344,8 @@ mod tests {
                 ("call", Level::Warn),
                 ("const_memory", Level::Deny),
                 ("unreachable_bound", Level::Warn),
+                ("smem_spill", Level::Warn),
+                ("grid_exceeds_resident", Level::Deny),
                 ("cluster_unlaunchable", Level::Deny),
                 ("low_cluster_occupancy", Level::Warn),
             ]
@@ -435,7 +457,10 @@ mod tests {
                 Check::Worse(make) => make("k", "sm_90", &before, &worse).into_iter().collect(),
                 Check::Stale(make) => vec![make("sm_90", "changed".into(), Vec::new())],
                 Check::Expectation(make) => vec![make("k", LintId::Spills, Some("tracked"))],
-                Check::Launch { .. } | Check::OnArch { .. } | Check::Sass { .. } => continue,
+                Check::Launch { .. }
+                | Check::Kernel { .. }
+                | Check::OnArch { .. }
+                | Check::Sass { .. } => continue,
             };
             assert!(!made.is_empty(), "{}", lint.id);
             for finding in made {

@@ -89,6 +89,12 @@ lint_ids! {
     /// A minimum blocks per SM (`.minnctapersm`) that cannot take effect on an architecture:
     /// ptxas ignored it, or shared memory or barriers keep fewer blocks resident.
     UnreachableBound = "unreachable_bound",
+    /// Registers ptxas spilled to shared memory (`enable_smem_spilling`): the spill area in the
+    /// kernel's static shared memory.
+    SmemSpill = "smem_spill",
+    /// A persistent or cooperative grid the launcher assumes (`grid_blocks_per_sm`, `grid_blocks`
+    /// on the declared `gpus`) holds more blocks than are resident at once.
+    GridExceedsResident = "grid_exceeds_resident",
     /// The launch's thread-block cluster cannot start on an architecture or GPU.
     ClusterUnlaunchable = "cluster_unlaunchable",
     /// Fewer clusters resident at once on a GPU than the declared `min_active_clusters`.

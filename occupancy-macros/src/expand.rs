@@ -150,7 +150,9 @@ fn value_tokens(value: Value<'_, Owned>) -> TokenStream {
             option(value.map(|value| Literal::f64_suffixed(value).into_token_stream()))
         }
         Value::Text(text) => option(text.map(|text| quote!(#text))),
-        Value::Archs(archs) => option(archs.map(|archs| quote!(&[#(#archs),*]))),
+        Value::Archs(names) | Value::Gpus(names) => {
+            option(names.map(|names| quote!(&[#(#names),*])))
+        }
         Value::Cluster(cluster) => option(cluster.map(|cluster| {
             let (x, y, z) = (
                 Literal::u32_unsuffixed(cluster.x),

@@ -45,6 +45,12 @@ macro_rules! key_value {
     ($field:expr, Archs) => {
         crate::Value::Archs($field.as_deref())
     };
+    ($field:expr, Choice) => {
+        crate::Value::Text($field.as_deref())
+    };
+    ($field:expr, Gpus) => {
+        crate::Value::Gpus($field.as_deref())
+    };
     ($field:expr, Cluster) => {
         crate::Value::Cluster(*$field)
     };
@@ -76,6 +82,12 @@ macro_rules! key_value_mut {
     ($field:expr, Archs) => {
         crate::ValueMut::Archs($field)
     };
+    ($field:expr, Choice) => {
+        crate::ValueMut::Text($field)
+    };
+    ($field:expr, Gpus) => {
+        crate::ValueMut::Gpus($field)
+    };
     ($field:expr, Cluster) => {
         crate::ValueMut::Cluster($field)
     };
@@ -100,7 +112,8 @@ macro_rules! declare_keys {
             when_absent: $absent:literal,
             summary: $summary:literal,
             example: $example:literal,
-            aliases: [$($alias:literal),* $(,)?] $(,)?
+            aliases: [$($alias:literal),* $(,)?]
+            $(, needs: [$($need:ident),+ $(,)?])? $(,)?
         }
     )+) => {
         /// A `key = value` key of `#[occupancy::kernel(...)]`, in documentation order.
@@ -142,6 +155,7 @@ macro_rules! declare_keys {
                 summary: $summary,
                 example: $example,
                 aliases: &[$($alias),*],
+                needs: &[$($(Key::$need),+)?],
                 doc: concat!($($doc, "\n"),+),
             },
         )+];

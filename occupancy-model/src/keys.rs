@@ -90,6 +90,81 @@ declare_keys! {
         example: "16384",
         aliases: ["smem", "shared_mem", "shared_mem_bytes", "dynamic_smem_bytes", "dynamic_shared_memory"],
     }
+    /// `launch = "cooperative"` or `launch = "persistent"`: every block of the grid the host
+    /// launches must be resident at once. `"cooperative"`: launched with
+    /// `cudaLaunchCooperativeKernel` (for a grid-wide `this_grid().sync()`), which fails with
+    /// `cudaErrorCooperativeLaunchTooLarge` when the grid is larger than what fits; `"persistent"`:
+    /// an ordinary launch whose blocks stay resident and loop over the work or wait on each other
+    /// (a spin barrier, a work queue), which deadlocks or runs a second wave when it does not fit.
+    /// The grid the launcher assumes is `grid_blocks_per_sm` or `grid_blocks`, checked by the
+    /// `grid_exceeds_resident` lint; `occupancy_facts.h` gives C++ launchers the numbers.
+    Launch {
+        key: "launch",
+        field: launch: Option<S::Text>,
+        value: Choice { choices: &["cooperative", "persistent"] },
+        unit: "kind of launch",
+        when_absent: "an ordinary launch (a grid larger than what is resident runs in waves)",
+        summary: "Every block of the grid is resident at once: a cooperative launch, or a persistent kernel whose blocks wait on each other.",
+        example: "\"cooperative\"",
+        aliases: ["cooperative", "persistent", "grid_sync", "launch_kind"],
+    }
+    /// `grid_blocks_per_sm = 2`: the blocks per SM the host's grid assumes resident, as a
+    /// persistent launcher that sizes its grid as this number times the GPU's SM count
+    /// (`multiProcessorCount`) does. On every target arch, the blocks of `block` threads an SM
+    /// holds at the compiled registers and shared memory (with `dynamic_smem`) must be at least
+    /// this; fewer is the `grid_exceeds_resident` lint. 1 to 32. Needs `launch`.
+    GridBlocksPerSm {
+        key: "grid_blocks_per_sm",
+        field: grid_blocks_per_sm: Option<u32>,
+        value: Integer {
+            min: 1,
+            max: MAX_BLOCKS_PER_SM_ANY_ARCH,
+            why_max: "no GPU keeps more than 32 blocks on one SM",
+        },
+        unit: "blocks per SM",
+        when_absent: "no assumption per SM",
+        summary: "The blocks per SM the launcher's grid assumes resident (grid = this x the GPU's SMs); more than fit is `grid_exceeds_resident`.",
+        example: "2",
+        aliases: ["assumed_blocks_per_sm", "persistent_blocks_per_sm", "ctas_per_sm", "blocks_per_sm_assumed"],
+        needs: [Launch],
+    }
+    /// `grid_blocks = 132`: the grid the host launches, in blocks (x * y * z), as a launcher that
+    /// holds a number written for one GPU (its SM count, or that count times a blocks per SM)
+    /// does. On each GPU of `gpus`, the blocks resident at once (the blocks per SM on its
+    /// architecture times its SMs) must be at least this; fewer is the `grid_exceeds_resident`
+    /// lint. Needs `launch` and `gpus`.
+    GridBlocks {
+        key: "grid_blocks",
+        field: grid_blocks: Option<u32>,
+        value: Integer {
+            min: 1,
+            max: 2_147_483_647,
+            why_max: "a grid has at most 2^31 - 1 blocks",
+        },
+        unit: "blocks",
+        when_absent: "no fixed grid",
+        summary: "The grid the launcher launches, checked on each GPU of `gpus`; more blocks than are resident is `grid_exceeds_resident`.",
+        example: "132",
+        aliases: ["grid", "grid_size", "num_blocks", "grid_dim"],
+        needs: [Launch, Gpus],
+    }
+    /// `gpus = ["h100", "h20"]`: the GPUs the crate launches this kernel on, by the names of
+    /// `cargo occupancy arch --gpus` (a product, its architecture and its SM count, with where the
+    /// count comes from; case, `-` and `_` are ignored). `grid_blocks` is checked on each, and
+    /// `occupancy_facts.h` gives each its resident blocks. With `grid_blocks`, each GPU's
+    /// architecture must be one the kernel is compiled for: the numbers of another come from code
+    /// the build never saw, and `grid_exceeds_resident` says the grid could not be checked there
+    /// (the header gives such a GPU `compiled = false`). No repeats.
+    Gpus {
+        key: "gpus",
+        field: gpus: Option<S::Archs>,
+        value: Gpus,
+        unit: "GPU products",
+        when_absent: "no GPU checked",
+        summary: "The GPUs the crate launches this kernel on (`cargo occupancy arch --gpus`), each checked at its SM count.",
+        example: "[\"h100\", \"h20\"]",
+        aliases: ["gpu", "target_gpus", "devices"],
+    }
     /// `cluster = 2`, `cluster = (2, 2)`, `cluster = (2, 2, 2)`: blocks per thread-block cluster
     /// of the launch (`cudaLaunchAttributeClusterDimension`, or `__cluster_dims__` compiled into
     /// the kernel, which the build reads from the PTX or the binary when the key is absent).

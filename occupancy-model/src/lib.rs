@@ -42,5 +42,5 @@ pub use keys::{
 pub use level::Level;
 #[cfg(feature = "alloc")]
 pub use level::UnknownLevel;
-pub use spec::{KeyInfo, Kind, Value, ValueMut};
+pub use spec::{ExampleArguments, KeyInfo, Kind, Value, ValueMut};
 pub use storage::{Static, Storage};

@@ -28,6 +28,9 @@ pub struct KeyInfo {
     pub example: &'static str,
     /// Words people write for this key, suggested as it (`maxnreg` → `max_registers`).
     pub aliases: &'static [&'static str],
+    /// The keys it cannot be written without (`grid_blocks` needs `launch` and `gpus`); each
+    /// needs none itself. The grammar refuses the key alone, naming what to add.
+    pub needs: &'static [Key],
     /// Its documentation: the key's section of `docs/declaring-kernels.md` and its field's doc.
     pub doc: &'static str,
 }
@@ -55,6 +58,13 @@ pub enum Kind {
     Pattern,
     /// A non-empty list of distinct architecture names.
     Archs,
+    /// One of a few words, as a string (`"cooperative"`).
+    Choice {
+        /// The words accepted.
+        choices: &'static [&'static str],
+    },
+    /// A non-empty list of distinct GPU products, by the names of `cargo occupancy arch --gpus`.
+    Gpus,
     /// `2`, `(2, 2)` or `(2, 2, 2)`: blocks per cluster, each dimension at least 1, at most
     /// [`MAX_CLUSTER_BLOCKS_ANY_ARCH`](crate::MAX_CLUSTER_BLOCKS_ANY_ARCH) in all.
     Cluster,
@@ -75,6 +85,18 @@ impl fmt::Display for Kind {
             Kind::Symbol => formatter.write_str("string"),
             Kind::Pattern => formatter.write_str("string with `*`"),
             Kind::Archs => formatter.write_str("list of strings"),
+            Kind::Choice { choices } => {
+                for (index, choice) in choices.iter().enumerate() {
+                    let separator = match index {
+                        0 => "",
+                        _ if index + 1 == choices.len() => " or ",
+                        _ => ", ",
+                    };
+                    write!(formatter, "{separator}`\"{choice}\"`")?;
+                }
+                Ok(())
+            }
+            Kind::Gpus => formatter.write_str("list of GPU names"),
             Kind::Cluster => formatter.write_str("`x`, `(x, y)` or `(x, y, z)` blocks"),
             Kind::Flag => formatter.write_str("`true` or `false`"),
         }
@@ -97,10 +119,12 @@ pub enum Value<'a, S: Storage> {
     OptionalInteger(Option<u32>),
     /// [`Kind::Fraction`].
     Fraction(Option<f64>),
-    /// [`Kind::Symbol`] and [`Kind::Pattern`].
+    /// [`Kind::Symbol`], [`Kind::Pattern`] and [`Kind::Choice`].
     Text(Option<&'a str>),
     /// [`Kind::Archs`].
     Archs(Option<&'a [S::Text]>),
+    /// [`Kind::Gpus`].
+    Gpus(Option<&'a [S::Text]>),
     /// [`Kind::Cluster`].
     Cluster(Option<ClusterDim>),
     /// [`Kind::Flag`] (absent is `false`).
@@ -117,7 +141,7 @@ impl<S: Storage> Value<'_, S> {
             Value::OptionalInteger(value) => value.is_some(),
             Value::Fraction(value) => value.is_some(),
             Value::Text(value) => value.is_some(),
-            Value::Archs(value) => value.is_some(),
+            Value::Archs(value) | Value::Gpus(value) => value.is_some(),
             Value::Cluster(value) => value.is_some(),
             Value::Flag(value) => *value,
         }
@@ -138,11 +162,11 @@ impl<S: Storage> fmt::Display for Value<'_, S> {
             Value::Text(Some(text)) => write!(formatter, "{text:?}"),
             Value::Cluster(Some(cluster)) => write!(formatter, "{cluster}"),
             Value::Flag(flag) => write!(formatter, "{flag}"),
-            Value::Archs(Some(archs)) => {
+            Value::Archs(Some(names)) | Value::Gpus(Some(names)) => {
                 formatter.write_str("[")?;
-                for (index, arch) in archs.iter().enumerate() {
+                for (index, name) in names.iter().enumerate() {
                     let separator = if index == 0 { "" } else { ", " };
-                    write!(formatter, "{separator}{:?}", &**arch)?;
+                    write!(formatter, "{separator}{:?}", &**name)?;
                 }
                 formatter.write_str("]")
             }
@@ -150,6 +174,7 @@ impl<S: Storage> fmt::Display for Value<'_, S> {
             | Value::Fraction(None)
             | Value::Text(None)
             | Value::Archs(None)
+            | Value::Gpus(None)
             | Value::Cluster(None) => Ok(()),
         }
     }
@@ -166,14 +191,39 @@ pub enum ValueMut<'a, S: Storage> {
     OptionalInteger(&'a mut Option<u32>),
     /// [`Kind::Fraction`].
     Fraction(&'a mut Option<f64>),
-    /// [`Kind::Symbol`] and [`Kind::Pattern`].
+    /// [`Kind::Symbol`], [`Kind::Pattern`] and [`Kind::Choice`].
     Text(&'a mut Option<S::Text>),
     /// [`Kind::Archs`].
     Archs(&'a mut Option<S::Archs>),
+    /// [`Kind::Gpus`].
+    Gpus(&'a mut Option<S::Archs>),
     /// [`Kind::Cluster`].
     Cluster(&'a mut Option<ClusterDim>),
     /// [`Kind::Flag`].
     Flag(&'a mut bool),
+}
+
+/// The arguments of the smallest declaration that sets `key` to its example, as `Display` prints
+/// a spec: `block = 32` (or `block`'s example), the key and the keys it [`needs`](KeyInfo::needs),
+/// each at its example, in the keys' order (`block = 32, launch = "cooperative", grid_blocks_per_sm = 2`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExampleArguments(pub Key);
+
+impl fmt::Display for ExampleArguments {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let wanted = |key: Key| key == self.0 || self.0.info().needs.contains(&key);
+        for key in Key::ALL {
+            match key {
+                Key::Block if self.0 == Key::Block => {
+                    write!(formatter, "block = {}", key.info().example)?
+                }
+                Key::Block => formatter.write_str("block = 32")?,
+                _ if wanted(key) => write!(formatter, ", {key} = {}", key.info().example)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Key {
@@ -291,8 +341,12 @@ mod tests {
                         Value::Integer { .. } | Value::OptionalInteger(_)
                     )
                     | (Kind::Fraction, Value::Fraction(_))
-                    | (Kind::Symbol | Kind::Pattern, Value::Text(_))
+                    | (
+                        Kind::Symbol | Kind::Pattern | Kind::Choice { .. },
+                        Value::Text(_)
+                    )
                     | (Kind::Archs, Value::Archs(_))
+                    | (Kind::Gpus, Value::Gpus(_))
                     | (Kind::Cluster, Value::Cluster(_))
                     | (Kind::Flag, Value::Flag(_))
             );
@@ -303,6 +357,22 @@ mod tests {
             );
             // Only `block` is written by `with_block`: every other key starts absent.
             assert_eq!(spec.value(key).is_set(), key == Key::Block, "{}", info.name);
+        }
+    }
+
+    /// A key's needs are other keys that need nothing themselves, so one level of them makes a
+    /// declaration ([`ExampleArguments`]).
+    #[test]
+    fn needed_keys_need_nothing() {
+        for info in &KEYS {
+            for need in info.needs {
+                assert_ne!(*need, info.key, "{}", info.name);
+                assert!(
+                    need.info().needs.is_empty(),
+                    "{} needs {need}, which needs more",
+                    info.name
+                );
+            }
         }
     }
 

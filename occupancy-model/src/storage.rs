@@ -13,7 +13,7 @@ use crate::Level;
 pub trait Storage: Sized + 'static {
     /// A string: a symbol, a pattern, an architecture.
     type Text: Deref<Target = str> + Clone + Debug + PartialEq;
-    /// The architectures of `archs = [...]`.
+    /// A list of names: the architectures of `archs = [...]`, the GPUs of `gpus = [...]`.
     type Archs: Deref<Target = [Self::Text]> + Clone + Debug + PartialEq;
     /// A lint: its name in a const, `occupancy_core::lint::LintId` in the build.
     type Lint: Copy + Debug + PartialEq;

@@ -12,7 +12,7 @@ use occupancy_core::facts::{
     BuildFacts, DeclarationFacts, SettledFinding, FACTS_FILE, FACTS_SCHEMA_VERSION,
 };
 use occupancy_core::lint::{Level, LintId};
-use occupancy_core::spec::{scan_source, Key, KEYS};
+use occupancy_core::spec::{scan_source, KEYS};
 
 /// What the build settles over every product for the declarations of
 /// `fail_settled_findings.rs`: a kernel no product compiled (deny) and an expectation no
@@ -70,10 +70,8 @@ fn every_key_case() -> PathBuf {
     let mut declarations = String::new();
     let mut checks = String::new();
     for info in &KEYS {
-        let arguments = match info.key {
-            Key::Block => format!("block = {}", info.example),
-            _ => format!("block = 32, {} = {}", info.name, info.example),
-        };
+        // The key and the keys it needs (`grid_blocks` needs `launch` and `gpus`).
+        let arguments = occupancy_model::ExampleArguments(info.key).to_string();
         declarations.push_str(&format!(
             "#[occupancy::kernel({arguments})]\nfn key_{}();\n\n",
             info.name

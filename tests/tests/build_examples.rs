@@ -1,6 +1,8 @@
 //! The crates in examples/ are built by the suite with the real nvcc, as a user would build them:
 //! spill-gate must fail with the kernel's name and `src/lib.rs:` in the error, tiled-gemm must
-//! link its static library and the CUDA runtime into a binary, saxpy must build its PTX.
+//! link its static library and the CUDA runtime into a binary, saxpy must build its PTX,
+//! persistent-grid must compile its C++ launcher against the generated occupancy_facts.h (and fail
+//! where its grid or the launcher's assumption exceeds what is resident).
 //!
 //! Each example is copied to target/e2e/examples/<name> (its path dependencies made absolute) so
 //! the build writes nothing into the repository, and all share the end-to-end CARGO_TARGET_DIR.
@@ -145,4 +147,202 @@ fn saxpy_builds_its_ptx_for_cudarc() {
         report["findings"].as_array().unwrap().is_empty(),
         "{report}"
     );
+}
+
+/// The `grid_exceeds_resident` findings of persistent-grid's last build: (arch, message).
+fn grid_findings() -> Vec<(String, String)> {
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            repo_root().join("target/e2e/target/occupancy/persistent-grid.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|finding| finding["lint"] == "grid_exceeds_resident")
+        .map(|finding| {
+            (
+                finding["arch"].as_str().unwrap().to_string(),
+                finding["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The newest `occupancy_facts.h` the example's build script wrote.
+fn facts_header(package: &str) -> String {
+    let builds = repo_root().join("target/e2e/target/debug/build");
+    let newest = std::fs::read_dir(&builds)
+        .unwrap()
+        .flatten()
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(&format!("{package}-"))
+        })
+        .map(|entry| entry.path().join("out/occupancy_facts.h"))
+        .filter(|path| path.exists())
+        .max_by_key(|path| std::fs::metadata(path).unwrap().modified().unwrap())
+        .unwrap_or_else(|| panic!("no occupancy_facts.h under {}", builds.display()));
+    std::fs::read_to_string(newest).unwrap()
+}
+
+/// persistent-grid: a cooperative kernel (32 KiB of dynamic shared memory per 256-thread block:
+/// 4 blocks per SM on sm_80, 6 on sm_90, 3 where an SM has 100 KiB) whose C++ launcher, compiled
+/// by `cc` after occupancy-build, includes the generated occupancy_facts.h, static_asserts its
+/// workspace against the grid on each declared GPU and sizes the grid from the facts. The build
+/// passes as written; an assumed grid the kernel does not fit fails it with
+/// `grid_exceeds_resident` (per arch on real sm_80 and sm_90 compiles, and on the six archs of
+/// #26; per GPU on the H20's 78 SMs), and a launcher assumption the facts contradict fails its
+/// C++ compile.
+#[test]
+fn persistent_grid_sizes_its_cooperative_grid_from_the_facts_header() {
+    let dir = example("persistent-grid");
+    let output = cargo(&dir, &["build"]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        !text(&output).contains("occupancy: "),
+        "no findings expected:\n{}",
+        text(&output)
+    );
+    let header = facts_header("persistent-grid");
+    for expected in [
+        "#define OCCUPANCY_FACTS_CHECKED 1\n",
+        "namespace grid_sum {\nconstexpr unsigned block_threads = 256;\nconstexpr unsigned dynamic_smem_bytes = 32768;\nconstexpr bool cooperative = true;\n",
+        "constexpr unsigned blocks_per_sm = 4;\n",
+        "constexpr unsigned blocks_per_sm = 6;\n",
+        "constexpr unsigned sm_count = 78;\nconstexpr bool compiled = true;\nconstexpr unsigned blocks_per_sm = 6;\nconstexpr unsigned long long resident_blocks = 468ull;\n",
+        "constexpr unsigned blocks_per_sm_everywhere = 4;\n",
+    ] {
+        assert!(header.contains(expected), "{expected}\nin:\n{header}");
+    }
+    // The const and the header hold the report's numbers; the launcher's grid is every block
+    // resident: blocks per SM x 132 SMs (an H100) and x 78 (an H20).
+    let run = cargo(&dir, &["run", "-q"]);
+    assert!(run.status.success(), "{}", text(&run));
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            repo_root().join("target/e2e/target/occupancy/persistent-grid.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let expected: Vec<String> = report["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            let blocks = row["blocks_per_sm"].as_u64().unwrap();
+            format!(
+                "grid_sum on {}: {blocks} blocks per SM (const), {blocks} (occupancy_facts.h); grid on 132 SMs: {}, on 78 SMs: {}",
+                row["arch"].as_str().unwrap(),
+                blocks * 132,
+                blocks * 78
+            )
+        })
+        .collect();
+    let printed: Vec<String> = String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .filter(|line| line.starts_with("grid_sum on "))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(printed, expected, "{}", text(&run));
+    assert_eq!(expected.len(), 2, "sm_80 and sm_90: {report}");
+
+    let lib = dir.join("src/lib.rs");
+    let declared = std::fs::read_to_string(&lib).unwrap();
+    let build_with = |source: String, archs: Option<&str>| {
+        std::fs::write(&lib, source).unwrap();
+        let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        command
+            .arg("build")
+            .current_dir(&dir)
+            .env("CARGO_TARGET_DIR", repo_root().join("target/e2e/target"))
+            .env("NVCC", nvcc())
+            .env("CUDA_HOME", cuda_home());
+        clear_build_environment(&mut command);
+        if let Some(archs) = archs {
+            command.env("OCCUPANCY_ARCHS", archs);
+        }
+        command.output().expect("cargo runs")
+    };
+    // 5 blocks per SM: sm_90 holds 6, sm_80 only 4.
+    let five = build_with(
+        declared.replace("grid_blocks_per_sm = 4", "grid_blocks_per_sm = 5"),
+        None,
+    );
+    let log = text(&five);
+    assert!(
+        !five.status.success(),
+        "5 blocks per SM do not fit sm_80:\n{log}"
+    );
+    assert!(
+        log.contains("error[grid_exceeds_resident]: kernel `grid_sum` is launched with 5 blocks per SM (`launch = \"cooperative\"`, `grid_blocks_per_sm = 5`), but only 4 blocks of 256 threads are resident per SM on sm_80"),
+        "{log}"
+    );
+    assert!(!log.contains("per SM on sm_90"), "{log}");
+    assert!(log.contains("cudaErrorCooperativeLaunchTooLarge"), "{log}");
+    assert!(log.contains("lower `grid_blocks_per_sm` to 4"), "{log}");
+    // The declared 4 on the archs of #26: an SM of sm_86, sm_89 and sm_120 has 100 KiB of shared
+    // memory, 3 blocks of 33 KiB (32 KiB and the 1 KiB the driver reserves).
+    let six_archs = build_with(
+        declared.clone(),
+        Some("sm_80,sm_86,sm_89,sm_90,sm_100,sm_120"),
+    );
+    assert!(!six_archs.status.success(), "{}", text(&six_archs));
+    let mut over = grid_findings();
+    over.sort();
+    let archs: Vec<&str> = over.iter().map(|(arch, _)| arch.as_str()).collect();
+    assert_eq!(archs, ["sm_120", "sm_86", "sm_89"], "{over:#?}");
+    for (arch, message) in &over {
+        assert!(
+            message.ends_with(&format!(
+                "but only 3 blocks of 256 threads are resident per SM on {arch}"
+            )),
+            "{message}"
+        );
+    }
+    // A grid of 528 blocks (4 x an H100's 132 SMs): an H100 holds 792, an A100 432, an H20 468.
+    let fixed = build_with(
+        declared.replace("grid_blocks_per_sm = 4", "grid_blocks = 528"),
+        None,
+    );
+    assert!(!fixed.status.success(), "{}", text(&fixed));
+    let mut on_gpus: Vec<String> = grid_findings()
+        .into_iter()
+        .map(|(_, message)| message)
+        .collect();
+    on_gpus.sort();
+    assert_eq!(on_gpus.len(), 2, "{on_gpus:#?}");
+    assert!(
+        on_gpus[0].ends_with("but at most 432 are resident on the A100 SXM4 (`a100`: 108 SMs x 4 blocks per SM on sm_80)"),
+        "{on_gpus:#?}"
+    );
+    assert!(
+        on_gpus[1].ends_with(
+            "but at most 468 are resident on the H20 (`h20`: 78 SMs x 6 blocks per SM on sm_90)"
+        ),
+        "{on_gpus:#?}"
+    );
+    // The launcher's own assumption: a workspace of 512 partial sums, less than an H100's grid.
+    std::fs::write(&lib, &declared).unwrap();
+    let launcher = dir.join("launcher/grid_sum.cpp");
+    let source = std::fs::read_to_string(&launcher).unwrap();
+    std::fs::write(
+        &launcher,
+        source.replace("kMaxGrid = 1024;", "kMaxGrid = 512;"),
+    )
+    .unwrap();
+    let cpp = cargo(&dir, &["build"]);
+    let log = text(&cpp);
+    assert!(!cpp.status.success(), "{log}");
+    assert!(
+        log.contains("the grid on an H100 does not fit the workspace"),
+        "{log}"
+    );
+    assert!(!log.contains("on an H20 does not fit"), "{log}");
 }

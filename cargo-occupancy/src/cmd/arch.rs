@@ -137,7 +137,7 @@ fn variants(facts: &ArchFacts) -> String {
 fn write_presets(out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:<10} {:<7} {:>4}  {:<8}  product",
+        "{:<12} {:<7} {:>4}  {:<8}  product",
         "gpu", "arch", "SMs", "clusters"
     )?;
     for preset in arch::presets() {
@@ -150,9 +150,9 @@ fn write_presets(out: &mut impl Write) -> std::io::Result<()> {
         };
         writeln!(
             out,
-            "{:<10} {:<7} {:>4}  {clusters:<8}  {}",
+            "{:<12} {:<7} {:>4}  {clusters:<8}  {}",
             preset.name, preset.arch, preset.sm_count, preset.product
         )?;
     }
-    Ok(())
+    writeln!(out, "\n`--json` adds where each SM count comes from.")
 }

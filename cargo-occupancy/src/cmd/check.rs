@@ -24,7 +24,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use occupancy_build::cli::{evaluate_at_launch, BinaryKind, BinaryTools, CheckedRow, NVCC_WHEELS};
+use occupancy_build::cli::{
+    evaluate_at_launch, BinaryKernel, BinaryKind, BinaryTools, CheckedRow, NVCC_WHEELS,
+};
 use occupancy_build::{Build, SourceCheck};
 use occupancy_core::lint::evaluate::LevelSources;
 use occupancy_core::lint::{Check, Level, LintId};
@@ -515,34 +517,58 @@ impl LogRead<'_> {
             carveout_percent: None,
         };
         let asked: Vec<String> = self.wanted.iter().map(ToString::to_string).collect();
-        let read = occupancy_build::cli::read_binary(path, kind, tools, &asked, scratch)
+        let (mut seen, mut run, mut failed) = (SeenKernels::new(), None, None);
+        // Each kernel is evaluated and streamed as it is read, so that memory does not grow with
+        // the binary; after an error the rest are passed over.
+        let notes =
+            occupancy_build::cli::read_binary(path, kind, tools, &asked, scratch, &mut |kernel| {
+                if failed.is_none() {
+                    if let Err(error) =
+                        self.stream_kernel(kernel, launch, &mut seen, &mut run, stream)
+                    {
+                        failed = Some(error);
+                    }
+                }
+            })
             .map_err(|error| CliError::CouldNotCheck(error.to_string()))?;
-        for note in &read.notes {
+        for note in &notes {
             eprintln!("note: {note}");
         }
-        let (mut seen, mut run) = (SeenKernels::new(), None);
-        for kernel in read.kernels {
-            let row = row_from_record(&kernel.record, Some(&kernel.launch), launch)?;
-            if !self.wanted.is_empty() {
-                *seen.entry(kernel.record.name.clone()).or_default() |= arch_bit(&row.arch);
-                if !self.wanted.contains(&row.arch.as_str()) {
-                    continue;
-                }
-            }
-            let location = Location {
-                kind: LocationKind::Binary,
-                path: kernel.origin.clone(),
-                line: 0,
-                column: 0,
-            };
-            let notes = kernel.record.warnings.clone();
-            let mut checked = self.checked_row(row, kernel.record, location);
-            // The directives the binary keeps (`.maxntid`, `__cluster_dims__`), for the lints
-            // that read the PTX's.
-            checked.ptx = Some(kernel.launch);
-            self.evaluate_with_notes(checked, &notes, &mut run, stream)?;
+        match failed {
+            Some(error) => Err(error),
+            None => Ok(seen),
         }
-        Ok(seen)
+    }
+
+    /// One kernel of a binary: its row, located at its place in the binary, evaluated and
+    /// handed to `stream` (with `--arch`, only on an asked arch; `seen` notes it either way).
+    fn stream_kernel(
+        &self,
+        kernel: BinaryKernel,
+        launch: RowLaunch,
+        seen: &mut SeenKernels,
+        run: &mut Option<Run>,
+        stream: &mut ReportStream,
+    ) -> Result<(), CliError> {
+        let row = row_from_record(&kernel.record, Some(&kernel.launch), launch)?;
+        if !self.wanted.is_empty() {
+            *seen.entry(kernel.record.name.clone()).or_default() |= arch_bit(&row.arch);
+            if !self.wanted.contains(&row.arch.as_str()) {
+                return Ok(());
+            }
+        }
+        let location = Location {
+            kind: LocationKind::Binary,
+            path: kernel.origin.clone(),
+            line: 0,
+            column: 0,
+        };
+        let notes = kernel.record.warnings.clone();
+        let mut checked = self.checked_row(row, kernel.record, location);
+        // The directives the binary keeps (`.maxntid`, `__cluster_dims__`), for the lints that
+        // read the PTX's.
+        checked.ptx = Some(kernel.launch);
+        self.evaluate_with_notes(checked, &notes, run, stream)
     }
 
     /// The row located in the log, at the kernel's `__launch_bounds__` maximum when that is
@@ -672,14 +698,10 @@ fn missing_on_requested_archs(
     Ok(count)
 }
 
-/// A kernel symbol as a row shows it: demangled when it is a C++ name (what the log parser
-/// gives a record).
+/// A kernel symbol as a row shows it: demangled when it is a C++ or Rust symbol (what the log
+/// parser gives a record).
 fn demangled(symbol: &str) -> String {
-    symbol
-        .starts_with("_Z")
-        .then(|| occupancy_core::ptxas::demangle(symbol))
-        .flatten()
-        .unwrap_or_else(|| symbol.to_string())
+    occupancy_core::ptxas::demangle(symbol).unwrap_or_else(|| symbol.to_string())
 }
 
 /// The path as given relative to the current directory when inside it.

@@ -62,3 +62,39 @@ pub fn stdout(output: &Output) -> String {
 pub fn stderr(output: &Output) -> String {
     String::from_utf8(output.stderr.clone()).expect("stderr is UTF-8")
 }
+
+/// A fresh directory of one test's own under `CARGO_TARGET_TMPDIR/<group>/<test>` (the tests
+/// of a crate run in parallel).
+pub fn work_dir(group: &str, test: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(group)
+        .join(test);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `NVCC`, else nvcc under `CUDA_HOME`, as scripts/setup-cuda.sh sets them (a test reads the
+/// environment it runs in).
+#[allow(clippy::disallowed_methods)]
+pub fn nvcc() -> PathBuf {
+    std::env::var_os("NVCC").map_or_else(
+        || {
+            let home =
+                std::env::var_os("CUDA_HOME").expect("NVCC or CUDA_HOME (scripts/setup-cuda.sh)");
+            Path::new(&home).join("bin/nvcc")
+        },
+        PathBuf::from,
+    )
+}
+
+/// Runs a tool the test needs (nvcc, ar, a compiler), which must succeed.
+pub fn run_tool(command: &mut Command) {
+    let output = command.output().expect("run a tool");
+    assert!(
+        output.status.success(),
+        "{command:?} failed:\n{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+}

@@ -1,13 +1,16 @@
 //! Taking device code out of a binary: a cubin read in place, a container's cubins and PTX
 //! written out by `cuobjdump`, embedded PTX assembled by `ptxas -v` for an arch it lacks.
 
+use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use occupancy_core::ptxas::{parse_log, parse_ptx_directives, PtxEntry};
 
-use super::{BinaryKernel, BinaryRead, BinaryTools, SpillEvidence};
+use super::archive::{self, Archive};
+use super::fatbin;
+use super::{BinaryKernel, BinaryKind, BinaryTools, Found, SpillEvidence};
 use crate::cubin::Cubin;
 use crate::process::{run_bounded, ToolKind};
 use crate::Error;
@@ -50,10 +53,18 @@ pub struct EmbeddedPtx {
     pub origin: String,
     /// Its `.target` (`sm_80`, `sm_90a`): the virtual arch it was generated for.
     pub virtual_arch: String,
-    pub entries: Vec<PtxEntry>,
 }
 
 impl EmbeddedPtx {
+    /// Its entries' directives, read from the file (one module in memory at a time).
+    pub fn entries(&self) -> Result<Vec<PtxEntry>, Error> {
+        let text = std::fs::read_to_string(&self.path).map_err(|error| Error::Io {
+            path: self.path.clone(),
+            error,
+        })?;
+        Ok(parse_ptx_directives(&text))
+    }
+
     /// Whether the driver can JIT this PTX for `arch`: an arch-specific target (`sm_90a`) only
     /// for itself, any other for every arch of its number or above.
     pub fn can_jit_to(&self, arch: &str) -> bool {
@@ -106,50 +117,213 @@ pub fn cubin_kernels(path: &Path, origin: &str) -> Result<Vec<BinaryKernel>, Err
         .collect())
 }
 
-/// Reads a container (fatbin, object, library, executable): its cubins into `read`, its PTX
-/// into `ptx`.
+/// Reads a container (fatbin, object, library, executable): its cubins' kernels into `found`,
+/// its PTX into `ptx`.
 pub fn container(
     path: &Path,
     shown: &str,
     tools: &BinaryTools,
     work: &Path,
-    read: &mut BinaryRead,
+    found: &mut Found<'_>,
     ptx: &mut Vec<EmbeddedPtx>,
 ) -> Result<(), Error> {
     let cuobjdump = tools.cuobjdump.as_deref().ok_or_else(|| Error::UnreadableBinary {
         path: path.to_path_buf(),
         reason: "cuobjdump, which takes the device code out of fatbins, objects and libraries, was not found: install the `nvidia-cuda-cuobjdump` wheel beside nvcc, or set OCCUPANCY_CUOBJDUMP".into(),
     })?;
-    let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let Some(listing) = cuobjdump_extract(cuobjdump, "-xelf", &absolute, tools, work)? else {
-        read.notes.push(format!("{shown}: holds no device code"));
-        return Ok(());
+    let mut reader = Reader {
+        cuobjdump,
+        tools,
+        found: &mut *found,
+        ptx,
     };
-    for (file, member) in extracted_files(&listing) {
-        let origin = member.map_or_else(|| shown.to_owned(), |m| format!("{shown}({m})"));
-        read.kernels
-            .extend(cubin_kernels(&work.join(&file), &origin)?);
-        let _ = std::fs::remove_file(work.join(&file));
-    }
-    let ptx_listing = cuobjdump_extract(cuobjdump, "-xptx", &absolute, tools, work)?;
-    for (file, member) in extracted_files(ptx_listing.as_deref().unwrap_or_default()) {
-        let origin = member.map_or_else(|| shown.to_owned(), |m| format!("{shown}({m})"));
-        let path = work.join(&file);
-        let text = std::fs::read_to_string(&path).map_err(|error| Error::Io {
-            path: path.clone(),
-            error,
-        })?;
-        let Some(virtual_arch) = ptx_target(&text) else {
-            continue;
-        };
-        ptx.push(EmbeddedPtx {
-            entries: parse_ptx_directives(&text),
-            path,
-            origin,
-            virtual_arch,
-        });
+    if !reader.device_code(path, shown, work)? {
+        found.notes.push(format!("{shown}: holds no device code"));
     }
     Ok(())
+}
+
+/// Takes a container's device code out with cuobjdump: its cubins' kernels into `found` (the
+/// cubins deleted once read), its PTX into `ptx` (kept in the work directory for [`assemble`]).
+struct Reader<'a, 'b> {
+    cuobjdump: &'a Path,
+    tools: &'a BinaryTools,
+    found: &'a mut Found<'b>,
+    ptx: &'a mut Vec<EmbeddedPtx>,
+}
+
+impl Reader<'_, '_> {
+    /// The device code of the container at `path`: an archive member by member
+    /// ([`Reader::archive_members`]), a fatbin or host ELF fatbin by fatbin, each copied out to
+    /// a directory of its own under `work` ([`fatbin::blobs`]), anything else in one cuobjdump
+    /// run. So cuobjdump reads one fatbin at a time (it reads its input whole), and writes each
+    /// one's cubins to a directory of their own (it names them after their module, so modules
+    /// of one source name would overwrite each other's). Whether it held any.
+    fn device_code(&mut self, path: &Path, origin: &str, work: &Path) -> Result<bool, Error> {
+        let unreadable = |error: std::io::Error| Error::UnreadableBinary {
+            path: path.to_path_buf(),
+            reason: format!("{origin}: {error}"),
+        };
+        if starts_with(path, archive::MAGIC)? {
+            return self.archive_members(path, origin, work);
+        }
+        let Some(blobs) = fatbin::blobs(path).map_err(unreadable)? else {
+            return self.extract(path, origin, work, (true, true));
+        };
+        let file_len = std::fs::metadata(path).map_err(unreadable)?.len();
+        let mut any = false;
+        for (index, blob) in blobs.iter().enumerate() {
+            let dir = work.join(format!("fatbin{index}"));
+            create_dir(&dir)?;
+            let whole = blob.offset == 0 && blob.len == file_len;
+            let input = if whole {
+                path.to_path_buf()
+            } else {
+                let copy = dir.join("fatbin");
+                let mut file = std::fs::File::open(path).map_err(unreadable)?;
+                file.seek(std::io::SeekFrom::Start(blob.offset))
+                    .map_err(unreadable)?;
+                write_new(&copy, &mut file.take(blob.len))?;
+                copy
+            };
+            any |= self.extract(&input, origin, &dir, (blob.elf, blob.ptx))?;
+            if !whole {
+                let _ = std::fs::remove_file(&input);
+            }
+        }
+        Ok(any)
+    }
+
+    /// A static library, member by member: each copied (streaming) into a directory of its own
+    /// under `work`, read there as a container of its own, then deleted, so that the disk used
+    /// is one member's. Whether any member held device code.
+    fn archive_members(&mut self, path: &Path, origin: &str, work: &Path) -> Result<bool, Error> {
+        let unreadable = |error: std::io::Error| Error::UnreadableBinary {
+            path: path.to_path_buf(),
+            reason: format!("{origin}: {error}"),
+        };
+        let file = std::fs::File::open(path).map_err(|error| Error::Io {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        let mut archive = Archive::new(std::io::BufReader::new(file)).map_err(unreadable)?;
+        let (mut any, mut index) = (false, 0usize);
+        while let Some(name) = archive.next_member().map_err(unreadable)? {
+            index += 1;
+            let dir = work.join(format!("member{index}"));
+            create_dir(&dir)?;
+            let copy = dir.join("member");
+            write_new(&copy, &mut archive)?;
+            let origin = format!("{origin}({name})");
+            let kind = super::sniff(&copy).map_err(|error| Error::Io {
+                path: copy.clone(),
+                error,
+            })?;
+            any |= match kind {
+                Some(BinaryKind::Cubin) => {
+                    for kernel in cubin_kernels(&copy, &origin)? {
+                        self.found.kernel(kernel);
+                    }
+                    true
+                }
+                Some(BinaryKind::Container) => self.device_code(&copy, &origin, &dir)?,
+                Some(BinaryKind::Wheel) | None => false,
+            };
+            let _ = std::fs::remove_file(&copy);
+        }
+        Ok(any)
+    }
+
+    /// Runs cuobjdump on `input` in `work`: `-xelf all` and `-xptx all`, as `(elf, ptx)` ask.
+    /// Whether it found device code (an input whose `-xelf` finds none is not asked for PTX).
+    fn extract(
+        &mut self,
+        input: &Path,
+        origin: &str,
+        work: &Path,
+        (elf, ptx): (bool, bool),
+    ) -> Result<bool, Error> {
+        let absolute = std::fs::canonicalize(input).unwrap_or_else(|_| input.to_path_buf());
+        let mut held = false;
+        if elf {
+            let Some(listing) =
+                cuobjdump_extract(self.cuobjdump, "-xelf", &absolute, self.tools, work)?
+            else {
+                return Ok(false);
+            };
+            held = true;
+            for (file, member) in extracted_files(&listing) {
+                let origin = member.map_or_else(|| origin.to_owned(), |m| format!("{origin}({m})"));
+                for kernel in cubin_kernels(&work.join(&file), &origin)? {
+                    self.found.kernel(kernel);
+                }
+                let _ = std::fs::remove_file(work.join(&file));
+            }
+        }
+        if !ptx {
+            return Ok(held);
+        }
+        let Some(listing) =
+            cuobjdump_extract(self.cuobjdump, "-xptx", &absolute, self.tools, work)?
+        else {
+            return Ok(held);
+        };
+        for (file, member) in extracted_files(&listing) {
+            let origin = member.map_or_else(|| origin.to_owned(), |m| format!("{origin}({m})"));
+            let path = work.join(&file);
+            let text = std::fs::read_to_string(&path).map_err(|error| Error::Io {
+                path: path.clone(),
+                error,
+            })?;
+            let Some(virtual_arch) = ptx_target(&text) else {
+                continue;
+            };
+            held = true;
+            self.ptx.push(EmbeddedPtx {
+                path,
+                origin,
+                virtual_arch,
+            });
+        }
+        Ok(held)
+    }
+}
+
+fn create_dir(dir: &Path) -> Result<(), Error> {
+    std::fs::create_dir(dir).map_err(|error| Error::Io {
+        path: dir.to_path_buf(),
+        error,
+    })
+}
+
+/// Writes `data` to `path`, created new (never through an existing file or link).
+fn write_new(path: &Path, data: &mut impl Read) -> Result<(), Error> {
+    let io_error = |error| Error::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(io_error)?;
+    std::io::copy(data, &mut file).map_err(io_error)?;
+    Ok(())
+}
+
+/// Whether the file at `path` starts with `magic`.
+fn starts_with(path: &Path, magic: &[u8]) -> Result<bool, Error> {
+    let mut head = vec![0u8; magic.len()];
+    let read = std::fs::File::open(path)
+        .and_then(|mut file| file.read_exact(&mut head))
+        .map(|()| head == magic);
+    match read {
+        Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        read => read.map_err(|error| Error::Io {
+            path: path.to_path_buf(),
+            error,
+        }),
+    }
 }
 
 /// Runs `cuobjdump <mode> all <binary>` in `work`; its listing, or `None` when the binary holds
@@ -297,7 +471,6 @@ mod tests {
             path: PathBuf::new(),
             origin: String::new(),
             virtual_arch: target.into(),
-            entries: Vec::new(),
         };
         assert!(ptx("sm_80").can_jit_to("sm_86"));
         assert!(ptx("sm_80").can_jit_to("sm_90a"));

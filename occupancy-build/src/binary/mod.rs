@@ -10,15 +10,20 @@
 //!
 //! Embedded PTX is assembled, as the driver would JIT it, for each asked architecture that a
 //! kernel has no cubin for, by `ptxas -v` (its report parsed like any log). Every file is
-//! read from a private scratch directory that is removed afterwards; memory holds one cubin at
-//! a time.
+//! read from a private scratch directory that is removed afterwards. Memory holds one cubin at
+//! a time, and grows with the distinct kernels, not with the binary: each kernel is handed to
+//! the caller as it is read ([`Found`]), and cuobjdump reads one fatbin at a time (an archive
+//! member by member, a host ELF's `.nv_fatbin` fatbin by fatbin: `fatbin.rs`, `archive.rs`).
 
+mod archive;
 mod extract;
+mod fatbin;
 pub(crate) mod wheel;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use occupancy_core::arch::ArchFacts;
 use occupancy_core::ptxas::{KernelRecord, PtxEntry};
 
 pub use crate::cubin::SpillEvidence;
@@ -71,13 +76,88 @@ pub struct BinaryKernel {
     pub origin: String,
 }
 
-/// What one binary held.
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct BinaryRead {
-    pub kernels: Vec<BinaryKernel>,
-    /// How it was read, for the user (a member without device code, PTX assembled).
+/// Where the kernels read from one binary go: each is handed on as it is read, and only what
+/// the compatible-cubin and JIT steps need is kept (the kernels x archs seen; per kernel and asked
+/// arch without a cubin so far, the best compatible cubin's kernel), so memory grows with the
+/// distinct kernels, not with the binary.
+pub(crate) struct Found<'a> {
+    each: &'a mut dyn FnMut(BinaryKernel),
+    /// The asked archs, resolved.
+    asked: Vec<(&'a str, &'static ArchFacts)>,
+    covered: BTreeSet<(String, String)>,
+    /// (index in `asked`, kernel) -> the kernel of the highest compatible cubin seen.
+    compatible: BTreeMap<(usize, String), BinaryKernel>,
+    /// How it was read, for the user (a file without device code, PTX assembled).
     pub notes: Vec<String>,
+}
+
+impl<'a> Found<'a> {
+    fn new(asked_archs: &'a [String], each: &'a mut dyn FnMut(BinaryKernel)) -> Found<'a> {
+        Found {
+            each,
+            asked: asked_archs
+                .iter()
+                .filter_map(|arch| Some((arch.as_str(), occupancy_core::arch::lookup(arch).ok()?)))
+                .collect(),
+            covered: BTreeSet::new(),
+            compatible: BTreeMap::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Hands `kernel` on, keeping it where it is the best compatible cubin so far for an asked
+    /// arch that has no cubin of it yet.
+    pub fn kernel(&mut self, kernel: BinaryKernel) {
+        let name = &kernel.record.name;
+        self.covered
+            .insert((name.clone(), kernel.record.arch.clone()));
+        if let Ok(facts) = occupancy_core::arch::lookup(&kernel.record.arch) {
+            for (index, (asked, target)) in self.asked.iter().enumerate() {
+                // What the driver loads: a cubin of the same major and a lower minor (an
+                // `sm_80` cubin on an `sm_86` GPU), never an arch-specific (`sm_90a`) one.
+                let runs_there = !kernel.record.arch.ends_with('a')
+                    && facts.major == target.major
+                    && facts.minor < target.minor;
+                if !runs_there || self.covered.contains(&(name.clone(), (*asked).to_owned())) {
+                    continue;
+                }
+                let key = (index, name.clone());
+                let better = self.compatible.get(&key).is_none_or(|found| {
+                    occupancy_core::arch::lookup(&found.record.arch)
+                        .is_ok_and(|found| found.minor < facts.minor)
+                });
+                if better {
+                    self.compatible.insert(key, kernel.clone());
+                }
+            }
+        }
+        self.hand_on(kernel);
+    }
+
+    /// Hands `kernel` on as it is (a compatible cubin's or assembled PTX's kernel on an asked arch).
+    fn hand_on(&mut self, kernel: BinaryKernel) {
+        self.covered
+            .insert((kernel.record.name.clone(), kernel.record.arch.clone()));
+        (self.each)(kernel);
+    }
+}
+
+/// Reads until `buffer` is full or the input ends; how many bytes were read (for the
+/// readers of headers and streams: `sniff`, `archive`, `fatbin`).
+pub(crate) fn read_full(
+    reader: &mut impl std::io::Read,
+    buffer: &mut [u8],
+) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match reader.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(read) => filled += read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(filled)
 }
 
 /// What a file is, from its first bytes.
@@ -93,16 +173,8 @@ pub enum BinaryKind {
 
 /// The kind of binary `path` is, or `None` when it is none of them (a log, a source).
 pub fn sniff(path: &Path) -> std::io::Result<Option<BinaryKind>> {
-    use std::io::Read;
     let mut head = [0u8; 20];
-    let mut file = std::fs::File::open(path)?;
-    let mut filled = 0;
-    while filled < head.len() {
-        match file.read(&mut head[filled..])? {
-            0 => break,
-            read => filled += read,
-        }
-    }
+    let filled = read_full(&mut std::fs::File::open(path)?, &mut head)?;
     Ok(kind_of(&head[..filled]))
 }
 
@@ -122,30 +194,37 @@ fn kind_of(head: &[u8]) -> Option<BinaryKind> {
         .then_some(BinaryKind::Wheel)
 }
 
-/// Reads every kernel of the binary at `path`: its cubins, and for each arch in `asked_archs`
-/// that a kernel has no cubin for, its embedded PTX assembled for that arch. `scratch` is a
-/// private directory the caller owns; what is written there is removed before returning.
+/// Reads every kernel of the binary at `path`, handing each to `each` as it is read: its
+/// cubins, then for each arch in `asked_archs` that a kernel has no cubin for, the compatible
+/// cubin the driver would load, else its embedded PTX assembled for that arch. Returns how it was
+/// read, for the user (notes). `scratch` is a private directory the caller owns; what is written
+/// there is removed before returning.
 pub fn read_binary(
     path: &Path,
     kind: BinaryKind,
     tools: &BinaryTools,
     asked_archs: &[String],
     scratch: &Path,
-) -> Result<BinaryRead, Error> {
+    each: &mut dyn FnMut(BinaryKernel),
+) -> Result<Vec<String>, Error> {
     let work = extract::WorkDir::create(scratch)?;
     let shown = crate::fsutil::shown_path(path);
-    let mut read = BinaryRead::default();
+    let mut found = Found::new(asked_archs, each);
     let mut ptx = Vec::new();
     match kind {
-        BinaryKind::Cubin => read.kernels = extract::cubin_kernels(path, &shown)?,
-        BinaryKind::Container => {
-            extract::container(path, &shown, tools, work.path(), &mut read, &mut ptx)?;
+        BinaryKind::Cubin => {
+            for kernel in extract::cubin_kernels(path, &shown)? {
+                found.kernel(kernel);
+            }
         }
-        BinaryKind::Wheel => wheel_members(path, &shown, tools, work.path(), &mut read, &mut ptx)?,
+        BinaryKind::Container => {
+            extract::container(path, &shown, tools, work.path(), &mut found, &mut ptx)?;
+        }
+        BinaryKind::Wheel => wheel_members(path, &shown, tools, work.path(), &mut found, &mut ptx)?,
     }
-    run_compatible_cubins(&mut read, asked_archs);
-    jit_missing_archs(&mut read, &ptx, tools, asked_archs, work.path())?;
-    Ok(read)
+    run_compatible_cubins(&mut found);
+    jit_missing_archs(&mut found, &ptx, tools, asked_archs, work.path())?;
+    Ok(found.notes)
 }
 
 /// Reads every member of the wheel at `path` that holds device code, each container in a
@@ -155,7 +234,7 @@ fn wheel_members(
     shown: &str,
     tools: &BinaryTools,
     work: &Path,
-    read: &mut BinaryRead,
+    found: &mut Found<'_>,
     ptx: &mut Vec<extract::EmbeddedPtx>,
 ) -> Result<(), Error> {
     let members =
@@ -166,16 +245,18 @@ fn wheel_members(
     for (index, member) in members.into_iter().enumerate() {
         let origin = format!("{shown}({})", member.name_in_archive);
         match sniff(&member.path).ok().flatten() {
-            Some(BinaryKind::Cubin) => read
-                .kernels
-                .extend(extract::cubin_kernels(&member.path, &origin)?),
+            Some(BinaryKind::Cubin) => {
+                for kernel in extract::cubin_kernels(&member.path, &origin)? {
+                    found.kernel(kernel);
+                }
+            }
             Some(_) => {
                 let inner = work.join(format!("member-{index}"));
                 std::fs::create_dir(&inner).map_err(|error| Error::Io {
                     path: inner.clone(),
                     error,
                 })?;
-                extract::container(&member.path, &origin, tools, &inner, read, ptx)?;
+                extract::container(&member.path, &origin, tools, &inner, found, ptx)?;
             }
             None => {}
         }
@@ -184,87 +265,129 @@ fn wheel_members(
 }
 
 /// For each asked arch a kernel has no cubin of, the cubin the driver loads instead when there
-/// is one: of the same major, the highest minor below (an `sm_80` cubin on an `sm_86` GPU);
-/// never an arch-specific (`sm_90a`) one. Its resources are then evaluated on the asked arch.
-fn run_compatible_cubins(read: &mut BinaryRead, asked_archs: &[String]) {
-    let present: BTreeSet<(String, String)> = read
-        .kernels
-        .iter()
-        .map(|kernel| (kernel.record.name.clone(), kernel.record.arch.clone()))
-        .collect();
-    let mut added = Vec::new();
-    for asked in asked_archs {
-        let Ok(target) = occupancy_core::arch::lookup(asked) else {
+/// is one ([`Found::kernel`] kept the best): its resources are then evaluated on the asked arch.
+fn run_compatible_cubins(found: &mut Found<'_>) {
+    for ((index, name), kernel) in std::mem::take(&mut found.compatible) {
+        let asked = found.asked[index].0;
+        if found.covered.contains(&(name, asked.to_owned())) {
             continue;
-        };
-        let mut best: BTreeMap<&str, &BinaryKernel> = BTreeMap::new();
-        for kernel in &read.kernels {
-            let name = kernel.record.name.as_str();
-            if present.contains(&(name.to_owned(), asked.clone())) {
-                continue;
-            }
-            let Ok(facts) = occupancy_core::arch::lookup(&kernel.record.arch) else {
-                continue;
-            };
-            let runs_there = !kernel.record.arch.ends_with('a')
-                && facts.major == target.major
-                && facts.minor < target.minor;
-            let better = best.get(name).is_none_or(|found| {
-                occupancy_core::arch::lookup(&found.record.arch)
-                    .is_ok_and(|found| found.minor < facts.minor)
-            });
-            if runs_there && better {
-                best.insert(name, kernel);
-            }
         }
-        for kernel in best.into_values() {
-            let mut on_target = kernel.clone();
-            on_target.origin = format!("{} (the driver runs it on {asked})", kernel.origin);
-            on_target.record.arch.clone_from(asked);
-            added.push(on_target);
-        }
+        let mut on_target = kernel;
+        on_target.origin = format!("{} (the driver runs it on {asked})", on_target.origin);
+        on_target.record.arch = asked.to_owned();
+        found.hand_on(on_target);
     }
-    read.kernels.extend(added);
 }
 
 /// Assembles embedded PTX for each asked arch that a kernel has no cubin for, from the PTX the
-/// driver would pick: the highest virtual arch that can JIT to it.
+/// driver would pick: the highest virtual arch that can JIT to it. Each module's entries are
+/// read when it is considered, one module at a time.
 fn jit_missing_archs(
-    read: &mut BinaryRead,
+    found: &mut Found<'_>,
     ptx_files: &[extract::EmbeddedPtx],
     tools: &BinaryTools,
     asked_archs: &[String],
     work: &Path,
 ) -> Result<(), Error> {
-    let mut covered: BTreeSet<(String, String)> = read
-        .kernels
-        .iter()
-        .map(|kernel| (kernel.record.name.clone(), kernel.record.arch.clone()))
-        .collect();
     let mut by_preference: Vec<&extract::EmbeddedPtx> = ptx_files.iter().collect();
     by_preference.sort_by_key(|ptx| std::cmp::Reverse(extract::arch_number(&ptx.virtual_arch)));
     for arch in asked_archs {
         for ptx in by_preference.iter().filter(|ptx| ptx.can_jit_to(arch)) {
-            let missing: Vec<&PtxEntry> = ptx
-                .entries
+            let entries = ptx.entries()?;
+            let missing: Vec<&PtxEntry> = entries
                 .iter()
-                .filter(|entry| !covered.contains(&(entry.name.clone(), arch.clone())))
+                .filter(|entry| !found.covered.contains(&(entry.name.clone(), arch.clone())))
                 .collect();
             if missing.is_empty() {
                 continue;
             }
             let assembled = extract::assemble(ptx, arch, &missing, tools, work)?;
-            read.notes.push(format!(
+            found.notes.push(format!(
                 "{}: {} kernel(s) have no {arch} cubin; assembled from its embedded PTX ({}) as the driver would JIT it",
                 ptx.origin,
                 missing.len(),
                 ptx.virtual_arch
             ));
             for kernel in assembled {
-                covered.insert((kernel.record.name.clone(), arch.clone()));
-                read.kernels.push(kernel);
+                found.hand_on(kernel);
             }
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use occupancy_core::ptxas::RecordSource;
+
+    fn kernel(name: &str, arch: &str, registers: u32) -> BinaryKernel {
+        let mut record = KernelRecord::new(name, None, arch.into(), true, RecordSource::Cubin);
+        record.registers = Some(registers);
+        BinaryKernel {
+            record,
+            launch: PtxEntry::default(),
+            register_cap: None,
+            spills: SpillEvidence::Exact,
+            origin: format!("lib.a(k.o) {arch} cubin"),
+        }
+    }
+
+    /// Kernels are handed on as they are read, every copy of one; the compatible cubin of an
+    /// asked arch without a cubin comes once per kernel, the highest minor's, and not for a
+    /// kernel whose own cubin of that arch comes after the compatible one.
+    #[test]
+    fn kernels_are_handed_on_as_read_and_a_compatible_cubin_once_per_kernel() {
+        let asked = ["sm_86".to_owned(), "sm_90".to_owned()];
+        let mut handed = Vec::new();
+        let mut each = |kernel: BinaryKernel| {
+            handed.push((
+                kernel.record.name,
+                kernel.record.arch,
+                kernel.record.registers,
+                kernel.origin,
+            ));
+        };
+        let mut found = Found::new(&asked, &mut each);
+        for copy in 0..2 {
+            found.kernel(kernel("only_80", "sm_80", 30 + copy));
+            found.kernel(kernel("only_80", "sm_90a", 40));
+        }
+        found.kernel(kernel("later_86", "sm_80", 20));
+        found.kernel(kernel("later_86", "sm_86", 21));
+        found.kernel(kernel("minors", "sm_80", 10));
+        found.kernel(kernel("minors", "sm_70", 9));
+        run_compatible_cubins(&mut found);
+        assert!(found.compatible.is_empty() && found.notes.is_empty());
+        let on_86: Vec<_> = handed
+            .iter()
+            .filter(|(_, arch, _, _)| arch == "sm_86")
+            .map(|(name, _, registers, origin)| (name.as_str(), *registers, origin.as_str()))
+            .collect();
+        assert_eq!(
+            on_86,
+            [
+                ("later_86", Some(21), "lib.a(k.o) sm_86 cubin"),
+                (
+                    "minors",
+                    Some(10),
+                    "lib.a(k.o) sm_80 cubin (the driver runs it on sm_86)"
+                ),
+                (
+                    "only_80",
+                    Some(30),
+                    "lib.a(k.o) sm_80 cubin (the driver runs it on sm_86)"
+                ),
+            ]
+        );
+        assert_eq!(
+            handed.len(),
+            10,
+            "the eight kernels read, then the two compatible ones"
+        );
+        assert!(
+            !handed.iter().any(|(_, arch, _, _)| arch == "sm_90"),
+            "sm_90a never runs on sm_90"
+        );
+    }
 }

@@ -33,6 +33,7 @@ mod entry;
 mod key;
 mod run;
 pub(crate) mod settings;
+mod smem_spilling;
 pub(crate) mod two_step;
 
 pub use compiled::{CompiledSource, Program};

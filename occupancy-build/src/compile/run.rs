@@ -29,21 +29,9 @@ pub(crate) fn run_nvcc(
     two_steps: bool,
     lender: &Lender<'_>,
 ) -> Result<FreshOutput, Error> {
-    let commands = nvcc_args(settings, source, kind, work, two_steps);
-    let stem = file_stem(source);
-    let (compiler_log, wrapper_failure) = if two_steps {
-        // cicc, the strip, then ptxas on the stripped PTX (crate::compile::two_step).
-        let (mut log, _) = run_nvcc_commands(settings, source, &commands[..1], lender)?;
-        crate::compile::two_step::strip(source, work, &stem)?;
-        log.push_str(&run_nvcc_commands(settings, source, &commands[1..], lender)?.0);
-        (log, None)
-    } else {
-        let output = run_nvcc_commands(settings, source, &commands, lender)?;
-        if crate::compile::two_step::strips(settings, kind) {
-            crate::compile::two_step::strip_kept(source, work, &stem)?;
-        }
-        output
-    };
+    let (compiler_log, wrapper_failure) =
+        run_in_order(settings, source, kind, work, two_steps, lender)
+            .map_err(|error| super::smem_spilling::annotate(error, work, source))?;
     match kind {
         SourceKind::Cuda => {
             let (ptx, binary, dependencies) = kept_outputs(settings, source, work)?;
@@ -62,6 +50,34 @@ pub(crate) fn run_nvcc(
             dependencies: vec![absolute(source)],
             wrapper_failure,
         }),
+    }
+}
+
+/// Runs the source's commands in their order: the two steps with the strip between them, or
+/// nvcc alone (its kept PTX stripped after); returns the compiler's log and, when a compiler
+/// cache failed a compile nvcc alone passed, what the cache printed.
+fn run_in_order(
+    settings: &CompileSettings,
+    source: &Path,
+    kind: SourceKind,
+    work: &Path,
+    two_steps: bool,
+    lender: &Lender<'_>,
+) -> Result<(String, Option<String>), Error> {
+    let commands = nvcc_args(settings, source, kind, work, two_steps);
+    let stem = file_stem(source);
+    if two_steps {
+        // cicc, the strip, then ptxas on the stripped PTX (crate::compile::two_step).
+        let (mut log, _) = run_nvcc_commands(settings, source, &commands[..1], lender)?;
+        crate::compile::two_step::strip(source, work, &stem)?;
+        log.push_str(&run_nvcc_commands(settings, source, &commands[1..], lender)?.0);
+        Ok((log, None))
+    } else {
+        let output = run_nvcc_commands(settings, source, &commands, lender)?;
+        if crate::compile::two_step::strips(settings, kind) {
+            crate::compile::two_step::strip_kept(source, work, &stem)?;
+        }
+        Ok(output)
     }
 }
 

@@ -36,6 +36,9 @@ pub mod attribute {
     pub const BLOCKS_PER_CLUSTER: u8 = 0x3d;
     /// `EIATTR_MAX_CLUSTER_RANK`: `.maxclusterrank`.
     pub const MAX_CLUSTER_RANK: u8 = 0x3f;
+    /// `EIATTR_SHARED_SCRATCH`: (start offset, bytes) of the shared memory ptxas spills
+    /// registers to (`enable_smem_spilling`, CUDA 13), within the kernel's `.nv.shared`.
+    pub const SHARED_SCRATCH: u8 = 0x32;
     /// `EIATTR_NUM_BARRIERS`: named barriers the kernel uses.
     pub const BARRIER_COUNT: u8 = 0x4c;
     /// `EIATTR_ANNOTATIONS`: (kind, instruction offset) pairs; kind 1 is `SpillRefill`.

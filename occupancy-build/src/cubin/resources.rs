@@ -8,6 +8,8 @@
 //! * static shared memory: the size of `.nv.shared.<kernel>`, less the 1 KiB a linked sm_90+
 //!   cubin adds for the driver's per-block reserve;
 //! * constant banks: `.nv.constant<N>.<kernel>` (the kernel's) and `.nv.constant<N>` (module);
+//! * the registers ptxas spilled to shared memory (`enable_smem_spilling`):
+//!   `EIATTR_SHARED_SCRATCH`'s size, a part of the static shared memory;
 //! * launch bounds: `EIATTR_MAX_THREADS`, `EIATTR_REQNTID`, `EIATTR_CTA_PER_CLUSTER`,
 //!   `EIATTR_MAX_CLUSTER_RANK`; the register cap ptxas compiled under, `EIATTR_MAXREG_COUNT`;
 //! * spills: the bytes of the `STL`/`LDL` instructions ptxas marked `SpillRefill` in
@@ -16,7 +18,7 @@
 //!   compilers) cannot tell a spill from a local array: every local store and load is counted
 //!   and the record says so ([`SpillEvidence::Unmarked`]).
 
-use occupancy_core::ptxas::{demangle, KernelRecord, PtxEntry, RecordSource};
+use occupancy_core::ptxas::{demangle, KernelRecord, PtxEntry, RecordSource, SmemSpilling};
 
 use super::nv_info::{self, attribute, Value, ANNOTATION_SPILL_REFILL};
 use super::{Cubin, Section, Symbol, STO_CUDA_ENTRY, STT_FUNC};
@@ -173,9 +175,11 @@ impl Cubin<'_> {
                 FIRST_MARKING_RELEASE.0, FIRST_MARKING_RELEASE.1
             ));
         }
+        let mut launch = launch_directives(name, &own);
+        launch.smem_spilling = shared_scratch(&own, record.static_smem_bytes);
         Ok(CubinKernel {
             record,
-            launch: launch_directives(name, &own),
+            launch,
             register_cap: cap.filter(|&cap| cap < 255).map(u32::from),
             spills: evidence,
         })
@@ -351,6 +355,19 @@ fn local_bytes(code: &[u8], offsets: impl Iterator<Item = usize>) -> Result<(u64
 /// `.U16`, `.S16`, 32-bit, `.64`, `.128`, `.U.128`.
 fn access_bytes(high_word: u64) -> u64 {
     [1, 1, 2, 2, 4, 8, 16, 16][((high_word >> 9) & 7) as usize]
+}
+
+/// The spill area ptxas put in shared memory (`EIATTR_SHARED_SCRATCH`, `enable_smem_spilling`) as
+/// the PTX reader tells it: the kernel's own shared memory is its `static_smem_bytes` less the
+/// area. `None` without one.
+fn shared_scratch(own: &[(u8, Value<'_>)], static_smem_bytes: u64) -> Option<SmemSpilling> {
+    let (_, value) = own
+        .iter()
+        .find(|(found, _)| *found == attribute::SHARED_SCRATCH)?;
+    let bytes = u64::from(value.words().nth(1).filter(|&bytes| bytes > 0)?);
+    Some(SmemSpilling::declaring(Some(
+        static_smem_bytes.saturating_sub(bytes),
+    )))
 }
 
 /// The launch directives a kernel's `.nv.info.<kernel>` keeps.

@@ -18,6 +18,7 @@ pub use super::expectation::unfulfilled_expectation;
 pub use super::finding::{CompiledOnArch, Finding, LaunchOrigin};
 pub use super::kernels::{family_matches_nothing, missing_kernel, undeclared_kernel, NAMES_SHOWN};
 pub use super::sass::{hottest_spill_note, SassLintInputs};
+pub use super::smem_spill::SmemSpillRoom;
 pub use super::summary::{summarize, FindingSummary, Summarized};
 
 /// Every lint that concerns a declared, compiled kernel on its target architectures.
@@ -32,8 +33,8 @@ pub(crate) fn evaluate_declared(
 
 /// [`evaluate_declared`] for a launch from `origin`: the same lints, worded for where the launch
 /// came from (`cargo occupancy check` passes [`LaunchOrigin::CommandLine`]). Runs the registry's
-/// [`Check::Launch`] checks once, then its [`Check::OnArch`] checks on each architecture, each
-/// in the registry's order.
+/// [`Check::Launch`] and [`Check::Kernel`] checks once, then its [`Check::OnArch`] checks on each
+/// architecture, each in the registry's order.
 pub(crate) fn evaluate_launch(
     spec: &KernelSpec,
     on_archs: &[CompiledOnArch<'_>],
@@ -54,6 +55,11 @@ fn run_launch_checks(
     for check in checks() {
         if let Check::Launch { run, .. } = check {
             run(spec, origin, &mut findings);
+        }
+    }
+    for check in checks() {
+        if let Check::Kernel { run, .. } = check {
+            run(spec, on_archs, origin, &mut findings);
         }
     }
     for on in on_archs {

@@ -56,6 +56,14 @@ pub enum Check {
         /// Also checked for a kernel with no declaration, at the crate's default launch.
         undeclared: bool,
     },
+    /// Once per launch, with the kernel on every target architecture: what no one architecture
+    /// tells (a GPU of `gpus` whose architecture was not compiled).
+    Kernel {
+        /// Pushes the lint's findings for the launch.
+        run: fn(&KernelSpec, &[CompiledOnArch<'_>], LaunchOrigin, &mut Vec<Finding>),
+        /// Also checked for a kernel with no declaration, at the crate's default launch.
+        undeclared: bool,
+    },
     /// Per launch and target architecture, from ptxas's record, the PTX's bounds and the
     /// calculator's answer.
     OnArch {
@@ -97,6 +105,7 @@ impl Check {
     pub const fn checks_undeclared(&self) -> bool {
         match *self {
             Check::Launch { undeclared, .. }
+            | Check::Kernel { undeclared, .. }
             | Check::OnArch { undeclared, .. }
             | Check::Sass { undeclared, .. } => undeclared,
             Check::Matching { .. }

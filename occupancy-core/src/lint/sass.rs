@@ -7,6 +7,7 @@
 
 use super::finding::Finding;
 use super::id::LintId;
+use super::smem_spill::SmemSpillRoom;
 use crate::sass::callee::{is_compiler_subroutine, is_device_library, INDIRECT_CALL};
 use crate::sass::{CallFacts, LineFacts, LoopFacts, SassFacts};
 
@@ -28,6 +29,10 @@ pub struct SassLintInputs<'a> {
     pub ptx_has_setmaxnreg: bool,
     /// ptxas warned C7508 (`'setmaxnreg' ignored`) in this compile.
     pub c7508_warned: bool,
+    /// What letting ptxas spill to shared memory would take, where the toolkit, the compile
+    /// and the kernel allow it (`enable_smem_spilling`): `spill_in_loop` suggests the pragma
+    /// when the spills fit.
+    pub smem_spill_room: Option<SmemSpillRoom>,
 }
 
 /// `src/k.cu:12`.
@@ -116,10 +121,19 @@ pub(crate) fn spill_in_loop(inputs: &SassLintInputs<'_>, findings: &mut Vec<Find
             found.spill_stores
         ));
     }
-    finding.help = Some(format!(
+    let mut help = format!(
         "give the loop registers: lower `min_blocks_per_sm` or raise `max_registers`, or keep fewer values live across the loop at {}",
         line_text(hottest)
-    ));
+    );
+    let suggestion = inputs
+        .smem_spill_room
+        .and_then(|room| room.suggestion(inputs.kernel, inputs.arch));
+    if let Some((note, pragma)) = suggestion {
+        finding.notes.push(note);
+        help.push_str("; ");
+        help.push_str(&pragma);
+    }
+    finding.help = Some(help);
     findings.push(finding);
 }
 
@@ -351,6 +365,7 @@ mod tests {
             registers: 168,
             ptx_has_setmaxnreg: false,
             c7508_warned: false,
+            smem_spill_room: None,
         }
     }
 
@@ -407,6 +422,31 @@ mod tests {
         );
         assert!(findings[0].message.ends_with("the hottest at k.cu:12"));
         assert!(hottest_spill_note(&facts).unwrap().contains("k.cu:12"));
+        assert!(!findings[0]
+            .help
+            .as_deref()
+            .unwrap()
+            .contains("enable_smem_spilling"));
+        // Where shared memory has room for the frame, the pragma is suggested too.
+        let room = SmemSpillRoom {
+            frame_bytes: 112,
+            sized_threads: 256,
+            bounded: true,
+            block_threads: 256,
+            spare_bytes: 37888,
+            blocks_per_sm: 6,
+        };
+        let with_room = SassLintInputs {
+            smem_spill_room: Some(room),
+            ..inputs(&facts)
+        };
+        let findings = evaluate_sass(&with_room);
+        assert!(
+            findings[0].notes.last().unwrap().starts_with("shared memory has room for these spills on sm_90a: 112 bytes of stack frame x 256 threads = 28672 bytes"),
+            "{:#?}",
+            findings[0].notes
+        );
+        assert!(findings[0].help.as_deref().unwrap().contains("; or let ptxas spill to shared memory (CUDA 13): `asm volatile(\".pragma \\\"enable_smem_spilling\\\";\");` at the top of `k`"), "{:?}", findings[0].help);
     }
 
     #[test]

@@ -21,8 +21,8 @@
 
 use super::text;
 use super::{
-    demangle, BuildFailure, CompilerError, Diagnostic, KernelRecord, ParseError, ParseOutput,
-    RecordSource, MAX_BUILD_FAILURES, MAX_LINE_BYTES,
+    demangle, may_be_mangled, BuildFailure, CompilerError, Diagnostic, KernelRecord, ParseError,
+    ParseOutput, RecordSource, MAX_BUILD_FAILURES, MAX_LINE_BYTES,
 };
 
 mod markers;
@@ -635,7 +635,7 @@ impl LogParser {
     }
 
     fn new_record(&mut self, name: &str, arch: String, entry: bool) -> KernelRecord {
-        let demangled = if !name.starts_with("_Z") {
+        let demangled = if !may_be_mangled(name) {
             None
         } else {
             match self.demangled_names.get(name) {

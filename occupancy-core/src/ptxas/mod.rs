@@ -18,22 +18,28 @@
 //! * [`parse_ptx_directives`]: `.entry` performance-tuning directives (`.maxntid`, ...).
 //! * [`strip_line_info`]: PTX without `-lineinfo`'s `.loc`/`.file`/`.section .debug_*`.
 //! * [`subset_ptx`]: a PTX module cut down to some kernels and the functions they reach.
+//! * [`demangle`]: a symbol as its author wrote it, C++ (Itanium) or Rust (legacy and v0).
 
 mod cuobjdump;
+mod demangle;
 mod lineinfo;
 mod log;
 mod ptx;
+mod ptx_shared;
 mod subset;
 pub(crate) mod text;
 
 pub use cuobjdump::{
     cuobjdump_reserved_shared_bytes, parse_cuobjdump_resource_usage, CuobjdumpFunction,
 };
+pub use demangle::{demangle, may_be_mangled};
 pub use lineinfo::strip_line_info;
 pub use log::{parse_log, LineKind, LogParser};
+pub(crate) use ptx::smem_spill_bytes;
 pub use ptx::{
     entry_declared_on, entry_source_lines, parse_ptx_directives, EntrySourceLine, PtxEntry,
 };
+pub use ptx_shared::SmemSpilling;
 pub use subset::{subset_ptx, SubsetError};
 
 use serde::Serialize;
@@ -62,7 +68,7 @@ pub enum RecordSource {
 pub struct KernelRecord {
     /// The mangled name: the key the driver (`cuModuleGetFunction`) and cudarc use.
     pub name: String,
-    /// The Itanium-demangled name, when `name` is a mangled C++ name.
+    /// The demangled name, when `name` is a mangled C++ or Rust symbol ([`demangle`]).
     pub demangled: Option<String>,
     /// The architecture the code was compiled for, as ptxas prints it (`sm_90`, `sm_90a`).
     pub arch: String,
@@ -366,45 +372,9 @@ fn no_kernels_message(
     }
 }
 
-/// Itanium-demangles `name`; `None` when it is not a mangled C++ name (e.g. `extern "C"`).
-///
-/// ptxas appends clone suffixes such as `$1` (`_Z3devPfi$1`) to function copies; those are
-/// demangled without the suffix and shown as `[clone $1]`.
-pub fn demangle(name: &str) -> Option<String> {
-    if !name.starts_with("_Z") {
-        return None;
-    }
-    let options = cpp_demangle::DemangleOptions::default();
-    let full = |mangled: &str| {
-        cpp_demangle::Symbol::new(mangled.as_bytes())
-            .ok()
-            .and_then(|symbol| symbol.demangle(&options).ok())
-    };
-    if let Some(text) = full(name) {
-        return Some(text);
-    }
-    let cut = name.find(['$', '.'])?;
-    let (base, suffix) = name.split_at(cut);
-    full(base).map(|text| format!("{text} [clone {suffix}]"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn demangles_templates_namespaces_and_clones() {
-        assert_eq!(
-            demangle("_ZN2ns5spillILi3EEEvPfPKf").as_deref(),
-            Some("void ns::spill<3>(float*, float const*)")
-        );
-        assert_eq!(
-            demangle("_Z3devPfi$1").as_deref(),
-            Some("dev(float*, int) [clone $1]")
-        );
-        assert_eq!(demangle("smem"), None);
-        assert_eq!(demangle("_Znot a name"), None);
-    }
 
     #[test]
     fn errors_say_what_to_do() {

@@ -11,11 +11,13 @@
 //! {
 //! ```
 //!
-//! Only the directives between an entry's parameter list and its body are read; the body is
-//! skipped without being interpreted.
+//! The directives between an entry's parameter list and its body are read; of the body, only
+//! what concerns shared memory (`ptx_shared`): the dynamic shared memory it names and, with
+//! `.pragma "enable_smem_spilling"`, the static shared memory it declares.
 
-use super::demangle;
+use super::ptx_shared::{read_body, ModuleShared, SmemSpilling};
 use super::text::find_char_from;
+use super::{demangle, KernelRecord};
 use serde::Serialize;
 
 /// The performance-tuning directives of one `.entry`.
@@ -42,6 +44,29 @@ pub struct PtxEntry {
     pub explicitcluster: bool,
     /// Directives seen in the header that this parser does not know, verbatim.
     pub other_directives: Vec<String>,
+    /// The module's dynamic shared memory (`.extern .shared` variables, `extern __shared__`)
+    /// the entry's body names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dynamic_shared: Vec<String>,
+    /// `.pragma "enable_smem_spilling"` in the entry's body (CUDA 13): ptxas may spill registers
+    /// to shared memory and counts that area in the kernel's static shared memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smem_spilling: Option<SmemSpilling>,
+}
+
+/// The bytes of `record`'s static shared memory that are ptxas's register spill area: what the
+/// kernel does not declare itself, for a kernel whose PTX `entry` lets ptxas spill there (or a
+/// cubin's `EIATTR_SHARED_SCRATCH`). `None` without the pragma, without a spill area, or when
+/// the kernel's own shared memory could not be read. ptxas gives every thread the area is
+/// sized for at least one 4-byte slot (the compiled block, at least a warp when unbounded): a
+/// remainder smaller than that is a layout that differs from ptxas's by padding, not an area.
+pub(crate) fn smem_spill_bytes(record: &KernelRecord, entry: Option<&PtxEntry>) -> Option<u64> {
+    let entry = entry?;
+    let declared = entry.smem_spilling.as_ref()?.declared_shared_bytes?;
+    let threads = (entry.reqntid.as_ref().or(entry.maxntid.as_ref())).map_or(32, |dimensions| {
+        dimensions.iter().map(|&d| u64::from(d.max(1))).product()
+    });
+    Some(record.static_smem_bytes.saturating_sub(declared)).filter(|&bytes| bytes >= 4 * threads)
 }
 
 /// The kernel a line declares (`.visible .entry k(`, `.weak .entry k`, `.entry k`), if it
@@ -67,8 +92,10 @@ pub fn entry_declared_on(line: &str) -> Option<&str> {
 pub fn parse_ptx_directives(ptx_text: &str) -> Vec<PtxEntry> {
     let text = strip_comments(ptx_text);
     let mut entries = Vec::new();
+    let mut module_shared = ModuleShared::default();
     let mut rest = text.as_str();
     while let Some(at) = find_entry_keyword(rest) {
+        module_shared.read(&rest[..at]);
         rest = &rest[at + ".entry".len()..];
         match entry_header(rest) {
             EntryHeader::Declaration { resume_at } => rest = &rest[resume_at..],
@@ -77,8 +104,14 @@ pub fn parse_ptx_directives(ptx_text: &str) -> Vec<PtxEntry> {
                 directives,
                 body_start,
             } => {
-                entries.push(entry_with_directives(name, directives));
-                rest = skip_body(&rest[body_start..]);
+                let mut entry = entry_with_directives(name, directives);
+                let body = &rest[body_start..];
+                let after = skip_body(body);
+                let shared = read_body(&body[..body.len() - after.len()], &module_shared);
+                (entry.dynamic_shared, entry.smem_spilling) =
+                    (shared.dynamic_shared, shared.smem_spilling);
+                entries.push(entry);
+                rest = after;
             }
             EntryHeader::Unterminated { name, directives } => {
                 entries.push(entry_with_directives(name, directives));
@@ -341,6 +374,42 @@ mod tests {
             vec![".pragma \"nounroll\"".to_string()]
         );
         assert_eq!(entries[3].name, "plain");
+    }
+
+    #[test]
+    fn the_spill_area_is_what_the_kernel_does_not_declare_and_at_least_a_slot_per_thread() {
+        let mut record = KernelRecord::new(
+            "k",
+            None,
+            "sm_90".into(),
+            true,
+            super::super::RecordSource::PtxasLog,
+        );
+        record.static_smem_bytes = 19456;
+        let entry = |declared: Option<u64>, spilling: bool| PtxEntry {
+            maxntid: Some(vec![256, 1, 1]),
+            smem_spilling: spilling.then(|| SmemSpilling::declaring(declared)),
+            ..PtxEntry::default()
+        };
+        assert_eq!(
+            smem_spill_bytes(&record, Some(&entry(Some(4096), true))),
+            Some(15360)
+        );
+        assert_eq!(
+            smem_spill_bytes(&record, Some(&entry(Some(4096), false))),
+            None
+        );
+        assert_eq!(smem_spill_bytes(&record, Some(&entry(None, true))), None);
+        assert_eq!(smem_spill_bytes(&record, None), None);
+        // 1020 bytes over what 256 threads declare: padding, not 4 bytes for each thread.
+        assert_eq!(
+            smem_spill_bytes(&record, Some(&entry(Some(18436), true))),
+            None
+        );
+        assert_eq!(
+            smem_spill_bytes(&record, Some(&entry(Some(18432), true))),
+            Some(1024)
+        );
     }
 
     #[test]

@@ -228,6 +228,10 @@ pub struct KernelRow {
     pub barriers: u32,
     /// Static shared memory per block.
     pub static_smem_bytes: u64,
+    /// Of `static_smem_bytes`, ptxas's register spill area (`enable_smem_spilling`): what the
+    /// kernel does not declare itself; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smem_spill_bytes: Option<u64>,
     /// Stack frame per thread.
     pub stack_frame_bytes: u64,
     /// Register spill stores per thread.

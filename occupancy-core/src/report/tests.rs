@@ -640,6 +640,30 @@ fn readable_names_drop_the_return_type_and_the_parameters() {
     }
 }
 
+/// Rust kernels (Rust-CUDA, rustc's nvptx64) read as the path of their `fn`, whole: a Rust path
+/// has no return type or parameter list, and its spaces are inside `<...>`.
+#[test]
+fn rust_kernels_read_as_the_path_of_their_fn() {
+    for (symbol, readable) in [
+        ("_ZN10my_kernels4gemm17h0123456789abcdefE", "my_kernels::gemm"),
+        ("_RNvCs4fqI2P2rA04_10my_kernels6reduce", "my_kernels::reduce"),
+        (
+            "_ZN59_$LT$nvptx_demo$$Pixel$u20$as$u20$core$$ops$$arith$$Add$GT$3add17h5a1d0c3b7e9f2468E",
+            "<nvptx_demo::Pixel as core::ops::arith::Add>::add",
+        ),
+    ] {
+        let demangled = crate::ptxas::demangle(symbol).unwrap();
+        assert_eq!(readable_kernel_name(&demangled), readable, "{symbol}");
+    }
+    for path in [
+        "my_kernels::scale::<(f32, u8)>",
+        "<impl my_kernels::Tile<4>>::load",
+        "my_kernels::launch::{closure#0}",
+    ] {
+        assert_eq!(readable_kernel_name(path), path);
+    }
+}
+
 proptest::proptest! {
     #[test]
     fn a_readable_name_is_part_of_the_demangled_name(text in ".{0,80}") {

@@ -90,24 +90,50 @@ pub(crate) fn parse_spec(tokens: TokenStream, attribute_span: Span) -> syn::Resu
         ));
         return Err(combine(errors));
     }
-    if spec.family.is_some() && spec.name.is_some() {
-        if let Some(family) = keys
-            .iter()
-            .find(|occurrence| occurrence.key == SpecKey::Key(Key::Family))
-        {
-            errors.push(syn::Error::new(
-                family.start,
-                format!(
-                    "`family` and `name` cannot both be set: `family` declares every kernel matching a pattern, `name` one kernel; keep one (see {})",
-                    SpecKey::Key(Key::Family).docs_link()
-                ),
-            ));
-        }
-    }
+    errors.extend(needs_other_keys(&spec, &keys));
     if !errors.is_empty() {
         return Err(combine(errors));
     }
     Ok(ParsedSpec { spec, keys })
+}
+
+/// The keys that cannot stand alone: `family` with `name`, and every key without a key it
+/// [`needs`](occupancy_model::KeyInfo::needs) (an assumed grid needs `launch`, which says its
+/// blocks must all be resident; a fixed grid needs the `gpus` it is checked on). Each error points
+/// at the key written and says what to add.
+fn needs_other_keys(spec: &KernelSpec, keys: &[KeyOccurrence]) -> Vec<syn::Error> {
+    let mut errors = Vec::new();
+    let mut refuse = |key: Key, message: String| {
+        if let Some(occurrence) = keys
+            .iter()
+            .find(|occurrence| occurrence.key == SpecKey::Key(key))
+        {
+            let link = SpecKey::Key(key).docs_link();
+            errors.push(syn::Error::new(
+                occurrence.start,
+                format!("{message} (see {link})"),
+            ));
+        }
+    };
+    if spec.family.is_some() && spec.name.is_some() {
+        refuse(Key::Family, "`family` and `name` cannot both be set: `family` declares every kernel matching a pattern, `name` one kernel; keep one".to_string());
+    }
+    for key in Key::ALL {
+        let value = spec.value(key);
+        if !value.is_set() {
+            continue;
+        }
+        for need in key.info().needs {
+            if !spec.value(*need).is_set() {
+                let info = need.info();
+                refuse(key, format!(
+                    "`{key} = {value}` needs `{need}`: write e.g. `{need} = {}` ({}; without it, {})",
+                    info.example, info.summary.trim_end_matches('.'), info.when_absent
+                ));
+            }
+        }
+    }
+    errors
 }
 
 fn combine(errors: Vec<syn::Error>) -> syn::Error {
@@ -384,7 +410,13 @@ fn unknown_key(path: &syn::Path, word: &str) -> syn::Error {
         .map(|info| info.name)
         .or_else(|| did_you_mean(word, all_key_words()));
     let docs = super::DOCS_PATH;
-    let message = if let Ok(lint) = word.parse::<LintId>() {
+    let choice_of = KEYS
+        .iter()
+        .find(|info| matches!(info.kind, Kind::Choice { choices } if choices.contains(&word)));
+    let message = if let Some(info) = choice_of {
+        let key = info.name;
+        format!("unknown key `{word}`: did you mean `{key}`? `{word}` is one of its values: write `{key} = \"{word}\"` (see {docs}#{key})")
+    } else if let Ok(lint) = word.parse::<LintId>() {
         format!("`{word}` is a lint, not a key: set its level with `allow({lint})`, `warn({lint})` or `deny({lint})` (see {docs}#lint-levels)")
     } else if word == "forbid" {
         format!("`forbid` is not a lint level here: write `deny(...)`, which fails the build (see {docs}#lint-levels)")
@@ -412,6 +444,7 @@ enum Parsed {
     Fraction(f64),
     Text(String),
     Archs(Vec<String>),
+    Gpus(Vec<String>),
     Cluster(ClusterDim),
     Flag(bool),
 }
@@ -426,6 +459,8 @@ fn parse_value(key: Key, value: &Expr) -> syn::Result<Parsed> {
         Kind::Symbol => Parsed::Text(parse_symbol(value, key)?),
         Kind::Pattern => Parsed::Text(parse_pattern(value, key)?),
         Kind::Archs => Parsed::Archs(parse_archs(value, key)?),
+        Kind::Choice { choices } => Parsed::Text(parse_choice(value, key, choices)?),
+        Kind::Gpus => Parsed::Gpus(parse_gpus(value, key)?),
         Kind::Cluster => Parsed::Cluster(parse_cluster(value, key)?),
         Kind::Flag => Parsed::Flag(parse_flag(value, key)?),
     })
@@ -441,6 +476,7 @@ fn assign(field: ValueMut<'_, Owned>, parsed: Parsed) {
         (ValueMut::Fraction(field), Parsed::Fraction(value)) => *field = Some(value),
         (ValueMut::Text(field), Parsed::Text(text)) => *field = Some(text),
         (ValueMut::Archs(field), Parsed::Archs(archs)) => *field = Some(archs),
+        (ValueMut::Gpus(field), Parsed::Gpus(gpus)) => *field = Some(gpus),
         (ValueMut::Cluster(field), Parsed::Cluster(cluster)) => *field = Some(cluster),
         (ValueMut::Flag(field), Parsed::Flag(flag)) => *field = flag,
         (field, parsed) => {
@@ -489,7 +525,9 @@ fn not_a_literal(expr: &Expr, key: Key, expected: &str) -> syn::Error {
     let found = describe(expr);
     let write = match (key.info().kind, expr) {
         // `name = saxpy`: the symbol was meant, unquoted.
-        (Kind::Symbol, Expr::Path(path)) => format!("`{key} = \"{}\"`", path.to_token_stream()),
+        (Kind::Symbol | Kind::Choice { .. }, Expr::Path(path)) => {
+            format!("`{key} = \"{}\"`", path.to_token_stream())
+        }
         _ => format!("e.g. `{key} = {}`", key.info().example),
     };
     let why = match expr {
@@ -858,45 +896,72 @@ fn parse_pattern(expr: &Expr, key: Key) -> syn::Result<String> {
     Ok(pattern)
 }
 
-fn parse_archs(expr: &Expr, key: Key) -> syn::Result<Vec<String>> {
-    let Expr::Array(array) = expr else {
-        let hint = match expr {
-            Expr::Lit(syn::ExprLit {
-                lit: Lit::Str(text),
-                ..
-            }) => format!("write a list: `{key} = [\"{}\"]`", text.value()),
-            _ => format!("write a list of strings: `{key} = [\"sm_80\", \"sm_90\"]`"),
-        };
-        return Err(error_at(
-            expr,
-            key,
-            format!("`{key}` expects a list, found {}: {hint}", describe(expr)),
-        ));
-    };
-    if array.elems.is_empty() {
-        return Err(error_at(
-            array,
-            key,
-            format!("`{key} = []` would check nothing: name at least one arch, or remove `{key}` to use the crate's list"),
-        ));
-    }
-    let mut archs: Vec<String> = Vec::with_capacity(array.elems.len());
-    let mut seen: Vec<crate::arch::Arch> = Vec::with_capacity(array.elems.len());
-    for element in &array.elems {
-        let Expr::Lit(syn::ExprLit {
-            lit: Lit::Str(text),
-            ..
-        }) = element
-        else {
+/// A key whose value is a non-empty list of strings (`archs`, `gpus`): the list's shape checked
+/// once, each element's meaning left to the caller.
+struct StringList {
+    /// What one element names (`arch`, `GPU`).
+    what: &'static str,
+    /// Two example elements, for the hints.
+    examples: [&'static str; 2],
+    /// What `key = []` means, after the `key = []` (`{key}` is replaced by the key).
+    empty: &'static str,
+}
+
+impl StringList {
+    /// The list's string literals, or an error at what is not one.
+    fn parse<'e>(&self, expr: &'e Expr, key: Key) -> syn::Result<Vec<&'e syn::LitStr>> {
+        let [first, second] = self.examples;
+        let Expr::Array(array) = expr else {
+            let hint = match expr {
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Str(text),
+                    ..
+                }) => format!("write a list: `{key} = [\"{}\"]`", text.value()),
+                _ => format!("write a list of strings: `{key} = [\"{first}\", \"{second}\"]`"),
+            };
             return Err(error_at(
-                element,
+                expr,
                 key,
-                format!(
-                    "each arch is a string, found {}: write e.g. `\"sm_80\"`",
-                    describe(element)
-                ),
+                format!("`{key}` expects a list, found {}: {hint}", describe(expr)),
             ));
         };
+        if array.elems.is_empty() {
+            let meaning = self.empty.replace("{key}", &key.to_string());
+            return Err(error_at(array, key, format!("`{key} = []` {meaning}")));
+        }
+        array
+            .elems
+            .iter()
+            .map(|element| match element {
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Str(text),
+                    ..
+                }) => Ok(text),
+                _ => Err(error_at(
+                    element,
+                    key,
+                    format!(
+                        "each {} is a string, found {}: write e.g. `\"{first}\"`",
+                        self.what,
+                        describe(element)
+                    ),
+                )),
+            })
+            .collect()
+    }
+}
+
+fn parse_archs(expr: &Expr, key: Key) -> syn::Result<Vec<String>> {
+    let list = StringList {
+        what: "arch",
+        examples: ["sm_80", "sm_90"],
+        empty:
+            "would check nothing: name at least one arch, or remove `{key}` to use the crate's list",
+    };
+    let texts = list.parse(expr, key)?;
+    let mut archs: Vec<String> = Vec::with_capacity(texts.len());
+    let mut seen: Vec<crate::arch::Arch> = Vec::with_capacity(texts.len());
+    for text in texts {
         let arch = text.value();
         let parsed = match crate::arch::Arch::parse(&arch) {
             Ok(parsed) => parsed,
@@ -926,4 +991,72 @@ fn parse_archs(expr: &Expr, key: Key) -> syn::Result<Vec<String>> {
         archs.push(arch);
     }
     Ok(archs)
+}
+
+/// A string that is one of `choices`.
+fn parse_choice(expr: &Expr, key: Key, choices: &[&str]) -> syn::Result<String> {
+    let listed = choices
+        .iter()
+        .map(|choice| format!("`{key} = \"{choice}\"`"))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    let Expr::Lit(syn::ExprLit {
+        lit: Lit::Str(text),
+        ..
+    }) = expr
+    else {
+        return Err(not_a_literal(expr, key, "a string"));
+    };
+    let written = text.value();
+    if choices.contains(&written.as_str()) {
+        return Ok(written);
+    }
+    let hint = match did_you_mean(&written, choices.iter().copied()) {
+        Some(choice) => format!("did you mean `{key} = \"{choice}\"`?"),
+        None => format!("write {listed}"),
+    };
+    Err(error_at(
+        text,
+        key,
+        format!("`{key} = \"{written}\"` is not a kind of launch this key knows: {hint}"),
+    ))
+}
+
+/// A list of GPU products by the names of `cargo occupancy arch --gpus`, each once; stored
+/// under the table's own name (`"H100"` is `"h100"`).
+fn parse_gpus(expr: &Expr, key: Key) -> syn::Result<Vec<String>> {
+    let list = StringList {
+        what: "GPU",
+        examples: ["h100", "h20"],
+        empty: "names no GPU: name at least one (`cargo occupancy arch --gpus`), or remove `{key}`",
+    };
+    let texts = list.parse(expr, key)?;
+    let mut gpus: Vec<String> = Vec::with_capacity(texts.len());
+    for text in texts {
+        let name = text.value();
+        let gpu = crate::arch::preset(&name).map_err(|_| {
+            let names = crate::arch::presets().iter().map(|gpu| gpu.name);
+            let hint = match did_you_mean(&name.to_ascii_lowercase(), names.clone()) {
+                Some(suggestion) => format!("did you mean \"{suggestion}\"?"),
+                None => format!("known: {}", names.collect::<Vec<_>>().join(", ")),
+            };
+            error_at(
+                text,
+                key,
+                format!("unknown GPU \"{name}\": {hint} (the table, with each GPU's SM count and its source: `cargo occupancy arch --gpus`)"),
+            )
+        })?;
+        if gpus.iter().any(|earlier| earlier == gpu.name) {
+            return Err(error_at(
+                text,
+                key,
+                format!(
+                    "\"{name}\" names the `{}` already listed in `{key}`: remove one",
+                    gpu.name
+                ),
+            ));
+        }
+        gpus.push(gpu.name.to_string());
+    }
+    Ok(gpus)
 }

@@ -2,6 +2,7 @@ use proc_macro2::TokenStream;
 use proptest::prelude::*;
 
 use super::*;
+use occupancy_model::ExampleArguments;
 
 fn parse(text: &str) -> syn::Result<KernelSpec> {
     crate::spec::parse_args(text.parse::<TokenStream>().expect("test input tokenizes"))
@@ -330,6 +331,7 @@ enum ArbitraryValue {
     Fraction(Option<f64>),
     Text(Option<String>),
     Archs(Option<Vec<String>>),
+    Gpus(Option<Vec<String>>),
     Cluster(Option<occupancy_model::ClusterDim>),
     Flag(bool),
 }
@@ -362,6 +364,22 @@ fn arb_value(kind: Kind) -> BoxedStrategy<ArbitraryValue> {
                 }))
             })
             .boxed(),
+        Kind::Choice { choices } => {
+            proptest::option::of(proptest::sample::select(choices.to_vec()))
+                .prop_map(|choice| ArbitraryValue::Text(choice.map(str::to_string)))
+                .boxed()
+        }
+        Kind::Gpus => {
+            let names: Vec<&'static str> =
+                crate::arch::presets().iter().map(|gpu| gpu.name).collect();
+            proptest::option::of(proptest::sample::subsequence(names, 1..4))
+                .prop_map(|gpus| {
+                    ArbitraryValue::Gpus(
+                        gpus.map(|gpus| gpus.into_iter().map(str::to_string).collect()),
+                    )
+                })
+                .boxed()
+        }
         Kind::Cluster => proptest::option::of((1u32..=4, 1u32..=2, 1u32..=2))
             .prop_map(|dims| {
                 ArbitraryValue::Cluster(
@@ -384,9 +402,23 @@ fn set(field: ValueMut<'_, Owned>, value: ArbitraryValue) {
         (ValueMut::Fraction(field), ArbitraryValue::Fraction(value)) => *field = value,
         (ValueMut::Text(field), ArbitraryValue::Text(text)) => *field = text,
         (ValueMut::Archs(field), ArbitraryValue::Archs(archs)) => *field = archs,
+        (ValueMut::Gpus(field), ArbitraryValue::Gpus(gpus)) => *field = gpus,
         (ValueMut::Cluster(field), ArbitraryValue::Cluster(cluster)) => *field = cluster,
         (ValueMut::Flag(field), ArbitraryValue::Flag(flag)) => *field = flag,
         (field, value) => unreachable!("{field:?} holds no {value:?}"),
+    }
+}
+
+/// Leaves a key without a default unset (one with a default at it): as if it were not written.
+fn clear(field: ValueMut<'_, Owned>) {
+    match field {
+        ValueMut::OptionalInteger(field) => *field = None,
+        ValueMut::Fraction(field) => *field = None,
+        ValueMut::Text(field) => *field = None,
+        ValueMut::Archs(field) | ValueMut::Gpus(field) => *field = None,
+        ValueMut::Cluster(field) => *field = None,
+        ValueMut::Flag(field) => *field = false,
+        ValueMut::Block(_) | ValueMut::Integer(_) => {}
     }
 }
 
@@ -406,6 +438,17 @@ fn arb_spec() -> impl Strategy<Value = KernelSpec> {
         let mut spec = KernelSpec::with_block(BlockDim::linear(1));
         for (key, value) in Key::ALL.into_iter().zip(values) {
             set(spec.value_mut(key), value);
+        }
+        // A key without a key it needs is refused (an assumed grid needs `launch`): drop it.
+        for key in Key::ALL {
+            if key
+                .info()
+                .needs
+                .iter()
+                .any(|need| !spec.value(*need).is_set())
+            {
+                clear(spec.value_mut(key));
+            }
         }
         spec.lint_levels = lints
             .iter()
@@ -770,10 +813,7 @@ fn spec_keys_keep_their_json_form() {
 #[test]
 fn every_declared_key_is_read_by_the_grammar() {
     for info in &KEYS {
-        let text = match info.key {
-            Key::Block => format!("block = {}", info.example),
-            _ => format!("block = 32, {} = {}", info.name, info.example),
-        };
+        let text = ExampleArguments(info.key).to_string();
         let spec = parse(&text).unwrap_or_else(|error| panic!("`{text}`: {error}"));
         let value = spec.value(info.key);
         assert_eq!(value.to_string(), info.example, "{}", info.name);
@@ -786,5 +826,66 @@ fn every_declared_key_is_read_by_the_grammar() {
                 "{alias}: {message}"
             );
         }
+    }
+}
+
+/// The launch keys of a persistent or cooperative kernel: the grid it assumes needs `launch`,
+/// a fixed grid needs the `gpus` it is checked on, GPUs are the table's, and the kind of launch is
+/// one of two words.
+#[test]
+fn launch_keys_name_what_to_add() {
+    let spec = parse(
+        r#"block = 256, launch = "persistent", grid_blocks_per_sm = 2, grid_blocks = 264, gpus = ["H100", "h20", "rtx_pro_6000"]"#,
+    )
+    .unwrap();
+    assert_eq!(spec.launch.as_deref(), Some("persistent"));
+    assert_eq!(
+        (spec.grid_blocks_per_sm, spec.grid_blocks),
+        (Some(2), Some(264))
+    );
+    assert_eq!(
+        spec.gpus.as_deref(),
+        Some(&["h100".to_string(), "h20".into(), "rtx-pro-6000".into()][..]),
+        "stored under the table's names"
+    );
+    assert_eq!(
+        spec.to_string(),
+        r#"block = 256, launch = "persistent", grid_blocks_per_sm = 2, grid_blocks = 264, gpus = ["h100", "h20", "rtx-pro-6000"]"#
+    );
+    let cases = [
+        (
+            "block = 256, grid_blocks_per_sm = 2",
+            "`grid_blocks_per_sm = 2` needs `launch`: write e.g. `launch = \"cooperative\"` (Every block of the grid is resident at once",
+        ),
+        (
+            "block = 256, launch = \"cooperative\", grid_blocks = 132",
+            "`grid_blocks = 132` needs `gpus`: write e.g. `gpus = [\"h100\", \"h20\"]`",
+        ),
+        (
+            "block = 256, launch = \"cooperatve\"",
+            "`launch = \"cooperatve\"` is not a kind of launch this key knows: did you mean `launch = \"cooperative\"`?",
+        ),
+        (
+            "block = 256, launch = persistent",
+            "write `launch = \"persistent\"`",
+        ),
+        (
+            "block = 256, cooperative",
+            "unknown key `cooperative`: did you mean `launch`? `cooperative` is one of its values: write `launch = \"cooperative\"`",
+        ),
+        ("block = 256, gpus = [\"h900\"]", "unknown GPU \"h900\": did you mean \"h100\"?"),
+        (
+            "block = 256, gpus = [\"h100\", \"H100\"]",
+            "\"H100\" names the `h100` already listed in `gpus`: remove one",
+        ),
+        ("block = 256, gpus = []", "`gpus = []` names no GPU"),
+        ("block = 256, gpus = \"h100\"", "write a list: `gpus = [\"h100\"]`"),
+    ];
+    for (text, expected) in cases {
+        let message = error(text);
+        assert!(
+            message.contains(expected),
+            "`{text}`:\n{message}\nexpected: {expected}"
+        );
     }
 }

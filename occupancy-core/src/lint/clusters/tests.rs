@@ -120,7 +120,8 @@ fn the_compiled_cluster_is_checked_when_none_is_declared() {
 #[test]
 fn fewer_active_clusters_than_declared_names_each_gpu() {
     // 227 KiB of dynamic shared memory: 1 block per SM. Clusters of 16 on sm_90: 7 on the
-    // H100 SXM and the H200 (exact), at most 7 on the H100 PCIe (114 SMs, a bound).
+    // H100 SXM and the H200 (exact), at most 7 on the H100 PCIe (114 SMs, a bound), at most 4 on
+    // the H20 (78 SMs); the GH200 and H800 (132 SMs, layouts not recorded) may hold 8.
     let persistent = spec(Some(ClusterDim::new(16, 1, 1)), |spec| {
         spec.non_portable_cluster = true;
         spec.dynamic_smem_bytes = 227 * 1024;
@@ -131,7 +132,7 @@ fn fewer_active_clusters_than_declared_names_each_gpu() {
         .iter()
         .map(|finding| finding.message.as_str())
         .collect();
-    assert_eq!(found.len(), 3, "{messages:#?}");
+    assert_eq!(found.len(), 4, "{messages:#?}");
     assert!(found
         .iter()
         .all(|finding| finding.lint == LintId::LowClusterOccupancy));
@@ -146,12 +147,24 @@ fn fewer_active_clusters_than_declared_names_each_gpu() {
         messages[1]
     );
     assert!(
+        messages[3].contains("keeps at most 4 clusters of 16 blocks resident on the H20"),
+        "{}",
+        messages[3]
+    );
+    assert!(
         found[0].notes[0].contains("GPC layout recorded"),
         "{:?}",
         found[0].notes
     );
-    let enough = KernelSpec {
+    let enough_but_on_the_h20 = KernelSpec {
         min_active_clusters: Some(7),
+        ..persistent.clone()
+    };
+    let found = findings("sm_90", &enough_but_on_the_h20, None);
+    assert_eq!(found.len(), 1);
+    assert!(found[0].message.contains("on the H20"), "{}", found[0].message);
+    let enough = KernelSpec {
+        min_active_clusters: Some(4),
         ..persistent.clone()
     };
     assert_eq!(findings("sm_90", &enough, None), []);

@@ -658,6 +658,17 @@ fn every_launch_check_reports_its_own_lint() {
             ptx: Some(bounds_ptx(1024, 4)),
             spec: with(256, |_| {}),
         },
+        // ptxas's 19456 bytes of static shared memory under `enable_smem_spilling`, none of
+        // them declared by the kernel: a spill area.
+        Scenario {
+            log: no_spills.replace("used 1 barriers", "used 1 barriers, 19456 bytes smem"),
+            local_memory_bytes: None,
+            ptx: Some(PtxEntry {
+                smem_spilling: Some(crate::ptxas::SmemSpilling::declaring(Some(0))),
+                ..PtxEntry::default()
+            }),
+            spec: with(256, |_| {}),
+        },
         // A cluster of 16 without the opt-in; a cluster of 2 with more active clusters asked
         // for than an H100 holds.
         Scenario {
@@ -697,8 +708,9 @@ fn only_the_lints_declared_for_undeclared_kernels_check_them() {
         .filter(|lint| lint.check.checks_undeclared())
         .map(|lint| lint.id)
         .collect();
-    // The hard failures: spills (and a spill in a loop), an unlaunchable launch, a stack frame,
-    // a dropped `setmaxnreg`, a minimum blocks per SM that cannot take effect.
+    // The hard failures: spills (and a spill in a loop, or to shared memory), an unlaunchable
+    // launch, a stack frame, a dropped `setmaxnreg`, a minimum blocks per SM that cannot take
+    // effect.
     assert_eq!(
         undeclared,
         [
@@ -707,7 +719,8 @@ fn only_the_lints_declared_for_undeclared_kernels_check_them() {
             LintId::StackFrame,
             LintId::SpillInLoop,
             LintId::SetmaxnregIgnored,
-            LintId::UnreachableBound
+            LintId::UnreachableBound,
+            LintId::SmemSpill
         ]
     );
 }
