@@ -162,7 +162,11 @@ fn fewer_active_clusters_than_declared_names_each_gpu() {
     };
     let found = findings("sm_90", &enough_but_on_the_h20, None);
     assert_eq!(found.len(), 1);
-    assert!(found[0].message.contains("on the H20"), "{}", found[0].message);
+    assert!(
+        found[0].message.contains("on the H20"),
+        "{}",
+        found[0].message
+    );
     let enough = KernelSpec {
         min_active_clusters: Some(4),
         ..persistent.clone()
