@@ -34,6 +34,7 @@ mod key;
 mod run;
 pub(crate) mod settings;
 mod smem_spilling;
+mod steps;
 pub(crate) mod two_step;
 
 pub use compiled::{CompiledSource, Program};

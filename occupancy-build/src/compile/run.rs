@@ -91,29 +91,17 @@ pub(crate) fn run_nvcc_commands(
 ) -> Result<(String, Option<String>), Error> {
     let mut compiler_log = String::new();
     let mut wrapper_failure = None;
-    let timeouts = &settings.toolchain.timeouts;
-    let run = |mut command: std::process::Command| {
-        let rendered = render_command(&command);
-        run_bounded(&mut command, timeouts, ToolKind::Work).map(|output| (output, rendered))
-    };
     for args in commands {
-        let mut command = settings.toolchain.command();
-        let threads = parallel_archs(settings, args, lender);
-        if threads.count() > 0 {
-            // Each arch's ptxas in a thread of its own, on slots idle right now; nvcc prints
-            // each arch's report whole, one arch after another.
-            command.arg(format!("--threads={}", threads.count() + 1));
-        }
-        command.args(args);
-        let (mut output, mut rendered) = run(command)?;
-        drop(threads);
-        // A compiler cache must not be able to fail a build that nvcc passes: sccache 0.16, for
-        // one, drops all but one ptxas step of `-arch=compute_X -code=sm_A,sm_B` and then fails
-        // in fatbinary. Rerun such a compile with nvcc alone; its report is then nvcc's own.
+        let (mut output, mut rendered) = run_command(settings, args, lender)?;
+        // A compiler cache must not be able to fail a build that nvcc passes (sccache 0.16, run
+        // as one nvcc command, fails several forms: crate::compile::steps). Rerun such a compile
+        // with nvcc alone; its report is then nvcc's own.
         if !output.status.success() && settings.toolchain.wrapper.is_some() {
             let mut direct = settings.toolchain.command_without_wrapper();
             direct.args(args);
-            let (direct_output, direct_rendered) = run(direct)?;
+            let direct_rendered = render_command(&direct);
+            let direct_output =
+                run_bounded(&mut direct, &settings.toolchain.timeouts, ToolKind::Work)?;
             if direct_output.status.success() {
                 wrapper_failure = Some(format!(
                     "{}{}",
@@ -138,6 +126,31 @@ pub(crate) fn run_nvcc_commands(
         compiler_log.push_str(&stderr);
     }
     Ok((compiler_log, wrapper_failure))
+}
+
+/// Runs one nvcc command: under sccache as nvcc's steps, each compiler through the cache
+/// (`crate::compile::steps`), else as one command (through any other wrapper); returns its
+/// output and command line.
+fn run_command(
+    settings: &CompileSettings,
+    args: &[OsString],
+    lender: &Lender<'_>,
+) -> Result<(std::process::Output, String), Error> {
+    if let Some(steps) = super::steps::plan(settings, args) {
+        return steps.run(&settings.toolchain);
+    }
+    let mut command = settings.toolchain.command();
+    let threads = parallel_archs(settings, args, lender);
+    if threads.count() > 0 {
+        // Each arch's ptxas in a thread of its own, on slots idle right now; nvcc prints each
+        // arch's report whole, one arch after another.
+        command.arg(format!("--threads={}", threads.count() + 1));
+    }
+    command.args(args);
+    let rendered = render_command(&command);
+    let output = run_bounded(&mut command, &settings.toolchain.timeouts, ToolKind::Work)?;
+    drop(threads);
+    Ok((output, rendered))
 }
 
 /// The idle slots a command may use to assemble its archs in parallel (nvcc `--threads`): one
