@@ -184,6 +184,14 @@ impl Stats {
     pub fn misses(&self, kind: &str) -> u64 {
         self.count("cache_misses", kind)
     }
+    /// Every kind's `cache_hits` (`{"PTX": 1, "CUBIN": 2}`; kinds without one are absent).
+    pub fn hits_by_kind(&self) -> serde_json::Value {
+        self.0["cache_hits"]["counts"].clone()
+    }
+    /// Every kind's `cache_misses`.
+    pub fn misses_by_kind(&self) -> serde_json::Value {
+        self.0["cache_misses"]["counts"].clone()
+    }
     /// Compiles that ran on a build server of sccache-dist, by server address.
     pub fn dist_compiles(&self) -> serde_json::Value {
         self.0["dist_compiles"].clone()

@@ -1,5 +1,7 @@
 //! Running nvcc for one source: its commands in order (each arch assembled in parallel on
-//! idle job slots), a compiler cache's failure retried without it, and the files nvcc kept.
+//! idle job slots; under sccache, nvcc's steps one by one through the cache,
+//! `crate::compile::steps`), a compiler cache's failure retried without it, and the files nvcc
+//! kept.
 
 use super::commands::nvcc_args;
 use super::settings::{absolute, file_stem, CompileSettings, Product};
@@ -68,10 +70,13 @@ fn run_in_order(
     let stem = file_stem(source);
     if two_steps {
         // cicc, the strip, then ptxas on the stripped PTX (crate::compile::two_step).
-        let (mut log, _) = run_nvcc_commands(settings, source, &commands[..1], lender)?;
+        let (mut log, cicc_failure) = run_nvcc_commands(settings, source, &commands[..1], lender)?;
         crate::compile::two_step::strip(source, work, &stem)?;
-        log.push_str(&run_nvcc_commands(settings, source, &commands[1..], lender)?.0);
-        Ok((log, None))
+        let (ptxas_log, ptxas_failure) =
+            run_nvcc_commands(settings, source, &commands[1..], lender)?;
+        log.push_str(&ptxas_log);
+        let failures: Vec<String> = cicc_failure.into_iter().chain(ptxas_failure).collect();
+        Ok((log, (!failures.is_empty()).then(|| failures.concat())))
     } else {
         let output = run_nvcc_commands(settings, source, &commands, lender)?;
         if crate::compile::two_step::strips(settings, kind) {
