@@ -63,6 +63,90 @@ fn calc_table_with_gpu_shared_memory_and_launch_bounds() {
     insta::assert_snapshot!("calc_h100_smem_bound", stdout(&output));
 }
 
+/// `--cluster` on a GPU whose GPC layout was recorded: the driver's answer (tests/fixtures/gpu/
+/// clusters, replayed in full by cluster_replay.rs); elsewhere an upper bound, or why none runs.
+#[test]
+fn calc_cluster_counts_clusters_on_a_named_gpu() {
+    let table = run(&[
+        "calc",
+        "--gpu",
+        "h100-sxm",
+        "--block",
+        "128",
+        "--registers",
+        "32",
+        "--cluster",
+        "4x4",
+        "--non-portable-cluster",
+    ]);
+    assert_eq!(table.status.code(), Some(0), "{}", stderr(&table));
+    insta::assert_snapshot!("calc_h100_cluster_16", stdout(&table));
+
+    let answer = json(&run(&[
+        "calc",
+        "--gpu",
+        "h100",
+        "--block",
+        "256",
+        "--registers",
+        "64",
+        "--cluster",
+        "2",
+        "--json",
+    ]));
+    assert_eq!(answer["blocks_per_sm"], 4);
+    assert_eq!(answer["cluster"]["max_active_clusters"], 264);
+    assert_eq!(answer["cluster"]["exact"], true);
+
+    let refused = json(&run(&[
+        "calc",
+        "--gpu",
+        "h100",
+        "--block",
+        "128",
+        "--cluster",
+        "9",
+        "--json",
+    ]));
+    assert_eq!(refused["cluster"]["max_active_clusters"], 0);
+    assert_eq!(refused["cluster"]["problem"]["kind"], "needs_non_portable");
+
+    let bound = json(&run(&[
+        "calc",
+        "--gpu",
+        "b200",
+        "--block",
+        "128",
+        "--cluster",
+        "8",
+        "--json",
+    ]));
+    assert_eq!(bound["cluster"]["exact"], false);
+    assert_eq!(bound["cluster"]["max_active_clusters"], 148);
+
+    let no_gpu = run(&[
+        "calc",
+        "--arch",
+        "sm_90",
+        "--block",
+        "128",
+        "--cluster",
+        "2",
+    ]);
+    assert_eq!(no_gpu.status.code(), Some(2));
+    assert!(stderr(&no_gpu).contains("--gpu"), "{}", stderr(&no_gpu));
+    let zero = run(&[
+        "calc",
+        "--gpu",
+        "h100",
+        "--block",
+        "128",
+        "--cluster",
+        "2x0",
+    ]);
+    assert_eq!(zero.status.code(), Some(2));
+}
+
 #[test]
 fn calc_json_in_both_invocation_forms() {
     let args = [

@@ -446,6 +446,29 @@ fn launch_bounds_from_the_ptx_set_the_evaluated_block() {
     );
     assert_eq!(row("bound_cluster_rank").block, 128);
     assert_eq!(row("bound_threads").block, 256);
+    // `__cluster_dims__(2, 1, 1)`: the row carries the compiled cluster and, per sm_90 GPU, the
+    // clusters resident at once: the H100 SXM's and H200's recorded layouts (exact), the other
+    // sm_90 products' SM counts (bounds: the H100 PCIe's 114, the H20's 78). 256 threads, 8
+    // blocks per SM: 528 clusters of 2 on 132 SMs.
+    let cluster = row("fixed_cluster");
+    assert_eq!(cluster.cluster, Some([2, 1, 1]));
+    let counts: Vec<(&str, u32, bool)> = cluster
+        .clusters
+        .iter()
+        .map(|gpu| (gpu.gpu.as_str(), gpu.max_active_clusters, gpu.exact))
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            ("h100", 528, true),
+            ("h100-pcie", 456, false),
+            ("h200", 528, true),
+            ("gh200", 528, false),
+            ("h800", 528, false),
+            ("h20", 312, false)
+        ]
+    );
+    assert!(row("bound_threads").clusters.is_empty());
 }
 
 /// The six architectures of issue #26's launch bounds, compiled in one `check`.

@@ -372,3 +372,68 @@ fn libraries_of_two_sources_of_one_name_give_the_kernels_of_both() {
         }
     }
 }
+
+/// A kernel's compiled `__cluster_dims__` is read from the PTX of a source and from a cubin
+/// (`EIATTR_CTA_PER_CLUSTER`) alike: the rows carry the cluster and the clusters resident on each
+/// sm_90 GPU, and a cluster of 16 blocks is `cluster_unlaunchable` (`check` cannot see the
+/// host's non-portable opt-in).
+#[test]
+fn compiled_clusters_are_read_from_sources_and_cubins() {
+    let dir = work_dir("check-binary", "clusters");
+    let source = repo_root().join("cargo-occupancy/tests/fixtures/clusters.cu");
+    let cubin = dir.join("clusters.cubin");
+    run_tool(
+        Command::new(nvcc())
+            .args(["-cubin", "-arch=sm_90", "-o"])
+            .arg(&cubin)
+            .arg(&source),
+    );
+    for input in [source, cubin] {
+        let output = binary()
+            .args(["occupancy", "check"])
+            .arg(&input)
+            .args(["--arch", "sm_90", "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+        let row = |name: &str| {
+            report["kernels"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|row| row["name"] == name)
+                .unwrap_or_else(|| panic!("{name} in {}", input.display()))
+                .clone()
+        };
+        assert_eq!(
+            row("wide_cluster")["cluster"],
+            serde_json::json!([16, 1, 1])
+        );
+        let tile = row("tile_cluster");
+        assert_eq!(tile["cluster"], serde_json::json!([4, 2, 1]));
+        // 256 threads of 8 warps: 8 blocks per SM; 8 blocks per cluster on the H100 SXM's
+        // recorded layout: 124 clusters (its four 2-SM groups hold none).
+        assert_eq!(tile["clusters"][0]["gpu"], "h100");
+        assert_eq!(tile["clusters"][0]["max_active_clusters"], 124);
+        assert_eq!(tile["clusters"][0]["exact"], true);
+        let lints: Vec<(&str, &str)> = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|finding| finding["lint"].as_str().unwrap().contains("cluster"))
+            .map(|finding| {
+                (
+                    finding["lint"].as_str().unwrap(),
+                    finding["kernel"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            lints,
+            [("cluster_unlaunchable", "wide_cluster")],
+            "{}",
+            input.display()
+        );
+    }
+}

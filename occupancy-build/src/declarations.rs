@@ -185,7 +185,8 @@ pub(crate) fn write_bounds_header_at(
          //   OCCUPANCY_BLOCK_THREADS_K        threads per block of the declared launch\n\
          //   OCCUPANCY_MIN_BLOCKS_PER_SM_K    min_blocks_per_sm (when declared)\n\
          //   OCCUPANCY_LAUNCH_BOUNDS_K        the arguments of __launch_bounds__(...)\n\
-         //   OCCUPANCY_BOUNDS_K               __launch_bounds__(...) and __maxnreg__(...) as declared\n\
+         //   OCCUPANCY_BOUNDS_K               __launch_bounds__(...) or __maxnreg__(...) as declared\n\
+         //   (a bound written \"auto\": the build's choice per target arch, under __CUDA_ARCH__)\n\
          #pragma once\n",
     );
     header.push_str(

@@ -12,7 +12,9 @@
 //! **Verified, or not used.** ptxas compiles each function of a module on its own, so a kernel
 //! with its callees assembles to the same code alone as among the others; this is checked every
 //! time: ptxas's report of each kept kernel in the subset compile must equal the build's
-//! (registers, barriers, stack frame, spill stores and loads, static shared memory). When one
+//! (registers, barriers, stack frame, spill stores and loads, static shared memory; where the
+//! build's report is silent, as behind a compiler cache that replays no compiler output, ptxas's
+//! report of the shipped PTX the binary was assembled from, assembled again). When one
 //! differs, or the module cannot be cut (`subset_ptx` refuses it) or the subset does not
 //! compile, that arch's cubin is assembled from the whole `-lineinfo` PTX instead (correct,
 //! slower), and checked the same way; a difference there fails the build, naming the source:
@@ -170,14 +172,15 @@ impl ArchJob<'_> {
     ) -> Result<(String, PathBuf), Error> {
         let stem = file_stem(&self.source.source);
         let cubin = self.work.join(format!("{stem}.{arch}.cubin"));
+        let built = self.built_on(arch, kernels)?;
         if let Some(subset) = subset {
-            let log = self.compile(arch, subset, &cubin).ok();
-            if log.is_some_and(|log| self.agrees(&log, arch, kernels).is_ok()) {
+            let log = self.compile(arch, subset, &cubin, true).ok();
+            if log.is_some_and(|log| agrees(&built, &log, arch, kernels).is_ok()) {
                 return Ok((arch.to_owned(), cubin));
             }
         }
-        let log = self.compile(arch, self.whole, &cubin)?;
-        self.agrees(&log, arch, kernels)
+        let log = self.compile(arch, self.whole, &cubin, true)?;
+        agrees(&built, &log, arch, kernels)
             .map_err(|message| Error::UnreadableOutput {
                 file: self.source.source.clone(),
                 message: format!(
@@ -188,18 +191,44 @@ impl ArchJob<'_> {
         Ok((arch.to_owned(), cubin))
     }
 
-    /// `nvcc -cubin -arch=<arch> -lineinfo -Xptxas -v [user args] -o <cubin> <ptx>`: ptxas's
-    /// report. Not through the compiler cache: sccache refuses a `.ptx` input.
-    fn compile(&self, arch: &str, ptx: &Path, cubin: &Path) -> Result<String, Error> {
+    /// The build's report of `kernels` on `arch`. Where it is silent (a compiler cache or
+    /// wrapper that replays no compiler output: the build read those facts from its binary),
+    /// ptxas's report of the PTX that binary was assembled from, the shipped PTX, assembled again
+    /// here without the cache (once per arch, only then).
+    fn built_on(
+        &self,
+        arch: &str,
+        kernels: &BTreeSet<String>,
+    ) -> Result<std::borrow::Cow<'_, Reported>, Error> {
+        let silent = kernels
+            .iter()
+            .any(|kernel| !self.built.contains_key(&(kernel.clone(), arch.to_owned())));
+        if !silent {
+            return Ok(std::borrow::Cow::Borrowed(self.built));
+        }
+        let stem = file_stem(&self.source.source);
+        let cubin = self.work.join(format!("{stem}.{arch}.shipped.cubin"));
+        let log = self.compile(arch, &self.source.ptx, &cubin, false)?;
+        let mut built = self.built.clone();
+        for (key, resources) in reported(&log).map_err(|message| Error::UnreadableOutput {
+            file: self.source.source.clone(),
+            message: format!("ptxas's report of the shipped PTX: {message}"),
+        })? {
+            built.entry(key).or_insert(resources);
+        }
+        Ok(std::borrow::Cow::Owned(built))
+    }
+
+    /// `nvcc -cubin -arch=<arch> [-lineinfo] -Xptxas -v [user args] -o <cubin> <ptx>`: ptxas's
+    /// report. Not through the compiler cache: ptxas's report must be this run's.
+    fn compile(&self, arch: &str, ptx: &Path, cubin: &Path, lines: bool) -> Result<String, Error> {
         let mut command = self.compiler.toolchain.command_without_wrapper();
+        command.args(["-cubin", &format!("-arch={arch}")]);
+        if lines {
+            command.arg("-lineinfo");
+        }
         command
-            .args([
-                "-cubin",
-                &format!("-arch={arch}"),
-                "-lineinfo",
-                "-Xptxas",
-                "-v",
-            ])
+            .args(["-Xptxas", "-v"])
             .arg("-o")
             .arg(cubin)
             .args(&self.compiler.user_args)
@@ -220,21 +249,26 @@ impl ArchJob<'_> {
         }
         Ok(format!("{stdout}{stderr}"))
     }
+}
 
-    /// Whether `log` reports for each of `kernels` on `arch` what the build's report does.
-    fn agrees(&self, log: &str, arch: &str, kernels: &BTreeSet<String>) -> Result<(), String> {
-        let ours = reported(log)?;
-        for kernel in kernels {
-            let key = (kernel.clone(), arch.to_owned());
-            let (expected, found) = (self.built.get(&key), ours.get(&key));
-            if expected != found {
-                return Err(format!(
-                    "ptxas reported {found:?} for kernel `{kernel}`, the build {expected:?}"
-                ));
-            }
+/// Whether `log` reports for each of `kernels` on `arch` what the build's report (`built`) does.
+fn agrees(
+    built: &Reported,
+    log: &str,
+    arch: &str,
+    kernels: &BTreeSet<String>,
+) -> Result<(), String> {
+    let ours = reported(log)?;
+    for kernel in kernels {
+        let key = (kernel.clone(), arch.to_owned());
+        let (expected, found) = (built.get(&key), ours.get(&key));
+        if expected != found {
+            return Err(format!(
+                "ptxas reported {found:?} for kernel `{kernel}`, the build {expected:?}"
+            ));
         }
-        Ok(())
     }
+    Ok(())
 }
 
 /// The kernels' resources in a ptxas report (none when it has no kernel).

@@ -194,6 +194,13 @@ pub(crate) fn kernel_rows<'a>(
             row.declaration = Some(declarations.location(declared));
             row.rust_name = Some(declared.kernel.rust_name.clone());
         }
+        if let Some(spec) = spec {
+            if let Some(cluster) = spec.cluster {
+                row.cluster = Some([cluster.x, cluster.y, cluster.z]);
+            }
+            row.non_portable_cluster = spec.non_portable_cluster;
+            row.compute_clusters(facts);
+        }
         rows.push((facts, record, row));
     }
     Ok(rows)

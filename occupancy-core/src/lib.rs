@@ -11,7 +11,8 @@
 //!
 //! - [`arch::ArchFacts`]: one compute capability's limits (warps, registers, shared memory per SM
 //!   and per block, allocation units); looked up by any spelling with [`arch::lookup`].
-//! - [`arch::GpuPreset`]: a GPU product (`h100`): its arch and SM count.
+//! - [`arch::GpuPreset`]: a GPU product (`h100`): its arch, SM count and, where recorded, the
+//!   SM groups a thread-block cluster may span (its GPCs, as the cluster scheduler sees them).
 //! - [`ptxas::KernelRecord`]: what ptxas reported for one function on one arch (registers,
 //!   barriers, stack, spills, static shared memory, the log line).
 //! - [`ptxas::PtxEntry`]: one `.entry` of a PTX file with its compiled launch bounds
@@ -37,6 +38,8 @@
 //!   per-resource [`calc::BlockLimits`], [`calc::Headroom`].
 //! - [`calc::Limiter`]: one resource that can bind (warps, blocks, registers, shared memory,
 //!   barriers, launch bounds).
+//! - [`calc::clusters::ClusterOccupancy`]: clusters of one launch resident at once on one GPU
+//!   (also `report::RowClusters`, the report's, one per GPU of a row's arch).
 //! - [`calc::Headroom`]: the calculator's distance to the next cliff (also `report::Headroom`, the
 //!   report's, `None` where the resource never binds).
 //! - [`lint::LintId`]: one lint (`spills`, `low_occupancy`, ...); [`lint::Level`]: allow, warn or
@@ -69,8 +72,9 @@
 //!   [`calc::blocks_per_sm`], [`calc::warps_per_block`], [`calc::registers_per_warp`],
 //!   [`calc::smem_limit_per_block`], [`calc::available_dynamic_smem_per_block`],
 //!   [`calc::resolved_max_dynamic_smem`], [`calc::headroom`],
-//!   [`calc::max_potential_block_size`], [`calc::write_zero_block_reason`]), their types, and
-//!   [`calc::sweep`] (many launches at once).
+//!   [`calc::max_potential_block_size`], [`calc::write_zero_block_reason`]), their types,
+//!   [`calc::sweep`] (many launches at once) and [`calc::clusters`] (thread-block clusters
+//!   resident at once on a named GPU, [`calc::clusters::max_active_clusters`]).
 //! - [`facts`]: the facts file the build writes for the `#[occupancy::kernel]` macro.
 //! - [`lint`]: the lint ids, levels and declarations ([`lint::LintId`], [`lint::Level`],
 //!   [`lint::Lint`], [`lint::Check`]), `docs/lints.md` ([`lint::render_lints_markdown`]), name

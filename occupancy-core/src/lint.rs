@@ -15,7 +15,7 @@
 //! 4. the default ([`LintId::default_level`]).
 //!
 //! The checks live beside this file: [`evaluate`] runs them and levels their findings;
-//! `launch`, `bounds` and `cliff` check a launch on an architecture, `kernels`, `baseline` and
+//! `launch`, `bounds`, `cliff` and `clusters` check a launch on an architecture, `kernels`, `baseline` and
 //! `expectation` make the findings the build decides on, and `sass` checks the machine code
 //! ([`crate::sass`]'s facts).
 
@@ -25,6 +25,7 @@ mod registry;
 mod baseline;
 mod bounds;
 mod cliff;
+mod clusters;
 mod docs;
 pub mod evaluate;
 mod expectation;
@@ -263,6 +264,24 @@ declare_lints! {
         fix: "Size the grid from the compiled facts and the device (`persistent_grid_on(&ctx)` on the kernel's const, `occupancy::facts::<kernel>::persistent_grid(arch, sms)` from `occupancy_facts.h`, or `cudaOccupancyMaxActiveBlocksPerMultiprocessor` x `multiProcessorCount`); lower `grid_blocks_per_sm` or `grid_blocks` to the number the finding names; or make more blocks fit (fewer registers, less shared memory).",
         check: Check::Kernel { run: grid::grid_exceeds_resident, undeclared: false },
     }
+    ClusterUnlaunchable {
+        default_level: Deny,
+        summary: "The launch's thread-block cluster (the declared `cluster`, else the compiled `__cluster_dims__`) cannot start: clusters do not exist on the architecture (before sm_90), it has more than 8 blocks without `non_portable_cluster = true`, more than 16, a declared shape other than the compiled one, or more blocks than SMs in every GPC of a GPU whose GPC layout is recorded.",
+        phrase: ("has a cluster that cannot launch", "have clusters that cannot launch"),
+        why_bad: "No occupancy header covers clusters, so these launches compile and fail at run time: `cudaErrorInvalidClusterSize` for a size above 8 without `cudaFuncAttributeNonPortableClusterSizeAllowed` (cupy#8778) or a shape other than the compiled `__cluster_dims__`, and no cluster can be placed when a GPU has no GPC with enough SMs.",
+        example: "`#[occupancy::kernel(block = 128, cluster = (16, 1, 1))]` on sm_90: 16 blocks per cluster need the non-portable opt-in; the driver refuses the launch until the host sets it.",
+        fix: "Set `cudaFuncAttributeNonPortableClusterSizeAllowed` on the kernel and declare `non_portable_cluster = true`, use at most 8 blocks per cluster (at most the GPU's largest GPC), declare the compiled `__cluster_dims__`, or drop architectures before sm_90 from `archs`.",
+        check: Check::OnArch { run: clusters::cluster_unlaunchable, undeclared: false },
+    }
+    LowClusterOccupancy {
+        default_level: Warn,
+        summary: "Fewer clusters of the declared `cluster` are resident at once on a GPU of a target architecture (`cudaOccupancyMaxActiveClusters`) than the declared `min_active_clusters`: exactly where the GPU's GPC layout is recorded (`cargo occupancy arch --gpus`), else when even the upper bound is below.",
+        phrase: ("keeps fewer clusters resident than declared", "keep fewer clusters resident than declared"),
+        why_bad: "A persistent kernel sized for one cluster per resident slot deadlocks or runs a second wave when fewer fit, and the count depends on the GPU's uneven GPCs, not only on its SM count (cutlass#1921, #2108): a cluster of 16 blocks fits 7 times on an H100 SXM's 132 SMs at one block per SM, not 8.",
+        example: "`#[occupancy::kernel(block = 256, cluster = (16, 1, 1), non_portable_cluster = true, min_active_clusters = 8)]` on a kernel with one block per SM on sm_90: the H100 SXM holds 7 such clusters at once (two GPCs of 18 SMs and five of 16 hold one each; the rest are smaller).",
+        fix: "Fit more blocks per SM (fewer registers or less shared memory per block), use a smaller cluster, size the grid from the count the finding names, or lower `min_active_clusters`.",
+        check: Check::OnArch { run: clusters::low_cluster_occupancy, undeclared: false },
+    }
 }
 
 #[cfg(test)]
@@ -327,6 +346,8 @@ mod tests {
                 ("unreachable_bound", Level::Warn),
                 ("smem_spill", Level::Warn),
                 ("grid_exceeds_resident", Level::Deny),
+                ("cluster_unlaunchable", Level::Deny),
+                ("low_cluster_occupancy", Level::Warn),
             ]
         );
     }

@@ -95,6 +95,10 @@ lint_ids! {
     /// A persistent or cooperative grid the launcher assumes (`grid_blocks_per_sm`, `grid_blocks`
     /// on the declared `gpus`) holds more blocks than are resident at once.
     GridExceedsResident = "grid_exceeds_resident",
+    /// The launch's thread-block cluster cannot start on an architecture or GPU.
+    ClusterUnlaunchable = "cluster_unlaunchable",
+    /// Fewer clusters resident at once on a GPU than the declared `min_active_clusters`.
+    LowClusterOccupancy = "low_cluster_occupancy",
 }
 
 impl LintId {

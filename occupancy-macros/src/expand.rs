@@ -160,6 +160,15 @@ fn value_tokens(value: Value<'_, Owned>) -> TokenStream {
         Value::Archs(names) | Value::Gpus(names) => {
             option(names.map(|names| quote!(&[#(#names),*])))
         }
+        Value::Cluster(cluster) => option(cluster.map(|cluster| {
+            let (x, y, z) = (
+                Literal::u32_unsuffixed(cluster.x),
+                Literal::u32_unsuffixed(cluster.y),
+                Literal::u32_unsuffixed(cluster.z),
+            );
+            quote!(::occupancy::ClusterDim { x: #x, y: #y, z: #z })
+        })),
+        Value::Flag(flag) => quote!(#flag),
     }
 }
 

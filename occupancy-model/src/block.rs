@@ -50,3 +50,37 @@ impl fmt::Display for BlockDim {
         }
     }
 }
+
+/// Blocks per thread-block cluster (`__cluster_dims__`, `cudaLaunchAttributeClusterDimension`),
+/// as x, y, z.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct ClusterDim {
+    /// Blocks along x.
+    pub x: u32,
+    /// Blocks along y (1 for a 1-D cluster).
+    pub y: u32,
+    /// Blocks along z (1 for 1-D and 2-D clusters).
+    pub z: u32,
+}
+
+impl ClusterDim {
+    /// A cluster of `x` by `y` by `z` blocks.
+    #[inline]
+    pub const fn new(x: u32, y: u32, z: u32) -> ClusterDim {
+        ClusterDim { x, y, z }
+    }
+
+    /// Blocks in one cluster: x * y * z (all the driver's cluster occupancy depends on).
+    #[inline]
+    pub const fn blocks(self) -> u32 {
+        self.x * self.y * self.z
+    }
+}
+
+impl fmt::Display for ClusterDim {
+    /// As the attribute writes it: `2`, `(2, 2)`, `(2, 2, 2)`.
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        BlockDim::new(self.x, self.y, self.z).fmt(formatter)
+    }
+}

@@ -11,6 +11,9 @@ macro_rules! key_initial {
     ($block:ident, Integer, $default:literal) => {
         $default
     };
+    ($block:ident, Flag) => {
+        false
+    };
     ($block:ident, $kind:ident) => {
         None
     };
@@ -51,6 +54,12 @@ macro_rules! key_value {
     ($field:expr, Gpus) => {
         crate::Value::Gpus($field.as_deref())
     };
+    ($field:expr, Cluster) => {
+        crate::Value::Cluster(*$field)
+    };
+    ($field:expr, Flag) => {
+        crate::Value::Flag(*$field)
+    };
 }
 
 /// A key's field as a [`ValueMut`](crate::ValueMut).
@@ -84,6 +93,12 @@ macro_rules! key_value_mut {
     };
     ($field:expr, Gpus) => {
         crate::ValueMut::Gpus($field)
+    };
+    ($field:expr, Cluster) => {
+        crate::ValueMut::Cluster($field)
+    };
+    ($field:expr, Flag) => {
+        crate::ValueMut::Flag($field)
     };
 }
 

@@ -18,8 +18,11 @@ pub const MAX_BLOCK_DIMS: (u32, u32, u32) = (1024, 1024, 64);
 pub const MAX_BLOCKS_PER_SM_ANY_ARCH: u32 = 32;
 /// The most registers a thread can have on any architecture.
 pub const MAX_REGISTERS_PER_THREAD_ANY_ARCH: u32 = 255;
+/// The most blocks in one thread-block cluster on any architecture (16, non-portable, on H100;
+/// the per-architecture check is the `cluster_unlaunchable` lint).
+pub const MAX_CLUSTER_BLOCKS_ANY_ARCH: u32 = 16;
 
-use crate::{BlockDim, Tunable};
+use crate::{BlockDim, ClusterDim, Tunable};
 
 declare_keys! {
     /// `block = 256` (1-D), `block = (32, 8)` (2-D), `block = (8, 8, 4)` (3-D): threads per
@@ -171,6 +174,55 @@ declare_keys! {
         summary: "The GPUs the crate launches this kernel on (`cargo occupancy arch --gpus`), each checked at its SM count.",
         example: "[\"h100\", \"h20\"]",
         aliases: ["gpu", "target_gpus", "devices"],
+    }
+    /// `cluster = 2`, `cluster = (2, 2)`, `cluster = (2, 2, 2)`: blocks per thread-block cluster
+    /// of the launch (`cudaLaunchAttributeClusterDimension`, or `__cluster_dims__` compiled into
+    /// the kernel, which the build reads from the PTX or the binary when the key is absent).
+    /// Each dimension at least 1, at most 16 blocks in all. Clusters exist from sm_90; the
+    /// build counts how many clusters are resident at once on each GPU of a target architecture
+    /// (`cargo occupancy arch --gpus`: exact where the GPU's GPC layout is recorded, else an
+    /// upper bound). A cluster that cannot launch (an architecture before sm_90, above 8 blocks
+    /// without `non_portable_cluster = true`, above 16, or larger than every GPC of a GPU) is the
+    /// `cluster_unlaunchable` lint.
+    Cluster {
+        key: "cluster",
+        field: cluster: Option<ClusterDim>,
+        value: Cluster,
+        unit: "blocks per cluster",
+        when_absent: "the compiled `__cluster_dims__`, else no cluster",
+        summary: "Blocks per thread-block cluster of the launch; `__cluster_dims__`.",
+        example: "(2, 2)",
+        aliases: ["cluster_dims", "cluster_dim", "cluster_size", "cluster_shape", "blocks_per_cluster"],
+    }
+    /// `non_portable_cluster = true`: the host sets
+    /// `cudaFuncAttributeNonPortableClusterSizeAllowed` on the kernel before launching, so
+    /// clusters above the portable 8 blocks (up to 16 on H100) are allowed. Without it the
+    /// driver refuses such a launch (`cudaErrorInvalidClusterSize`), the `cluster_unlaunchable`
+    /// lint.
+    NonPortableCluster {
+        key: "non_portable_cluster",
+        field: non_portable_cluster: bool,
+        value: Flag,
+        unit: "opt-in",
+        when_absent: "`false`: at most 8 blocks per cluster",
+        summary: "The host opts into cluster sizes above 8 (`cudaFuncAttributeNonPortableClusterSizeAllowed`).",
+        example: "true",
+        aliases: ["non_portable", "nonportable_cluster", "non_portable_cluster_size"],
+    }
+    /// `min_active_clusters = 64`: the fewest clusters of the declared `cluster` that must be
+    /// resident at once on each GPU of a target architecture (`cudaOccupancyMaxActiveClusters`,
+    /// for a persistent kernel that launches one cluster per resident slot). Fewer is the
+    /// `low_cluster_occupancy` lint; on a GPU whose GPC layout is not recorded only an upper
+    /// bound is known, and the lint fires when even that is below.
+    MinActiveClusters {
+        key: "min_active_clusters",
+        field: min_active_clusters: Option<u32>,
+        value: Integer { min: 1, max: u32::MAX, why_max: "clusters" },
+        unit: "clusters per GPU",
+        when_absent: "no minimum",
+        summary: "The fewest clusters resident at once on each GPU of a target arch; below it is `low_cluster_occupancy`.",
+        example: "64",
+        aliases: ["min_clusters", "active_clusters", "max_active_clusters"],
     }
     /// `min_occupancy = 0.5` or `min_occupancy = "50%"`: the least theoretical occupancy
     /// accepted on every target arch, as a fraction in (0, 1] of the SM's maximum resident warps

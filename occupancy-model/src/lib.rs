@@ -8,7 +8,8 @@
 //!   expansion writes the const's fields from it ([`KernelSpec::value`]) and
 //!   `docs/declaring-kernels.md`'s keys are rendered from it.
 //! - [`CompiledFacts`]: one compiled kernel on one architecture, as the build checked it.
-//! - [`BlockDim`], [`Tunable`] (a launch bound written or left to the build) and [`Level`].
+//! - [`BlockDim`], [`ClusterDim`], [`Tunable`] (a launch bound written or left to the build) and
+//!   [`Level`].
 //!
 //! The types are generic over a [`Storage`]: [`Static`] (`&'static str`, `&'static [T]`) builds
 //! them in a `const`, as the attribute's expansion does, with no allocation; the build's owned
@@ -34,10 +35,10 @@ mod spec;
 mod storage;
 mod tunable;
 
-pub use block::BlockDim;
+pub use block::{BlockDim, ClusterDim};
 pub use compiled::CompiledFacts;
 pub use keys::{
-    KernelSpec, Key, KEYS, MAX_BLOCKS_PER_SM_ANY_ARCH, MAX_BLOCK_DIMS,
+    KernelSpec, Key, KEYS, MAX_BLOCKS_PER_SM_ANY_ARCH, MAX_BLOCK_DIMS, MAX_CLUSTER_BLOCKS_ANY_ARCH,
     MAX_REGISTERS_PER_THREAD_ANY_ARCH, MAX_THREADS_PER_BLOCK,
 };
 pub use level::Level;

@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use crate::{BlockDim, KernelSpec, Key, Level, Static, Storage, Tunable, KEYS};
+use crate::{BlockDim, ClusterDim, KernelSpec, Key, Level, Static, Storage, Tunable, KEYS};
 
 /// Everything the toolkit knows about one key, from its one declaration in `keys.rs`.
 #[derive(Debug, Clone, Copy)]
@@ -75,6 +75,11 @@ pub enum Kind {
     },
     /// A non-empty list of distinct GPU products, by the names of `cargo occupancy arch --gpus`.
     Gpus,
+    /// `2`, `(2, 2)` or `(2, 2, 2)`: blocks per cluster, each dimension at least 1, at most
+    /// [`MAX_CLUSTER_BLOCKS_ANY_ARCH`](crate::MAX_CLUSTER_BLOCKS_ANY_ARCH) in all.
+    Cluster,
+    /// `true` or `false`.
+    Flag,
 }
 
 impl fmt::Display for Kind {
@@ -105,6 +110,8 @@ impl fmt::Display for Kind {
                 Ok(())
             }
             Kind::Gpus => formatter.write_str("list of GPU names"),
+            Kind::Cluster => formatter.write_str("`x`, `(x, y)` or `(x, y, z)` blocks"),
+            Kind::Flag => formatter.write_str("`true` or `false`"),
         }
     }
 }
@@ -133,6 +140,10 @@ pub enum Value<'a, S: Storage> {
     Archs(Option<&'a [S::Text]>),
     /// [`Kind::Gpus`].
     Gpus(Option<&'a [S::Text]>),
+    /// [`Kind::Cluster`].
+    Cluster(Option<ClusterDim>),
+    /// [`Kind::Flag`] (absent is `false`).
+    Flag(bool),
 }
 
 impl<S: Storage> Value<'_, S> {
@@ -147,6 +158,8 @@ impl<S: Storage> Value<'_, S> {
             Value::Fraction(value) => value.is_some(),
             Value::Text(value) => value.is_some(),
             Value::Archs(value) | Value::Gpus(value) => value.is_some(),
+            Value::Cluster(value) => value.is_some(),
+            Value::Flag(value) => *value,
         }
     }
 }
@@ -164,6 +177,8 @@ impl<S: Storage> fmt::Display for Value<'_, S> {
             // f64's Display is the shortest text that parses back to the same value.
             Value::Fraction(Some(fraction)) => write!(formatter, "{fraction}"),
             Value::Text(Some(text)) => write!(formatter, "{text:?}"),
+            Value::Cluster(Some(cluster)) => write!(formatter, "{cluster}"),
+            Value::Flag(flag) => write!(formatter, "{flag}"),
             Value::Archs(Some(names)) | Value::Gpus(Some(names)) => {
                 formatter.write_str("[")?;
                 for (index, name) in names.iter().enumerate() {
@@ -177,7 +192,8 @@ impl<S: Storage> fmt::Display for Value<'_, S> {
             | Value::Fraction(None)
             | Value::Text(None)
             | Value::Archs(None)
-            | Value::Gpus(None) => Ok(()),
+            | Value::Gpus(None)
+            | Value::Cluster(None) => Ok(()),
         }
     }
 }
@@ -201,6 +217,10 @@ pub enum ValueMut<'a, S: Storage> {
     Archs(&'a mut Option<S::Archs>),
     /// [`Kind::Gpus`].
     Gpus(&'a mut Option<S::Archs>),
+    /// [`Kind::Cluster`].
+    Cluster(&'a mut Option<ClusterDim>),
+    /// [`Kind::Flag`].
+    Flag(&'a mut bool),
 }
 
 /// The arguments of the smallest declaration that sets `key` to its example, as `Display` prints
@@ -348,6 +368,8 @@ mod tests {
                     )
                     | (Kind::Archs, Value::Archs(_))
                     | (Kind::Gpus, Value::Gpus(_))
+                    | (Kind::Cluster, Value::Cluster(_))
+                    | (Kind::Flag, Value::Flag(_))
             );
             assert!(
                 fits,

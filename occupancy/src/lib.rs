@@ -39,6 +39,9 @@ pub use occupancy_macros::kernel;
 
 /// Threads per block: the model's (`occupancy_model::BlockDim`), as the build reads it.
 pub use occupancy_model::BlockDim;
+/// Blocks per thread-block cluster: the model's (`occupancy_model::ClusterDim`), as the
+/// `cluster` key declares it.
+pub use occupancy_model::ClusterDim;
 /// A lint level set in the declaration (`allow(...)`, `warn(...)`, `deny(...)`): the model's
 /// `Level`, the same the build uses.
 pub use occupancy_model::Level as LintLevel;

@@ -131,12 +131,26 @@ fn variants(facts: &ArchFacts) -> String {
     }
 }
 
+/// The presets, with whether their cluster answers are exact (GPC layout recorded), upper bounds
+/// (sm_90 and later, not recorded) or absent (no clusters before sm_90); `--json` adds the
+/// layout and each preset's source.
 fn write_presets(out: &mut impl Write) -> std::io::Result<()> {
-    writeln!(out, "{:<12} {:<7} {:>4}  product", "gpu", "arch", "SMs")?;
+    writeln!(
+        out,
+        "{:<12} {:<7} {:>4}  {:<8}  product",
+        "gpu", "arch", "SMs", "clusters"
+    )?;
     for preset in arch::presets() {
+        let clusters = if preset.cluster_groups.is_some() {
+            "exact"
+        } else if occupancy_core::calc::clusters::cluster_rules(preset.arch_facts()).is_some() {
+            "bound"
+        } else {
+            "-"
+        };
         writeln!(
             out,
-            "{:<12} {:<7} {:>4}  {}",
+            "{:<12} {:<7} {:>4}  {clusters:<8}  {}",
             preset.name, preset.arch, preset.sm_count, preset.product
         )?;
     }

@@ -2,6 +2,7 @@
 //! (`--batch`, see [`super::batch`] for its contract).
 
 use super::batch::{self, BatchEnd, Field};
+use occupancy_core::calc::clusters::{max_active_clusters, ClusterOccupancy};
 use occupancy_core::calc::{occupancy, Carveout, KernelFacts, Launch, Limiter, Occupancy};
 use std::io::{BufRead, Write};
 
@@ -43,6 +44,14 @@ pub struct Args {
     /// Dynamic shared memory the kernel opted into (default: what the launch needs).
     #[arg(long, value_name = "BYTES", value_parser = crate::flags::parse_count)]
     max_dynamic_smem: Option<u32>,
+    /// Thread-block cluster: blocks per cluster (`2`) or its shape (`2x2x1`, `4,2`); adds the
+    /// clusters resident at once on the --gpu (sm_90 and later).
+    #[arg(long, value_name = "SIZE", requires = "gpu", conflicts_with = "batch", value_parser = parse_cluster)]
+    cluster: Option<u32>,
+    /// With --cluster: the kernel sets cudaFuncAttributeNonPortableClusterSizeAllowed (clusters
+    /// above 8 blocks).
+    #[arg(long, requires = "cluster")]
+    non_portable_cluster: bool,
     /// One JSON object instead of the table.
     #[arg(long)]
     json: bool,
@@ -52,6 +61,24 @@ pub struct Args {
     /// With --batch: only these answer fields, in this order (e.g. blocks_per_sm,limiters).
     #[arg(long, value_name = "FIELDS", requires = "batch")]
     fields: Option<String>,
+}
+
+/// A cluster as `N` or a shape `XxYxZ` / `X,Y,Z` (1 to 3 dimensions): its blocks, the product.
+fn parse_cluster(text: &str) -> Result<u32, String> {
+    let dimensions: Vec<&str> = text.split(['x', 'X', ',']).collect();
+    if dimensions.len() > 3 {
+        return Err(format!(
+            "`{text}`: a cluster has at most 3 dimensions (x, y, z)"
+        ));
+    }
+    dimensions.iter().try_fold(1u32, |size, dimension| {
+        let dimension = crate::flags::parse_count(dimension)?;
+        if dimension == 0 {
+            return Err(format!("`{text}`: each cluster dimension is at least 1"));
+        }
+        size.checked_mul(dimension)
+            .ok_or_else(|| format!("`{text}` is larger than {}", u32::MAX))
+    })
 }
 
 fn parse_carveout(text: &str) -> Result<Carveout, String> {
@@ -83,12 +110,18 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
         carveout: args.carveout,
     };
     let answer = occupancy(target.arch, &kernel, &launch);
+    let cluster = args.cluster.zip(target.gpu).map(|(size, gpu)| {
+        max_active_clusters(gpu, answer.blocks_per_sm, size, args.non_portable_cluster)
+    });
     let mut out = Stdout::lock("writing the answer");
     out.write_with(|out| {
         if args.json {
-            writeln!(out, "{}", answer_json(&answer, target))
+            writeln!(out, "{}", answer_json(&answer, target, cluster.as_ref()))
         } else {
-            write_table(out, target, &kernel, &launch, &answer)
+            write_table(out, target, &kernel, &launch, &answer)?;
+            cluster
+                .as_ref()
+                .map_or(Ok(()), |cluster| write_cluster(out, target, cluster))
         }
     })?;
     out.finish()?;
@@ -103,6 +136,8 @@ struct AnswerJson<'a> {
     answer: &'a Occupancy,
     #[serde(skip_serializing_if = "Option::is_none")]
     gpu: Option<GpuJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cluster: Option<&'a ClusterOccupancy>,
 }
 
 #[derive(serde::Serialize)]
@@ -113,15 +148,19 @@ struct GpuJson {
     blocks_per_wave: u64,
 }
 
-fn answer_json(answer: &Occupancy, target: Target) -> String {
+fn answer_json(answer: &Occupancy, target: Target, cluster: Option<&ClusterOccupancy>) -> String {
     let gpu = target.gpu.map(|gpu| GpuJson {
         name: gpu.name,
         product: gpu.product,
         sm_count: gpu.sm_count,
         blocks_per_wave: u64::from(answer.blocks_per_sm) * u64::from(gpu.sm_count),
     });
-    serde_json::to_string(&AnswerJson { answer, gpu })
-        .unwrap_or_else(|error| serde_json::json!({ "error": error.to_string() }).to_string())
+    serde_json::to_string(&AnswerJson {
+        answer,
+        gpu,
+        cluster,
+    })
+    .unwrap_or_else(|error| serde_json::json!({ "error": error.to_string() }).to_string())
 }
 
 fn plural(count: u32, word: &str) -> String {
@@ -319,6 +358,82 @@ fn write_summary(out: &mut impl Write, target: Target, answer: &Occupancy) -> st
         )?;
     }
     Ok(())
+}
+
+/// The cluster line: how many clusters are resident at once on the GPU, exact or a bound, or why
+/// none runs.
+fn write_cluster(
+    out: &mut impl Write,
+    target: Target,
+    cluster: &ClusterOccupancy,
+) -> std::io::Result<()> {
+    let Some(gpu) = target.gpu else {
+        return Ok(());
+    };
+    let size = plural(cluster.cluster_size, "block");
+    if let Some(problem) = &cluster.problem {
+        return writeln!(
+            out,
+            "  clusters: of {size} on {}: none runs: {problem}",
+            gpu.product
+        );
+    }
+    let capped = if cluster.cluster_blocks_per_sm < cluster.blocks_per_sm {
+        format!(
+            "; {} of the {} blocks per SM (a cluster launch holds at most {} per SM)",
+            cluster.cluster_blocks_per_sm, cluster.blocks_per_sm, cluster.cluster_blocks_per_sm
+        )
+    } else {
+        String::new()
+    };
+    let (quantifier, basis) = if cluster.exact {
+        (
+            "",
+            format!(
+                "exact: {} of its {} SMs are in GPCs of at least {} SMs ({})",
+                cluster.usable_sms,
+                gpu.sm_count,
+                cluster.cluster_size,
+                groups_text(gpu.cluster_groups.unwrap_or_default())
+            ),
+        )
+    } else {
+        (
+            "at most ",
+            format!(
+                "an upper bound: the GPC layout of the {} is not recorded",
+                gpu.product
+            ),
+        )
+    };
+    writeln!(
+        out,
+        "  clusters: of {size} on {} ({} SMs): {quantifier}{} resident at once = {} blocks{capped}",
+        gpu.product,
+        gpu.sm_count,
+        plural(cluster.max_active_clusters, "cluster"),
+        cluster.resident_blocks(),
+    )?;
+    writeln!(out, "            {basis}")
+}
+
+/// `18, 18, 5 x 16, 8, 4 x 2`: the cluster groups, runs of equal sizes counted.
+fn groups_text(groups: &[u32]) -> String {
+    let mut runs: Vec<(u32, usize)> = Vec::new();
+    for &sms in groups {
+        match runs.last_mut() {
+            Some((size, count)) if *size == sms => *count += 1,
+            _ => runs.push((sms, 1)),
+        }
+    }
+    runs.iter()
+        .map(|&(sms, count)| match count {
+            1 => sms.to_string(),
+            2 => format!("{sms}, {sms}"),
+            _ => format!("{count} x {sms}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Runs `calc --batch`: answers every line; exit 2 at the end when a line was bad, or at once

@@ -564,7 +564,10 @@ impl LogRead<'_> {
             column: 0,
         };
         let notes = kernel.record.warnings.clone();
-        let checked = self.checked_row(row, kernel.record, location);
+        let mut checked = self.checked_row(row, kernel.record, location);
+        // The directives the binary keeps (`.maxntid`, `__cluster_dims__`), for the lints that
+        // read the PTX's.
+        checked.ptx = Some(kernel.launch);
         self.evaluate_with_notes(checked, &notes, run, stream)
     }
 

@@ -5,7 +5,7 @@
 //! * `.compile_ptx()`: `nvcc -ptx -arch=compute_<lowest> -lineinfo --keep`, then
 //!   `nvcc -fatbin -arch=compute_<lowest> -code=sm_<a>,sm_<b> -Xptxas -v` on that PTX stripped of
 //!   its line information (`crate::compile::two_step`; one `nvcc -fatbin -lineinfo` under a compiler
-//!   cache). cicc runs once; ptxas assembles the PTX that ships for every target architecture,
+//!   cache other than sccache). cicc runs once; ptxas assembles the PTX that ships for every target architecture,
 //!   which is exactly what the driver's JIT will do with it at run time, and prints the resource
 //!   report on stderr. The only work beyond a plain `nvcc -ptx` is ptxas itself, which is what
 //!   measuring resources costs; no source is compiled twice.
@@ -21,6 +21,10 @@
 //!   own line information) and ships its PTX as it is.
 //! * `.ptx_file()` (PTX made elsewhere): `nvcc -cubin -arch=sm_<a> -Xptxas -v` per architecture.
 //!
+//! Under sccache every command runs as nvcc's own steps, each compiler (cicc, ptxas, cudafe++,
+//! the host compile) through the cache (`crate::compile::steps`): the same commands, so the same
+//! products and report, and every form cached, which sccache run as one nvcc command is not.
+//!
 //! `-MD -MF` makes nvcc list every header it read. The cache entry of a source (in OUT_DIR) is
 //! keyed by nvcc's version, the full command line, the architectures, the program mode and the
 //! JIT archs, and the contents of the source and of every header of its previous compile, so
@@ -34,6 +38,7 @@ mod key;
 mod run;
 pub(crate) mod settings;
 mod smem_spilling;
+mod steps;
 pub(crate) mod two_step;
 
 pub use compiled::{CompiledSource, Program};

@@ -1,5 +1,7 @@
 //! Running nvcc for one source: its commands in order (each arch assembled in parallel on
-//! idle job slots), a compiler cache's failure retried without it, and the files nvcc kept.
+//! idle job slots; under sccache, nvcc's steps one by one through the cache,
+//! `crate::compile::steps`), a compiler cache's failure retried without it, and the files nvcc
+//! kept.
 
 use super::commands::nvcc_args;
 use super::settings::{absolute, file_stem, CompileSettings, Product};
@@ -68,10 +70,13 @@ fn run_in_order(
     let stem = file_stem(source);
     if two_steps {
         // cicc, the strip, then ptxas on the stripped PTX (crate::compile::two_step).
-        let (mut log, _) = run_nvcc_commands(settings, source, &commands[..1], lender)?;
+        let (mut log, cicc_failure) = run_nvcc_commands(settings, source, &commands[..1], lender)?;
         crate::compile::two_step::strip(source, work, &stem)?;
-        log.push_str(&run_nvcc_commands(settings, source, &commands[1..], lender)?.0);
-        Ok((log, None))
+        let (ptxas_log, ptxas_failure) =
+            run_nvcc_commands(settings, source, &commands[1..], lender)?;
+        log.push_str(&ptxas_log);
+        let failures: Vec<String> = cicc_failure.into_iter().chain(ptxas_failure).collect();
+        Ok((log, (!failures.is_empty()).then(|| failures.concat())))
     } else {
         let output = run_nvcc_commands(settings, source, &commands, lender)?;
         if crate::compile::two_step::strips(settings, kind) {
@@ -91,29 +96,17 @@ pub(crate) fn run_nvcc_commands(
 ) -> Result<(String, Option<String>), Error> {
     let mut compiler_log = String::new();
     let mut wrapper_failure = None;
-    let timeouts = &settings.toolchain.timeouts;
-    let run = |mut command: std::process::Command| {
-        let rendered = render_command(&command);
-        run_bounded(&mut command, timeouts, ToolKind::Work).map(|output| (output, rendered))
-    };
     for args in commands {
-        let mut command = settings.toolchain.command();
-        let threads = parallel_archs(settings, args, lender);
-        if threads.count() > 0 {
-            // Each arch's ptxas in a thread of its own, on slots idle right now; nvcc prints
-            // each arch's report whole, one arch after another.
-            command.arg(format!("--threads={}", threads.count() + 1));
-        }
-        command.args(args);
-        let (mut output, mut rendered) = run(command)?;
-        drop(threads);
-        // A compiler cache must not be able to fail a build that nvcc passes: sccache 0.16, for
-        // one, drops all but one ptxas step of `-arch=compute_X -code=sm_A,sm_B` and then fails
-        // in fatbinary. Rerun such a compile with nvcc alone; its report is then nvcc's own.
+        let (mut output, mut rendered) = run_command(settings, args, lender)?;
+        // A compiler cache must not be able to fail a build that nvcc passes (sccache 0.16, run
+        // as one nvcc command, fails several forms: crate::compile::steps). Rerun such a compile
+        // with nvcc alone; its report is then nvcc's own.
         if !output.status.success() && settings.toolchain.wrapper.is_some() {
             let mut direct = settings.toolchain.command_without_wrapper();
             direct.args(args);
-            let (direct_output, direct_rendered) = run(direct)?;
+            let direct_rendered = render_command(&direct);
+            let direct_output =
+                run_bounded(&mut direct, &settings.toolchain.timeouts, ToolKind::Work)?;
             if direct_output.status.success() {
                 wrapper_failure = Some(format!(
                     "{}{}",
@@ -138,6 +131,31 @@ pub(crate) fn run_nvcc_commands(
         compiler_log.push_str(&stderr);
     }
     Ok((compiler_log, wrapper_failure))
+}
+
+/// Runs one nvcc command: under sccache as nvcc's steps, each compiler through the cache
+/// (`crate::compile::steps`), else as one command (through any other wrapper); returns its
+/// output and command line.
+fn run_command(
+    settings: &CompileSettings,
+    args: &[OsString],
+    lender: &Lender<'_>,
+) -> Result<(std::process::Output, String), Error> {
+    if let Some(steps) = super::steps::plan(settings, args) {
+        return steps.run(&settings.toolchain);
+    }
+    let mut command = settings.toolchain.command();
+    let threads = parallel_archs(settings, args, lender);
+    if threads.count() > 0 {
+        // Each arch's ptxas in a thread of its own, on slots idle right now; nvcc prints each
+        // arch's report whole, one arch after another.
+        command.arg(format!("--threads={}", threads.count() + 1));
+    }
+    command.args(args);
+    let rendered = render_command(&command);
+    let output = run_bounded(&mut command, &settings.toolchain.timeouts, ToolKind::Work)?;
+    drop(threads);
+    Ok((output, rendered))
 }
 
 /// The idle slots a command may use to assemble its archs in parallel (nvcc `--threads`): one

@@ -7,7 +7,8 @@
 //! (5.4 to 9.5 MB for a quantized-kernel file, which users embed with `include_str!` and the
 //! driver JIT-compiles), and line tables cost ptxas about 3.5% more on every arch (19.7 vs
 //! 20.4 s of ptxas CPU over the generated 935-kernel crate, sm_80 + sm_90, twice). So a `.cu` of
-//! a `compile_ptx` build is compiled in two nvcc steps (without a compiler cache in front):
+//! a `compile_ptx` build is compiled in two nvcc steps (with no compiler cache in front, or
+//! sccache, whose compilers run nvcc's steps: `crate::compile::steps`):
 //!
 //! 1. `nvcc -ptx -arch=compute_<lowest> -lineinfo --keep ... -o <stem>.lineinfo.ptx` (cicc
 //!    once; the `.cpp1.ii` it keeps lists the headers read, as before);
@@ -31,9 +32,10 @@
 //! in one step instead, ptxas making line tables for all ([`spills_are_common`]); either way
 //! ships the same PTX and gets the same report, so both share one cache slot.
 //!
-//! Under a compiler cache (sccache refuses `.ptx` inputs) the one-step compile runs
-//! (`nvcc -fatbin -lineinfo --keep ...`) and its kept PTX is stripped after ([`strip_kept`]):
-//! the same PTX ships, and the fatbin keeps its line tables for the SASS stage.
+//! Under another compiler cache, run as one nvcc command (as sccache 0.16 would be, which
+//! refuses `.ptx` inputs), the one-step compile runs (`nvcc -fatbin -lineinfo --keep ...`) and
+//! its kept PTX is stripped after ([`strip_kept`]): the same PTX ships, and the fatbin keeps its
+//! line tables for the SASS stage.
 //! `ptx_per_arch`, `compile_lib` and `-G` compile in one step and ship what nvcc made.
 
 use std::ffi::OsString;
@@ -60,9 +62,12 @@ pub(crate) fn strips(settings: &CompileSettings, kind: SourceKind) -> bool {
 }
 
 /// Whether the source is compiled in two steps (cicc, then ptxas on the stripped PTX): when it
-/// strips and no compiler cache runs nvcc (sccache refuses a `.ptx` input).
+/// strips, and either no compiler cache runs nvcc or it is sccache, whose steps run one by one
+/// (`crate::compile::steps`: sccache run as one nvcc command refuses a `.ptx` input).
 pub(crate) fn two_steps(settings: &CompileSettings, kind: SourceKind) -> bool {
-    strips(settings, kind) && settings.toolchain.wrapper.is_none()
+    strips(settings, kind)
+        && (settings.toolchain.wrapper.is_none()
+            || super::steps::runs_in_steps(&settings.toolchain))
 }
 
 /// Whether ptxas should make line tables for every kernel, from the previous compile of the

@@ -17,9 +17,13 @@
 //! blocks with limiter [`Limiter::LaunchBounds`] (the driver's occupancy call ignores it; the
 //! launch itself fails).
 //!
+//! [`clusters`] goes one level up, to thread-block clusters on a named GPU: how many are resident
+//! at once (`cudaOccupancyMaxActiveClusters`), from the blocks per SM computed here.
+//!
 //! This module does no I/O and never panics on any input: launches that can never run give
 //! 0 blocks with a reason.
 
+pub mod clusters;
 mod headroom;
 mod reason;
 pub mod sweep;

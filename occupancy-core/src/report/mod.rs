@@ -32,7 +32,7 @@ pub use index::{FindingIndex, RowIndex};
 pub use markdown::render_markdown;
 pub use model::{
     readable_kernel_name, BaselineChange, BaselineChangeKind, Finding, Headroom, KernelRow,
-    Location, LocationKind, Report, SourceFile, SCHEMA_VERSION,
+    Location, LocationKind, Report, RowClusters, SourceFile, SCHEMA_VERSION,
 };
 pub use query::{parse_sort_key, Column, Query, UnknownColumn};
 pub use sarif::{render_sarif, sarif_result};
@@ -105,6 +105,9 @@ impl KernelRow {
             declaration: None,
             rust_name: None,
             sass: None,
+            cluster: None,
+            non_portable_cluster: false,
+            clusters: Vec::new(),
             tuning: None,
         }
     }
@@ -141,6 +144,9 @@ impl KernelRow {
             max_threads_per_block,
             min_blocks_per_sm: ptx.and_then(|entry| entry.minnctapersm),
             max_registers: ptx.and_then(|entry| entry.maxnreg),
+            cluster: ptx
+                .and_then(|entry| entry.reqnctapercluster.as_deref())
+                .map(|dims| std::array::from_fn(|index| dims.get(index).copied().unwrap_or(1))),
             dynamic_smem_bytes: launch.dynamic_smem_bytes,
             carveout_percent: launch.carveout_percent,
             ..KernelRow::new(&record.name, arch.name, launch.block)
@@ -208,6 +214,34 @@ impl KernelRow {
             .map(|limiter| limiter.name().to_string())
             .collect();
         self.headroom = headroom_of(arch, &kernel, &launch, &answer);
+        self.compute_clusters(arch);
+    }
+
+    /// Fills [`KernelRow::clusters`] from the row's cluster and blocks per SM: one entry per GPU
+    /// preset of the architecture (none without a cluster, or for a device function).
+    pub fn compute_clusters(&mut self, arch: &ArchFacts) {
+        self.clusters.clear();
+        let Some(dims) = self.cluster.filter(|_| self.entry) else {
+            return;
+        };
+        let size = dims.iter().product();
+        for gpu in crate::arch::presets()
+            .iter()
+            .filter(|gpu| gpu.arch == arch.name)
+        {
+            let answer = calc::clusters::max_active_clusters(
+                gpu,
+                self.blocks_per_sm,
+                size,
+                self.non_portable_cluster,
+            );
+            self.clusters.push(RowClusters {
+                gpu: gpu.name.to_string(),
+                max_active_clusters: answer.max_active_clusters,
+                exact: answer.exact,
+                problem: answer.problem.map(|problem| problem.to_string()),
+            });
+        }
     }
 }
 

@@ -288,10 +288,35 @@ pub struct KernelRow {
     /// source line, calls, FP64, `setmaxnreg`), when the build read it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sass: Option<crate::sass::SassFacts>,
+    /// Blocks per thread-block cluster of the launch as x, y, z: the declared `cluster`, else the
+    /// compiled `__cluster_dims__` (`.reqnctapercluster`); absent without a cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<[u32; 3]>,
+    /// Whether the launch opts into clusters above 8 blocks (`non_portable_cluster`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub non_portable_cluster: bool,
+    /// With a cluster: how many are resident at once on each GPU of the architecture
+    /// (`cudaOccupancyMaxActiveClusters`; `cargo occupancy arch --gpus` lists them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<RowClusters>,
     /// For a declaration with a bound written `"auto"`: what the build chose on this
     /// architecture, every bound it tried and why (`crate::tune`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tuning: Option<crate::tune::Tuning>,
+}
+
+/// Clusters of a row's launch resident at once on one GPU ([`crate::calc::clusters`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowClusters {
+    /// The GPU preset (`h100`).
+    pub gpu: String,
+    /// Clusters resident at once; an upper bound when `exact` is false.
+    pub max_active_clusters: u32,
+    /// Whether the GPU's GPC layout is recorded (the driver's answer) or not (an upper bound).
+    pub exact: bool,
+    /// Why no cluster runs, when none does for a reason the tool can name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 impl KernelRow {

@@ -17,7 +17,7 @@ use syn::parse::Parser;
 use syn::spanned::Spanned;
 use syn::{Expr, Lit};
 
-use occupancy_model::Level;
+use occupancy_model::{ClusterDim, Level, MAX_CLUSTER_BLOCKS_ANY_ARCH};
 
 use super::{
     BlockDim, KernelSpec, Key, Kind, Owned, SpecKey, Tunable, Value, ValueMut, KEYS,
@@ -465,6 +465,8 @@ enum Parsed {
     Text(String),
     Archs(Vec<String>),
     Gpus(Vec<String>),
+    Cluster(ClusterDim),
+    Flag(bool),
 }
 
 fn parse_value(key: Key, value: &Expr) -> syn::Result<Parsed> {
@@ -482,6 +484,8 @@ fn parse_value(key: Key, value: &Expr) -> syn::Result<Parsed> {
         Kind::Archs => Parsed::Archs(parse_archs(value, key)?),
         Kind::Choice { choices } => Parsed::Text(parse_choice(value, key, choices)?),
         Kind::Gpus => Parsed::Gpus(parse_gpus(value, key)?),
+        Kind::Cluster => Parsed::Cluster(parse_cluster(value, key)?),
+        Kind::Flag => Parsed::Flag(parse_flag(value, key)?),
     })
 }
 
@@ -497,6 +501,8 @@ fn assign(field: ValueMut<'_, Owned>, parsed: Parsed) {
         (ValueMut::Text(field), Parsed::Text(text)) => *field = Some(text),
         (ValueMut::Archs(field), Parsed::Archs(archs)) => *field = Some(archs),
         (ValueMut::Gpus(field), Parsed::Gpus(gpus)) => *field = Some(gpus),
+        (ValueMut::Cluster(field), Parsed::Cluster(cluster)) => *field = Some(cluster),
+        (ValueMut::Flag(field), Parsed::Flag(flag)) => *field = flag,
         (field, parsed) => {
             unreachable!("a field {field:?} holds no {parsed:?}: its key's kind decides its type")
         }
@@ -755,6 +761,64 @@ fn parse_block(expr: &Expr, key: Key) -> syn::Result<BlockDim> {
         ));
     }
     Ok(block)
+}
+
+/// `cluster = 2`, `(2, 2)` or `(2, 2, 2)`: each dimension at least 1, at most
+/// [`MAX_CLUSTER_BLOCKS_ANY_ARCH`] blocks in all.
+fn parse_cluster(expr: &Expr, key: Key) -> syn::Result<ClusterDim> {
+    let elements: Vec<&Expr> = match expr {
+        Expr::Tuple(tuple) if (1..=3).contains(&tuple.elems.len()) => tuple.elems.iter().collect(),
+        Expr::Tuple(tuple) => {
+            return Err(error_at(
+                tuple,
+                key,
+                format!(
+                    "a cluster has 1 to 3 dimensions, found {}: write `cluster = 2`, `cluster = (2, 2)` or `cluster = (2, 2, 2)`",
+                    tuple.elems.len()
+                ),
+            ))
+        }
+        Expr::Paren(paren) => vec![&*paren.expr],
+        single => vec![single],
+    };
+    let mut dims = [1u32; 3];
+    for (index, element) in elements.into_iter().enumerate() {
+        let element = match element {
+            Expr::Group(group) => &*group.expr,
+            other => other,
+        };
+        let value = integer_literal(element, key)?;
+        let axis = ["x", "y", "z"][index];
+        if value == 0 || value > u64::from(MAX_CLUSTER_BLOCKS_ANY_ARCH) {
+            return Err(error_at(
+                element,
+                key,
+                format!("{value} blocks along {axis}: a cluster has 1 to {MAX_CLUSTER_BLOCKS_ANY_ARCH} blocks along each dimension"),
+            ));
+        }
+        dims[index] = value as u32;
+    }
+    let cluster = ClusterDim::new(dims[0], dims[1], dims[2]);
+    let blocks = u64::from(dims[0]) * u64::from(dims[1]) * u64::from(dims[2]);
+    if blocks > u64::from(MAX_CLUSTER_BLOCKS_ANY_ARCH) {
+        return Err(error_at(
+            expr,
+            key,
+            format!("cluster {cluster} is {blocks} blocks, more than the {MAX_CLUSTER_BLOCKS_ANY_ARCH} any GPU launches in one cluster: make it smaller"),
+        ));
+    }
+    Ok(cluster)
+}
+
+/// `true` or `false`.
+fn parse_flag(expr: &Expr, key: Key) -> syn::Result<bool> {
+    match expr {
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Bool(flag),
+            ..
+        }) => Ok(flag.value),
+        other => Err(not_a_literal(other, key, "`true` or `false`")),
+    }
 }
 
 fn parse_fraction(expr: &Expr, key: Key) -> syn::Result<f64> {

@@ -380,6 +380,8 @@ enum ArbitraryValue {
     Text(Option<String>),
     Archs(Option<Vec<String>>),
     Gpus(Option<Vec<String>>),
+    Cluster(Option<occupancy_model::ClusterDim>),
+    Flag(bool),
 }
 
 /// Values of a key of `kind`: every key of [`KEYS`] gets some, so a new key is covered
@@ -432,6 +434,14 @@ fn arb_value(kind: Kind) -> BoxedStrategy<ArbitraryValue> {
                 })
                 .boxed()
         }
+        Kind::Cluster => proptest::option::of((1u32..=4, 1u32..=2, 1u32..=2))
+            .prop_map(|dims| {
+                ArbitraryValue::Cluster(
+                    dims.map(|(x, y, z)| occupancy_model::ClusterDim::new(x, y, z)),
+                )
+            })
+            .boxed(),
+        Kind::Flag => any::<bool>().prop_map(ArbitraryValue::Flag).boxed(),
     }
 }
 
@@ -448,6 +458,8 @@ fn set(field: ValueMut<'_, Owned>, value: ArbitraryValue) {
         (ValueMut::Text(field), ArbitraryValue::Text(text)) => *field = text,
         (ValueMut::Archs(field), ArbitraryValue::Archs(archs)) => *field = archs,
         (ValueMut::Gpus(field), ArbitraryValue::Gpus(gpus)) => *field = gpus,
+        (ValueMut::Cluster(field), ArbitraryValue::Cluster(cluster)) => *field = cluster,
+        (ValueMut::Flag(field), ArbitraryValue::Flag(flag)) => *field = flag,
         (field, value) => unreachable!("{field:?} holds no {value:?}"),
     }
 }
@@ -460,6 +472,8 @@ fn clear(field: ValueMut<'_, Owned>) {
         ValueMut::Fraction(field) => *field = None,
         ValueMut::Text(field) => *field = None,
         ValueMut::Archs(field) | ValueMut::Gpus(field) => *field = None,
+        ValueMut::Cluster(field) => *field = None,
+        ValueMut::Flag(field) => *field = false,
         ValueMut::Block(_) | ValueMut::Integer(_) => {}
     }
 }

@@ -675,6 +675,25 @@ fn every_launch_check_reports_its_own_lint() {
             }),
             spec: with(256, |_| {}),
         },
+        // A cluster of 16 without the opt-in; a cluster of 2 with more active clusters asked
+        // for than an H100 holds.
+        Scenario {
+            log: no_spills.clone(),
+            local_memory_bytes: None,
+            ptx: None,
+            spec: with(256, |spec| {
+                spec.cluster = Some(occupancy_model::ClusterDim::new(16, 1, 1));
+            }),
+        },
+        Scenario {
+            log: no_spills.clone(),
+            local_memory_bytes: None,
+            ptx: None,
+            spec: with(256, |spec| {
+                spec.cluster = Some(occupancy_model::ClusterDim::new(2, 1, 1));
+                spec.min_active_clusters = Some(100_000);
+            }),
+        },
     ];
     let fired: std::collections::BTreeSet<LintId> = scenarios
         .iter()
