@@ -562,7 +562,7 @@ pub fn blocks_per_sm(arch: &ArchFacts, kernel: &KernelFacts, launch: &Launch) ->
 /// register cap (`__maxnreg__`, or the cap ptxas derives from `__launch_bounds__(T, blocks)`)
 /// must be for `blocks` blocks: the steps of the register ladder `explain` shows and
 /// `occupancy_core::tune` tries.
-pub fn register_cap_for_blocks(
+pub(crate) fn register_cap_for_blocks(
     arch: &ArchFacts,
     kernel: &KernelFacts,
     launch: &Launch,

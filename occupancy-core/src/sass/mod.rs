@@ -25,7 +25,7 @@ pub use facts::{
     CallFacts, LineFacts, LocalKind, LoopFacts, SassFacts, SetMaxRegFacts, INDIRECT_CALLEE,
 };
 pub use parse::{parse_nvdisasm, Instruction, SassSection, SourceLine, Subroutine};
-pub use profile::{is_memory_instruction, loop_profile, LoopProfile};
+pub use profile::{loop_profile, LoopProfile};
 pub use symbols::FunctionSymbols;
 
 pub(crate) use facts::kernel_facts;

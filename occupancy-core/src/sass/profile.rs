@@ -16,8 +16,8 @@ pub struct LoopProfile {
     pub loops: u32,
     /// Instructions inside outermost loops (each counted once, however deep it is nested).
     pub loop_instructions: u32,
-    /// Of those, loads, stores and atomics of global, shared, local and generic memory
-    /// ([`is_memory_instruction`]).
+    /// Of those, loads, stores and atomics of global, shared, local and generic memory (`LDG`,
+    /// `STS`, `LDL`, `ATOM`, ...; not the constant cache).
     pub loop_memory_instructions: u32,
     /// Instructions of the kernel's own code, loops or not.
     pub instructions: u32,
@@ -31,7 +31,7 @@ const MEMORY_OPCODES: [&str; 16] = [
 ];
 
 /// Whether `instruction` accesses memory (module docs).
-pub fn is_memory_instruction(instruction: &Instruction) -> bool {
+fn is_memory_instruction(instruction: &Instruction) -> bool {
     MEMORY_OPCODES.contains(&instruction.base_opcode())
 }
 

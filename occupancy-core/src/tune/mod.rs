@@ -24,7 +24,9 @@ mod tests;
 
 pub use ladder::{ladder, LadderInput, Rung};
 pub use measured::{Candidate, Measured};
-pub use objective::{choose, verdict, ArchLadder, Choice, Objective, Verdict, LOOP_GROWTH_PERCENT};
+#[cfg(test)]
+pub(crate) use objective::verdict;
+pub use objective::{choose, ArchLadder, Choice, Objective, Verdict, LOOP_GROWTH_PERCENT};
 pub use ptx::{with_bound, BoundPatchError};
 pub use render::render_ladder;
 

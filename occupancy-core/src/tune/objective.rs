@@ -129,7 +129,11 @@ fn grew(after: u32, before: u32, percent: u32) -> bool {
 /// The verdict on `candidate` against `baseline` (the kernel without bounds on the same arch):
 /// the first rule it breaks, in the order of [`Verdict`]'s variants, else whether it gains
 /// resident warps.
-pub fn verdict(objective: &Objective, baseline: &Measured, candidate: &Candidate) -> Verdict {
+pub(crate) fn verdict(
+    objective: &Objective,
+    baseline: &Measured,
+    candidate: &Candidate,
+) -> Verdict {
     if candidate.bound == Bound::None {
         return Verdict::Baseline;
     }
