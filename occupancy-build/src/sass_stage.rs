@@ -47,8 +47,10 @@ pub const C7508: &str = "(C7508)";
 /// the kernel's own code is not a call; 3: what was read is recorded: all, or kernels per arch;
 /// 4: kernels only, no callee functions, read by raw-mode batches; 5: keyed by the binary's
 /// size and modification time, not its SHA-256; 6: a call through a register names the function
-/// it reaches, or is indirect, instead of naming the register).
-const CACHE_SCHEMA: u32 = 7;
+/// it reaches, or is indirect, instead of naming the register; 7: which kernels were read from
+/// line-table cubins is recorded; 8: a branch's predicate operand, sm_100's `BRA.U UP0, ...`,
+/// makes it conditional, so loops are found on sm_100 and later).
+const CACHE_SCHEMA: u32 = 8;
 
 /// What the SASS of a build says, per kernel and architecture.
 #[derive(Debug, Clone, Default)]
