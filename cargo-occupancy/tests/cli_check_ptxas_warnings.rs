@@ -47,7 +47,7 @@ fn found<'r>(report: &'r Report, lint: &str) -> Vec<(String, String, &'r Finding
 
 const ARCHS: [&str; 4] = ["sm_80", "sm_90", "sm_100", "sm_120"];
 
-fn with_archs<'a>(mut args: Vec<&'a str>) -> Vec<&'a str> {
+fn with_archs(mut args: Vec<&str>) -> Vec<&str> {
     for arch in ARCHS {
         args.extend(["--arch", arch]);
     }

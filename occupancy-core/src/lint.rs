@@ -249,7 +249,7 @@ declare_lints! {
     }
     RegisterCapIgnored {
         default_level: Warn,
-        summary: "ptxas compiled the kernel under another register cap than the one asked for, and warned: a `__maxnreg__`/`.maxnreg` or `-maxrregcount` below the fewest registers ptxas compiles a kernel for (24 with ptxas 12.9 and 13.0) is raised to that bound, and `-maxntid`/`-minnctapersm` beside `-maxrregcount` are dropped; the finding quotes the warning.",
+        summary: "ptxas compiled the kernel under another register cap than the one asked for, and warned: a `__maxnreg__`/`.maxnreg` or `-maxrregcount` below the fewest registers ptxas compiles a kernel for (24 from sm_70 on, 16 before, with ptxas 12.9 and 13.0) is raised to that bound, and `-maxntid`/`-minnctapersm` beside `-maxrregcount` are dropped; the finding quotes the warning.",
         phrase: ("was compiled under another register cap than asked", "were compiled under another register cap than asked"),
         why_bad: "The cap is how the author sized the kernel's occupancy: raised, the kernel holds more registers than planned and fewer blocks fit than the cap promised; an option ptxas dropped leaves `-maxrregcount` alone to cap it. ptxas says so once, in a warning a build log buries.",
         example: "`__global__ void __maxnreg__(8) tiny(float* out)`: ptxas 13.0 warns `For entry tiny adjusting per thread register count of 8 to lower bound of 24` and compiles under a cap of 24.",
