@@ -162,8 +162,10 @@ fn check_one_kernel(
         .is_none()
         .then(|| undeclared_launch(context, kernel, inputs.tables));
     let mut rows = kernel_rows(context, kernel, declared, undeclared.as_ref(), declarations)?;
-    for (_, _, row) in &mut rows {
-        row.sass = evidence.facts_of(&kernel.name, &row.arch, &context.manifest_dir);
+    for (_, record, row) in &mut rows {
+        // The record's arch as ptxas named it (`sm_90a`), which the SASS says too; the row's is
+        // the table's (`sm_90`).
+        row.sass = evidence.facts_of(&kernel.name, &record.arch, &context.manifest_dir);
     }
     // Expected lints and lints allowed with a reason are evaluated as warnings here, so that
     // `expectations::settle` sees them; it sets their level back to allow.
