@@ -84,7 +84,7 @@ if [[ "${OCCUPANCY_SKIP_GPU:-0}" != 1 ]]; then
     > "$results/probe-ptxas.log" 2>&1 || { cat "$results/probe-ptxas.log"; exit 1; }
   "$bin" occupancy parse --json "$results/probe-ptxas.log" > "$results/probe-parsed.json"
   # The block each row of the GPU's arch was evaluated at, as NAME=BLOCK.
-  row_blocks=$(python3 -c 'import json,sys; print(" ".join(f"{r[\"name\"]}={r[\"block\"]}" for r in json.load(open(sys.argv[1]))["kernels"] if r["arch"] == sys.argv[2]))' \
+  row_blocks=$(python3 -c 'import json,sys; print(" ".join("%s=%s" % (r["name"], r["block"]) for r in json.load(open(sys.argv[1]))["kernels"] if r["arch"] == sys.argv[2]))' \
     "$results/check.json" "$gpu_arch")
   # shellcheck disable=SC2086
   "$work/dropped_bounds_probe" $row_blocks | tee "$results/probe.jsonl"
