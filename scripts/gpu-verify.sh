@@ -17,10 +17,14 @@
 #    path, or absent) at natural and pinned occupancy, checks their results bit for bit, and joins
 #    the times with the tool's spill bytes, its SASS reading and Nsight Compute's executed local
 #    loads and stores.
+# 6. Launch bounds ptxas did not apply as written: scripts/gpu-dropped-bounds.sh (also run alone)
+#    records per arch the registers and spills ptxas reports and the tool's findings for
+#    tests/kernels/unreachable_bounds.cu and register_caps.cu, and checks the tool's rows against
+#    the driver's attributes on this GPU (RESULTS_DIR/dropped-bounds/).
 #
 # Environment: OCCUPANCY_BIN (a prebuilt cargo-occupancy; else built with cargo), NVCC (else nvcc on PATH),
 # OCCUPANCY_GPU_ARCH (else read from nvidia-smi), OCCUPANCY_SKIP_NCU=1 to skip Nsight Compute,
-# OCCUPANCY_GPU_STEPS (the steps to run, e.g. "5" or "3 5"; default all: 1 2 3 4 5; step 2 runs 1).
+# OCCUPANCY_GPU_STEPS (the steps to run, e.g. "5" or "3 5"; default all: 1 2 3 4 5 6; step 2 runs 1).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 results="${1:-$root/target/gpu-verify}"
@@ -28,10 +32,10 @@ mkdir -p "$results"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 nvcc="${NVCC:-nvcc}"
-steps=" ${OCCUPANCY_GPU_STEPS:-1 2 3 4 5} "
+steps=" ${OCCUPANCY_GPU_STEPS:-1 2 3 4 5 6} "
 steps="${steps//,/ }"
 for step in $steps; do
-  [[ "$step" =~ ^[1-5]$ ]] || { echo "gpu-verify: OCCUPANCY_GPU_STEPS: unknown step '$step' (steps are 1 to 5)" >&2; exit 2; }
+  [[ "$step" =~ ^[1-6]$ ]] || { echo "gpu-verify: OCCUPANCY_GPU_STEPS: unknown step '$step' (steps are 1 to 6)" >&2; exit 2; }
 done
 [[ "$steps" == *" 2 "* ]] && steps="$steps 1 "
 wants() { [[ "$steps" == *" $1 "* ]]; }
@@ -155,6 +159,12 @@ if [[ $check_status -gt 1 ]]; then
   echo "cargo occupancy check failed (exit $check_status):"; cat "$results/spill-placement-check.err"; status=1
 fi
 python3 "$root/scripts/gpu/spill_placement_table.py" "$results" | tee "$results/spill-placement.md" || status=1
+fi
+
+if wants 6; then
+echo "== 6. launch bounds ptxas did not apply as written, against the driver"
+OCCUPANCY_BIN="$bin" NVCC="$nvcc" OCCUPANCY_GPU_ARCH="$arch" \
+  "$root/scripts/gpu-dropped-bounds.sh" "$results/dropped-bounds" || status=1
 fi
 echo "results in $results"
 exit $status

@@ -719,8 +719,9 @@ fn smem_spill_findings(report: &Report) {
 }
 
 /// `spill_in_loop` of `loop_spill_room` suggests the pragma where its stack frame x 256 threads
-/// fits (sm_80: 104 x 256 = 26624 of 26880 bytes; sm_90: 112 x 256 = 28672 of 37888); no kernel
-/// that has it already or whose frame does not fit gets the suggestion.
+/// fits (sm_80: 104 x 256 = 26624 of 26880 bytes; sm_90: 112 x 256 = 28672 of 37888; sm_100,
+/// whose loops close with uniform branches `BRA.U UP0, ...`: 104 x 256 = 26624 of 37888); no
+/// kernel that has it already or whose frame does not fit gets the suggestion.
 fn pragma_suggestions(report: &Report) {
     let in_loops = |kernel: &str| -> Vec<&occupancy_core::report::Finding> {
         report
@@ -734,7 +735,11 @@ fn pragma_suggestions(report: &Report) {
             help.contains("asm volatile(\".pragma \\\"enable_smem_spilling\\\";\");")
         })
     };
-    for (arch, frame, spare) in [("sm_80", 104, 26880), ("sm_90", 112, 37888)] {
+    for (arch, frame, spare) in [
+        ("sm_80", 104, 26880),
+        ("sm_90", 112, 37888),
+        ("sm_100", 104, 37888),
+    ] {
         let finding = in_loops("loop_spill_room")
             .into_iter()
             .find(|f| f.arch.as_deref() == Some(arch))

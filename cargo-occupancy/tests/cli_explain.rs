@@ -45,6 +45,52 @@ fn from_a_ptxas_log_with_a_block_override() {
     insta::assert_snapshot!(text);
 }
 
+/// `tests/kernels/unreachable_bounds.cu` compiled by nvcc 13.0 for sm_80, sm_86 and sm_90
+/// (`logs/unreachable-bounds.log`, its compile times set to 1 ms) with its compute_80 PTX: what
+/// ptxas did with a minimum it ignored (sm_86 holds 1536 threads, not 4 x 1024) and with one
+/// shared memory keeps out of reach, and the largest minimum that takes effect: the findings of
+/// `unreachable_bound`, from the same check as `cargo occupancy check`.
+#[test]
+fn a_minimum_ptxas_ignored_or_that_cannot_take_effect_is_explained() {
+    let with_ptx = |kernel: &str, arch: &str| {
+        explain(&[
+            kernel,
+            "--log",
+            "logs/unreachable-bounds.log",
+            "--ptx",
+            "logs/unreachable-bounds.ptx",
+            "--arch",
+            arch,
+        ])
+    };
+    let ignored = with_ptx("ignored_minimum", "sm_86");
+    assert_eq!(ignored.status.code(), Some(0), "{}", stderr(&ignored));
+    let text = stdout(&ignored);
+    assert!(text.starts_with("ignored_minimum on sm_86 (Ampere (GA10x) 8.6), block 1024\n  compiled with __launch_bounds__(1024, 4)"), "{text}");
+    assert!(text.contains("  - warn[unreachable_bound]: kernel `ignored_minimum` asks for at least 4 blocks of 1024 threads per SM, more than sm_86 holds: ptxas ignored the minimum; the largest it honours there is 1\n"), "{text}");
+    assert!(text.contains("      note: ptxas: ptxas warning : Value of threads per SM for entry ignored_minimum is out of range. .minnctapersm will be ignored\n"), "{text}");
+    insta::assert_snapshot!("ignored_minimum_sm_86", text);
+    let capped = with_ptx("shared_capped", "sm_80");
+    assert_eq!(capped.status.code(), Some(0), "{}", stderr(&capped));
+    let text = stdout(&capped);
+    assert!(text.contains("shared memory let only 3 reside on sm_80: its registers are capped for blocks that cannot run; the largest minimum that can take effect is 3"), "{text}");
+    insta::assert_snapshot!("shared_capped_sm_80", text);
+    // A minimum every arch honours: nothing to say.
+    let reachable = stdout(&with_ptx("reachable_minimum", "sm_90"));
+    assert!(!reachable.contains("What ptxas did"), "{reachable}");
+    // The log alone: ptxas's warning, and what the launch explained could ask for instead.
+    let alone = explain(&[
+        "ignored_minimum",
+        "--log",
+        "logs/unreachable-bounds.log",
+        "--arch",
+        "sm_90",
+    ]);
+    let text = stdout(&alone);
+    assert!(text.contains("  - warn[unreachable_bound]: ptxas ignored the minimum blocks per SM of kernel `ignored_minimum` on sm_90\n"), "{text}");
+    assert!(text.contains("      note: for blocks of 256 threads (the launch checked), a minimum of up to 8 blocks per SM takes effect on sm_90: `__launch_bounds__(256, 8)`\n"), "{text}");
+}
+
 #[test]
 fn direct_facts_on_two_archs() {
     let output = explain(&[

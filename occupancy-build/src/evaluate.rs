@@ -164,11 +164,14 @@ fn check_one_kernel(
         .is_none()
         .then(|| undeclared_launch(context, kernel, inputs.tables));
     let mut rows = kernel_rows(context, kernel, declared, undeclared.as_ref(), declarations)?;
-    // A declared kernel's name is the one its `"auto"` bounds were tuned under.
-    let tuned = declared.map(|_| inputs.tuned);
-    for (_, _, row) in &mut rows {
-        row.sass = evidence.facts_of(&kernel.name, &row.arch, &context.manifest_dir);
-        row.tuning = tuned.and_then(|tuned| tuned.tuning(&kernel.name, &row.arch).cloned());
+    for (_, record, row) in &mut rows {
+        // The record's arch as ptxas named it (`sm_90a`), which the SASS says too; the row's is
+        // the table's (`sm_90`).
+        row.sass = evidence.facts_of(&kernel.name, &record.arch, &context.manifest_dir);
+        // A declared kernel's name is the one its `"auto"` bounds were tuned under.
+        row.tuning = declared
+            .and_then(|_| inputs.tuned.tuning(&kernel.name, &record.arch))
+            .cloned();
     }
     // Expected lints and lints allowed with a reason are evaluated as warnings here, so that
     // `expectations::settle` sees them; it sets their level back to allow.
@@ -189,7 +192,7 @@ fn check_one_kernel(
             record,
             ptx: kernel.ptx_on(&record.arch),
             occupancy,
-            chosen: tuned.and_then(|tuned| tuned.chosen(&kernel.name, &record.arch)),
+            chosen: declared.and_then(|_| inputs.tuned.chosen(&kernel.name, &record.arch)),
         })
         .collect();
     found.extend(match declared {

@@ -74,7 +74,9 @@ pub(crate) fn rows_at_launch(
             }
             row.dynamic_smem_bytes = request.dynamic_smem_bytes;
             row.compute(facts);
-            row.sass = evidence.facts_of(&kernel.name, &row.arch, &context.manifest_dir);
+            // The record's arch as ptxas named it (`sm_90a`), as the SASS does; the row's is the
+            // table's (`sm_90`).
+            row.sass = evidence.facts_of(&kernel.name, &record.arch, &context.manifest_dir);
             checked.push(CheckedRow {
                 row,
                 record: record.clone(),

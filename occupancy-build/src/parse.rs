@@ -16,6 +16,8 @@ use crate::compile::{CompiledSource, Program};
 use crate::context::Context;
 use crate::Error;
 
+mod unnamed;
+
 /// A compiled entry function on every arch it was compiled for.
 #[derive(Debug)]
 pub(crate) struct CompiledKernel<'a> {
@@ -231,6 +233,7 @@ fn parse_source<'a>(
     };
     let mut read = read_programs(source)?;
     let no_entries = read.programs.iter().all(|(_, entries)| entries.is_empty());
+    let mut unnamed_warnings = Vec::new();
     let mut records = match ptxas::parse_log(&source.compiler_log) {
         Ok(parsed) => {
             if let Some(diagnostic) = parsed.diagnostics.first() {
@@ -239,6 +242,7 @@ fn parse_source<'a>(
                     diagnostic.line_number, diagnostic.line, diagnostic.message
                 )));
             }
+            unnamed_warnings = parsed.warnings;
             parsed.kernels
         }
         Err(ptxas::ParseError::NoKernels { .. }) if no_entries => return Ok(None),
@@ -263,6 +267,7 @@ fn parse_source<'a>(
     fallback.fill_constant_banks(source, &mut records)?;
     let mut by_name = kernels_of_records(source, records, &mut read);
     attach_programs(&read.programs, archs, &mut by_name).map_err(unreadable)?;
+    unnamed::attach(&unnamed_warnings, &mut by_name, &read.entry_lines);
     if source.kind == crate::context::SourceKind::Cuda
         && by_name.values().any(|k| k.defined_at.is_none())
     {

@@ -39,16 +39,18 @@ use crate::fsutil::write_atomic;
 use crate::toolchain::Toolchain;
 use crate::Error;
 
-/// ptxas's warning that it dropped a `setmaxnreg`.
-pub const C7508: &str = "(C7508)";
+/// What ptxas's lines say when it drops a `setmaxnreg` (C7504, C7505, C7508, ...).
+const SETMAXNREG_IGNORED: &str = "'setmaxnreg' ignored";
 
 /// The cached facts' format and reader: bump it whenever `occupancy_core::sass` reads the same
 /// SASS into other facts, so that cached facts of the old reader are read again (2: a call into
 /// the kernel's own code is not a call; 3: what was read is recorded: all, or kernels per arch;
 /// 4: kernels only, no callee functions, read by raw-mode batches; 5: keyed by the binary's
 /// size and modification time, not its SHA-256; 6: a call through a register names the function
-/// it reaches, or is indirect, instead of naming the register).
-const CACHE_SCHEMA: u32 = 7;
+/// it reaches, or is indirect, instead of naming the register; 7: which kernels were read from
+/// line-table cubins is recorded; 8: a branch's predicate operand, sm_100's `BRA.U UP0, ...`,
+/// makes it conditional, so loops are found on sm_100 and later).
+const CACHE_SCHEMA: u32 = 8;
 
 /// What the SASS of a build says, per kernel and architecture.
 #[derive(Debug, Clone, Default)]
@@ -57,8 +59,8 @@ pub struct SassEvidence {
     pub facts: BTreeMap<(String, String), SassFacts>,
     /// Kernels whose PTX has `setmaxnreg`.
     pub setmaxnreg_entries: BTreeSet<String>,
-    /// Sources whose compile printed ptxas warning C7508.
-    pub c7508_sources: BTreeSet<PathBuf>,
+    /// Per source, the lines of its compile that say ptxas ignored a `setmaxnreg` (each once).
+    pub setmaxnreg_warnings: BTreeMap<PathBuf, Vec<String>>,
     /// Why no SASS was read (a tool missing); `None` when it was.
     pub unavailable: Option<String>,
     /// Whether ptxas could spill registers to shared memory in this build
@@ -383,8 +385,17 @@ pub fn read_evidence(
     };
     let mut pending: Vec<Pending> = Vec::new();
     for source in compiled {
-        if source.compiler_log.contains(C7508) {
-            evidence.c7508_sources.insert(source.source.clone());
+        let mut dropped: Vec<String> = Vec::new();
+        for line in source.compiler_log.lines() {
+            let line = line.trim();
+            if line.contains(SETMAXNREG_IGNORED) && !dropped.iter().any(|held| held == line) {
+                dropped.push(line.to_string());
+            }
+        }
+        if !dropped.is_empty() {
+            evidence
+                .setmaxnreg_warnings
+                .insert(source.source.clone(), dropped);
         }
         let demand = demands.get(&source.source);
         // Every program's PTX: with `ptx_per_arch` a kernel may differ between them.
@@ -599,7 +610,10 @@ impl SassEvidence {
             block_threads: row.block,
             registers: row.registers,
             ptx_has_setmaxnreg: self.setmaxnreg_entries.contains(&row.name),
-            c7508_warned: self.c7508_sources.contains(source),
+            setmaxnreg_warnings: self
+                .setmaxnreg_warnings
+                .get(source)
+                .map_or(&[], Vec::as_slice),
             smem_spill_room,
         })
     }

@@ -36,6 +36,7 @@ mod kernels;
 mod launch;
 mod level;
 mod minimum;
+mod register_cap;
 use crate::names;
 mod sass;
 mod smem_spill;
@@ -194,7 +195,7 @@ declare_lints! {
     }
     SetmaxnregIgnored {
         default_level: Deny,
-        summary: "ptxas dropped a `setmaxnreg`: it warned C7508 (register count at entry unknown), or the PTX has `setmaxnreg` and the SASS has no `USETMAXREG`.",
+        summary: "ptxas dropped a `setmaxnreg`: the PTX has it and the SASS has no `USETMAXREG`; the finding quotes ptxas's reason (C7508: no register count at entry, C7504: separate compilation, C7505: `-G`) and the fix for it.",
         phrase: ("has a `setmaxnreg` ptxas ignored", "have a `setmaxnreg` ptxas ignored"),
         why_bad: "Warp-specialised kernels rely on `setmaxnreg` to give consumer warps more registers; ignored, every warp keeps the entry count, and the consumers spill or the budget plan silently does nothing.",
         example: "`setmaxnreg.inc.sync.aligned.u32 240;` in a kernel without `__launch_bounds__`: ptxas prints `(C7508) ... 'setmaxnreg' ignored` and emits no `USETMAXREG`.",
@@ -245,6 +246,15 @@ declare_lints! {
         example: "`__launch_bounds__(1024, 4)` asks for 4096 threads per SM; sm_80 and sm_90 hold 2048, sm_86, sm_89 and sm_120 1536: ptxas ignores the minimum everywhere. `__launch_bounds__(256, 5)` with 48 KiB of static shared memory: ptxas caps registers at 48 per thread for 5 blocks, but only 3 fit the shared memory of sm_80.",
         fix: "Ask for at most the largest minimum the finding names for each architecture (`min_blocks_per_sm`, or the second argument of `__launch_bounds__`), use less shared memory per block, or drop the minimum; `allow(unreachable_bound)` when the bound is meant for other architectures.",
         check: Check::OnArch { run: bounds::unreachable_bound, undeclared: true },
+    }
+    RegisterCapIgnored {
+        default_level: Warn,
+        summary: "ptxas compiled the kernel under another register cap than the one asked for, and warned: a `__maxnreg__`/`.maxnreg` or `-maxrregcount` below the fewest registers ptxas compiles a kernel for (24 from sm_70 on, 16 before, with ptxas 12.9 and 13.0) is raised to that bound, and `-maxntid`/`-minnctapersm` beside `-maxrregcount` are dropped; the finding quotes the warning.",
+        phrase: ("was compiled under another register cap than asked", "were compiled under another register cap than asked"),
+        why_bad: "The cap is how the author sized the kernel's occupancy: raised, the kernel holds more registers than planned and fewer blocks fit than the cap promised; an option ptxas dropped leaves `-maxrregcount` alone to cap it. ptxas says so once, in a warning a build log buries.",
+        example: "`__global__ void __maxnreg__(8) tiny(float* out)`: ptxas 13.0 warns `For entry tiny adjusting per thread register count of 8 to lower bound of 24` and compiles under a cap of 24.",
+        fix: "Ask for a cap ptxas applies (the lower bound the finding names, or more), or drop it; pass `-maxrregcount` or `-maxntid`/`-minnctapersm` to ptxas, not both.",
+        check: Check::OnArch { run: register_cap::register_cap_ignored, undeclared: true },
     }
     SmemSpill {
         default_level: Warn,
@@ -344,6 +354,7 @@ mod tests {
                 ("call", Level::Warn),
                 ("const_memory", Level::Deny),
                 ("unreachable_bound", Level::Warn),
+                ("register_cap_ignored", Level::Warn),
                 ("smem_spill", Level::Warn),
                 ("grid_exceeds_resident", Level::Deny),
                 ("cluster_unlaunchable", Level::Deny),

@@ -76,7 +76,7 @@ lint_ids! {
     SpillInLoop = "spill_in_loop",
     /// A local array indexed at run time (local memory at a computed address in the SASS).
     LocalArray = "local_array",
-    /// A `setmaxnreg` ptxas dropped (warning C7508, or no `USETMAXREG` in the SASS).
+    /// A `setmaxnreg` ptxas dropped (no `USETMAXREG` in the SASS; its C750x warning quoted).
     SetmaxnregIgnored = "setmaxnreg_ignored",
     /// Warp-specialised `setmaxnreg` budgets that exceed the block's register allocation.
     SetmaxnregBudget = "setmaxnreg_budget",
@@ -89,6 +89,9 @@ lint_ids! {
     /// A minimum blocks per SM (`.minnctapersm`) that cannot take effect on an architecture:
     /// ptxas ignored it, or shared memory or barriers keep fewer blocks resident.
     UnreachableBound = "unreachable_bound",
+    /// A register cap ptxas did not apply as asked (`__maxnreg__`/`.maxnreg` or `-maxrregcount`
+    /// below its lower bound, raised to it; options dropped for `-maxrregcount`), per its warning.
+    RegisterCapIgnored = "register_cap_ignored",
     /// Registers ptxas spilled to shared memory (`enable_smem_spilling`): the spill area in the
     /// kernel's static shared memory.
     SmemSpill = "smem_spill",

@@ -1,5 +1,6 @@
 // Minimum blocks per SM that cannot take effect (issue #26). Compiled for sm_80, sm_86, sm_89,
-// sm_90, sm_100 and sm_120 by cargo-occupancy/tests/cli_check_bounds.rs.
+// sm_90, sm_100 and sm_120 by cargo-occupancy/tests/cli_check.rs, and checked against the driver
+// by scripts/gpu-dropped-bounds.sh.
 //
 // 4 blocks of 1024 threads are more threads than any SM holds: ptxas warns "Value of threads per
 // SM ... is out of range. .minnctapersm will be ignored" and caps registers by the block alone

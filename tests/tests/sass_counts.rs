@@ -1,7 +1,8 @@
 //! Exactness of the SASS reader: over the kernel corpus (`tests/kernels/`) and a generated corpus
-//! of loop nests under register pressure, compiled with `-lineinfo` by nvcc 13.0 (sm_90, sm_90a)
-//! and by the legacy 12.9 ptxas (sm_75, sm_80: nvdisasm 13.x no longer reads sm_5x..sm_7x, the
-//! other archs that ptxas assembles), every count `occupancy_core::sass` gives (instructions,
+//! of loop nests under register pressure, compiled with `-lineinfo` by nvcc 13.0 (sm_90, sm_90a;
+//! sm_80, sm_100 and sm_120, whose loops close with uniform branches `BRA.U UP0, ...` from
+//! sm_100 on) and by the legacy 12.9 ptxas (sm_75, sm_80: nvdisasm 13.x no longer reads
+//! sm_5x..sm_7x, the other archs that ptxas assembles), every count `occupancy_core::sass` gives (instructions,
 //! `LDL`/`STL`, FP64 per kernel; instructions and `LDL`/`STL` per loop) equals a direct reading of
 //! `cuobjdump -sass` on the same cubin by the simple counter below, which shares no code with the
 //! reader: another disassembler's output format (absolute branch addresses), and loops as the
@@ -293,6 +294,10 @@ fn every_count_equals_a_direct_reading_of_cuobjdump() {
     }
     cubins.push(nvcc_cubin(&kernels.join("setmaxnreg.cu"), "sm_90a"));
     cubins.push(nvcc_cubin(&generated, "sm_90"));
+    for arch in ["sm_80", "sm_100", "sm_120"] {
+        cubins.push(nvcc_cubin(&kernels.join("sass_evidence.cu"), arch));
+        cubins.push(nvcc_cubin(&generated, arch));
+    }
     for arch in ["sm_75", "sm_80"] {
         cubins.push(legacy_cubin(&kernels.join("sass_evidence.cu"), arch));
         cubins.push(legacy_cubin(&generated, arch));
@@ -304,10 +309,109 @@ fn every_count_equals_a_direct_reading_of_cuobjdump() {
         loops_compared += loops;
     }
     // The corpus is not empty by accident: kernels and loops were compared.
-    assert!(kernels_compared >= 30, "{kernels_compared} kernels");
-    assert!(loops_compared >= 20, "{loops_compared} loops");
+    assert!(kernels_compared >= 60, "{kernels_compared} kernels");
+    assert!(loops_compared >= 50, "{loops_compared} loops");
     eprintln!(
         "sass_counts: {kernels_compared} kernels, {loops_compared} loops, {} cubins",
         cubins.len()
     );
+}
+
+/// Kernels of one shape each under `__maxnreg__(32)`, a cap ptxas applies on every arch (a
+/// minimum blocks per SM is ignored where the SM holds fewer threads): 48 accumulators updated
+/// in a loop nest of depth 1, 2 or 3 (the spill inside the loops), the same pressure once after
+/// a cheap loop (the spill outside it), and a loop with no pressure (no spill).
+fn arch_corpus() -> PathBuf {
+    let mut source = String::new();
+    for depth in 1..=3u32 {
+        source.push_str(&format!(
+            "extern \"C\" __global__ void __maxnreg__(32) nest_{depth}(float* out, const float* in, int n) {{\n    float acc[48];\n#pragma unroll\n    for (int j = 0; j < 48; ++j) acc[j] = in[threadIdx.x + j];\n"
+        ));
+        for level in 0..depth {
+            source.push_str(&format!(
+                "    for (int i{level} = 0; i{level} < n; ++i{level}) {{\n"
+            ));
+        }
+        source.push_str("        float x = in[(i0 * 256 + threadIdx.x) & 4095];\n#pragma unroll\n        for (int j = 0; j < 48; ++j) acc[j] = acc[j] * x + acc[(j + 1) % 48];\n");
+        source.push_str(&"    }\n".repeat(depth as usize));
+        source.push_str("    float sum = 0.0f;\n#pragma unroll\n    for (int j = 0; j < 48; ++j) sum += acc[j];\n    out[threadIdx.x] = sum;\n}\n\n");
+    }
+    source.push_str("extern \"C\" __global__ void __maxnreg__(32) cold(float* out, const float* in, int n) {\n    float sum = 0.0f;\n    for (int i = 0; i < n; ++i) sum += in[i * 256 + threadIdx.x];\n    if (sum < 0.0f) {\n        float acc[48];\n#pragma unroll\n        for (int j = 0; j < 48; ++j) acc[j] = in[threadIdx.x * 48 + j];\n#pragma unroll\n        for (int j = 0; j < 48; ++j) sum += acc[j] * acc[(j * 7) % 48] * acc[(j * 13) % 48];\n    }\n    out[threadIdx.x] = sum;\n}\n\n");
+    source.push_str("extern \"C\" __global__ void __maxnreg__(32) plain(float* out, const float* in, int n) {\n    float sum = 0.0f;\n    for (int i = 0; i < n; ++i) sum += in[i * 256 + threadIdx.x];\n    out[threadIdx.x] = sum;\n}\n");
+    let path = out_dir().join("arch_loops.cu");
+    std::fs::write(&path, source).unwrap();
+    path
+}
+
+/// What the loop lints see of one kernel: its loops' depths (ascending), whether spills sit in
+/// a loop and whether any sit outside loops.
+#[derive(Debug, PartialEq, Eq)]
+struct LoopShape {
+    depths: Vec<u32>,
+    spills_in_loops: bool,
+    spills_outside_loops: bool,
+}
+
+fn loop_shapes(cubin: &Path) -> BTreeMap<String, LoopShape> {
+    let text = run(
+        &tool("OCCUPANCY_NVDISASM"),
+        &["-c", "-g", cubin.to_str().unwrap()],
+    );
+    let read =
+        analyze(&text, |_| true).unwrap_or_else(|error| panic!("{}: {error}", cubin.display()));
+    read.into_iter()
+        .map(|facts| {
+            let mut depths: Vec<u32> = facts.loops.iter().map(|found| found.depth).collect();
+            depths.sort_unstable();
+            let in_loops = facts.spill_loads_in_loops + facts.spill_stores_in_loops;
+            let shape = LoopShape {
+                depths,
+                spills_in_loops: in_loops > 0,
+                spills_outside_loops: facts.spill_loads + facts.spill_stores > in_loops,
+            };
+            (facts.kernel, shape)
+        })
+        .collect()
+}
+
+/// The same source has the same loops, and the same spills in them, on every arch nvcc 13.0
+/// compiles for: sm_100 and later close their loops with uniform branches whose predicate is an
+/// operand (`BRA.U UP0, `(.L_x_27)`), where sm_80 and sm_90 write `@P0 BRA`; a reader that takes
+/// those for unconditional jumps finds no loop there, and `spill_in_loop` never fires.
+#[test]
+fn loops_and_their_spills_are_the_same_on_every_arch() {
+    let source = arch_corpus();
+    let archs = [
+        "sm_80", "sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121",
+    ];
+    let shapes: Vec<(&str, BTreeMap<String, LoopShape>)> = archs
+        .iter()
+        .map(|arch| (*arch, loop_shapes(&nvcc_cubin(&source, arch))))
+        .collect();
+    let sm_90 = &shapes[1].1;
+    for depth in 1..=3u32 {
+        let nest = &sm_90[&format!("nest_{depth}")];
+        assert!(nest.spills_in_loops, "nest_{depth}: {nest:?}");
+        assert_eq!(
+            nest.depths.iter().max(),
+            Some(&depth),
+            "nest_{depth}: {nest:?}"
+        );
+    }
+    let cold = &sm_90["cold"];
+    assert!(
+        !cold.spills_in_loops && cold.spills_outside_loops,
+        "{cold:?}"
+    );
+    let plain = &sm_90["plain"];
+    assert!(
+        !plain.depths.is_empty() && !plain.spills_in_loops && !plain.spills_outside_loops,
+        "{plain:?}"
+    );
+    for (arch, found) in &shapes {
+        eprintln!("{arch}: {found:?}");
+    }
+    for (arch, found) in &shapes {
+        assert_eq!(found, sm_90, "{arch} against sm_90");
+    }
 }

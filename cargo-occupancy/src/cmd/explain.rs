@@ -1,18 +1,24 @@
 //! `cargo occupancy explain KERNEL`: which resource binds a kernel's occupancy and by how much,
 //! what each knob would change (computed), whether the occupancy is a problem, and the three
-//! curves as text. The facts come from a ptxas log (`--log`), from direct values
-//! (`--registers`, ...), or from the reports the workspace's builds wrote.
+//! curves as text. The facts come from a ptxas log (`--log`, with the PTX it was assembled from
+//! for the launch bounds: `--ptx`), from direct values (`--registers`, ...), or from the reports
+//! the workspace's builds wrote. When ptxas did not apply the kernel's minimum blocks per SM or
+//! register cap as written, the explanation says what it did instead: the `unreachable_bound` and
+//! `register_cap_ignored` findings of the kernel's record, made by the same checks as `check`
+//! (`occupancy_build::cli::evaluate_at_launch`) or read from the build's report.
 //! The reasoning lives in `occupancy_core::report::explain`; this file finds the kernel.
 //!
 //! A log is streamed, and only the wanted kernel's rows are kept ([`Selector`]): explaining one
 //! kernel of a log of millions of records holds that kernel's distinct rows and a few names.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
 
+use occupancy_build::cli::{evaluate_at_launch, CheckedRow};
 use occupancy_core::arch;
+use occupancy_core::ptxas::{KernelRecord, PtxEntry};
 use occupancy_core::report::explain::{explain, render_explanation_text};
-use occupancy_core::report::{KernelRow, RowLaunch};
+use occupancy_core::report::{Finding, KernelRow, RowLaunch};
 
 use super::log_input::row_from_record;
 use crate::archs::ArchNames;
@@ -44,6 +50,10 @@ pub struct Args {
     /// Read the kernel's facts from a ptxas `-v` log (`nvcc -Xptxas -v` output; repeatable).
     #[arg(long = "log", value_name = "FILE")]
     pub logs: Vec<PathBuf>,
+    /// With --log: the PTX the log's kernels were assembled from (`nvcc -ptx`, repeatable): their
+    /// launch bounds (`.maxntid`, `.minnctapersm`, `.maxnreg`), which a log does not print.
+    #[arg(long = "ptx", value_name = "FILE", requires = "logs")]
+    pub ptx: Vec<PathBuf>,
     /// With --log: read a log that shows a failed build (`FAILED:`, `make: *** ... Error`,
     /// `Segmentation fault`, ...) anyway, each such line a warning.
     #[arg(long, requires = "logs")]
@@ -73,7 +83,7 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     let rows = rows(args, env)?;
     let mut out = Stdout::lock("cannot write the explanation to standard output");
     let mut first = true;
-    for row in rows {
+    for (row, bounds) in rows {
         let Ok(facts) = arch::lookup(&row.arch) else {
             continue;
         };
@@ -81,7 +91,8 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
             out.write_all(format!("{}\n", "─".repeat(100)).as_bytes())?;
         }
         first = false;
-        out.write_all(render_explanation_text(&explain(facts, &row)).as_bytes())?;
+        let explanation = explain(facts, &row).with_bound_findings(&bounds);
+        out.write_all(render_explanation_text(&explanation).as_bytes())?;
     }
     out.finish()?;
     Ok(Outcome::Success)
@@ -111,8 +122,11 @@ fn canonical_archs(names: &[String], archs: &ArchNames) -> Result<Vec<&'static s
         .collect()
 }
 
+/// A row to explain, with the findings of its record that say what ptxas did with its bounds.
+type Explained = (KernelRow, Vec<Finding>);
+
 /// The rows to explain, with the command line's launch applied.
-fn rows(args: &Args, env: &Environment) -> Result<Vec<KernelRow>, CliError> {
+fn rows(args: &Args, env: &Environment) -> Result<Vec<Explained>, CliError> {
     let archs = canonical_archs(&args.archs, &env.archs)?;
     let carveout = carveout_percent(args.carveout.as_deref())?;
     if args.block == Some(0) {
@@ -124,21 +138,27 @@ fn rows(args: &Args, env: &Environment) -> Result<Vec<KernelRow>, CliError> {
         }
         archs
             .iter()
-            .map(|name| direct_row(args, name, registers))
+            .map(|name| (direct_row(args, name, registers), Vec::new()))
             .collect()
     } else if !args.logs.is_empty() {
         rows_from_logs(args)?
     } else {
         let dir = report_dir(args.dir.as_deref(), args.manifest_path.as_deref(), env)?;
+        let report = load_dir(&dir)?;
         let mut selector = Selector::new(&args.kernel);
-        for row in load_dir(&dir)?.kernels.into_iter().filter(|row| row.entry) {
-            selector.add(&row);
+        for row in report.kernels.iter().filter(|row| row.entry) {
+            let bounds = if selector.matches(row) {
+                report.findings_for(row).cloned().collect()
+            } else {
+                Vec::new()
+            };
+            selector.add(row, bounds);
         }
         selector.finish()?
     };
     if !archs.is_empty() {
-        let available: Vec<String> = rows.iter().map(|row| row.arch.clone()).collect();
-        rows.retain(|row| archs.contains(&row.arch.as_str()));
+        let available: Vec<String> = rows.iter().map(|(row, _)| row.arch.clone()).collect();
+        rows.retain(|(row, _)| archs.contains(&row.arch.as_str()));
         if rows.is_empty() {
             return Err(CliError::Usage(format!(
                 "`{}` was not compiled for {}; its facts cover: {}",
@@ -148,7 +168,7 @@ fn rows(args: &Args, env: &Environment) -> Result<Vec<KernelRow>, CliError> {
             )));
         }
     }
-    for row in &mut rows {
+    for (row, _) in &mut rows {
         if let Some(block) = args.block {
             row.block = block;
         }
@@ -176,19 +196,56 @@ fn direct_row(args: &Args, arch_name: &str, registers: u32) -> KernelRow {
     }
 }
 
+/// The PTX entries of the `--ptx` files, by kernel name (the first of each name).
+fn ptx_entries(paths: &[PathBuf]) -> Result<BTreeMap<String, PtxEntry>, CliError> {
+    let mut entries = BTreeMap::new();
+    for path in paths {
+        crate::inputs::check_input_file("the PTX", path)?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| CliError::Input(format!("cannot read {}: {error}", path.display())))?;
+        for entry in occupancy_core::ptxas::parse_ptx_directives(&text) {
+            entries.entry(entry.name.clone()).or_insert(entry);
+        }
+    }
+    Ok(entries)
+}
+
+/// The findings of `record` that say what ptxas did with its minimum blocks per SM or register
+/// cap, from the checks `check` runs, at the row's launch.
+fn bound_findings(row: &KernelRow, record: KernelRecord, ptx: Option<&PtxEntry>) -> Vec<Finding> {
+    let checked = [CheckedRow {
+        row: row.clone(),
+        record,
+        ptx: ptx.cloned(),
+    }];
+    evaluate_at_launch(&checked, &BTreeMap::new())
+}
+
 /// The rows of the kernel `args.kernel` names in the logs: every record is looked at as the
-/// log streams by, and only that kernel's rows are kept (each distinct row once).
-fn rows_from_logs(args: &Args) -> Result<Vec<KernelRow>, CliError> {
+/// log streams by, and only that kernel's rows are kept (each distinct row once), each with the
+/// findings of its record that say what ptxas did with its bounds.
+fn rows_from_logs(args: &Args) -> Result<Vec<Explained>, CliError> {
     let mut selector = Selector::new(&args.kernel);
+    let entries = ptx_entries(&args.ptx)?;
     for path in &args.logs {
-        // Without PTX the compiled bounds are unknown; the launch is the user's or 256.
-        let launch = RowLaunch {
-            block: args.block.unwrap_or(256),
-            dynamic_smem_bytes: 0,
-            carveout_percent: None,
-        };
         let output = super::log_input::read_log(path, |record| {
-            selector.add(&row_from_record(&record, None, launch)?);
+            let ptx = entries.get(&record.name);
+            // The launch is the user's block, else the compiled maximum (from `--ptx`), else 256.
+            let compiled = ptx
+                .and_then(|entry| entry.maxntid.as_ref().or(entry.reqntid.as_ref()))
+                .map(|dims| dims.iter().map(|&dim| dim.max(1)).product::<u32>());
+            let launch = RowLaunch {
+                block: args.block.or(compiled).unwrap_or(256),
+                dynamic_smem_bytes: args.dynamic_smem.unwrap_or(0),
+                carveout_percent: None,
+            };
+            let row = row_from_record(&record, ptx, launch)?;
+            let bounds = if selector.matches(&row) {
+                bound_findings(&row, record, ptx)
+            } else {
+                Vec::new()
+            };
+            selector.add(&row, bounds);
             Ok(())
         })?;
         let name = occupancy_build::cli::shown_path(path);
@@ -256,7 +313,7 @@ impl<T: Ord> FirstNames<T> {
 #[derive(Debug)]
 struct Tier {
     kernels: FirstNames<(Option<String>, String)>,
-    rows: Vec<KernelRow>,
+    rows: Vec<Explained>,
     /// The rows kept, as JSON: a log that compiles the kernel many times gives one row per
     /// distinct compile, not one per record.
     distinct_rows: HashSet<String>,
@@ -271,7 +328,7 @@ impl Tier {
         }
     }
 
-    fn add(&mut self, row: &KernelRow) {
+    fn add(&mut self, row: &KernelRow, bounds: &[Finding]) {
         self.kernels
             .insert((row.crate_name.clone(), row.name.clone()));
         if !self.kernels.is_one() {
@@ -279,9 +336,9 @@ impl Tier {
             self.distinct_rows = HashSet::new();
             return;
         }
-        let key = serde_json::to_string(row).unwrap_or_default();
+        let key = serde_json::to_string(&(row, bounds)).unwrap_or_default();
         if self.distinct_rows.insert(key) {
-            self.rows.push(row.clone());
+            self.rows.push((row.clone(), bounds.to_vec()));
         }
     }
 }
@@ -307,8 +364,13 @@ impl<'a> Selector<'a> {
         }
     }
 
-    fn add(&mut self, row: &KernelRow) {
-        self.all_names.insert(row.display_name().to_string());
+    /// Whether `row` is of a kernel the wanted name may pick (its findings are worth making).
+    fn matches(&self, row: &KernelRow) -> bool {
+        self.ways(row).contains(&true)
+    }
+
+    /// Whether the wanted name matches `row` exactly, by short name, by a substring.
+    fn ways(&self, row: &KernelRow) -> [bool; 3] {
         let wanted = self.wanted;
         let short = || {
             row.demangled
@@ -321,21 +383,28 @@ impl<'a> Selector<'a> {
                 .unwrap_or("")
                 .to_string()
         };
-        let matches = [
+        [
             row.name == wanted || row.demangled == wanted,
             short() == wanted || short().split('<').next() == Some(wanted),
             row.name.contains(wanted) || row.demangled.contains(wanted),
-        ];
-        for (tier, matched) in self.tiers.iter_mut().zip(matches) {
+        ]
+    }
+
+    /// Looks at one row; `bounds` are its record's findings about its bounds (empty when the
+    /// row matches no way: [`Self::matches`] says whether to make them).
+    fn add(&mut self, row: &KernelRow, bounds: Vec<Finding>) {
+        self.all_names.insert(row.display_name().to_string());
+        let ways = self.ways(row);
+        for (tier, matched) in self.tiers.iter_mut().zip(ways) {
             if matched {
-                tier.add(row);
+                tier.add(row, &bounds);
             }
         }
     }
 
     /// The rows of the first way of matching that picked any kernel; an error when it picked
     /// several, or when none picked one.
-    fn finish(self) -> Result<Vec<KernelRow>, CliError> {
+    fn finish(self) -> Result<Vec<Explained>, CliError> {
         let wanted = self.wanted;
         for tier in self.tiers {
             if tier.kernels.names.is_empty() {
@@ -373,9 +442,9 @@ mod tests {
     fn select(wanted: &str, rows: &[KernelRow]) -> Result<Vec<KernelRow>, CliError> {
         let mut selector = Selector::new(wanted);
         for row in rows {
-            selector.add(row);
+            selector.add(row, Vec::new());
         }
-        selector.finish()
+        Ok(selector.finish()?.into_iter().map(|(row, _)| row).collect())
     }
 
     fn rows() -> Vec<KernelRow> {

@@ -4,8 +4,8 @@
 use super::finding::{ptxas_note, CompiledOnArch, Finding, LaunchOrigin};
 use super::id::LintId;
 use super::minimum::{
-    capped_because, capped_by_words, ignored_because, ignored_warning, reach, register_budget,
-    Minimum, Reach,
+    capped_because, capped_by_words, ignored_because, ignored_warning, largest_effective, reach,
+    register_budget, Minimum, Reach,
 };
 use crate::calc::{Limiter, Resources};
 use crate::ptxas::PtxEntry;
@@ -180,8 +180,11 @@ pub(super) fn unreachable_bound(
         .ptx
         .and_then(|ptx| compiled_minimum(ptx).map(|minimum| (ptx, minimum)))
     else {
-        if let Some(warning) = warning {
-            findings.push(dropped_without_ptx(on, warning, origin));
+        let threads = spec.block.threads();
+        if let Some(blocks) = on.ptx.and_then(PtxEntry::minimum_without_block) {
+            findings.push(without_block(spec, on, blocks, warning, origin));
+        } else if let Some(warning) = warning {
+            findings.push(dropped_without_ptx(on, warning, origin, threads, spec));
         }
         return;
     };
@@ -356,9 +359,34 @@ impl Dropped<'_> {
     }
 }
 
+/// What a launch of `threads` could ask for instead on the arch: `for blocks of 256 threads (the
+/// launch checked), a minimum of up to 8 blocks per SM takes effect on sm_90` (or none fits).
+fn effective_note(on: &CompiledOnArch<'_>, threads: u32, spec: &KernelSpec) -> (u32, String) {
+    let largest = largest_effective(on.arch, threads, on.record, spec.dynamic_smem_bytes);
+    let note = if largest == 0 {
+        format!(
+            "no minimum blocks per SM takes effect for blocks of {threads} threads (the launch checked) on {}: none fits",
+            on.arch.name
+        )
+    } else {
+        format!(
+            "for blocks of {threads} threads (the launch checked), a minimum of up to {largest} blocks per SM takes effect on {}: `__launch_bounds__({threads}, {largest})`",
+            on.arch.name
+        )
+    };
+    (largest, note)
+}
+
 /// ptxas warned that it dropped the minimum, and no PTX says what the minimum was (a log, or a
-/// compile whose PTX is not at hand).
-fn dropped_without_ptx(on: &CompiledOnArch<'_>, warning: &str, origin: LaunchOrigin) -> Finding {
+/// compile whose PTX is not at hand): what the launch checked could ask for instead.
+fn dropped_without_ptx(
+    on: &CompiledOnArch<'_>,
+    warning: &str,
+    origin: LaunchOrigin,
+    threads: u32,
+    spec: &KernelSpec,
+) -> Finding {
+    let (_, effective) = effective_note(on, threads, spec);
     Finding {
         lint: LintId::UnreachableBound,
         arch: Some(on.arch.name.to_string()),
@@ -372,11 +400,52 @@ fn dropped_without_ptx(on: &CompiledOnArch<'_>, warning: &str, origin: LaunchOri
                 "ptxas compiled `{}` as if no minimum were given: only its maximum block size caps its registers",
                 on.record.name
             ),
+            effective,
             ptxas_note(on.record),
         ],
         help: Some(format!(
             "lower the minimum of `__launch_bounds__` until ptxas no longer warns on {}, or drop it, or {}",
             on.arch.name,
+            origin.allow(LintId::UnreachableBound)
+        )),
+    }
+}
+
+/// A `.minnctapersm` without `.maxntid` or `.reqntid` (hand-written PTX): ptxas ignores it, as
+/// it says in a warning that names a PTX line, not the kernel.
+fn without_block(
+    spec: &KernelSpec,
+    on: &CompiledOnArch<'_>,
+    blocks: u32,
+    warning: Option<&str>,
+    origin: LaunchOrigin,
+) -> Finding {
+    let (arch, record) = (on.arch, on.record);
+    let threads = spec.block.threads();
+    let (largest, effective) = effective_note(on, threads, spec);
+    let mut notes = vec![format!(
+        "the PTX of `{}` says `.minnctapersm {blocks}` but neither `.maxntid` nor `.reqntid`: a minimum blocks per SM needs a block size",
+        record.name
+    )];
+    notes.extend(warning.map(|warning| format!("ptxas: {warning}")));
+    notes.push(format!(
+        "ptxas compiled `{}` as if no minimum were given (it used {} registers per thread)",
+        record.name,
+        record.registers.unwrap_or(0)
+    ));
+    notes.push(effective);
+    notes.push(ptxas_note(record));
+    let ask = blocks.min(largest).max(1);
+    Finding {
+        lint: LintId::UnreachableBound,
+        arch: Some(arch.name.to_string()),
+        message: format!(
+            "kernel `{}` asks for at least {blocks} blocks per SM, but its PTX gives no block size (`.maxntid`, `.reqntid`): ptxas ignored the minimum on {}",
+            record.name, arch.name
+        ),
+        notes,
+        help: Some(format!(
+            "give the minimum its block: `.maxntid {threads}, 1, 1` beside `.minnctapersm {ask}` (`__launch_bounds__({threads}, {ask})`), or drop `.minnctapersm`, or {}",
             origin.allow(LintId::UnreachableBound)
         )),
     }

@@ -97,6 +97,25 @@ pub(crate) fn reach(
     }
 }
 
+/// The largest minimum blocks per SM that takes effect for blocks of `threads` on `arch`: what
+/// every resource but registers lets reside (ptxas honours no more by threads and block slots,
+/// and shared memory and barriers keep more from residing). 0 when no block fits.
+pub(crate) fn largest_effective(
+    arch: &ArchFacts,
+    threads: u32,
+    record: &KernelRecord,
+    dynamic_smem_bytes: u32,
+) -> u32 {
+    let launch = Launch {
+        block_threads: threads,
+        dynamic_smem_bytes,
+        carveout: Carveout::Default,
+    };
+    calc::resources(arch, &facts_without_registers(record), &launch)
+        .limits
+        .blocks_per_sm()
+}
+
 /// Why ptxas ignores `minimum` on `arch`: `4 blocks of 1024 threads need 4096 threads per SM,
 /// more than sm_80's 2048` and/or `sm_86 has 16 block slots per SM`.
 pub(crate) fn ignored_because(arch: &ArchFacts, minimum: Minimum, by: &[Limiter]) -> String {
@@ -180,13 +199,15 @@ pub(crate) fn register_budget(arch: &ArchFacts, threads: u32, blocks: u32) -> u3
     per_thread.min(u64::from(arch.max_regs_per_thread)) as u32
 }
 
-/// ptxas's warning that it dropped the kernel's minimum blocks per SM, when the record has it.
+/// ptxas's warning that it dropped the kernel's minimum blocks per SM, when the record has it:
+/// out of range (`... minnctapersm will be ignored`, naming the kernel), or without a block size
+/// (`.minnctapersm is ignored when neither .maxntid nor .reqntid is specified.`, naming the PTX
+/// line; the build gives it to the kernel whose PTX has that shape).
 pub(crate) fn ignored_warning(record: &KernelRecord) -> Option<&str> {
-    record
-        .warnings
-        .iter()
-        .map(String::as_str)
-        .find(|warning| warning.contains("minnctapersm will be ignored"))
+    record.warnings.iter().map(String::as_str).find(|warning| {
+        warning.contains("minnctapersm will be ignored")
+            || warning.contains(crate::ptxas::WITHOUT_BLOCK_WARNING)
+    })
 }
 
 #[cfg(test)]
@@ -365,6 +386,7 @@ mod tests {
         for warning in [
             "ptxas warning : Value of threads per SM for entry k is out of range. .minnctapersm will be ignored",
             "ptxas warning : Value of minnctapersm for entry k is out of range. minnctapersm will be ignored",
+            "ptxas k.ptx, line 202; warning : .minnctapersm is ignored when neither .maxntid nor .reqntid is specified.",
         ] {
             record.warnings = vec!["ptxas warning : something else".into(), warning.into()];
             assert_eq!(ignored_warning(&record), Some(warning));

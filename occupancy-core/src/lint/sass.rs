@@ -27,8 +27,10 @@ pub struct SassLintInputs<'a> {
     pub registers: u32,
     /// The kernel's PTX has `setmaxnreg`.
     pub ptx_has_setmaxnreg: bool,
-    /// ptxas warned C7508 (`'setmaxnreg' ignored`) in this compile.
-    pub c7508_warned: bool,
+    /// ptxas's lines of this compile that say it ignored a `setmaxnreg` (C7504 across
+    /// compilation units, C7505 for debugging, C7508 with no register count at entry, ...),
+    /// verbatim: they name no kernel.
+    pub setmaxnreg_warnings: &'a [String],
     /// What letting ptxas spill to shared memory would take, where the toolkit, the compile
     /// and the kernel allow it (`enable_smem_spilling`): `spill_in_loop` suggests the pragma
     /// when the spills fit.
@@ -256,11 +258,41 @@ pub(crate) fn setmaxnreg_ignored(inputs: &SassLintInputs<'_>, findings: &mut Vec
             inputs.kernel, inputs.arch
         ),
     );
-    if inputs.c7508_warned {
-        found.notes.push("ptxas warned: (C7508) Potential Performance Loss: 'setmaxnreg' ignored; unable to determine register count at entry".to_owned());
+    found.notes.extend(
+        inputs
+            .setmaxnreg_warnings
+            .iter()
+            .map(|warning| format!("ptxas: {warning}")),
+    );
+    let mut helps: Vec<&str> = inputs
+        .setmaxnreg_warnings
+        .iter()
+        .filter_map(|warning| setmaxnreg_help(warning))
+        .collect();
+    helps.dedup();
+    if helps.is_empty() {
+        helps.push(SETMAXNREG_BOUNDS_HELP);
     }
-    found.help = Some("give the kernel a maximum block size in its launch bounds (`__launch_bounds__(OCCUPANCY_BOUNDS_<kernel>)` or `__launch_bounds__(384, 1)`)".to_owned());
+    found.help = Some(helps.join("; "));
     findings.push(found);
+}
+
+const SETMAXNREG_BOUNDS_HELP: &str = "give the kernel a maximum block size in its launch bounds (`__launch_bounds__(OCCUPANCY_BOUNDS_<kernel>)` or `__launch_bounds__(384, 1)`)";
+
+/// What to change for the reason one of ptxas's `'setmaxnreg' ignored` lines gives (ptxas 13.0's
+/// texts, docs/ptxas-formats.md).
+fn setmaxnreg_help(warning: &str) -> Option<&'static str> {
+    let reasons: [(&str, &str); 5] = [
+        ("unable to determine register count at entry", SETMAXNREG_BOUNDS_HELP),
+        ("compatibility across compilation units", "compile the kernel's file as a whole program (without `-rdc=true`): ptxas drops `setmaxnreg` in separately compiled code"),
+        ("to allow debugging", "build without `-G` (device debug information drops `setmaxnreg`); `-lineinfo` keeps it"),
+        ("into 'extern' call", "do not call an `extern` device function from the kernel: inline it, or define it in the kernel's file"),
+        ("minimum register requirements", "raise the `setmaxnreg` count: the code needs more registers than it leaves the warps"),
+    ];
+    reasons
+        .iter()
+        .find(|(reason, _)| warning.contains(reason))
+        .map(|(_, help)| *help)
 }
 
 /// Registers the roles need: one warpgroup (the producer) at the lowest budget, the others at
@@ -364,7 +396,7 @@ mod tests {
             block_threads: 384,
             registers: 168,
             ptx_has_setmaxnreg: false,
-            c7508_warned: false,
+            setmaxnreg_warnings: &[],
             smem_spill_room: None,
         }
     }
@@ -472,10 +504,35 @@ mod tests {
         let facts = empty();
         let mut dropped = inputs(&facts);
         dropped.ptx_has_setmaxnreg = true;
-        dropped.c7508_warned = true;
+        let c7508 = ["ptxas info    : (C7508) Potential Performance Loss: 'setmaxnreg' ignored; unable to determine register count at entry.".to_string()];
+        dropped.setmaxnreg_warnings = &c7508;
         let findings = evaluate_sass(&dropped);
         assert_eq!(lints(&findings), [LintId::SetmaxnregIgnored]);
-        assert!(findings[0].notes[0].contains("C7508"));
+        assert_eq!(findings[0].notes[0], format!("ptxas: {}", c7508[0]));
+        assert!(findings[0]
+            .help
+            .as_deref()
+            .unwrap()
+            .starts_with("give the kernel a maximum block size"));
+        // ptxas 13.0 under `-rdc=true` and `-G`: each reason its own help.
+        let others = [
+            "ptxas info    : (C7504) Potential Performance Loss: 'setmaxnreg' ignored to maintain compatibility across compilation units.".to_string(),
+            "ptxas info    : (C7505) Potential Performance Loss: 'setmaxnreg' ignored to allow debugging.".to_string(),
+        ];
+        dropped.setmaxnreg_warnings = &others;
+        let findings = evaluate_sass(&dropped);
+        assert_eq!(
+            findings[0].notes,
+            [
+                format!("ptxas: {}", others[0]),
+                format!("ptxas: {}", others[1])
+            ]
+        );
+        let help = findings[0].help.as_deref().unwrap();
+        assert!(
+            help.contains("without `-rdc=true`") && help.contains("without `-G`"),
+            "{help}"
+        );
 
         let mut fits = empty();
         fits.setmaxnreg = vec![

@@ -28,9 +28,11 @@ use super::{
 mod markers;
 mod numbers;
 mod prefix;
+mod run_wide;
 
 use numbers::{count, item_count};
 use prefix::strip_ci_prefix;
+use run_wide::{unquoted_entry_name, RunWide};
 
 /// What one line of a log was, as returned by [`LogParser::feed_line`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,6 +124,8 @@ pub struct LogParser {
     /// Notes by the function they name: claiming is one lookup per record.
     pending_notes: std::collections::HashMap<String, Vec<PendingNote>>,
     note_sequence: usize,
+    /// Warnings that change every entry of a ptxas run (`run_wide`).
+    run_wide: RunWide,
     /// Entry records already handed out by [`take_finished_kernels`](Self::take_finished_kernels).
     kernels_taken: usize,
     long_line: Option<LongLine>,
@@ -212,6 +216,7 @@ impl LogParser {
             awaiting_arch: Vec::new(),
             pending_notes: std::collections::HashMap::new(),
             note_sequence: 0,
+            run_wide: RunWide::default(),
             kernels_taken: 0,
             long_line: None,
             max_line_bytes: MAX_LINE_BYTES,
@@ -433,6 +438,9 @@ impl LogParser {
                 self.push_warning(note.text);
             }
         }
+        for text in self.run_wide.unclaimed() {
+            self.push_warning(text);
+        }
         self.output.lines = self.line_number;
         let records = std::mem::take(&mut self.output.kernels);
         let (kernels, callees): (Vec<_>, Vec<_>) =
@@ -563,7 +571,10 @@ impl LogParser {
                 let text = line.trim().to_string();
                 match quoted_function_name(message).or_else(|| unquoted_entry_name(message)) {
                     Some(function) => self.note_for_function(function, text, None),
-                    None => self.push_warning(text),
+                    None => match run_wide::scope(message) {
+                        Some(scope) => self.run_wide.hold(scope, text),
+                        None => self.push_warning(text),
+                    },
                 }
                 LineKind::Ptxas
             }
@@ -747,6 +758,9 @@ impl LogParser {
                 // A new architecture without a module line: a new ptxas run whose module
                 // printed nothing module-wide.
                 self.section = Section::default();
+                self.run_wide.open_section();
+            } else {
+                self.run_wide.join_section();
             }
             self.section.arch = Some(arch.to_string());
             for index in std::mem::take(&mut self.awaiting_arch) {
@@ -755,6 +769,11 @@ impl LogParser {
         }
         let mut record = self.new_record(name, arch.to_string(), true);
         self.claim_notes(&mut record);
+        for text in self.run_wide.for_entry(arch) {
+            if !record.warnings.iter().any(|held| held == text) {
+                record.warnings.push(text.to_string());
+            }
+        }
         self.open_entry = Some(OpenRecord {
             record,
             has_properties: false,
@@ -995,6 +1014,7 @@ impl LogParser {
         self.drop_records_without_arch();
         self.device_record_unconfirmed = false;
         self.section = section;
+        self.run_wide.open_section();
         LineKind::Ptxas
     }
 }
@@ -1229,16 +1249,6 @@ fn quoted_function_name(message: &str) -> Option<&str> {
     let end = rest.find(quote)?;
     let name = &rest[..end];
     (!name.is_empty() && !name.contains(char::is_whitespace)).then_some(name)
-}
-
-/// The entry a warning names without quotes, as ptxas words a launch bound it drops:
-/// `Value of threads per SM for entry NAME is out of range. .minnctapersm will be ignored` and
-/// `Value of minnctapersm for entry NAME is out of range. minnctapersm will be ignored`. The
-/// warning changes the kernel's registers, so it belongs to the kernel's record.
-fn unquoted_entry_name(message: &str) -> Option<&str> {
-    let (_, rest) = message.split_once(" for entry ")?;
-    let name = rest.split(char::is_whitespace).next()?;
-    (!name.is_empty() && !name.contains(['\'', '"'])).then_some(name)
 }
 
 /// `N bytes stack frame, N bytes spill stores, N bytes spill loads`; the error names the item
@@ -1483,6 +1493,56 @@ ptxas info    : Compile time = 10.567 ms
         assert_eq!(warnings("ignored_minimum", "sm_86"), [threads]);
         assert!(warnings("slot_bound", "sm_80").is_empty());
         assert_eq!(warnings("slot_bound", "sm_86"), [slots]);
+    }
+
+    /// ptxas 13.0's register-cap warnings (docs/ptxas-formats.md): one naming its entry without
+    /// quotes joins that entry; one of the command line (`-maxrregcount=8`, `-maxntid` beside
+    /// `-maxrregcount`) joins every entry of its run, of the arch it names, and no other run's.
+    #[test]
+    fn register_cap_warnings_join_their_entries() {
+        let record = |name: &str, arch: &str| {
+            format!("ptxas info    : Compiling entry function '{name}' for '{arch}'\nptxas info    : Function properties for {name}\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 24 registers, used 0 barriers\nptxas info    : Compile time = 1.0 ms\n")
+        };
+        let raised = |arch: &str| {
+            format!("ptxas warning : For profile {arch} adjusting per thread register count of 8 to lower bound of 24")
+        };
+        let conflict = "ptxas warning : Conflicting options -maxrregcount and -maxntid specified, ignoring -maxntid option";
+        let entry = "ptxas warning : Too many maxnreg specified for entry big, will be ignored";
+        let log = format!(
+            "{}\n{conflict}\n{entry}\nptxas info    : 0 bytes gmem\n{}{}{}\n{conflict}\nptxas info    : 0 bytes gmem\n{}{}ptxas info    : 0 bytes gmem\n{}",
+            raised("sm_80"),
+            record("big", "sm_80"),
+            record("k", "sm_80"),
+            raised("sm_90"),
+            record("big", "sm_90"),
+            record("k", "sm_90"),
+            record("k", "sm_100"),
+        );
+        let output = parse_log(&log).unwrap();
+        assert!(output.diagnostics.is_empty(), "{:?}", output.diagnostics);
+        assert!(output.warnings.is_empty(), "{:?}", output.warnings);
+        let warnings = |name: &str, arch: &str| {
+            output
+                .kernels
+                .iter()
+                .find(|kernel| kernel.name == name && kernel.arch == arch)
+                .map(|kernel| kernel.warnings.clone())
+                .unwrap()
+        };
+        assert_eq!(
+            warnings("big", "sm_80"),
+            [entry, &raised("sm_80"), conflict]
+        );
+        assert_eq!(warnings("k", "sm_80"), [raised("sm_80").as_str(), conflict]);
+        assert_eq!(warnings("k", "sm_90"), [raised("sm_90").as_str(), conflict]);
+        assert_eq!(
+            warnings("big", "sm_90"),
+            [raised("sm_90").as_str(), conflict]
+        );
+        assert!(warnings("k", "sm_100").is_empty(), "a run after theirs");
+        // With no run after it, the warning stays the log's.
+        let output = parse_log(&format!("{}{conflict}\n", record("k", "sm_80"))).unwrap();
+        assert_eq!(output.warnings, [conflict]);
     }
 
     /// The advisory line's form is quoted from NVIDIA/cutlass issue 1840

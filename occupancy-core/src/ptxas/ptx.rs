@@ -69,6 +69,26 @@ pub(crate) fn smem_spill_bytes(record: &KernelRecord, entry: Option<&PtxEntry>) 
     Some(record.static_smem_bytes.saturating_sub(declared)).filter(|&bytes| bytes >= 4 * threads)
 }
 
+/// What ptxas 12.9 and 13.0 say of a `.minnctapersm` without `.maxntid` or `.reqntid`, after
+/// `ptxas FILE, line N; warning : ` (the line of the entry's closing brace): it names no kernel.
+pub(crate) const WITHOUT_BLOCK_WARNING: &str =
+    ".minnctapersm is ignored when neither .maxntid nor .reqntid is specified";
+
+impl PtxEntry {
+    /// The `.minnctapersm` ptxas ignores because no `.maxntid` or `.reqntid` gives it a block.
+    pub(crate) fn minimum_without_block(&self) -> Option<u32> {
+        let blocks = self.minnctapersm.filter(|&blocks| blocks > 0)?;
+        (self.maxntid.is_none() && self.reqntid.is_none()).then_some(blocks)
+    }
+}
+
+/// Whether `warning` is the one ptxas prints for `entry`: a `.minnctapersm` without `.maxntid`
+/// or `.reqntid`, which it ignores. That warning names a PTX line, not the kernel; the build
+/// gives it to the kernel whose PTX has this shape.
+pub fn ignores_minimum_without_block(entry: &PtxEntry, warning: &str) -> bool {
+    entry.minimum_without_block().is_some() && warning.contains(WITHOUT_BLOCK_WARNING)
+}
+
 /// The kernel a line declares (`.visible .entry k(`, `.weak .entry k`, `.entry k`), if it
 /// declares one: for line-by-line scans that attribute code to its kernel.
 pub fn entry_declared_on(line: &str) -> Option<&str> {

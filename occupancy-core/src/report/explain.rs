@@ -12,10 +12,11 @@ use std::fmt::Write as _;
 
 use super::bytes_u32;
 use super::curves::{all_curves, format_x, Axis, Curve};
-use super::model::KernelRow;
+use super::model::{Finding, KernelRow};
 use super::table::{format_bytes, format_occupancy};
 use crate::arch::ArchFacts;
 use crate::calc::{self, Carveout, KernelFacts, Launch, Limiter};
+use crate::lint::LintId;
 
 /// One resource's limit on resident blocks.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,7 +71,15 @@ pub struct Explanation {
     pub curves: [Curve; 3],
     /// Assessment of the occupancy (latency hiding, Volkov regime, spills).
     pub assessment: Vec<String>,
+    /// What ptxas did with the kernel's minimum blocks per SM and register cap on this arch, when
+    /// it did not apply them as written: the `unreachable_bound` and `register_cap_ignored`
+    /// findings of the kernel's record, made by those lints' checks
+    /// ([`Explanation::with_bound_findings`]); empty when the facts came without a record.
+    pub bounds: Vec<Finding>,
 }
+
+/// The lints that say what became of a kernel's launch bounds and register cap.
+const BOUND_LINTS: [LintId; 2] = [LintId::UnreachableBound, LintId::RegisterCapIgnored];
 
 fn limiter_names(limiters: &[Limiter]) -> Vec<String> {
     limiters
@@ -122,6 +131,29 @@ pub fn explain(arch: &'static ArchFacts, row: &KernelRow) -> Explanation {
         carveout_knobs,
         curves,
         assessment,
+        bounds: Vec::new(),
+    }
+}
+
+impl Explanation {
+    /// Keeps, of `findings` (a report's, or a check of the kernel's record), those that say what
+    /// became of this kernel's minimum blocks per SM or register cap on this arch
+    /// (`unreachable_bound`, `register_cap_ignored`), in their order.
+    pub fn with_bound_findings<'a>(
+        mut self,
+        findings: impl IntoIterator<Item = &'a Finding>,
+    ) -> Self {
+        let row = &self.row;
+        self.bounds.extend(
+            findings
+                .into_iter()
+                .filter(|finding| BOUND_LINTS.contains(&finding.lint))
+                .filter(|finding| finding.kernel.as_deref() == Some(row.name.as_str()))
+                .filter(|finding| finding.arch.as_deref() == Some(row.arch.as_str()))
+                .filter(|finding| finding.crate_name == row.crate_name)
+                .cloned(),
+        );
+        self
     }
 }
 
@@ -495,6 +527,7 @@ fn assess(arch: &ArchFacts, row: &KernelRow, answer: &calc::Occupancy) -> Vec<St
 pub fn render_explanation_text(explanation: &Explanation) -> String {
     let mut out = String::new();
     write_heading(&mut out, explanation);
+    write_bounds(&mut out, explanation);
     write_what_binds(&mut out, explanation);
     write_knobs(&mut out, explanation);
     out.push_str("Is this occupancy a problem?\n");
@@ -529,6 +562,31 @@ fn write_tuning(out: &mut String, explanation: &Explanation) {
         row.block,
         tuning,
     ));
+    out.push('\n');
+}
+
+/// What ptxas did with the kernel's minimum blocks per SM and register cap, when it did not
+/// apply them as written: each finding with its notes and help, as the check reported it.
+fn write_bounds(out: &mut String, explanation: &Explanation) {
+    if explanation.bounds.is_empty() {
+        return;
+    }
+    out.push_str("What ptxas did with the kernel's launch bounds:\n");
+    for finding in &explanation.bounds {
+        let _ = writeln!(
+            out,
+            "  - {}[{}]: {}",
+            finding.level.as_str(),
+            finding.lint.as_str(),
+            finding.message
+        );
+        for note in &finding.notes {
+            let _ = writeln!(out, "      note: {note}");
+        }
+        if let Some(help) = &finding.help {
+            let _ = writeln!(out, "      help: {help}");
+        }
+    }
     out.push('\n');
 }
 

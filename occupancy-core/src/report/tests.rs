@@ -440,6 +440,55 @@ fn explanation_of_an_unlaunchable_kernel_says_so() {
     );
 }
 
+/// `explain` keeps of a report's findings those about the row's bounds: its kernel, its arch,
+/// `unreachable_bound` and `register_cap_ignored`; and shows them before what binds.
+#[test]
+fn an_explanation_shows_what_ptxas_did_with_the_bounds() {
+    let report = example();
+    let row = report.kernels[0].clone();
+    let finding = |lint: LintId, kernel: &str, arch: &str| Finding {
+        lint,
+        level: Level::Warn,
+        crate_name: row.crate_name.clone(),
+        kernel: Some(kernel.to_string()),
+        arch: Some(arch.to_string()),
+        message: format!("{lint} of {kernel} on {arch}"),
+        notes: vec!["ptxas: ptxas warning : the quote".to_string()],
+        help: Some("the fix".to_string()),
+        location: None,
+        reason: None,
+    };
+    let other_arch = if row.arch == "sm_80" {
+        "sm_90"
+    } else {
+        "sm_80"
+    };
+    let findings = [
+        finding(LintId::UnreachableBound, &row.name, &row.arch),
+        finding(LintId::Spills, &row.name, &row.arch),
+        finding(LintId::RegisterCapIgnored, &row.name, other_arch),
+        finding(LintId::RegisterCapIgnored, "another_kernel", &row.arch),
+        finding(LintId::RegisterCapIgnored, &row.name, &row.arch),
+    ];
+    let explanation =
+        explain::explain(lookup(&row.arch).unwrap(), &row).with_bound_findings(&findings);
+    let lints: Vec<LintId> = explanation.bounds.iter().map(|f| f.lint).collect();
+    assert_eq!(
+        lints,
+        [LintId::UnreachableBound, LintId::RegisterCapIgnored]
+    );
+    let text = explain::render_explanation_text(&explanation);
+    let section = format!(
+        "What ptxas did with the kernel's launch bounds:\n  - warn[unreachable_bound]: unreachable_bound of {0} on {1}\n      note: ptxas: ptxas warning : the quote\n      help: the fix\n",
+        row.name, row.arch
+    );
+    assert!(text.contains(&section), "{text}");
+    assert!(text.find(&section) < text.find("What binds"), "{text}");
+    let plain =
+        explain::render_explanation_text(&explain::explain(lookup(&row.arch).unwrap(), &row));
+    assert!(!plain.contains("What ptxas did"), "{plain}");
+}
+
 #[test]
 fn a_chart_of_4_gib_of_shared_memory_has_a_handful_of_ticks() {
     let arch = lookup("sm_90").unwrap();

@@ -4,6 +4,10 @@
 //! instruction that transfers control (`BRA`, `BRX`, `JMP`, `JMX`, `EXIT`, `RET`, `BPT`). A branch
 //! with a predicate (or `BRA.DIV`) also falls through; an `EXIT`/`RET` with a predicate falls
 //! through; `CALL` returns, so it falls through and adds no edge (callees are separate functions).
+//! The predicate is a guard (`@P0 BRA`, `@!UP1 BRA`) or, from sm_100 on, mostly the branch's own
+//! first operand: `BRA.U UP0, `(.L_x_3)` (uniform) and `BRA.U !UP1, ...` are conditional;
+//! `@!P0 BRA P1, ...` needs both. `PT` (always true) makes neither conditional and `!PT` (never)
+//! takes no edge.
 //! `BSSY`/`BSYNC` set up and wait on convergence barriers: no edge. Indirect branches (`BRX`,
 //! `JMX`) have no known targets and get none; they are counted so a caller can say so.
 //!
@@ -57,10 +61,76 @@ fn ends_block(base: &str) -> bool {
     matches!(base, "BRA" | "BRX" | "JMP" | "JMX" | "EXIT" | "RET" | "BPT")
 }
 
+/// Whether a control transfer happens: always, never, or as a predicate says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Taken {
+    Always,
+    Never,
+    Sometimes,
+}
+
+/// A predicate register as SASS writes it, `PT` included: `P0`, `!P3`, `UP1`, `!UPT`; the
+/// register without its `!` and whether it was negated.
+fn predicate_register(word: &str) -> Option<(&str, bool)> {
+    let (register, negated) = match word.strip_prefix('!') {
+        Some(register) => (register, true),
+        None => (word, false),
+    };
+    let number = register
+        .strip_prefix("UP")
+        .or_else(|| register.strip_prefix('P'))?;
+    let valid = number == "T" || (number.len() == 1 && number.as_bytes()[0].is_ascii_digit());
+    valid.then_some((register, negated))
+}
+
+/// What one predicate (a guard without its `@`, or a branch's predicate operand) makes of a
+/// transfer: `PT` always, `!PT` never, any other register sometimes.
+fn taken_by(word: &str) -> Taken {
+    match predicate_register(word) {
+        Some((register, negated)) if register.ends_with('T') => {
+            if negated {
+                Taken::Never
+            } else {
+                Taken::Always
+            }
+        }
+        Some(_) => Taken::Sometimes,
+        None => Taken::Always,
+    }
+}
+
+/// Whether `instruction` (a control transfer) happens: its guard (`@!P0`), the predicate operand
+/// before its target (`BRA.U !UP0, `(.L_x_3)`, sm_100 and later) and `.DIV` together.
+fn taken(instruction: &Instruction) -> Taken {
+    let guard = instruction
+        .predicate
+        .as_deref()
+        .map_or(Taken::Always, |guard| {
+            taken_by(guard.trim_start_matches('@'))
+        });
+    let operand = instruction
+        .operands
+        .split_once(',')
+        .map_or(Taken::Always, |(first, _)| taken_by(first.trim()));
+    let divergence = if instruction.opcode.contains(".DIV") {
+        Taken::Sometimes
+    } else {
+        Taken::Always
+    };
+    [guard, operand, divergence]
+        .into_iter()
+        .fold(Taken::Always, |all, one| match (all, one) {
+            (Taken::Never, _) | (_, Taken::Never) => Taken::Never,
+            (Taken::Sometimes, _) | (_, Taken::Sometimes) => Taken::Sometimes,
+            _ => Taken::Always,
+        })
+}
+
 fn falls_through(instruction: &Instruction) -> bool {
-    let conditional = instruction.predicate.is_some() || instruction.opcode.contains(".DIV");
     match instruction.base_opcode() {
-        "BRA" | "JMP" | "EXIT" | "RET" | "BPT" | "BRX" | "JMX" => conditional,
+        "BRA" | "JMP" | "EXIT" | "RET" | "BPT" | "BRX" | "JMX" => {
+            taken(instruction) != Taken::Always
+        }
         _ => true,
     }
 }
@@ -100,7 +170,9 @@ impl ControlFlow {
                     label: label.to_owned(),
                     text_line: instruction.text_line,
                 })?;
-                targets[index] = Some(target);
+                if taken(instruction) != Taken::Never {
+                    targets[index] = Some(target);
+                }
                 leaders.insert(target);
             }
         }
@@ -341,6 +413,78 @@ mod tests {
         assert!(cfg.loops.is_empty());
         assert_eq!(cfg.blocks.len(), 3);
         assert_eq!(cfg.blocks[0].successors, vec![2, 1]);
+    }
+
+    /// sm_100's loop shape (`loop_spill` of `tests/kernels/sass_evidence.cu`, nvcc 13.0): a
+    /// uniform branch skips the loop, another closes it; both predicates are operands.
+    #[test]
+    fn uniform_branches_with_a_predicate_operand_are_conditional() {
+        let cfg = graph(
+            "        /*04d0*/ BRA.U !UP0, `(.L_x_26) ;
+        /*04e0*/ STL [R1+0x50], RZ ;
+.L_x_27:
+        /*0500*/ LDL R29, [R1+0x50] ;
+        /*0510*/ STL [R1+0xa4], R12 ;
+        /*0d60*/ BRA.U UP0, `(.L_x_27) ;
+.L_x_26:
+        /*0d70*/ STG.E desc[UR4][R2.64], R0 ;
+        /*1450*/ EXIT ;
+.L_x_28:
+        /*1460*/ BRA `(.L_x_28);
+",
+        );
+        assert_eq!(cfg.loops.len(), 1, "{cfg:#?}");
+        assert_eq!(cfg.loops[0].header, cfg.block_of(2));
+        assert_eq!(cfg.block_loop[cfg.block_of(3)], Some(0));
+        assert_eq!(cfg.blocks[0].successors, vec![3, 1], "skips or enters");
+        assert_eq!(cfg.blocks[2].successors, vec![2, 3], "loops or leaves");
+        assert_eq!(cfg.block_loop[cfg.block_of(5)], None, "after the loop");
+        assert_eq!(
+            cfg.block_loop[cfg.block_of(7)],
+            None,
+            "unreachable trap loop"
+        );
+    }
+
+    #[test]
+    fn a_guard_and_a_predicate_operand_are_both_conditions() {
+        // sm_80's `device_frames.cu`: `@!P0 BRA P1, ...` branches when !P0 and P1.
+        let cfg = graph(
+            ".L_top:
+        /*0000*/ LDL R2, [R1] ;
+        /*0010*/ @!P0 BRA P1, `(.L_top) ;
+        /*0020*/ BRA.DIV UR4, `(.L_top) ;
+        /*0030*/ EXIT ;
+",
+        );
+        assert_eq!(cfg.loops.len(), 1, "{cfg:#?}");
+        assert_eq!(cfg.blocks[0].successors, vec![0, 1]);
+        assert_eq!(cfg.blocks[1].successors, vec![0, 2]);
+    }
+
+    #[test]
+    fn pt_always_branches_and_not_pt_never_does() {
+        let cfg = graph(
+            ".L_top:
+        /*0000*/ LDL R2, [R1] ;
+        /*0010*/ BRA !PT, `(.L_top) ;
+        /*0020*/ BRA.U UPT, `(.L_end) ;
+        /*0030*/ STL [R1], R2 ;
+.L_end:
+        /*0040*/ EXIT ;
+",
+        );
+        assert!(cfg.loops.is_empty(), "{cfg:#?}");
+        assert_eq!(
+            cfg.blocks[0].successors,
+            vec![1],
+            "`!PT` only falls through"
+        );
+        assert_eq!(cfg.blocks[1].successors, vec![3], "`UPT` always branches");
+        assert!(
+            cfg.blocks[2].successors == vec![3],
+            "the store after an unconditional branch is unreachable, not a loop"
+        );
     }
 
     #[test]

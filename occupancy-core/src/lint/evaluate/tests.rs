@@ -675,6 +675,16 @@ fn every_launch_check_reports_its_own_lint() {
             }),
             spec: with(256, |_| {}),
         },
+        // `__maxnreg__(8)`, which ptxas raised to its lower bound of 24 (its warning).
+        Scenario {
+            log: format!(
+                "ptxas warning : For entry hot adjusting per thread register count of 8 to lower bound of 24\n{}",
+                no_spills.replace("Used 32", "Used 24")
+            ),
+            local_memory_bytes: None,
+            ptx: None,
+            spec: with(256, |_| {}),
+        },
         // A cluster of 16 without the opt-in; a cluster of 2 with more active clusters asked
         // for than an H100 holds.
         Scenario {
@@ -716,7 +726,7 @@ fn only_the_lints_declared_for_undeclared_kernels_check_them() {
         .collect();
     // The hard failures: spills (and a spill in a loop, or to shared memory), an unlaunchable
     // launch, a stack frame, a dropped `setmaxnreg`, a minimum blocks per SM that cannot take
-    // effect.
+    // effect, a register cap ptxas did not apply.
     assert_eq!(
         undeclared,
         [
@@ -726,6 +736,7 @@ fn only_the_lints_declared_for_undeclared_kernels_check_them() {
             LintId::SpillInLoop,
             LintId::SetmaxnregIgnored,
             LintId::UnreachableBound,
+            LintId::RegisterCapIgnored,
             LintId::SmemSpill
         ]
     );
@@ -1003,11 +1014,6 @@ fn a_reachable_minimum_or_none_is_no_finding() {
             maxntid: Some(vec![1024]),
             ..PtxEntry::default()
         }),
-        // A minimum without a maximum block: ptxas reads neither.
-        Some(PtxEntry {
-            minnctapersm: Some(4),
-            ..PtxEntry::default()
-        }),
         None,
     ] {
         assert!(
@@ -1043,6 +1049,10 @@ fn ptxas_s_warning_alone_is_a_finding() {
         "ptxas ignored the minimum blocks per SM of kernel `k` on sm_90"
     );
     assert_eq!(found[0].notes[0], format!("ptxas: {THREADS_WARNING}"));
+    assert_eq!(
+        found[0].notes[2],
+        "for blocks of 256 threads (the launch checked), a minimum of up to 8 blocks per SM takes effect on sm_90: `__launch_bounds__(256, 8)`"
+    );
     // A PTX whose minimum the facts here would honour: ptxas's word wins.
     let found = unreachable(
         &record,
@@ -1114,5 +1124,56 @@ fn the_bound_note_says_when_ptxas_ignored_the_minimum() {
     assert_eq!(
         note("sm_86"),
         "`min_blocks_per_sm = 8` with `block = 256` asks ptxas to fit 2048 threads per SM on sm_86; ptxas ignored the minimum (8 blocks of 256 threads need 2048 threads per SM, more than sm_86's 1536), so only the block caps registers (at most 255 per thread)"
+    );
+}
+
+/// ptxas 13.0's warning for a `.minnctapersm` without `.maxntid` or `.reqntid` (it names the PTX
+/// line of the entry's closing brace, not the kernel; the build gives it to the kernel).
+const WITHOUT_BLOCK: &str = "ptxas register_caps.ptx, line 40; warning : .minnctapersm is ignored when neither .maxntid nor .reqntid is specified.";
+
+#[test]
+fn a_minimum_without_a_block_size_is_ignored_and_found() {
+    let spec = KernelSpec::with_block(BlockDim::linear(256));
+    let mut record = bounded_record("sm_80", 40, 0, &[]);
+    record.warnings.push(WITHOUT_BLOCK.to_string());
+    let ptx = PtxEntry {
+        minnctapersm: Some(4),
+        ..PtxEntry::default()
+    };
+    assert!(crate::ptxas::ignores_minimum_without_block(
+        &ptx,
+        WITHOUT_BLOCK
+    ));
+    assert!(!crate::ptxas::ignores_minimum_without_block(
+        &bounds_ptx(256, 4),
+        WITHOUT_BLOCK
+    ));
+    let found = unreachable(&record, Some(&ptx), &spec, LaunchOrigin::CommandLine);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(
+        found[0].message,
+        "kernel `k` asks for at least 4 blocks per SM, but its PTX gives no block size (`.maxntid`, `.reqntid`): ptxas ignored the minimum on sm_80"
+    );
+    assert_eq!(
+        found[0].notes[..4],
+        [
+            "the PTX of `k` says `.minnctapersm 4` but neither `.maxntid` nor `.reqntid`: a minimum blocks per SM needs a block size",
+            &format!("ptxas: {WITHOUT_BLOCK}"),
+            "ptxas compiled `k` as if no minimum were given (it used 40 registers per thread)",
+            "for blocks of 256 threads (the launch checked), a minimum of up to 8 blocks per SM takes effect on sm_80: `__launch_bounds__(256, 8)`",
+        ]
+    );
+    assert!(
+        found[0].help.as_deref().unwrap().starts_with(
+            "give the minimum its block: `.maxntid 256, 1, 1` beside `.minnctapersm 4`"
+        ),
+        "{:?}",
+        found[0].help
+    );
+    // Without the warning (a record read from the binary) the PTX alone says it.
+    let quiet = bounded_record("sm_80", 40, 0, &[]);
+    assert_eq!(
+        unreachable(&quiet, Some(&ptx), &spec, LaunchOrigin::CommandLine)[0].message,
+        found[0].message
     );
 }
