@@ -34,7 +34,7 @@ use occupancy_core::report::KernelRow;
 use occupancy_core::sass::SassFacts;
 
 use crate::compile::CompiledSource;
-use crate::disassemble::{Disassembler, Wanted};
+use crate::disassemble::{Disassembler, Nvdisasm, Wanted};
 use crate::fsutil::write_atomic;
 use crate::toolchain::Toolchain;
 use crate::Error;
@@ -47,8 +47,9 @@ pub const C7508: &str = "(C7508)";
 /// the kernel's own code is not a call; 3: what was read is recorded: all, or kernels per arch;
 /// 4: kernels only, no callee functions, read by raw-mode batches; 5: keyed by the binary's
 /// size and modification time, not its SHA-256; 6: a call through a register names the function
-/// it reaches, or is indirect, instead of naming the register).
-const CACHE_SCHEMA: u32 = 7;
+/// it reaches, or is indirect, instead of naming the register; 8: the local accesses of code
+/// without a line table are kept under a line that names none).
+const CACHE_SCHEMA: u32 = 8;
 
 /// What the SASS of a build says, per kernel and architecture.
 #[derive(Debug, Clone, Default)]
@@ -369,10 +370,12 @@ pub fn read_evidence(
     let disassembler = match (&tools.nvdisasm, &tools.cuobjdump) {
         (Some(nvdisasm), Some(cuobjdump)) => Some(Disassembler {
             cuobjdump,
-            nvdisasm,
+            nvdisasm: Nvdisasm {
+                path: nvdisasm,
+                spills_reported,
+                timeouts: tools.timeouts,
+            },
             line_tables: tools.line_tables.as_ref(),
-            spills_reported,
-            timeouts: tools.timeouts,
         }),
         _ => {
             evidence.unavailable = Some(
