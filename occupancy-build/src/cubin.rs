@@ -15,9 +15,11 @@ use occupancy_core::sass::raw::{FunctionCode, LineRow};
 use occupancy_core::sass::FunctionSymbols;
 
 mod line_table;
+mod marks;
 mod nv_info;
 mod resources;
 
+pub use marks::CodeMarks;
 pub use resources::SpillEvidence;
 
 const SHT_SYMTAB: u32 = 2;

@@ -114,15 +114,45 @@ pub(crate) fn sass_findings(
         let Some(source) = sources.get(row.name.as_str()) else {
             continue;
         };
-        for finding in evidence.findings(source, row, ptx.as_ref()) {
+        let found = evidence.findings(source, row, ptx.as_ref());
+        findings.extend(leveled(row, found, levels));
+    }
+    findings
+}
+
+/// The SASS findings of one row of a binary (its `row.sass`, read by the binary front end),
+/// leveled like a source's ([`sass_findings`]): the same checks on the same facts. A binary has
+/// no PTX or compiler log: `setmaxnreg_ignored`, which compares the PTX with the SASS, cannot
+/// fire.
+pub fn binary_sass_findings(
+    checked: &CheckedRow,
+    smem_spilling: bool,
+    levels: &BTreeMap<LintId, Level>,
+) -> Vec<Finding> {
+    let around = crate::sass_stage::AroundTheCode {
+        smem_spilling,
+        ..Default::default()
+    };
+    let found = crate::sass_stage::row_findings(&checked.row, checked.ptx.as_ref(), around);
+    leveled(&checked.row, found, &Levels::uniform(levels.clone()))
+}
+
+/// `found` of `row`, each at its level for the row's kernel, for the report.
+fn leveled(
+    row: &KernelRow,
+    found: Vec<occupancy_core::lint::evaluate::Finding>,
+    levels: &Levels,
+) -> Vec<Finding> {
+    found
+        .into_iter()
+        .map(|finding| {
             let level = occupancy_core::lint::evaluate::resolve_level(
                 finding.lint,
                 &levels.sources(None, &row.name),
             );
-            findings.push(report_finding(row, finding, level));
-        }
-    }
-    findings
+            report_finding(row, finding, level)
+        })
+        .collect()
 }
 
 /// The lints of every kernel at the launch of its rows (sorted by [`sort_rows`]; a kernel's

@@ -86,12 +86,16 @@ pub use pipeline::Output;
 #[doc(hidden)]
 pub mod cli {
     pub use crate::binary::{
-        read_binary, sniff, BinaryKernel, BinaryKind, BinaryTools, SpillEvidence,
+        read_binary, sniff, BinaryKernel, BinaryKind, BinaryReading, BinaryTools, MachineCodeLints,
+        SpillEvidence,
     };
     pub use crate::fsutil::{check_writable, shown_path, write_atomic};
-    pub use crate::launch_check::{evaluate_at_launch, sort_rows, CheckedRow};
+    pub use crate::launch_check::{
+        binary_sass_findings, evaluate_at_launch, sort_rows, CheckedRow,
+    };
     pub use crate::nvcc_archs::{explain_unknown, NvccArchs};
     pub use crate::process::{run_bounded, ToolKind, ToolTimeouts};
+    pub use crate::sass_stage::relative_facts;
     pub use crate::toolchain::NVCC_WHEELS;
     pub use crate::trust::check_private_dir;
 }

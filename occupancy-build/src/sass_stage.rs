@@ -19,6 +19,7 @@ use occupancy_core::lint::evaluate::LevelSources;
 use occupancy_core::lint::Level;
 use occupancy_core::ptxas::{KernelRecord, PtxEntry};
 
+use crate::cubin::CodeMarks;
 use crate::declarations::{Declarations, Declared};
 use crate::levels::Levels;
 use crate::matching::Matching;
@@ -171,6 +172,7 @@ impl SassTools {
         crate::binary::BinaryTools {
             cuobjdump: self.cuobjdump.clone(),
             ptxas: None,
+            nvdisasm: self.nvdisasm.clone(),
             timeouts: self.timeouts,
         }
     }
@@ -562,50 +564,79 @@ impl SassEvidence {
 
     /// The facts of `kernel` on `arch`, with source paths relative to `package_dir` when inside.
     pub fn facts_of(&self, kernel: &str, arch: &str, package_dir: &Path) -> Option<SassFacts> {
-        let mut facts = self
-            .facts
-            .get(&(kernel.to_owned(), arch.to_owned()))?
-            .clone();
-        let relative = |file: &mut String| {
-            if let Ok(inside) = Path::new(file.as_str()).strip_prefix(package_dir) {
-                *file = inside.display().to_string();
-            }
-        };
-        facts
-            .lines
-            .iter_mut()
-            .for_each(|group| relative(&mut group.file));
-        facts
-            .loops
-            .iter_mut()
-            .filter_map(|found| found.file.as_mut())
-            .for_each(relative);
-        Some(facts)
+        let facts = self.facts.get(&(kernel.to_owned(), arch.to_owned()))?;
+        Some(relative_facts(facts.clone(), package_dir))
     }
 
     /// The SASS findings of one kernel row, whose kernel's PTX entry is `ptx`.
     pub fn findings(&self, source: &Path, row: &KernelRow, ptx: Option<&PtxEntry>) -> Vec<Finding> {
-        let Some(facts) = &row.sass else {
-            return Vec::new();
-        };
-        let smem_spill_room = occupancy_core::arch::lookup(&row.arch)
-            .ok()
-            .filter(|_| self.smem_spilling)
-            .and_then(|arch| {
-                let sizes = (row.stack_frame_bytes, row.static_smem_bytes);
-                SmemSpillRoom::of(arch, sizes, ptx, &row.occupancy_on(arch))
-            });
-        evaluate_sass(&SassLintInputs {
-            facts,
-            kernel: row.display_name(),
-            arch: &row.arch,
-            block_threads: row.block,
-            registers: row.registers,
+        let around = AroundTheCode {
             ptx_has_setmaxnreg: self.setmaxnreg_entries.contains(&row.name),
             c7508_warned: self.c7508_sources.contains(source),
-            smem_spill_room,
-        })
+            smem_spilling: self.smem_spilling,
+        };
+        row_findings(row, ptx, around)
     }
+}
+
+/// `facts` with source paths relative to `dir` when inside it (as rows show them).
+pub fn relative_facts(mut facts: SassFacts, dir: &Path) -> SassFacts {
+    let relative = |file: &mut String| {
+        if let Ok(inside) = Path::new(file.as_str()).strip_prefix(dir) {
+            *file = inside.display().to_string();
+        }
+    };
+    facts
+        .lines
+        .iter_mut()
+        .for_each(|group| relative(&mut group.file));
+    facts
+        .loops
+        .iter_mut()
+        .filter_map(|found| found.file.as_mut())
+        .for_each(relative);
+    facts
+}
+
+/// What the SASS lints need to know besides a row's facts: what its PTX and compile said, and
+/// whether its toolkit and compile let ptxas spill to shared memory.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AroundTheCode {
+    /// The kernel's PTX has `setmaxnreg` (unknown for a binary without PTX: `false`).
+    pub ptx_has_setmaxnreg: bool,
+    /// ptxas warned C7508 in the kernel's compile.
+    pub c7508_warned: bool,
+    /// [`SassTools::smem_spilling`], or for a binary `Cubin::smem_spilling_available`.
+    pub smem_spilling: bool,
+}
+
+/// The SASS findings of one kernel row with SASS facts (`row.sass`), whose PTX entry (or, for a
+/// binary, the launch directives its cubin keeps) is `ptx`: a source build's and a binary's alike.
+pub fn row_findings(
+    row: &KernelRow,
+    ptx: Option<&PtxEntry>,
+    around: AroundTheCode,
+) -> Vec<Finding> {
+    let Some(facts) = &row.sass else {
+        return Vec::new();
+    };
+    let smem_spill_room = occupancy_core::arch::lookup(&row.arch)
+        .ok()
+        .filter(|_| around.smem_spilling)
+        .and_then(|arch| {
+            let sizes = (row.stack_frame_bytes, row.static_smem_bytes);
+            SmemSpillRoom::of(arch, sizes, ptx, &row.occupancy_on(arch))
+        });
+    evaluate_sass(&SassLintInputs {
+        facts,
+        kernel: row.display_name(),
+        arch: &row.arch,
+        block_threads: row.block,
+        registers: row.registers,
+        ptx_has_setmaxnreg: around.ptx_has_setmaxnreg,
+        c7508_warned: around.c7508_warned,
+        smem_spill_room,
+    })
 }
 
 /// Adds to a `spills` finding the line of the hottest spill on its architecture.
@@ -669,6 +700,74 @@ fn machine_code_lints(
     .collect()
 }
 
+/// Whether the kernel uses local memory on this record's arch: spills, a stack frame or local
+/// bytes (every `LDL`/`STL` is in ptxas's stack frame, so a kernel without one has none).
+fn uses_local_memory(record: &KernelRecord) -> bool {
+    spills(record)
+        || record.stack_frame_bytes.unwrap_or(0) > 0
+        || record.local_memory_bytes.unwrap_or(0) > 0
+}
+
+/// Whether a lint of `enabled` reads this kernel's local memory on the record's arch: a spill
+/// for `spills` (the hottest spill's line) and `spill_in_loop`, any local memory for
+/// `local_array`. The same for a source build and a binary: ptxas's report and the cubin say it.
+fn local_memory_is_read(record: &KernelRecord, enabled: &BTreeSet<LintId>) -> bool {
+    let reads_spills = enabled.contains(&LintId::Spills) || enabled.contains(&LintId::SpillInLoop);
+    (spills(record) && reads_spills)
+        || (uses_local_memory(record) && enabled.contains(&LintId::LocalArray))
+}
+
+/// The machine-code lints above `allow` for the kernels of a binary (`cargo occupancy check`,
+/// where the command line's levels are every kernel's), and whether everything is read
+/// (`OCCUPANCY_SASS=all`): what the binary front end reads the SASS for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MachineCodeLints {
+    pub enabled: BTreeSet<LintId>,
+    pub everything: bool,
+}
+
+impl MachineCodeLints {
+    /// At `levels` over the lints' defaults, as `check` levels every kernel.
+    pub fn at(levels: &BTreeMap<LintId, Level>, everything: bool) -> MachineCodeLints {
+        let levels = Levels::uniform(levels.clone());
+        MachineCodeLints {
+            enabled: machine_code_lints(
+                &levels,
+                None,
+                "",
+                occupancy_core::lint::evaluate::resolve_level,
+            ),
+            everything,
+        }
+    }
+
+    /// At `levels`, reading everything under `OCCUPANCY_SASS=all` as a build does.
+    pub fn from_environment(
+        levels: &BTreeMap<LintId, Level>,
+        env: &crate::TrackedEnv,
+    ) -> Result<MachineCodeLints, Error> {
+        Ok(MachineCodeLints::at(
+            levels,
+            crate::resolve::sass_setting(env)?,
+        ))
+    }
+
+    /// Whether the SASS stage reads this kernel of a binary, which has no PTX to say which
+    /// lints its code can trigger: where a source build reads it for local memory
+    /// ([`local_memory_is_read`]), and, in place of the PTX's operations (`PTX_TRIGGERS`), where
+    /// the cubin marks a call or `setmaxnreg` ([`CodeMarks`]); FP64 leaves no mark, so an
+    /// enabled `fp64` reads every kernel.
+    pub(crate) fn read_binary_kernel(&self, record: &KernelRecord, marks: CodeMarks) -> bool {
+        let enabled = |lint: LintId| self.enabled.contains(&lint);
+        self.everything
+            || local_memory_is_read(record, &self.enabled)
+            || (marks.calls && enabled(LintId::Call))
+            || (marks.setmaxnreg && enabled(LintId::SetmaxnregBudget))
+            || enabled(LintId::Fp64)
+    }
+}
+
 /// What the SASS stage must read per source: the machine-code lints above `allow` for some
 /// kernel of it, and the archs where such a kernel has local memory for them to read.
 pub(crate) fn sass_demands(
@@ -686,29 +785,22 @@ pub(crate) fn sass_demands(
             .get(&index)
             .map(|&at| &declarations.kernels[at]);
         let enabled = machine_code_lints(levels, declared, &kernel.name, undeclared_level);
-        let reads_spills =
-            enabled.contains(&LintId::Spills) || enabled.contains(&LintId::SpillInLoop);
-        let reads_local = enabled.contains(&LintId::LocalArray);
         let demand = demands.entry(kernel.source.source.clone()).or_default();
         demand.everything = read_all;
         demand.entries.insert(kernel.name.clone());
         for (arch, record) in &kernel.records {
-            let spilled = spills(record);
-            let uses_local = spilled
-                || record.stack_frame_bytes.unwrap_or(0) > 0
-                || record.local_memory_bytes.unwrap_or(0) > 0;
             // Lines where a person reads them: a declared kernel's findings are rendered in
             // full (the hottest spill's line, each in-loop spill's line); an undeclared kernel's
             // are summarized, so its facts come from the binary, exact but for the source lines
             // (assembling its line tables cost candle's PTX build 2.7% more ptxas).
-            if uses_local && (declared.is_some() || read_all) {
+            if uses_local_memory(record) && (declared.is_some() || read_all) {
                 demand
                     .uses_local_memory
                     .entry(arch.clone())
                     .or_default()
                     .insert(kernel.name.clone());
             }
-            if (spilled && reads_spills) || (uses_local && reads_local) {
+            if local_memory_is_read(record, &enabled) {
                 demand
                     .local_memory
                     .entry(arch.clone())

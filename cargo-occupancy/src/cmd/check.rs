@@ -25,7 +25,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use occupancy_build::cli::{
-    evaluate_at_launch, BinaryKernel, BinaryKind, BinaryTools, CheckedRow, NVCC_WHEELS,
+    binary_sass_findings, evaluate_at_launch, relative_facts, BinaryKernel, BinaryKind,
+    BinaryReading, BinaryTools, CheckedRow, MachineCodeLints, NVCC_WHEELS,
 };
 use occupancy_build::{Build, SourceCheck};
 use occupancy_core::lint::evaluate::LevelSources;
@@ -295,10 +296,29 @@ fn walk(dir: &Path, found: &mut Vec<Input>) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The binary front end's tools, resolved once for the run (only when a binary is given).
-fn binary_tools(env: &Environment) -> Result<BinaryTools, String> {
-    let timeouts = env.tool_timeouts.as_ref().map_err(ToString::to_string)?;
-    Ok(BinaryTools::resolve(&env.for_build(), timeouts))
+/// What the binary front end needs, resolved once for the run (only when a binary is given):
+/// its tools, the machine-code lints whose SASS it reads, and the directory rows' source paths
+/// are shown relative to (as `check` shows a source's).
+struct BinaryInputs {
+    tools: BinaryTools,
+    machine_code: MachineCodeLints,
+    current_dir: PathBuf,
+}
+
+impl BinaryInputs {
+    fn resolve(env: &Environment, levels: &Levels) -> Result<BinaryInputs, String> {
+        let timeouts = env.tool_timeouts.as_ref().map_err(ToString::to_string)?;
+        let build_env = env.for_build();
+        let machine_code = MachineCodeLints::from_environment(&levels.settings, &build_env)
+            .map_err(|error| error.to_string())?;
+        Ok(BinaryInputs {
+            tools: BinaryTools::resolve(&build_env, timeouts),
+            machine_code,
+            current_dir: std::env::current_dir()
+                .and_then(std::fs::canonicalize)
+                .unwrap_or_default(),
+        })
+    }
 }
 
 /// Lint levels: the registry's defaults, `OCCUPANCY_LINT_<ID>` variables (read by
@@ -397,7 +417,7 @@ fn stream_logs(
         .map(|(given, input)| (display_path(input_path_buf(input)), given, input))
         .collect();
     logs.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
-    let mut tools = None;
+    let mut binary = None;
     let mut seen: Vec<(usize, String, SeenKernels)> = Vec::new();
     for (log, given, input) in &logs {
         let read = LogRead {
@@ -408,18 +428,15 @@ fn stream_logs(
         };
         let kernels = match input {
             Input::Binary(path, kind) => {
-                let tools = tools.get_or_insert_with(|| binary_tools(env));
-                let tools = tools
+                let binary = binary.get_or_insert_with(|| BinaryInputs::resolve(env, levels));
+                let binary = binary
                     .as_ref()
                     .map_err(|message: &String| CliError::Usage(message.clone()))?;
-                read.stream_binary(path, *kind, tools, &env.temp_dir, stream)?
+                read.stream_binary(path, *kind, binary, &env.temp_dir, stream)?
             }
             _ => read.stream(input_path_buf(input), stream)?,
         };
         seen.push((*given, log.clone(), kernels));
-    }
-    if tools.is_some() {
-        eprintln!("note: the machine-code lints (spill_in_loop, call, local_array, fp64, ...) are not run on compiled binaries yet: their rows and every resource and launch lint are");
     }
     seen.sort_by_key(|(given, _, _)| *given);
     let level = levels.level(LintId::MissingKernel);
@@ -490,7 +507,7 @@ impl LogRead<'_> {
                 column: 0,
             };
             let checked = self.checked_row(row, record, at);
-            self.evaluate_with_notes(checked, &[], &mut run, stream)
+            self.evaluate_with_notes(checked, &[], Vec::new(), &mut run, stream)
         })?;
         let name = occupancy_build::cli::shown_path(path);
         let policy = log_input::LogPolicy {
@@ -507,7 +524,7 @@ impl LogRead<'_> {
         &self,
         path: &Path,
         kind: BinaryKind,
-        tools: &BinaryTools,
+        binary: &BinaryInputs,
         scratch: &Path,
         stream: &mut ReportStream,
     ) -> Result<SeenKernels, CliError> {
@@ -520,12 +537,16 @@ impl LogRead<'_> {
         let (mut seen, mut run, mut failed) = (SeenKernels::new(), None, None);
         // Each kernel is evaluated and streamed as it is read, so that memory does not grow with
         // the binary; after an error the rest are passed over.
+        let reading = BinaryReading {
+            tools: &binary.tools,
+            asked_archs: &asked,
+            machine_code: &binary.machine_code,
+        };
         let notes =
-            occupancy_build::cli::read_binary(path, kind, tools, &asked, scratch, &mut |kernel| {
+            occupancy_build::cli::read_binary(path, kind, &reading, scratch, &mut |kernel| {
                 if failed.is_none() {
-                    if let Err(error) =
-                        self.stream_kernel(kernel, launch, &mut seen, &mut run, stream)
-                    {
+                    let at = (&mut seen, &mut run);
+                    if let Err(error) = self.stream_kernel(kernel, launch, binary, at, stream) {
                         failed = Some(error);
                     }
                 }
@@ -540,17 +561,20 @@ impl LogRead<'_> {
         }
     }
 
-    /// One kernel of a binary: its row, located at its place in the binary, evaluated and
-    /// handed to `stream` (with `--arch`, only on an asked arch; `seen` notes it either way).
+    /// One kernel of a binary: its row, located at its place in the binary, with the SASS facts
+    /// read for it, evaluated and handed to `stream` (with `--arch`, only on an asked arch;
+    /// `seen` notes it either way).
     fn stream_kernel(
         &self,
         kernel: BinaryKernel,
         launch: RowLaunch,
-        seen: &mut SeenKernels,
-        run: &mut Option<Run>,
+        binary: &BinaryInputs,
+        (seen, run): (&mut SeenKernels, &mut Option<Run>),
         stream: &mut ReportStream,
     ) -> Result<(), CliError> {
-        let row = row_from_record(&kernel.record, Some(&kernel.launch), launch)?;
+        let directives = kernel.compiled_directives();
+        let mut row = row_from_record(&kernel.record, Some(&kernel.launch), launch)?;
+        row.sass = (kernel.sass).map(|facts| relative_facts(facts, &binary.current_dir));
         if !self.wanted.is_empty() {
             *seen.entry(kernel.record.name.clone()).or_default() |= arch_bit(&row.arch);
             if !self.wanted.contains(&row.arch.as_str()) {
@@ -564,8 +588,11 @@ impl LogRead<'_> {
             column: 0,
         };
         let notes = kernel.record.warnings.clone();
-        let checked = self.checked_row(row, kernel.record, location);
-        self.evaluate_with_notes(checked, &notes, run, stream)
+        let mut checked = self.checked_row(row, kernel.record, location);
+        checked.ptx = Some(directives);
+        let machine_code =
+            binary_sass_findings(&checked, kernel.smem_spilling, &self.levels.settings);
+        self.evaluate_with_notes(checked, &notes, machine_code, run, stream)
     }
 
     /// The row located in the log, at the kernel's `__launch_bounds__` maximum when that is
@@ -590,17 +617,20 @@ impl LogRead<'_> {
         }
     }
 
-    /// Evaluates one row and hands it and its findings to `stream`; `spill_notes` (how the
-    /// spill figures were read, when not exactly) go with its `spills` findings.
+    /// Evaluates one row and hands it and its findings to `stream`, with the `machine_code`
+    /// findings of its SASS (a binary's); `spill_notes` (how the spill figures were read, when
+    /// not exactly) go with its `spills` findings.
     fn evaluate_with_notes(
         &self,
         checked: CheckedRow,
         spill_notes: &[String],
+        machine_code: Vec<Finding>,
         run: &mut Option<Run>,
         stream: &mut ReportStream,
     ) -> Result<(), CliError> {
         let mut findings =
             evaluate_at_launch(std::slice::from_ref(&checked), &self.levels.settings);
+        findings.extend(machine_code);
         for finding in &mut findings {
             if finding.lint == LintId::Spills {
                 finding.notes.extend(spill_notes.iter().cloned());

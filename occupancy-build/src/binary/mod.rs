@@ -18,6 +18,7 @@
 mod archive;
 mod extract;
 mod fatbin;
+mod machine_code;
 pub(crate) mod wheel;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,10 +26,14 @@ use std::path::{Path, PathBuf};
 
 use occupancy_core::arch::ArchFacts;
 use occupancy_core::ptxas::{KernelRecord, PtxEntry};
+use occupancy_core::sass::SassFacts;
 
+use crate::cubin::CodeMarks;
 pub use crate::cubin::SpillEvidence;
 use crate::process::ToolTimeouts;
+pub use crate::sass_stage::MachineCodeLints;
 use crate::Error;
+use machine_code::{MachineCode, Via};
 
 /// The tools the binary front end runs, resolved once by the caller.
 #[derive(Debug, Clone, Default)]
@@ -37,13 +42,16 @@ pub struct BinaryTools {
     pub cuobjdump: Option<PathBuf>,
     /// Assembles embedded PTX for an asked arch no cubin covers.
     pub ptxas: Option<PathBuf>,
+    /// Disassembles the kernels a machine-code lint reads.
+    pub nvdisasm: Option<PathBuf>,
     pub timeouts: ToolTimeouts,
 }
 
 impl BinaryTools {
-    /// `OCCUPANCY_CUOBJDUMP`, else cuobjdump where the SASS stage looks for it (beside nvcc, the
-    /// toolkit's `bin/`, `PATH`); ptxas beside nvcc. A tool not found stays `None`: only a
-    /// binary that needs it fails, naming it.
+    /// `OCCUPANCY_CUOBJDUMP` and `OCCUPANCY_NVDISASM`, else each where the SASS stage looks for
+    /// it (beside nvcc, the toolkit's `bin/`, `PATH`); ptxas beside nvcc. A tool not found stays
+    /// `None`: only a binary that needs it fails, naming it (nvdisasm: a note says the
+    /// machine-code lints were not checked).
     pub fn resolve(env: &crate::TrackedEnv, timeouts: &ToolTimeouts) -> BinaryTools {
         let toolchain = crate::toolchain::Toolchain::find(env, false, timeouts).ok();
         let near_nvcc = |name: &str| {
@@ -51,12 +59,15 @@ impl BinaryTools {
                 .as_ref()
                 .and_then(|toolchain| toolchain.locate_tool(name))
         };
-        BinaryTools {
-            cuobjdump: env
-                .get("OCCUPANCY_CUOBJDUMP")
+        let named = |variable: &str, tool: &str| {
+            env.get(variable)
                 .map(PathBuf::from)
-                .or_else(|| near_nvcc("cuobjdump")),
+                .or_else(|| near_nvcc(tool))
+        };
+        BinaryTools {
+            cuobjdump: named("OCCUPANCY_CUOBJDUMP", "cuobjdump"),
             ptxas: near_nvcc("ptxas"),
+            nvdisasm: named("OCCUPANCY_NVDISASM", "nvdisasm"),
             timeouts: *timeouts,
         }
     }
@@ -74,6 +85,29 @@ pub struct BinaryKernel {
     pub spills: SpillEvidence,
     /// Where in the binary: `libk.a(k.o) sm_90 cubin`, `k.fatbin PTX compute_80 for sm_86`.
     pub origin: String,
+    /// The module it came from, without the arch: `libk.a(k.o)`, `k.fatbin`.
+    pub module: String,
+    /// Its machine code read by the SASS stage, when a machine-code lint reads it
+    /// ([`MachineCodeLints::read_binary_kernel`]); source paths as the line table has them, and
+    /// no line where the cubin has no line table.
+    pub sass: Option<SassFacts>,
+    /// Whether ptxas could spill its registers to shared memory, as a compile with its toolkit
+    /// could (`spill_in_loop` may then suggest `enable_smem_spilling`).
+    pub smem_spilling: bool,
+    /// The version of the ptxas that compiled it (`13.0.88`), when its cubin names it (CUDA
+    /// 13.0 and later), or of the one that assembled its embedded PTX here.
+    pub compiler: Option<String>,
+}
+
+impl BinaryKernel {
+    /// The launch directives the lints read, as a source's PTX entry gives them: the cubin's,
+    /// with the register cap ptxas compiled under standing for the `.minnctapersm`/`.maxnreg`
+    /// it was made from (under a cap, ptxas spills rather than grow: `occupancy_cliff`).
+    pub fn compiled_directives(&self) -> PtxEntry {
+        let mut directives = self.launch.clone();
+        directives.maxnreg = directives.maxnreg.or(self.register_cap);
+        directives
+    }
 }
 
 /// Where the kernels read from one binary go: each is handed on as it is read, and only what
@@ -82,6 +116,8 @@ pub struct BinaryKernel {
 /// distinct kernels, not with the binary.
 pub(crate) struct Found<'a> {
     each: &'a mut dyn FnMut(BinaryKernel),
+    /// The SASS stage, when a machine-code lint is above `allow` and nvdisasm was found.
+    machine_code: Option<MachineCode<'a>>,
     /// The asked archs, resolved.
     asked: Vec<(&'a str, &'static ArchFacts)>,
     covered: BTreeSet<(String, String)>,
@@ -95,6 +131,7 @@ impl<'a> Found<'a> {
     fn new(asked_archs: &'a [String], each: &'a mut dyn FnMut(BinaryKernel)) -> Found<'a> {
         Found {
             each,
+            machine_code: None,
             asked: asked_archs
                 .iter()
                 .filter_map(|arch| Some((arch.as_str(), occupancy_core::arch::lookup(arch).ok()?)))
@@ -102,6 +139,80 @@ impl<'a> Found<'a> {
             covered: BTreeSet::new(),
             compatible: BTreeMap::new(),
             notes: Vec::new(),
+        }
+    }
+
+    /// The kernels of the cubin at `path` (shown as `origin`), each handed on: at once, or once
+    /// its SASS is read when a machine-code lint reads it.
+    pub fn cubin(&mut self, path: &Path, origin: &str) -> Result<(), Error> {
+        let bytes = std::fs::read(path).map_err(|error| Error::Io {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        let kernels = extract::cubin_kernels(&bytes, path, origin)?;
+        self.take(kernels, &bytes, origin, Via::Cubin)
+    }
+
+    /// Kernels assembled from embedded PTX into the cubin at `cubin`, each handed on as the
+    /// kernels of a cubin are.
+    fn assembled(&mut self, kernels: Vec<BinaryKernel>, cubin: &Path) -> Result<(), Error> {
+        let Some(_) = &self.machine_code else {
+            kernels.into_iter().for_each(|kernel| self.hand_on(kernel));
+            return Ok(());
+        };
+        let bytes = std::fs::read(cubin).map_err(|error| Error::Io {
+            path: cubin.to_path_buf(),
+            error,
+        })?;
+        let marks = extract::code_marks(&bytes);
+        let marked = kernels
+            .into_iter()
+            .map(|kernel| {
+                let found = marks.get(&kernel.record.name).copied();
+                (kernel, found.unwrap_or_default())
+            })
+            .collect();
+        let origin = cubin.display().to_string();
+        self.take(marked, &bytes, &origin, Via::Assembled)
+    }
+
+    /// Hands on the kernels of one cubin whose SASS no lint reads, and holds the others for the
+    /// SASS stage (whose batch is read when full).
+    fn take(
+        &mut self,
+        kernels: Vec<(BinaryKernel, CodeMarks)>,
+        bytes: &[u8],
+        origin: &str,
+        via: Via,
+    ) -> Result<(), Error> {
+        let now = match self.machine_code.as_mut() {
+            Some(machine_code) => machine_code.take(kernels, bytes, origin, via)?,
+            None => kernels.into_iter().map(|(kernel, _)| kernel).collect(),
+        };
+        for kernel in now {
+            self.accept(kernel, via);
+        }
+        if self.machine_code.as_ref().is_some_and(MachineCode::full) {
+            self.read_machine_code()?;
+        }
+        Ok(())
+    }
+
+    /// Reads the SASS of the kernels held, and hands them on.
+    fn read_machine_code(&mut self) -> Result<(), Error> {
+        let Some(machine_code) = self.machine_code.as_mut() else {
+            return Ok(());
+        };
+        for (kernel, via) in machine_code.read()? {
+            self.accept(kernel, via);
+        }
+        Ok(())
+    }
+
+    fn accept(&mut self, kernel: BinaryKernel, via: Via) {
+        match via {
+            Via::Cubin => self.kernel(kernel),
+            Via::Assembled => self.hand_on(kernel),
         }
     }
 
@@ -202,29 +313,56 @@ fn kind_of(head: &[u8]) -> Option<BinaryKind> {
 pub fn read_binary(
     path: &Path,
     kind: BinaryKind,
-    tools: &BinaryTools,
-    asked_archs: &[String],
+    reading: &BinaryReading<'_>,
     scratch: &Path,
     each: &mut dyn FnMut(BinaryKernel),
 ) -> Result<Vec<String>, Error> {
+    let BinaryReading {
+        tools,
+        asked_archs,
+        machine_code,
+    } = *reading;
     let work = extract::WorkDir::create(scratch)?;
     let shown = crate::fsutil::shown_path(path);
     let mut found = Found::new(asked_archs, each);
+    match &tools.nvdisasm {
+        Some(nvdisasm) => {
+            found.machine_code =
+                MachineCode::new(nvdisasm, machine_code, tools.timeouts, work.path())?;
+        }
+        None if !machine_code.enabled.is_empty() || machine_code.everything => {
+            found.notes.push(format!("{shown}: nvdisasm was not found (set OCCUPANCY_NVDISASM, put it beside nvcc, or `pip install nvidia-cuda-nvdisasm`): the machine-code lints ({}) were not checked", lint_names(&machine_code.enabled)));
+        }
+        None => {}
+    }
     let mut ptx = Vec::new();
     match kind {
-        BinaryKind::Cubin => {
-            for kernel in extract::cubin_kernels(path, &shown)? {
-                found.kernel(kernel);
-            }
-        }
+        BinaryKind::Cubin => found.cubin(path, &shown)?,
         BinaryKind::Container => {
             extract::container(path, &shown, tools, work.path(), &mut found, &mut ptx)?;
         }
         BinaryKind::Wheel => wheel_members(path, &shown, tools, work.path(), &mut found, &mut ptx)?,
     }
+    found.read_machine_code()?;
     run_compatible_cubins(&mut found);
     jit_missing_archs(&mut found, &ptx, tools, asked_archs, work.path())?;
+    found.read_machine_code()?;
     Ok(found.notes)
+}
+
+/// What to read of a binary: the tools, the archs asked (empty: every cubin's), and the
+/// machine-code lints whose SASS to read (none: no SASS is read).
+#[derive(Debug, Clone, Copy)]
+pub struct BinaryReading<'a> {
+    pub tools: &'a BinaryTools,
+    pub asked_archs: &'a [String],
+    pub machine_code: &'a MachineCodeLints,
+}
+
+/// `spill_in_loop, call` for a note.
+fn lint_names(lints: &BTreeSet<occupancy_core::lint::LintId>) -> String {
+    let names: Vec<String> = lints.iter().map(ToString::to_string).collect();
+    names.join(", ")
 }
 
 /// Reads every member of the wheel at `path` that holds device code, each container in a
@@ -245,11 +383,7 @@ fn wheel_members(
     for (index, member) in members.into_iter().enumerate() {
         let origin = format!("{shown}({})", member.name_in_archive);
         match sniff(&member.path).ok().flatten() {
-            Some(BinaryKind::Cubin) => {
-                for kernel in extract::cubin_kernels(&member.path, &origin)? {
-                    found.kernel(kernel);
-                }
-            }
+            Some(BinaryKind::Cubin) => found.cubin(&member.path, &origin)?,
             Some(_) => {
                 let inner = work.join(format!("member-{index}"));
                 std::fs::create_dir(&inner).map_err(|error| Error::Io {
@@ -301,16 +435,16 @@ fn jit_missing_archs(
             if missing.is_empty() {
                 continue;
             }
-            let assembled = extract::assemble(ptx, arch, &missing, tools, work)?;
+            let (assembled, cubin) = extract::assemble(ptx, arch, &missing, tools, work)?;
             found.notes.push(format!(
                 "{}: {} kernel(s) have no {arch} cubin; assembled from its embedded PTX ({}) as the driver would JIT it",
                 ptx.origin,
                 missing.len(),
                 ptx.virtual_arch
             ));
-            for kernel in assembled {
-                found.hand_on(kernel);
-            }
+            let taken = found.assembled(assembled, &cubin);
+            let _ = std::fs::remove_file(&cubin);
+            taken?;
         }
     }
     Ok(())
@@ -330,6 +464,10 @@ mod tests {
             register_cap: None,
             spills: SpillEvidence::Exact,
             origin: format!("lib.a(k.o) {arch} cubin"),
+            module: "lib.a(k.o)".to_owned(),
+            sass: None,
+            smem_spilling: false,
+            compiler: None,
         }
     }
 
