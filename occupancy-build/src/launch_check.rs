@@ -30,6 +30,9 @@ pub struct SourceCheck {
     pub dynamic_smem_bytes: u64,
     /// Levels over the lints' defaults, for every kernel (`--deny`/`--warn`/`--allow`).
     pub lint_levels: BTreeMap<LintId, Level>,
+    /// Say which toolchain and flags made the code ([`SourceCheckOutput::toolchain`]), for a
+    /// lock (it asks ptxas its version).
+    pub stamp_toolchain: bool,
 }
 
 /// What [`Build::check_sources`](crate::Build::check_sources) found.
@@ -44,6 +47,9 @@ pub struct SourceCheckOutput {
     /// was compiled (an input changed during its compile, a cache entry not trusted), for
     /// warnings.
     pub warnings: Vec<String>,
+    /// With [`SourceCheck::stamp_toolchain`]: nvcc's and ptxas's versions and the flags that
+    /// change code, as a lock records them.
+    pub toolchain: Option<crate::baseline::ToolchainStamp>,
 }
 
 /// A report row with what it was computed from: the evaluation reads the record and the PTX.

@@ -27,6 +27,7 @@ mod bounds_notes;
 mod build;
 mod cache;
 mod cargo_lines;
+mod check_lock;
 mod compile;
 mod config;
 #[cfg(test)]
@@ -85,10 +86,12 @@ pub use pipeline::Output;
 /// nvcc's architectures. Internal to the occupancy tools, not a stable API.
 #[doc(hidden)]
 pub mod cli {
+    pub use crate::baseline::ToolchainStamp;
     pub use crate::binary::{
         read_binary, sniff, BinaryKernel, BinaryKind, BinaryReading, BinaryTools, MachineCodeLints,
         SpillEvidence,
     };
+    pub use crate::check_lock::{recorded_toolchain, CheckLock};
     pub use crate::fsutil::{check_writable, shown_path, write_atomic};
     pub use crate::launch_check::{
         binary_sass_findings, evaluate_at_launch, sort_rows, CheckedRow,

@@ -25,8 +25,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use occupancy_build::cli::{
-    binary_sass_findings, evaluate_at_launch, relative_facts, BinaryKernel, BinaryKind,
-    BinaryReading, BinaryTools, CheckedRow, MachineCodeLints, NVCC_WHEELS,
+    binary_sass_findings, evaluate_at_launch, recorded_toolchain, relative_facts, BinaryKernel,
+    BinaryKind, BinaryReading, BinaryTools, CheckedRow, MachineCodeLints, NVCC_WHEELS,
 };
 use occupancy_build::{Build, SourceCheck};
 use occupancy_core::lint::evaluate::LevelSources;
@@ -34,6 +34,7 @@ use occupancy_core::lint::{Check, Level, LintId};
 use occupancy_core::ptxas::{KernelRecord, PtxEntry};
 use occupancy_core::report::{Finding, KernelRow, Location, LocationKind, Report, RowLaunch};
 
+use super::lock::{recorder, Lock, Recorder};
 use super::log_input::{self, row_from_record};
 use super::stream::ReportStream;
 use crate::cache_dir::CacheDir;
@@ -75,6 +76,15 @@ pub struct Args {
     /// Make a lint allow-level (repeatable).
     #[arg(long = "allow", value_name = "LINT")]
     pub allow: Vec<String>,
+    /// A lock to compare every kernel read with (`occupancy.lock`, the format a build's
+    /// baseline has): numbers worse than it are `regression` (deny), any other difference
+    /// `baseline_stale` (warn). Sources, logs and binaries alike, each under its own path.
+    #[arg(long, value_name = "FILE")]
+    pub lock: Option<PathBuf>,
+    /// Write the lock (`--lock FILE`) from what this check reads instead of comparing with it:
+    /// the entries of the inputs read are replaced, every other entry is kept.
+    #[arg(long, requires = "lock")]
+    pub bless: bool,
     /// Directory for nvcc's outputs and the per-file cache, yours alone (default:
     /// $XDG_CACHE_HOME/occupancy or ~/.cache/occupancy, created private, kept between runs).
     #[arg(long, value_name = "DIR")]
@@ -112,6 +122,7 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
             .lookup(arch)
             .map_err(|error| CliError::Usage(format!("--arch: {error}")))?;
     }
+    let mut lock = Lock::open(args.lock.as_deref(), args.bless)?;
     let inputs = collect_inputs(&args.paths)?;
     let compile_inputs: Vec<&Input> = inputs
         .iter()
@@ -119,13 +130,18 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
         .collect();
     let mut stream = ReportStream::new(&args.output, &env.temp_dir);
     if !compile_inputs.is_empty() {
-        stream.add_report(&check_compiled(args, env, &compile_inputs, &levels)?)?;
+        let mut recorder = recorder(lock.as_mut());
+        let report = check_compiled(args, env, &compile_inputs, &levels, &mut recorder)?;
+        stream.add_report(&report)?;
     }
-    let missing = stream_logs(args, env, &inputs, &levels, &mut stream)?;
+    let missing = stream_logs(args, env, &inputs, &levels, (&mut stream, lock.as_mut()))?;
     if stream.rows() == 0 && missing == 0 {
         return Err(CliError::CouldNotCheck(
             "no kernels found in the given paths".into(),
         ));
+    }
+    if let Some(lock) = &lock {
+        lock.conclude(&levels.settings, &mut stream)?;
     }
     let title = args
         .paths
@@ -137,12 +153,14 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     verdict.despite_closed_stdout(stream.finish(&args.output, &title))
 }
 
-/// Compiles and checks the .cu/.ptx inputs through `Build::check_sources`.
+/// Compiles and checks the .cu/.ptx inputs through `Build::check_sources`; their rows go to
+/// `recorder` (the lock), under the source as rows show it.
 fn check_compiled(
     args: &Args,
     env: &Environment,
     inputs: &[&Input],
     levels: &Levels,
+    recorder: &mut Recorder<'_>,
 ) -> Result<Report, CliError> {
     let cache_dir = CacheDir::choose(
         args.cache_dir.as_deref(),
@@ -173,7 +191,14 @@ fn check_compiled(
     request.block_threads = args.block;
     request.dynamic_smem_bytes = args.dynamic_smem;
     request.lint_levels = levels.settings.clone();
+    request.stamp_toolchain = recorder.is_on();
     let output = build.check_sources(&request).map_err(toolchain_error)?;
+    if let Some(stamp) = &output.toolchain {
+        for row in &output.report.kernels {
+            let source = row.source.as_ref().map(|at| at.path.as_str());
+            recorder.record(source.unwrap_or_default(), row, stamp);
+        }
+    }
     for source in &output.without_kernels {
         eprintln!(
             "note: {} defines no kernel (device functions only): nothing to check in it",
@@ -186,9 +211,14 @@ fn check_compiled(
     Ok(output.report)
 }
 
-/// What `check` writes: `--html` and the `--cache-dir` it compiles into.
+/// What `check` writes: `--html`, the `--cache-dir` it compiles into, the lock it blesses.
 fn outputs(args: &Args) -> Vec<Output<'_>> {
     let mut outputs = args.output.outputs();
+    outputs.extend(args.lock.iter().filter(|_| args.bless).map(|lock| Output {
+        flag: "--lock",
+        path: lock,
+        is_dir: false,
+    }));
     outputs.extend(args.cache_dir.iter().map(|dir| Output {
         flag: "--cache-dir",
         path: dir,
@@ -402,7 +432,7 @@ fn stream_logs(
     env: &Environment,
     inputs: &[Input],
     levels: &Levels,
-    stream: &mut ReportStream,
+    (stream, mut lock): (&mut ReportStream, Option<&mut Lock>),
 ) -> Result<usize, CliError> {
     let wanted: Vec<&'static str> = args
         .archs
@@ -426,15 +456,17 @@ fn stream_logs(
             wanted: &wanted,
             log,
         };
+        let mut recorder = recorder(lock.as_deref_mut());
         let kernels = match input {
             Input::Binary(path, kind) => {
                 let binary = binary.get_or_insert_with(|| BinaryInputs::resolve(env, levels));
                 let binary = binary
                     .as_ref()
                     .map_err(|message: &String| CliError::Usage(message.clone()))?;
-                read.stream_binary(path, *kind, binary, &env.temp_dir, stream)?
+                let sinks = (&mut *stream, &mut recorder);
+                read.stream_binary(path, *kind, binary, &env.temp_dir, sinks)?
             }
-            _ => read.stream(input_path_buf(input), stream)?,
+            _ => read.stream(input_path_buf(input), stream, &mut recorder)?,
         };
         seen.push((*given, log.clone(), kernels));
     }
@@ -481,7 +513,13 @@ impl LogRead<'_> {
     /// the run's first row). A log holding a compiler error, or showing a failed build, is an
     /// error of the run: its kernels' numbers are not a passing build's. Returns the kernels
     /// seen (with `--arch`).
-    fn stream(&self, path: &Path, stream: &mut ReportStream) -> Result<SeenKernels, CliError> {
+    fn stream(
+        &self,
+        path: &Path,
+        stream: &mut ReportStream,
+        recorder: &mut Recorder<'_>,
+    ) -> Result<SeenKernels, CliError> {
+        let made_by = recorded_toolchain(None);
         let launch = RowLaunch {
             block: self.args.block.unwrap_or(DEFAULT_BLOCK),
             dynamic_smem_bytes: self.args.dynamic_smem,
@@ -507,7 +545,9 @@ impl LogRead<'_> {
                 column: 0,
             };
             let checked = self.checked_row(row, record, at);
-            self.evaluate_with_notes(checked, &[], Vec::new(), &mut run, stream)
+            let row = self.evaluate_with_notes(checked, &[], Vec::new(), &mut run, stream)?;
+            recorder.record(self.log, &row, &made_by);
+            Ok(())
         })?;
         let name = occupancy_build::cli::shown_path(path);
         let policy = log_input::LogPolicy {
@@ -526,7 +566,7 @@ impl LogRead<'_> {
         kind: BinaryKind,
         binary: &BinaryInputs,
         scratch: &Path,
-        stream: &mut ReportStream,
+        (stream, recorder): (&mut ReportStream, &mut Recorder<'_>),
     ) -> Result<SeenKernels, CliError> {
         let launch = RowLaunch {
             block: self.args.block.unwrap_or(DEFAULT_BLOCK),
@@ -546,7 +586,8 @@ impl LogRead<'_> {
             occupancy_build::cli::read_binary(path, kind, &reading, scratch, &mut |kernel| {
                 if failed.is_none() {
                     let at = (&mut seen, &mut run);
-                    if let Err(error) = self.stream_kernel(kernel, launch, binary, at, stream) {
+                    let sinks = (&mut *stream, &mut *recorder);
+                    if let Err(error) = self.stream_kernel(kernel, launch, binary, at, sinks) {
                         failed = Some(error);
                     }
                 }
@@ -570,7 +611,7 @@ impl LogRead<'_> {
         launch: RowLaunch,
         binary: &BinaryInputs,
         (seen, run): (&mut SeenKernels, &mut Option<Run>),
-        stream: &mut ReportStream,
+        (stream, recorder): (&mut ReportStream, &mut Recorder<'_>),
     ) -> Result<(), CliError> {
         let directives = kernel.compiled_directives();
         let mut row = row_from_record(&kernel.record, Some(&kernel.launch), launch)?;
@@ -592,7 +633,10 @@ impl LogRead<'_> {
         checked.ptx = Some(directives);
         let machine_code =
             binary_sass_findings(&checked, kernel.smem_spilling, &self.levels.settings);
-        self.evaluate_with_notes(checked, &notes, machine_code, run, stream)
+        let row = self.evaluate_with_notes(checked, &notes, machine_code, run, stream)?;
+        let made_by = recorded_toolchain(kernel.compiler.as_deref());
+        recorder.record(&kernel.module, &row, &made_by);
+        Ok(())
     }
 
     /// The row located in the log, at the kernel's `__launch_bounds__` maximum when that is
@@ -619,7 +663,7 @@ impl LogRead<'_> {
 
     /// Evaluates one row and hands it and its findings to `stream`, with the `machine_code`
     /// findings of its SASS (a binary's); `spill_notes` (how the spill figures were read, when
-    /// not exactly) go with its `spills` findings.
+    /// not exactly) go with its `spills` findings. Returns the row, for the lock.
     fn evaluate_with_notes(
         &self,
         checked: CheckedRow,
@@ -627,7 +671,7 @@ impl LogRead<'_> {
         machine_code: Vec<Finding>,
         run: &mut Option<Run>,
         stream: &mut ReportStream,
-    ) -> Result<(), CliError> {
+    ) -> Result<KernelRow, CliError> {
         let mut findings =
             evaluate_at_launch(std::slice::from_ref(&checked), &self.levels.settings);
         findings.extend(machine_code);
@@ -666,7 +710,7 @@ impl LogRead<'_> {
         for finding in &findings {
             stream.add_finding(finding, Some(&checked.row))?;
         }
-        Ok(())
+        Ok(checked.row)
     }
 }
 
