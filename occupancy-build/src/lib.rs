@@ -88,8 +88,8 @@ pub use pipeline::Output;
 pub mod cli {
     pub use crate::baseline::ToolchainStamp;
     pub use crate::binary::{
-        read_binary, sniff, BinaryKernel, BinaryKind, BinaryReading, BinaryTools, MachineCodeLints,
-        SpillEvidence,
+        read_binary, sniff, BinaryKernel, BinaryKind, BinaryReading, BinarySession, BinaryTools,
+        MachineCodeLints, SpillEvidence,
     };
     pub use crate::check_lock::{recorded_toolchain, CheckLock};
     pub use crate::fsutil::{check_writable, shown_path, write_atomic};

@@ -34,13 +34,20 @@ impl Lock {
         Ok(Some(Lock { lock, bless }))
     }
 
-    /// A recorder for the rows of one input.
-    fn input(&mut self) -> Recorder<'_> {
-        let product = self.lock.product();
-        Recorder {
-            lock: Some(&mut self.lock),
-            product,
-        }
+    /// A new input (product) whose rows [`Lock::record`] records: its number.
+    pub fn input(&mut self) -> usize {
+        self.lock.product()
+    }
+
+    /// Records a row of input `product` under `source`, made by `stamp`.
+    pub fn record(
+        &mut self,
+        product: usize,
+        source: &str,
+        row: &KernelRow,
+        stamp: &ToolchainStamp,
+    ) {
+        self.lock.record(product, source, row, stamp);
     }
 
     /// Writes the lock (`--bless`), or compares every input's rows with it: its findings go to
@@ -69,37 +76,5 @@ impl Lock {
             stream.add_finding(finding, None)?;
         }
         Ok(())
-    }
-}
-
-/// Where one input's rows go: the lock's product of that input, or nowhere without `--lock`.
-pub struct Recorder<'l> {
-    lock: Option<&'l mut CheckLock>,
-    product: usize,
-}
-
-/// A recorder for the rows of one input: of the lock's product of that input, when there is a
-/// lock.
-pub fn recorder(lock: Option<&mut Lock>) -> Recorder<'_> {
-    match lock {
-        Some(lock) => lock.input(),
-        None => Recorder {
-            lock: None,
-            product: 0,
-        },
-    }
-}
-
-impl Recorder<'_> {
-    /// Records `row` under `source`, made by `stamp`.
-    pub fn record(&mut self, source: &str, row: &KernelRow, stamp: &ToolchainStamp) {
-        if let Some(lock) = self.lock.as_mut() {
-            lock.record(self.product, source, row, stamp);
-        }
-    }
-
-    /// Whether rows are recorded (the caller asks for a toolchain stamp only then).
-    pub fn is_on(&self) -> bool {
-        self.lock.is_some()
     }
 }

@@ -143,7 +143,7 @@ pub fn container(
     shown: &str,
     tools: &BinaryTools,
     work: &Path,
-    found: &mut Found<'_>,
+    found: &mut Found<'_, '_>,
     ptx: &mut Vec<EmbeddedPtx>,
 ) -> Result<(), Error> {
     let cuobjdump = tools.cuobjdump.as_deref().ok_or_else(|| Error::UnreadableBinary {
@@ -164,14 +164,14 @@ pub fn container(
 
 /// Takes a container's device code out with cuobjdump: its cubins' kernels into `found` (the
 /// cubins deleted once read), its PTX into `ptx` (kept in the work directory for [`assemble`]).
-struct Reader<'a, 'b> {
+struct Reader<'a, 'b, 's> {
     cuobjdump: &'a Path,
     tools: &'a BinaryTools,
-    found: &'a mut Found<'b>,
+    found: &'a mut Found<'b, 's>,
     ptx: &'a mut Vec<EmbeddedPtx>,
 }
 
-impl Reader<'_, '_> {
+impl Reader<'_, '_, '_> {
     /// The device code of the container at `path`: an archive member by member
     /// ([`Reader::archive_members`]), a fatbin or host ELF fatbin by fatbin, each copied out to
     /// a directory of its own under `work` ([`fatbin::blobs`]), anything else in one cuobjdump

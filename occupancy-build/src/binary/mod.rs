@@ -18,22 +18,22 @@
 mod archive;
 mod extract;
 mod fatbin;
+mod found;
 mod machine_code;
 pub(crate) mod wheel;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use occupancy_core::arch::ArchFacts;
 use occupancy_core::ptxas::{KernelRecord, PtxEntry};
 use occupancy_core::sass::SassFacts;
 
-use crate::cubin::CodeMarks;
 pub use crate::cubin::SpillEvidence;
 use crate::process::ToolTimeouts;
 pub use crate::sass_stage::MachineCodeLints;
 use crate::Error;
-use machine_code::{MachineCode, Via};
+use found::Found;
+use machine_code::MachineCode;
 
 /// The tools the binary front end runs, resolved once by the caller.
 #[derive(Debug, Clone, Default)]
@@ -110,149 +110,6 @@ impl BinaryKernel {
     }
 }
 
-/// Where the kernels read from one binary go: each is handed on as it is read, and only what
-/// the compatible-cubin and JIT steps need is kept (the kernels x archs seen; per kernel and asked
-/// arch without a cubin so far, the best compatible cubin's kernel), so memory grows with the
-/// distinct kernels, not with the binary.
-pub(crate) struct Found<'a> {
-    each: &'a mut dyn FnMut(BinaryKernel),
-    /// The SASS stage, when a machine-code lint is above `allow` and nvdisasm was found.
-    machine_code: Option<MachineCode<'a>>,
-    /// The asked archs, resolved.
-    asked: Vec<(&'a str, &'static ArchFacts)>,
-    covered: BTreeSet<(String, String)>,
-    /// (index in `asked`, kernel) -> the kernel of the highest compatible cubin seen.
-    compatible: BTreeMap<(usize, String), BinaryKernel>,
-    /// How it was read, for the user (a file without device code, PTX assembled).
-    pub notes: Vec<String>,
-}
-
-impl<'a> Found<'a> {
-    fn new(asked_archs: &'a [String], each: &'a mut dyn FnMut(BinaryKernel)) -> Found<'a> {
-        Found {
-            each,
-            machine_code: None,
-            asked: asked_archs
-                .iter()
-                .filter_map(|arch| Some((arch.as_str(), occupancy_core::arch::lookup(arch).ok()?)))
-                .collect(),
-            covered: BTreeSet::new(),
-            compatible: BTreeMap::new(),
-            notes: Vec::new(),
-        }
-    }
-
-    /// The kernels of the cubin at `path` (shown as `origin`), each handed on: at once, or once
-    /// its SASS is read when a machine-code lint reads it.
-    pub fn cubin(&mut self, path: &Path, origin: &str) -> Result<(), Error> {
-        let bytes = std::fs::read(path).map_err(|error| Error::Io {
-            path: path.to_path_buf(),
-            error,
-        })?;
-        let kernels = extract::cubin_kernels(&bytes, path, origin)?;
-        self.take(kernels, &bytes, origin, Via::Cubin)
-    }
-
-    /// Kernels assembled from embedded PTX into the cubin at `cubin`, each handed on as the
-    /// kernels of a cubin are.
-    fn assembled(&mut self, kernels: Vec<BinaryKernel>, cubin: &Path) -> Result<(), Error> {
-        let Some(_) = &self.machine_code else {
-            kernels.into_iter().for_each(|kernel| self.hand_on(kernel));
-            return Ok(());
-        };
-        let bytes = std::fs::read(cubin).map_err(|error| Error::Io {
-            path: cubin.to_path_buf(),
-            error,
-        })?;
-        let marks = extract::code_marks(&bytes);
-        let marked = kernels
-            .into_iter()
-            .map(|kernel| {
-                let found = marks.get(&kernel.record.name).copied();
-                (kernel, found.unwrap_or_default())
-            })
-            .collect();
-        let origin = cubin.display().to_string();
-        self.take(marked, &bytes, &origin, Via::Assembled)
-    }
-
-    /// Hands on the kernels of one cubin whose SASS no lint reads, and holds the others for the
-    /// SASS stage (whose batch is read when full).
-    fn take(
-        &mut self,
-        kernels: Vec<(BinaryKernel, CodeMarks)>,
-        bytes: &[u8],
-        origin: &str,
-        via: Via,
-    ) -> Result<(), Error> {
-        let now = match self.machine_code.as_mut() {
-            Some(machine_code) => machine_code.take(kernels, bytes, origin, via)?,
-            None => kernels.into_iter().map(|(kernel, _)| kernel).collect(),
-        };
-        for kernel in now {
-            self.accept(kernel, via);
-        }
-        if self.machine_code.as_ref().is_some_and(MachineCode::full) {
-            self.read_machine_code()?;
-        }
-        Ok(())
-    }
-
-    /// Reads the SASS of the kernels held, and hands them on.
-    fn read_machine_code(&mut self) -> Result<(), Error> {
-        let Some(machine_code) = self.machine_code.as_mut() else {
-            return Ok(());
-        };
-        for (kernel, via) in machine_code.read()? {
-            self.accept(kernel, via);
-        }
-        Ok(())
-    }
-
-    fn accept(&mut self, kernel: BinaryKernel, via: Via) {
-        match via {
-            Via::Cubin => self.kernel(kernel),
-            Via::Assembled => self.hand_on(kernel),
-        }
-    }
-
-    /// Hands `kernel` on, keeping it where it is the best compatible cubin so far for an asked
-    /// arch that has no cubin of it yet.
-    pub fn kernel(&mut self, kernel: BinaryKernel) {
-        let name = &kernel.record.name;
-        self.covered
-            .insert((name.clone(), kernel.record.arch.clone()));
-        if let Ok(facts) = occupancy_core::arch::lookup(&kernel.record.arch) {
-            for (index, (asked, target)) in self.asked.iter().enumerate() {
-                // What the driver loads: a cubin of the same major and a lower minor (an
-                // `sm_80` cubin on an `sm_86` GPU), never an arch-specific (`sm_90a`) one.
-                let runs_there = !kernel.record.arch.ends_with('a')
-                    && facts.major == target.major
-                    && facts.minor < target.minor;
-                if !runs_there || self.covered.contains(&(name.clone(), (*asked).to_owned())) {
-                    continue;
-                }
-                let key = (index, name.clone());
-                let better = self.compatible.get(&key).is_none_or(|found| {
-                    occupancy_core::arch::lookup(&found.record.arch)
-                        .is_ok_and(|found| found.minor < facts.minor)
-                });
-                if better {
-                    self.compatible.insert(key, kernel.clone());
-                }
-            }
-        }
-        self.hand_on(kernel);
-    }
-
-    /// Hands `kernel` on as it is (a compatible cubin's or assembled PTX's kernel on an asked arch).
-    fn hand_on(&mut self, kernel: BinaryKernel) {
-        self.covered
-            .insert((kernel.record.name.clone(), kernel.record.arch.clone()));
-        (self.each)(kernel);
-    }
-}
-
 /// Reads until `buffer` is full or the input ends; how many bytes were read (for the
 /// readers of headers and streams: `sniff`, `archive`, `fatbin`).
 pub(crate) fn read_full(
@@ -305,11 +162,12 @@ fn kind_of(head: &[u8]) -> Option<BinaryKind> {
         .then_some(BinaryKind::Wheel)
 }
 
-/// Reads every kernel of the binary at `path`, handing each to `each` as it is read: its
-/// cubins, then for each arch in `asked_archs` that a kernel has no cubin for, the compatible
-/// cubin the driver would load, else its embedded PTX assembled for that arch. Returns how it was
-/// read, for the user (notes). `scratch` is a private directory the caller owns; what is written
-/// there is removed before returning.
+/// Reads every kernel of the binary at `path`, handing each to `each`: its cubins, then for
+/// each arch in `asked_archs` that a kernel has no cubin for, the compatible cubin the driver
+/// would load, else its embedded PTX assembled for that arch; with the SASS the machine-code
+/// lints read. Returns how it was read, for the user (notes). `scratch` is a private directory
+/// the caller owns; what is written there is removed before returning. (A [`BinarySession`] of
+/// one binary: to read several, use a session, whose SASS batches span them.)
 pub fn read_binary(
     path: &Path,
     kind: BinaryKind,
@@ -317,37 +175,106 @@ pub fn read_binary(
     scratch: &Path,
     each: &mut dyn FnMut(BinaryKernel),
 ) -> Result<Vec<String>, Error> {
-    let BinaryReading {
-        tools,
-        asked_archs,
-        machine_code,
-    } = *reading;
-    let work = extract::WorkDir::create(scratch)?;
-    let shown = crate::fsutil::shown_path(path);
-    let mut found = Found::new(asked_archs, each);
-    match &tools.nvdisasm {
-        Some(nvdisasm) => {
-            found.machine_code =
-                MachineCode::new(nvdisasm, machine_code, tools.timeouts, work.path())?;
-        }
-        None if !machine_code.enabled.is_empty() || machine_code.everything => {
-            found.notes.push(format!("{shown}: nvdisasm was not found (set OCCUPANCY_NVDISASM, put it beside nvcc, or `pip install nvidia-cuda-nvdisasm`): the machine-code lints ({}) were not checked", lint_names(&machine_code.enabled)));
-        }
-        None => {}
+    let mut session = BinarySession::new(*reading, scratch)?;
+    let mut each = |_: usize, kernel: BinaryKernel| each(kernel);
+    let notes = session.read(path, kind, 0, &mut each)?;
+    session.finish(&mut each)?;
+    Ok(notes)
+}
+
+/// Reads binaries one after another, each kernel handed on with the number of its input (a
+/// binary): at once, or, when a machine-code lint reads its SASS, when the batch that holds it is
+/// read, which may be during a later binary's reading or at [`BinarySession::finish`]. A batch
+/// spans binaries: one nvdisasm per architecture reads the kernels of many (`machine_code.rs`).
+/// Every binary is read from a private directory under `scratch`, removed afterwards.
+pub struct BinarySession<'a> {
+    reading: BinaryReading<'a>,
+    scratch: &'a Path,
+    machine_code: Option<MachineCode<'a>>,
+    /// Where the SASS stage keeps cubins aside (declared after it: removed after it is dropped).
+    kept_aside: Option<extract::WorkDir>,
+    /// Said with the first binary read: nvdisasm was not found.
+    notes: Vec<String>,
+}
+
+impl std::fmt::Debug for BinarySession<'_> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("BinarySession")
+            .field("asked_archs", &self.reading.asked_archs)
+            .field("reads_machine_code", &self.machine_code.is_some())
+            .finish_non_exhaustive()
     }
-    let mut ptx = Vec::new();
-    match kind {
-        BinaryKind::Cubin => found.cubin(path, &shown)?,
-        BinaryKind::Container => {
-            extract::container(path, &shown, tools, work.path(), &mut found, &mut ptx)?;
+}
+
+impl<'a> BinarySession<'a> {
+    pub fn new(reading: BinaryReading<'a>, scratch: &'a Path) -> Result<BinarySession<'a>, Error> {
+        let lints = reading.machine_code;
+        let wanted = !lints.enabled.is_empty() || lints.everything;
+        let mut session = BinarySession {
+            reading,
+            scratch,
+            machine_code: None,
+            kept_aside: None,
+            notes: Vec::new(),
+        };
+        match &reading.tools.nvdisasm {
+            Some(nvdisasm) if wanted => {
+                let work = extract::WorkDir::create(scratch)?;
+                let timeouts = reading.tools.timeouts;
+                session.machine_code = MachineCode::new(nvdisasm, lints, timeouts, work.path())?;
+                session.kept_aside = Some(work);
+            }
+            None if wanted => session.notes.push(format!("nvdisasm was not found (set OCCUPANCY_NVDISASM, put it beside nvcc, or `pip install nvidia-cuda-nvdisasm`): the machine-code lints ({}) were not checked", lint_names(&lints.enabled))),
+            _ => {}
         }
-        BinaryKind::Wheel => wheel_members(path, &shown, tools, work.path(), &mut found, &mut ptx)?,
+        Ok(session)
     }
-    found.read_machine_code()?;
-    run_compatible_cubins(&mut found);
-    jit_missing_archs(&mut found, &ptx, tools, asked_archs, work.path())?;
-    found.read_machine_code()?;
-    Ok(found.notes)
+
+    /// Reads the binary at `path`, its kernels handed to `each` with `input`; kernels of earlier
+    /// binaries whose batch is read meanwhile go to `each` with theirs. Returns how it was read,
+    /// for the user (notes).
+    pub fn read(
+        &mut self,
+        path: &Path,
+        kind: BinaryKind,
+        input: usize,
+        each: &mut dyn FnMut(usize, BinaryKernel),
+    ) -> Result<Vec<String>, Error> {
+        let BinaryReading {
+            tools, asked_archs, ..
+        } = self.reading;
+        let work = extract::WorkDir::create(self.scratch)?;
+        let shown = crate::fsutil::shown_path(path);
+        let mut found = Found::new(asked_archs, input, each, self.machine_code.as_mut());
+        found.notes.append(&mut self.notes);
+        let mut ptx = Vec::new();
+        match kind {
+            BinaryKind::Cubin => found.cubin(path, &shown)?,
+            BinaryKind::Container => {
+                extract::container(path, &shown, tools, work.path(), &mut found, &mut ptx)?;
+            }
+            BinaryKind::Wheel => {
+                wheel_members(path, &shown, tools, work.path(), &mut found, &mut ptx)?;
+            }
+        }
+        if found.compatible_are_held() {
+            found.read_machine_code()?;
+        }
+        run_compatible_cubins(&mut found);
+        jit_missing_archs(&mut found, &ptx, tools, asked_archs, work.path())?;
+        Ok(found.notes)
+    }
+
+    /// Reads the SASS of every kernel still held and hands each on with its input.
+    pub fn finish(&mut self, each: &mut dyn FnMut(usize, BinaryKernel)) -> Result<(), Error> {
+        if let Some(machine_code) = self.machine_code.as_mut() {
+            for (input, kernel, _) in machine_code.read()? {
+                each(input, kernel);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What to read of a binary: the tools, the archs asked (empty: every cubin's), and the
@@ -372,7 +299,7 @@ fn wheel_members(
     shown: &str,
     tools: &BinaryTools,
     work: &Path,
-    found: &mut Found<'_>,
+    found: &mut Found<'_, '_>,
     ptx: &mut Vec<extract::EmbeddedPtx>,
 ) -> Result<(), Error> {
     let members =
@@ -400,7 +327,7 @@ fn wheel_members(
 
 /// For each asked arch a kernel has no cubin of, the cubin the driver loads instead when there
 /// is one ([`Found::kernel`] kept the best): its resources are then evaluated on the asked arch.
-fn run_compatible_cubins(found: &mut Found<'_>) {
+fn run_compatible_cubins(found: &mut Found<'_, '_>) {
     for ((index, name), kernel) in std::mem::take(&mut found.compatible) {
         let asked = found.asked[index].0;
         if found.covered.contains(&(name, asked.to_owned())) {
@@ -417,7 +344,7 @@ fn run_compatible_cubins(found: &mut Found<'_>) {
 /// driver would pick: the highest virtual arch that can JIT to it. Each module's entries are
 /// read when it is considered, one module at a time.
 fn jit_missing_archs(
-    found: &mut Found<'_>,
+    found: &mut Found<'_, '_>,
     ptx_files: &[extract::EmbeddedPtx],
     tools: &BinaryTools,
     asked_archs: &[String],
@@ -478,7 +405,7 @@ mod tests {
     fn kernels_are_handed_on_as_read_and_a_compatible_cubin_once_per_kernel() {
         let asked = ["sm_86".to_owned(), "sm_90".to_owned()];
         let mut handed = Vec::new();
-        let mut each = |kernel: BinaryKernel| {
+        let mut each = |_: usize, kernel: BinaryKernel| {
             handed.push((
                 kernel.record.name,
                 kernel.record.arch,
@@ -486,7 +413,7 @@ mod tests {
                 kernel.origin,
             ));
         };
-        let mut found = Found::new(&asked, &mut each);
+        let mut found = Found::new(&asked, 0, &mut each, None);
         for copy in 0..2 {
             found.kernel(kernel("only_80", "sm_80", 30 + copy));
             found.kernel(kernel("only_80", "sm_90a", 40));
