@@ -441,7 +441,9 @@ pub fn run_tool(
             ),
         });
     }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    // The text as it came when it is UTF-8 (always, for nvdisasm's), not a copy of it.
+    Ok(String::from_utf8(output.stdout)
+        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned()))
 }
 
 #[cfg(test)]
