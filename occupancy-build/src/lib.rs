@@ -81,14 +81,15 @@ pub use occupancy_core::report::Report;
 pub use pipeline::Output;
 
 /// What `cargo occupancy` shares with the build beyond the builder and
-/// [`Build::check_sources`]: evaluating rows read from a log at a command line's launch, the
-/// one child-process runner, the one output writer, the cache's trust check, the installed
-/// nvcc's architectures. Internal to the occupancy tools, not a stable API.
+/// [`Build::check_sources`]: reading binaries (a session of them, their SASS in shared batches),
+/// the lock of `check --lock`, evaluating rows read from a log or a binary at a command line's
+/// launch, the one child-process runner, the one output writer, the cache's trust check, the
+/// installed nvcc's architectures. Internal to the occupancy tools, not a stable API.
 #[doc(hidden)]
 pub mod cli {
     pub use crate::baseline::ToolchainStamp;
     pub use crate::binary::{
-        read_binary, sniff, BinaryKernel, BinaryKind, BinaryReading, BinarySession, BinaryTools,
+        sniff, BinaryKernel, BinaryKind, BinaryReading, BinarySession, BinaryTools,
         MachineCodeLints, SpillEvidence,
     };
     pub use crate::check_lock::{recorded_toolchain, CheckLock};

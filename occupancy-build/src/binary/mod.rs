@@ -168,7 +168,7 @@ fn kind_of(head: &[u8]) -> Option<BinaryKind> {
 /// lints read. Returns how it was read, for the user (notes). `scratch` is a private directory
 /// the caller owns; what is written there is removed before returning. (A [`BinarySession`] of
 /// one binary: to read several, use a session, whose SASS batches span them.)
-pub fn read_binary(
+pub(crate) fn read_binary(
     path: &Path,
     kind: BinaryKind,
     reading: &BinaryReading<'_>,
