@@ -127,7 +127,7 @@ pub(crate) fn sass_findings(
 }
 
 /// The SASS findings of one row of a binary (its `row.sass`, read by the binary front end),
-/// leveled like a source's ([`sass_findings`]): the same checks on the same facts. A binary has
+/// leveled like a source's (`sass_findings`): the same checks on the same facts. A binary has
 /// no PTX or compiler log: `setmaxnreg_ignored`, which compares the PTX with the SASS, cannot
 /// fire.
 pub fn binary_sass_findings(

@@ -65,6 +65,7 @@ mod render;
 mod report;
 mod resolve;
 mod rows;
+mod sass_selection;
 mod sass_stage;
 mod spill_help;
 mod targets;

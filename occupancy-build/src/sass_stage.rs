@@ -17,13 +17,13 @@
 
 use occupancy_core::lint::evaluate::LevelSources;
 use occupancy_core::lint::Level;
-use occupancy_core::ptxas::{KernelRecord, PtxEntry};
+use occupancy_core::ptxas::PtxEntry;
 
-use crate::cubin::CodeMarks;
 use crate::declarations::{Declarations, Declared};
 use crate::levels::Levels;
 use crate::matching::Matching;
 use crate::parse::CompiledKernel;
+use crate::sass_selection::{local_memory_is_read, spills, uses_local_memory, MachineCodeLints};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -658,11 +658,6 @@ fn cache_path(binary: &Path) -> PathBuf {
 /// How a lint's level is found for a kernel without a declaration.
 pub(crate) type LevelOf = fn(LintId, &LevelSources<'_>) -> Level;
 
-/// Whether ptxas reported spill bytes for this kernel on this arch.
-pub(crate) fn spills(record: &KernelRecord) -> bool {
-    record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0) > 0
-}
-
 /// The SASS lints, and `spills` (whose finding carries the hottest spill's line), that are above
 /// `allow` for one kernel, with its declaration's levels as check evaluates them (for a kernel
 /// without one, `undeclared_level`: [`evaluate::resolve_undeclared_level`] in a build, where it
@@ -700,33 +695,6 @@ fn machine_code_lints(
     .collect()
 }
 
-/// Whether the kernel uses local memory on this record's arch: spills, a stack frame or local
-/// bytes (every `LDL`/`STL` is in ptxas's stack frame, so a kernel without one has none).
-fn uses_local_memory(record: &KernelRecord) -> bool {
-    spills(record)
-        || record.stack_frame_bytes.unwrap_or(0) > 0
-        || record.local_memory_bytes.unwrap_or(0) > 0
-}
-
-/// Whether a lint of `enabled` reads this kernel's local memory on the record's arch: a spill
-/// for `spills` (the hottest spill's line) and `spill_in_loop`, any local memory for
-/// `local_array`. The same for a source build and a binary: ptxas's report and the cubin say it.
-fn local_memory_is_read(record: &KernelRecord, enabled: &BTreeSet<LintId>) -> bool {
-    let reads_spills = enabled.contains(&LintId::Spills) || enabled.contains(&LintId::SpillInLoop);
-    (spills(record) && reads_spills)
-        || (uses_local_memory(record) && enabled.contains(&LintId::LocalArray))
-}
-
-/// The machine-code lints above `allow` for the kernels of a binary (`cargo occupancy check`,
-/// where the command line's levels are every kernel's), and whether everything is read
-/// (`OCCUPANCY_SASS=all`): what the binary front end reads the SASS for.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct MachineCodeLints {
-    pub enabled: BTreeSet<LintId>,
-    pub everything: bool,
-}
-
 impl MachineCodeLints {
     /// At `levels` over the lints' defaults, as `check` levels every kernel.
     pub fn at(levels: &BTreeMap<LintId, Level>, everything: bool) -> MachineCodeLints {
@@ -751,20 +719,6 @@ impl MachineCodeLints {
             levels,
             crate::resolve::sass_setting(env)?,
         ))
-    }
-
-    /// Whether the SASS stage reads this kernel of a binary, which has no PTX to say which
-    /// lints its code can trigger: where a source build reads it for local memory
-    /// ([`local_memory_is_read`]), and, in place of the PTX's operations (`PTX_TRIGGERS`), where
-    /// the cubin marks a call or `setmaxnreg` ([`CodeMarks`]); FP64 leaves no mark, so an
-    /// enabled `fp64` reads every kernel.
-    pub(crate) fn read_binary_kernel(&self, record: &KernelRecord, marks: CodeMarks) -> bool {
-        let enabled = |lint: LintId| self.enabled.contains(&lint);
-        self.everything
-            || local_memory_is_read(record, &self.enabled)
-            || (marks.calls && enabled(LintId::Call))
-            || (marks.setmaxnreg && enabled(LintId::SetmaxnregBudget))
-            || enabled(LintId::Fp64)
     }
 }
 

@@ -159,7 +159,7 @@ impl<'a> MachineCode<'a> {
         }
         let spilled: BTreeSet<(String, String)> = held
             .iter()
-            .filter(|held| crate::sass_stage::spills(&held.kernel.record))
+            .filter(|held| crate::sass_selection::spills(&held.kernel.record))
             .map(|held| {
                 (
                     held.kernel.record.name.clone(),

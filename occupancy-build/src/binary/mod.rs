@@ -30,7 +30,7 @@ use occupancy_core::sass::SassFacts;
 
 pub use crate::cubin::SpillEvidence;
 use crate::process::ToolTimeouts;
-pub use crate::sass_stage::MachineCodeLints;
+pub use crate::sass_selection::MachineCodeLints;
 use crate::Error;
 use found::Found;
 use machine_code::MachineCode;
@@ -88,7 +88,7 @@ pub struct BinaryKernel {
     /// The module it came from, without the arch: `libk.a(k.o)`, `k.fatbin`.
     pub module: String,
     /// Its machine code read by the SASS stage, when a machine-code lint reads it
-    /// ([`MachineCodeLints::read_binary_kernel`]); source paths as the line table has them, and
+    /// (`MachineCodeLints::read_binary_kernel`); source paths as the line table has them, and
     /// no line where the cubin has no line table.
     pub sass: Option<SassFacts>,
     /// Whether ptxas could spill its registers to shared memory, as a compile with its toolkit

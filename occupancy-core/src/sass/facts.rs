@@ -36,7 +36,7 @@ pub enum LocalKind {
 #[non_exhaustive]
 pub struct LineFacts {
     /// The source file; empty (and `line` 0) for code without a line table, whose accesses
-    /// are all grouped here ([`LineFacts::is_unknown`]).
+    /// are all grouped here (`LineFacts::is_unknown`).
     pub file: String,
     pub line: u32,
     pub kind: LocalKind,
