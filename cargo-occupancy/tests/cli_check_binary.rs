@@ -1,8 +1,11 @@
-//! `cargo occupancy check` on compiled binaries gives the rows `check` gives on the sources:
-//! the corpus compiled by plain nvcc (no `-Xptxas -v`) into fatbins, host objects, a static
-//! library, a shared library and a wheel holding it, each read back (cubins from the ELF, spills from ptxas's
-//! spill marks) and compared, kernel x arch, field by field, with `check` on the `.cu` files
-//! (ptxas's `-v` report). Needs the real nvcc and cuobjdump (scripts/setup-cuda.sh).
+//! `cargo occupancy check` on compiled binaries gives the rows and findings `check` gives on the
+//! sources: the corpus compiled by plain nvcc (no `-Xptxas -v`) into fatbins, host objects, a
+//! static library, a shared library and a wheel holding it, each read back (cubins from the ELF,
+//! spills from ptxas's spill marks, the machine-code lints from nvdisasm's SASS of the kernels
+//! the cubins mark) and compared, kernel x arch, field by field and finding by finding, with
+//! `check` on the `.cu` files (ptxas's `-v` report, the SASS the PTX selects); and a lock
+//! (`--lock`) judges a binary's kernels as it judges a source's. Needs the real nvcc, cuobjdump
+//! and nvdisasm (scripts/setup-cuda.sh).
 
 mod common;
 
@@ -23,6 +26,26 @@ const SOURCES: [&str; 7] = [
     "tests/kernels/sass_evidence.cu",
     "tests/kernels/smem_spilling.cu",
 ];
+
+/// The corpus kernels with machine-code findings, each lint at least once: `spill_in_loop`
+/// (`sass_evidence.cu`, `smem_spilling.cu`), `local_array` and `fp64` (`sass_evidence.cu`),
+/// `call` (`calls.cu`, `device_frames.cu`, `sass_evidence.cu`), and `spills.cu`'s spills.
+const MACHINE_CODE_SOURCES: [&str; 5] = [
+    "tests/kernels/spills.cu",
+    "tests/kernels/sass_evidence.cu",
+    "tests/kernels/calls.cu",
+    "tests/kernels/device_frames.cu",
+    "tests/kernels/smem_spilling.cu",
+];
+
+/// Findings a binary cannot reproduce, and why: `unreachable_bound` judges the minimum blocks
+/// per SM of `__launch_bounds__`, which a cubin does not keep (ptxas turns it into a register
+/// cap; docs/build.md, "What a binary does not keep").
+const NOT_IN_A_BINARY: [&str; 1] = ["unreachable_bound"];
+
+/// What a finding of a binary without line tables says in place of a line.
+const UNKNOWN_LINE: &str =
+    "an unknown line (the code has no line table: compile with `-lineinfo` for lines)";
 
 /// The columns a binary must reproduce. `min_blocks_per_sm` and `max_registers` are PTX
 /// directives a cubin does not keep (ptxas turns them into a register cap). A shared-memory
@@ -48,18 +71,23 @@ fn gencode() -> [&'static str; 2] {
     ["-gencode", "arch=compute_80,code=[sm_80,sm_90]"]
 }
 
-/// Builds every binary form of the corpus in `dir`: per source a fatbin and an object, then
-/// `libcorpus.a` of the objects and `libcorpus.so` of the sources.
-fn build_binaries(dir: &Path) -> BTreeMap<&'static str, Vec<PathBuf>> {
+/// Builds every binary form of `sources` in `dir` with nvcc's `flags` besides: per source a
+/// fatbin and an object, then `libcorpus.a` of the objects and `libcorpus.so` of the sources.
+fn build_binaries(
+    dir: &Path,
+    sources: &[&str],
+    flags: &[&str],
+) -> BTreeMap<&'static str, Vec<PathBuf>> {
     let root = repo_root();
     let mut forms: BTreeMap<&str, Vec<PathBuf>> = BTreeMap::new();
-    for source in SOURCES {
+    for source in sources {
         let stem = Path::new(source).file_stem().unwrap().to_str().unwrap();
         for (form, flag, extension) in [("fatbin", "-fatbin", "fatbin"), ("object", "-c", "o")] {
             let output = dir.join(format!("{stem}.{extension}"));
             run_tool(
                 Command::new(nvcc())
                     .args(gencode())
+                    .args(flags)
                     .arg(flag)
                     .arg(root.join(source))
                     .arg("-o")
@@ -80,8 +108,9 @@ fn build_binaries(dir: &Path) -> BTreeMap<&'static str, Vec<PathBuf>> {
     run_tool(
         Command::new(nvcc())
             .args(gencode())
+            .args(flags)
             .args(["-shared", "-Xcompiler", "-fPIC"])
-            .args(SOURCES.iter().map(|source| root.join(source)))
+            .args(sources.iter().map(|source| root.join(source)))
             .arg("-o")
             .arg(&shared),
     );
@@ -106,8 +135,8 @@ fn build_binaries(dir: &Path) -> BTreeMap<&'static str, Vec<PathBuf>> {
     forms
 }
 
-/// `check --json` on `paths` for sm_80 and sm_90: its kernel rows by (symbol, arch).
-fn rows(paths: &[PathBuf], cache: &Path) -> BTreeMap<(String, String), serde_json::Value> {
+/// `check --json` on `paths` for sm_80 and sm_90 with `extra` arguments: its report.
+fn report(paths: &[PathBuf], cache: &Path, extra: &[&str]) -> serde_json::Value {
     let output: Output = binary()
         .args([
             "occupancy",
@@ -118,6 +147,7 @@ fn rows(paths: &[PathBuf], cache: &Path) -> BTreeMap<(String, String), serde_jso
             "--arch",
             "sm_90",
         ])
+        .args(extra)
         .arg("--cache-dir")
         .arg(cache)
         .args(paths)
@@ -129,7 +159,84 @@ fn rows(paths: &[PathBuf], cache: &Path) -> BTreeMap<(String, String), serde_jso
         "check failed:\n{}",
         stderr(&output)
     );
-    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert!(
+        !stderr(&output).contains("were not checked"),
+        "{}",
+        stderr(&output)
+    );
+    serde_json::from_str(&stdout(&output)).unwrap()
+}
+
+/// `check --json` on `paths` for sm_80 and sm_90: its kernel rows by (symbol, arch).
+fn rows(paths: &[PathBuf], cache: &Path) -> BTreeMap<(String, String), serde_json::Value> {
+    rows_of(&report(paths, cache, &[]))
+}
+
+/// A finding as compared: lint, kernel, arch and message.
+type FindingKey = (String, String, String, String);
+
+/// A report's findings (but those a binary cannot reproduce) as compared, each with how many
+/// times it is there; with `lines_alike`, every line a finding names reads `<line>`: a source's
+/// `tests/kernels/x.cu:12`, a line-less binary's unknown line and a loop's SASS offset.
+fn findings_of(report: &serde_json::Value, lines_alike: bool) -> BTreeMap<FindingKey, usize> {
+    let mut found = BTreeMap::new();
+    for finding in report["findings"].as_array().unwrap() {
+        let text = |key: &str| finding[key].as_str().unwrap_or_default().to_owned();
+        if NOT_IN_A_BINARY.contains(&text("lint").as_str()) {
+            continue;
+        }
+        let mut message = text("message");
+        if lines_alike {
+            message = lines_made_alike(&message);
+        }
+        let key = (text("lint"), text("kernel"), text("arch"), message);
+        *found.entry(key).or_default() += 1;
+    }
+    found
+}
+
+/// `message` with every line it names as `<line>` (see [`findings_of`]).
+fn lines_made_alike(message: &str) -> String {
+    let message = message.replace(UNKNOWN_LINE, "<line>");
+    let mut words: Vec<String> = Vec::new();
+    let mut tokens = message.split(' ').peekable();
+    while let Some(token) = tokens.next() {
+        let at_line = token.split_once(".cu:").is_some_and(|(_, rest)| {
+            rest.trim_end_matches([',', ')'])
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        });
+        if at_line {
+            let tail: String = token
+                .chars()
+                .skip_while(|c| *c != ',' && *c != ')')
+                .collect();
+            words.push(format!("<line>{tail}"));
+        } else if token == "SASS" && tokens.peek() == Some(&"offset") {
+            tokens.next();
+            let offset = tokens.next().unwrap_or_default();
+            assert!(offset.starts_with("0x"), "{message}");
+            words.push("<line>".to_owned());
+        } else {
+            words.push(token.to_owned());
+        }
+    }
+    words.join(" ")
+}
+
+/// How many findings of each machine-code lint there are.
+fn machine_code_lints(findings: &BTreeMap<FindingKey, usize>) -> BTreeMap<String, usize> {
+    let mut lints = BTreeMap::new();
+    for (lint, ..) in findings.keys() {
+        if ["spill_in_loop", "local_array", "call", "fp64"].contains(&lint.as_str()) {
+            *lints.entry(lint.clone()).or_default() += 1;
+        }
+    }
+    lints
+}
+
+/// A report's entry rows by (symbol, arch).
+fn rows_of(report: &serde_json::Value) -> BTreeMap<(String, String), serde_json::Value> {
     report["kernels"]
         .as_array()
         .unwrap()
@@ -150,7 +257,9 @@ fn every_binary_form_gives_the_rows_of_the_sources() {
     let dir = work_dir("check-binary", "forms");
     let cache = dir.join("cache");
     let sources: Vec<PathBuf> = SOURCES.iter().map(PathBuf::from).collect();
-    let expected = rows(&sources, &cache);
+    let from_sources = report(&sources, &cache, &[]);
+    let expected = rows_of(&from_sources);
+    let expected_findings = findings_of(&from_sources, true);
     assert!(expected.len() >= 20, "the corpus has kernels: {expected:?}");
     let spilling = expected
         .values()
@@ -164,8 +273,22 @@ fn every_binary_form_gives_the_rows_of_the_sources() {
         spill_areas, 4,
         "smem_spilling.cu's two kernels on sm_80 and sm_90"
     );
-    for (form, paths) in build_binaries(&dir) {
-        let found = rows(&paths, &cache);
+    // Built without `-lineinfo`: the same findings, the machine-code ones naming no line.
+    for (form, paths) in build_binaries(&dir, &SOURCES, &[]) {
+        let from_binary = report(&paths, &cache, &[]);
+        assert_eq!(
+            findings_of(&from_binary, true),
+            expected_findings,
+            "{form}: the findings of the sources"
+        );
+        let unknown = (from_binary["findings"].as_array().unwrap().iter())
+            .filter(|finding| finding["message"].as_str().unwrap().contains(UNKNOWN_LINE))
+            .count();
+        assert!(
+            unknown >= 8,
+            "{form}: spill_in_loop and local_array say the line is unknown"
+        );
+        let found = rows_of(&from_binary);
         assert_eq!(
             found.keys().collect::<Vec<_>>(),
             expected.keys().collect::<Vec<_>>(),
@@ -179,6 +302,52 @@ fn every_binary_form_gives_the_rows_of_the_sources() {
             assert_eq!(got["source"]["kind"], "binary", "{form}: {key:?}");
         }
     }
+}
+
+/// Built with `-lineinfo`, every binary form of the corpus kernels with machine-code findings
+/// gives exactly the findings of `check` on the sources, lines included, `fp64` enabled; and
+/// reading every kernel's SASS (`OCCUPANCY_SASS=all`) finds nothing more than reading the kernels
+/// the cubins mark.
+#[test]
+fn machine_code_findings_of_every_binary_form_are_those_of_the_sources() {
+    let dir = work_dir("check-binary", "machine-code");
+    let cache = dir.join("cache");
+    let sources: Vec<PathBuf> = MACHINE_CODE_SOURCES.iter().map(PathBuf::from).collect();
+    let fp64 = ["--warn", "fp64"];
+    let expected = findings_of(&report(&sources, &cache, &fp64), false);
+    let lints: Vec<String> = machine_code_lints(&expected).into_keys().collect();
+    assert_eq!(
+        lints,
+        ["call", "fp64", "local_array", "spill_in_loop"],
+        "the corpus has each machine-code lint: {expected:#?}"
+    );
+    let forms = build_binaries(&dir, &MACHINE_CODE_SOURCES, &["-lineinfo"]);
+    for (form, paths) in &forms {
+        let found = findings_of(&report(paths, &cache, &fp64), false);
+        assert_eq!(found, expected, "{form}: the findings of the sources");
+    }
+    let marked = findings_of(&report(&forms["shared library"], &cache, &[]), false);
+    let everything = binary()
+        .args([
+            "occupancy",
+            "check",
+            "--json",
+            "--arch",
+            "sm_80",
+            "--arch",
+            "sm_90",
+        ])
+        .args(&forms["shared library"])
+        .env("OCCUPANCY_SASS", "all")
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    let everything: serde_json::Value = serde_json::from_str(&stdout(&everything)).unwrap();
+    assert!(
+        (everything["kernels"].as_array().unwrap().iter()).all(|row| !row["sass"].is_null()),
+        "every row's SASS read"
+    );
+    assert_eq!(findings_of(&everything, false), marked);
 }
 
 #[test]
@@ -434,6 +603,133 @@ fn compiled_clusters_are_read_from_sources_and_cubins() {
             [("cluster_unlaunchable", "wide_cluster")],
             "{}",
             input.display()
+        );
+    }
+}
+
+/// `libk.a` in `dir`: the objects of `constants.cu` and `shared_memory.cu`.
+fn library_of_two_objects(dir: &Path) {
+    let mut objects = Vec::new();
+    for stem in ["constants", "shared_memory"] {
+        let object = dir.join(format!("{stem}.o"));
+        run_tool(
+            Command::new(nvcc())
+                .args(gencode())
+                .arg("-c")
+                .arg(repo_root().join(format!("tests/kernels/{stem}.cu")))
+                .arg("-o")
+                .arg(&object),
+        );
+        objects.push(object);
+    }
+    run_tool(
+        Command::new("ar")
+            .arg("rcs")
+            .arg(dir.join("libk.a"))
+            .args(&objects),
+    );
+}
+
+/// `check --lock occupancy.lock` in `dir` on `libk.a` and `source` for sm_90, with `extra`
+/// arguments: its exit code, report (JSON) and standard error.
+fn check_with_lock(
+    dir: &Path,
+    source: &Path,
+    extra: &[&str],
+) -> (Option<i32>, serde_json::Value, String) {
+    let output = binary()
+        .args(["occupancy", "check", "--json", "--arch", "sm_90"])
+        .args(["--lock", "occupancy.lock", "--cache-dir", "cache"])
+        .args(extra)
+        .arg("libk.a")
+        .arg(source)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let report = serde_json::from_str(&stdout(&output)).unwrap_or_default();
+    (output.status.code(), report, stderr(&output))
+}
+
+/// The findings of the lock in a report.
+fn lock_findings(report: &serde_json::Value) -> Vec<serde_json::Value> {
+    (report["findings"].as_array().unwrap().iter())
+        .filter(|finding| {
+            ["regression", "baseline_stale"].contains(&finding["lint"].as_str().unwrap())
+        })
+        .cloned()
+        .collect()
+}
+
+/// `--lock` judges a binary's kernels as a source's: blessed from a static library and a `.cu`
+/// file, each under its own path (the library's members as `libk.a(member.o)`), the same inputs
+/// pass; a lock whose numbers for one of the library's kernels are better than the cubin's (a
+/// change that made it worse) fails `check` with `regression` at that kernel's cubin, and one
+/// whose numbers are worse is only stale; a lock that does not exist is an error unless blessed.
+#[test]
+fn a_regression_against_the_lock_fails_check_on_a_binary() {
+    let dir = work_dir("check-binary", "lock");
+    library_of_two_objects(&dir);
+    let source = repo_root().join("tests/kernels/launch_bounds.cu");
+    let (code, _, said) = check_with_lock(&dir, &source, &[]);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("the lock occupancy.lock does not exist"),
+        "{said}"
+    );
+    let (code, _, said) = check_with_lock(&dir, &source, &["--bless"]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(
+        said.contains("note: wrote the lock occupancy.lock: "),
+        "{said}"
+    );
+    let lock_path = dir.join("occupancy.lock");
+    let mut lock: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&lock_path).unwrap()).unwrap();
+    let shown_source = source.display().to_string();
+    for key in [
+        "libk.a(constants.o)",
+        "libk.a(shared_memory.o)",
+        &shown_source,
+    ] {
+        assert!(
+            lock["sources"][key]["sm_90"]["kernels"].is_object(),
+            "{key}: {lock:#}"
+        );
+    }
+    let (code, report, said) = check_with_lock(&dir, &source, &[]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(lock_findings(&report).is_empty(), "{report:#}");
+    let entry = "/sources/libk.a(shared_memory.o)/sm_90/kernels/static_tile/registers";
+    let compiled = lock.pointer(entry).unwrap().as_u64().unwrap();
+    for (committed, lint, level, exit) in [
+        (compiled - 1, "regression", "deny", 1),
+        (compiled + 1, "baseline_stale", "warn", 0),
+    ] {
+        *lock.pointer_mut(entry).unwrap() = committed.into();
+        let text = serde_json::to_string_pretty(&lock).unwrap() + "\n";
+        std::fs::write(&lock_path, text).unwrap();
+        let (code, report, said) = check_with_lock(&dir, &source, &[]);
+        assert_eq!(code, Some(exit), "{lint}: {said}");
+        let found = lock_findings(&report);
+        assert_eq!(found.len(), 1, "{lint}: {found:#?}");
+        let finding = &found[0];
+        assert_eq!(
+            [
+                &finding["lint"],
+                &finding["level"],
+                &finding["kernel"],
+                &finding["arch"]
+            ],
+            [lint, level, "static_tile", "sm_90"]
+        );
+        assert_eq!(
+            finding["location"]["path"], "libk.a(shared_memory.o) sm_90 cubin",
+            "{finding:#}"
+        );
+        let notes = finding["notes"].to_string();
+        assert!(
+            notes.contains(&format!("registers: {committed} -> {compiled}")),
+            "{notes}"
         );
     }
 }

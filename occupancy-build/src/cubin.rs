@@ -15,9 +15,11 @@ use occupancy_core::sass::raw::{FunctionCode, LineRow};
 use occupancy_core::sass::FunctionSymbols;
 
 mod line_table;
+mod marks;
 mod nv_info;
 mod resources;
 
+pub use marks::CodeMarks;
 pub use resources::SpillEvidence;
 
 const SHT_SYMTAB: u32 = 2;
@@ -232,7 +234,7 @@ impl<'a> Cubin<'a> {
             .collect::<Option<_>>()?;
         sections.sort_unstable();
         sections.dedup();
-        let mut lines = self.line_rows()?;
+        let mut lines = self.line_rows(&sections)?;
         let functions = Arc::new(self.call_symbols());
         sections
             .into_iter()
@@ -310,8 +312,10 @@ impl<'a> Cubin<'a> {
         })
     }
 
-    /// The `.debug_line` rows per code section (empty without line tables).
-    fn line_rows(&self) -> Option<BTreeMap<usize, Vec<LineRow>>> {
+    /// The `.debug_line` rows of the code sections `wanted` (sorted), by section (empty without
+    /// line tables): the program is run whole, but only their rows are kept (a cubin's other
+    /// kernels' rows, each with its file's name, took tens of MB of a large cubin).
+    fn line_rows(&self, wanted: &[usize]) -> Option<BTreeMap<usize, Vec<LineRow>>> {
         let Some(index) = self
             .sections
             .iter()
@@ -328,7 +332,7 @@ impl<'a> Cubin<'a> {
             let symbol = self.symbols.get(relocation.symbol)?;
             let addend = relocation.addend.map_or(stored, |addend| addend as u64);
             let offset = symbol.value.wrapping_add(addend);
-            Some((symbol.section, offset))
+            (wanted.binary_search(&symbol.section).is_ok()).then_some((symbol.section, offset))
         };
         line_table::rows(program, &locate)
     }

@@ -51,16 +51,21 @@ pub struct Wanted<'a> {
 /// The tools and what the reader needs from ptxas.
 pub struct Disassembler<'a> {
     pub cuobjdump: &'a Path,
-    pub nvdisasm: &'a Path,
+    pub nvdisasm: Nvdisasm<'a>,
     /// What assembles line-table cubins for [`Wanted::from_line_tables`].
     pub line_tables: Option<&'a LineTableCompiler>,
+}
+
+/// nvdisasm, and what its reader needs from ptxas.
+pub struct Nvdisasm<'a> {
+    pub path: &'a Path,
     /// `(kernel, arch)`: ptxas reported spill bytes.
     pub spills_reported: &'a (dyn Fn(&str, &str) -> bool + Sync),
     /// How long cuobjdump and nvdisasm may run.
     pub timeouts: ToolTimeouts,
 }
 
-/// The code of one architecture, from many cubins, and which wanted binary each function is of.
+/// The code of one architecture, from many cubins, and which owner each function is of.
 #[derive(Default)]
 struct ArchBatch {
     functions: Vec<FunctionCode>,
@@ -77,6 +82,67 @@ struct WholeCubin {
     symbols: Option<Vec<usize>>,
 }
 
+/// The kernels' code of many cubins, by architecture: what one nvdisasm per architecture reads
+/// (raw mode), and the cubins raw mode cannot read, each to be read whole. Each function belongs
+/// to an *owner* the caller numbers (a binary of the build; a cubin of a binary input), whose
+/// facts come back under that number. The build's SASS stage and the binary front end
+/// (`crate::binary::machine_code`) both fill one and read it with [`Nvdisasm::read`].
+#[derive(Default)]
+pub struct Batch {
+    archs: BTreeMap<String, ArchBatch>,
+    whole: Vec<WholeCubin>,
+    /// The bytes of code in `archs`: what a caller bounds its memory by.
+    code_bytes: usize,
+}
+
+impl Batch {
+    /// Puts the wanted `kernels` (`None`: every kernel) of the cubin `bytes`, kept at `path`,
+    /// into its arch's batch, or the cubin into the ones read whole when raw mode cannot cut it
+    /// (an arch before sm_75, a symbol or line table this does not know, a wanted kernel it does
+    /// not have).
+    pub fn add(
+        &mut self,
+        owner: usize,
+        arch: &str,
+        path: PathBuf,
+        bytes: &[u8],
+        kernels: Option<&BTreeSet<String>>,
+    ) {
+        let parsed = Cubin::parse(bytes);
+        let symbols = parsed
+            .as_ref()
+            .and_then(|cubin| cubin.kernel_symbols(kernels));
+        let code = parsed
+            .as_ref()
+            .zip(symbols.as_ref())
+            .filter(|_| raw_arch(arch).is_some())
+            .and_then(|(cubin, symbols)| cubin.code_of(symbols));
+        let cubin = WholeCubin {
+            owner,
+            path,
+            symbols,
+        };
+        match code {
+            Some(code) => {
+                let batch = self.archs.entry(arch.to_owned()).or_default();
+                self.code_bytes += code
+                    .iter()
+                    .map(|function| function.code.len())
+                    .sum::<usize>();
+                batch.owners.extend(std::iter::repeat_n(owner, code.len()));
+                batch.functions.extend(code);
+                batch.cubins.push(cubin);
+            }
+            None => self.whole.push(cubin),
+        }
+    }
+
+    /// The bytes of code to read in raw mode.
+    pub fn code_bytes(&self) -> usize {
+        self.code_bytes
+    }
+}
+
 impl Disassembler<'_> {
     /// The facts of every wanted binary, in order. `work` is a scratch directory, removed after.
     pub fn read(&self, wanted: &[Wanted], work: &Path) -> Result<Vec<Vec<SassFacts>>, Error> {
@@ -88,23 +154,22 @@ impl Disassembler<'_> {
 
     fn read_in(&self, wanted: &[Wanted], work: &Path) -> Result<Vec<Vec<SassFacts>>, Error> {
         let extracted = self.extract_all(wanted, work)?;
-        let mut batches: BTreeMap<String, ArchBatch> = BTreeMap::new();
-        let mut whole: Vec<WholeCubin> = Vec::new();
+        let mut batch = Batch::default();
         for (owner, cubins) in extracted.into_iter().enumerate() {
             for read in cubins {
-                let kernels = read.kernels.as_ref();
-                batch_cubin(
-                    owner,
-                    &read.arch,
-                    read.path,
-                    kernels,
-                    &mut batches,
-                    &mut whole,
-                )?;
+                let bytes = std::fs::read(&read.path).map_err(|error| Error::Io {
+                    path: read.path.clone(),
+                    error,
+                })?;
+                batch.add(owner, &read.arch, read.path, &bytes, read.kernels.as_ref());
             }
         }
+        let files: Vec<&Path> = wanted
+            .iter()
+            .map(|wanted| wanted.source.source.as_path())
+            .collect();
         let mut facts: Vec<Vec<SassFacts>> = wanted.iter().map(|_| Vec::new()).collect();
-        for (owner, found) in self.run_all(wanted, &batches, &whole, work)? {
+        for (owner, found) in self.nvdisasm.read(&batch, work, &files)? {
             facts[owner].extend(found);
         }
         Ok(facts)
@@ -178,7 +243,7 @@ impl Disassembler<'_> {
             .args(["-xelf", "all"])
             .arg(wanted.binary)
             .current_dir(dir);
-        run_tool(&mut command, wanted.source, &self.timeouts)?;
+        run_tool(&mut command, &wanted.source.source, &self.nvdisasm.timeouts)?;
         let mut cubins: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
             .map_err(io)?
             .flatten()
@@ -190,28 +255,26 @@ impl Disassembler<'_> {
         cubins.sort();
         Ok(cubins)
     }
+}
 
-    /// Runs every nvdisasm at once (one per arch batch, one per whole cubin) and reads the facts,
-    /// each with the index of the binary it belongs to.
-    fn run_all(
+impl Nvdisasm<'_> {
+    /// Reads every function of `batch`: one nvdisasm per arch batch and per cubin read whole,
+    /// all at once; the facts each with its owner. An error names `files[owner]`. `work` is a
+    /// directory that exists (each arch's raw code is written there while it is read).
+    pub fn read(
         &self,
-        wanted: &[Wanted],
-        batches: &BTreeMap<String, ArchBatch>,
-        whole: &[WholeCubin],
+        batch: &Batch,
         work: &Path,
+        files: &[&Path],
     ) -> Result<Vec<(usize, Vec<SassFacts>)>, Error> {
         std::thread::scope(|scope| {
-            let batch_runs: Vec<_> = batches
-                .iter()
-                .map(|(arch, batch)| {
-                    scope.spawn(move || self.read_batch(wanted, arch, batch, work))
-                })
+            let batch_runs: Vec<_> = (batch.archs.iter())
+                .map(|(arch, code)| scope.spawn(move || self.read_batch(files, arch, code, work)))
                 .collect();
-            let whole_runs: Vec<_> = whole
-                .iter()
+            let whole_runs: Vec<_> = (batch.whole.iter())
                 .map(|cubin| {
                     scope.spawn(move || {
-                        let found = self.read_whole(wanted[cubin.owner].source, cubin)?;
+                        let found = self.read_whole(files[cubin.owner], cubin)?;
                         Ok(vec![(cubin.owner, found)])
                     })
                 })
@@ -227,7 +290,7 @@ impl Disassembler<'_> {
     /// One arch's code through one raw-mode nvdisasm; when that fails, each cubin read whole.
     fn read_batch(
         &self,
-        wanted: &[Wanted],
+        files: &[&Path],
         arch: &str,
         batch: &ArchBatch,
         work: &Path,
@@ -235,28 +298,21 @@ impl Disassembler<'_> {
         let Some(&first_owner) = batch.owners.first() else {
             return Ok(Vec::new());
         };
-        let source = wanted[first_owner].source;
+        let file = files[first_owner];
         let raw = RawBinary::new(&batch.functions);
         let text = match &raw {
-            Some(raw) => self.disassemble_raw(raw, arch, work, source)?,
+            Some(raw) => self.disassemble_raw(raw, arch, work, file)?,
             None => None,
         };
         let (Some(raw), Some(text)) = (raw, text) else {
-            return batch
-                .cubins
-                .iter()
-                .map(|cubin| {
-                    Ok((
-                        cubin.owner,
-                        self.read_whole(wanted[cubin.owner].source, cubin)?,
-                    ))
-                })
+            return (batch.cubins.iter())
+                .map(|cubin| Ok((cubin.owner, self.read_whole(files[cubin.owner], cubin)?)))
                 .collect();
         };
         let sections = raw
             .sections(&text, arch)
             .map_err(|error| Error::UnreadableOutput {
-                file: source.source.clone(),
+                file: file.to_path_buf(),
                 message: format!("nvdisasm's SASS of the {arch} code: {error}"),
             })?;
         sections
@@ -267,7 +323,7 @@ impl Disassembler<'_> {
                     (self.spills_reported)(kernel, arch)
                 })
                 .map_err(|error| Error::UnreadableOutput {
-                    file: wanted[owner].source.source.clone(),
+                    file: files[owner].to_path_buf(),
                     message: format!("nvdisasm's SASS of `{}` on {arch}: {error}", section.name),
                 })?;
                 Ok((owner, facts))
@@ -283,7 +339,7 @@ impl Disassembler<'_> {
         raw: &RawBinary,
         arch: &str,
         work: &Path,
-        source: &CompiledSource,
+        file: &Path,
     ) -> Result<Option<String>, Error> {
         let path = work.join(format!("{arch}.sass.bin"));
         let Some(binary_arch) = raw_arch(arch) else {
@@ -292,9 +348,11 @@ impl Disassembler<'_> {
         if std::fs::write(&path, &raw.bytes).is_err() {
             return Ok(None);
         }
-        let mut command = Command::new(self.nvdisasm);
+        let mut command = Command::new(self.path);
         command.args(["-c", "-b", binary_arch.as_str()]).arg(&path);
-        match run_tool(&mut command, source, &self.timeouts) {
+        let result = run_tool(&mut command, file, &self.timeouts);
+        let _ = std::fs::remove_file(&path);
+        match result {
             Ok(text) => Ok(Some(text)),
             Err(error @ Error::ToolTimedOut { .. }) => Err(error),
             Err(_) => Ok(None),
@@ -302,22 +360,18 @@ impl Disassembler<'_> {
     }
 
     /// One cubin through nvdisasm's ELF mode.
-    fn read_whole(
-        &self,
-        source: &CompiledSource,
-        cubin: &WholeCubin,
-    ) -> Result<Vec<SassFacts>, Error> {
-        let mut command = Command::new(self.nvdisasm);
+    fn read_whole(&self, file: &Path, cubin: &WholeCubin) -> Result<Vec<SassFacts>, Error> {
+        let mut command = Command::new(self.path);
         command.args(["-c", "-g", "-ndf"]);
         if let Some(symbols) = &cubin.symbols {
             let list: Vec<String> = symbols.iter().map(ToString::to_string).collect();
             command.arg("-fun").arg(list.join(","));
         }
-        let text = run_tool(command.arg(&cubin.path), source, &self.timeouts)?;
+        let text = run_tool(command.arg(&cubin.path), file, &self.timeouts)?;
         let functions = call_symbols(&cubin.path)?;
         read_elf_mode(&text, functions, self.spills_reported).map_err(|error| {
             Error::UnreadableOutput {
-                file: source.source.clone(),
+                file: file.to_path_buf(),
                 message: format!("nvdisasm's SASS of {}: {error}", cubin.path.display()),
             }
         })
@@ -353,46 +407,6 @@ pub fn read_elf_mode(
     sass::analyze_sections(&sections, |kernel| spills_reported(kernel, &arch))
 }
 
-/// Puts one cubin's wanted kernels into its arch's batch, or the cubin into `whole` when raw
-/// mode cannot read it. A wanted kernel the cubin does not have fails closed.
-fn batch_cubin(
-    owner: usize,
-    arch: &str,
-    path: PathBuf,
-    kernels: Option<&BTreeSet<String>>,
-    batches: &mut BTreeMap<String, ArchBatch>,
-    whole: &mut Vec<WholeCubin>,
-) -> Result<(), Error> {
-    let bytes = std::fs::read(&path).map_err(|error| Error::Io {
-        path: path.clone(),
-        error,
-    })?;
-    let parsed = Cubin::parse(&bytes);
-    let symbols = parsed
-        .as_ref()
-        .and_then(|cubin| cubin.kernel_symbols(kernels));
-    let code = parsed
-        .as_ref()
-        .zip(symbols.as_ref())
-        .filter(|_| raw_arch(arch).is_some())
-        .and_then(|(cubin, symbols)| cubin.code_of(symbols));
-    let cubin = WholeCubin {
-        owner,
-        path,
-        symbols,
-    };
-    match code {
-        Some(code) => {
-            let batch = batches.entry(arch.to_owned()).or_default();
-            batch.owners.extend(std::iter::repeat_n(owner, code.len()));
-            batch.functions.extend(code);
-            batch.cubins.push(cubin);
-        }
-        None => whole.push(cubin),
-    }
-    Ok(())
-}
-
 /// nvdisasm's `--binary` name of an arch it reads raw (`sm_90a` → `SM90a`), sm_75 and later.
 fn raw_arch(arch: &str) -> Option<String> {
     let rest = arch.strip_prefix("sm_")?;
@@ -409,17 +423,17 @@ pub fn cubin_arch(path: &Path) -> Option<&str> {
 }
 
 /// Runs a SASS tool (within the work limit) and returns its standard output; a failure is an
-/// unreadable output of `source`.
+/// unreadable output of `file` (the source or binary whose code it reads).
 pub fn run_tool(
     command: &mut Command,
-    source: &CompiledSource,
+    file: &Path,
     timeouts: &ToolTimeouts,
 ) -> Result<String, Error> {
     let rendered = render_command(command);
     let output = run_bounded(command, timeouts, ToolKind::Work)?;
     if !output.status.success() {
         return Err(Error::UnreadableOutput {
-            file: source.source.clone(),
+            file: file.to_path_buf(),
             message: format!(
                 "`{rendered}` failed ({}): {}",
                 output.status,
@@ -427,7 +441,9 @@ pub fn run_tool(
             ),
         });
     }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    // The text as it came when it is UTF-8 (always, for nvdisasm's), not a copy of it.
+    Ok(String::from_utf8(output.stdout)
+        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned()))
 }
 
 #[cfg(test)]
@@ -560,10 +576,12 @@ mod tests {
         let spills_reported = |_: &str, _: &str| true;
         let disassembler = Disassembler {
             cuobjdump: &cuobjdump,
-            nvdisasm: &logged,
+            nvdisasm: Nvdisasm {
+                path: &logged,
+                spills_reported: &spills_reported,
+                timeouts: ToolTimeouts::default(),
+            },
             line_tables: None,
-            spills_reported: &spills_reported,
-            timeouts: ToolTimeouts::default(),
         };
         let batched = disassembler.read(&wanted, &out.join("work")).unwrap();
         let runs = std::fs::read_to_string(&log).unwrap();
@@ -585,7 +603,7 @@ mod tests {
                     Command::new(&nvdisasm)
                         .args(["-c", "-g", "-ndf"])
                         .arg(&read.path),
-                    wanted.source,
+                    &wanted.source.source,
                     &ToolTimeouts::default(),
                 )
                 .unwrap();

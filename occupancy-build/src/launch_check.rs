@@ -30,6 +30,9 @@ pub struct SourceCheck {
     pub dynamic_smem_bytes: u64,
     /// Levels over the lints' defaults, for every kernel (`--deny`/`--warn`/`--allow`).
     pub lint_levels: BTreeMap<LintId, Level>,
+    /// Say which toolchain and flags made the code ([`SourceCheckOutput::toolchain`]), for a
+    /// lock (it asks ptxas its version).
+    pub stamp_toolchain: bool,
 }
 
 /// What [`Build::check_sources`](crate::Build::check_sources) found.
@@ -44,6 +47,9 @@ pub struct SourceCheckOutput {
     /// was compiled (an input changed during its compile, a cache entry not trusted), for
     /// warnings.
     pub warnings: Vec<String>,
+    /// With [`SourceCheck::stamp_toolchain`]: nvcc's and ptxas's versions and the flags that
+    /// change code, as a lock records them.
+    pub toolchain: Option<crate::baseline::ToolchainStamp>,
 }
 
 /// A report row with what it was computed from: the evaluation reads the record and the PTX.
@@ -116,15 +122,45 @@ pub(crate) fn sass_findings(
         let Some(source) = sources.get(row.name.as_str()) else {
             continue;
         };
-        for finding in evidence.findings(source, row, ptx.as_ref()) {
+        let found = evidence.findings(source, row, ptx.as_ref());
+        findings.extend(leveled(row, found, levels));
+    }
+    findings
+}
+
+/// The SASS findings of one row of a binary (its `row.sass`, read by the binary front end),
+/// leveled like a source's (`sass_findings`): the same checks on the same facts. A binary has
+/// no PTX or compiler log: `setmaxnreg_ignored`, which compares the PTX with the SASS, cannot
+/// fire.
+pub fn binary_sass_findings(
+    checked: &CheckedRow,
+    smem_spilling: bool,
+    levels: &BTreeMap<LintId, Level>,
+) -> Vec<Finding> {
+    let around = crate::sass_stage::AroundTheCode {
+        smem_spilling,
+        ..Default::default()
+    };
+    let found = crate::sass_stage::row_findings(&checked.row, checked.ptx.as_ref(), around);
+    leveled(&checked.row, found, &Levels::uniform(levels.clone()))
+}
+
+/// `found` of `row`, each at its level for the row's kernel, for the report.
+fn leveled(
+    row: &KernelRow,
+    found: Vec<occupancy_core::lint::evaluate::Finding>,
+    levels: &Levels,
+) -> Vec<Finding> {
+    found
+        .into_iter()
+        .map(|finding| {
             let level = occupancy_core::lint::evaluate::resolve_level(
                 finding.lint,
                 &levels.sources(None, &row.name),
             );
-            findings.push(report_finding(row, finding, level));
-        }
-    }
-    findings
+            report_finding(row, finding, level)
+        })
+        .collect()
 }
 
 /// The lints of every kernel at the launch of its rows (sorted by [`sort_rows`]; a kernel's

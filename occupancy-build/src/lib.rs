@@ -28,6 +28,7 @@ mod bounds_notes;
 mod build;
 mod cache;
 mod cargo_lines;
+mod check_lock;
 mod compile;
 mod config;
 #[cfg(test)]
@@ -66,6 +67,7 @@ mod render;
 mod report;
 mod resolve;
 mod rows;
+mod sass_selection;
 mod sass_stage;
 mod spill_help;
 mod targets;
@@ -82,19 +84,26 @@ pub use occupancy_core::report::Report;
 pub use pipeline::Output;
 
 /// What `cargo occupancy` shares with the build beyond the builder and
-/// [`Build::check_sources`]: evaluating rows read from a log at a command line's launch, the
-/// one child-process runner, the one output writer, the cache's trust check, the installed
-/// nvcc's architectures. Internal to the occupancy tools, not a stable API.
+/// [`Build::check_sources`]: reading binaries (a session of them, their SASS in shared batches),
+/// the lock of `check --lock`, evaluating rows read from a log or a binary at a command line's
+/// launch, the one child-process runner, the one output writer, the cache's trust check, the
+/// installed nvcc's architectures. Internal to the occupancy tools, not a stable API.
 #[doc(hidden)]
 pub mod cli {
     pub use crate::auto_bounds::{TuneRequest, TunedGroup, TunedKernel};
+    pub use crate::baseline::ToolchainStamp;
     pub use crate::binary::{
-        read_binary, sniff, BinaryKernel, BinaryKind, BinaryTools, SpillEvidence,
+        sniff, BinaryKernel, BinaryKind, BinaryReading, BinarySession, BinaryTools,
+        MachineCodeLints, SpillEvidence,
     };
+    pub use crate::check_lock::{recorded_toolchain, CheckLock};
     pub use crate::fsutil::{check_writable, shown_path, write_atomic};
-    pub use crate::launch_check::{evaluate_at_launch, sort_rows, CheckedRow};
+    pub use crate::launch_check::{
+        binary_sass_findings, evaluate_at_launch, sort_rows, CheckedRow,
+    };
     pub use crate::nvcc_archs::{explain_unknown, NvccArchs};
     pub use crate::process::{run_bounded, ToolKind, ToolTimeouts};
+    pub use crate::sass_stage::relative_facts;
     pub use crate::toolchain::NVCC_WHEELS;
     pub use crate::trust::check_private_dir;
 }

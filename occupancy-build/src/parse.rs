@@ -148,7 +148,13 @@ impl BinaryFallback<'_> {
                 records.push(record);
             }
         };
-        crate::binary::read_binary(binary, kind, self.tools, &[], self.scratch, &mut keep)?;
+        // The build's SASS stage reads the machine code: none is read here.
+        let reading = crate::binary::BinaryReading {
+            tools: self.tools,
+            asked_archs: &[],
+            machine_code: &crate::binary::MachineCodeLints::default(),
+        };
+        crate::binary::read_binary(binary, kind, &reading, self.scratch, &mut keep)?;
         let note = (!records.is_empty()).then(|| {
             format!(
                 "{}: the compiler's output held no ptxas report for {} kernel x arch pair(s) (a compiler cache or wrapper that does not replay ptxas's output?); their facts were read from the compiled binary instead",

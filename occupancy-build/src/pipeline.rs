@@ -504,6 +504,8 @@ pub(crate) fn check_sources(
             .chain(parsed.notes)
             .chain(evidence.unavailable_warning())
             .collect(),
+        toolchain: (request.stamp_toolchain)
+            .then(|| crate::baseline::ToolchainStamp::of(&context.stamped_flags, &toolchain)),
     })
 }
 

@@ -293,7 +293,7 @@ fn skip_reason(env: &TrackedEnv) -> Option<String> {
 
 /// `OCCUPANCY_SASS`: `all` reads every kernel's SASS; `needed` (the default) only where a lint
 /// can fire.
-fn sass_setting(env: &TrackedEnv) -> Result<bool, Error> {
+pub(crate) fn sass_setting(env: &TrackedEnv) -> Result<bool, Error> {
     match env.get("OCCUPANCY_SASS").as_deref().map(str::trim) {
         None | Some("needed") => Ok(false),
         Some("all") => Ok(true),

@@ -17,12 +17,13 @@
 
 use occupancy_core::lint::evaluate::LevelSources;
 use occupancy_core::lint::Level;
-use occupancy_core::ptxas::{KernelRecord, PtxEntry};
+use occupancy_core::ptxas::PtxEntry;
 
 use crate::declarations::{Declarations, Declared};
 use crate::levels::Levels;
 use crate::matching::Matching;
 use crate::parse::CompiledKernel;
+use crate::sass_selection::{local_memory_is_read, spills, uses_local_memory, MachineCodeLints};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -34,7 +35,7 @@ use occupancy_core::report::KernelRow;
 use occupancy_core::sass::SassFacts;
 
 use crate::compile::CompiledSource;
-use crate::disassemble::{Disassembler, Wanted};
+use crate::disassemble::{Disassembler, Nvdisasm, Wanted};
 use crate::fsutil::write_atomic;
 use crate::toolchain::Toolchain;
 use crate::Error;
@@ -49,8 +50,9 @@ const SETMAXNREG_IGNORED: &str = "'setmaxnreg' ignored";
 /// size and modification time, not its SHA-256; 6: a call through a register names the function
 /// it reaches, or is indirect, instead of naming the register; 7: which kernels were read from
 /// line-table cubins is recorded; 8: a branch's predicate operand, sm_100's `BRA.U UP0, ...`,
-/// makes it conditional, so loops are found on sm_100 and later).
-const CACHE_SCHEMA: u32 = 8;
+/// makes it conditional, so loops are found on sm_100 and later; 9: the local accesses of code
+/// without a line table are kept under a line that names none).
+const CACHE_SCHEMA: u32 = 9;
 
 /// What the SASS of a build says, per kernel and architecture.
 #[derive(Debug, Clone, Default)]
@@ -172,6 +174,7 @@ impl SassTools {
         crate::binary::BinaryTools {
             cuobjdump: self.cuobjdump.clone(),
             ptxas: None,
+            nvdisasm: self.nvdisasm.clone(),
             timeouts: self.timeouts,
         }
     }
@@ -371,10 +374,12 @@ pub fn read_evidence(
     let disassembler = match (&tools.nvdisasm, &tools.cuobjdump) {
         (Some(nvdisasm), Some(cuobjdump)) => Some(Disassembler {
             cuobjdump,
-            nvdisasm,
+            nvdisasm: Nvdisasm {
+                path: nvdisasm,
+                spills_reported,
+                timeouts: tools.timeouts,
+            },
             line_tables: tools.line_tables.as_ref(),
-            spills_reported,
-            timeouts: tools.timeouts,
         }),
         _ => {
             evidence.unavailable = Some(
@@ -570,53 +575,83 @@ impl SassEvidence {
 
     /// The facts of `kernel` on `arch`, with source paths relative to `package_dir` when inside.
     pub fn facts_of(&self, kernel: &str, arch: &str, package_dir: &Path) -> Option<SassFacts> {
-        let mut facts = self
-            .facts
-            .get(&(kernel.to_owned(), arch.to_owned()))?
-            .clone();
-        let relative = |file: &mut String| {
-            if let Ok(inside) = Path::new(file.as_str()).strip_prefix(package_dir) {
-                *file = inside.display().to_string();
-            }
-        };
-        facts
-            .lines
-            .iter_mut()
-            .for_each(|group| relative(&mut group.file));
-        facts
-            .loops
-            .iter_mut()
-            .filter_map(|found| found.file.as_mut())
-            .for_each(relative);
-        Some(facts)
+        let facts = self.facts.get(&(kernel.to_owned(), arch.to_owned()))?;
+        Some(relative_facts(facts.clone(), package_dir))
     }
 
     /// The SASS findings of one kernel row, whose kernel's PTX entry is `ptx`.
     pub fn findings(&self, source: &Path, row: &KernelRow, ptx: Option<&PtxEntry>) -> Vec<Finding> {
-        let Some(facts) = &row.sass else {
-            return Vec::new();
-        };
-        let smem_spill_room = occupancy_core::arch::lookup(&row.arch)
-            .ok()
-            .filter(|_| self.smem_spilling)
-            .and_then(|arch| {
-                let sizes = (row.stack_frame_bytes, row.static_smem_bytes);
-                SmemSpillRoom::of(arch, sizes, ptx, &row.occupancy_on(arch))
-            });
-        evaluate_sass(&SassLintInputs {
-            facts,
-            kernel: row.display_name(),
-            arch: &row.arch,
-            block_threads: row.block,
-            registers: row.registers,
+        let around = AroundTheCode {
             ptx_has_setmaxnreg: self.setmaxnreg_entries.contains(&row.name),
             setmaxnreg_warnings: self
                 .setmaxnreg_warnings
                 .get(source)
                 .map_or(&[], Vec::as_slice),
-            smem_spill_room,
-        })
+            smem_spilling: self.smem_spilling,
+        };
+        row_findings(row, ptx, around)
     }
+}
+
+/// `facts` with source paths relative to `dir` when inside it (as rows show them).
+pub fn relative_facts(mut facts: SassFacts, dir: &Path) -> SassFacts {
+    let relative = |file: &mut String| {
+        if let Ok(inside) = Path::new(file.as_str()).strip_prefix(dir) {
+            *file = inside.display().to_string();
+        }
+    };
+    facts
+        .lines
+        .iter_mut()
+        .for_each(|group| relative(&mut group.file));
+    facts
+        .loops
+        .iter_mut()
+        .filter_map(|found| found.file.as_mut())
+        .for_each(relative);
+    facts
+}
+
+/// What the SASS lints need to know besides a row's facts: what its PTX and compile said, and
+/// whether its toolkit and compile let ptxas spill to shared memory.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AroundTheCode<'a> {
+    /// The kernel's PTX has `setmaxnreg` (unknown for a binary without PTX: `false`).
+    pub ptx_has_setmaxnreg: bool,
+    /// ptxas's warnings that it ignored `setmaxnreg` (C7504, C7505, C7508) in the kernel's
+    /// compile (none for a binary, which keeps no compiler log).
+    pub setmaxnreg_warnings: &'a [String],
+    /// [`SassTools::smem_spilling`], or for a binary `Cubin::smem_spilling_available`.
+    pub smem_spilling: bool,
+}
+
+/// The SASS findings of one kernel row with SASS facts (`row.sass`), whose PTX entry (or, for a
+/// binary, the launch directives its cubin keeps) is `ptx`: a source build's and a binary's alike.
+pub fn row_findings(
+    row: &KernelRow,
+    ptx: Option<&PtxEntry>,
+    around: AroundTheCode<'_>,
+) -> Vec<Finding> {
+    let Some(facts) = &row.sass else {
+        return Vec::new();
+    };
+    let smem_spill_room = occupancy_core::arch::lookup(&row.arch)
+        .ok()
+        .filter(|_| around.smem_spilling)
+        .and_then(|arch| {
+            let sizes = (row.stack_frame_bytes, row.static_smem_bytes);
+            SmemSpillRoom::of(arch, sizes, ptx, &row.occupancy_on(arch))
+        });
+    evaluate_sass(&SassLintInputs {
+        facts,
+        kernel: row.display_name(),
+        arch: &row.arch,
+        block_threads: row.block,
+        registers: row.registers,
+        ptx_has_setmaxnreg: around.ptx_has_setmaxnreg,
+        setmaxnreg_warnings: around.setmaxnreg_warnings,
+        smem_spill_room,
+    })
 }
 
 /// Adds to a `spills` finding the line of the hottest spill on its architecture.
@@ -637,11 +672,6 @@ fn cache_path(binary: &Path) -> PathBuf {
 
 /// How a lint's level is found for a kernel without a declaration.
 pub(crate) type LevelOf = fn(LintId, &LevelSources<'_>) -> Level;
-
-/// Whether ptxas reported spill bytes for this kernel on this arch.
-pub(crate) fn spills(record: &KernelRecord) -> bool {
-    record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0) > 0
-}
 
 /// The SASS lints, and `spills` (whose finding carries the hottest spill's line), that are above
 /// `allow` for one kernel, with its declaration's levels as check evaluates them (for a kernel
@@ -680,6 +710,33 @@ fn machine_code_lints(
     .collect()
 }
 
+impl MachineCodeLints {
+    /// At `levels` over the lints' defaults, as `check` levels every kernel.
+    pub fn at(levels: &BTreeMap<LintId, Level>, everything: bool) -> MachineCodeLints {
+        let levels = Levels::uniform(levels.clone());
+        MachineCodeLints {
+            enabled: machine_code_lints(
+                &levels,
+                None,
+                "",
+                occupancy_core::lint::evaluate::resolve_level,
+            ),
+            everything,
+        }
+    }
+
+    /// At `levels`, reading everything under `OCCUPANCY_SASS=all` as a build does.
+    pub fn from_environment(
+        levels: &BTreeMap<LintId, Level>,
+        env: &crate::TrackedEnv,
+    ) -> Result<MachineCodeLints, Error> {
+        Ok(MachineCodeLints::at(
+            levels,
+            crate::resolve::sass_setting(env)?,
+        ))
+    }
+}
+
 /// What the SASS stage must read per source: the machine-code lints above `allow` for some
 /// kernel of it, and the archs where such a kernel has local memory for them to read.
 pub(crate) fn sass_demands(
@@ -697,29 +754,22 @@ pub(crate) fn sass_demands(
             .get(&index)
             .map(|&at| &declarations.kernels[at]);
         let enabled = machine_code_lints(levels, declared, &kernel.name, undeclared_level);
-        let reads_spills =
-            enabled.contains(&LintId::Spills) || enabled.contains(&LintId::SpillInLoop);
-        let reads_local = enabled.contains(&LintId::LocalArray);
         let demand = demands.entry(kernel.source.source.clone()).or_default();
         demand.everything = read_all;
         demand.entries.insert(kernel.name.clone());
         for (arch, record) in &kernel.records {
-            let spilled = spills(record);
-            let uses_local = spilled
-                || record.stack_frame_bytes.unwrap_or(0) > 0
-                || record.local_memory_bytes.unwrap_or(0) > 0;
             // Lines where a person reads them: a declared kernel's findings are rendered in
             // full (the hottest spill's line, each in-loop spill's line); an undeclared kernel's
             // are summarized, so its facts come from the binary, exact but for the source lines
             // (assembling its line tables cost candle's PTX build 2.7% more ptxas).
-            if uses_local && (declared.is_some() || read_all) {
+            if uses_local_memory(record) && (declared.is_some() || read_all) {
                 demand
                     .uses_local_memory
                     .entry(arch.clone())
                     .or_default()
                     .insert(kernel.name.clone());
             }
-            if (spilled && reads_spills) || (uses_local && reads_local) {
+            if local_memory_is_read(record, &enabled) {
                 demand
                     .local_memory
                     .entry(arch.clone())

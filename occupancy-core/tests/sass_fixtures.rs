@@ -161,3 +161,52 @@ fn kinds_are_exhaustive_in_line_groups() {
         }
     }
 }
+
+/// Code read without a line table (compiled without `-lineinfo`: a binary's) keeps every local
+/// access, grouped under one line that names none, so the findings that point at a line still
+/// stand and say the line is unknown; the counts are those read with lines.
+#[test]
+fn code_without_a_line_table_keeps_its_accesses_at_an_unknown_line() {
+    let text: String = fixture("sass_evidence.sm_90.nvdisasm")
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//## File"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let spilling = ["loop_spill", "cold_spill"];
+    let without = analyze(&text, |kernel| spilling.contains(&kernel)).unwrap();
+    let with = evidence();
+    for name in ["loop_spill", "cold_spill", "local_array"] {
+        let (lined, unlined) = (kernel(&with, name), kernel(&without, name));
+        assert_eq!(
+            (unlined.spill_loads_in_loops, unlined.spill_stores_in_loops),
+            (lined.spill_loads_in_loops, lined.spill_stores_in_loops),
+            "{name}"
+        );
+        assert_eq!(
+            unlined.local_array_accesses, lined.local_array_accesses,
+            "{name}"
+        );
+        assert!(
+            unlined
+                .lines
+                .iter()
+                .all(|group| group.file.is_empty() && group.line == 0),
+            "{name}: {:?}",
+            unlined.lines
+        );
+        let count = |facts: &SassFacts| -> u32 {
+            facts
+                .lines
+                .iter()
+                .map(|group| group.loads + group.stores)
+                .sum()
+        };
+        assert_eq!(count(unlined), count(lined), "{name}: every access kept");
+    }
+    let hottest = kernel(&without, "loop_spill").hottest_spill().unwrap();
+    assert_eq!(hottest.loop_depth, 1, "still inside its loop");
+    let array = kernel(&without, "local_array")
+        .hottest_local_array()
+        .unwrap();
+    assert!(array.file.is_empty());
+}

@@ -25,7 +25,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use occupancy_build::cli::{
-    evaluate_at_launch, BinaryKernel, BinaryKind, BinaryTools, CheckedRow, NVCC_WHEELS,
+    binary_sass_findings, evaluate_at_launch, recorded_toolchain, relative_facts, BinaryKernel,
+    BinaryKind, BinaryReading, BinarySession, BinaryTools, CheckedRow, MachineCodeLints,
+    NVCC_WHEELS,
 };
 use occupancy_build::{Build, SourceCheck};
 use occupancy_core::lint::evaluate::LevelSources;
@@ -33,6 +35,7 @@ use occupancy_core::lint::{Check, Level, LintId};
 use occupancy_core::ptxas::{KernelRecord, PtxEntry};
 use occupancy_core::report::{Finding, KernelRow, Location, LocationKind, Report, RowLaunch};
 
+use super::lock::Lock;
 use super::log_input::{self, row_from_record};
 use super::stream::ReportStream;
 use crate::cache_dir::CacheDir;
@@ -74,6 +77,15 @@ pub struct Args {
     /// Make a lint allow-level (repeatable).
     #[arg(long = "allow", value_name = "LINT")]
     pub allow: Vec<String>,
+    /// A lock to compare every kernel read with (`occupancy.lock`, the format a build's
+    /// baseline has): numbers worse than it are `regression` (deny), any other difference
+    /// `baseline_stale` (warn). Sources, logs and binaries alike, each under its own path.
+    #[arg(long, value_name = "FILE")]
+    pub lock: Option<PathBuf>,
+    /// Write the lock (`--lock FILE`) from what this check reads instead of comparing with it:
+    /// the entries of the inputs read are replaced, every other entry is kept.
+    #[arg(long, requires = "lock")]
+    pub bless: bool,
     /// Directory for nvcc's outputs and the per-file cache, yours alone (default:
     /// $XDG_CACHE_HOME/occupancy or ~/.cache/occupancy, created private, kept between runs).
     #[arg(long, value_name = "DIR")]
@@ -111,6 +123,7 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
             .lookup(arch)
             .map_err(|error| CliError::Usage(format!("--arch: {error}")))?;
     }
+    let mut lock = Lock::open(args.lock.as_deref(), args.bless)?;
     let inputs = collect_inputs(&args.paths)?;
     let compile_inputs: Vec<&Input> = inputs
         .iter()
@@ -118,13 +131,17 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
         .collect();
     let mut stream = ReportStream::new(&args.output, &env.temp_dir);
     if !compile_inputs.is_empty() {
-        stream.add_report(&check_compiled(args, env, &compile_inputs, &levels)?)?;
+        let report = check_compiled(args, env, &compile_inputs, &levels, lock.as_mut())?;
+        stream.add_report(&report)?;
     }
-    let missing = stream_logs(args, env, &inputs, &levels, &mut stream)?;
+    let missing = stream_logs(args, env, &inputs, &levels, (&mut stream, lock.as_mut()))?;
     if stream.rows() == 0 && missing == 0 {
         return Err(CliError::CouldNotCheck(
             "no kernels found in the given paths".into(),
         ));
+    }
+    if let Some(lock) = &lock {
+        lock.conclude(&levels.settings, &mut stream)?;
     }
     let title = args
         .paths
@@ -136,12 +153,14 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     verdict.despite_closed_stdout(stream.finish(&args.output, &title))
 }
 
-/// Compiles and checks the .cu/.ptx inputs through `Build::check_sources`.
+/// Compiles and checks the .cu/.ptx inputs through `Build::check_sources`; their rows go to the
+/// lock, when there is one, under the source as rows show it.
 fn check_compiled(
     args: &Args,
     env: &Environment,
     inputs: &[&Input],
     levels: &Levels,
+    lock: Option<&mut Lock>,
 ) -> Result<Report, CliError> {
     let cache_dir = CacheDir::choose(
         args.cache_dir.as_deref(),
@@ -172,7 +191,15 @@ fn check_compiled(
     request.block_threads = args.block;
     request.dynamic_smem_bytes = args.dynamic_smem;
     request.lint_levels = levels.settings.clone();
+    request.stamp_toolchain = lock.is_some();
     let output = build.check_sources(&request).map_err(toolchain_error)?;
+    if let (Some(lock), Some(stamp)) = (lock, &output.toolchain) {
+        let product = lock.input();
+        for row in &output.report.kernels {
+            let source = row.source.as_ref().map(|at| at.path.as_str());
+            lock.record(product, source.unwrap_or_default(), row, stamp);
+        }
+    }
     for source in &output.without_kernels {
         eprintln!(
             "note: {} defines no kernel (device functions only): nothing to check in it",
@@ -185,9 +212,14 @@ fn check_compiled(
     Ok(output.report)
 }
 
-/// What `check` writes: `--html` and the `--cache-dir` it compiles into.
+/// What `check` writes: `--html`, the `--cache-dir` it compiles into, the lock it blesses.
 fn outputs(args: &Args) -> Vec<Output<'_>> {
     let mut outputs = args.output.outputs();
+    outputs.extend(args.lock.iter().filter(|_| args.bless).map(|lock| Output {
+        flag: "--lock",
+        path: lock,
+        is_dir: false,
+    }));
     outputs.extend(args.cache_dir.iter().map(|dir| Output {
         flag: "--cache-dir",
         path: dir,
@@ -295,10 +327,45 @@ fn walk(dir: &Path, found: &mut Vec<Input>) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The binary front end's tools, resolved once for the run (only when a binary is given).
-fn binary_tools(env: &Environment) -> Result<BinaryTools, String> {
-    let timeouts = env.tool_timeouts.as_ref().map_err(ToString::to_string)?;
-    Ok(BinaryTools::resolve(&env.for_build(), timeouts))
+/// What the binary front end needs, resolved once for the run (only when a binary is given):
+/// its tools, the machine-code lints whose SASS it reads, and the directory rows' source paths
+/// are shown relative to (as `check` shows a source's).
+struct BinaryInputs {
+    tools: BinaryTools,
+    machine_code: MachineCodeLints,
+    current_dir: PathBuf,
+}
+
+impl BinaryInputs {
+    /// A session that reads the binaries of the run, asking for `asked` archs, in private
+    /// directories under `scratch`.
+    fn session<'s>(
+        &'s self,
+        asked: &'s [String],
+        scratch: &'s Path,
+    ) -> Result<BinarySession<'s>, CliError> {
+        let reading = BinaryReading {
+            tools: &self.tools,
+            asked_archs: asked,
+            machine_code: &self.machine_code,
+        };
+        BinarySession::new(reading, scratch)
+            .map_err(|error| CliError::CouldNotCheck(error.to_string()))
+    }
+
+    fn resolve(env: &Environment, levels: &Levels) -> Result<BinaryInputs, String> {
+        let timeouts = env.tool_timeouts.as_ref().map_err(ToString::to_string)?;
+        let build_env = env.for_build();
+        let machine_code = MachineCodeLints::from_environment(&levels.settings, &build_env)
+            .map_err(|error| error.to_string())?;
+        Ok(BinaryInputs {
+            tools: BinaryTools::resolve(&build_env, timeouts),
+            machine_code,
+            current_dir: std::env::current_dir()
+                .and_then(std::fs::canonicalize)
+                .unwrap_or_default(),
+        })
+    }
 }
 
 /// Lint levels: the registry's defaults, `OCCUPANCY_LINT_<ID>` variables (read by
@@ -374,15 +441,17 @@ fn arch_bit(name: &str) -> u64 {
         .map_or(0, |index| 1 << index)
 }
 
-/// Reads every log into `stream`, in the order of the report (by path, as `sort_rows` groups
-/// rows; each log's rows in log order, which is line order); then the `missing_kernel` findings
-/// of each log, in the order the logs were given. Returns how many of those there were.
+/// Reads every log and binary into `stream`, in the order of the report (by path, as
+/// `sort_rows` groups rows; each log's rows in log order, which is line order; a binary's
+/// kernels whose SASS is read come when their batch is, which may be with a later binary's); then
+/// the `missing_kernel` findings of each, in the order they were given. Returns how many of those
+/// there were.
 fn stream_logs(
     args: &Args,
     env: &Environment,
     inputs: &[Input],
     levels: &Levels,
-    stream: &mut ReportStream,
+    (stream, mut lock): (&mut ReportStream, Option<&mut Lock>),
 ) -> Result<usize, CliError> {
     let wanted: Vec<&'static str> = args
         .archs
@@ -397,34 +466,47 @@ fn stream_logs(
         .map(|(given, input)| (display_path(input_path_buf(input)), given, input))
         .collect();
     logs.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
-    let mut tools = None;
-    let mut seen: Vec<(usize, String, SeenKernels)> = Vec::new();
-    for (log, given, input) in &logs {
-        let read = LogRead {
-            args,
-            levels,
-            wanted: &wanted,
-            log,
-        };
-        let kernels = match input {
-            Input::Binary(path, kind) => {
-                let tools = tools.get_or_insert_with(|| binary_tools(env));
-                let tools = tools
-                    .as_ref()
-                    .map_err(|message: &String| CliError::Usage(message.clone()))?;
-                read.stream_binary(path, *kind, tools, &env.temp_dir, stream)?
+    let has_binary = logs
+        .iter()
+        .any(|(_, _, input)| matches!(input, Input::Binary(..)));
+    let binary = match has_binary {
+        true => Some(BinaryInputs::resolve(env, levels).map_err(CliError::Usage)?),
+        false => None,
+    };
+    let asked: Vec<String> = wanted.iter().map(ToString::to_string).collect();
+    let mut session = match &binary {
+        Some(binary) => Some(binary.session(&asked, &env.temp_dir)?),
+        None => None,
+    };
+    let reader = Reader {
+        args,
+        levels,
+        wanted: &wanted,
+    };
+    let mut states: Vec<InputState> = Vec::new();
+    for (index, (log, _, input)) in logs.iter().enumerate() {
+        let product = lock.as_deref_mut().map(Lock::input);
+        states.push(InputState::new(product));
+        let mut sinks = (&mut *stream, lock.as_deref_mut());
+        match (input, &binary, session.as_mut()) {
+            (Input::Binary(path, kind), Some(binary), Some(session)) => {
+                let read = (session, binary, &mut states[..]);
+                reader.stream_binary(path, (*kind, index), read, &mut sinks)?;
             }
-            _ => read.stream(input_path_buf(input), stream)?,
-        };
-        seen.push((*given, log.clone(), kernels));
+            _ => reader.stream(input_path_buf(input), log, &mut states[index], &mut sinks)?,
+        }
     }
-    if tools.is_some() {
-        eprintln!("note: the machine-code lints (spill_in_loop, call, local_array, fp64, ...) are not run on compiled binaries yet: their rows and every resource and launch lint are");
+    if let (Some(session), Some(binary)) = (session.as_mut(), &binary) {
+        let mut sinks = (&mut *stream, lock);
+        reader.finish_binaries(session, binary, &mut states, &mut sinks)?;
     }
-    seen.sort_by_key(|(given, _, _)| *given);
     let level = levels.level(LintId::MissingKernel);
     let mut missing = 0;
-    for (_, log, kernels) in &seen {
+    let mut given: Vec<(usize, &str, &SeenKernels)> = (logs.iter().zip(&states))
+        .map(|((log, given, _), state)| (*given, log.as_str(), &state.seen))
+        .collect();
+    given.sort_by_key(|(given, _, _)| *given);
+    for (_, log, kernels) in given {
         missing += missing_on_requested_archs(kernels, &wanted, log, level, |finding| {
             stream.add_finding(&finding, None)
         })?;
@@ -447,112 +529,165 @@ struct Run {
     launch_lints: Vec<(Level, LintId)>,
 }
 
-/// One ptxas log file (CMake, make, a CI log) read into the report.
-struct LogRead<'a> {
+/// What `check` keeps of one log or binary while its rows come: the kernels it has on each arch
+/// (with `--arch`, for `missing_kernel`), its current [`Run`] of rows, and its product in the lock.
+struct InputState {
+    seen: SeenKernels,
+    run: Option<Run>,
+    product: Option<usize>,
+}
+
+impl InputState {
+    fn new(product: Option<usize>) -> InputState {
+        InputState {
+            seen: SeenKernels::new(),
+            run: None,
+            product,
+        }
+    }
+}
+
+/// Where rows go: the report, and the lock when there is one.
+type Sinks<'s, 'l> = (&'s mut ReportStream, Option<&'l mut Lock>);
+
+/// Reads ptxas logs (CMake, make, a CI log) and compiled binaries into the report.
+struct Reader<'a> {
     args: &'a Args,
     levels: &'a Levels,
     /// The canonical names of `--arch`.
     wanted: &'a [&'static str],
-    /// The log's path as shown.
-    log: &'a str,
 }
 
-impl LogRead<'_> {
-    /// Streams the log's rows into `stream` through the shared reader (`log_input`), each
-    /// evaluated at the launch as it is read: `evaluate_at_launch` on the row alone, made what it
-    /// gives for a [`Run`] of rows taken whole (the per-launch findings once, every finding at
-    /// the run's first row). A log holding a compiler error, or showing a failed build, is an
-    /// error of the run: its kernels' numbers are not a passing build's. Returns the kernels
-    /// seen (with `--arch`).
-    fn stream(&self, path: &Path, stream: &mut ReportStream) -> Result<SeenKernels, CliError> {
-        let launch = RowLaunch {
+impl Reader<'_> {
+    /// The launch rows are evaluated at.
+    fn launch(&self) -> RowLaunch {
+        RowLaunch {
             block: self.args.block.unwrap_or(DEFAULT_BLOCK),
             dynamic_smem_bytes: self.args.dynamic_smem,
             carveout_percent: None,
-        };
-        let mut seen = SeenKernels::new();
-        let mut run: Option<Run> = None;
+        }
+    }
+
+    /// Streams the log's rows (the log shown as `log`) into the sinks through the shared reader
+    /// (`log_input`), each evaluated at the launch as it is read: `evaluate_at_launch` on the row
+    /// alone, made what it gives for a [`Run`] of rows taken whole (the per-launch findings once,
+    /// every finding at the run's first row). A log holding a compiler error, or showing a failed
+    /// build, is an error of the run: its kernels' numbers are not a passing build's.
+    fn stream(
+        &self,
+        path: &Path,
+        log: &str,
+        state: &mut InputState,
+        (stream, lock): &mut Sinks<'_, '_>,
+    ) -> Result<(), CliError> {
+        let made_by = recorded_toolchain(None);
+        let launch = self.launch();
         let output = log_input::read_log(path, |record| {
             if !record.errors.is_empty() {
                 return Ok(()); // reported below as the run's error
             }
             let row = row_from_record(&record, None::<&PtxEntry>, launch)?;
             if !self.wanted.is_empty() {
-                *seen.entry(record.name.clone()).or_default() |= arch_bit(&row.arch);
+                *state.seen.entry(record.name.clone()).or_default() |= arch_bit(&row.arch);
                 if !self.wanted.contains(&row.arch.as_str()) {
                     return Ok(());
                 }
             }
             let at = Location {
                 kind: LocationKind::Log,
-                path: self.log.to_string(),
+                path: log.to_string(),
                 line: u32::try_from(record.line_number).unwrap_or(0),
                 column: 0,
             };
             let checked = self.checked_row(row, record, at);
-            self.evaluate_with_notes(checked, &[], &mut run, stream)
+            let row = self.evaluate_with_notes(checked, &[], Vec::new(), &mut state.run, stream)?;
+            if let (Some(lock), Some(product)) = (lock.as_deref_mut(), state.product) {
+                lock.record(product, log, &row, &made_by);
+            }
+            Ok(())
         })?;
         let name = occupancy_build::cli::shown_path(path);
         let policy = log_input::LogPolicy {
             allow_failed_build: self.args.allow_failed_build,
         };
         log_input::conclude(&name, &output, policy)?;
-        Ok(seen)
+        Ok(())
     }
 
-    /// Streams the kernels of a compiled binary into `stream` like a log's records: each
-    /// kernel x arch a row located at its place in the binary, evaluated as it is read. A
-    /// binary that cannot be read is an error of the run.
+    /// Streams the kernels of the compiled binary at `path` (input `index` of `states`) into the
+    /// sinks like a log's records: each kernel x arch a row located at its place in the binary,
+    /// evaluated as it comes (those whose SASS a lint reads when their batch is read). A binary
+    /// that cannot be read is an error of the run.
     fn stream_binary(
         &self,
         path: &Path,
-        kind: BinaryKind,
-        tools: &BinaryTools,
-        scratch: &Path,
-        stream: &mut ReportStream,
-    ) -> Result<SeenKernels, CliError> {
-        let launch = RowLaunch {
-            block: self.args.block.unwrap_or(DEFAULT_BLOCK),
-            dynamic_smem_bytes: self.args.dynamic_smem,
-            carveout_percent: None,
-        };
-        let asked: Vec<String> = self.wanted.iter().map(ToString::to_string).collect();
-        let (mut seen, mut run, mut failed) = (SeenKernels::new(), None, None);
-        // Each kernel is evaluated and streamed as it is read, so that memory does not grow with
+        (kind, index): (BinaryKind, usize),
+        (session, binary, states): (&mut BinarySession<'_>, &BinaryInputs, &mut [InputState]),
+        sinks: &mut Sinks<'_, '_>,
+    ) -> Result<(), CliError> {
+        let mut failed = None;
+        // Each kernel is evaluated and streamed as it comes, so that memory does not grow with
         // the binary; after an error the rest are passed over.
-        let notes =
-            occupancy_build::cli::read_binary(path, kind, tools, &asked, scratch, &mut |kernel| {
-                if failed.is_none() {
-                    if let Err(error) =
-                        self.stream_kernel(kernel, launch, &mut seen, &mut run, stream)
-                    {
-                        failed = Some(error);
-                    }
-                }
+        let notes = session
+            .read(path, kind, index, &mut |input, kernel| {
+                self.deliver(kernel, binary, &mut states[input], sinks, &mut failed);
             })
             .map_err(|error| CliError::CouldNotCheck(error.to_string()))?;
         for note in &notes {
             eprintln!("note: {note}");
         }
-        match failed {
-            Some(error) => Err(error),
-            None => Ok(seen),
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// The binaries' kernels still held for their SASS, read and streamed.
+    fn finish_binaries(
+        &self,
+        session: &mut BinarySession<'_>,
+        binary: &BinaryInputs,
+        states: &mut [InputState],
+        sinks: &mut Sinks<'_, '_>,
+    ) -> Result<(), CliError> {
+        let mut failed = None;
+        session
+            .finish(&mut |input, kernel| {
+                self.deliver(kernel, binary, &mut states[input], sinks, &mut failed);
+            })
+            .map_err(|error| CliError::CouldNotCheck(error.to_string()))?;
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// Streams one kernel of a binary unless an earlier one failed (`failed` keeps the first
+    /// error).
+    fn deliver(
+        &self,
+        kernel: BinaryKernel,
+        binary: &BinaryInputs,
+        state: &mut InputState,
+        sinks: &mut Sinks<'_, '_>,
+        failed: &mut Option<CliError>,
+    ) {
+        if failed.is_none() {
+            if let Err(error) = self.stream_kernel(kernel, binary, state, sinks) {
+                *failed = Some(error);
+            }
         }
     }
 
-    /// One kernel of a binary: its row, located at its place in the binary, evaluated and
-    /// handed to `stream` (with `--arch`, only on an asked arch; `seen` notes it either way).
+    /// One kernel of a binary: its row, located at its place in the binary, with the SASS facts
+    /// read for it, evaluated and handed to the sinks (with `--arch`, only on an asked arch;
+    /// `seen` notes it either way).
     fn stream_kernel(
         &self,
         kernel: BinaryKernel,
-        launch: RowLaunch,
-        seen: &mut SeenKernels,
-        run: &mut Option<Run>,
-        stream: &mut ReportStream,
+        binary: &BinaryInputs,
+        state: &mut InputState,
+        (stream, lock): &mut Sinks<'_, '_>,
     ) -> Result<(), CliError> {
-        let row = row_from_record(&kernel.record, Some(&kernel.launch), launch)?;
+        let directives = kernel.compiled_directives();
+        let mut row = row_from_record(&kernel.record, Some(&kernel.launch), self.launch())?;
+        row.sass = (kernel.sass).map(|facts| relative_facts(facts, &binary.current_dir));
         if !self.wanted.is_empty() {
-            *seen.entry(kernel.record.name.clone()).or_default() |= arch_bit(&row.arch);
+            *state.seen.entry(kernel.record.name.clone()).or_default() |= arch_bit(&row.arch);
             if !self.wanted.contains(&row.arch.as_str()) {
                 return Ok(());
             }
@@ -565,10 +700,16 @@ impl LogRead<'_> {
         };
         let notes = kernel.record.warnings.clone();
         let mut checked = self.checked_row(row, kernel.record, location);
-        // The directives the binary keeps (`.maxntid`, `__cluster_dims__`), for the lints that
-        // read the PTX's.
-        checked.ptx = Some(kernel.launch);
-        self.evaluate_with_notes(checked, &notes, run, stream)
+        checked.ptx = Some(directives);
+        let machine_code =
+            binary_sass_findings(&checked, kernel.smem_spilling, &self.levels.settings);
+        let row =
+            self.evaluate_with_notes(checked, &notes, machine_code, &mut state.run, stream)?;
+        if let (Some(lock), Some(product)) = (lock.as_deref_mut(), state.product) {
+            let made_by = recorded_toolchain(kernel.compiler.as_deref());
+            lock.record(product, &kernel.module, &row, &made_by);
+        }
+        Ok(())
     }
 
     /// The row located in the log, at the kernel's `__launch_bounds__` maximum when that is
@@ -593,17 +734,20 @@ impl LogRead<'_> {
         }
     }
 
-    /// Evaluates one row and hands it and its findings to `stream`; `spill_notes` (how the
-    /// spill figures were read, when not exactly) go with its `spills` findings.
+    /// Evaluates one row and hands it and its findings to `stream`, with the `machine_code`
+    /// findings of its SASS (a binary's); `spill_notes` (how the spill figures were read, when
+    /// not exactly) go with its `spills` findings. Returns the row, for the lock.
     fn evaluate_with_notes(
         &self,
         checked: CheckedRow,
         spill_notes: &[String],
+        machine_code: Vec<Finding>,
         run: &mut Option<Run>,
         stream: &mut ReportStream,
-    ) -> Result<(), CliError> {
+    ) -> Result<KernelRow, CliError> {
         let mut findings =
             evaluate_at_launch(std::slice::from_ref(&checked), &self.levels.settings);
+        findings.extend(machine_code);
         for finding in &mut findings {
             if finding.lint == LintId::Spills {
                 finding.notes.extend(spill_notes.iter().cloned());
@@ -639,7 +783,7 @@ impl LogRead<'_> {
         for finding in &findings {
             stream.add_finding(finding, Some(&checked.row))?;
         }
-        Ok(())
+        Ok(checked.row)
     }
 }
 

@@ -4,6 +4,7 @@ pub mod batch;
 pub mod calc;
 pub mod check;
 pub mod explain;
+pub mod lock;
 pub mod log_input;
 pub mod parse;
 pub mod report;

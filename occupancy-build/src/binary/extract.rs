@@ -11,9 +11,11 @@ use occupancy_core::ptxas::{parse_log, parse_ptx_directives, PtxEntry};
 use super::archive::{self, Archive};
 use super::fatbin;
 use super::{BinaryKernel, BinaryKind, BinaryTools, Found, SpillEvidence};
+use crate::cubin::CodeMarks;
 use crate::cubin::Cubin;
 use crate::process::{run_bounded, ToolKind};
 use crate::Error;
+use std::collections::BTreeMap;
 
 /// A private directory under the caller's scratch directory, removed when dropped.
 pub struct WorkDir(PathBuf);
@@ -89,32 +91,49 @@ pub fn arch_number(arch: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
-/// The kernels of the cubin at `path`.
-pub fn cubin_kernels(path: &Path, origin: &str) -> Result<Vec<BinaryKernel>, Error> {
+/// The kernels of the cubin `bytes` (read from `path`, shown as `origin`), each with the marks
+/// of what its code may hold ([`CodeMarks`]).
+pub fn cubin_kernels(
+    bytes: &[u8],
+    path: &Path,
+    origin: &str,
+) -> Result<Vec<(BinaryKernel, CodeMarks)>, Error> {
     let unreadable = |reason: String| Error::UnreadableBinary {
         path: path.to_path_buf(),
         reason,
     };
-    let bytes = std::fs::read(path).map_err(|error| Error::Io {
-        path: path.to_path_buf(),
-        error,
-    })?;
-    let cubin = Cubin::parse(&bytes)
+    let cubin = Cubin::parse(bytes)
         .ok_or_else(|| unreadable(format!("{origin}: not a well-formed ELF64 cubin")))?;
     let arch = cubin.arch().unwrap_or_default();
     let kernels = cubin
         .kernels()
         .map_err(|reason| unreadable(format!("{origin}: {reason}")))?;
+    let (smem_spilling, compiler) = (cubin.smem_spilling_available(), cubin.compiler_version());
     Ok(kernels
         .into_iter()
-        .map(|kernel| BinaryKernel {
-            record: kernel.record,
-            launch: kernel.launch,
-            register_cap: kernel.register_cap,
-            spills: kernel.spills,
-            origin: format!("{origin} {arch} cubin"),
+        .map(|kernel| {
+            let found = BinaryKernel {
+                record: kernel.record,
+                launch: kernel.launch,
+                register_cap: kernel.register_cap,
+                spills: kernel.spills,
+                origin: format!("{origin} {arch} cubin"),
+                module: origin.to_owned(),
+                sass: None,
+                smem_spilling,
+                compiler: compiler.clone(),
+            };
+            (found, kernel.marks)
         })
         .collect())
+}
+
+/// The marks of each kernel of the cubin `bytes` (none when it cannot be read).
+pub fn code_marks(bytes: &[u8]) -> BTreeMap<String, CodeMarks> {
+    let kernels = Cubin::parse(bytes).and_then(|cubin| cubin.kernels().ok());
+    (kernels.into_iter().flatten())
+        .map(|kernel| (kernel.record.name, kernel.marks))
+        .collect()
 }
 
 /// Reads a container (fatbin, object, library, executable): its cubins' kernels into `found`,
@@ -124,7 +143,7 @@ pub fn container(
     shown: &str,
     tools: &BinaryTools,
     work: &Path,
-    found: &mut Found<'_>,
+    found: &mut Found<'_, '_>,
     ptx: &mut Vec<EmbeddedPtx>,
 ) -> Result<(), Error> {
     let cuobjdump = tools.cuobjdump.as_deref().ok_or_else(|| Error::UnreadableBinary {
@@ -145,14 +164,14 @@ pub fn container(
 
 /// Takes a container's device code out with cuobjdump: its cubins' kernels into `found` (the
 /// cubins deleted once read), its PTX into `ptx` (kept in the work directory for [`assemble`]).
-struct Reader<'a, 'b> {
+struct Reader<'a, 'b, 's> {
     cuobjdump: &'a Path,
     tools: &'a BinaryTools,
-    found: &'a mut Found<'b>,
+    found: &'a mut Found<'b, 's>,
     ptx: &'a mut Vec<EmbeddedPtx>,
 }
 
-impl Reader<'_, '_> {
+impl Reader<'_, '_, '_> {
     /// The device code of the container at `path`: an archive member by member
     /// ([`Reader::archive_members`]), a fatbin or host ELF fatbin by fatbin, each copied out to
     /// a directory of its own under `work` ([`fatbin::blobs`]), anything else in one cuobjdump
@@ -221,9 +240,7 @@ impl Reader<'_, '_> {
             })?;
             any |= match kind {
                 Some(BinaryKind::Cubin) => {
-                    for kernel in cubin_kernels(&copy, &origin)? {
-                        self.found.kernel(kernel);
-                    }
+                    self.found.cubin(&copy, &origin)?;
                     true
                 }
                 Some(BinaryKind::Container) => self.device_code(&copy, &origin, &dir)?,
@@ -254,9 +271,7 @@ impl Reader<'_, '_> {
             held = true;
             for (file, member) in extracted_files(&listing) {
                 let origin = member.map_or_else(|| origin.to_owned(), |m| format!("{origin}({m})"));
-                for kernel in cubin_kernels(&work.join(&file), &origin)? {
-                    self.found.kernel(kernel);
-                }
+                self.found.cubin(&work.join(&file), &origin)?;
                 let _ = std::fs::remove_file(work.join(&file));
             }
         }
@@ -387,14 +402,15 @@ fn ptx_target(text: &str) -> Option<String> {
     Some(target.to_owned())
 }
 
-/// Assembles `ptx` for `arch` with `ptxas -v` and returns the records of `kernels`.
+/// Assembles `ptx` for `arch` with `ptxas -v` and returns the records of `kernels`, and the
+/// cubin it wrote (the caller removes it).
 pub fn assemble(
     ptx: &EmbeddedPtx,
     arch: &str,
     kernels: &[&PtxEntry],
     tools: &BinaryTools,
     work: &Path,
-) -> Result<Vec<BinaryKernel>, Error> {
+) -> Result<(Vec<BinaryKernel>, PathBuf), Error> {
     let unreadable = |reason: String| Error::UnreadableBinary {
         path: ptx.path.clone(),
         reason: format!("{}: {reason}", ptx.origin),
@@ -416,15 +432,22 @@ pub fn assemble(
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    let _ = std::fs::remove_file(&output_cubin);
     if !output.status.success() {
+        let _ = std::fs::remove_file(&output_cubin);
         return Err(unreadable(format!(
             "ptxas -arch={arch} failed: {}",
             log.trim()
         )));
     }
     let parsed = parse_log(&log).map_err(|error| unreadable(error.to_string()))?;
-    Ok(parsed
+    let bytes = std::fs::read(&output_cubin).map_err(|error| Error::Io {
+        path: output_cubin.clone(),
+        error,
+    })?;
+    let cubin = Cubin::parse(&bytes);
+    let smem_spilling = cubin.as_ref().is_some_and(Cubin::smem_spilling_available);
+    let compiler = cubin.as_ref().and_then(Cubin::compiler_version);
+    let found = parsed
         .kernels
         .into_iter()
         .filter_map(|record| {
@@ -437,10 +460,15 @@ pub fn assemble(
                     "{} PTX {} assembled for {arch}",
                     ptx.origin, ptx.virtual_arch
                 ),
+                module: ptx.origin.clone(),
+                sass: None,
+                smem_spilling,
+                compiler: compiler.clone(),
                 record,
             })
         })
-        .collect())
+        .collect();
+    Ok((found, output_cubin))
 }
 
 #[cfg(test)]

@@ -18,17 +18,22 @@
 mod archive;
 mod extract;
 mod fatbin;
+mod found;
+mod machine_code;
 pub(crate) mod wheel;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use occupancy_core::arch::ArchFacts;
 use occupancy_core::ptxas::{KernelRecord, PtxEntry};
+use occupancy_core::sass::SassFacts;
 
 pub use crate::cubin::SpillEvidence;
 use crate::process::ToolTimeouts;
+pub use crate::sass_selection::MachineCodeLints;
 use crate::Error;
+use found::Found;
+use machine_code::MachineCode;
 
 /// The tools the binary front end runs, resolved once by the caller.
 #[derive(Debug, Clone, Default)]
@@ -37,13 +42,16 @@ pub struct BinaryTools {
     pub cuobjdump: Option<PathBuf>,
     /// Assembles embedded PTX for an asked arch no cubin covers.
     pub ptxas: Option<PathBuf>,
+    /// Disassembles the kernels a machine-code lint reads.
+    pub nvdisasm: Option<PathBuf>,
     pub timeouts: ToolTimeouts,
 }
 
 impl BinaryTools {
-    /// `OCCUPANCY_CUOBJDUMP`, else cuobjdump where the SASS stage looks for it (beside nvcc, the
-    /// toolkit's `bin/`, `PATH`); ptxas beside nvcc. A tool not found stays `None`: only a
-    /// binary that needs it fails, naming it.
+    /// `OCCUPANCY_CUOBJDUMP` and `OCCUPANCY_NVDISASM`, else each where the SASS stage looks for
+    /// it (beside nvcc, the toolkit's `bin/`, `PATH`); ptxas beside nvcc. A tool not found stays
+    /// `None`: only a binary that needs it fails, naming it (nvdisasm: a note says the
+    /// machine-code lints were not checked).
     pub fn resolve(env: &crate::TrackedEnv, timeouts: &ToolTimeouts) -> BinaryTools {
         let toolchain = crate::toolchain::Toolchain::find(env, false, timeouts).ok();
         let near_nvcc = |name: &str| {
@@ -51,12 +59,15 @@ impl BinaryTools {
                 .as_ref()
                 .and_then(|toolchain| toolchain.locate_tool(name))
         };
-        BinaryTools {
-            cuobjdump: env
-                .get("OCCUPANCY_CUOBJDUMP")
+        let named = |variable: &str, tool: &str| {
+            env.get(variable)
                 .map(PathBuf::from)
-                .or_else(|| near_nvcc("cuobjdump")),
+                .or_else(|| near_nvcc(tool))
+        };
+        BinaryTools {
+            cuobjdump: named("OCCUPANCY_CUOBJDUMP", "cuobjdump"),
             ptxas: near_nvcc("ptxas"),
+            nvdisasm: named("OCCUPANCY_NVDISASM", "nvdisasm"),
             timeouts: *timeouts,
         }
     }
@@ -74,71 +85,28 @@ pub struct BinaryKernel {
     pub spills: SpillEvidence,
     /// Where in the binary: `libk.a(k.o) sm_90 cubin`, `k.fatbin PTX compute_80 for sm_86`.
     pub origin: String,
+    /// The module it came from, without the arch: `libk.a(k.o)`, `k.fatbin`.
+    pub module: String,
+    /// Its machine code read by the SASS stage, when a machine-code lint reads it
+    /// (`MachineCodeLints::read_binary_kernel`); source paths as the line table has them, and
+    /// no line where the cubin has no line table.
+    pub sass: Option<SassFacts>,
+    /// Whether ptxas could spill its registers to shared memory, as a compile with its toolkit
+    /// could (`spill_in_loop` may then suggest `enable_smem_spilling`).
+    pub smem_spilling: bool,
+    /// The version of the ptxas that compiled it (`13.0.88`), when its cubin names it (CUDA
+    /// 13.0 and later), or of the one that assembled its embedded PTX here.
+    pub compiler: Option<String>,
 }
 
-/// Where the kernels read from one binary go: each is handed on as it is read, and only what
-/// the compatible-cubin and JIT steps need is kept (the kernels x archs seen; per kernel and asked
-/// arch without a cubin so far, the best compatible cubin's kernel), so memory grows with the
-/// distinct kernels, not with the binary.
-pub(crate) struct Found<'a> {
-    each: &'a mut dyn FnMut(BinaryKernel),
-    /// The asked archs, resolved.
-    asked: Vec<(&'a str, &'static ArchFacts)>,
-    covered: BTreeSet<(String, String)>,
-    /// (index in `asked`, kernel) -> the kernel of the highest compatible cubin seen.
-    compatible: BTreeMap<(usize, String), BinaryKernel>,
-    /// How it was read, for the user (a file without device code, PTX assembled).
-    pub notes: Vec<String>,
-}
-
-impl<'a> Found<'a> {
-    fn new(asked_archs: &'a [String], each: &'a mut dyn FnMut(BinaryKernel)) -> Found<'a> {
-        Found {
-            each,
-            asked: asked_archs
-                .iter()
-                .filter_map(|arch| Some((arch.as_str(), occupancy_core::arch::lookup(arch).ok()?)))
-                .collect(),
-            covered: BTreeSet::new(),
-            compatible: BTreeMap::new(),
-            notes: Vec::new(),
-        }
-    }
-
-    /// Hands `kernel` on, keeping it where it is the best compatible cubin so far for an asked
-    /// arch that has no cubin of it yet.
-    pub fn kernel(&mut self, kernel: BinaryKernel) {
-        let name = &kernel.record.name;
-        self.covered
-            .insert((name.clone(), kernel.record.arch.clone()));
-        if let Ok(facts) = occupancy_core::arch::lookup(&kernel.record.arch) {
-            for (index, (asked, target)) in self.asked.iter().enumerate() {
-                // What the driver loads: a cubin of the same major and a lower minor (an
-                // `sm_80` cubin on an `sm_86` GPU), never an arch-specific (`sm_90a`) one.
-                let runs_there = !kernel.record.arch.ends_with('a')
-                    && facts.major == target.major
-                    && facts.minor < target.minor;
-                if !runs_there || self.covered.contains(&(name.clone(), (*asked).to_owned())) {
-                    continue;
-                }
-                let key = (index, name.clone());
-                let better = self.compatible.get(&key).is_none_or(|found| {
-                    occupancy_core::arch::lookup(&found.record.arch)
-                        .is_ok_and(|found| found.minor < facts.minor)
-                });
-                if better {
-                    self.compatible.insert(key, kernel.clone());
-                }
-            }
-        }
-        self.hand_on(kernel);
-    }
-
-    /// Hands `kernel` on as it is (a compatible cubin's or assembled PTX's kernel on an asked arch).
-    fn hand_on(&mut self, kernel: BinaryKernel) {
-        self.covered
-            .insert((kernel.record.name.clone(), kernel.record.arch.clone()));
-        (self.each)(kernel);
+impl BinaryKernel {
+    /// The launch directives the lints read, as a source's PTX entry gives them: the cubin's,
+    /// with the register cap ptxas compiled under standing for the `.minnctapersm`/`.maxnreg`
+    /// it was made from (under a cap, ptxas spills rather than grow: `occupancy_cliff`).
+    pub fn compiled_directives(&self) -> PtxEntry {
+        let mut directives = self.launch.clone();
+        directives.maxnreg = directives.maxnreg.or(self.register_cap);
+        directives
     }
 }
 
@@ -194,37 +162,134 @@ fn kind_of(head: &[u8]) -> Option<BinaryKind> {
         .then_some(BinaryKind::Wheel)
 }
 
-/// Reads every kernel of the binary at `path`, handing each to `each` as it is read: its
-/// cubins, then for each arch in `asked_archs` that a kernel has no cubin for, the compatible
-/// cubin the driver would load, else its embedded PTX assembled for that arch. Returns how it was
-/// read, for the user (notes). `scratch` is a private directory the caller owns; what is written
-/// there is removed before returning.
-pub fn read_binary(
+/// Reads every kernel of the binary at `path`, handing each to `each`: its cubins, then for
+/// each arch in `asked_archs` that a kernel has no cubin for, the compatible cubin the driver
+/// would load, else its embedded PTX assembled for that arch; with the SASS the machine-code
+/// lints read. Returns how it was read, for the user (notes). `scratch` is a private directory
+/// the caller owns; what is written there is removed before returning. (A [`BinarySession`] of
+/// one binary: to read several, use a session, whose SASS batches span them.)
+pub(crate) fn read_binary(
     path: &Path,
     kind: BinaryKind,
-    tools: &BinaryTools,
-    asked_archs: &[String],
+    reading: &BinaryReading<'_>,
     scratch: &Path,
     each: &mut dyn FnMut(BinaryKernel),
 ) -> Result<Vec<String>, Error> {
-    let work = extract::WorkDir::create(scratch)?;
-    let shown = crate::fsutil::shown_path(path);
-    let mut found = Found::new(asked_archs, each);
-    let mut ptx = Vec::new();
-    match kind {
-        BinaryKind::Cubin => {
-            for kernel in extract::cubin_kernels(path, &shown)? {
-                found.kernel(kernel);
+    let mut session = BinarySession::new(*reading, scratch)?;
+    let mut each = |_: usize, kernel: BinaryKernel| each(kernel);
+    let notes = session.read(path, kind, 0, &mut each)?;
+    session.finish(&mut each)?;
+    Ok(notes)
+}
+
+/// Reads binaries one after another, each kernel handed on with the number of its input (a
+/// binary): at once, or, when a machine-code lint reads its SASS, when the batch that holds it is
+/// read, which may be during a later binary's reading or at [`BinarySession::finish`]. A batch
+/// spans binaries: one nvdisasm per architecture reads the kernels of many (`machine_code.rs`).
+/// Every binary is read from a private directory under `scratch`, removed afterwards.
+pub struct BinarySession<'a> {
+    reading: BinaryReading<'a>,
+    scratch: &'a Path,
+    machine_code: Option<MachineCode<'a>>,
+    /// Where the SASS stage keeps cubins aside (declared after it: removed after it is dropped).
+    kept_aside: Option<extract::WorkDir>,
+    /// Said with the first binary read: nvdisasm was not found.
+    notes: Vec<String>,
+}
+
+impl std::fmt::Debug for BinarySession<'_> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("BinarySession")
+            .field("asked_archs", &self.reading.asked_archs)
+            .field("reads_machine_code", &self.machine_code.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> BinarySession<'a> {
+    pub fn new(reading: BinaryReading<'a>, scratch: &'a Path) -> Result<BinarySession<'a>, Error> {
+        let lints = reading.machine_code;
+        let wanted = !lints.enabled.is_empty() || lints.everything;
+        let mut session = BinarySession {
+            reading,
+            scratch,
+            machine_code: None,
+            kept_aside: None,
+            notes: Vec::new(),
+        };
+        match &reading.tools.nvdisasm {
+            Some(nvdisasm) if wanted => {
+                let work = extract::WorkDir::create(scratch)?;
+                let timeouts = reading.tools.timeouts;
+                session.machine_code = MachineCode::new(nvdisasm, lints, timeouts, work.path())?;
+                session.kept_aside = Some(work);
+            }
+            None if wanted => session.notes.push(format!("nvdisasm was not found (set OCCUPANCY_NVDISASM, put it beside nvcc, or `pip install nvidia-cuda-nvdisasm`): the machine-code lints ({}) were not checked", lint_names(&lints.enabled))),
+            _ => {}
+        }
+        Ok(session)
+    }
+
+    /// Reads the binary at `path`, its kernels handed to `each` with `input`; kernels of earlier
+    /// binaries whose batch is read meanwhile go to `each` with theirs. Returns how it was read,
+    /// for the user (notes).
+    pub fn read(
+        &mut self,
+        path: &Path,
+        kind: BinaryKind,
+        input: usize,
+        each: &mut dyn FnMut(usize, BinaryKernel),
+    ) -> Result<Vec<String>, Error> {
+        let BinaryReading {
+            tools, asked_archs, ..
+        } = self.reading;
+        let work = extract::WorkDir::create(self.scratch)?;
+        let shown = crate::fsutil::shown_path(path);
+        let mut found = Found::new(asked_archs, input, each, self.machine_code.as_mut());
+        found.notes.append(&mut self.notes);
+        let mut ptx = Vec::new();
+        match kind {
+            BinaryKind::Cubin => found.cubin(path, &shown)?,
+            BinaryKind::Container => {
+                extract::container(path, &shown, tools, work.path(), &mut found, &mut ptx)?;
+            }
+            BinaryKind::Wheel => {
+                wheel_members(path, &shown, tools, work.path(), &mut found, &mut ptx)?;
             }
         }
-        BinaryKind::Container => {
-            extract::container(path, &shown, tools, work.path(), &mut found, &mut ptx)?;
+        if found.compatible_are_held() {
+            found.read_machine_code()?;
         }
-        BinaryKind::Wheel => wheel_members(path, &shown, tools, work.path(), &mut found, &mut ptx)?,
+        run_compatible_cubins(&mut found);
+        jit_missing_archs(&mut found, &ptx, tools, asked_archs, work.path())?;
+        Ok(found.notes)
     }
-    run_compatible_cubins(&mut found);
-    jit_missing_archs(&mut found, &ptx, tools, asked_archs, work.path())?;
-    Ok(found.notes)
+
+    /// Reads the SASS of every kernel still held and hands each on with its input.
+    pub fn finish(&mut self, each: &mut dyn FnMut(usize, BinaryKernel)) -> Result<(), Error> {
+        if let Some(machine_code) = self.machine_code.as_mut() {
+            for (input, kernel, _) in machine_code.read()? {
+                each(input, kernel);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What to read of a binary: the tools, the archs asked (empty: every cubin's), and the
+/// machine-code lints whose SASS to read (none: no SASS is read).
+#[derive(Debug, Clone, Copy)]
+pub struct BinaryReading<'a> {
+    pub tools: &'a BinaryTools,
+    pub asked_archs: &'a [String],
+    pub machine_code: &'a MachineCodeLints,
+}
+
+/// `spill_in_loop, call` for a note.
+fn lint_names(lints: &BTreeSet<occupancy_core::lint::LintId>) -> String {
+    let names: Vec<String> = lints.iter().map(ToString::to_string).collect();
+    names.join(", ")
 }
 
 /// Reads every member of the wheel at `path` that holds device code, each container in a
@@ -234,7 +299,7 @@ fn wheel_members(
     shown: &str,
     tools: &BinaryTools,
     work: &Path,
-    found: &mut Found<'_>,
+    found: &mut Found<'_, '_>,
     ptx: &mut Vec<extract::EmbeddedPtx>,
 ) -> Result<(), Error> {
     let members =
@@ -245,11 +310,7 @@ fn wheel_members(
     for (index, member) in members.into_iter().enumerate() {
         let origin = format!("{shown}({})", member.name_in_archive);
         match sniff(&member.path).ok().flatten() {
-            Some(BinaryKind::Cubin) => {
-                for kernel in extract::cubin_kernels(&member.path, &origin)? {
-                    found.kernel(kernel);
-                }
-            }
+            Some(BinaryKind::Cubin) => found.cubin(&member.path, &origin)?,
             Some(_) => {
                 let inner = work.join(format!("member-{index}"));
                 std::fs::create_dir(&inner).map_err(|error| Error::Io {
@@ -266,7 +327,7 @@ fn wheel_members(
 
 /// For each asked arch a kernel has no cubin of, the cubin the driver loads instead when there
 /// is one ([`Found::kernel`] kept the best): its resources are then evaluated on the asked arch.
-fn run_compatible_cubins(found: &mut Found<'_>) {
+fn run_compatible_cubins(found: &mut Found<'_, '_>) {
     for ((index, name), kernel) in std::mem::take(&mut found.compatible) {
         let asked = found.asked[index].0;
         if found.covered.contains(&(name, asked.to_owned())) {
@@ -283,7 +344,7 @@ fn run_compatible_cubins(found: &mut Found<'_>) {
 /// driver would pick: the highest virtual arch that can JIT to it. Each module's entries are
 /// read when it is considered, one module at a time.
 fn jit_missing_archs(
-    found: &mut Found<'_>,
+    found: &mut Found<'_, '_>,
     ptx_files: &[extract::EmbeddedPtx],
     tools: &BinaryTools,
     asked_archs: &[String],
@@ -301,16 +362,16 @@ fn jit_missing_archs(
             if missing.is_empty() {
                 continue;
             }
-            let assembled = extract::assemble(ptx, arch, &missing, tools, work)?;
+            let (assembled, cubin) = extract::assemble(ptx, arch, &missing, tools, work)?;
             found.notes.push(format!(
                 "{}: {} kernel(s) have no {arch} cubin; assembled from its embedded PTX ({}) as the driver would JIT it",
                 ptx.origin,
                 missing.len(),
                 ptx.virtual_arch
             ));
-            for kernel in assembled {
-                found.hand_on(kernel);
-            }
+            let taken = found.assembled(assembled, &cubin);
+            let _ = std::fs::remove_file(&cubin);
+            taken?;
         }
     }
     Ok(())
@@ -330,6 +391,10 @@ mod tests {
             register_cap: None,
             spills: SpillEvidence::Exact,
             origin: format!("lib.a(k.o) {arch} cubin"),
+            module: "lib.a(k.o)".to_owned(),
+            sass: None,
+            smem_spilling: false,
+            compiler: None,
         }
     }
 
@@ -340,7 +405,7 @@ mod tests {
     fn kernels_are_handed_on_as_read_and_a_compatible_cubin_once_per_kernel() {
         let asked = ["sm_86".to_owned(), "sm_90".to_owned()];
         let mut handed = Vec::new();
-        let mut each = |kernel: BinaryKernel| {
+        let mut each = |_: usize, kernel: BinaryKernel| {
             handed.push((
                 kernel.record.name,
                 kernel.record.arch,
@@ -348,7 +413,7 @@ mod tests {
                 kernel.origin,
             ));
         };
-        let mut found = Found::new(&asked, &mut each);
+        let mut found = Found::new(&asked, 0, &mut each, None);
         for copy in 0..2 {
             found.kernel(kernel("only_80", "sm_80", 30 + copy));
             found.kernel(kernel("only_80", "sm_90a", 40));

@@ -43,6 +43,8 @@ pub mod attribute {
     pub const BARRIER_COUNT: u8 = 0x4c;
     /// `EIATTR_ANNOTATIONS`: (kind, instruction offset) pairs; kind 1 is `SpillRefill`.
     pub const ANNOTATIONS: u8 = 0x55;
+    /// `EIATTR_REG_RECONFIG` (no value): the kernel's code has `setmaxnreg` (`USETMAXREG`).
+    pub const REGISTER_RECONFIGURATION: u8 = 0x54;
     /// `EICOMPAT_ATTR_CUDA_ACCELERATOR_TARGET` of `.nv.compat`: 1 for `sm_90a`-style code.
     pub const COMPAT_ACCELERATOR_TARGET: u8 = 0x09;
 }

@@ -20,6 +20,7 @@
 
 use occupancy_core::ptxas::{demangle, KernelRecord, PtxEntry, RecordSource, SmemSpilling};
 
+use super::marks::{CallingSections, CodeMarks};
 use super::nv_info::{self, attribute, Value, ANNOTATION_SPILL_REFILL};
 use super::{Cubin, Section, Symbol, STO_CUDA_ENTRY, STT_FUNC};
 
@@ -55,6 +56,8 @@ pub struct CubinKernel {
     /// `__maxnreg__`, `-maxrregcount` or a minimum of blocks per SM.
     pub register_cap: Option<u32>,
     pub spills: SpillEvidence,
+    /// What its code may hold that a SASS lint reports ([`CodeMarks`]).
+    pub marks: CodeMarks,
 }
 
 /// How the spill figures of a [`CubinKernel`] were read.
@@ -102,12 +105,17 @@ impl Cubin<'_> {
             return Err("the cubin has no section headers (cut off, or not a cubin)".into());
         }
         let module = ModuleInfo::read(self)?;
+        let calling = CallingSections::of(self);
         let kernels =
             self.symbols.iter().enumerate().filter(|(_, symbol)| {
                 symbol.kind == STT_FUNC && symbol.other & STO_CUDA_ENTRY != 0
             });
         kernels
-            .map(|(index, symbol)| self.kernel(index, symbol, &arch, &module))
+            .map(|(index, symbol)| {
+                let mut kernel = self.kernel(index, symbol, &arch, &module)?;
+                kernel.marks.calls = calling.contains(symbol.section);
+                Ok(kernel)
+            })
             .collect()
     }
 
@@ -182,6 +190,10 @@ impl Cubin<'_> {
             launch,
             register_cap: cap.filter(|&cap| cap < 255).map(u32::from),
             spills: evidence,
+            marks: CodeMarks {
+                setmaxnreg: find(attribute::REGISTER_RECONFIGURATION).is_some(),
+                ..CodeMarks::default()
+            },
         })
     }
 
@@ -202,23 +214,47 @@ impl Cubin<'_> {
     /// Whether the ptxas that made this cubin marks every spill (its `.note.nv.tkinfo` names a
     /// release from [`FIRST_MARKING_RELEASE`] on).
     fn compiler_marks_spills(&self) -> bool {
-        let Some(note) = self
-            .section_named(".note.nv.tkinfo")
-            .and_then(|section| self.contents(section))
-        else {
-            return false;
-        };
-        let text = String::from_utf8_lossy(note);
-        let Some(release) = text.split("release ").nth(1) else {
-            return false;
-        };
+        self.compiler_release()
+            .is_some_and(|release| release >= FIRST_MARKING_RELEASE)
+    }
+
+    /// The text of `.note.nv.tkinfo` (`ptxas ... Cuda compilation tools, release 13.0,
+    /// V13.0.88 ...`), which cubins have since CUDA 13.0.
+    fn toolkit_note(&self) -> Option<String> {
+        let note = self.contents(self.section_named(".note.nv.tkinfo")?)?;
+        Some(String::from_utf8_lossy(note).into_owned())
+    }
+
+    /// The release of the ptxas that made this cubin (`(13, 0)`), when it names it.
+    fn compiler_release(&self) -> Option<(u32, u32)> {
+        let text = self.toolkit_note()?;
+        let release = text.split("release ").nth(1)?;
         let mut numbers = release
             .split(|c: char| !c.is_ascii_digit())
             .map(|part| part.parse::<u32>().ok());
-        match (numbers.next().flatten(), numbers.next().flatten()) {
-            (Some(major), Some(minor)) => (major, minor) >= FIRST_MARKING_RELEASE,
-            _ => false,
-        }
+        Some((numbers.next().flatten()?, numbers.next().flatten()?))
+    }
+
+    /// The version of the ptxas that made this cubin (`13.0.88` from `V13.0.88`), when it names
+    /// it (CUDA 13.0 and later).
+    pub fn compiler_version(&self) -> Option<String> {
+        let text = self.toolkit_note()?;
+        let version = text.split(", V").nth(1)?;
+        let version: String = version
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        (!version.is_empty()).then_some(version)
+    }
+
+    /// Whether ptxas could spill this cubin's registers to shared memory, as a build with its
+    /// toolkit and kind of compile could (`crate::sass_stage::smem_spilling_available`): a
+    /// release from 13.0 on, whole-program (not an `-rdc` cubin, which ptxas refuses it in).
+    pub fn smem_spilling_available(&self) -> bool {
+        self.header.kind != RELOCATABLE
+            && self
+                .compiler_release()
+                .is_some_and(|(major, _)| major >= 13)
     }
 
     /// `.nv.shared.<kernel>`'s size, less the driver's reserve a linked sm_90+ cubin counts in.

@@ -37,9 +37,9 @@ pub struct SassLintInputs<'a> {
     pub smem_spill_room: Option<SmemSpillRoom>,
 }
 
-/// `src/k.cu:12`.
+/// `src/k.cu:12`; for code read without a line table, a line it cannot name, said so.
 pub fn line_text(group: &LineFacts) -> String {
-    format!("{}:{}", group.file, group.line)
+    group.place()
 }
 
 fn loop_text(found: &LoopFacts) -> String {
@@ -408,6 +408,50 @@ mod tests {
     #[test]
     fn clean_facts_give_no_findings() {
         assert!(evaluate_sass(&inputs(&empty())).is_empty());
+    }
+
+    /// Code without a line table (a binary built without `-lineinfo`) still gives its findings,
+    /// saying that the line is unknown rather than naming one.
+    #[test]
+    fn without_a_line_table_the_findings_say_the_line_is_unknown() {
+        let mut facts = empty();
+        facts.spill_loads = 2;
+        facts.spill_loads_in_loops = 2;
+        facts.local_array_accesses = 1;
+        facts.loops.push(LoopFacts {
+            header_offset: 0x40,
+            depth: 1,
+            parent: None,
+            file: None,
+            line: None,
+            instructions: 20,
+            local_loads: 3,
+            local_stores: 0,
+            spill_loads: 2,
+            spill_stores: 0,
+            local_array_accesses: 1,
+            calls: 0,
+        });
+        for (kind, loads) in [(LocalKind::Spill, 2), (LocalKind::LocalArray, 1)] {
+            facts.lines.push(LineFacts {
+                file: String::new(),
+                line: 0,
+                kind,
+                loads,
+                stores: 0,
+                loop_depth: 1,
+            });
+        }
+        let findings = evaluate_sass(&inputs(&facts));
+        assert_eq!(lints(&findings), [LintId::SpillInLoop, LintId::LocalArray]);
+        let unknown =
+            "an unknown line (the code has no line table: compile with `-lineinfo` for lines)";
+        for finding in &findings {
+            assert!(finding.message.contains(unknown), "{}", finding.message);
+            assert!(!finding.message.contains(":0"), "{}", finding.message);
+        }
+        assert!(findings[0].message.contains("the loop at SASS offset 0x40"));
+        assert!(hottest_spill_note(&facts).unwrap().contains(unknown));
     }
 
     #[test]

@@ -52,10 +52,10 @@ fn summary(facts: &SassFacts) -> String {
         ));
     }
     if let Some(hottest) = facts.hottest_spill() {
-        parts.push(format!("hottest spill {}:{}", hottest.file, hottest.line));
+        parts.push(format!("hottest spill {}", hottest.place()));
     }
     if let Some(array) = facts.hottest_local_array() {
-        parts.push(format!("local array at {}:{}", array.file, array.line));
+        parts.push(format!("local array at {}", array.place()));
     }
     for call in &facts.calls {
         parts.push(match call.indirect {
@@ -78,7 +78,7 @@ pub(crate) fn source_line_locations(row: &KernelRow, limit: usize) -> Vec<(Locat
     facts
         .lines
         .iter()
-        .filter(|group| group.kind != LocalKind::StackData)
+        .filter(|group| group.kind != LocalKind::StackData && !group.is_unknown())
         .take(limit)
         .map(|group| {
             let what = match group.kind {

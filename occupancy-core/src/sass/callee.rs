@@ -23,8 +23,9 @@ pub(crate) struct KnownCallee {
 /// `sqrt.rn`, `rcp.rn`, 64-bit integer `div`/`rem`), behind a branch that takes it only for
 /// operands the inline fast path cannot handle, and calls it without the ABI: no frame, no
 /// registers saved to local memory. It is not a call the kernel's author made, and not what the
-/// `call` lint is about.
-pub(crate) fn is_compiler_subroutine(name: &str) -> bool {
+/// `call` lint is about. (The build reads a binary's kernels only where a call it reports may
+/// be: a function in the kernel's code that is not one of these.)
+pub fn is_compiler_subroutine(name: &str) -> bool {
     let Some(at) = name.find("__cuda_sm") else {
         return false;
     };

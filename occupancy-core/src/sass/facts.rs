@@ -35,6 +35,8 @@ pub enum LocalKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct LineFacts {
+    /// The source file; empty (and `line` 0) for code without a line table, whose accesses
+    /// are all grouped here (`LineFacts::is_unknown`).
     pub file: String,
     pub line: u32,
     pub kind: LocalKind,
@@ -133,6 +135,25 @@ pub struct SassFacts {
     pub setmaxnreg: Vec<SetMaxRegFacts>,
     /// `BRX`/`JMX`: loops through them are not seen.
     pub indirect_branches: u32,
+}
+
+/// Where a finding would name a line, in code read without a line table.
+const UNKNOWN_LINE: &str =
+    "an unknown line (the code has no line table: compile with `-lineinfo` for lines)";
+
+impl LineFacts {
+    /// Whether these accesses have no source line: the code was read without a line table.
+    pub(crate) fn is_unknown(&self) -> bool {
+        self.file.is_empty()
+    }
+
+    /// `src/k.cu:12`; for code read without a line table, a line it cannot name, said so.
+    pub(crate) fn place(&self) -> String {
+        match self.is_unknown() {
+            true => UNKNOWN_LINE.to_owned(),
+            false => format!("{}:{}", self.file, self.line),
+        }
+    }
 }
 
 impl SassFacts {
@@ -275,10 +296,18 @@ pub(crate) fn kernel_facts(
             (true, false) => LocalKind::StackData,
         };
         count_kernel_access(&mut facts, &cfg, innermost, kind, store, instruction);
-        if let Some(line) = instruction.source_line {
-            let group = groups
-                .entry((section.lines[line].clone(), kind, depth))
-                .or_default();
+        // Code without a line table (built without `-lineinfo`) keeps its accesses, under one
+        // line that names none, rather than losing the findings that point at a line.
+        let line = match instruction.source_line {
+            Some(line) => Some(section.lines[line].clone()),
+            None if section.lines.is_empty() => Some(SourceLine {
+                file: String::new(),
+                line: 0,
+            }),
+            None => None,
+        };
+        if let Some(line) = line {
+            let group = groups.entry((line, kind, depth)).or_default();
             if store {
                 group.1 += 1;
             } else {

@@ -21,6 +21,7 @@ pub(crate) mod profile;
 pub mod raw;
 mod symbols;
 
+pub use callee::is_compiler_subroutine;
 pub use facts::{
     CallFacts, LineFacts, LocalKind, LoopFacts, SassFacts, SetMaxRegFacts, INDIRECT_CALLEE,
 };
