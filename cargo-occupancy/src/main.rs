@@ -58,6 +58,8 @@ enum Command {
     Explain(cmd::explain::Args),
     /// The occupancy report of every kernel the workspace's builds checked.
     Report(cmd::report::Args),
+    /// Try every launch bound that changes a kernel's resident blocks; say which "auto" chooses.
+    Tune(cmd::tune::Args),
 }
 
 /// Exit codes: 0 clean, 1 deny findings / failed checks, 2 usage or tool errors (`error.rs`).
@@ -87,6 +89,7 @@ fn main() -> ExitCode {
         Command::Check(args) => cmd::check::run(&args, &env),
         Command::Explain(args) => cmd::explain::run(&args, &env),
         Command::Report(args) => cmd::report::run(&args, &env),
+        Command::Tune(args) => cmd::tune::run(&args, &env),
     };
     exit(result)
 }

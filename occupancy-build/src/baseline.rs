@@ -177,6 +177,7 @@ pub fn numbers_of(row: &KernelRow) -> BaselineNumbers {
         stack_frame_bytes: row.stack_frame_bytes,
         static_smem_bytes: row.static_smem_bytes,
         occupancy: row.occupancy,
+        chosen_bounds: row.tuning.as_ref().map(|tuning| tuning.chosen),
     }
 }
 

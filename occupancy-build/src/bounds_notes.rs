@@ -46,7 +46,7 @@ impl DefinedBounds {
             let Some(suffix) = bounds_suffix(declared) else {
                 continue;
             };
-            for line in bounds_macros(&suffix, &declared.kernel.spec).lines() {
+            for line in bounds_macros(&suffix, &declared.kernel.spec, None).lines() {
                 if let Some(name) = line
                     .strip_prefix("#define ")
                     .and_then(|rest| rest.split(' ').next())

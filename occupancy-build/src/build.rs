@@ -229,6 +229,18 @@ impl Build {
         pipeline::check_sources(self, request)
     }
 
+    /// Compiles the sources like [`Build::check_sources`] and tunes one kernel's launch bounds
+    /// with the engine of `min_blocks_per_sm = "auto"`: every bound that changes its resident
+    /// blocks assembled and measured, and the objective's choice (`cargo occupancy tune`).
+    /// A `block_threads` of 0 takes the kernel's `__launch_bounds__` maximum.
+    #[doc(hidden)]
+    pub fn tune_kernel(
+        &self,
+        request: &crate::cli::TuneRequest,
+    ) -> Result<crate::cli::TunedKernel, Error> {
+        pipeline::tune_kernel(self, request)
+    }
+
     /// Resolves the build, runs the pipeline, and, whatever happened, says in the report when
     /// the build failed and prints the `cargo:` lines (every input read reruns the script).
     /// A resolution error is returned as it is, after the `cargo:` lines.

@@ -266,6 +266,14 @@ pub enum Error {
         crate::fsutil::shown_path(path)
     )]
     Unwritable { path: PathBuf, reason: String },
+    /// A bound written `"auto"` could not be chosen (a tool is missing, the kernel without
+    /// bounds does not assemble): the build does not guess one.
+    #[error("occupancy-build: `{knob} = \"auto\"` could not choose the bounds of kernel `{kernel}`: {message}")]
+    AutoBounds {
+        kernel: String,
+        knob: &'static str,
+        message: String,
+    },
     /// One or more deny-level findings; `rendered` holds the rustc-style diagnostics.
     #[error("{rendered}")]
     Denied { rendered: String, count: usize },

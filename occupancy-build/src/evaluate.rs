@@ -120,6 +120,8 @@ pub(crate) struct EvaluateInputs<'a> {
     pub(crate) levels: &'a Levels,
     pub(crate) evidence: &'a crate::sass_stage::SassEvidence,
     pub(crate) tables: &'a KernelTables,
+    /// The bounds chosen for `"auto"` declarations (`crate::auto_bounds`).
+    pub(crate) tuned: &'a crate::auto_bounds::Tuned,
 }
 
 /// Every compiled kernel's report rows and findings, with the declaration `matching` gave it.
@@ -166,6 +168,10 @@ fn check_one_kernel(
         // The record's arch as ptxas named it (`sm_90a`), which the SASS says too; the row's is
         // the table's (`sm_90`).
         row.sass = evidence.facts_of(&kernel.name, &record.arch, &context.manifest_dir);
+        // A declared kernel's name is the one its `"auto"` bounds were tuned under.
+        row.tuning = declared
+            .and_then(|_| inputs.tuned.tuning(&kernel.name, &record.arch))
+            .cloned();
     }
     // Expected lints and lints allowed with a reason are evaluated as warnings here, so that
     // `expectations::settle` sees them; it sets their level back to allow.
@@ -186,6 +192,7 @@ fn check_one_kernel(
             record,
             ptx: kernel.ptx_on(&record.arch),
             occupancy,
+            chosen: declared.and_then(|_| inputs.tuned.chosen(&kernel.name, &record.arch)),
         })
         .collect();
     found.extend(match declared {
@@ -553,8 +560,10 @@ mod tests {
         let declarations = Declarations::of_lib_rs(
             "#[occupancy::kernel(family = \"uneg_*\", block = 256, min_blocks_per_sm = 4)]\nfn uneg();\n#[occupancy::kernel(block = 128)]\nfn saxpy();\n",
         );
-        let header =
-            std::fs::read_to_string(write_bounds_header(&context, &declarations).unwrap()).unwrap();
+        let header = std::fs::read_to_string(
+            write_bounds_header(&context, &declarations, &Default::default()).unwrap(),
+        )
+        .unwrap();
         for line in [
             "#define OCCUPANCY_BOUNDS_FAMILY(family) OCCUPANCY_BOUNDS_FAMILY_##family",
             "#define OCCUPANCY_BOUNDS_FAMILY_uneg __launch_bounds__(256, 4)",

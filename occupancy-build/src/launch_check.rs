@@ -200,6 +200,7 @@ pub fn evaluate_at_launch(rows: &[CheckedRow], levels: &BTreeMap<LintId, Level>)
                 record: &item.record,
                 ptx: item.ptx.as_ref(),
                 occupancy,
+                chosen: None,
             })
             .collect();
         for leveled in check_kernel(Launch::CommandLine(&spec), &on, &sources) {

@@ -21,6 +21,7 @@
 // library reads it only through TrackedEnv (clippy.toml).
 #![cfg_attr(test, allow(clippy::disallowed_methods, clippy::too_many_lines))]
 
+mod auto_bounds;
 mod baseline;
 mod binary;
 mod bounds_notes;
@@ -46,6 +47,7 @@ mod facts_file;
 mod facts_header;
 mod file_facts;
 mod fsutil;
+mod header_choices;
 mod input_watch;
 mod jobs;
 mod kernel_tables;
@@ -88,6 +90,7 @@ pub use pipeline::Output;
 /// installed nvcc's architectures. Internal to the occupancy tools, not a stable API.
 #[doc(hidden)]
 pub mod cli {
+    pub use crate::auto_bounds::{TuneRequest, TunedGroup, TunedKernel};
     pub use crate::baseline::ToolchainStamp;
     pub use crate::binary::{
         sniff, BinaryKernel, BinaryKind, BinaryReading, BinarySession, BinaryTools,

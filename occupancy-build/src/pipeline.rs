@@ -1,15 +1,16 @@
 //! The build's pipeline over a resolved [`Context`], and the only place that orders stages:
-//! declarations -> compile -> products -> evaluate (parse, match, SASS, rows and lints,
-//! baseline, expectations, render) -> the crate view, which writes the crate's files. The stages
-//! live in their own modules (`declarations`, `compile`, `products`, `parse`, `matching`, `sass`,
-//! `evaluate`, `baseline`, `expectations`, `render`, `crate_view`); this module only sequences
-//! them. `Build::compile_ptx`/`compile_lib` call [`run`]; `Build::check_sources` (the
+//! declarations -> compile (and, for `"auto"` bounds, tune -> compile again) -> products ->
+//! evaluate (parse, match, SASS, rows and lints, baseline, expectations, render) -> the crate
+//! view, which writes the crate's files. The stages live in their own modules (`declarations`,
+//! `compile`, `auto_bounds`, `products`, `parse`, `matching`, `sass`, `evaluate`, `baseline`,
+//! `expectations`, `render`, `crate_view`); this module only sequences them. `Build::compile_ptx`/`compile_lib` call [`run`]; `Build::check_sources` (the
 //! `cargo occupancy check` entry) calls [`check_sources`], the same stages without a package.
 
 use std::path::Path;
 
 use std::path::PathBuf;
 
+use crate::auto_bounds::Tuned;
 use crate::baseline::{BaselineFile, Judged};
 use crate::bounds_notes::DefinedBounds;
 use crate::cargo_lines::CargoLines;
@@ -67,18 +68,14 @@ pub fn run(
     }
     // Declarations first: occupancy_bounds.h must exist before a .cu includes it.
     let declarations = crate::declarations::scan_declarations(context, cargo)?;
-    crate::declarations::write_bounds_header(context, &declarations)?;
+    let memory = crate::auto_bounds::Memory::load(context);
+    crate::declarations::write_bounds_header(context, &declarations, &memory.header_choices())?;
     compile::check_unique_stems(&context.sources)?;
     let key = ProductKey::of(context, product, library_name);
     if product == Product::Ptx {
         check_stems_across_products(context, &key)?;
     }
-    let line_tables = match context.read_all_sass {
-        true => compile::LineTables::Everywhere,
-        false => compile::LineTables::OnDemand,
-    };
-    let compiled = compile::compile_all(context, &toolchain, product, line_tables)
-        .map_err(|error| crate::bounds_notes::annotate(error, &DefinedBounds::of(&declarations)))?;
+    let (compiled, tuned) = compile_and_tune(context, &toolchain, &declarations, product, memory)?;
     watch_compiled(context, &toolchain, &compiled, cargo);
     let mut output = Output {
         ptx_files: Vec::new(),
@@ -107,7 +104,7 @@ pub fn run(
             context,
             &levels,
             &toolchain,
-            &compiled,
+            (&compiled, &tuned),
             &declarations,
             first,
             cargo,
@@ -132,7 +129,7 @@ fn evaluate_product(
     context: &Context,
     levels: &Levels,
     toolchain: &Toolchain,
-    compiled: &[CompiledSource],
+    (compiled, tuned): (&[CompiledSource], &Tuned),
     declarations: &Declarations,
     first_to_compare: bool,
     cargo: &mut CargoLines,
@@ -173,6 +170,7 @@ fn evaluate_product(
         levels,
         evidence: &evidence,
         tables: &tables,
+        tuned,
     };
     let (mut gathered, rows) = evaluate::evaluate_kernels(&inputs, &kernels, &matching)?;
     report.kernels = rows;
@@ -198,6 +196,59 @@ fn evaluate_product(
         bless_stamp: compared.bless_stamp,
         unchecked: None,
     })
+}
+
+/// The compile of every source, and of a build with `"auto"` bounds (`crate::auto_bounds`)
+/// the bounds' choice: compile once (with `memory`'s choices in the header), tune on it, and
+/// while the choices differ from those the header holds, write them into the header, compile
+/// again (a source whose bounds did not change is a cache hit) and check the new compile
+/// against them (a bound refused there is chosen again without it). Each round refuses a bound
+/// or ends, so the ladder bounds them. Nothing is tuned when the build checks nothing: the
+/// header keeps the remembered choices.
+fn compile_and_tune(
+    context: &Context,
+    toolchain: &Toolchain,
+    declarations: &Declarations,
+    product: Product,
+    memory: crate::auto_bounds::Memory,
+) -> Result<(Vec<CompiledSource>, Tuned), Error> {
+    let line_tables = match context.read_all_sass {
+        true => compile::LineTables::Everywhere,
+        false => compile::LineTables::OnDemand,
+    };
+    let compile = || {
+        compile::compile_all(context, toolchain, product, line_tables)
+            .map_err(|error| crate::bounds_notes::annotate(error, &DefinedBounds::of(declarations)))
+    };
+    let compiling = crate::auto_bounds::Compiling {
+        product,
+        line_tables,
+    };
+    let mut compiled = compile()?;
+    if !crate::auto_bounds::any_auto(declarations)
+        || !context.check
+        || context.skip_reason.is_some()
+    {
+        return Ok((compiled, Tuned::default()));
+    }
+    let mut header = memory.header_choices();
+    let mut session =
+        crate::auto_bounds::Session::new(context, toolchain, declarations, compiling, memory);
+    let mut tuned = session.tune(&compiled)?;
+    loop {
+        let choices = tuned.header_choices(&header);
+        if choices == header {
+            break;
+        }
+        crate::declarations::write_bounds_header(context, declarations, &choices)?;
+        header = choices;
+        compiled = compile()?;
+        if !session.verify(&mut tuned, &compiled)? {
+            break;
+        }
+    }
+    session.finish(&tuned, &compiled)?;
+    Ok((compiled, tuned))
 }
 
 /// Records the checked product in the crate view and writes the crate's files from every
@@ -456,6 +507,48 @@ pub(crate) fn check_sources(
         toolchain: (request.stamp_toolchain)
             .then(|| crate::baseline::ToolchainStamp::of(&context.stamped_flags, &toolchain)),
     })
+}
+
+/// `cargo occupancy tune`'s sequence (`Build::tune_kernel`): compile the sources as `check`
+/// does, then tune `request`'s kernel with the engine the build's `"auto"` bounds use
+/// (`crate::auto_bounds::engine`). `request.block_threads` 0 takes the block from the kernel's
+/// `.maxntid`.
+pub(crate) fn tune_kernel(
+    build: &crate::Build,
+    request: &crate::auto_bounds::TuneRequest,
+) -> Result<crate::auto_bounds::TunedKernel, Error> {
+    let context = build.resolve_without_package()?;
+    let toolchain = Toolchain::find(&build.env, false, &context.tool_timeouts)?;
+    let compiled = compile::compile_all(
+        &context,
+        &toolchain,
+        Product::Ptx,
+        compile::LineTables::OnDemand,
+    )
+    .map_err(|error| crate::bounds_notes::annotate(error, &DefinedBounds::without_package()))?;
+    let fail = |message: String| Error::AutoBounds {
+        kernel: request.kernel.clone(),
+        knob: request.knob.key(),
+        message,
+    };
+    let source = crate::auto_bounds::source_defining(&compiled, &request.kernel).map_err(fail)?;
+    let mut request = request.clone();
+    if request.block_threads == 0 {
+        request.block_threads = crate::auto_bounds::compiled_block(source, &request.kernel)
+            .ok_or_else(|| fail("its PTX has no `.maxntid` (no `__launch_bounds__`): give the block it is launched with, `--block N`".to_string()))?;
+    }
+    let tools = sass::SassTools::locate(&context, &toolchain);
+    let nvdisasm = tools.nvdisasm.ok_or_else(|| {
+        fail(
+            "nvdisasm, which reads each candidate's loops, was not found beside nvcc or on PATH"
+                .to_string(),
+        )
+    })?;
+    crate::auto_bounds::engine_for(&context, &toolchain, nvdisasm).tune(
+        source,
+        &request,
+        &crate::auto_bounds::Refusals::default(),
+    )
 }
 
 #[cfg(test)]

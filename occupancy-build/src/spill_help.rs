@@ -22,7 +22,9 @@ pub(crate) fn spill_free_help(
     arch: Option<&str>,
 ) -> Option<String> {
     let arch = arch?;
-    let blocks = declared.spec.min_blocks_per_sm?;
+    // A number written: a minimum the build chose for "auto" already passed the objective, whose
+    // report (the row's `tuning`) says what each lower minimum does.
+    let blocks = declared.spec.min_blocks_per_sm?.fixed()?;
     let ptx_path = kernel
         .programs
         .get(arch)

@@ -97,6 +97,10 @@
 //!   [`spec::KEYS`], [`spec::Value`]) and the keys of `docs/declaring-kernels.md`
 //!   ([`spec::render_keys_markdown`]); with the `spec` feature, `spec::parse_args` and finding
 //!   declarations in Rust source.
+//! - [`tune`]: choosing launch bounds (`"auto"`): the ladder of bounds worth trying
+//!   ([`tune::ladder`]), a kernel's PTX at one of them ([`tune::with_bound`]), what a compile
+//!   measured ([`tune::Measured`]), the objective ([`tune::choose`]) and its table
+//!   ([`tune::render_ladder`]).
 
 // Tests may be long: a table of cases reads best in one function.
 #![cfg_attr(test, allow(clippy::too_many_lines))]
@@ -111,3 +115,4 @@ pub mod ptxas;
 pub mod report;
 pub mod sass;
 pub mod spec;
+pub mod tune;

@@ -453,6 +453,7 @@ mod tests {
             stack_frame_bytes: 0,
             static_smem_bytes: 0,
             occupancy: 0.5,
+            chosen_bounds: None,
         };
         let worse = evaluate::BaselineNumbers {
             registers: 48,

@@ -2,7 +2,7 @@
 
 use occupancy_core::facts::{CompiledFacts, SettledFinding};
 use occupancy_core::lint::Level;
-use occupancy_core::spec::{KernelStub, Key, Owned, StubKernel, StubKind, Value};
+use occupancy_core::spec::{KernelStub, Key, Owned, StubKernel, StubKind, Tunable, Value};
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 
@@ -146,6 +146,13 @@ fn value_tokens(value: Value<'_, Owned>) -> TokenStream {
         Value::OptionalInteger(value) => {
             option(value.map(|value| Literal::u32_unsuffixed(value).into_token_stream()))
         }
+        Value::Tunable(value) => option(value.map(|value| match value {
+            Tunable::Fixed(fixed) => {
+                let fixed = Literal::u32_unsuffixed(fixed);
+                quote!(::occupancy::Tunable::Fixed(#fixed))
+            }
+            Tunable::Auto => quote!(::occupancy::Tunable::Auto),
+        })),
         Value::Fraction(value) => {
             option(value.map(|value| Literal::f64_suffixed(value).into_token_stream()))
         }

@@ -33,6 +33,9 @@ macro_rules! key_value {
     ($field:expr, Integer) => {
         crate::Value::OptionalInteger(*$field)
     };
+    ($field:expr, IntegerOrAuto) => {
+        crate::Value::Tunable(*$field)
+    };
     ($field:expr, Fraction) => {
         crate::Value::Fraction(*$field)
     };
@@ -69,6 +72,9 @@ macro_rules! key_value_mut {
     };
     ($field:expr, Integer) => {
         crate::ValueMut::OptionalInteger($field)
+    };
+    ($field:expr, IntegerOrAuto) => {
+        crate::ValueMut::Tunable($field)
     };
     ($field:expr, Fraction) => {
         crate::ValueMut::Fraction($field)

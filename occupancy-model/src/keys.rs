@@ -22,7 +22,7 @@ pub const MAX_REGISTERS_PER_THREAD_ANY_ARCH: u32 = 255;
 /// the per-architecture check is the `cluster_unlaunchable` lint).
 pub const MAX_CLUSTER_BLOCKS_ANY_ARCH: u32 = 16;
 
-use crate::{BlockDim, ClusterDim};
+use crate::{BlockDim, ClusterDim, Tunable};
 
 declare_keys! {
     /// `block = 256` (1-D), `block = (32, 8)` (2-D), `block = (8, 8, 4)` (3-D): threads per
@@ -45,33 +45,43 @@ declare_keys! {
     /// once; `__launch_bounds__`'s second argument. ptxas caps registers per thread so that this
     /// many blocks fit, spilling if it must (see the `spills` lint). 1 to 32 (32 is the most
     /// blocks any GPU keeps on an SM; above a given arch's limit is the `unlaunchable` lint).
+    /// `min_blocks_per_sm = "auto"`: the build chooses it on each target architecture, from
+    /// the same PTX assembled at every minimum that changes the resident blocks, by the
+    /// objective of [Choosing bounds automatically](#choosing-bounds-automatically) (no
+    /// minimum when none beats the kernel without one); `OCCUPANCY_BOUNDS_<kernel>` carries
+    /// each architecture's choice. Not with `max_registers` or `family`.
     MinBlocksPerSm {
         key: "min_blocks_per_sm",
-        field: min_blocks_per_sm: Option<u32>,
-        value: Integer {
+        field: min_blocks_per_sm: Option<Tunable>,
+        value: IntegerOrAuto {
             min: 1,
             max: MAX_BLOCKS_PER_SM_ANY_ARCH,
             why_max: "no GPU keeps more than 32 blocks on one SM; remove the key if you do not need a minimum",
         },
         unit: "blocks per SM",
         when_absent: "no minimum",
-        summary: "Blocks of `block` threads that must be resident on one SM at once; `__launch_bounds__`'s second argument.",
+        summary: "Blocks of `block` threads that must be resident on one SM at once; `__launch_bounds__`'s second argument; `\"auto\"`: the build chooses per arch.",
         example: "4",
         aliases: ["min_blocks", "blocks_per_sm", "min_ctas_per_sm"],
     }
     /// `max_registers = 64`: registers per thread the compiler may use for this kernel
-    /// (`__maxnreg__`; like `-maxrregcount` for one kernel). 1 to 255.
+    /// (`__maxnreg__`; like `-maxrregcount` for one kernel). 1 to 255. nvcc refuses
+    /// `__maxnreg__` beside `__launch_bounds__`, so `OCCUPANCY_BOUNDS_<kernel>` is
+    /// `__maxnreg__(64)` alone. `max_registers = "auto"`: the build chooses the cap on each
+    /// target architecture, as `min_blocks_per_sm = "auto"` chooses a minimum (the caps tried
+    /// are the ones that change the resident blocks of `block` threads). Not with
+    /// `min_blocks_per_sm` or `family`.
     MaxRegisters {
         key: "max_registers",
-        field: max_registers: Option<u32>,
-        value: Integer {
+        field: max_registers: Option<Tunable>,
+        value: IntegerOrAuto {
             min: 1,
             max: MAX_REGISTERS_PER_THREAD_ANY_ARCH,
             why_max: "a thread has at most 255 registers on every GPU",
         },
         unit: "registers per thread",
         when_absent: "no cap",
-        summary: "Caps the registers per thread ptxas may use for this kernel (`__maxnreg__`).",
+        summary: "Caps the registers per thread ptxas may use for this kernel (`__maxnreg__`); `\"auto\"`: the build chooses per arch.",
         example: "64",
         aliases: ["maxnreg", "maxrregcount", "registers"],
     }

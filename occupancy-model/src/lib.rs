@@ -8,7 +8,8 @@
 //!   expansion writes the const's fields from it ([`KernelSpec::value`]) and
 //!   `docs/declaring-kernels.md`'s keys are rendered from it.
 //! - [`CompiledFacts`]: one compiled kernel on one architecture, as the build checked it.
-//! - [`BlockDim`], [`ClusterDim`] and [`Level`].
+//! - [`BlockDim`], [`ClusterDim`], [`Tunable`] (a launch bound written or left to the build) and
+//!   [`Level`].
 //!
 //! The types are generic over a [`Storage`]: [`Static`] (`&'static str`, `&'static [T]`) builds
 //! them in a `const`, as the attribute's expansion does, with no allocation; the build's owned
@@ -32,6 +33,7 @@ mod keys;
 mod level;
 mod spec;
 mod storage;
+mod tunable;
 
 pub use block::{BlockDim, ClusterDim};
 pub use compiled::CompiledFacts;
@@ -44,3 +46,4 @@ pub use level::Level;
 pub use level::UnknownLevel;
 pub use spec::{ExampleArguments, KeyInfo, Kind, Value, ValueMut};
 pub use storage::{Static, Storage};
+pub use tunable::Tunable;

@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use crate::{BlockDim, ClusterDim, KernelSpec, Key, Level, Static, Storage, KEYS};
+use crate::{BlockDim, ClusterDim, KernelSpec, Key, Level, Static, Storage, Tunable, KEYS};
 
 /// Everything the toolkit knows about one key, from its one declaration in `keys.rs`.
 #[derive(Debug, Clone, Copy)]
@@ -50,6 +50,16 @@ pub enum Kind {
         /// Why a larger value is refused (shown in the error).
         why_max: &'static str,
     },
+    /// A non-negative integer literal, `min..=max`, or the string `"auto"`: a launch bound the
+    /// build may choose ([`Tunable`]).
+    IntegerOrAuto {
+        /// The smallest value accepted.
+        min: u32,
+        /// The largest value accepted.
+        max: u32,
+        /// Why a larger value is refused (shown in the error).
+        why_max: &'static str,
+    },
     /// A fraction in (0, 1] (`0.5`, `1`) or a percentage (`"50%"`).
     Fraction,
     /// A compiled kernel's symbol: a non-empty string, no surrounding whitespace.
@@ -81,6 +91,9 @@ impl fmt::Display for Kind {
                 write!(formatter, "integer, at least {min}")
             }
             Kind::Integer { min, max, .. } => write!(formatter, "integer, {min} to {max}"),
+            Kind::IntegerOrAuto { min, max, .. } => {
+                write!(formatter, "integer, {min} to {max}, or `\"auto\"`")
+            }
             Kind::Fraction => formatter.write_str("fraction in (0, 1], or `\"N%\"`"),
             Kind::Symbol => formatter.write_str("string"),
             Kind::Pattern => formatter.write_str("string with `*`"),
@@ -117,6 +130,8 @@ pub enum Value<'a, S: Storage> {
     },
     /// [`Kind::Integer`] of a key without a default.
     OptionalInteger(Option<u32>),
+    /// [`Kind::IntegerOrAuto`].
+    Tunable(Option<Tunable>),
     /// [`Kind::Fraction`].
     Fraction(Option<f64>),
     /// [`Kind::Symbol`], [`Kind::Pattern`] and [`Kind::Choice`].
@@ -139,6 +154,7 @@ impl<S: Storage> Value<'_, S> {
             Value::Block(_) => true,
             Value::Integer { value, default } => value != default,
             Value::OptionalInteger(value) => value.is_some(),
+            Value::Tunable(value) => value.is_some(),
             Value::Fraction(value) => value.is_some(),
             Value::Text(value) => value.is_some(),
             Value::Archs(value) | Value::Gpus(value) => value.is_some(),
@@ -157,6 +173,7 @@ impl<S: Storage> fmt::Display for Value<'_, S> {
             Value::Integer { value, .. } | Value::OptionalInteger(Some(value)) => {
                 write!(formatter, "{value}")
             }
+            Value::Tunable(Some(value)) => write!(formatter, "{value}"),
             // f64's Display is the shortest text that parses back to the same value.
             Value::Fraction(Some(fraction)) => write!(formatter, "{fraction}"),
             Value::Text(Some(text)) => write!(formatter, "{text:?}"),
@@ -171,6 +188,7 @@ impl<S: Storage> fmt::Display for Value<'_, S> {
                 formatter.write_str("]")
             }
             Value::OptionalInteger(None)
+            | Value::Tunable(None)
             | Value::Fraction(None)
             | Value::Text(None)
             | Value::Archs(None)
@@ -189,6 +207,8 @@ pub enum ValueMut<'a, S: Storage> {
     Integer(&'a mut u32),
     /// [`Kind::Integer`] of a key without a default.
     OptionalInteger(&'a mut Option<u32>),
+    /// [`Kind::IntegerOrAuto`].
+    Tunable(&'a mut Option<Tunable>),
     /// [`Kind::Fraction`].
     Fraction(&'a mut Option<f64>),
     /// [`Kind::Symbol`], [`Kind::Pattern`] and [`Kind::Choice`].
@@ -340,6 +360,7 @@ mod tests {
                         Kind::Integer { .. },
                         Value::Integer { .. } | Value::OptionalInteger(_)
                     )
+                    | (Kind::IntegerOrAuto { .. }, Value::Tunable(_))
                     | (Kind::Fraction, Value::Fraction(_))
                     | (
                         Kind::Symbol | Kind::Pattern | Kind::Choice { .. },

@@ -46,6 +46,9 @@ pub use occupancy_model::ClusterDim;
 /// `Level`, the same the build uses.
 pub use occupancy_model::Level as LintLevel;
 use occupancy_model::Static;
+/// A launch bound as the declaration writes it: a number, or `"auto"` (the build chooses it per
+/// architecture; what it chose is in [`KernelDeclaration::compiled`]'s facts and the report).
+pub use occupancy_model::Tunable;
 
 /// One declaration's keys and lint settings, as `#[occupancy::kernel(...)]` wrote them: one
 /// field per key (generated from the key list, `occupancy_model::KEYS`), then the lint

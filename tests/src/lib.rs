@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod fixture;
 pub mod sccache;
 
 /// The repository root.

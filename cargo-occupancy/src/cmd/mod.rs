@@ -10,3 +10,4 @@ pub mod parse;
 pub mod report;
 pub mod stream;
 pub mod sweep;
+pub mod tune;

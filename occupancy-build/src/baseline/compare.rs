@@ -151,8 +151,18 @@ fn compare_kernel<'a>(
                 under.worse.insert((source, kernel));
             }
             finding.notes.push(cause);
+            if before.chosen_bounds != now.chosen_bounds {
+                finding
+                    .notes
+                    .extend(differences(before, now).into_iter().take(1));
+            }
             finding
         }
+        None if before.chosen_bounds != now.chosen_bounds => evaluate::baseline_stale(
+            arch,
+            format!("the bounds the build chose for kernel `{kernel}` on {arch} changed"),
+            differences(before, now),
+        ),
         None => evaluate::baseline_stale(
             arch,
             format!("kernel `{kernel}` is better than the baseline on {arch}"),
@@ -165,6 +175,19 @@ fn compare_kernel<'a>(
 /// `registers: 48 -> 40` for every number that differs.
 pub(crate) fn differences(before: &BaselineNumbers, now: &BaselineNumbers) -> Vec<String> {
     let mut notes = Vec::new();
+    if before.chosen_bounds != now.chosen_bounds {
+        let words = |bound: Option<occupancy_core::tune::Bound>| {
+            bound.map_or(
+                "none recorded (no bound written \"auto\")".to_string(),
+                |bound| bound.to_string(),
+            )
+        };
+        notes.push(format!(
+            "chosen bounds: {} -> {}",
+            words(before.chosen_bounds),
+            words(now.chosen_bounds)
+        ));
+    }
     let pairs = [
         (
             "registers",

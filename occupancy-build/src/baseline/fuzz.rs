@@ -39,9 +39,14 @@ fn numbers() -> impl Strategy<Value = BaselineNumbers> {
         0u64..4096,
         0u64..(1 << 20),
         prop_oneof![Just(0.0), Just(1.0), 0.0f64..=1.0],
+        prop::option::of(prop_oneof![
+            Just(occupancy_core::tune::Bound::None),
+            (1u32..=32).prop_map(occupancy_core::tune::Bound::MinBlocksPerSm),
+            (1u32..=255).prop_map(occupancy_core::tune::Bound::MaxRegisters),
+        ]),
     )
         .prop_map(
-            |(registers, spill_store_bytes, spill_load_bytes, stack, smem, occupancy)| {
+            |(registers, spill_store_bytes, spill_load_bytes, stack, smem, occupancy, chosen)| {
                 BaselineNumbers {
                     registers,
                     spill_store_bytes,
@@ -49,6 +54,7 @@ fn numbers() -> impl Strategy<Value = BaselineNumbers> {
                     stack_frame_bytes: stack,
                     static_smem_bytes: smem,
                     occupancy,
+                    chosen_bounds: chosen,
                 }
             },
         )

@@ -15,6 +15,8 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use occupancy_core::lint::evaluate::BaselineNumbers;
+use occupancy_core::spec::{MAX_BLOCKS_PER_SM_ANY_ARCH, MAX_REGISTERS_PER_THREAD_ANY_ARCH};
+use occupancy_core::tune::Bound;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
@@ -202,6 +204,8 @@ struct NumbersFile {
     static_smem_bytes: u64,
     #[serde(deserialize_with = "occupancy")]
     occupancy: f64,
+    #[serde(default, deserialize_with = "chosen_bounds")]
+    chosen_bounds: Option<Bound>,
 }
 
 impl From<NumbersFile> for BaselineNumbers {
@@ -213,7 +217,27 @@ impl From<NumbersFile> for BaselineNumbers {
             stack_frame_bytes: file.stack_frame_bytes,
             static_smem_bytes: file.static_smem_bytes,
             occupancy: file.occupancy,
+            chosen_bounds: file.chosen_bounds,
         }
+    }
+}
+
+/// `chosen_bounds`: `"none"`, `{"min_blocks_per_sm": B}` (1 to 32) or `{"max_registers": R}`
+/// (1 to 255), as a bless writes it.
+fn chosen_bounds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Bound>, D::Error> {
+    let bound = Bound::deserialize(deserializer)?;
+    let in_range = match bound {
+        Bound::None => true,
+        Bound::MinBlocksPerSm(blocks) => (1..=MAX_BLOCKS_PER_SM_ANY_ARCH).contains(&blocks),
+        Bound::MaxRegisters(registers) => {
+            (1..=MAX_REGISTERS_PER_THREAD_ANY_ARCH).contains(&registers)
+        }
+    };
+    match in_range {
+        true => Ok(Some(bound)),
+        false => Err(de::Error::custom(format!(
+            "`chosen_bounds` out of range: `{bound}` is no bound a build chooses"
+        ))),
     }
 }
 

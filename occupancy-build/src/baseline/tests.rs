@@ -14,6 +14,7 @@ fn numbers(registers: u32, occupancy: f64) -> BaselineNumbers {
         stack_frame_bytes: 0,
         static_smem_bytes: 0,
         occupancy,
+        chosen_bounds: None,
     }
 }
 
@@ -882,4 +883,67 @@ fn an_invalid_lock_says_how_to_fix_and_how_to_regenerate() {
         assert!(message.contains(part), "{part:?} in {message}");
     }
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A changed `"auto"` choice is a change of the lock: `baseline_stale` naming the choices when
+/// nothing got worse, a note of the `regression` when something did; the bless writes it and the
+/// strict reader reads it back.
+#[test]
+fn a_changed_choice_is_a_reviewable_change_of_the_lock() {
+    use occupancy_core::tune::Bound;
+    let with = |registers: u32, occupancy: f64, bound: Bound| {
+        let mut built = baseline("13.0.88", &["sm_90"], &[("k", "sm_90", registers)]);
+        let numbers = built
+            .sources
+            .get_mut(SOURCE)
+            .unwrap()
+            .get_mut("sm_90")
+            .unwrap();
+        let entry = numbers.kernels.get_mut("k").unwrap();
+        entry.occupancy = occupancy;
+        entry.chosen_bounds = Some(bound);
+        built
+    };
+    let committed = with(48, 0.625, Bound::MinBlocksPerSm(5));
+    let text = committed.to_text();
+    assert!(
+        text.contains("\"chosen_bounds\": {\n") && text.contains("\"min_blocks_per_sm\": 5"),
+        "{text}"
+    );
+    let read = parse(text.as_bytes()).unwrap().baseline;
+    assert_eq!(read, committed, "the lock reads back what the bless wrote");
+    let rechosen = with(48, 0.625, Bound::MinBlocksPerSm(4));
+    let comparison = compare(&committed, &rechosen, &nothing_deleted());
+    assert_eq!(
+        lints(&comparison),
+        [(Some("k"), LintId::BaselineStale, Some("sm_90"))]
+    );
+    let finding = &comparison.findings[0].1;
+    assert_eq!(
+        finding.message,
+        "the bounds the build chose for kernel `k` on sm_90 changed"
+    );
+    assert_eq!(
+        finding.notes,
+        ["chosen bounds: min_blocks_per_sm = 5 -> min_blocks_per_sm = 4"]
+    );
+    let worse = with(64, 0.5, Bound::None);
+    let comparison = compare(&committed, &worse, &nothing_deleted());
+    let finding = &comparison.findings[0].1;
+    assert_eq!(finding.lint, LintId::Regression);
+    assert!(
+        finding
+            .notes
+            .contains(&"chosen bounds: min_blocks_per_sm = 5 -> no bounds".to_string()),
+        "{:?}",
+        finding.notes
+    );
+    let out_of_range = text.replace("\"min_blocks_per_sm\": 5", "\"min_blocks_per_sm\": 40");
+    let Err(ParseError::Invalid(error)) = parse(out_of_range.as_bytes()) else {
+        panic!("a bound no build chooses is refused");
+    };
+    assert!(
+        error.to_string().contains("`chosen_bounds` out of range"),
+        "{error}"
+    );
 }

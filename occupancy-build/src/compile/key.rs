@@ -11,23 +11,38 @@ use crate::Error;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-/// The `#define` lines of the generated header for exactly the macros `used`; `None` when a used
-/// name is not one of its macros (token pasting, a typo): then the whole header counts.
+/// The `#define` lines of the generated header for exactly the macros `used`, each with the
+/// `#if`/`#elif`/`#else` it sits under (a `"auto"` kernel's bounds are defined once per target
+/// arch, under `__CUDA_ARCH__` conditions: every branch counts, not the last definition);
+/// `None` when a used name is not one of its macros (token pasting, a typo): then the whole
+/// header counts.
 pub(crate) fn selected_definitions(
     header: &str,
     used: &std::collections::BTreeSet<String>,
 ) -> Option<String> {
-    let mut definitions = std::collections::BTreeMap::new();
+    let mut definitions: std::collections::BTreeMap<&str, String> =
+        std::collections::BTreeMap::new();
+    let mut condition = "";
     for line in header.lines() {
-        if let Some(rest) = line.strip_prefix("#define ") {
+        let directive = line.trim_start();
+        if directive.starts_with("#if") || directive.starts_with("#el") {
+            condition = line;
+        } else if directive.starts_with("#endif") {
+            condition = "";
+        } else if let Some(rest) = line.strip_prefix("#define ") {
             let name = rest.split_whitespace().next().unwrap_or_default();
-            definitions.insert(name, line);
+            let text = definitions.entry(name).or_default();
+            if !condition.is_empty() {
+                text.push_str(condition);
+                text.push('\n');
+            }
+            text.push_str(line);
+            text.push('\n');
         }
     }
     let mut selected = String::new();
     for name in used {
         selected.push_str(definitions.get(name.as_str())?);
-        selected.push('\n');
     }
     Some(selected)
 }

@@ -346,4 +346,21 @@ mod tests {
             "token pasting: the whole header counts"
         );
     }
+
+    #[test]
+    fn every_arch_branch_of_a_chosen_bound_is_part_of_the_key() {
+        let header = |sm_80: u32, sm_90: u32| {
+            format!(
+                "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900\n#define OCCUPANCY_BOUNDS_k __launch_bounds__(256, {sm_90})\n#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 800\n#define OCCUPANCY_BOUNDS_k __launch_bounds__(256, {sm_80})\n#else\n#define OCCUPANCY_BOUNDS_k __launch_bounds__(256)\n#endif\n"
+            )
+        };
+        let used: std::collections::BTreeSet<String> = ["OCCUPANCY_BOUNDS_k".to_string()].into();
+        let key = |sm_80, sm_90| selected_definitions(&header(sm_80, sm_90), &used).unwrap();
+        assert!(key(3, 4).contains(
+            "__CUDA_ARCH__ == 800\n#define OCCUPANCY_BOUNDS_k __launch_bounds__(256, 3)"
+        ));
+        assert_ne!(key(3, 4), key(4, 3), "swapped choices compile differently");
+        assert_ne!(key(3, 4), key(3, 5));
+        assert_eq!(key(3, 4), key(3, 4));
+    }
 }

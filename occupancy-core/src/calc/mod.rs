@@ -557,6 +557,29 @@ pub fn blocks_per_sm(arch: &ArchFacts, kernel: &KernelFacts, launch: &Launch) ->
     resources(arch, kernel, launch).limits.blocks_per_sm()
 }
 
+/// The largest registers per thread with which at least `blocks` blocks of `launch` reside, the
+/// kernel's other resources as they are; `None` when no register count reaches it. What a
+/// register cap (`__maxnreg__`, or the cap ptxas derives from `__launch_bounds__(T, blocks)`)
+/// must be for `blocks` blocks: the steps of the register ladder `explain` shows and
+/// `occupancy_core::tune` tries.
+pub(crate) fn register_cap_for_blocks(
+    arch: &ArchFacts,
+    kernel: &KernelFacts,
+    launch: &Launch,
+    blocks: u32,
+) -> Option<u32> {
+    (1..=arch.max_regs_per_thread).rev().find(|&registers| {
+        blocks_per_sm(
+            arch,
+            &KernelFacts {
+                registers_per_thread: registers,
+                ..*kernel
+            },
+            launch,
+        ) >= blocks
+    })
+}
+
 /// The full answer: blocks, warps, occupancy, limiters, allocations, headroom, and a reason when
 /// the launch can never run.
 pub fn occupancy(arch: &ArchFacts, kernel: &KernelFacts, launch: &Launch) -> Occupancy {

@@ -16,6 +16,10 @@ pub struct BaselineNumbers {
     pub stack_frame_bytes: u64,
     pub static_smem_bytes: u64,
     pub occupancy: f64,
+    /// For a declaration with a bound written `"auto"`: the bound the build chose on this arch
+    /// (`crate::tune`), so that a changed choice is a reviewable change of the lock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen_bounds: Option<crate::tune::Bound>,
 }
 
 /// `regression`: any number worse than the baseline's.

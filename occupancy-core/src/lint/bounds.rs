@@ -9,7 +9,7 @@ use super::minimum::{
 };
 use crate::calc::{Limiter, Resources};
 use crate::ptxas::PtxEntry;
-use crate::spec::KernelSpec;
+use crate::spec::{KernelSpec, Tunable};
 
 /// `unlaunchable`: the launch cannot start, because the kernel was compiled for smaller
 /// blocks or because no block fits an SM.
@@ -91,10 +91,11 @@ pub(super) fn bounds_mismatch(
         .maxntid
         .as_ref()
         .map(|dims| dims.iter().product::<u32>());
-    if let Some(blocks) = spec.min_blocks_per_sm {
+    if let Some((blocks, origin)) = on.min_blocks_per_sm(spec) {
         if ptx.minnctapersm != Some(blocks) {
             differences.push(format!(
-                "min blocks per SM: declared {blocks}, compiled {}",
+                "min blocks per SM: {} {blocks}, compiled {}",
+                origin.words("min_blocks_per_sm"),
                 ptx.minnctapersm
                     .map_or("none (.minnctapersm absent)".to_string(), |value| value
                         .to_string())
@@ -114,15 +115,30 @@ pub(super) fn bounds_mismatch(
             ));
         }
     }
-    if let Some(registers) = spec.max_registers {
+    if let Some(compiled) = ptx.minnctapersm.filter(|_| {
+        spec.min_blocks_per_sm == Some(Tunable::Auto) && on.min_blocks_per_sm(spec).is_none()
+    }) {
+        differences.push(format!(
+            "min blocks per SM: none chosen for `min_blocks_per_sm = \"auto\"`, compiled {compiled}"
+        ));
+    }
+    if let Some((registers, origin)) = on.max_registers(spec) {
         if ptx.maxnreg != Some(registers) {
             differences.push(format!(
-                "max registers: declared {registers}, compiled {}",
+                "max registers: {} {registers}, compiled {}",
+                origin.words("max_registers"),
                 ptx.maxnreg
                     .map_or("none (.maxnreg absent)".to_string(), |value| value
                         .to_string())
             ));
         }
+    } else if let Some(compiled) = ptx
+        .maxnreg
+        .filter(|_| spec.max_registers == Some(Tunable::Auto))
+    {
+        differences.push(format!(
+            "max registers: none chosen for `max_registers = \"auto\"`, compiled {compiled}"
+        ));
     }
     if !differences.is_empty() {
         findings.push(Finding {

@@ -10,6 +10,8 @@ use super::level::Level;
 use crate::arch::ArchFacts;
 use crate::calc::{Limiter, Occupancy};
 use crate::ptxas::{KernelRecord, PtxEntry};
+use crate::spec::{KernelSpec, Tunable};
+use crate::tune::Bound;
 
 /// One finding, before a level is attached.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,6 +39,47 @@ pub struct CompiledOnArch<'a> {
     pub ptx: Option<&'a PtxEntry>,
     /// Occupancy of the declared launch.
     pub occupancy: &'a Occupancy,
+    /// The bound the build chose on this arch for a key written `"auto"`
+    /// (`crate::tune`); `None` when no key of the declaration is `"auto"`.
+    pub chosen: Option<Bound>,
+}
+
+/// Where a bound in effect comes from: the number written, or the build's choice for `"auto"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BoundOrigin {
+    /// `min_blocks_per_sm = 4`.
+    Declared,
+    /// `min_blocks_per_sm = "auto"`, resolved by the build on this arch.
+    Chosen,
+}
+
+impl BoundOrigin {
+    /// `declared` or `chosen for `min_blocks_per_sm = "auto"``.
+    pub(crate) fn words(self, key: &str) -> String {
+        match self {
+            BoundOrigin::Declared => "declared".to_string(),
+            BoundOrigin::Chosen => format!("chosen for `{key} = \"auto\"`"),
+        }
+    }
+}
+
+impl CompiledOnArch<'_> {
+    /// The minimum blocks per SM the declaration asks for on this arch: the number written, or
+    /// the build's choice for `"auto"` (`None` when it chose none).
+    pub(crate) fn min_blocks_per_sm(&self, spec: &KernelSpec) -> Option<(u32, BoundOrigin)> {
+        match spec.min_blocks_per_sm? {
+            Tunable::Fixed(blocks) => Some((blocks, BoundOrigin::Declared)),
+            Tunable::Auto => Some((self.chosen?.min_blocks_per_sm()?, BoundOrigin::Chosen)),
+        }
+    }
+
+    /// The register cap the declaration asks for on this arch, likewise.
+    pub(crate) fn max_registers(&self, spec: &KernelSpec) -> Option<(u32, BoundOrigin)> {
+        match spec.max_registers? {
+            Tunable::Fixed(registers) => Some((registers, BoundOrigin::Declared)),
+            Tunable::Auto => Some((self.chosen?.max_registers()?, BoundOrigin::Chosen)),
+        }
+    }
 }
 
 pub(super) fn percent(fraction: f64) -> String {

@@ -2,7 +2,9 @@
 //! answer: `partial_warp`, `spills`, `low_occupancy`, `too_many_registers`, `stack_frame`,
 //! `const_memory` and `local_memory`.
 
-use super::finding::{occupancy_note, percent, ptxas_note, CompiledOnArch, Finding, LaunchOrigin};
+use super::finding::{
+    occupancy_note, percent, ptxas_note, BoundOrigin, CompiledOnArch, Finding, LaunchOrigin,
+};
 use super::id::LintId;
 use super::minimum::{
     capped_by_words, ignored_because, ignored_warning, reach, register_budget, Minimum, Reach,
@@ -295,11 +297,22 @@ fn spill_help(spec: &KernelSpec, on: &CompiledOnArch<'_>, origin: LaunchOrigin) 
         match origin {
             LaunchOrigin::Declaration => {
                 let mut more_registers = Vec::new();
-                if spec.min_blocks_per_sm.is_some_and(|blocks| blocks > 1) {
-                    more_registers.push("lower `min_blocks_per_sm`".to_string());
+                match on.min_blocks_per_sm(spec) {
+                    Some((blocks, BoundOrigin::Declared)) if blocks > 1 => {
+                        more_registers.push("lower `min_blocks_per_sm`".to_string());
+                    }
+                    Some((_, BoundOrigin::Chosen)) => more_registers.push(
+                        "write a lower `min_blocks_per_sm` than the build chose".to_string(),
+                    ),
+                    _ => {}
                 }
-                if spec.max_registers.is_some_and(|cap| cap < hardware_max) {
-                    more_registers.push(format!("raise `max_registers` (at most {hardware_max})"));
+                match on.max_registers(spec) {
+                    Some((cap, BoundOrigin::Declared)) if cap < hardware_max => more_registers
+                        .push(format!("raise `max_registers` (at most {hardware_max})")),
+                    Some((_, BoundOrigin::Chosen)) => more_registers.push(format!(
+                        "write a higher `max_registers` than the build chose (at most {hardware_max})"
+                    )),
+                    _ => {}
                 }
                 if more_registers.is_empty() {
                     "reduce live values, or launch smaller blocks (a smaller `block` with a matching `__launch_bounds__` leaves ptxas more registers per thread)".to_string()
@@ -322,12 +335,18 @@ fn spill_help(spec: &KernelSpec, on: &CompiledOnArch<'_>, origin: LaunchOrigin) 
 
 fn bound_notes(spec: &KernelSpec, on: &CompiledOnArch<'_>) -> Vec<String> {
     let mut notes = Vec::new();
-    if let Some(blocks) = spec.min_blocks_per_sm {
-        notes.push(minimum_note(spec, on, blocks));
+    if let Some((blocks, origin)) = on.min_blocks_per_sm(spec) {
+        notes.push(minimum_note(spec, on, blocks, origin));
     }
-    if let Some(registers) = spec.max_registers {
+    if let Some((registers, origin)) = on.max_registers(spec) {
+        let written = match origin {
+            BoundOrigin::Declared => format!("`max_registers = {registers}`"),
+            BoundOrigin::Chosen => {
+                format!("`max_registers = {registers}` (chosen for `max_registers = \"auto\"`)")
+            }
+        };
         notes.push(format!(
-            "`max_registers = {registers}` caps ptxas at {registers} registers per thread"
+            "{written} caps ptxas at {registers} registers per thread"
         ));
     }
     notes
@@ -335,11 +354,20 @@ fn bound_notes(spec: &KernelSpec, on: &CompiledOnArch<'_>) -> Vec<String> {
 
 /// What the declared minimum asked of ptxas on this arch, and what ptxas made of it: a register
 /// cap, or nothing when it ignored a minimum the SM cannot hold (never a cap it did not apply).
-fn minimum_note(spec: &KernelSpec, on: &CompiledOnArch<'_>, blocks: u32) -> String {
+fn minimum_note(
+    spec: &KernelSpec,
+    on: &CompiledOnArch<'_>,
+    blocks: u32,
+    origin: BoundOrigin,
+) -> String {
     let threads = spec.block.threads();
     let minimum = Minimum { blocks, threads };
+    let chosen = match origin {
+        BoundOrigin::Declared => "",
+        BoundOrigin::Chosen => " (chosen for `min_blocks_per_sm = \"auto\"`)",
+    };
     let asks = format!(
-        "`min_blocks_per_sm = {blocks}` with `block = {threads}` asks ptxas to fit {} threads per SM on {}",
+        "`min_blocks_per_sm = {blocks}`{chosen} with `block = {threads}` asks ptxas to fit {} threads per SM on {}",
         u64::from(blocks) * u64::from(threads),
         on.arch.name
     );

@@ -285,6 +285,7 @@ mod tests {
             record,
             ptx: Some(ptx),
             occupancy: &answer,
+            chosen: None,
         };
         let spec = KernelSpec::with_block(crate::spec::BlockDim::linear(block));
         let mut findings = Vec::new();

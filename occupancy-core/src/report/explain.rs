@@ -105,26 +105,6 @@ fn effect(
     }
 }
 
-/// The largest registers per thread with which at least `blocks` blocks reside (other
-/// resources as they are), or `None` when no register count reaches it.
-pub(crate) fn register_budget_for_blocks(
-    arch: &ArchFacts,
-    kernel: &KernelFacts,
-    launch: &Launch,
-    blocks: u32,
-) -> Option<u32> {
-    (1..=arch.max_regs_per_thread).rev().find(|&registers| {
-        calc::blocks_per_sm(
-            arch,
-            &KernelFacts {
-                registers_per_thread: registers,
-                ..*kernel
-            },
-            launch,
-        ) >= blocks
-    })
-}
-
 /// Explains `row` (its inputs: registers, shared memory, barriers, bounds, launch) on `arch`.
 pub fn explain(arch: &'static ArchFacts, row: &KernelRow) -> Explanation {
     let mut row = row.clone();
@@ -212,7 +192,7 @@ fn register_knobs(
     }
     let ceiling = next_limit.map_or(u32::MAX, |(blocks, _)| *blocks);
     for blocks in answer.blocks_per_sm + 1..=ceiling.min(arch.max_blocks_per_sm) {
-        let Some(budget) = register_budget_for_blocks(arch, kernel, launch, blocks)
+        let Some(budget) = calc::register_cap_for_blocks(arch, kernel, launch, blocks)
             .filter(|&budget| budget < row.registers)
         else {
             break;
@@ -555,12 +535,34 @@ pub fn render_explanation_text(explanation: &Explanation) -> String {
         let _ = writeln!(out, "  - {line}");
     }
     out.push('\n');
+    write_tuning(&mut out, explanation);
     write_machine_code(&mut out, explanation);
     for curve in &explanation.curves {
         out.push_str(&render_curve_text(curve));
         out.push('\n');
     }
     out
+}
+
+/// The build's choice for a bound written `"auto"`: every bound it tried on this arch, the
+/// measurements and the objective's verdicts, and why it chose what it chose.
+fn write_tuning(out: &mut String, explanation: &Explanation) {
+    let row = &explanation.row;
+    let Some(tuning) = &row.tuning else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "Bounds chosen by the build (`{} = \"auto\"`): {}",
+        tuning.knob, tuning.chosen
+    );
+    out.push_str(&crate::tune::render_ladder(
+        row.readable_name(),
+        &row.arch,
+        row.block,
+        tuning,
+    ));
+    out.push('\n');
 }
 
 /// What ptxas did with the kernel's minimum blocks per SM and register cap, when it did not

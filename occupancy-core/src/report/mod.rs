@@ -22,6 +22,7 @@ mod query;
 mod sarif;
 pub(crate) mod sass;
 mod table;
+mod tuning;
 mod validate;
 
 pub use curves::{Axis, Curve, CurveInput, CurvePoint, Step};
@@ -107,6 +108,7 @@ impl KernelRow {
             cluster: None,
             non_portable_cluster: false,
             clusters: Vec::new(),
+            tuning: None,
         }
     }
 

@@ -299,6 +299,10 @@ pub struct KernelRow {
     /// (`cudaOccupancyMaxActiveClusters`; `cargo occupancy arch --gpus` lists them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clusters: Vec<RowClusters>,
+    /// For a declaration with a bound written `"auto"`: what the build chose on this
+    /// architecture, every bound it tried and why (`crate::tune`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tuning: Option<crate::tune::Tuning>,
 }
 
 /// Clusters of a row's launch resident at once on one GPU ([`crate::calc::clusters`]).

@@ -227,6 +227,7 @@ pub fn render_text(report: &Report) -> String {
         }
     }
     out.push_str(&super::sass::render_sass_text(&report.kernels));
+    out.push_str(&super::tuning::render_tuning_text(&report.kernels));
     out.push_str(&render_findings_text(
         &report.shown_findings().collect::<Vec<_>>(),
     ));

@@ -774,3 +774,101 @@ fn row_index_finds_a_finding_row_by_kernel_and_arch() {
     assert_eq!(index.first_concerned(&finding(None)), Some(&rows[0]));
     assert_eq!(index.first_concerned(&finding(Some("sm_75"))), None);
 }
+
+/// A row whose bound the build chose says so in the text report and in `explain`, which shows
+/// the ladder: every bound tried, the chosen one starred, with the reason.
+#[test]
+fn a_chosen_bound_is_in_the_text_report_and_explain() {
+    use crate::sass::LoopProfile;
+    use crate::tune::{Bound, Candidate, Knob, Measured, TunedCandidate, Tuning, Verdict};
+    let measured = |registers: u32, blocks: u32, spills: u32| Measured {
+        registers,
+        spill_store_bytes: u64::from(spills) * 4,
+        spill_load_bytes: u64::from(spills) * 4,
+        stack_frame_bytes: 0,
+        static_smem_bytes: 0,
+        barriers: 1,
+        spill_instructions: spills,
+        spill_instructions_in_loops: spills,
+        loops: LoopProfile {
+            loops: 1,
+            loop_instructions: 46,
+            loop_memory_instructions: 1,
+            instructions: 80,
+        },
+        blocks_per_sm: blocks,
+        warps_per_sm: blocks * 8,
+        occupancy: f64::from(blocks * 8) / 64.0,
+    };
+    let tried = |bound, found, verdict| TunedCandidate {
+        candidate: Candidate {
+            bound,
+            measured: Some(found),
+            failure: None,
+            refused_spill_bytes: None,
+        },
+        verdict,
+    };
+    let mut row = KernelRow {
+        registers: 48,
+        min_blocks_per_sm: Some(5),
+        max_threads_per_block: Some(256),
+        ..KernelRow::new("chain", "sm_90", 256)
+    };
+    row.tuning = Some(Tuning {
+        knob: Knob::MinBlocksPerSm,
+        chosen: Bound::MinBlocksPerSm(5),
+        reason: "the most warps within the objective".into(),
+        loop_growth_percent: 5,
+        shared_with: Vec::new(),
+        candidates: vec![
+            tried(Bound::None, measured(50, 4, 0), Verdict::Baseline),
+            tried(
+                Bound::MinBlocksPerSm(5),
+                measured(48, 5, 0),
+                Verdict::Admissible,
+            ),
+            tried(
+                Bound::MinBlocksPerSm(6),
+                measured(40, 6, 35),
+                Verdict::SpillsInLoops {
+                    instructions: 35,
+                    without_bounds: 0,
+                },
+            ),
+        ],
+    });
+    row.compute(crate::arch::lookup("sm_90").unwrap());
+    let report = Report {
+        kernels: vec![row.clone()],
+        ..Report::default()
+    };
+    let text = render_text(&report);
+    assert!(
+        text.contains("  chain on sm_90: min_blocks_per_sm = 5 (48 registers, 5 blocks/SM, 62.5% occupancy; 3 bounds tried): the most warps within the objective"),
+        "{text}"
+    );
+    let explained = explain::render_explanation_text(&explain::explain(
+        crate::arch::lookup("sm_90").unwrap(),
+        &row,
+    ));
+    assert!(
+        explained.contains(
+            "Bounds chosen by the build (`min_blocks_per_sm = \"auto\"`): min_blocks_per_sm = 5"
+        ),
+        "{explained}"
+    );
+    assert!(
+        explained.contains("* min_blocks_per_sm = 5 "),
+        "{explained}"
+    );
+    assert!(
+        explained.contains("35 spill instructions in loops (0 without bounds)"),
+        "{explained}"
+    );
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(
+        json["kernels"][0]["tuning"]["chosen"]["min_blocks_per_sm"], 5,
+        "{json}"
+    );
+}

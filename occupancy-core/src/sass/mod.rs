@@ -17,6 +17,7 @@ pub(crate) mod callee;
 pub(crate) mod cfg;
 pub(crate) mod facts;
 pub(crate) mod parse;
+pub(crate) mod profile;
 pub mod raw;
 mod symbols;
 
@@ -25,6 +26,7 @@ pub use facts::{
     CallFacts, LineFacts, LocalKind, LoopFacts, SassFacts, SetMaxRegFacts, INDIRECT_CALLEE,
 };
 pub use parse::{parse_nvdisasm, Instruction, SassSection, SourceLine, Subroutine};
+pub use profile::{loop_profile, LoopProfile};
 pub use symbols::FunctionSymbols;
 
 pub(crate) use facts::kernel_facts;

@@ -20,8 +20,8 @@ use syn::{Expr, Lit};
 use occupancy_model::{ClusterDim, Level, MAX_CLUSTER_BLOCKS_ANY_ARCH};
 
 use super::{
-    BlockDim, KernelSpec, Key, Kind, Owned, SpecKey, ValueMut, KEYS, MAX_BLOCK_DIMS,
-    MAX_THREADS_PER_BLOCK,
+    BlockDim, KernelSpec, Key, Kind, Owned, SpecKey, Tunable, Value, ValueMut, KEYS,
+    MAX_BLOCK_DIMS, MAX_THREADS_PER_BLOCK,
 };
 use crate::lint_id::LintId;
 use crate::names::did_you_mean;
@@ -117,6 +117,25 @@ fn needs_other_keys(spec: &KernelSpec, keys: &[KeyOccurrence]) -> Vec<syn::Error
     };
     if spec.family.is_some() && spec.name.is_some() {
         refuse(Key::Family, "`family` and `name` cannot both be set: `family` declares every kernel matching a pattern, `name` one kernel; keep one".to_string());
+    }
+    for (auto, other) in [
+        (Key::MinBlocksPerSm, Key::MaxRegisters),
+        (Key::MaxRegisters, Key::MinBlocksPerSm),
+    ] {
+        if !matches!(spec.value(auto), Value::Tunable(Some(Tunable::Auto))) {
+            continue;
+        }
+        if spec.value(other).is_set() {
+            refuse(auto, format!(
+                "`{auto} = \"auto\"` cannot be combined with `{other} = {}`: the build chooses the kernel's register cap itself (nvcc takes a minimum of blocks or a register cap, not both); remove `{other}`, or write a number for `{auto}`",
+                spec.value(other)
+            ));
+        }
+        if spec.family.is_some() {
+            refuse(auto, format!(
+                "`{auto} = \"auto\"` cannot be used with `family`: every kernel of a family shares one `OCCUPANCY_BOUNDS_FAMILY_...` macro, and the build chooses bounds for one kernel; write a number, or declare the kernel on its own with `name`"
+            ));
+        }
     }
     for key in Key::ALL {
         let value = spec.value(key);
@@ -441,6 +460,7 @@ fn unknown_key(path: &syn::Path, word: &str) -> syn::Error {
 enum Parsed {
     Block(BlockDim),
     Integer(u32),
+    Tunable(Tunable),
     Fraction(f64),
     Text(String),
     Archs(Vec<String>),
@@ -454,6 +474,9 @@ fn parse_value(key: Key, value: &Expr) -> syn::Result<Parsed> {
         Kind::Block => Parsed::Block(parse_block(value, key)?),
         Kind::Integer { min, max, why_max } => {
             Parsed::Integer(integer_in(value, key, min, max, why_max)?)
+        }
+        Kind::IntegerOrAuto { min, max, why_max } => {
+            Parsed::Tunable(integer_or_auto(value, key, min, max, why_max)?)
         }
         Kind::Fraction => Parsed::Fraction(parse_fraction(value, key)?),
         Kind::Symbol => Parsed::Text(parse_symbol(value, key)?),
@@ -473,6 +496,7 @@ fn assign(field: ValueMut<'_, Owned>, parsed: Parsed) {
         (ValueMut::Block(field), Parsed::Block(block)) => *field = block,
         (ValueMut::Integer(field), Parsed::Integer(value)) => *field = value,
         (ValueMut::OptionalInteger(field), Parsed::Integer(value)) => *field = Some(value),
+        (ValueMut::Tunable(field), Parsed::Tunable(value)) => *field = Some(value),
         (ValueMut::Fraction(field), Parsed::Fraction(value)) => *field = Some(value),
         (ValueMut::Text(field), Parsed::Text(text)) => *field = Some(text),
         (ValueMut::Archs(field), Parsed::Archs(archs)) => *field = Some(archs),
@@ -616,6 +640,53 @@ fn integer_in(
         ));
     }
     Ok(value as u32)
+}
+
+/// An integer in `minimum..=maximum`, or the string `"auto"` (the build chooses the value).
+fn integer_or_auto(
+    expr: &Expr,
+    key: Key,
+    minimum: u32,
+    maximum: u32,
+    why_max: &str,
+) -> syn::Result<Tunable> {
+    let Expr::Lit(syn::ExprLit {
+        lit: Lit::Str(text),
+        ..
+    }) = expr
+    else {
+        return match expr {
+            Expr::Lit(syn::ExprLit {
+                lit: Lit::Int(_), ..
+            })
+            | Expr::Unary(_) => {
+                integer_in(expr, key, minimum, maximum, why_max).map(Tunable::Fixed)
+            }
+            other => Err(not_a_literal(
+                other,
+                key,
+                &format!("an integer ({minimum} to {maximum}) or `\"auto\"`"),
+            )),
+        };
+    };
+    let written = text.value();
+    if written == "auto" {
+        return Ok(Tunable::Auto);
+    }
+    let hint = match written.trim().parse::<u64>() {
+        Ok(number) => format!("write the number without quotes, `{key} = {number}`"),
+        Err(_) if written.trim().eq_ignore_ascii_case("auto") => {
+            format!("write `{key} = \"auto\"` (lower case, no spaces)")
+        }
+        Err(_) => format!(
+            "write a number ({minimum} to {maximum}), or `{key} = \"auto\"` to let the build choose it per architecture"
+        ),
+    };
+    Err(error_at(
+        text,
+        key,
+        format!("`{key} = \"{written}\"` is neither a number nor `\"auto\"`: {hint}"),
+    ))
 }
 
 fn parse_block(expr: &Expr, key: Key) -> syn::Result<BlockDim> {

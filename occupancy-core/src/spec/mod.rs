@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use crate::lint_id::LintId;
 
 pub use occupancy_model::{
-    BlockDim, Key, Value, KEYS, MAX_BLOCKS_PER_SM_ANY_ARCH, MAX_BLOCK_DIMS,
+    BlockDim, Key, Tunable, Value, KEYS, MAX_BLOCKS_PER_SM_ANY_ARCH, MAX_BLOCK_DIMS,
     MAX_REGISTERS_PER_THREAD_ANY_ARCH, MAX_THREADS_PER_BLOCK,
 };
 

@@ -29,8 +29,8 @@ fn parses_every_key() {
     )
     .unwrap();
     let mut expected = KernelSpec::with_block(BlockDim { x: 32, y: 8, z: 1 });
-    expected.min_blocks_per_sm = Some(4);
-    expected.max_registers = Some(64);
+    expected.min_blocks_per_sm = Some(Tunable::Fixed(4));
+    expected.max_registers = Some(Tunable::Fixed(64));
     expected.dynamic_smem_bytes = 16384;
     expected.min_occupancy = Some(0.5);
     expected.max_spill_bytes = Some(0);
@@ -185,6 +185,38 @@ fn errors_say_what_to_edit() {
         ),
         ("block = 256, warn = spills", "takes a list of lints"),
         ("block", "`block` needs a value"),
+        (
+            "block = 256, min_blocks_per_sm = \"Auto\"",
+            "write `min_blocks_per_sm = \"auto\"` (lower case, no spaces)",
+        ),
+        (
+            "block = 256, min_blocks_per_sm = \"4\"",
+            "write the number without quotes, `min_blocks_per_sm = 4`",
+        ),
+        (
+            "block = 256, max_registers = \"fast\"",
+            "`max_registers = \"fast\"` is neither a number nor `\"auto\"`",
+        ),
+        (
+            "block = 256, max_registers = AUTO",
+            "`max_registers` expects an integer (1 to 255) or `\"auto\"`, found a name",
+        ),
+        (
+            "block = 256, min_blocks_per_sm = \"auto\", max_registers = 64",
+            "`min_blocks_per_sm = \"auto\"` cannot be combined with `max_registers = 64`",
+        ),
+        (
+            "block = 256, max_registers = \"auto\", min_blocks_per_sm = 2",
+            "`max_registers = \"auto\"` cannot be combined with `min_blocks_per_sm = 2`",
+        ),
+        (
+            "block = 256, family = \"k_*\", min_blocks_per_sm = \"auto\"",
+            "`min_blocks_per_sm = \"auto\"` cannot be used with `family`",
+        ),
+        (
+            "block = 256, min_blocks_per_sm = 40",
+            "no GPU keeps more than 32 blocks",
+        ),
     ];
     for (input, expected) in cases {
         let message = error(input);
@@ -197,6 +229,21 @@ fn errors_say_what_to_edit() {
             "`{input}` names no docs section:\n{message}"
         );
     }
+}
+
+#[test]
+fn auto_bounds_parse_and_print_back() {
+    let spec = parse("block = 256, min_blocks_per_sm = \"auto\"").unwrap();
+    assert_eq!(spec.min_blocks_per_sm, Some(Tunable::Auto));
+    assert_eq!(
+        spec.to_string(),
+        "block = 256, min_blocks_per_sm = \"auto\""
+    );
+    let spec = parse("block = 128, max_registers = \"auto\", max_spill_bytes = 16").unwrap();
+    assert_eq!(spec.max_registers, Some(Tunable::Auto));
+    assert_eq!(spec.min_blocks_per_sm, None);
+    let spec = parse("block = 128, min_blocks_per_sm = 3").unwrap();
+    assert_eq!(spec.min_blocks_per_sm, Some(Tunable::Fixed(3)));
 }
 
 #[test]
@@ -328,6 +375,7 @@ fn arb_spelling(arch: crate::arch::Arch, spelling: usize) -> String {
 enum ArbitraryValue {
     Block(BlockDim),
     Integer(Option<u32>),
+    Tunable(Option<Tunable>),
     Fraction(Option<f64>),
     Text(Option<String>),
     Archs(Option<Vec<String>>),
@@ -344,6 +392,12 @@ fn arb_value(kind: Kind) -> BoxedStrategy<ArbitraryValue> {
         Kind::Integer { min, max, .. } => proptest::option::of(min..=max)
             .prop_map(ArbitraryValue::Integer)
             .boxed(),
+        Kind::IntegerOrAuto { min, max, .. } => proptest::option::of(prop_oneof![
+            (min..=max).prop_map(Tunable::Fixed),
+            Just(Tunable::Auto),
+        ])
+        .prop_map(ArbitraryValue::Tunable)
+        .boxed(),
         Kind::Fraction => proptest::option::of(
             (1u64..=1_000_000).prop_map(|millionths| millionths as f64 / 1_000_000.0),
         )
@@ -399,6 +453,7 @@ fn set(field: ValueMut<'_, Owned>, value: ArbitraryValue) {
             *field = value.unwrap_or(*field)
         }
         (ValueMut::OptionalInteger(field), ArbitraryValue::Integer(value)) => *field = value,
+        (ValueMut::Tunable(field), ArbitraryValue::Tunable(value)) => *field = value,
         (ValueMut::Fraction(field), ArbitraryValue::Fraction(value)) => *field = value,
         (ValueMut::Text(field), ArbitraryValue::Text(text)) => *field = text,
         (ValueMut::Archs(field), ArbitraryValue::Archs(archs)) => *field = archs,
@@ -413,6 +468,7 @@ fn set(field: ValueMut<'_, Owned>, value: ArbitraryValue) {
 fn clear(field: ValueMut<'_, Owned>) {
     match field {
         ValueMut::OptionalInteger(field) => *field = None,
+        ValueMut::Tunable(field) => *field = None,
         ValueMut::Fraction(field) => *field = None,
         ValueMut::Text(field) => *field = None,
         ValueMut::Archs(field) | ValueMut::Gpus(field) => *field = None,
@@ -448,6 +504,15 @@ fn arb_spec() -> impl Strategy<Value = KernelSpec> {
                 .any(|need| !spec.value(*need).is_set())
             {
                 clear(spec.value_mut(key));
+            }
+        }
+        // `"auto"` for one launch bound is refused beside the other bound: drop the other.
+        for (auto, other) in [
+            (Key::MinBlocksPerSm, Key::MaxRegisters),
+            (Key::MaxRegisters, Key::MinBlocksPerSm),
+        ] {
+            if spec.value(auto) == Value::Tunable(Some(Tunable::Auto)) {
+                clear(spec.value_mut(other));
             }
         }
         spec.lint_levels = lints

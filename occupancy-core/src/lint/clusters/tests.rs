@@ -31,6 +31,7 @@ fn findings(arch: &str, spec: &KernelSpec, ptx: Option<&PtxEntry>) -> Vec<Findin
         record: &record,
         ptx,
         occupancy: &result,
+        chosen: None,
     };
     let mut found = Vec::new();
     cluster_unlaunchable(spec, &on, LaunchOrigin::Declaration, &mut found);

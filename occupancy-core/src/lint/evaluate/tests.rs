@@ -5,7 +5,7 @@ use crate::arch::lookup;
 use crate::calc::{occupancy, KernelFacts, Launch, Occupancy};
 use crate::lint::minimum::register_budget;
 use crate::ptxas::{parse_log, KernelRecord, PtxEntry};
-use crate::spec::{BlockDim, KernelSpec};
+use crate::spec::{BlockDim, KernelSpec, Tunable};
 
 fn record(log: &str) -> KernelRecord {
     parse_log(log)
@@ -33,13 +33,14 @@ fn spills_above_the_declared_maximum_are_found_with_notes() {
     let record = record(SPILLING);
     let arch = lookup("sm_90").unwrap();
     let mut spec = KernelSpec::with_block(BlockDim::linear(256));
-    spec.min_blocks_per_sm = Some(8);
+    spec.min_blocks_per_sm = Some(Tunable::Fixed(8));
     let result = occupancy(arch, &facts(&record), &Launch::new(256));
     let on = [CompiledOnArch {
         arch,
         record: &record,
         ptx: None,
         occupancy: &result,
+        chosen: None,
     }];
     let findings = evaluate_declared(&spec, &on);
     let spills: Vec<_> = findings
@@ -75,6 +76,7 @@ fn a_command_line_launch_gets_the_same_lints_worded_with_flags() {
         record: &record,
         ptx: None,
         occupancy: &result,
+        chosen: None,
     }];
     let declared = evaluate_declared(&spec, &on);
     let command_line = evaluate_launch(&spec, &on, LaunchOrigin::CommandLine);
@@ -142,6 +144,7 @@ fn low_occupancy_and_partial_warp() {
         record: &record,
         ptx: None,
         occupancy: &result,
+        chosen: None,
     }];
     let lints: Vec<LintId> = evaluate_declared(&spec, &on)
         .iter()
@@ -169,6 +172,7 @@ fn stack_frames_and_cliffs() {
         record: &record,
         ptx: None,
         occupancy: &result,
+        chosen: None,
     }];
     let findings = evaluate_declared(&spec, &on);
     let lints: Vec<LintId> = findings.iter().map(|finding| finding.lint).collect();
@@ -191,6 +195,7 @@ fn regression_compares_every_number() {
         stack_frame_bytes: 0,
         static_smem_bytes: 0,
         occupancy: 0.5,
+        chosen_bounds: None,
     };
     assert!(regression("k", "sm_90", &base, &base).is_none());
     let worse = BaselineNumbers {
@@ -253,6 +258,7 @@ fn on_sm_90<'a>(record: &'a KernelRecord, result: &'a Occupancy) -> [CompiledOnA
         record,
         ptx: None,
         occupancy: result,
+        chosen: None,
     }]
 }
 
@@ -422,7 +428,7 @@ fn no_cliff_and_no_raise_at_the_hardware_register_maximum() {
     let log = SPILLING.replace("Used 32", "Used 255");
     let record = record(&log);
     let mut spec = KernelSpec::with_block(BlockDim::linear(256));
-    spec.max_registers = Some(255);
+    spec.max_registers = Some(Tunable::Fixed(255));
     let result = occupancy(lookup("sm_90").unwrap(), &facts(&record), &Launch::new(256));
     assert_eq!(result.blocks_per_sm, 1);
     let findings = evaluate_declared(&spec, &on_sm_90(&record, &result));
@@ -458,14 +464,14 @@ fn spill_help_names_only_keys_that_were_declared() {
             .unwrap()
     };
     let mut spec = KernelSpec::with_block(BlockDim::linear(256));
-    spec.min_blocks_per_sm = Some(8);
+    spec.min_blocks_per_sm = Some(Tunable::Fixed(8));
     assert!(
         help_for(&spec).starts_with("lower `min_blocks_per_sm` so ptxas"),
         "{}",
         help_for(&spec)
     );
     spec.min_blocks_per_sm = None;
-    spec.max_registers = Some(32);
+    spec.max_registers = Some(Tunable::Fixed(32));
     assert!(
         help_for(&spec).starts_with("raise `max_registers` (at most 255)"),
         "{}",
@@ -623,7 +629,7 @@ fn every_launch_check_reports_its_own_lint() {
                 ..PtxEntry::default()
             }),
             spec: with(250, |spec| {
-                spec.min_blocks_per_sm = Some(8);
+                spec.min_blocks_per_sm = Some(Tunable::Fixed(8));
                 spec.max_registers_per_thread = Some(16);
             }),
         },
@@ -819,6 +825,7 @@ fn constant_memory_above_max_const_bytes_is_const_memory() {
         record: &scale,
         ptx: None,
         occupancy: &result,
+        chosen: None,
     }];
     let const_memory = |spec: &KernelSpec, on: &[CompiledOnArch<'_>]| -> Vec<Finding> {
         evaluate_declared(spec, on)
@@ -897,6 +904,7 @@ fn unreachable(
         record,
         ptx,
         occupancy: &result,
+        chosen: None,
     }];
     evaluate_launch(spec, &on, origin)
         .into_iter()
@@ -1069,6 +1077,7 @@ fn an_undeclared_kernel_gets_the_finding_at_its_level() {
         record: &record,
         ptx: Some(&ptx),
         occupancy: &result,
+        chosen: None,
     }];
     let found = check_kernel(
         super::Launch::Undeclared(&spec),
@@ -1088,7 +1097,7 @@ fn an_undeclared_kernel_gets_the_finding_at_its_level() {
 #[test]
 fn the_bound_note_says_when_ptxas_ignored_the_minimum() {
     let mut spec = KernelSpec::with_block(BlockDim::linear(256));
-    spec.min_blocks_per_sm = Some(8);
+    spec.min_blocks_per_sm = Some(Tunable::Fixed(8));
     let note = |arch: &str| {
         let spilling = SPILLING.replace("sm_90", arch);
         let record = record(&spilling);
@@ -1099,6 +1108,7 @@ fn the_bound_note_says_when_ptxas_ignored_the_minimum() {
             record: &record,
             ptx: None,
             occupancy: &result,
+            chosen: None,
         }];
         evaluate_declared(&spec, &on)
             .into_iter()

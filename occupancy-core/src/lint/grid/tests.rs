@@ -42,6 +42,7 @@ fn findings(spec: &KernelSpec, kernels: &[(KernelRecord, Occupancy)]) -> Vec<Fin
             record,
             ptx: None,
             occupancy: result,
+            chosen: None,
         })
         .collect();
     let mut found = Vec::new();

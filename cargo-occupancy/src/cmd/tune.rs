@@ -1,0 +1,213 @@
+//! `cargo occupancy tune FILE --kernel NAME`: the launch bounds `min_blocks_per_sm = "auto"`
+//! would choose for one kernel, with the whole ladder: every bound that changes the kernel's
+//! resident blocks, assembled from the file's PTX and measured (registers, spills and where
+//! they are, the loops' instructions and memory accesses, blocks per SM, occupancy), and the
+//! objective's verdict on each. The engine is the build's (`Build::tune_kernel`); this file
+//! parses the arguments and prints.
+
+use std::path::PathBuf;
+
+use occupancy_build::cli::{TuneRequest, TunedKernel};
+use occupancy_build::Build;
+use occupancy_core::tune::{render_ladder, Knob};
+
+use crate::cache_dir::CacheDir;
+use crate::env::Environment;
+use crate::error::{CliError, Outcome};
+use crate::stdout::Stdout;
+
+/// Which launch bound to choose.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KnobArg {
+    /// `__launch_bounds__(block, B)`: `min_blocks_per_sm = "auto"`.
+    MinBlocksPerSm,
+    /// `__maxnreg__(R)`: `max_registers = "auto"`.
+    MaxRegisters,
+}
+
+/// How to print the ladder.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A table per architecture, and the choice with its reason.
+    Text,
+    /// One JSON object: the kernel, the launch, and per architecture the choice and every
+    /// candidate with its measurements and verdict.
+    Json,
+}
+
+/// `cargo occupancy tune` arguments.
+#[derive(clap::Args, Debug)]
+#[command(
+    about = "Try every launch bound that changes a kernel's resident blocks, and say which the build's \"auto\" would choose"
+)]
+pub struct Args {
+    /// The .cu or .ptx file that defines the kernel.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The kernel's symbol (as in the PTX: `extern "C"` name or mangled name).
+    #[arg(long, value_name = "NAME")]
+    pub kernel: String,
+    /// Target architecture (repeatable); default: as a build resolves them.
+    #[arg(long = "arch", value_name = "ARCH")]
+    pub archs: Vec<String>,
+    /// Threads per block of the launch; default: the kernel's `__launch_bounds__` maximum.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub block: Option<u32>,
+    /// Dynamic shared memory per block of the launch, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = crate::flags::smem_bytes)]
+    pub dynamic_smem: u64,
+    /// The bound to choose.
+    #[arg(long, value_enum, default_value = "min-blocks-per-sm")]
+    pub knob: KnobArg,
+    /// Spill bytes per thread accepted (a declaration's `max_spill_bytes`).
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    pub max_spill_bytes: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Directory for nvcc's outputs and the caches, yours alone (default as `check`'s).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Arguments passed to nvcc (after `--`): includes, defines, -std=...
+    #[arg(last = true, value_name = "NVCC ARGS")]
+    pub nvcc_args: Vec<String>,
+}
+
+/// Runs `tune`: exit 0 after printing the ladder, 2 when it could not be made.
+pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
+    for arch in &args.archs {
+        env.archs
+            .lookup(arch)
+            .map_err(|error| CliError::Usage(format!("--arch: {error}")))?;
+    }
+    crate::inputs::check_input_file("the input", &args.file)?;
+    let build = build(args, env)?;
+    let request = TuneRequest {
+        kernel: args.kernel.clone(),
+        knob: match args.knob {
+            KnobArg::MinBlocksPerSm => Knob::MinBlocksPerSm,
+            KnobArg::MaxRegisters => Knob::MaxRegisters,
+        },
+        block_threads: args.block.unwrap_or(0),
+        dynamic_smem_bytes: u32::try_from(args.dynamic_smem).unwrap_or(u32::MAX),
+        accepted_spill_bytes: args.max_spill_bytes,
+        archs: None,
+    };
+    let tuned = build
+        .tune_kernel(&request)
+        .map_err(|error| CliError::CouldNotCheck(error.to_string()))?;
+    let from_source = args
+        .file
+        .extension()
+        .is_some_and(|extension| extension == "cu");
+    let text = match args.format {
+        Format::Text => render_text(&tuned, from_source),
+        Format::Json => render_json(&tuned, args.dynamic_smem),
+    };
+    let mut out = Stdout::lock("cannot write the ladder to standard output");
+    out.write_all(text.as_bytes())?;
+    out.finish()?;
+    Ok(Outcome::Success)
+}
+
+/// The build `check` would make of the file, compiling into the cache directory.
+fn build(args: &Args, env: &Environment) -> Result<Build, CliError> {
+    let cache_dir = CacheDir::choose(
+        args.cache_dir.as_deref(),
+        env.cache_home.as_deref(),
+        &env.temp_dir,
+    )?;
+    let file = std::fs::canonicalize(&args.file).unwrap_or_else(|_| args.file.clone());
+    let mut build = Build::new();
+    match file.extension().and_then(|extension| extension.to_str()) {
+        Some("cu") => build.file(&file),
+        Some("ptx") => build.ptx_file(&file),
+        _ => {
+            return Err(CliError::Usage(format!(
+                "{}: `tune` reads a .cu or a .ptx file",
+                occupancy_build::cli::shown_path(&args.file)
+            )))
+        }
+    };
+    for arch in &args.archs {
+        build.arch(arch);
+    }
+    for flag in &args.nvcc_args {
+        build.flag(flag);
+    }
+    if let Ok(current) = std::env::current_dir().and_then(std::fs::canonicalize) {
+        build.manifest_dir(current);
+    }
+    build.out_dir(&cache_dir.path).env(env.for_build());
+    Ok(build)
+}
+
+/// Every arch's ladder, then one line per arch with the choice as qualifiers; for a `.cu`
+/// (`from_source`), a note that nvcc may compile the source with a bound into other code.
+fn render_text(tuned: &TunedKernel, from_source: bool) -> String {
+    let mut text = String::new();
+    let mut summary = Vec::new();
+    for group in &tuned.groups {
+        for (arch, tuning) in &group.tunings {
+            text.push_str(&render_ladder(
+                &tuned.kernel,
+                arch,
+                tuned.block_threads,
+                tuning,
+            ));
+            text.push('\n');
+            let qualifiers = group.chosen.qualifiers(tuned.knob, tuned.block_threads);
+            summary.push(format!(
+                "  {arch} (__CUDA_ARCH__ {}): {}{}",
+                group.cuda_arch,
+                group.chosen,
+                match qualifiers.is_empty() {
+                    true => String::new(),
+                    false => format!(" -> {qualifiers}"),
+                }
+            ));
+        }
+    }
+    text.push_str(&format!(
+        "`{}` = \"auto\" for `{}` (block {}; {} compiles assembled, the rest from the cache):\n{}\n",
+        tuned.knob,
+        tuned.kernel,
+        tuned.block_threads,
+        tuned.assembled,
+        summary.join("\n")
+    ));
+    if from_source {
+        text.push_str("note: each bound was assembled from the kernel's PTX without bounds; nvcc's front end sees `__launch_bounds__` too and may compile the source with it into other code (a build with \"auto\" checks that compile and chooses again if it spills)\n");
+    }
+    text
+}
+
+/// The same as one JSON object.
+fn render_json(tuned: &TunedKernel, dynamic_smem_bytes: u64) -> String {
+    let archs: Vec<serde_json::Value> = tuned
+        .groups
+        .iter()
+        .flat_map(|group| {
+            group.tunings.iter().map(move |(arch, tuning)| {
+                serde_json::json!({
+                    "arch": arch,
+                    "cuda_arch": group.cuda_arch,
+                    "chosen": group.chosen,
+                    "qualifiers": group.chosen.qualifiers(tuned.knob, tuned.block_threads),
+                    "tuning": tuning,
+                })
+            })
+        })
+        .collect();
+    let value = serde_json::json!({
+        "kernel": tuned.kernel,
+        "knob": tuned.knob,
+        "block": tuned.block_threads,
+        "dynamic_smem_bytes": dynamic_smem_bytes,
+        "assembled": tuned.assembled,
+        "archs": archs,
+    });
+    let mut text = serde_json::to_string_pretty(&value).expect("a JSON value serializes");
+    text.push('\n');
+    text
+}

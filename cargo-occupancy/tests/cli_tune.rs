@@ -1,0 +1,188 @@
+//! `cargo occupancy tune`: the ladder of bounds for one kernel, assembled with the real nvcc,
+//! and the objective's choice (the engine of the build's `min_blocks_per_sm = "auto"`). The
+//! choice is checked against nvcc itself: the kernel compiled with the chosen
+//! `__launch_bounds__` gets the registers the ladder says. Needs nvcc, ptxas and nvdisasm
+//! (scripts/setup-cuda.sh).
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::{binary, fixtures, nvcc, stderr, stdout, work_dir};
+use serde_json::Value;
+
+fn tune(args: &[&str], cache: &Path) -> Output {
+    binary()
+        .args(["occupancy", "tune"])
+        .args(args)
+        .arg("--cache-dir")
+        .arg(cache)
+        .output()
+        .expect("run cargo-occupancy")
+}
+
+/// ptxas's registers for `source` compiled for sm_90.
+fn registers_of(source: &Path) -> u64 {
+    let output = std::process::Command::new(nvcc())
+        .args(["-cubin", "-arch=sm_90", "-Xptxas", "-v", "-o", "/dev/null"])
+        .arg(source)
+        .output()
+        .expect("run nvcc");
+    let log = stderr(&output);
+    assert!(output.status.success(), "{log}");
+    let used = log.split("Used ").nth(1).expect("ptxas reports registers");
+    used.split(' ').next().unwrap().parse().unwrap()
+}
+
+/// ptxas's registers for `source` with `__launch_bounds__(256, blocks)` for its own.
+fn compiled_with(dir: &Path, source: &Path, blocks: u64) -> u64 {
+    let bounded = dir.join("bounded.cu");
+    let text = std::fs::read_to_string(source).unwrap();
+    std::fs::write(
+        &bounded,
+        text.replace(
+            "__launch_bounds__(256)",
+            &format!("__launch_bounds__(256, {blocks})"),
+        ),
+    )
+    .unwrap();
+    registers_of(&bounded)
+}
+
+#[test]
+fn tune_prints_the_ladder_and_the_choice_compiles_as_measured() {
+    let dir = work_dir("cli_tune", "ladder");
+    let cache = dir.join("cache");
+    let source = fixtures().join("tune_chain.cu");
+    let file = source.to_str().unwrap();
+    let output = tune(
+        &[
+            file, "--kernel", "chain", "--arch", "sm_90", "--format", "json",
+        ],
+        &cache,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let tuned: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(tuned["knob"], "min_blocks_per_sm");
+    assert_eq!(
+        tuned["block"], 256,
+        "the block comes from __launch_bounds__"
+    );
+    let arch = &tuned["archs"][0];
+    assert_eq!(arch["arch"], "sm_90");
+    let candidates = arch["tuning"]["candidates"].as_array().unwrap();
+    assert_eq!(tuned["assembled"], candidates.len());
+    assert_eq!(candidates[0]["bound"], "none");
+    // Each rung keeps more blocks than the one before, with fewer registers.
+    for pair in candidates.windows(2) {
+        let (lower, higher) = (&pair[0]["measured"], &pair[1]["measured"]);
+        assert!(
+            higher["blocks_per_sm"].as_u64() > lower["blocks_per_sm"].as_u64(),
+            "{pair:?}"
+        );
+        assert!(
+            higher["registers"].as_u64() < lower["registers"].as_u64(),
+            "{pair:?}"
+        );
+    }
+    let chosen = arch["chosen"]["min_blocks_per_sm"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("a minimum is chosen on sm_90: {arch}"));
+    let candidate = candidates
+        .iter()
+        .find(|candidate| candidate["bound"] == arch["chosen"])
+        .unwrap();
+    assert_eq!(candidate["verdict"]["verdict"], "admissible", "{candidate}");
+    assert_eq!(candidate["measured"]["spill_instructions_in_loops"], 0);
+    assert_eq!(
+        arch["qualifiers"],
+        format!("__launch_bounds__(256, {chosen})")
+    );
+    // Every rung above the choice is refused, and says why.
+    let at = candidates
+        .iter()
+        .position(|found| found == candidate)
+        .unwrap();
+    for refused in &candidates[at + 1..] {
+        assert_ne!(refused["verdict"]["verdict"], "admissible", "{refused}");
+    }
+    // nvcc agrees: the source with the chosen bounds gets the chosen candidate's registers.
+    let registers = candidate["measured"]["registers"].as_u64();
+    assert_eq!(Some(compiled_with(&dir, &source, chosen)), registers);
+
+    // The text: the table, the choice and its reason; nothing assembled again.
+    let output = tune(&[file, "--kernel", "chain", "--arch", "sm_90"], &cache);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("`chain` on sm_90, block 256: min_blocks_per_sm = \"auto\" tried"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("* min_blocks_per_sm = {chosen} ")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("chosen: min_blocks_per_sm = {chosen} (`min_blocks_per_sm = {chosen}` gives the most resident warps")),
+        "{text}"
+    );
+    assert!(text.contains("block 256; 0 compiles assembled"), "{text}");
+}
+
+#[test]
+fn tune_reads_ptx_and_names_the_kernels_it_has() {
+    let dir = work_dir("cli_tune", "ptx");
+    let ptx = dir.join("chain.ptx");
+    let status = std::process::Command::new(nvcc())
+        .args(["-ptx", "-arch=compute_90", "-o"])
+        .arg(&ptx)
+        .arg(fixtures().join("tune_chain.cu"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let cache = dir.join("cache");
+    let output = tune(
+        &[
+            ptx.to_str().unwrap(),
+            "--kernel",
+            "chain",
+            "--arch",
+            "sm_90",
+            "--knob",
+            "max-registers",
+            "--format",
+            "json",
+        ],
+        &cache,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let tuned: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(tuned["knob"], "max_registers");
+    let candidates = tuned["archs"][0]["tuning"]["candidates"]
+        .as_array()
+        .unwrap();
+    assert!(
+        candidates[1..]
+            .iter()
+            .all(|candidate| candidate["bound"]["max_registers"].is_u64()),
+        "{candidates:?}"
+    );
+
+    let output = tune(
+        &[
+            ptx.to_str().unwrap(),
+            "--kernel",
+            "chian",
+            "--arch",
+            "sm_90",
+        ],
+        &cache,
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let error = stderr(&output);
+    assert!(
+        error.contains("`min_blocks_per_sm = \"auto\"` could not choose the bounds of kernel `chian`: no compiled source defines it; the kernels are: chain"),
+        "{error}"
+    );
+}

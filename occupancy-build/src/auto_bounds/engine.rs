@@ -1,0 +1,437 @@
+//! Tuning one kernel of one compiled source: the archs grouped by the PTX their code comes
+//! from, the kernel without bounds assembled on each, the ladder of bounds from it, every bound
+//! assembled (in parallel, within the jobserver's budget; what a memo holds is not assembled
+//! again), and the objective's choice per group.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use occupancy_core::arch::{self, ArchFacts};
+use occupancy_core::calc::{Carveout, Launch};
+use occupancy_core::ptxas;
+use occupancy_core::tune::{
+    choose, ladder, with_bound, ArchLadder, Bound, Candidate, Knob, Objective, TunedCandidate,
+    Tuning,
+};
+
+use super::assemble::{Assembler, Job};
+use super::memo::{memo_key, Memo};
+use crate::compile::CompiledSource;
+use crate::toolchain::Toolchain;
+use crate::Error;
+
+/// What to tune: one kernel, the key left to the build, the launch and the declaration's
+/// limits.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TuneRequest {
+    /// The kernel's symbol.
+    pub kernel: String,
+    pub knob: Knob,
+    /// Threads per block of the launch.
+    pub block_threads: u32,
+    /// Dynamic shared memory per block of the launch.
+    pub dynamic_smem_bytes: u32,
+    /// Spill bytes the declaration accepts (`max_spill_bytes`, 0 when absent).
+    pub accepted_spill_bytes: u64,
+    /// The archs to tune on (a declaration's `archs`); `None`: every arch the source built.
+    pub archs: Option<BTreeSet<String>>,
+}
+
+/// The engine's tools and places.
+#[derive(Debug, Clone)]
+pub struct Engine<'a> {
+    pub toolchain: &'a Toolchain,
+    /// `nvdisasm`, which reads each candidate's SASS.
+    pub nvdisasm: PathBuf,
+    /// The build's nvcc arguments, given to every candidate's ptxas too.
+    pub user_args: &'a [OsString],
+    /// A scratch directory, emptied after.
+    pub work: PathBuf,
+    /// Where measurements are kept between runs ([`super::memo`]); `None`: not kept.
+    pub memo_root: Option<PathBuf>,
+    /// The most compiles at once (with cargo's jobserver, when there is one).
+    pub max_jobs: usize,
+}
+
+/// Bounds refused after the compile that took them, per arch: each bound with the spill bytes
+/// that compile had.
+pub type Refusals = BTreeMap<String, Vec<(Bound, u64)>>;
+
+/// The choice for the archs whose code comes from one PTX compiled under one `__CUDA_ARCH__`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TunedGroup {
+    /// `__CUDA_ARCH__` of the PTX: 800 for compute_80.
+    pub cuda_arch: u32,
+    pub chosen: Bound,
+    /// Per arch of the group, the choice as its report row shows it.
+    pub tunings: BTreeMap<String, Tuning>,
+}
+
+/// One kernel tuned: its choice per group, and what it cost.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TunedKernel {
+    pub kernel: String,
+    pub knob: Knob,
+    pub block_threads: u32,
+    pub groups: Vec<TunedGroup>,
+    /// Candidates assembled by this run (the rest came from the memo).
+    pub assembled: usize,
+}
+
+impl TunedKernel {
+    /// The choice on `arch`, as its report row shows it.
+    pub fn tuning(&self, arch: &str) -> Option<&Tuning> {
+        self.groups.iter().find_map(|group| group.tunings.get(arch))
+    }
+}
+
+/// One arch of a group, its PTX cut to the kernel without bounds, and what is known of it.
+struct Member {
+    arch: &'static ArchFacts,
+    ptx: String,
+    memo: Memo,
+}
+
+/// One PTX program of a kernel: its text cut to the kernel and without bounds, the
+/// `__CUDA_ARCH__` it was compiled under, and the archs (of the request's) assembled from it.
+type KernelPtx = (String, u32, Vec<String>);
+
+/// The PTX programs of `source` that define `request`'s kernel.
+fn kernel_ptx(source: &CompiledSource, request: &TuneRequest) -> Result<Vec<KernelPtx>, String> {
+    let mut found = Vec::new();
+    for program in &source.programs {
+        let text = std::fs::read_to_string(&program.ptx)
+            .map_err(|error| format!("{}: {error}", program.ptx.display()))?;
+        let wanted = BTreeSet::from([request.kernel.clone()]);
+        let cut = ptxas::subset_ptx(&text, &wanted).unwrap_or(text);
+        let Ok(ptx) = with_bound(
+            &cut,
+            &request.kernel,
+            request.knob,
+            Bound::None,
+            request.block_threads,
+        ) else {
+            continue; // the kernel is not in this program
+        };
+        let archs: Vec<String> = program
+            .archs
+            .iter()
+            .filter(|name| {
+                request
+                    .archs
+                    .as_ref()
+                    .is_none_or(|archs| archs.contains(*name))
+            })
+            .cloned()
+            .collect();
+        let cuda_arch = (program.ptx_target.as_deref())
+            .and_then(cuda_arch_of)
+            .or_else(|| archs.iter().filter_map(|name| cuda_arch_of(name)).min())
+            .unwrap_or(0);
+        found.push((ptx, cuda_arch, archs));
+    }
+    Ok(found)
+}
+
+/// `__CUDA_ARCH__` of a PTX target: `compute_80` → 800, `compute_90a` → 900, `sm_100f` → 1000.
+pub(crate) fn cuda_arch_of(target: &str) -> Option<u32> {
+    let number = target
+        .strip_prefix("compute_")
+        .or_else(|| target.strip_prefix("sm_"))?;
+    let digits: String = number.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse::<u32>().ok().map(|value| value * 10)
+}
+
+impl Engine<'_> {
+    /// Tunes `request` on the archs `source` built it for; a bound of `refused` (per arch, with
+    /// the spill bytes of the compile that refused it) is not taken.
+    pub fn tune(
+        &self,
+        source: &CompiledSource,
+        request: &TuneRequest,
+        refused: &Refusals,
+    ) -> Result<TunedKernel, Error> {
+        let fail = |message: String| Error::AutoBounds {
+            kernel: request.kernel.clone(),
+            knob: request.knob.key(),
+            message,
+        };
+        let mut groups = self.groups(source, request).map_err(fail)?;
+        let launch = Launch {
+            block_threads: request.block_threads,
+            dynamic_smem_bytes: request.dynamic_smem_bytes,
+            carveout: Carveout::Default,
+        };
+        let assembler = Assembler {
+            toolchain: self.toolchain,
+            user_args: self.user_args,
+            nvdisasm: &self.nvdisasm,
+        };
+        let _ = std::fs::remove_dir_all(&self.work);
+        let mut assembled = 0;
+        // The kernel without bounds on every arch first: its registers and shared memory decide
+        // the ladder.
+        let baselines: Vec<(usize, usize, Bound)> = (groups.iter().enumerate())
+            .flat_map(|(group, members)| {
+                (0..members.1.len()).map(move |member| (group, member, Bound::None))
+            })
+            .collect();
+        assembled += self.assemble_missing(&assembler, request, &launch, &mut groups, &baselines);
+        let mut rungs = Vec::new();
+        let mut ladders = Vec::new();
+        for (group, (_, members)) in groups.iter().enumerate() {
+            let bounds = self.union_ladder(request, members).map_err(fail)?;
+            for bound in &bounds {
+                rungs.extend((0..members.len()).map(|member| (group, member, *bound)));
+            }
+            ladders.push(bounds);
+        }
+        assembled += self.assemble_missing(&assembler, request, &launch, &mut groups, &rungs);
+        let _ = std::fs::remove_dir_all(&self.work);
+        let objective = Objective::new(request.accepted_spill_bytes);
+        let tuned = groups
+            .iter()
+            .zip(&ladders)
+            .map(|((cuda_arch, members), bounds)| {
+                choose_group(&objective, request, (*cuda_arch, members), bounds, refused)
+            })
+            .collect();
+        for (_, members) in &groups {
+            for member in members {
+                member.memo.save();
+            }
+        }
+        Ok(TunedKernel {
+            kernel: request.kernel.clone(),
+            knob: request.knob,
+            block_threads: request.block_threads,
+            groups: tuned,
+            assembled,
+        })
+    }
+
+    /// Per arch `source` built `request`'s kernel for, a digest of its PTX cut to the kernel and
+    /// without bounds: what the tuning of that compile was made from.
+    pub(crate) fn kernel_digests(
+        source: &CompiledSource,
+        request: &TuneRequest,
+    ) -> BTreeMap<String, String> {
+        let mut digests = BTreeMap::new();
+        for (ptx, _, archs) in kernel_ptx(source, request).unwrap_or_default() {
+            let digest = memo_key(&[ptx.as_bytes()]);
+            for arch in archs {
+                digests.insert(arch, digest.clone());
+            }
+        }
+        digests
+    }
+
+    /// The archs of `source` to tune on, grouped by the `__CUDA_ARCH__` of the PTX their code
+    /// comes from, each with its PTX cut to the kernel and without bounds.
+    fn groups(
+        &self,
+        source: &CompiledSource,
+        request: &TuneRequest,
+    ) -> Result<Vec<(u32, Vec<Member>)>, String> {
+        let mut groups: BTreeMap<u32, Vec<Member>> = BTreeMap::new();
+        for (ptx, cuda_arch, archs) in kernel_ptx(source, request)? {
+            for name in archs {
+                let Ok(facts) = arch::lookup(&name) else {
+                    continue;
+                };
+                let key = self.key(&ptx, &name, request);
+                let memo = Memo::open(self.memo_root.as_deref(), &request.kernel, &name, key);
+                groups.entry(cuda_arch).or_default().push(Member {
+                    arch: facts,
+                    ptx: ptx.clone(),
+                    memo,
+                });
+            }
+        }
+        if groups.is_empty() {
+            return Err(format!(
+                "no compiled PTX of {} defines it",
+                source.source.display()
+            ));
+        }
+        Ok(groups.into_iter().collect())
+    }
+
+    /// The memo key of one arch's candidates (module docs of `memo`).
+    fn key(&self, ptx: &str, arch: &str, request: &TuneRequest) -> String {
+        let args: Vec<u8> = self
+            .user_args
+            .iter()
+            .flat_map(|arg| {
+                arg.to_string_lossy()
+                    .into_owned()
+                    .into_bytes()
+                    .into_iter()
+                    .chain([0])
+            })
+            .collect();
+        memo_key(&[
+            ptx.as_bytes(),
+            arch.as_bytes(),
+            request.knob.key().as_bytes(),
+            &request.block_threads.to_le_bytes(),
+            &request.dynamic_smem_bytes.to_le_bytes(),
+            &args,
+            self.toolchain.fingerprint.as_bytes(),
+            self.toolchain.version_text.as_bytes(),
+        ])
+    }
+
+    /// Every bound of the members' ladders, in ladder order (fewest blocks, largest cap first).
+    fn union_ladder(
+        &self,
+        request: &TuneRequest,
+        members: &[Member],
+    ) -> Result<Vec<Bound>, String> {
+        let mut bounds = BTreeSet::new();
+        for member in members {
+            let baseline = member.memo.candidates.get(&Bound::None);
+            let Some(measured) = baseline.and_then(|found| found.measured.as_ref()) else {
+                let why = baseline
+                    .and_then(|found| found.failure.clone())
+                    .unwrap_or_default();
+                return Err(format!(
+                    "the kernel without bounds could not be assembled for {}: {why}",
+                    member.arch.name
+                ));
+            };
+            let input = measured.ladder_input(
+                request.knob,
+                request.block_threads,
+                request.dynamic_smem_bytes,
+            );
+            bounds.extend(
+                ladder(member.arch, &input)
+                    .into_iter()
+                    .map(|rung| rung.bound),
+            );
+        }
+        let mut bounds: Vec<Bound> = bounds.into_iter().collect();
+        if request.knob == Knob::MaxRegisters {
+            bounds.reverse();
+        }
+        Ok(bounds)
+    }
+
+    /// Assembles every `(group, member, bound)` the members' memos lack, in parallel; how many.
+    fn assemble_missing(
+        &self,
+        assembler: &Assembler<'_>,
+        request: &TuneRequest,
+        launch: &Launch,
+        groups: &mut [(u32, Vec<Member>)],
+        wanted: &[(usize, usize, Bound)],
+    ) -> usize {
+        let missing: Vec<(usize, usize, Job<'_>)> = wanted
+            .iter()
+            .filter(|(group, member, bound)| {
+                !groups[*group].1[*member]
+                    .memo
+                    .candidates
+                    .contains_key(bound)
+            })
+            .enumerate()
+            .map(|(index, &(group, member, bound))| {
+                let of = &groups[group].1[member];
+                let job = Job {
+                    kernel: &request.kernel,
+                    arch: of.arch,
+                    ptx: &of.ptx,
+                    knob: request.knob,
+                    bound,
+                    launch: *launch,
+                    work: self.work.join(format!("{index}")),
+                };
+                (group, member, job)
+            })
+            .collect();
+        let count = missing.len();
+        let tasks: Vec<_> = missing
+            .iter()
+            .map(|(_, _, job)| move |_: &crate::jobs::Lender<'_>| assembler.candidate(job))
+            .collect();
+        let found: Vec<Candidate> = crate::jobs::run_all(tasks, self.max_jobs);
+        let places: Vec<(usize, usize)> = missing
+            .iter()
+            .map(|(group, member, _)| (*group, *member))
+            .collect();
+        drop(missing);
+        for ((group, member), candidate) in places.into_iter().zip(found) {
+            groups[group].1[member].memo.insert(candidate);
+        }
+        count
+    }
+}
+
+/// The objective's choice for one group among `bounds` (its ladder), and each member's report
+/// of it.
+fn choose_group(
+    objective: &Objective,
+    request: &TuneRequest,
+    (cuda_arch, members): (u32, &[Member]),
+    bounds: &[Bound],
+    refused: &Refusals,
+) -> TunedGroup {
+    let ladders: Vec<ArchLadder> = members
+        .iter()
+        .map(|member| ArchLadder {
+            arch: member.arch.name.to_string(),
+            candidates: std::iter::once(Bound::None)
+                .chain(bounds.iter().copied())
+                .map(|bound| {
+                    member
+                        .memo
+                        .candidates
+                        .get(&bound)
+                        .cloned()
+                        .map(|mut candidate| {
+                            candidate.refused_spill_bytes = (refused.get(member.arch.name))
+                                .and_then(|bounds| {
+                                    bounds.iter().find(|(refused, _)| *refused == bound)
+                                })
+                                .map(|(_, spill_bytes)| *spill_bytes);
+                            candidate
+                        })
+                        .unwrap_or_else(|| Candidate::new(bound, Err("not assembled".into())))
+                })
+                .collect(),
+        })
+        .collect();
+    let choice = choose(objective, request.knob, &ladders);
+    let archs: Vec<String> = ladders.iter().map(|ladder| ladder.arch.clone()).collect();
+    let tunings = ladders
+        .into_iter()
+        .zip(choice.verdicts)
+        .map(|(ladder, verdicts)| {
+            let tuning = Tuning {
+                knob: request.knob,
+                chosen: choice.chosen,
+                reason: choice.reason.clone(),
+                loop_growth_percent: objective.loop_growth_percent,
+                shared_with: archs
+                    .iter()
+                    .filter(|arch| **arch != ladder.arch)
+                    .cloned()
+                    .collect(),
+                candidates: ladder
+                    .candidates
+                    .into_iter()
+                    .zip(verdicts)
+                    .map(|(candidate, verdict)| TunedCandidate { candidate, verdict })
+                    .collect(),
+            };
+            (ladder.arch, tuning)
+        })
+        .collect();
+    TunedGroup {
+        cuda_arch,
+        chosen: choice.chosen,
+        tunings,
+    }
+}

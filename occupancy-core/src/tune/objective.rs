@@ -1,0 +1,271 @@
+//! The objective: which bound a kernel gets, and why.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Bound, Candidate, Knob, Measured};
+
+/// How much the instructions inside loops (and, of them, the memory accesses) may grow over the
+/// kernel without bounds, in percent, for a bound to be taken.
+pub const LOOP_GROWTH_PERCENT: u32 = 5;
+
+/// What a bound must keep to be taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Objective {
+    /// [`LOOP_GROWTH_PERCENT`], unless a caller asks for another bound.
+    pub loop_growth_percent: u32,
+    /// The spill bytes the declaration accepts (`max_spill_bytes`, 0 when absent).
+    pub accepted_spill_bytes: u64,
+}
+
+impl Objective {
+    /// The objective of a declaration that accepts `accepted_spill_bytes`.
+    pub fn new(accepted_spill_bytes: u64) -> Objective {
+        Objective {
+            loop_growth_percent: LOOP_GROWTH_PERCENT,
+            accepted_spill_bytes,
+        }
+    }
+}
+
+/// What the objective makes of one bound on one arch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    /// The kernel without bounds, which every bound is compared with.
+    Baseline,
+    /// Within the objective, with more resident warps than without bounds.
+    Admissible,
+    /// Within the objective, but no more resident warps than without bounds (ptxas used no
+    /// fewer registers, or something else than registers binds).
+    NoGain,
+    /// The compile failed or could not be read.
+    Failed,
+    /// More spill instructions inside loops than without bounds.
+    SpillsInLoops {
+        instructions: u32,
+        without_bounds: u32,
+    },
+    /// More spill bytes than the declaration accepts and than without bounds.
+    SpillBytes { bytes: u64, accepted: u64 },
+    /// More instructions in loops than the objective's growth allows.
+    LoopGrowth {
+        instructions: u32,
+        without_bounds: u32,
+    },
+    /// More memory accesses in loops than the objective's growth allows.
+    MemoryGrowth {
+        instructions: u32,
+        without_bounds: u32,
+    },
+    /// The measurements pass, but the kernel compiled from its source with this bound did not:
+    /// nvcc's front end sees the bound too and made other code, which spilled this many bytes.
+    CompiledDifferently { spill_bytes: u64 },
+}
+
+impl Verdict {
+    /// Whether the objective could take the bound on this arch.
+    fn takeable(self) -> bool {
+        matches!(self, Verdict::Admissible | Verdict::NoGain)
+    }
+}
+
+/// `+4.8%` of `after` over `before`.
+fn growth(after: u32, before: u32) -> String {
+    if before == 0 {
+        return format!("+{after}");
+    }
+    let percent = (f64::from(after) - f64::from(before)) * 100.0 / f64::from(before);
+    format!("{percent:+.1}%")
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Verdict::Baseline => formatter.write_str("without bounds"),
+            Verdict::Admissible => formatter.write_str("admissible"),
+            Verdict::NoGain => formatter.write_str("no more warps"),
+            Verdict::Failed => formatter.write_str("compile failed"),
+            Verdict::SpillsInLoops {
+                instructions,
+                without_bounds,
+            } => write!(
+                formatter,
+                "{instructions} spill instructions in loops ({without_bounds} without bounds)"
+            ),
+            Verdict::SpillBytes { bytes, accepted } => {
+                write!(formatter, "spills {bytes} bytes (accepted: {accepted})")
+            }
+            Verdict::LoopGrowth {
+                instructions,
+                without_bounds,
+            } => write!(
+                formatter,
+                "loops grow to {instructions} instructions ({} over {without_bounds})",
+                growth(instructions, without_bounds)
+            ),
+            Verdict::MemoryGrowth {
+                instructions,
+                without_bounds,
+            } => write!(
+                formatter,
+                "loops grow to {instructions} memory accesses ({} over {without_bounds})",
+                growth(instructions, without_bounds)
+            ),
+            Verdict::CompiledDifferently { spill_bytes } => write!(
+                formatter,
+                "compiled from the source with this bound, it spilled {spill_bytes} bytes"
+            ),
+        }
+    }
+}
+
+/// Whether `after` grew over `before` by more than `percent`.
+fn grew(after: u32, before: u32, percent: u32) -> bool {
+    u64::from(after) * 100 > u64::from(before) * u64::from(100 + percent)
+}
+
+/// The verdict on `candidate` against `baseline` (the kernel without bounds on the same arch):
+/// the first rule it breaks, in the order of [`Verdict`]'s variants, else whether it gains
+/// resident warps.
+pub(crate) fn verdict(
+    objective: &Objective,
+    baseline: &Measured,
+    candidate: &Candidate,
+) -> Verdict {
+    if candidate.bound == Bound::None {
+        return Verdict::Baseline;
+    }
+    let Some(measured) = &candidate.measured else {
+        return Verdict::Failed;
+    };
+    if let Some(spill_bytes) = candidate.refused_spill_bytes {
+        return Verdict::CompiledDifferently { spill_bytes };
+    }
+    if measured.spill_instructions_in_loops > baseline.spill_instructions_in_loops {
+        return Verdict::SpillsInLoops {
+            instructions: measured.spill_instructions_in_loops,
+            without_bounds: baseline.spill_instructions_in_loops,
+        };
+    }
+    let accepted = objective.accepted_spill_bytes.max(baseline.spill_bytes());
+    if measured.spill_bytes() > accepted {
+        return Verdict::SpillBytes {
+            bytes: measured.spill_bytes(),
+            accepted,
+        };
+    }
+    let (after, before) = (
+        measured.weighed_instructions(),
+        baseline.weighed_instructions(),
+    );
+    if grew(after, before, objective.loop_growth_percent) {
+        return Verdict::LoopGrowth {
+            instructions: after,
+            without_bounds: before,
+        };
+    }
+    let (after, before) = (
+        measured.loops.loop_memory_instructions,
+        baseline.loops.loop_memory_instructions,
+    );
+    if baseline.loops.loops > 0 && grew(after, before, objective.loop_growth_percent) {
+        return Verdict::MemoryGrowth {
+            instructions: after,
+            without_bounds: before,
+        };
+    }
+    match measured.warps_per_sm > baseline.warps_per_sm {
+        true => Verdict::Admissible,
+        false => Verdict::NoGain,
+    }
+}
+
+/// The bounds tried on one arch, the kernel without bounds first; every arch of one choice
+/// tries the same bounds in the same order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArchLadder {
+    /// The arch, `sm_90`.
+    pub arch: String,
+    /// The candidates, [`Bound::None`] first.
+    pub candidates: Vec<Candidate>,
+}
+
+/// The bound chosen for the archs of one [`choose`], the verdicts behind it and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    /// The bound the kernel gets on every arch of the choice.
+    pub chosen: Bound,
+    /// Per arch (in the ladders' order), the verdict on each candidate.
+    pub verdicts: Vec<Vec<Verdict>>,
+    /// One sentence: what the choice gains, and what stopped the next rung.
+    pub reason: String,
+}
+
+/// The choice for archs whose code comes from one PTX (one arch, usually): the bound that is
+/// takeable on every arch (admissible or no worse), gains warps on one at least, and has the
+/// highest lowest occupancy across the archs (then the most warps in all; then the fewest
+/// blocks asked for, the earlier rung). [`Bound::None`] when no bound is takeable, or the
+/// kernel without bounds could not be measured. `knob` words the reason.
+pub fn choose(objective: &Objective, knob: Knob, ladders: &[ArchLadder]) -> Choice {
+    let baselines: Option<Vec<&Measured>> = ladders
+        .iter()
+        .map(|ladder| ladder.candidates.first()?.measured.as_ref())
+        .collect();
+    let Some(baselines) = baselines.filter(|found| !found.is_empty()) else {
+        return Choice {
+            chosen: Bound::None,
+            verdicts: ladders
+                .iter()
+                .map(|ladder| vec![Verdict::Failed; ladder.candidates.len()])
+                .collect(),
+            reason: "the kernel without bounds could not be measured, so no bound was chosen"
+                .to_string(),
+        };
+    };
+    let verdicts: Vec<Vec<Verdict>> = ladders
+        .iter()
+        .zip(&baselines)
+        .map(|(ladder, baseline)| {
+            (ladder.candidates.iter())
+                .map(|candidate| verdict(objective, baseline, candidate))
+                .collect()
+        })
+        .collect();
+    let rungs = ladders.iter().map(|ladder| ladder.candidates.len()).min();
+    let best = (1..rungs.unwrap_or(0))
+        .filter(|&rung| verdicts.iter().all(|of_arch| of_arch[rung].takeable()))
+        .filter(|&rung| {
+            verdicts
+                .iter()
+                .any(|of_arch| of_arch[rung] == Verdict::Admissible)
+        })
+        .map(|rung| (rung, score(ladders, rung)))
+        // max_by keeps the last of equal scores: compare reversed rungs so the earliest wins.
+        .max_by(|(left, left_score), (right, right_score)| {
+            left_score
+                .partial_cmp(right_score)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(right.cmp(left))
+        })
+        .map(|(rung, _)| rung);
+    let reason = super::render::reason(objective, knob, ladders, &verdicts, best);
+    Choice {
+        chosen: best.map_or(Bound::None, |rung| ladders[0].candidates[rung].bound),
+        verdicts,
+        reason,
+    }
+}
+
+/// The lowest occupancy across the archs, then the warps of every arch together.
+fn score(ladders: &[ArchLadder], rung: usize) -> (f64, u32) {
+    let measured = ladders
+        .iter()
+        .filter_map(|ladder| ladder.candidates[rung].measured.as_ref());
+    let lowest = measured
+        .clone()
+        .map(|measured| measured.occupancy)
+        .fold(f64::INFINITY, f64::min);
+    (lowest, measured.map(|measured| measured.warps_per_sm).sum())
+}

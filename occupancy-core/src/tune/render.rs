@@ -1,0 +1,144 @@
+//! The words of a choice: its reason, and the ladder as a table.
+
+use std::fmt::Write;
+
+use super::{ArchLadder, Knob, Measured, Objective, Tuning, Verdict};
+
+fn percent(fraction: f64) -> String {
+    format!("{:.1}%", fraction * 100.0)
+}
+
+/// `32 of 64 warps per SM on sm_90 (50.0%)`-style words for one measurement.
+fn warps(measured: &Measured, arch: &str) -> String {
+    format!(
+        "{} blocks/SM, {} warps on {arch} ({})",
+        measured.blocks_per_sm,
+        measured.warps_per_sm,
+        percent(measured.occupancy)
+    )
+}
+
+/// Why the choice is what it is: the chosen rung (`best`, an index into the ladders) against
+/// the kernel without bounds, and the first rung above it that the objective refused.
+pub(super) fn reason(
+    objective: &Objective,
+    knob: Knob,
+    ladders: &[ArchLadder],
+    verdicts: &[Vec<Verdict>],
+    best: Option<usize>,
+) -> String {
+    let rungs = ladders
+        .iter()
+        .map(|ladder| ladder.candidates.len())
+        .min()
+        .unwrap_or(0);
+    if rungs <= 1 {
+        return format!(
+            "no `{knob}` changes the resident blocks: registers do not limit them (warps, block slots, shared memory or barriers do), so the kernel keeps no bounds"
+        );
+    }
+    let refused = (best.map_or(1, |rung| rung + 1)..rungs).find_map(|rung| {
+        let (arch, verdict) = ladders
+            .iter()
+            .zip(verdicts)
+            .map(|(ladder, of_arch)| (ladder.arch.as_str(), of_arch[rung]))
+            .find(|(_, verdict)| !matches!(verdict, Verdict::Admissible | Verdict::NoGain))?;
+        Some(format!(
+            "`{}` was refused on {arch}: {verdict}",
+            ladders[0].candidates[rung].bound
+        ))
+    });
+    let limits = format!(
+        "no more spills in loops than without bounds and loops at most {}% longer",
+        objective.loop_growth_percent
+    );
+    let Some(best) = best else {
+        let first = refused.unwrap_or_else(|| "no bound gains resident warps".to_string());
+        return format!("no bound gains resident warps within the objective ({limits}): {first}; the kernel keeps no bounds");
+    };
+    let gains: Vec<String> = ladders
+        .iter()
+        .filter_map(|ladder| {
+            let chosen = ladder.candidates[best].measured.as_ref()?;
+            let without = ladder.candidates[0].measured.as_ref()?;
+            Some(format!(
+                "{}, against {} without bounds, loops {} instructions against {}",
+                warps(chosen, &ladder.arch),
+                without.warps_per_sm,
+                chosen.weighed_instructions(),
+                without.weighed_instructions()
+            ))
+        })
+        .collect();
+    let mut reason = format!(
+        "`{}` gives the most resident warps within the objective ({limits}): {}",
+        ladders[0].candidates[best].bound,
+        gains.join("; ")
+    );
+    if let Some(refused) = refused {
+        let _ = write!(reason, "; {refused}");
+    }
+    reason
+}
+
+/// The ladder of one kernel on one arch as a table: each bound, its registers, spills (bytes,
+/// and instructions in loops), loop instructions and memory accesses, blocks and occupancy, and
+/// the verdict; then the choice and its reason.
+pub fn render_ladder(kernel: &str, arch: &str, block: u32, tuning: &Tuning) -> String {
+    let mut text = format!(
+        "`{kernel}` on {arch}, block {block}: {} = \"auto\" tried {} bound{}\n",
+        tuning.knob,
+        tuning.candidates.len(),
+        if tuning.candidates.len() == 1 {
+            ""
+        } else {
+            "s"
+        }
+    );
+    let _ = writeln!(
+        text,
+        "  {:<24} {:>4} {:>14} {:>10} {:>9} {:>9} {:>9}  verdict",
+        "bound", "regs", "spill B (loop)", "loop inst", "loop mem", "blocks/SM", "occupancy"
+    );
+    for tried in &tuning.candidates {
+        let marker = if tried.candidate.bound == tuning.chosen {
+            "*"
+        } else {
+            " "
+        };
+        let bound = tried.candidate.bound.to_string();
+        let columns = match &tried.candidate.measured {
+            Some(measured) => format!(
+                "{:>4} {:>14} {:>10} {:>9} {:>9} {:>9}",
+                measured.registers,
+                format!(
+                    "{} ({})",
+                    measured.spill_bytes(),
+                    measured.spill_instructions_in_loops
+                ),
+                measured.weighed_instructions(),
+                measured.loops.loop_memory_instructions,
+                measured.blocks_per_sm,
+                percent(measured.occupancy),
+            ),
+            None => format!(
+                "{:>4} {:>14} {:>10} {:>9} {:>9} {:>9}",
+                "-", "-", "-", "-", "-", "-"
+            ),
+        };
+        let mut verdict = tried.verdict.to_string();
+        if let Some(failure) = &tried.candidate.failure {
+            let _ = write!(verdict, ": {failure}");
+        }
+        let _ = writeln!(text, "{marker} {bound:<24} {columns}  {verdict}");
+    }
+    if !tuning.shared_with.is_empty() {
+        let _ = writeln!(
+            text,
+            "  one PTX carries {arch}'s code and {}'s: the choice holds for all of them",
+            tuning.shared_with.join(", ")
+        );
+    }
+    let _ = writeln!(text, "  chosen: {} ({})", tuning.chosen, tuning.reason);
+    text
+}

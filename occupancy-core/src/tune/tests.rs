@@ -1,0 +1,349 @@
+use proptest::prelude::*;
+
+use super::*;
+use crate::arch::{self, lookup};
+use crate::calc;
+use crate::sass::LoopProfile;
+
+fn input(knob: Knob, block_threads: u32, registers: u32) -> LadderInput {
+    LadderInput {
+        knob,
+        block_threads,
+        dynamic_smem_bytes: 0,
+        static_smem_bytes: 0,
+        barriers: 1,
+        registers,
+    }
+}
+
+#[test]
+fn the_ladder_of_a_256_thread_block_on_sm_90_steps_at_each_register_cap() {
+    let sm_90 = lookup("sm_90").unwrap();
+    let rungs = ladder(sm_90, &input(Knob::MinBlocksPerSm, 256, 128));
+    let steps: Vec<(Bound, u32, u32)> = rungs
+        .iter()
+        .map(|rung| (rung.bound, rung.register_cap, rung.blocks_per_sm))
+        .collect();
+    // 128 registers keep 2 blocks; 7 blocks need 32 registers, which keep 8: one rung.
+    assert_eq!(
+        steps,
+        [
+            (Bound::MinBlocksPerSm(3), 80, 3),
+            (Bound::MinBlocksPerSm(4), 64, 4),
+            (Bound::MinBlocksPerSm(5), 48, 5),
+            (Bound::MinBlocksPerSm(6), 40, 6),
+            (Bound::MinBlocksPerSm(8), 32, 8),
+        ]
+    );
+    let caps: Vec<Bound> = ladder(sm_90, &input(Knob::MaxRegisters, 256, 128))
+        .iter()
+        .map(|rung| rung.bound)
+        .collect();
+    assert_eq!(
+        caps,
+        [80, 64, 48, 40, 32].map(Bound::MaxRegisters),
+        "the same steps as register caps"
+    );
+}
+
+#[test]
+fn shared_memory_ends_the_ladder_and_a_full_sm_has_none() {
+    let sm_90 = lookup("sm_90").unwrap();
+    let mut heavy = input(Knob::MinBlocksPerSm, 256, 128);
+    // 60 KB per block: 3 blocks fit 228 KB; registers cannot buy a fourth.
+    heavy.static_smem_bytes = 48 * 1024;
+    heavy.dynamic_smem_bytes = 12 * 1024;
+    let rungs = ladder(sm_90, &heavy);
+    assert_eq!(
+        rungs
+            .iter()
+            .map(|rung| rung.blocks_per_sm)
+            .collect::<Vec<_>>(),
+        [3]
+    );
+    assert!(ladder(sm_90, &input(Knob::MinBlocksPerSm, 256, 32)).is_empty());
+}
+
+proptest! {
+    /// Every rung reaches its blocks with the largest cap that does, gains on the rung below,
+    /// and the rungs cover every block count the SM could hold with registers left out.
+    #[test]
+    fn every_rung_is_the_largest_cap_for_its_blocks(
+        arch_index in 0usize..arch::all().len(),
+        warps in 1u32..=32,
+        registers in 16u32..=255,
+        smem_kb in 0u32..=64,
+        max_registers in any::<bool>(),
+    ) {
+        let arch = &arch::all()[arch_index];
+        let knob = if max_registers { Knob::MaxRegisters } else { Knob::MinBlocksPerSm };
+        let mut given = input(knob, warps * 32, registers.min(arch.max_regs_per_thread));
+        given.static_smem_bytes = smem_kb * 1024;
+        let launch = given.launch();
+        let blocks_at = |cap| calc::blocks_per_sm(arch, &given.kernel_at(cap), &launch);
+        let now = blocks_at(given.registers);
+        let rungs = ladder(arch, &given);
+        let mut below = now;
+        for rung in &rungs {
+            prop_assert!(rung.blocks_per_sm > below);
+            prop_assert!(rung.register_cap < given.registers);
+            prop_assert_eq!(blocks_at(rung.register_cap), rung.blocks_per_sm);
+            prop_assert!(blocks_at(rung.register_cap + 1) < rung.blocks_per_sm);
+            match rung.bound {
+                Bound::MinBlocksPerSm(blocks) => prop_assert_eq!(blocks, rung.blocks_per_sm),
+                Bound::MaxRegisters(cap) => prop_assert_eq!(cap, rung.register_cap),
+                Bound::None => prop_assert!(false, "no rung is the kernel without bounds"),
+            }
+            below = rung.blocks_per_sm;
+        }
+        if now > 0 {
+            let most = blocks_at(1).max(now);
+            prop_assert_eq!(below, most, "the top rung holds as many blocks as registers allow");
+        }
+    }
+}
+
+fn measured(registers: u32, warps: u32, spill_in_loops: u32, loop_instructions: u32) -> Measured {
+    Measured {
+        registers,
+        spill_store_bytes: u64::from(spill_in_loops) * 4,
+        spill_load_bytes: u64::from(spill_in_loops) * 4,
+        stack_frame_bytes: 0,
+        static_smem_bytes: 0,
+        barriers: 1,
+        spill_instructions: spill_in_loops,
+        spill_instructions_in_loops: spill_in_loops,
+        loops: LoopProfile {
+            loops: 1,
+            loop_instructions,
+            loop_memory_instructions: 4,
+            instructions: loop_instructions + 20,
+        },
+        blocks_per_sm: warps / 8,
+        warps_per_sm: warps,
+        occupancy: f64::from(warps) / 64.0,
+    }
+}
+
+fn candidate(bound: Bound, measured: Option<Measured>) -> Candidate {
+    Candidate {
+        bound,
+        failure: measured.is_none().then(|| "ptxas failed".to_string()),
+        measured,
+        refused_spill_bytes: None,
+    }
+}
+
+#[test]
+fn the_most_warps_without_loop_spills_or_growth_wins() {
+    let ladder = ArchLadder {
+        arch: "sm_90".into(),
+        candidates: vec![
+            candidate(Bound::None, Some(measured(128, 16, 0, 200))),
+            candidate(Bound::MinBlocksPerSm(3), Some(measured(80, 24, 0, 200))),
+            candidate(Bound::MinBlocksPerSm(4), Some(measured(64, 32, 0, 209))),
+            candidate(Bound::MinBlocksPerSm(5), Some(measured(48, 40, 0, 230))),
+            candidate(Bound::MinBlocksPerSm(6), Some(measured(40, 48, 12, 260))),
+            candidate(Bound::MinBlocksPerSm(8), None),
+        ],
+    };
+    let choice = choose(&Objective::new(0), Knob::MinBlocksPerSm, &[ladder]);
+    assert_eq!(choice.chosen, Bound::MinBlocksPerSm(4));
+    assert_eq!(
+        choice.verdicts[0],
+        [
+            Verdict::Baseline,
+            Verdict::Admissible,
+            Verdict::Admissible,
+            Verdict::LoopGrowth {
+                instructions: 230,
+                without_bounds: 200
+            },
+            Verdict::SpillsInLoops {
+                instructions: 12,
+                without_bounds: 0
+            },
+            Verdict::Failed,
+        ]
+    );
+    assert!(
+        choice
+            .reason
+            .starts_with("`min_blocks_per_sm = 4` gives the most resident warps"),
+        "{}",
+        choice.reason
+    );
+    assert!(
+        choice.reason.contains("`min_blocks_per_sm = 5` was refused on sm_90: loops grow to 230 instructions (+15.0% over 200)"),
+        "{}",
+        choice.reason
+    );
+}
+
+#[test]
+fn nothing_beats_the_kernel_without_bounds_when_every_rung_spills_in_loops() {
+    let ladder = ArchLadder {
+        arch: "sm_80".into(),
+        candidates: vec![
+            candidate(Bound::None, Some(measured(128, 16, 0, 200))),
+            candidate(Bound::MinBlocksPerSm(3), Some(measured(80, 24, 2, 200))),
+        ],
+    };
+    let choice = choose(&Objective::new(0), Knob::MinBlocksPerSm, &[ladder]);
+    assert_eq!(choice.chosen, Bound::None);
+    assert!(
+        choice.reason.contains("the kernel keeps no bounds"),
+        "{}",
+        choice.reason
+    );
+    let alone = ArchLadder {
+        arch: "sm_80".into(),
+        candidates: vec![candidate(Bound::None, Some(measured(32, 64, 0, 10)))],
+    };
+    let choice = choose(&Objective::new(0), Knob::MaxRegisters, &[alone]);
+    assert_eq!(choice.chosen, Bound::None);
+    assert!(choice
+        .reason
+        .starts_with("no `max_registers` changes the resident blocks"));
+}
+
+#[test]
+fn archs_sharing_one_ptx_take_a_bound_only_where_it_holds_on_each() {
+    let on = |arch: &str, spills: u32| ArchLadder {
+        arch: arch.into(),
+        candidates: vec![
+            candidate(Bound::None, Some(measured(128, 16, 0, 200))),
+            candidate(Bound::MinBlocksPerSm(3), Some(measured(80, 24, 0, 200))),
+            candidate(
+                Bound::MinBlocksPerSm(4),
+                Some(measured(64, 32, spills, 200)),
+            ),
+        ],
+    };
+    let choice = choose(
+        &Objective::new(0),
+        Knob::MinBlocksPerSm,
+        &[on("sm_80", 0), on("sm_90", 4)],
+    );
+    assert_eq!(choice.chosen, Bound::MinBlocksPerSm(3));
+}
+
+fn arbitrary_measured() -> impl Strategy<Value = Option<Measured>> {
+    prop::option::weighted(
+        0.9,
+        (1u32..=8, 0u32..=3, 180u32..=240, 2u32..=6).prop_map(
+            |(blocks, spills, loop_instructions, memory)| {
+                let mut found = measured(255 / blocks, blocks * 8, spills, loop_instructions);
+                found.loops.loop_memory_instructions = memory;
+                found
+            },
+        ),
+    )
+}
+
+proptest! {
+    /// The chosen bound is takeable on every arch and no takeable bound scores higher; with
+    /// nothing takeable the kernel keeps no bounds.
+    #[test]
+    fn the_choice_is_the_best_takeable_bound(
+        baseline in (1u32..=2, 190u32..=210).prop_map(|(blocks, loops)| measured(128, blocks * 8, 0, loops)),
+        rungs in prop::collection::vec(arbitrary_measured(), 0..6),
+    ) {
+        let mut candidates = vec![candidate(Bound::None, Some(baseline.clone()))];
+        candidates.extend(rungs.into_iter().enumerate().map(|(index, found)| {
+            candidate(Bound::MinBlocksPerSm(index as u32 + 3), found)
+        }));
+        let ladder = ArchLadder { arch: "sm_90".into(), candidates };
+        let objective = Objective::new(0);
+        let choice = choose(&objective, Knob::MinBlocksPerSm, std::slice::from_ref(&ladder));
+        let takeable: Vec<&Candidate> = ladder.candidates[1..]
+            .iter()
+            .filter(|tried| verdict(&objective, &baseline, tried) == Verdict::Admissible)
+            .collect();
+        let best = takeable
+            .iter()
+            .filter_map(|tried| tried.measured.as_ref())
+            .map(|found| found.warps_per_sm)
+            .max();
+        match choice.chosen {
+            Bound::None => prop_assert!(best.is_none()),
+            chosen => {
+                let tried = ladder.candidates.iter().find(|tried| tried.bound == chosen).unwrap();
+                prop_assert_eq!(verdict(&objective, &baseline, tried), Verdict::Admissible);
+                let found = tried.measured.as_ref().unwrap();
+                prop_assert_eq!(Some(found.warps_per_sm), best);
+                prop_assert!(found.spill_instructions_in_loops == 0);
+                prop_assert!(found.weighed_instructions() * 100 <= baseline.weighed_instructions() * 105);
+            }
+        }
+    }
+}
+
+const PTX: &str = "//\n.version 9.0\n.target sm_80\n.address_size 64\n\n\t// .globl\theavy\n\n.visible .entry heavy(\n\t.param .u64 .ptr .align 1 heavy_param_0,\n\t.param .u32 heavy_param_1\n)\n.maxntid 512, 1, 1\n.minnctapersm 2\n{\n\t.reg .b32 \t%r<3>;\n\tret;\n}\n\n.visible .entry other()\n.maxntid 64, 1, 1\n.minnctapersm 9\n{\n\tret;\n}\n";
+
+#[test]
+fn a_bound_replaces_the_entrys_own_and_nothing_else() {
+    let patched = with_bound(
+        PTX,
+        "heavy",
+        Knob::MinBlocksPerSm,
+        Bound::MinBlocksPerSm(4),
+        256,
+    )
+    .unwrap();
+    assert!(
+        patched.contains(")\n.maxntid 256, 1, 1\n.minnctapersm 4\n{\n\t.reg .b32"),
+        "{patched}"
+    );
+    assert!(
+        patched.ends_with(
+            ".visible .entry other()\n.maxntid 64, 1, 1\n.minnctapersm 9\n{\n\tret;\n}\n"
+        ),
+        "another kernel keeps its bounds: {patched}"
+    );
+    let none = with_bound(PTX, "heavy", Knob::MinBlocksPerSm, Bound::None, 256).unwrap();
+    assert!(none.contains(")\n.maxntid 256, 1, 1\n{"), "{none}");
+    let capped = with_bound(
+        PTX,
+        "heavy",
+        Knob::MaxRegisters,
+        Bound::MaxRegisters(64),
+        256,
+    )
+    .unwrap();
+    assert!(
+        capped.contains(")\n.maxntid 512, 1, 1\n.maxnreg 64\n{"),
+        "{capped}"
+    );
+    let bare = with_bound(PTX, "other", Knob::MaxRegisters, Bound::None, 64).unwrap();
+    assert!(bare.contains("other()\n.maxntid 64, 1, 1\n{"), "{bare}");
+    assert_eq!(
+        with_bound(PTX, "absent", Knob::MaxRegisters, Bound::None, 64),
+        Err(BoundPatchError::NoEntry("absent".into()))
+    );
+}
+
+#[test]
+fn a_bound_is_written_as_a_declaration_and_as_qualifiers() {
+    assert_eq!(
+        Bound::MinBlocksPerSm(4).to_string(),
+        "min_blocks_per_sm = 4"
+    );
+    assert_eq!(Bound::MaxRegisters(64).to_string(), "max_registers = 64");
+    assert_eq!(Bound::None.to_string(), "no bounds");
+    assert_eq!(
+        Bound::MinBlocksPerSm(4).qualifiers(Knob::MinBlocksPerSm, 256),
+        "__launch_bounds__(256, 4)"
+    );
+    assert_eq!(
+        Bound::None.qualifiers(Knob::MinBlocksPerSm, 256),
+        "__launch_bounds__(256)"
+    );
+    assert_eq!(
+        Bound::MaxRegisters(40).qualifiers(Knob::MaxRegisters, 256),
+        "__maxnreg__(40)"
+    );
+    assert_eq!(Bound::None.qualifiers(Knob::MaxRegisters, 256), "");
+    let json = serde_json::to_string(&[Bound::None, Bound::MinBlocksPerSm(4)]).unwrap();
+    assert_eq!(json, r#"["none",{"min_blocks_per_sm":4}]"#);
+}
