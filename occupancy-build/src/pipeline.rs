@@ -448,6 +448,18 @@ fn compiler_messages(log: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Sources outside any package (`check`, `tune`), resolved and compiled to PTX with `line_tables`.
+fn compile_outside_package(
+    build: &crate::Build,
+    line_tables: compile::LineTables,
+) -> Result<(Context, Toolchain, Vec<CompiledSource>), Error> {
+    let context = build.resolve_without_package()?;
+    let toolchain = Toolchain::find(&build.env, false, &context.tool_timeouts)?;
+    let compiled = compile::compile_all(&context, &toolchain, Product::Ptx, line_tables)
+        .map_err(|error| crate::bounds_notes::annotate(error, &DefinedBounds::without_package()))?;
+    Ok((context, toolchain, compiled))
+}
+
 /// The sequence of a check of sources outside any package (`Build::check_sources`, what
 /// `cargo occupancy check` runs): compile every source (line tables everywhere: every lint runs
 /// on every kernel, so the SASS stage reads every kernel with local memory), parse, read the
@@ -457,15 +469,8 @@ pub(crate) fn check_sources(
     build: &crate::Build,
     request: &SourceCheck,
 ) -> Result<SourceCheckOutput, Error> {
-    let context = build.resolve_without_package()?;
-    let toolchain = Toolchain::find(&build.env, false, &context.tool_timeouts)?;
-    let compiled = compile::compile_all(
-        &context,
-        &toolchain,
-        Product::Ptx,
-        compile::LineTables::Everywhere,
-    )
-    .map_err(|error| crate::bounds_notes::annotate(error, &DefinedBounds::without_package()))?;
+    let (context, toolchain, compiled) =
+        compile_outside_package(build, compile::LineTables::Everywhere)?;
     let sass_tools = sass::SassTools::locate(&context, &toolchain);
     let binary = crate::parse::BinaryReads {
         tools: sass_tools.binary_tools(),
@@ -517,15 +522,8 @@ pub(crate) fn tune_kernel(
     build: &crate::Build,
     request: &crate::auto_bounds::TuneRequest,
 ) -> Result<crate::auto_bounds::TunedKernel, Error> {
-    let context = build.resolve_without_package()?;
-    let toolchain = Toolchain::find(&build.env, false, &context.tool_timeouts)?;
-    let compiled = compile::compile_all(
-        &context,
-        &toolchain,
-        Product::Ptx,
-        compile::LineTables::OnDemand,
-    )
-    .map_err(|error| crate::bounds_notes::annotate(error, &DefinedBounds::without_package()))?;
+    let (context, toolchain, compiled) =
+        compile_outside_package(build, compile::LineTables::OnDemand)?;
     let fail = |message: String| Error::AutoBounds {
         kernel: request.kernel.clone(),
         knob: request.knob.key(),
