@@ -779,3 +779,77 @@ fn the_pragma_with_dynamic_shared_memory_is_an_error_naming_the_kernel() {
     );
     assert!(!text.contains("`static_only`"), "{text}");
 }
+
+/// Compiled `__cluster_dims__` on every arch with clusters (real compiles for sm_90, sm_100 and
+/// sm_120): each row carries the compiled cluster and, per GPU of its arch, the clusters resident
+/// at once, exact only where the GPC layout is recorded (the H100 SXM and H200); a cluster of 16
+/// blocks is `cluster_unlaunchable` on each (`check` cannot see the host's non-portable opt-in).
+/// Before sm_90 nvcc itself refuses `__cluster_dims__`, and `check` fails with its error.
+#[test]
+fn compiled_clusters_on_every_arch_with_clusters() {
+    let source = "cargo-occupancy/tests/fixtures/clusters.cu";
+    let output = check(&[
+        source, "--arch", "sm_90", "--arch", "sm_100", "--arch", "sm_120", "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let rows = report["kernels"].as_array().unwrap();
+    for arch in ["sm_90", "sm_100", "sm_120"] {
+        let row = |name: &str| {
+            rows.iter()
+                .find(|row| row["name"] == name && row["arch"] == arch)
+                .unwrap_or_else(|| panic!("{name} on {arch}"))
+        };
+        assert_eq!(row("tile_cluster")["cluster"], serde_json::json!([4, 2, 1]));
+        assert_eq!(
+            row("wide_cluster")["cluster"],
+            serde_json::json!([16, 1, 1])
+        );
+        let gpus = row("tile_cluster")["clusters"].as_array().unwrap().clone();
+        assert!(!gpus.is_empty(), "{arch}: no GPU of the arch counted");
+        for gpu in &gpus {
+            let name = gpu["gpu"].as_str().unwrap();
+            let preset = occupancy_core::arch::preset(name).unwrap();
+            assert_eq!(preset.arch, arch, "{name}");
+            assert_eq!(
+                gpu["exact"],
+                preset.cluster_groups.is_some(),
+                "{arch} {name}: exact only where the layout is recorded"
+            );
+            // 8 blocks per cluster, at most 8 per SM of 256 threads: never more clusters than SMs.
+            let clusters = gpu["max_active_clusters"].as_u64().unwrap();
+            assert!(
+                clusters > 0 && clusters <= u64::from(preset.sm_count),
+                "{arch} {name}: {clusters}"
+            );
+        }
+    }
+    let unlaunchable: Vec<(&str, &str)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|finding| finding["lint"] == "cluster_unlaunchable")
+        .map(|finding| {
+            (
+                finding["kernel"].as_str().unwrap(),
+                finding["arch"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        unlaunchable,
+        [
+            ("wide_cluster", "sm_90"),
+            ("wide_cluster", "sm_100"),
+            ("wide_cluster", "sm_120")
+        ]
+    );
+
+    let before = check(&[source, "--arch", "sm_80"]);
+    assert_eq!(before.status.code(), Some(2), "{}", stderr(&before));
+    assert!(
+        stderr(&before).contains("__cluster_dims__ is not supported for this GPU architecture"),
+        "{}",
+        stderr(&before)
+    );
+}
