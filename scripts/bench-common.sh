@@ -25,3 +25,8 @@ report() { # label, ours, plain: medians and their ratio, then each run's ratio
   printf '%-44s wall %7.2fs vs %7.2fs = %.3f | cpu %7.2fs vs %7.2fs = %.3f\n' "$1" "$ow" "$pw" "$(ratio "$ow" "$pw")" "$oc" "$pc" "$(ratio "$oc" "$pc")"
   printf '%-44s wall %s | cpu %s\n' "  per run" "$(per_run_ratios "${wall[$2]}" "${wall[$3]}")" "$(per_run_ratios "${cpu[$2]}" "${cpu[$3]}")"
 }
+
+find_nvcc() { # sets NVCC: $NVCC, else nvcc on PATH, else the one scripts/setup-cuda.sh installed
+  if [[ -z "${NVCC:-}" ]] && ! command -v nvcc >/dev/null; then source <(scripts/setup-cuda.sh --env); fi
+  NVCC=${NVCC:-$(command -v nvcc)}
+}

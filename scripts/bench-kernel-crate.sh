@@ -25,8 +25,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 source scripts/bench-common.sh
-if [[ -z "${NVCC:-}" ]] && ! command -v nvcc >/dev/null; then source <(scripts/setup-cuda.sh --env); fi
-NVCC=${NVCC:-$(command -v nvcc)}
+find_nvcc
 PTXAS=${PTXAS:-$(dirname "$NVCC")/ptxas}
 JOBS=${JOBS:-$(nproc)}
 RUNS=${RUNS:-3}

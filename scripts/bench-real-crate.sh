@@ -26,8 +26,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 source scripts/bench-common.sh
 : "${CANDLE_DIR:?set CANDLE_DIR to a checkout of huggingface/candle}"
-if [[ -z "${NVCC:-}" ]] && ! command -v nvcc >/dev/null; then source <(scripts/setup-cuda.sh --env); fi
-NVCC=${NVCC:-$(command -v nvcc)}
+find_nvcc
 PTXAS=${PTXAS:-$(dirname "$NVCC")/ptxas}
 JOBS=${JOBS:-$(nproc)}
 RUNS=${RUNS:-3}
