@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{binary, nvcc, repo_root, run_tool, stderr, stdout, work_dir};
+use common::{binary, entry_rows, nvcc, repo_root, run_tool, stderr, stdout, work_dir};
 
 /// Corpus kernels that compile for sm_80 and sm_90 (`launch_bounds.cu` needs sm_90,
 /// `fails_to_compile.cu` fails on purpose).
@@ -169,7 +169,7 @@ fn report(paths: &[PathBuf], cache: &Path, extra: &[&str]) -> serde_json::Value 
 
 /// `check --json` on `paths` for sm_80 and sm_90: its kernel rows by (symbol, arch).
 fn rows(paths: &[PathBuf], cache: &Path) -> BTreeMap<(String, String), serde_json::Value> {
-    rows_of(&report(paths, cache, &[]))
+    entry_rows(&report(paths, cache, &[]))
 }
 
 /// A finding as compared: lint, kernel, arch and message.
@@ -235,30 +235,13 @@ fn machine_code_lints(findings: &BTreeMap<FindingKey, usize>) -> BTreeMap<String
     lints
 }
 
-/// A report's entry rows by (symbol, arch).
-fn rows_of(report: &serde_json::Value) -> BTreeMap<(String, String), serde_json::Value> {
-    report["kernels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|row| row["entry"] == true)
-        .map(|row| {
-            let key = (
-                row["name"].as_str().unwrap().to_owned(),
-                row["arch"].as_str().unwrap().to_owned(),
-            );
-            (key, row.clone())
-        })
-        .collect()
-}
-
 #[test]
 fn every_binary_form_gives_the_rows_of_the_sources() {
     let dir = work_dir("check-binary", "forms");
     let cache = dir.join("cache");
     let sources: Vec<PathBuf> = SOURCES.iter().map(PathBuf::from).collect();
     let from_sources = report(&sources, &cache, &[]);
-    let expected = rows_of(&from_sources);
+    let expected = entry_rows(&from_sources);
     let expected_findings = findings_of(&from_sources, true);
     assert!(expected.len() >= 20, "the corpus has kernels: {expected:?}");
     let spilling = expected
@@ -288,7 +271,7 @@ fn every_binary_form_gives_the_rows_of_the_sources() {
             unknown >= 8,
             "{form}: spill_in_loop and local_array say the line is unknown"
         );
-        let found = rows_of(&from_binary);
+        let found = entry_rows(&from_binary);
         assert_eq!(
             found.keys().collect::<Vec<_>>(),
             expected.keys().collect::<Vec<_>>(),

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{binary, nvcc, repo_root, stderr, stdout, work_dir};
+use common::{binary, entry_rows, nvcc, repo_root, stderr, stdout, work_dir};
 
 const NVVM: &str = "tests/fixtures/rust-ptx/nvvm_kernels.ptx";
 const LLVM: &str = "tests/fixtures/rust-ptx/llvm_nvptx.ptx";
@@ -141,23 +141,6 @@ fn check_json(paths: &[PathBuf], cache: &Path) -> serde_json::Value {
         stderr(&output)
     );
     serde_json::from_str(&stdout(&output)).unwrap()
-}
-
-/// The entry rows of a report by (symbol, arch).
-fn entry_rows(report: &serde_json::Value) -> BTreeMap<(String, String), serde_json::Value> {
-    report["kernels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|row| row["entry"] == true)
-        .map(|row| {
-            let key = (
-                row["name"].as_str().unwrap().to_owned(),
-                row["arch"].as_str().unwrap().to_owned(),
-            );
-            (key, row.clone())
-        })
-        .collect()
 }
 
 fn usage_of(row: &serde_json::Value) -> Usage {

@@ -98,3 +98,22 @@ pub fn run_tool(command: &mut Command) {
         stderr(&output)
     );
 }
+
+/// A JSON report's entry rows by (symbol, arch).
+pub fn entry_rows(
+    report: &serde_json::Value,
+) -> std::collections::BTreeMap<(String, String), serde_json::Value> {
+    report["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| row["entry"] == true)
+        .map(|row| {
+            let key = (
+                row["name"].as_str().unwrap().to_owned(),
+                row["arch"].as_str().unwrap().to_owned(),
+            );
+            (key, row.clone())
+        })
+        .collect()
+}
