@@ -1468,9 +1468,6 @@ ptxas info    : Compile time = 10.567 ms
     fn a_dropped_minimum_blocks_per_sm_warning_joins_its_kernel_on_its_arch() {
         let threads = "ptxas warning : Value of threads per SM for entry ignored_minimum is out of range. .minnctapersm will be ignored";
         let slots = "ptxas warning : Value of minnctapersm for entry slot_bound is out of range. minnctapersm will be ignored";
-        let record = |name: &str, arch: &str| {
-            format!("ptxas info    : Compiling entry function '{name}' for '{arch}'\nptxas info    : Function properties for {name}\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 24 registers, used 0 barriers, 368 bytes cmem[0]\nptxas info    : Compile time = 1.0 ms\n")
-        };
         let log = format!(
             "{threads}\nptxas info    : 0 bytes gmem\n{}{}{slots}\n{threads}\nptxas info    : 0 bytes gmem\n{}{}",
             record("slot_bound", "sm_80"),
@@ -1481,18 +1478,26 @@ ptxas info    : Compile time = 10.567 ms
         let output = parse_log(&log).unwrap();
         assert!(output.diagnostics.is_empty(), "{:?}", output.diagnostics);
         assert!(output.warnings.is_empty(), "{:?}", output.warnings);
-        let warnings = |name: &str, arch: &str| {
-            output
-                .kernels
-                .iter()
-                .find(|kernel| kernel.name == name && kernel.arch == arch)
-                .map(|kernel| kernel.warnings.clone())
-                .unwrap()
-        };
+        let warnings = |name: &str, arch: &str| warnings_of(&output, name, arch);
         assert_eq!(warnings("ignored_minimum", "sm_80"), [threads]);
         assert_eq!(warnings("ignored_minimum", "sm_86"), [threads]);
         assert!(warnings("slot_bound", "sm_80").is_empty());
         assert_eq!(warnings("slot_bound", "sm_86"), [slots]);
+    }
+
+    /// A minimal `-v` record of entry `name` on `arch`: 24 registers, no spills.
+    fn record(name: &str, arch: &str) -> String {
+        format!("ptxas info    : Compiling entry function '{name}' for '{arch}'\nptxas info    : Function properties for {name}\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 24 registers, used 0 barriers, 368 bytes cmem[0]\nptxas info    : Compile time = 1.0 ms\n")
+    }
+
+    /// The warnings the record of `name` on `arch` carries.
+    fn warnings_of(output: &ParseOutput, name: &str, arch: &str) -> Vec<String> {
+        output
+            .kernels
+            .iter()
+            .find(|kernel| kernel.name == name && kernel.arch == arch)
+            .map(|kernel| kernel.warnings.clone())
+            .unwrap()
     }
 
     /// ptxas 13.0's register-cap warnings (docs/ptxas-formats.md): one naming its entry without
@@ -1500,9 +1505,6 @@ ptxas info    : Compile time = 10.567 ms
     /// `-maxrregcount`) joins every entry of its run, of the arch it names, and no other run's.
     #[test]
     fn register_cap_warnings_join_their_entries() {
-        let record = |name: &str, arch: &str| {
-            format!("ptxas info    : Compiling entry function '{name}' for '{arch}'\nptxas info    : Function properties for {name}\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 24 registers, used 0 barriers\nptxas info    : Compile time = 1.0 ms\n")
-        };
         let raised = |arch: &str| {
             format!("ptxas warning : For profile {arch} adjusting per thread register count of 8 to lower bound of 24")
         };
@@ -1521,14 +1523,7 @@ ptxas info    : Compile time = 10.567 ms
         let output = parse_log(&log).unwrap();
         assert!(output.diagnostics.is_empty(), "{:?}", output.diagnostics);
         assert!(output.warnings.is_empty(), "{:?}", output.warnings);
-        let warnings = |name: &str, arch: &str| {
-            output
-                .kernels
-                .iter()
-                .find(|kernel| kernel.name == name && kernel.arch == arch)
-                .map(|kernel| kernel.warnings.clone())
-                .unwrap()
-        };
+        let warnings = |name: &str, arch: &str| warnings_of(&output, name, arch);
         assert_eq!(
             warnings("big", "sm_80"),
             [entry, &raised("sm_80"), conflict]
