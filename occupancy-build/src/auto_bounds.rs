@@ -401,6 +401,62 @@ pub(crate) fn engine_for<'a>(
     }
 }
 
+/// What `cargo occupancy tune` asks ([`Build::tune_kernel`](crate::Build::tune_kernel)): a
+/// kernel, and what the command line gave of its launch and objective. In a declaring package
+/// (`in_package`, the sources' `.manifest_dir(...)`) what it leaves out is the kernel's
+/// declaration's: the knob it declares `"auto"`, its block, dynamic shared memory,
+/// `max_spill_bytes` and archs; elsewhere, or for a kernel nothing declares, the defaults:
+/// `min_blocks_per_sm`, the kernel's `__launch_bounds__` maximum, none, 0 and every arch.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct TuneQuery {
+    /// The kernel's symbol.
+    pub kernel: String,
+    pub knob: Option<Knob>,
+    pub block_threads: Option<u32>,
+    pub dynamic_smem_bytes: Option<u32>,
+    pub accepted_spill_bytes: Option<u64>,
+    pub in_package: bool,
+}
+
+impl TuneQuery {
+    /// The request: the query's values, else `declared`'s, else the defaults (a block of 0:
+    /// the kernel's `.maxntid`, which the caller reads from its PTX).
+    pub(crate) fn request(&self, declared: Option<&Declared>) -> TuneRequest {
+        let knob = self
+            .knob
+            .or_else(|| declared.and_then(knob_of))
+            .unwrap_or(Knob::MinBlocksPerSm);
+        let declared = declared.map(|declared| request_of(declared, knob));
+        let declared = declared.as_ref();
+        TuneRequest {
+            kernel: self.kernel.clone(),
+            knob,
+            block_threads: (self.block_threads)
+                .or(declared.map(|request| request.block_threads))
+                .unwrap_or(0),
+            dynamic_smem_bytes: (self.dynamic_smem_bytes)
+                .or(declared.map(|request| request.dynamic_smem_bytes))
+                .unwrap_or(0),
+            accepted_spill_bytes: (self.accepted_spill_bytes)
+                .or(declared.map(|request| request.accepted_spill_bytes))
+                .unwrap_or(0),
+            archs: declared.and_then(|request| request.archs.clone()),
+        }
+    }
+}
+
+/// What [`Build::tune_kernel`](crate::Build::tune_kernel) answers: the kernel tuned, the request
+/// it was tuned for, and where the declaration that gave the rest of it is.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct TuneAnswer {
+    pub tuned: TunedKernel,
+    pub request: TuneRequest,
+    /// The declaration read, in a declaring package (its path from the package's directory).
+    pub declared_at: Option<occupancy_core::report::Location>,
+}
+
 /// What to tune for a declaration.
 fn request_of(declared: &Declared, knob: Knob) -> TuneRequest {
     let spec = &declared.kernel.spec;

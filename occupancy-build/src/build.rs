@@ -236,9 +236,9 @@ impl Build {
     #[doc(hidden)]
     pub fn tune_kernel(
         &self,
-        request: &crate::cli::TuneRequest,
-    ) -> Result<crate::cli::TunedKernel, Error> {
-        pipeline::tune_kernel(self, request)
+        query: &crate::cli::TuneQuery,
+    ) -> Result<crate::cli::TuneAnswer, Error> {
+        pipeline::tune_kernel(self, query)
     }
 
     /// Resolves the build, runs the pipeline, and, whatever happened, says in the report when

@@ -41,6 +41,16 @@ impl CargoLines {
         }
     }
 
+    /// The warnings collected so far, each line without its `cargo:warning=` (for a check
+    /// outside a build script, which prints them itself).
+    pub fn warnings(&self) -> Vec<String> {
+        self.lines
+            .iter()
+            .filter_map(|line| line.strip_prefix("cargo:warning="))
+            .map(str::to_string)
+            .collect()
+    }
+
     /// Prints the lines collected so far (when enabled) and forgets them.
     pub fn flush(&mut self) {
         if self.enabled {

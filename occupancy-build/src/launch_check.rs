@@ -33,6 +33,12 @@ pub struct SourceCheck {
     /// Say which toolchain and flags made the code ([`SourceCheckOutput::toolchain`]), for a
     /// lock (it asks ptxas its version).
     pub stamp_toolchain: bool,
+    /// The sources belong to the package at `.manifest_dir(...)`, which declares kernels
+    /// ([`cli::declaring_package`](crate::cli::declaring_package)): they are compiled and checked
+    /// as its build does (its declarations, `occupancy_bounds.h`, `"auto"` bounds and
+    /// `[package.metadata.occupancy]`); `block_threads` is then the launch of kernels nothing
+    /// declares, and `lint_levels` stand above the package's levels.
+    pub in_package: bool,
 }
 
 /// What [`Build::check_sources`](crate::Build::check_sources) found.

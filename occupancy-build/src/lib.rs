@@ -37,6 +37,7 @@ mod context;
 mod crate_view;
 mod cubin;
 mod declarations;
+mod declaring_package;
 mod diagnostics;
 mod disassemble;
 mod env;
@@ -90,13 +91,14 @@ pub use pipeline::Output;
 /// installed nvcc's architectures. Internal to the occupancy tools, not a stable API.
 #[doc(hidden)]
 pub mod cli {
-    pub use crate::auto_bounds::{TuneRequest, TunedGroup, TunedKernel};
+    pub use crate::auto_bounds::{TuneAnswer, TuneQuery, TuneRequest, TunedGroup, TunedKernel};
     pub use crate::baseline::ToolchainStamp;
     pub use crate::binary::{
         sniff, BinaryKernel, BinaryKind, BinaryReading, BinarySession, BinaryTools,
         MachineCodeLints, SpillEvidence,
     };
     pub use crate::check_lock::{recorded_toolchain, CheckLock};
+    pub use crate::declaring_package::{declaring_package, package_out_dir};
     pub use crate::fsutil::{check_writable, shown_path, write_atomic};
     pub use crate::launch_check::{
         binary_sass_findings, evaluate_at_launch, sort_rows, CheckedRow,

@@ -66,16 +66,11 @@ pub fn run(
     if context.settings.unchecked.is_some() {
         cargo.warning("occupancy: `unchecked` in [package.metadata.occupancy] has no effect: this crate's occupancy build checks its kernels; remove it");
     }
-    // Declarations first: occupancy_bounds.h must exist before a .cu includes it.
-    let declarations = crate::declarations::scan_declarations(context, cargo)?;
-    let memory = crate::auto_bounds::Memory::load(context);
-    crate::declarations::write_bounds_header(context, &declarations, &memory.header_choices())?;
-    compile::check_unique_stems(&context.sources)?;
     let key = ProductKey::of(context, product, library_name);
     if product == Product::Ptx {
         check_stems_across_products(context, &key)?;
     }
-    let (compiled, tuned) = compile_and_tune(context, &toolchain, &declarations, product, memory)?;
+    let (declarations, compiled, tuned) = compile_declared(context, &toolchain, product, cargo)?;
     watch_compiled(context, &toolchain, &compiled, cargo);
     let mut output = Output {
         ptx_files: Vec::new(),
@@ -469,6 +464,9 @@ pub(crate) fn check_sources(
     build: &crate::Build,
     request: &SourceCheck,
 ) -> Result<SourceCheckOutput, Error> {
+    if request.in_package {
+        return check_package_sources(build, request);
+    }
     let (context, toolchain, compiled) =
         compile_outside_package(build, compile::LineTables::Everywhere)?;
     let sass_tools = sass::SassTools::locate(&context, &toolchain);
@@ -514,23 +512,93 @@ pub(crate) fn check_sources(
     })
 }
 
+/// The sequence of a check of sources of a package that declares kernels
+/// (`SourceCheck::in_package`): the build's own stages for its sources as one PTX product
+/// (declarations, `occupancy_bounds.h`, compile and `"auto"` bounds, evaluate with its
+/// declarations, levels and settings) into `.out_dir(...)`, the package's files untouched. What
+/// concerns the crate as a whole (declarations no source compiled, the baseline's deleted
+/// sources) is not judged: the check may be given some of the crate's sources.
+fn check_package_sources(
+    build: &crate::Build,
+    request: &SourceCheck,
+) -> Result<SourceCheckOutput, Error> {
+    let context = build.resolve_package_check(request)?;
+    let toolchain = Toolchain::find(&build.env, false, &context.tool_timeouts)?;
+    let levels = Levels::read(&context)?;
+    let mut cargo = CargoLines::new(false);
+    let (declarations, compiled, tuned) =
+        compile_declared(&context, &toolchain, Product::Ptx, &mut cargo)?;
+    let checked = evaluate_product(
+        &context,
+        &levels,
+        &toolchain,
+        (&compiled, &tuned),
+        &declarations,
+        false,
+        &mut cargo,
+    )?;
+    Ok(SourceCheckOutput {
+        report: checked.report,
+        without_kernels: Vec::new(),
+        warnings: compiled
+            .iter()
+            .flat_map(|source| source.notes.iter().cloned())
+            // The build's notes; its findings are in the report, not repeated as warnings.
+            .chain(
+                cargo
+                    .warnings()
+                    .iter()
+                    .filter_map(|line| line.strip_prefix("occupancy: ").map(str::to_string)),
+            )
+            .collect(),
+        toolchain: (request.stamp_toolchain)
+            .then(|| crate::baseline::ToolchainStamp::of(&context.stamped_flags, &toolchain)),
+    })
+}
+
+/// A package's sources compiled as its build compiles them: its declarations first, and their
+/// `occupancy_bounds.h` (which must exist before a .cu includes it), then the compile and the
+/// `"auto"` bounds.
+fn compile_declared(
+    context: &Context,
+    toolchain: &Toolchain,
+    product: Product,
+    cargo: &mut CargoLines,
+) -> Result<(Declarations, Vec<CompiledSource>, Tuned), Error> {
+    let declarations = crate::declarations::scan_declarations(context, cargo)?;
+    let memory = crate::auto_bounds::Memory::load(context);
+    crate::declarations::write_bounds_header(context, &declarations, &memory.header_choices())?;
+    compile::check_unique_stems(&context.sources)?;
+    let (compiled, tuned) = compile_and_tune(context, toolchain, &declarations, product, memory)?;
+    Ok((declarations, compiled, tuned))
+}
+
 /// `cargo occupancy tune`'s sequence (`Build::tune_kernel`): compile the sources as `check`
-/// does, then tune `request`'s kernel with the engine the build's `"auto"` bounds use
-/// (`crate::auto_bounds::engine`). `request.block_threads` 0 takes the block from the kernel's
-/// `.maxntid`.
+/// does (in a declaring package, as its build does, with its `occupancy_bounds.h`; `"auto"`
+/// kernels without bounds), then tune the query's kernel with the engine the build's `"auto"`
+/// bounds use (`crate::auto_bounds::engine`), for the request the query and the kernel's
+/// declaration make. A block of 0 there takes the kernel's `.maxntid`.
 pub(crate) fn tune_kernel(
     build: &crate::Build,
-    request: &crate::auto_bounds::TuneRequest,
-) -> Result<crate::auto_bounds::TunedKernel, Error> {
-    let (context, toolchain, compiled) =
-        compile_outside_package(build, compile::LineTables::OnDemand)?;
+    query: &crate::auto_bounds::TuneQuery,
+) -> Result<crate::auto_bounds::TuneAnswer, Error> {
+    let (context, toolchain, compiled, declarations) = match query.in_package {
+        true => compile_package_for_tuning(build)?,
+        false => {
+            let (context, toolchain, compiled) =
+                compile_outside_package(build, compile::LineTables::OnDemand)?;
+            (context, toolchain, compiled, Declarations::default())
+        }
+    };
+    let declared =
+        (declarations.kernels.iter()).find(|declared| declared.kernel.kernel_name == query.kernel);
+    let mut request = query.request(declared);
     let fail = |message: String| Error::AutoBounds {
-        kernel: request.kernel.clone(),
+        kernel: query.kernel.clone(),
         knob: request.knob.key(),
         message,
     };
-    let source = crate::auto_bounds::source_defining(&compiled, &request.kernel).map_err(fail)?;
-    let mut request = request.clone();
+    let source = crate::auto_bounds::source_defining(&compiled, &query.kernel).map_err(fail)?;
     if request.block_threads == 0 {
         request.block_threads = crate::auto_bounds::compiled_block(source, &request.kernel)
             .ok_or_else(|| fail("its PTX has no `.maxntid` (no `__launch_bounds__`): give the block it is launched with, `--block N`".to_string()))?;
@@ -542,11 +610,36 @@ pub(crate) fn tune_kernel(
                 .to_string(),
         )
     })?;
-    crate::auto_bounds::engine_for(&context, &toolchain, nvdisasm).tune(
+    let tuned = crate::auto_bounds::engine_for(&context, &toolchain, nvdisasm).tune(
         source,
         &request,
         &crate::auto_bounds::Refusals::default(),
+    )?;
+    Ok(crate::auto_bounds::TuneAnswer {
+        tuned,
+        request,
+        declared_at: declared.map(|declared| declarations.location(declared)),
+    })
+}
+
+/// A declaring package's sources compiled for `tune`: its declarations' header without the
+/// choices of `"auto"` (those kernels compile without bounds, the PTX the engine tunes).
+fn compile_package_for_tuning(
+    build: &crate::Build,
+) -> Result<(Context, Toolchain, Vec<CompiledSource>, Declarations), Error> {
+    let context = build.resolve()?;
+    let toolchain = Toolchain::find(&build.env, false, &context.tool_timeouts)?;
+    let declarations =
+        crate::declarations::scan_declarations(&context, &mut CargoLines::new(false))?;
+    crate::declarations::write_bounds_header(&context, &declarations, &Default::default())?;
+    let compiled = compile::compile_all(
+        &context,
+        &toolchain,
+        Product::Ptx,
+        compile::LineTables::OnDemand,
     )
+    .map_err(|error| crate::bounds_notes::annotate(error, &DefinedBounds::of(&declarations)))?;
+    Ok((context, toolchain, compiled, declarations))
 }
 
 #[cfg(test)]

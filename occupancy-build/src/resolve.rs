@@ -60,6 +60,22 @@ impl Build {
         )
     }
 
+    /// The context of a check of a declaring package's sources
+    /// ([`SourceCheck::in_package`](crate::SourceCheck)): the package's, as its build resolves
+    /// it, with the request's levels above the package's (where the environment's stand in a
+    /// build: the command line's include them) and its block as the launch of undeclared kernels.
+    pub(crate) fn resolve_package_check(
+        &self,
+        request: &crate::SourceCheck,
+    ) -> Result<Context, Error> {
+        let mut context = self.resolve()?;
+        context.env_lint_levels = request.lint_levels.clone();
+        if let Some(threads) = request.block_threads {
+            context.settings.block = Some(occupancy_core::spec::BlockDim::linear(threads));
+        }
+        Ok(context)
+    }
+
     /// Everything but where the package is and what its Cargo.toml says.
     fn resolve_in(
         &self,

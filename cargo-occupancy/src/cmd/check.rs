@@ -153,20 +153,53 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     verdict.despite_closed_stdout(stream.finish(&args.output, &title))
 }
 
-/// Compiles and checks the .cu/.ptx inputs through `Build::check_sources`; their rows go to the
-/// lock, when there is one, under the source as rows show it.
+/// Compiles and checks the .cu/.ptx inputs through `Build::check_sources`: those of a package
+/// that declares kernels (`occupancy_build::cli::declaring_package`) as its build does, one
+/// check per package, the rest at the command line's launch. Their rows go to the lock, when
+/// there is one, under the source as rows show it.
 fn check_compiled(
     args: &Args,
     env: &Environment,
     inputs: &[&Input],
     levels: &Levels,
-    lock: Option<&mut Lock>,
+    mut lock: Option<&mut Lock>,
 ) -> Result<Report, CliError> {
     let cache_dir = CacheDir::choose(
         args.cache_dir.as_deref(),
         env.cache_home.as_deref(),
         &env.temp_dir,
     )?;
+    let mut groups: BTreeMap<Option<PathBuf>, Vec<&Input>> = BTreeMap::new();
+    for input in inputs {
+        let package = occupancy_build::cli::declaring_package(input_path_buf(input));
+        groups.entry(package).or_default().push(input);
+    }
+    let mut report = Report::default();
+    for (package, group) in groups {
+        if package.is_some() && args.dynamic_smem != 0 {
+            return Err(CliError::usage(format!(
+                "--dynamic-smem: the sources of {} are checked at the launches its `#[occupancy::kernel]` declarations give; declare `dynamic_smem` there, or under [package.metadata.occupancy.kernels.\"<name>\"] for a kernel it does not declare",
+                display_path(package.as_deref().unwrap_or(Path::new(".")))
+            )));
+        }
+        let checked = check_group(args, env, &cache_dir, (package.as_deref(), &group), levels)?;
+        record_in_lock(lock.as_deref_mut(), &checked);
+        report.kernels.extend(checked.report.kernels);
+        report.findings.extend(checked.report.findings);
+    }
+    Ok(report)
+}
+
+/// One `Build::check_sources` of inputs of one declaring package (or of none): compiled into
+/// the cache directory (a package's into its own directory there), paths shown from the
+/// current directory.
+fn check_group(
+    args: &Args,
+    env: &Environment,
+    cache_dir: &CacheDir,
+    (package, inputs): (Option<&Path>, &[&Input]),
+    levels: &Levels,
+) -> Result<occupancy_build::SourceCheckOutput, CliError> {
     let mut build = Build::new();
     for input in inputs {
         let absolute = std::fs::canonicalize(input_path_buf(input))
@@ -183,22 +216,30 @@ fn check_compiled(
     for flag in &args.nvcc_args {
         build.flag(flag);
     }
-    if let Ok(current) = std::env::current_dir().and_then(std::fs::canonicalize) {
-        build.manifest_dir(current);
-    }
-    build.out_dir(&cache_dir.path).env(env.for_build());
+    let current = std::env::current_dir().and_then(std::fs::canonicalize).ok();
+    match package {
+        Some(package) => {
+            build
+                .manifest_dir(package)
+                .out_dir(occupancy_build::cli::package_out_dir(
+                    &cache_dir.path,
+                    package,
+                ))
+        }
+        None => build
+            .manifest_dir(current.clone().unwrap_or_default())
+            .out_dir(&cache_dir.path),
+    };
+    build.env(env.for_build());
     let mut request = SourceCheck::default();
     request.block_threads = args.block;
     request.dynamic_smem_bytes = args.dynamic_smem;
     request.lint_levels = levels.settings.clone();
-    request.stamp_toolchain = lock.is_some();
-    let output = build.check_sources(&request).map_err(toolchain_error)?;
-    if let (Some(lock), Some(stamp)) = (lock, &output.toolchain) {
-        let product = lock.input();
-        for row in &output.report.kernels {
-            let source = row.source.as_ref().map(|at| at.path.as_str());
-            lock.record(product, source.unwrap_or_default(), row, stamp);
-        }
+    request.stamp_toolchain = args.lock.is_some();
+    request.in_package = package.is_some();
+    let mut output = build.check_sources(&request).map_err(toolchain_error)?;
+    if let (Some(package), Some(current)) = (package, &current) {
+        shown_from(&mut output.report, package, current);
     }
     for source in &output.without_kernels {
         eprintln!(
@@ -209,7 +250,41 @@ fn check_compiled(
     for warning in &output.warnings {
         eprintln!("warning: {warning}");
     }
-    Ok(output.report)
+    Ok(output)
+}
+
+/// A package's rows in the lock, under their sources as rows show them.
+fn record_in_lock(lock: Option<&mut Lock>, output: &occupancy_build::SourceCheckOutput) {
+    if let (Some(lock), Some(stamp)) = (lock, &output.toolchain) {
+        let product = lock.input();
+        for row in &output.report.kernels {
+            let source = row.source.as_ref().map(|at| at.path.as_str());
+            lock.record(product, source.unwrap_or_default(), row, stamp);
+        }
+    }
+}
+
+/// Paths a package's check shows from the package (`kernels/k.cu`, `src/lib.rs`) shown from
+/// the current directory instead, as every other input's are.
+fn shown_from(report: &mut Report, package: &Path, current: &Path) {
+    for row in &mut report.kernels {
+        row.source
+            .iter_mut()
+            .for_each(|at| shown_from_here(at, package, current));
+    }
+    for finding in &mut report.findings {
+        (finding.location.iter_mut()).for_each(|at| shown_from_here(at, package, current));
+    }
+}
+
+/// A location a package's check gives from the package's directory, given from `current`
+/// instead (when the package is under it).
+pub(super) fn shown_from_here(location: &mut Location, package: &Path, current: &Path) {
+    if let Ok(prefix) = package.strip_prefix(current) {
+        if Path::new(&location.path).is_relative() {
+            location.path = occupancy_build::cli::shown_path(&prefix.join(&location.path));
+        }
+    }
 }
 
 /// What `check` writes: `--html`, the `--cache-dir` it compiles into, the lock it blesses.

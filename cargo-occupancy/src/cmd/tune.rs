@@ -3,11 +3,14 @@
 //! resident blocks, assembled from the file's PTX and measured (registers, spills and where
 //! they are, the loops' instructions and memory accesses, blocks per SM, occupancy), and the
 //! objective's verdict on each. The engine is the build's (`Build::tune_kernel`); this file
-//! parses the arguments and prints.
+//! parses the arguments and prints. A file of a package that declares kernels compiles as its
+//! build compiles it (its `occupancy_bounds.h`), and the kernel's declaration gives what the
+//! command line leaves out: the knob it declares `"auto"`, its block, dynamic shared memory,
+//! `max_spill_bytes` and archs.
 
 use std::path::PathBuf;
 
-use occupancy_build::cli::{TuneRequest, TunedKernel};
+use occupancy_build::cli::{TuneAnswer, TuneQuery};
 use occupancy_build::Build;
 use occupancy_core::tune::{render_ladder, Knob};
 
@@ -50,18 +53,21 @@ pub struct Args {
     /// Target architecture (repeatable); default: as a build resolves them.
     #[arg(long = "arch", value_name = "ARCH")]
     pub archs: Vec<String>,
-    /// Threads per block of the launch; default: the kernel's `__launch_bounds__` maximum.
+    /// Threads per block of the launch; default: its declaration's `block`, else the kernel's
+    /// `__launch_bounds__` maximum.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub block: Option<u32>,
-    /// Dynamic shared memory per block of the launch, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = crate::flags::smem_bytes)]
-    pub dynamic_smem: u64,
-    /// The bound to choose.
-    #[arg(long, value_enum, default_value = "min-blocks-per-sm")]
-    pub knob: KnobArg,
-    /// Spill bytes per thread accepted (a declaration's `max_spill_bytes`).
-    #[arg(long, value_name = "BYTES", default_value_t = 0)]
-    pub max_spill_bytes: u64,
+    /// Dynamic shared memory per block of the launch, in bytes; default: its declaration's
+    /// `dynamic_smem`, else 0.
+    #[arg(long, value_name = "BYTES", value_parser = crate::flags::smem_bytes)]
+    pub dynamic_smem: Option<u64>,
+    /// The bound to choose; default: the one its declaration writes `"auto"`, else
+    /// `min-blocks-per-sm`.
+    #[arg(long, value_enum)]
+    pub knob: Option<KnobArg>,
+    /// Spill bytes per thread accepted; default: its declaration's `max_spill_bytes`, else 0.
+    #[arg(long, value_name = "BYTES")]
+    pub max_spill_bytes: Option<u64>,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
@@ -81,28 +87,36 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
             .map_err(|error| CliError::Usage(format!("--arch: {error}")))?;
     }
     crate::inputs::check_input_file("the input", &args.file)?;
-    let build = build(args, env)?;
-    let request = TuneRequest {
-        kernel: args.kernel.clone(),
-        knob: match args.knob {
-            KnobArg::MinBlocksPerSm => Knob::MinBlocksPerSm,
-            KnobArg::MaxRegisters => Knob::MaxRegisters,
-        },
-        block_threads: args.block.unwrap_or(0),
-        dynamic_smem_bytes: u32::try_from(args.dynamic_smem).unwrap_or(u32::MAX),
-        accepted_spill_bytes: args.max_spill_bytes,
-        archs: None,
-    };
-    let tuned = build
-        .tune_kernel(&request)
+    let (build, package) = build(args, env)?;
+    let mut query = TuneQuery::default();
+    query.kernel = args.kernel.clone();
+    query.knob = args.knob.map(|knob| match knob {
+        KnobArg::MinBlocksPerSm => Knob::MinBlocksPerSm,
+        KnobArg::MaxRegisters => Knob::MaxRegisters,
+    });
+    query.block_threads = args.block;
+    query.dynamic_smem_bytes = args
+        .dynamic_smem
+        .map(|bytes| u32::try_from(bytes).unwrap_or(u32::MAX));
+    query.accepted_spill_bytes = args.max_spill_bytes;
+    query.in_package = package.is_some();
+    let mut answer = build
+        .tune_kernel(&query)
         .map_err(|error| CliError::CouldNotCheck(error.to_string()))?;
+    if let (Some(package), Some(at), Ok(current)) = (
+        &package,
+        answer.declared_at.as_mut(),
+        std::env::current_dir().and_then(std::fs::canonicalize),
+    ) {
+        super::check::shown_from_here(at, package, &current);
+    }
     let from_source = args
         .file
         .extension()
         .is_some_and(|extension| extension == "cu");
     let text = match args.format {
-        Format::Text => render_text(&tuned, from_source),
-        Format::Json => render_json(&tuned, args.dynamic_smem),
+        Format::Text => render_text(&answer, from_source),
+        Format::Json => render_json(&answer),
     };
     let mut out = Stdout::lock("cannot write the ladder to standard output");
     out.write_all(text.as_bytes())?;
@@ -110,8 +124,9 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     Ok(Outcome::Success)
 }
 
-/// The build `check` would make of the file, compiling into the cache directory.
-fn build(args: &Args, env: &Environment) -> Result<Build, CliError> {
+/// The build `check` would make of the file, compiling into the cache directory, and the
+/// declaring package the file is in, if any.
+fn build(args: &Args, env: &Environment) -> Result<(Build, Option<PathBuf>), CliError> {
     let cache_dir = CacheDir::choose(
         args.cache_dir.as_deref(),
         env.cache_home.as_deref(),
@@ -135,16 +150,32 @@ fn build(args: &Args, env: &Environment) -> Result<Build, CliError> {
     for flag in &args.nvcc_args {
         build.flag(flag);
     }
-    if let Ok(current) = std::env::current_dir().and_then(std::fs::canonicalize) {
-        build.manifest_dir(current);
-    }
-    build.out_dir(&cache_dir.path).env(env.for_build());
-    Ok(build)
+    let package = occupancy_build::cli::declaring_package(&file);
+    match &package {
+        Some(package) => {
+            build
+                .manifest_dir(package)
+                .out_dir(occupancy_build::cli::package_out_dir(
+                    &cache_dir.path,
+                    package,
+                ))
+        }
+        None => build
+            .manifest_dir(
+                std::env::current_dir()
+                    .and_then(std::fs::canonicalize)
+                    .unwrap_or_default(),
+            )
+            .out_dir(&cache_dir.path),
+    };
+    build.env(env.for_build());
+    Ok((build, package))
 }
 
 /// Every arch's ladder, then one line per arch with the choice as qualifiers; for a `.cu`
 /// (`from_source`), a note that nvcc may compile the source with a bound into other code.
-fn render_text(tuned: &TunedKernel, from_source: bool) -> String {
+fn render_text(answer: &TuneAnswer, from_source: bool) -> String {
+    let tuned = &answer.tuned;
     let mut text = String::new();
     let mut summary = Vec::new();
     for group in &tuned.groups {
@@ -168,6 +199,14 @@ fn render_text(tuned: &TunedKernel, from_source: bool) -> String {
             ));
         }
     }
+    if let Some(at) = &answer.declared_at {
+        text.push_str(&format!(
+            "declared at {at}: block {}, dynamic_smem {} bytes, max_spill_bytes {} (the command line's values where it gives them)\n",
+            answer.request.block_threads,
+            answer.request.dynamic_smem_bytes,
+            answer.request.accepted_spill_bytes
+        ));
+    }
     text.push_str(&format!(
         "`{}` = \"auto\" for `{}` (block {}; {} compiles assembled, the rest from the cache):\n{}\n",
         tuned.knob,
@@ -183,7 +222,8 @@ fn render_text(tuned: &TunedKernel, from_source: bool) -> String {
 }
 
 /// The same as one JSON object.
-fn render_json(tuned: &TunedKernel, dynamic_smem_bytes: u64) -> String {
+fn render_json(answer: &TuneAnswer) -> String {
+    let tuned = &answer.tuned;
     let archs: Vec<serde_json::Value> = tuned
         .groups
         .iter()
@@ -203,7 +243,9 @@ fn render_json(tuned: &TunedKernel, dynamic_smem_bytes: u64) -> String {
         "kernel": tuned.kernel,
         "knob": tuned.knob,
         "block": tuned.block_threads,
-        "dynamic_smem_bytes": dynamic_smem_bytes,
+        "dynamic_smem_bytes": answer.request.dynamic_smem_bytes,
+        "max_spill_bytes": answer.request.accepted_spill_bytes,
+        "declared_at": answer.declared_at.as_ref().map(ToString::to_string),
         "assembled": tuned.assembled,
         "archs": archs,
     });
