@@ -346,3 +346,66 @@ fn persistent_grid_sizes_its_cooperative_grid_from_the_facts_header() {
     );
     assert!(!log.contains("on an H20 does not fit"), "{log}");
 }
+
+/// auto-bounds: `min_blocks_per_sm = "auto"` on a shared-memory GEMM tile, a PTX per arch. The
+/// build chooses per arch (with the pinned nvcc 13.0: 5 on sm_80, where 48 registers keep the
+/// loop as it is; none on sm_90, where they lengthen it by 6%), the choice reaches the PTX the
+/// driver loads on that arch, and the const holds the numbers of that compile.
+#[test]
+fn auto_bounds_chooses_per_arch_and_the_choice_reaches_the_ptx() {
+    let dir = example("auto-bounds");
+    let run = cargo(&dir, &["run", "-q"]);
+    assert!(run.status.success(), "{}", text(&run));
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("target/e2e/target/occupancy/auto-bounds.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let rows = report["kernels"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "sm_80 and sm_90: {report}");
+    let mut expected = Vec::new();
+    for row in rows {
+        let arch = row["arch"].as_str().unwrap();
+        let tuning = &row["tuning"];
+        // The chosen candidate's own measurement is what the build compiled and checked.
+        let chosen = tuning["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|candidate| candidate["bound"] == tuning["chosen"])
+            .unwrap_or_else(|| panic!("the choice is a candidate: {tuning}"));
+        assert_eq!(chosen["measured"]["registers"], row["registers"], "{row}");
+        let bound = match tuning["chosen"]["min_blocks_per_sm"].as_u64() {
+            Some(blocks) => format!(" .minnctapersm {blocks}"),
+            None => String::new(),
+        };
+        expected.push(format!(
+            "tile_gemm compiled for {arch}: {} registers, {} blocks of 256 threads per SM ({:.1}% occupancy)",
+            row["registers"],
+            row["blocks_per_sm"],
+            row["occupancy"].as_f64().unwrap() * 100.0
+        ));
+        expected.push(format!(
+            "tile_gemm PTX loaded on {arch}: .maxntid 256, 1, 1{bound}"
+        ));
+    }
+    expected.sort();
+    let mut printed: Vec<String> = String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    printed.sort();
+    assert_eq!(printed, expected, "{}", text(&run));
+    let chosen: Vec<(&str, &serde_json::Value)> = rows
+        .iter()
+        .map(|row| (row["arch"].as_str().unwrap(), &row["tuning"]["chosen"]))
+        .collect();
+    assert_eq!(
+        chosen,
+        [
+            ("sm_80", &serde_json::json!({"min_blocks_per_sm": 5})),
+            ("sm_90", &serde_json::json!("none"))
+        ],
+        "{report}"
+    );
+}
