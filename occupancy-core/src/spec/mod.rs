@@ -32,7 +32,9 @@ mod stub;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use occupancy_model::{Kind, Level, Storage, ValueMut};
+#[cfg(feature = "spec")]
+use occupancy_model::{Kind, ValueMut};
+use occupancy_model::{Level, Storage};
 use serde::{Deserialize, Serialize};
 
 use crate::lint_id::LintId;
