@@ -795,6 +795,8 @@ fn a_chosen_bound_is_in_the_text_report_and_explain() {
             loop_instructions: 46,
             loop_memory_instructions: 1,
             instructions: 80,
+
+            ..LoopProfile::default()
         },
         blocks_per_sm: blocks,
         warps_per_sm: blocks * 8,

@@ -573,6 +573,7 @@ mod tests {
             source_line: None,
             text_line: 1,
             symbol: None,
+            control: None,
         };
         assert_eq!(call_register(&call("R2")), Some("R2"));
         assert_eq!(call_register(&call("R2 `(__UFT_OFFSET)")), Some("R2"));

@@ -15,6 +15,7 @@
 pub(crate) mod call_target;
 pub(crate) mod callee;
 pub(crate) mod cfg;
+pub mod control;
 pub(crate) mod facts;
 pub(crate) mod parse;
 pub(crate) mod profile;

@@ -54,6 +54,8 @@ pub struct Instruction {
     /// prints it (`MOV R2, 32@lo(fun@unified(f))`), raw mode has it from the cubin. Not for branch
     /// and call targets, which are labels.
     pub symbol: Option<String>,
+    /// The scheduling control bits (`nvdisasm -hex` on sm_70 and later); `None` without them.
+    pub control: Option<super::control::Control>,
 }
 
 impl Instruction {
@@ -136,6 +138,9 @@ struct ParseState {
     line_index: HashMap<SourceLine, usize>,
     current_line: Option<usize>,
     pending_function_label: Option<String>,
+    /// The last instruction line ended with its low encoding word (`-hex`) on an arch whose
+    /// next line is the high word, with the control bits.
+    high_word_next: bool,
 }
 
 impl ParseState {
@@ -154,6 +159,8 @@ impl ParseState {
             self.start_section(rest);
         } else if let Some(location) = line.strip_prefix("//##") {
             self.current_line = self.source_line(location);
+        } else if let Some(word) = super::control::encoding_word(line) {
+            self.encoding_word(word);
         } else if line.starts_with("/*") {
             self.instruction(line, text_line)?;
         } else if let Some(rest) = line.strip_prefix(".other") {
@@ -231,10 +238,27 @@ impl ParseState {
         Some(index)
     }
 
+    /// A bare `/* 0x... */` line: the high word of the instruction before it, when one is due.
+    fn encoding_word(&mut self, word: u64) {
+        if std::mem::take(&mut self.high_word_next) {
+            if let Some(last) = self
+                .sections
+                .last_mut()
+                .and_then(|section| section.instructions.last_mut())
+            {
+                last.control = Some(super::control::Control::from_high_word(word));
+            }
+        }
+    }
+
     fn instruction(&mut self, line: &str, text_line: usize) -> Result<(), SassError> {
+        self.high_word_next = false;
         let Some(mut instruction) = parse_instruction(line, text_line)? else {
             return Ok(());
         };
+        self.high_word_next = line.trim_end().ends_with("*/")
+            && line.matches("/*").count() == 2
+            && (self.arch.as_deref()).is_some_and(super::control::has_control_words);
         instruction.source_line = self.current_line;
         let section = self
             .sections
@@ -305,6 +329,7 @@ pub(crate) fn parse_instruction(
         source_line: None,
         text_line,
         symbol: relocated_symbol(remainder),
+        control: None,
     }))
 }
 
