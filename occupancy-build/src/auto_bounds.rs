@@ -417,6 +417,9 @@ pub struct TuneQuery {
     pub dynamic_smem_bytes: Option<u32>,
     pub accepted_spill_bytes: Option<u64>,
     pub in_package: bool,
+    /// Bounds a compile of the source with them refused (per arch, the bound and the spill
+    /// bytes it compiled to), as a build finds them: chosen again without them.
+    pub refused: Refusals,
 }
 
 impl TuneQuery {

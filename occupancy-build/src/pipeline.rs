@@ -613,7 +613,7 @@ pub(crate) fn tune_kernel(
     let tuned = crate::auto_bounds::engine_for(&context, &toolchain, nvdisasm).tune(
         source,
         &request,
-        &crate::auto_bounds::Refusals::default(),
+        &query.refused,
     )?;
     Ok(crate::auto_bounds::TuneAnswer {
         tuned,

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use occupancy_build::cli::{TuneAnswer, TuneQuery};
 use occupancy_build::Build;
-use occupancy_core::tune::{render_ladder, Knob};
+use occupancy_core::tune::{render_ladder, Bound, Knob};
 
 use crate::cache_dir::CacheDir;
 use crate::env::Environment;
@@ -68,6 +68,12 @@ pub struct Args {
     /// Spill bytes per thread accepted; default: its declaration's `max_spill_bytes`, else 0.
     #[arg(long, value_name = "BYTES")]
     pub max_spill_bytes: Option<u64>,
+    /// A bound the compile of the source with it refused, as a build's check finds it
+    /// (`ARCH:BOUND:SPILL_BYTES`, the bound in blocks or registers as `--knob`; repeatable):
+    /// chosen again without it, to reproduce a build's choice where nvcc's front end made
+    /// other code under the bound.
+    #[arg(long = "refused", value_name = "ARCH:BOUND:BYTES", value_parser = refusal)]
+    pub refused: Vec<(String, u32, u64)>,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
@@ -100,6 +106,17 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
         .map(|bytes| u32::try_from(bytes).unwrap_or(u32::MAX));
     query.accepted_spill_bytes = args.max_spill_bytes;
     query.in_package = package.is_some();
+    for (arch, bound, bytes) in &args.refused {
+        let bound = match query.knob.unwrap_or(Knob::MinBlocksPerSm) {
+            Knob::MinBlocksPerSm => Bound::MinBlocksPerSm(*bound),
+            Knob::MaxRegisters => Bound::MaxRegisters(*bound),
+        };
+        query
+            .refused
+            .entry(arch.clone())
+            .or_default()
+            .push((bound, *bytes));
+    }
     let mut answer = build
         .tune_kernel(&query)
         .map_err(|error| CliError::CouldNotCheck(error.to_string()))?;
@@ -252,4 +269,23 @@ fn render_json(answer: &TuneAnswer) -> String {
     let mut text = serde_json::to_string_pretty(&value).expect("a JSON value serializes");
     text.push('\n');
     text
+}
+
+/// `sm_90:6:16`: an arch, a bound and the spill bytes its compile had.
+fn refusal(text: &str) -> Result<(String, u32, u64), String> {
+    let mut parts = text.split(':');
+    let (Some(arch), Some(bound), Some(bytes), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(format!(
+            "`{text}`: expected ARCH:BOUND:SPILL_BYTES, e.g. sm_90:6:16"
+        ));
+    };
+    let number = |what: &str, value: &str| {
+        value
+            .parse::<u64>()
+            .map_err(|_| format!("`{text}`: the {what} `{value}` is not a number"))
+    };
+    let bound = u32::try_from(number("bound", bound)?).map_err(|error| error.to_string())?;
+    Ok((arch.to_string(), bound, number("spill bytes", bytes)?))
 }

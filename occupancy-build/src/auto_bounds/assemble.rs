@@ -111,10 +111,11 @@ impl Assembler<'_> {
         Ok(stderr)
     }
 
-    /// `nvdisasm -c -ndf <cubin>`: the SASS text.
+    /// `nvdisasm -c -ndf -hex <cubin>`: the SASS text, with each instruction's encoding (its
+    /// scheduling control bits).
     fn disassemble(&self, cubin: &Path) -> Result<String, String> {
         let mut command = Command::new(self.nvdisasm);
-        command.args(["-c", "-ndf"]).arg(cubin);
+        command.args(["-c", "-ndf", "-hex"]).arg(cubin);
         let output = run_bounded(&mut command, &self.toolchain.timeouts, ToolKind::Work)
             .map_err(|error| error.to_string())?;
         if !output.status.success() {

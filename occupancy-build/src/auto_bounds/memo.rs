@@ -17,7 +17,7 @@ use crate::cache::hex;
 use crate::fsutil::write_atomic;
 
 /// Bumped when what a memo holds or how it is measured changes.
-const MEMO_SCHEMA: u32 = 1;
+const MEMO_SCHEMA: u32 = 2;
 
 /// The candidates measured for one key.
 #[derive(Debug, Default)]

@@ -62,8 +62,11 @@ pub struct Rung {
 /// left out (warps, block slots, shared memory and barriers allow it), the largest register
 /// cap that reaches it, one rung per distinct cap. A minimum is written as the blocks that cap
 /// actually keeps resident (a minimum of 7 blocks of 256 threads caps at 32 registers, which
-/// keeps 8). Empty when the kernel already has as many blocks as anything but registers allows,
-/// or does not fit at all.
+/// keeps 8). For [`Knob::MinBlocksPerSm`] the ladder also goes down ([`rungs_below`]): a
+/// minimum below the kernel's own blocks lets ptxas use more registers, keeping more loads in
+/// flight per warp, for fewer warps ([`super::choose`] takes one only by the latency model). A
+/// register cap has no such rung: no cap is the most registers. Empty when the kernel already has as many
+/// blocks as anything but registers allows and needs no more registers, or does not fit.
 pub fn ladder(arch: &ArchFacts, input: &LadderInput) -> Vec<Rung> {
     let launch = input.launch();
     let kernel = input.kernel_at(input.registers);
@@ -73,6 +76,9 @@ pub fn ladder(arch: &ArchFacts, input: &LadderInput) -> Vec<Rung> {
         return Vec::new();
     }
     let mut rungs: Vec<Rung> = Vec::new();
+    if input.knob == Knob::MinBlocksPerSm {
+        rungs.extend(rungs_below(arch, input, now));
+    }
     for blocks in now + 1..=without_registers {
         let Some(cap) = calc::register_cap_for_blocks(arch, &kernel, &launch, blocks) else {
             break;
@@ -89,6 +95,32 @@ pub fn ladder(arch: &ArchFacts, input: &LadderInput) -> Vec<Rung> {
             register_cap: cap,
             blocks_per_sm: resident,
         });
+    }
+    rungs
+}
+
+/// The minimums below the kernel's own `now` blocks that allow it more registers: one block
+/// (the most registers the arch gives a thread) and one block fewer than now, when their caps
+/// are above the kernel's registers; one rung per distinct cap, each written as the blocks its
+/// cap keeps resident. Two at most: each is a compile on every arch, and between the two ends
+/// ptxas's code changes little.
+fn rungs_below(arch: &ArchFacts, input: &LadderInput, now: u32) -> Vec<Rung> {
+    let launch = input.launch();
+    let kernel = input.kernel_at(input.registers);
+    let mut rungs: Vec<Rung> = Vec::new();
+    for blocks in [1, now.saturating_sub(1)] {
+        let Some(cap) = calc::register_cap_for_blocks(arch, &kernel, &launch, blocks.max(1)) else {
+            continue;
+        };
+        let resident = calc::blocks_per_sm(arch, &input.kernel_at(cap), &launch);
+        let seen = rungs.last().is_some_and(|rung| rung.register_cap == cap);
+        if cap > input.registers && resident < now && !seen {
+            rungs.push(Rung {
+                bound: Bound::MinBlocksPerSm(resident),
+                register_cap: cap,
+                blocks_per_sm: resident,
+            });
+        }
     }
     rungs
 }

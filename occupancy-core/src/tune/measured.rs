@@ -97,6 +97,27 @@ impl Measured {
         self.spill_store_bytes + self.spill_load_bytes
     }
 
+    /// The latency model's cycles for one pass of the weighed instructions (the loops), per
+    /// resident warp of the SM: a warp's pass takes its scheduled stall cycles plus
+    /// [`MEMORY_LATENCY_CYCLES`](super::objective::MEMORY_LATENCY_CYCLES) for each wait on a
+    /// memory load and [`SHORT_LATENCY_CYCLES`](super::objective::SHORT_LATENCY_CYCLES) for
+    /// each other wait, the SM's warps overlap those waits, and the SM issues at most
+    /// [`ISSUE_PER_CYCLE`](super::objective::ISSUE_PER_CYCLE) instructions a cycle: the larger
+    /// of a warp's pass divided by the warps and the pass's instructions divided by the issue
+    /// rate. `None` without the control bits or without resident warps. Memory bandwidth is not
+    /// modelled: where it binds, warps beyond it change nothing.
+    pub fn predicted_cycles(&self) -> Option<f64> {
+        use super::objective::{ISSUE_PER_CYCLE, MEMORY_LATENCY_CYCLES, SHORT_LATENCY_CYCLES};
+        if !self.loops.control_known || self.warps_per_sm == 0 {
+            return None;
+        }
+        let pass = f64::from(self.loops.stall_cycles)
+            + f64::from(MEMORY_LATENCY_CYCLES) * f64::from(self.loops.memory_waits)
+            + f64::from(SHORT_LATENCY_CYCLES) * f64::from(self.loops.short_waits);
+        let issue = f64::from(self.weighed_instructions()) / f64::from(ISSUE_PER_CYCLE);
+        Some((pass / f64::from(self.warps_per_sm)).max(issue))
+    }
+
     /// What the loop-growth rule compares: the instructions in loops, or every instruction of a
     /// kernel without loops.
     pub fn weighed_instructions(&self) -> u32 {

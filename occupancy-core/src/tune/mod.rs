@@ -9,7 +9,9 @@
 //! how many instructions and memory accesses its loops hold). [`choose`] then applies the
 //! [`Objective`]: the most resident warps among the bounds whose loops have no more spills than
 //! the kernel without bounds and whose loops grow by at most [`LOOP_GROWTH_PERCENT`]; no bound
-//! when none beats the kernel without one. [`render_ladder`] is the table `cargo occupancy tune`
+//! when none beats the kernel without one; then a bound within the same rules (below the
+//! kernel's own blocks included) that the latency model ([`Measured::predicted_cycles`]) predicts
+//! [`PREDICTED_GAIN_PERCENT`] cheaper per loop pass instead. [`render_ladder`] is the table `cargo occupancy tune`
 //! and `explain` print.
 //!
 //! Pure: no I/O.
@@ -26,7 +28,10 @@ pub use ladder::{ladder, LadderInput, Rung};
 pub use measured::{Candidate, Measured};
 #[cfg(test)]
 pub(crate) use objective::verdict;
-pub use objective::{choose, ArchLadder, Choice, Objective, Verdict, LOOP_GROWTH_PERCENT};
+pub use objective::{
+    choose, ArchLadder, Choice, Objective, Verdict, ISSUE_PER_CYCLE, LOOP_GROWTH_PERCENT,
+    MEMORY_LATENCY_CYCLES, PREDICTED_GAIN_PERCENT, SHORT_LATENCY_CYCLES,
+};
 pub use ptx::{with_bound, BoundPatchError};
 pub use render::render_ladder;
 

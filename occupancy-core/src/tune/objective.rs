@@ -10,6 +10,25 @@ use super::{Bound, Candidate, Knob, Measured};
 /// kernel without bounds, in percent, for a bound to be taken.
 pub const LOOP_GROWTH_PERCENT: u32 = 5;
 
+/// The latency model ([`Measured::predicted_cycles`]): the cycles a warp waits for a load from
+/// global memory. An H100 answers in about 260 cycles from L2 and 500 to 600 from DRAM
+/// (microbenchmarks); the choices of the repository's GPU corpus are the same for any value from
+/// 300 to 800 (docs/verification.md, section 9).
+pub const MEMORY_LATENCY_CYCLES: u32 = 500;
+
+/// The latency model: the cycles a warp waits for another variable-latency result (shared
+/// memory, transcendental functions, shuffles).
+pub const SHORT_LATENCY_CYCLES: u32 = 30;
+
+/// Warp instructions an SM issues per cycle (four schedulers, one each), the model's bound on
+/// a pass when warps are plenty.
+pub const ISSUE_PER_CYCLE: u32 = 4;
+
+/// How much faster the latency model must predict another takeable bound (fewer warps
+/// included) than the bound of the most warps, in percent, for it to be chosen instead: the
+/// model is coarse, and only a clear difference overrides the warps.
+pub const PREDICTED_GAIN_PERCENT: u32 = 20;
+
 /// What a bound must keep to be taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Objective {
@@ -40,6 +59,10 @@ pub enum Verdict {
     /// Within the objective, but no more resident warps than without bounds (ptxas used no
     /// fewer registers, or something else than registers binds).
     NoGain,
+    /// Within the objective, with fewer resident warps than without bounds (a minimum below
+    /// the kernel's own blocks, which lets ptxas use more registers): taken only when the
+    /// latency model predicts it clearly faster.
+    FewerWarps,
     /// The compile failed or could not be read.
     Failed,
     /// More spill instructions inside loops than without bounds.
@@ -65,9 +88,17 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// Whether the objective could take the bound on this arch.
+    /// Whether the objective could take the bound on this arch for its warps.
     fn takeable(self) -> bool {
         matches!(self, Verdict::Admissible | Verdict::NoGain)
+    }
+
+    /// Whether the latency model may take the bound on this arch: it keeps every rule.
+    pub(super) fn within_rules(self) -> bool {
+        matches!(
+            self,
+            Verdict::Baseline | Verdict::Admissible | Verdict::NoGain | Verdict::FewerWarps
+        )
     }
 }
 
@@ -86,6 +117,7 @@ impl fmt::Display for Verdict {
             Verdict::Baseline => formatter.write_str("without bounds"),
             Verdict::Admissible => formatter.write_str("admissible"),
             Verdict::NoGain => formatter.write_str("no more warps"),
+            Verdict::FewerWarps => formatter.write_str("fewer warps"),
             Verdict::Failed => formatter.write_str("compile failed"),
             Verdict::SpillsInLoops {
                 instructions,
@@ -176,9 +208,10 @@ pub(crate) fn verdict(
             without_bounds: before,
         };
     }
-    match measured.warps_per_sm > baseline.warps_per_sm {
-        true => Verdict::Admissible,
-        false => Verdict::NoGain,
+    match measured.warps_per_sm.cmp(&baseline.warps_per_sm) {
+        std::cmp::Ordering::Greater => Verdict::Admissible,
+        std::cmp::Ordering::Equal => Verdict::NoGain,
+        std::cmp::Ordering::Less => Verdict::FewerWarps,
     }
 }
 
@@ -250,12 +283,53 @@ pub fn choose(objective: &Objective, knob: Knob, ladders: &[ArchLadder]) -> Choi
                 .then(right.cmp(left))
         })
         .map(|(rung, _)| rung);
-    let reason = super::render::reason(objective, knob, ladders, &verdicts, best);
+    let mut reason = super::render::reason(objective, knob, ladders, &verdicts, best);
+    let mut chosen = best.unwrap_or(0);
+    if let Some((faster, ratio)) = predicted_faster(ladders, &verdicts, chosen) {
+        reason = super::render::latency_reason(ladders, (faster, chosen), ratio, &reason);
+        chosen = faster;
+    }
     Choice {
-        chosen: best.map_or(Bound::None, |rung| ladders[0].candidates[rung].bound),
+        chosen: ladders
+            .first()
+            .map_or(Bound::None, |ladder| ladder.candidates[chosen].bound),
         verdicts,
         reason,
     }
+}
+
+/// The rung within every rule whose predicted cycles per pass ([`Measured::predicted_cycles`])
+/// are lowest, with its ratio to `chosen`'s (the highest across the archs), when that is at
+/// least [`PREDICTED_GAIN_PERCENT`] below; `None` when any arch lacks the prediction.
+fn predicted_faster(
+    ladders: &[ArchLadder],
+    verdicts: &[Vec<Verdict>],
+    chosen: usize,
+) -> Option<(usize, f64)> {
+    let rungs = ladders.iter().map(|ladder| ladder.candidates.len()).min()?;
+    let predicted = |rung: usize| -> Option<Vec<f64>> {
+        ladders
+            .iter()
+            .map(|ladder| {
+                ladder.candidates[rung]
+                    .measured
+                    .as_ref()?
+                    .predicted_cycles()
+            })
+            .collect()
+    };
+    let against = predicted(chosen)?;
+    let (rung, ratio) = (0..rungs)
+        .filter(|&rung| rung != chosen)
+        .filter(|&rung| verdicts.iter().all(|of_arch| of_arch[rung].within_rules()))
+        .filter_map(|rung| {
+            let ratio = (predicted(rung)?.iter().zip(&against))
+                .map(|(cycles, chosen)| cycles / chosen)
+                .fold(0.0_f64, f64::max);
+            Some((rung, ratio))
+        })
+        .min_by(|left, right| left.1.total_cmp(&right.1))?;
+    (ratio <= 1.0 - f64::from(PREDICTED_GAIN_PERCENT) / 100.0).then_some((rung, ratio))
 }
 
 /// The lowest occupancy across the archs, then the warps of every arch together.

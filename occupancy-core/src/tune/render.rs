@@ -42,7 +42,12 @@ pub(super) fn reason(
             .iter()
             .zip(verdicts)
             .map(|(ladder, of_arch)| (ladder.arch.as_str(), of_arch[rung]))
-            .find(|(_, verdict)| !matches!(verdict, Verdict::Admissible | Verdict::NoGain))?;
+            .find(|(_, verdict)| {
+                !matches!(
+                    verdict,
+                    Verdict::Admissible | Verdict::NoGain | Verdict::FewerWarps
+                )
+            })?;
         Some(format!(
             "`{}` was refused on {arch}: {verdict}",
             ladders[0].candidates[rung].bound
@@ -81,6 +86,38 @@ pub(super) fn reason(
     reason
 }
 
+/// Why the latency model took rung `faster` over `replaced` (the choice of [`reason`], which
+/// follows): per arch, the waits on memory and the warps of both, and the predicted ratio.
+pub(super) fn latency_reason(
+    ladders: &[ArchLadder],
+    (faster, replaced): (usize, usize),
+    ratio: f64,
+    replaced_reason: &str,
+) -> String {
+    let waits: Vec<String> = ladders
+        .iter()
+        .filter_map(|ladder| {
+            let taken = ladder.candidates[faster].measured.as_ref()?;
+            let other = ladder.candidates[replaced].measured.as_ref()?;
+            Some(format!(
+                "on {} its loops wait on memory {} times a pass against {}, with {} warps against {}",
+                ladder.arch,
+                taken.loops.memory_waits,
+                other.loops.memory_waits,
+                taken.warps_per_sm,
+                other.warps_per_sm
+            ))
+        })
+        .collect();
+    format!(
+        "`{}` is predicted {:.0}% faster per loop pass than `{}` by the latency model (more loads in flight per warp outweigh fewer warps): {}; without the model: {replaced_reason}",
+        ladders[0].candidates[faster].bound,
+        (1.0 - ratio) * 100.0,
+        ladders[0].candidates[replaced].bound,
+        waits.join("; ")
+    )
+}
+
 /// The ladder of one kernel on one arch as a table: each bound, its registers, spills (bytes,
 /// and instructions in loops), loop instructions and memory accesses, blocks and occupancy, and
 /// the verdict; then the choice and its reason.
@@ -97,9 +134,19 @@ pub fn render_ladder(kernel: &str, arch: &str, block: u32, tuning: &Tuning) -> S
     );
     let _ = writeln!(
         text,
-        "  {:<24} {:>4} {:>14} {:>10} {:>9} {:>9} {:>9}  verdict",
-        "bound", "regs", "spill B (loop)", "loop inst", "loop mem", "blocks/SM", "occupancy"
+        "  {:<24} {:>4} {:>14} {:>10} {:>9} {:>9} {:>9} {:>9} {:>6}  verdict",
+        "bound",
+        "regs",
+        "spill B (loop)",
+        "loop inst",
+        "loop mem",
+        "mem waits",
+        "blocks/SM",
+        "occupancy",
+        "model"
     );
+    let baseline = (tuning.candidates.first())
+        .and_then(|tried| tried.candidate.measured.as_ref()?.predicted_cycles());
     for tried in &tuning.candidates {
         let marker = if tried.candidate.bound == tuning.chosen {
             "*"
@@ -109,7 +156,7 @@ pub fn render_ladder(kernel: &str, arch: &str, block: u32, tuning: &Tuning) -> S
         let bound = tried.candidate.bound.to_string();
         let columns = match &tried.candidate.measured {
             Some(measured) => format!(
-                "{:>4} {:>14} {:>10} {:>9} {:>9} {:>9}",
+                "{:>4} {:>14} {:>10} {:>9} {:>9} {:>9} {:>9} {:>6}",
                 measured.registers,
                 format!(
                     "{} ({})",
@@ -118,12 +165,20 @@ pub fn render_ladder(kernel: &str, arch: &str, block: u32, tuning: &Tuning) -> S
                 ),
                 measured.weighed_instructions(),
                 measured.loops.loop_memory_instructions,
+                match measured.loops.control_known {
+                    true => measured.loops.memory_waits.to_string(),
+                    false => "-".to_string(),
+                },
                 measured.blocks_per_sm,
                 percent(measured.occupancy),
+                match (measured.predicted_cycles(), baseline) {
+                    (Some(cycles), Some(baseline)) => format!("{:.2}", cycles / baseline),
+                    _ => "-".to_string(),
+                },
             ),
             None => format!(
-                "{:>4} {:>14} {:>10} {:>9} {:>9} {:>9}",
-                "-", "-", "-", "-", "-", "-"
+                "{:>4} {:>14} {:>10} {:>9} {:>9} {:>9} {:>9} {:>6}",
+                "-", "-", "-", "-", "-", "-", "-", "-"
             ),
         };
         let mut verdict = tried.verdict.to_string();

@@ -12,8 +12,9 @@ RAW.csv), saved as DIR/<kernel>.json and reused when present. A build checks the
 takes its choice (nvcc's front end sees the bound too and may make other code than the PTX
 measured) and chooses again without a bound whose compile spills more than the kernel without
 bounds: so does this script, with the spills ptxas reported for the run's own variants
-(ptxas.log beside RAW.csv). The build's choice maps to a variant (`min_blocks_per_sm = B` to
-`bB`, no bounds to `lb`). Per kernel, over its variants that fit
+(ptxas.log beside RAW.csv), by running tune again with `--refused ARCH:B:BYTES` (then saved as
+DIR/<kernel>.refused-B....json): the choice is always tune's own. The build's choice maps to a
+variant (`min_blocks_per_sm = B` to `bB`, no bounds to `lb`). Per kernel, over its variants that fit
 (`feasible`) and computed what `bare` did (`check` ok): the fastest, auto's choice and its time
 relative to the fastest, no bounds (`bare`, the kernel as written without `__launch_bounds__`)
 and the choice of maximum occupancy (the most resident blocks the driver reports, the smallest B
@@ -73,14 +74,18 @@ def binary(given):
             "-p", "cargo-occupancy", "--"]
 
 
-def tune(kernel, dynamic_smem, arch, command, tune_dir, cache_dir):
-    path = os.path.join(tune_dir, f"{kernel}.json")
+def tune(kernel, dynamic_smem, arch, command, tune_dir, cache_dir, refused=()):
+    """tune's JSON for `kernel`, with `refused` [(blocks, spill bytes)] refused on `arch`."""
+    suffix = "".join(f".refused-{blocks}" for blocks, _ in refused)
+    path = os.path.join(tune_dir, f"{kernel}{suffix}.json")
     if os.path.exists(path):
         with open(path) as handle:
             return json.load(handle)
     arguments = command + ["occupancy", "tune", SOURCE, "--kernel", f"{kernel}_lb", "--arch", arch,
                            "--dynamic-smem", str(dynamic_smem), "--format", "json",
                            "--cache-dir", cache_dir]
+    for blocks, spill_bytes in refused:
+        arguments += ["--refused", f"{arch}:{blocks}:{spill_bytes}"]
     print(f"combine: tune {kernel} ...", file=sys.stderr, flush=True)
     done = subprocess.run(arguments, capture_output=True, text=True)
     if done.returncode != 0:
@@ -107,22 +112,20 @@ def read_spills(path):
     return spills
 
 
-def build_choice(kernel, tuned, spills):
-    """What a build would ship: tune's admissible bounds, most resident blocks first (the
-    objective's order), the first whose compile (the run's variant) spills no more than the
-    kernel without bounds; no bounds when none. Also the bounds refused on the way."""
-    candidates = tuned["archs"][0]["tuning"]["candidates"]
+def build_choice(kernel, tune_with, spills):
+    """What a build would ship: tune's choice, unless its compile (the run's variant) spills
+    more than the kernel without bounds; then tune's choice with that bound refused, as the
+    build chooses again. Returns the variant, the bounds refused on the way, and the last
+    tune JSON."""
     without = spills.get(f"{kernel}_lb", 0)
-    admissible = [c for c in candidates if c["verdict"]["verdict"] == "admissible"]
-    ranked = sorted(enumerate(admissible), key=lambda item: (-item[1]["measured"]["blocks_per_sm"], item[0]))
     refused = []
-    for _, candidate in ranked:
-        variant = variant_of(candidate["bound"])
-        if spills.get(f"{kernel}_{variant}", 0) > without:
-            refused.append(variant)
-            continue
-        return variant, refused
-    return "lb", refused
+    while True:
+        tuned = tune_with(tuple(refused))
+        variant = variant_of(tuned["archs"][0]["chosen"])
+        spilled = spills.get(f"{kernel}_{variant}", 0)
+        if variant == "lb" or spilled <= without:
+            return variant, [f"b{blocks}" for blocks, _ in refused], tuned
+        refused.append((int(variant[1:]), spilled))
 
 
 def variant_of(chosen):
@@ -134,13 +137,13 @@ def variant_of(chosen):
     sys.exit(f"combine: a choice autobounds.cu has no variant for: {chosen}")
 
 
-def judge(kernel, variants, tuned, spills):
+def judge(kernel, variants, tune_with, spills):
     usable = {label: row for label, row in variants.items()
               if row["feasible"] == "1" and row["check"] == "ok"}
     time = {label: float(row["median_ms"]) for label, row in usable.items()}
     fastest = min(time, key=time.get)
-    auto, refused = build_choice(kernel, tuned, spills)
-    tune_choice = variant_of(tuned["archs"][0]["chosen"])
+    tune_choice = variant_of(tune_with(())["archs"][0]["chosen"])
+    auto, refused, tuned = build_choice(kernel, tune_with, spills)
     bounded = [label for label in usable if label != "bare"]
     most = max(int(usable[label]["blocks_per_sm"]) for label in bounded)
     max_occupancy = min((label for label in bounded if int(usable[label]["blocks_per_sm"]) == most),
@@ -245,8 +248,9 @@ def main():
         if "bare" not in variants:
             sys.exit(f"combine: {kernel} has no `bare` variant in {args.raw}")
         dynamic_smem = int(variants["bare"]["dynamic_smem"])
-        tuned = tune(kernel, dynamic_smem, args.arch, command, tune_dir, cache_dir)
-        results.append(judge(kernel, variants, tuned, spills))
+        def tune_with(refused, kernel=kernel, dynamic_smem=dynamic_smem):
+            return tune(kernel, dynamic_smem, args.arch, command, tune_dir, cache_dir, refused)
+        results.append(judge(kernel, variants, tune_with, spills))
     first = next(iter(next(iter(kernels.values())).values()))
     table = markdown(results, f"{first['gpu']} ({first['arch']}, {first['sms']} SMs)")
     met, summary = goal(results)
