@@ -21,7 +21,10 @@
 # the measured times.
 #
 # Environment: NVCC (else nvcc on PATH), OCCUPANCY_GPU_ARCH (else read from nvidia-smi),
-# OCCUPANCY_AUTOBOUNDS_REPS (default 30), OCCUPANCY_AUTOBOUNDS_ONLY (one kernel).
+# OCCUPANCY_AUTOBOUNDS_REPS (default 30), OCCUPANCY_AUTOBOUNDS_ONLY (one kernel),
+# OCCUPANCY_AUTOBOUNDS_SET=heldout (the 8 kernels of scripts/gpu/autobounds/heldout.cuh, written
+# after the objective's latency model, instead of the 15; then pass `--set heldout` to
+# combine.py).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-$root/target/gpu-autobounds}"
@@ -46,7 +49,14 @@ cat "$out/env.txt"
 
 echo "== 1. build autobounds.cu for $arch ($(date +%T))"
 start=$SECONDS
-"$nvcc" -O3 -arch="$arch" -lineinfo -Xptxas -v -o "$out/autobounds" \
+defines=()
+case "${OCCUPANCY_AUTOBOUNDS_SET:-corpus}" in
+  corpus) ;;
+  heldout) defines+=(-DAUTOBOUNDS_HELDOUT) ;;
+  *) echo "gpu-autobounds: OCCUPANCY_AUTOBOUNDS_SET is corpus or heldout" >&2; exit 2 ;;
+esac
+echo "set: ${OCCUPANCY_AUTOBOUNDS_SET:-corpus}" >> "$out/env.txt"
+"$nvcc" -O3 -arch="$arch" -lineinfo -Xptxas -v ${defines[@]+"${defines[@]}"} -o "$out/autobounds" \
   "$root/scripts/gpu/autobounds/autobounds.cu" > "$out/ptxas.log" 2>&1 || {
   tail -n 30 "$out/ptxas.log" >&2
   echo "gpu-autobounds: the build failed (the whole log: $out/ptxas.log)" >&2

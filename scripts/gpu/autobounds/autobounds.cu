@@ -8,6 +8,7 @@
 // time, and whether its output matches the `bare` variant's.
 //
 // Build: nvcc -O3 -arch=sm_90 -lineinfo -o autobounds autobounds.cu
+//        (with -DAUTOBOUNDS_HELDOUT: the held-out corpus of heldout.cuh instead)
 // Run:   ./autobounds --out raw.csv [--reps 30] [--only NAME] [--list]
 #include <cuda_runtime.h>
 
@@ -79,6 +80,10 @@ struct Register {
 #define KERNEL_128(N) VARIANT_BARE(N) VARIANT_LB(N, 128) B_UP_TO_16(N, 128)
 #define KERNEL_64(N) VARIANT_BARE(N) VARIANT_LB(N, 64) B_UP_TO_32(N, 64)
 
+#ifdef AUTOBOUNDS_HELDOUT
+// The held-out corpus (scripts/gpu-autobounds.sh with OCCUPANCY_AUTOBOUNDS_SET=heldout).
+#include "heldout.cuh"
+#else
 KERNEL_256(stream_triad)
 KERNEL_256(gather_chase)
 KERNEL_256(fma_ilp)
@@ -94,6 +99,7 @@ KERNEL_64(small_block)
 KERNEL_256(dyn_conv)
 KERNEL_256(sgemm128)
 KERNEL_128(layernorm)
+#endif
 
 // ---- Inputs: filled on the device from a hash of the index, the same for every run. ----
 
@@ -174,6 +180,9 @@ static dim3 waves(const Device& device, int block, int count) {
 
 static std::vector<Problem> problems() {
   std::vector<Problem> list;
+#ifdef AUTOBOUNDS_HELDOUT
+#include "heldout_problems.inc"
+#else
   list.push_back({"stream_triad", 256, 0, [](const Device& d) { return waves(d, 256, 4); },
                   [](Args& a, std::vector<void*>& o) {
                     a.n = 1ll << 28;
@@ -300,6 +309,7 @@ static std::vector<Problem> problems() {
                     a.out = output(a.n, o);
                   },
                   0, false, 1 << 20});
+#endif
   return list;
 }
 

@@ -3,8 +3,8 @@
 scripts/gpu-autobounds.sh measured on a GPU, set beside what `cargo occupancy tune` chooses for
 the same kernels (run here, no GPU needed).
 
-    python3 scripts/gpu/autobounds/combine.py RAW.csv [--arch sm_90] [--bin CARGO_OCCUPANCY]
-        [--tune-dir DIR] [--markdown OUT.md] [--json OUT.json]
+    python3 scripts/gpu/autobounds/combine.py RAW.csv [--arch sm_90] [--set corpus|heldout]
+        [--bin CARGO_OCCUPANCY] [--tune-dir DIR] [--markdown OUT.md] [--json OUT.json]
 
 For each kernel of RAW.csv: `tune --format json` on its `<kernel>_lb` variant in autobounds.cu
 (`__launch_bounds__(BLOCK)`, what "no minimum" compiles to; its dynamic shared memory from
@@ -52,7 +52,19 @@ KINDS = {
     "dyn_conv": "65-tap convolution, 33 KB dynamic shared memory",
     "sgemm128": "register-tiled SGEMM (128x128, 8x8 per thread)",
     "layernorm": "row normalization, a warp per row in registers",
+    # The held-out corpus (heldout.cuh).
+    "spmv_ell": "sparse matrix-vector (ELL, 32 gathers per row)",
+    "stencil7": "7-point 3D stencil marching up z",
+    "nbody": "all-pairs gravity through shared memory",
+    "softmax_row": "row softmax, 8 values per thread, block reductions",
+    "gemv": "dense matrix-vector, a warp per row, float4",
+    "mandel": "Mandelbrot escape counts (divergent, compute)",
+    "bitonic": "bitonic sort of 512 keys in shared memory",
+    "tile_gemm": "examples/auto-bounds' GEMM tile (64x64, 4x4, K by 8)",
 }
+
+# What `--set` compiles autobounds.cu with (scripts/gpu-autobounds.sh's OCCUPANCY_AUTOBOUNDS_SET).
+SETS = {"corpus": [], "heldout": ["-DAUTOBOUNDS_HELDOUT"]}
 
 
 def read_raw(path):
@@ -74,7 +86,7 @@ def binary(given):
             "-p", "cargo-occupancy", "--"]
 
 
-def tune(kernel, dynamic_smem, arch, command, tune_dir, cache_dir, refused=()):
+def tune(kernel, dynamic_smem, arch, command, tune_dir, cache_dir, refused=(), defines=()):
     """tune's JSON for `kernel`, with `refused` [(blocks, spill bytes)] refused on `arch`."""
     suffix = "".join(f".refused-{blocks}" for blocks, _ in refused)
     path = os.path.join(tune_dir, f"{kernel}{suffix}.json")
@@ -86,6 +98,8 @@ def tune(kernel, dynamic_smem, arch, command, tune_dir, cache_dir, refused=()):
                            "--cache-dir", cache_dir]
     for blocks, spill_bytes in refused:
         arguments += ["--refused", f"{arch}:{blocks}:{spill_bytes}"]
+    if defines:
+        arguments += ["--"] + list(defines)
     print(f"combine: tune {kernel} ...", file=sys.stderr, flush=True)
     done = subprocess.run(arguments, capture_output=True, text=True)
     if done.returncode != 0:
@@ -229,6 +243,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("raw")
     parser.add_argument("--arch", default="sm_90")
+    parser.add_argument("--set", choices=sorted(SETS), default="corpus",
+                        help="the kernels the run measured (OCCUPANCY_AUTOBOUNDS_SET)")
     parser.add_argument("--bin", help="cargo-occupancy (default: target/release or target/debug, else cargo run)")
     parser.add_argument("--tune-dir", help="where tune's JSON is kept (default: beside RAW.csv, tune/)")
     parser.add_argument("--ptxas-log", help="the run's ptxas -v log (default: ptxas.log beside RAW.csv)")
@@ -249,7 +265,8 @@ def main():
             sys.exit(f"combine: {kernel} has no `bare` variant in {args.raw}")
         dynamic_smem = int(variants["bare"]["dynamic_smem"])
         def tune_with(refused, kernel=kernel, dynamic_smem=dynamic_smem):
-            return tune(kernel, dynamic_smem, args.arch, command, tune_dir, cache_dir, refused)
+            return tune(kernel, dynamic_smem, args.arch, command, tune_dir, cache_dir, refused,
+                        SETS[args.set])
         results.append(judge(kernel, variants, tune_with, spills))
     first = next(iter(next(iter(kernels.values())).values()))
     table = markdown(results, f"{first['gpu']} ({first['arch']}, {first['sms']} SMs)")
