@@ -31,6 +31,24 @@ impl Drop for CacheDir {
 }
 
 impl CacheDir {
+    /// Points `build` at where its sources compile: for a declaring `package`, a directory of
+    /// its own under the cache (its `occupancy_bounds.h` on no other compile's include path)
+    /// with paths shown from the package; else the cache, with paths from the current directory.
+    pub fn place(&self, build: &mut occupancy_build::Build, package: Option<&Path>) {
+        match package {
+            Some(package) => build
+                .manifest_dir(package)
+                .out_dir(occupancy_build::cli::package_out_dir(&self.path, package)),
+            None => build
+                .manifest_dir(
+                    std::env::current_dir()
+                        .and_then(std::fs::canonicalize)
+                        .unwrap_or_default(),
+                )
+                .out_dir(&self.path),
+        };
+    }
+
     /// `given` (`--cache-dir`), else `occupancy` in the user's cache home (`cache_home`, from
     /// the environment), when it may hold a cache; else, with a warning on stderr, a private
     /// directory in `temp_dir`.

@@ -24,13 +24,20 @@ fn check_json(paths: &[&str], extra: &[&str], cache: &Path, current: &Path) -> (
     (output, report)
 }
 
-/// The rows of `kernel`: (arch, block, dynamic shared memory, registers).
-fn rows_of(report: &Value, kernel: &str) -> Vec<(String, u64, u64, u64)> {
-    report["kernels"]
+/// The entries of the report's `list` (`kernels`, `findings`) whose `key` is `value`.
+fn entries<'a>(report: &'a Value, list: &str, key: &str, value: &str) -> Vec<&'a Value> {
+    report[list]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|row| row["name"] == kernel)
+        .filter(|entry| entry[key] == value)
+        .collect()
+}
+
+/// The rows of `kernel`: (arch, block, dynamic shared memory, registers).
+fn rows_of(report: &Value, kernel: &str) -> Vec<(String, u64, u64, u64)> {
+    entries(report, "kernels", "name", kernel)
+        .into_iter()
         .map(|row| {
             (
                 row["arch"].as_str().unwrap().to_string(),
@@ -119,12 +126,7 @@ fn the_examples_that_build_check_clean_at_their_declared_launches() {
         .iter()
         .all(|row| row.1 == 256));
     // tiled-gemm's `expect(low_occupancy, reason = ...)` is fulfilled: allowed, with its reason.
-    let low: Vec<&Value> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|finding| finding["lint"] == "low_occupancy")
-        .collect();
+    let low = entries(&report, "findings", "lint", "low_occupancy");
     assert!(!low.is_empty(), "{report}");
     for finding in low {
         assert_eq!(finding["level"], "allow", "{finding}");
@@ -134,12 +136,7 @@ fn the_examples_that_build_check_clean_at_their_declared_launches() {
         );
     }
     // auto-bounds' `"auto"` is chosen as its build chooses: 48 registers on sm_80 (5 blocks).
-    let tile: Vec<&Value> = report["kernels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|row| row["name"] == "tile_gemm")
-        .collect();
+    let tile = entries(&report, "kernels", "name", "tile_gemm");
     let chosen: Vec<(&str, &Value, &Value)> = tile
         .iter()
         .map(|row| {

@@ -216,20 +216,8 @@ fn check_group(
     for flag in &args.nvcc_args {
         build.flag(flag);
     }
+    cache_dir.place(&mut build, package);
     let current = std::env::current_dir().and_then(std::fs::canonicalize).ok();
-    match package {
-        Some(package) => {
-            build
-                .manifest_dir(package)
-                .out_dir(occupancy_build::cli::package_out_dir(
-                    &cache_dir.path,
-                    package,
-                ))
-        }
-        None => build
-            .manifest_dir(current.clone().unwrap_or_default())
-            .out_dir(&cache_dir.path),
-    };
     build.env(env.for_build());
     let mut request = SourceCheck::default();
     request.block_threads = args.block;

@@ -168,23 +168,7 @@ fn build(args: &Args, env: &Environment) -> Result<(Build, Option<PathBuf>), Cli
         build.flag(flag);
     }
     let package = occupancy_build::cli::declaring_package(&file);
-    match &package {
-        Some(package) => {
-            build
-                .manifest_dir(package)
-                .out_dir(occupancy_build::cli::package_out_dir(
-                    &cache_dir.path,
-                    package,
-                ))
-        }
-        None => build
-            .manifest_dir(
-                std::env::current_dir()
-                    .and_then(std::fs::canonicalize)
-                    .unwrap_or_default(),
-            )
-            .out_dir(&cache_dir.path),
-    };
+    cache_dir.place(&mut build, package.as_deref());
     build.env(env.for_build());
     Ok((build, package))
 }
