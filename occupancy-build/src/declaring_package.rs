@@ -10,27 +10,35 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 /// The declaring package of `source` (a file), as a canonical directory; `None` when the
-/// nearest `Cargo.toml` above it is no package's or its package declares no kernel.
+/// nearest `Cargo.toml` above it is no package's or its package declares no kernel. For many
+/// sources, [`package_of`] then [`declares_kernels`] once per package.
 pub fn declaring_package(source: &Path) -> Option<PathBuf> {
+    package_of(source).filter(|package| declares_kernels(package))
+}
+
+/// The canonical directory of the nearest `Cargo.toml` above `source` that has a `[package]`
+/// table; `None` when that manifest is a virtual one (`[workspace]` alone owns no source) or
+/// there is none. Settings are read later through `cargo metadata`; this only tells a
+/// package's manifest from one that is not.
+pub fn package_of(source: &Path) -> Option<PathBuf> {
     let source = std::fs::canonicalize(source).ok()?;
     let manifest_dir = source
         .ancestors()
         .skip(1)
         .find(|dir| dir.join("Cargo.toml").is_file())?;
     let manifest = std::fs::read_to_string(manifest_dir.join("Cargo.toml")).ok()?;
-    // A virtual manifest (`[workspace]` alone) owns no source; settings are read later through
-    // `cargo metadata`, this only tells a package's manifest from one that is not.
-    if !manifest.lines().any(|line| line.trim() == "[package]") {
-        return None;
-    }
-    declares_kernels(&manifest_dir.join("src")).then(|| manifest_dir.to_path_buf())
+    manifest
+        .lines()
+        .any(|line| line.trim() == "[package]")
+        .then(|| manifest_dir.to_path_buf())
 }
 
-/// Whether a Rust file under `src` has an `#[occupancy::kernel]` (or one the spec grammar
-/// refuses, which the check then reports as the build would).
-fn declares_kernels(src: &Path) -> bool {
+/// Whether a Rust file under the `package`'s `src/` has an `#[occupancy::kernel]` (or one the
+/// spec grammar refuses, which the check then reports as the build would).
+pub fn declares_kernels(package: &Path) -> bool {
+    let src = package.join("src");
     let mut files = Vec::new();
-    crate::declarations::collect_rust_files(src, &mut files);
+    crate::declarations::collect_rust_files(&src, &mut files);
     files.iter().any(|file| {
         std::fs::read_to_string(file).is_ok_and(|text| {
             text.contains("kernel")

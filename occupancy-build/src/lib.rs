@@ -98,7 +98,9 @@ pub mod cli {
         MachineCodeLints, SpillEvidence,
     };
     pub use crate::check_lock::{recorded_toolchain, CheckLock};
-    pub use crate::declaring_package::{declaring_package, package_out_dir};
+    pub use crate::declaring_package::{
+        declares_kernels, declaring_package, package_of, package_out_dir,
+    };
     pub use crate::fsutil::{check_writable, shown_path, write_atomic};
     pub use crate::launch_check::{
         binary_sass_findings, evaluate_at_launch, sort_rows, CheckedRow,

@@ -169,9 +169,15 @@ fn check_compiled(
         env.cache_home.as_deref(),
         &env.temp_dir,
     )?;
+    // A package's sources are scanned for declarations once, however many inputs it has.
+    let mut declares: BTreeMap<PathBuf, bool> = BTreeMap::new();
     let mut groups: BTreeMap<Option<PathBuf>, Vec<&Input>> = BTreeMap::new();
     for input in inputs {
-        let package = occupancy_build::cli::declaring_package(input_path_buf(input));
+        let package = occupancy_build::cli::package_of(input_path_buf(input)).filter(|package| {
+            *declares
+                .entry(package.clone())
+                .or_insert_with(|| occupancy_build::cli::declares_kernels(package))
+        });
         groups.entry(package).or_default().push(input);
     }
     let mut report = Report::default();
