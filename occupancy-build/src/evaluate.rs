@@ -247,6 +247,14 @@ fn declared_findings(
     let spec = &declared.kernel.spec;
     let mut found = Vec::new();
     for mut leveled in evaluate::check_kernel(Launch::Declared(spec), on, level_sources) {
+        if leveled.finding.lint == LintId::BoundsMismatch
+            && kernel.source.kind == crate::context::SourceKind::Ptx
+        {
+            let chosen = (leveled.finding.arch.as_deref())
+                .and_then(|arch| inputs.tuned.chosen(&kernel.name, arch));
+            let shown = display_path(&inputs.context.manifest_dir, &kernel.source.source);
+            leveled.finding.help = Some(crate::bounds_notes::ptx_input_help(&shown, spec, chosen));
+        }
         if leveled.finding.lint == LintId::Spills {
             crate::sass_stage::note_hottest_spill(
                 &mut leveled.finding,

@@ -227,3 +227,49 @@ fn auto_bounds_are_chosen_per_arch_compiled_reported_cached_and_locked() {
         "{stale}"
     );
 }
+
+/// A kernel of a `.ptx` input cannot take `occupancy_bounds.h`, so `"auto"` cannot reach it:
+/// the build fails closed with `bounds_mismatch`, and its help names the directives to write
+/// into the PTX's `.entry` (with the bound the build chose) instead of the header it cannot use.
+#[test]
+fn auto_on_a_ptx_input_fails_naming_the_directives_to_write() {
+    let fixture = Fixture::new("auto", "auto-ptx");
+    let include = fixture.dir.join("ptx-include");
+    std::fs::create_dir_all(&include).unwrap();
+    std::fs::write(
+        include.join("occupancy_bounds.h"),
+        "#define OCCUPANCY_BOUNDS_chain __launch_bounds__(256)\n#define OCCUPANCY_BOUNDS_chain_capped\n#define OCCUPANCY_BOUNDS_reduce __launch_bounds__(256)\n",
+    )
+    .unwrap();
+    let status = std::process::Command::new(occupancy_tests::nvcc())
+        .args(["-ptx", "-arch=compute_90", "-I"])
+        .arg(&include)
+        .arg("-o")
+        .arg(fixture.dir.join("kernels/chain.ptx"))
+        .arg(fixture.dir.join("kernels/chain.cu"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    fixture.edit(
+        "build.rs",
+        ".file(\"kernels/chain.cu\")",
+        ".ptx_file(\"kernels/chain.ptx\")",
+    );
+    fixture.edit(
+        "Cargo.toml",
+        "archs = [\"sm_80\", \"sm_90\"]",
+        "archs = [\"sm_90\"]",
+    );
+    let output = fixture.cargo_build(&[]);
+    let log = text(&output);
+    assert!(!output.status.success(), "{log}");
+    assert!(
+        log.contains("error[bounds_mismatch]: kernel `chain` was not compiled with the declared launch bounds"),
+        "{log}"
+    );
+    assert!(
+        log.contains("help: `kernels/chain.ptx` is PTX, which takes no `occupancy_bounds.h`: write `.maxntid 256, 1, 1 .minnctapersm 5` into the kernel's `.entry`"),
+        "{log}"
+    );
+    assert!(log.contains("`\"auto\"` cannot reach a PTX input"), "{log}");
+}
