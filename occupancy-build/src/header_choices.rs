@@ -27,6 +27,11 @@ impl HeaderChoices {
         self.0.insert(kernel, choices);
     }
 
+    /// Every kernel's choices, by symbol.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&String, &KernelChoices)> {
+        self.0.iter()
+    }
+
     /// The choices of `kernel`, if any.
     pub(crate) fn of(&self, kernel: &str) -> Option<&KernelChoices> {
         self.0.get(kernel)

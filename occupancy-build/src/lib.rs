@@ -63,6 +63,7 @@ mod parse;
 mod pipeline;
 mod process;
 mod products;
+mod ptx_bounds;
 mod ptx_summary;
 mod render;
 mod report;

@@ -211,15 +211,17 @@ fn compile_and_tune(
         true => compile::LineTables::Everywhere,
         false => compile::LineTables::OnDemand,
     };
-    let compile = || {
-        compile::compile_all(context, toolchain, product, line_tables)
+    // The choices reach `.cu` sources through the header and `.ptx` inputs through copies.
+    let compile = |choices: &crate::auto_bounds::HeaderChoices| {
+        let replaced = crate::ptx_bounds::write_ptx_bounds(context, declarations, choices)?;
+        compile::compile_all_replacing(context, toolchain, product, line_tables, &replaced)
             .map_err(|error| crate::bounds_notes::annotate(error, &DefinedBounds::of(declarations)))
     };
     let compiling = crate::auto_bounds::Compiling {
         product,
         line_tables,
     };
-    let mut compiled = compile()?;
+    let mut compiled = compile(&memory.header_choices())?;
     if !crate::auto_bounds::any_auto(declarations)
         || !context.check
         || context.skip_reason.is_some()
@@ -236,8 +238,8 @@ fn compile_and_tune(
             break;
         }
         crate::declarations::write_bounds_header(context, declarations, &choices)?;
+        compiled = compile(&choices)?;
         header = choices;
-        compiled = compile()?;
         if !session.verify(&mut tuned, &compiled)? {
             break;
         }

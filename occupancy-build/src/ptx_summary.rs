@@ -20,8 +20,9 @@ use crate::context::SourceKind;
 use crate::Error;
 
 /// Bumped whenever the scan reads the same PTX into another summary (2: each entry's dynamic
-/// shared memory and `enable_smem_spilling` with the shared memory it declares).
-const SUMMARY_SCHEMA: u32 = 2;
+/// shared memory and `enable_smem_spilling` with the shared memory it declares; 3: several
+/// directives on one line).
+const SUMMARY_SCHEMA: u32 = 3;
 
 /// The PTX operations whose kernels the SASS stage asks for (`crate::sass_stage`).
 pub(crate) const OPERATIONS: [&str; 3] = ["call", "f64", "setmaxnreg"];

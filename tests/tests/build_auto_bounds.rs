@@ -117,18 +117,7 @@ fn auto_bounds_are_chosen_per_arch_compiled_reported_cached_and_locked() {
     );
     // The shipped sm_90 PTX carries the minimum; the header defines it under sm_90's
     // __CUDA_ARCH__ only.
-    let header = std::fs::read_dir(e2e_root().join("target/debug/build"))
-        .unwrap()
-        .flatten()
-        .filter(|entry| {
-            entry
-                .file_name()
-                .to_string_lossy()
-                .starts_with(&format!("{}-", fixture.name))
-        })
-        .map(|entry| entry.path().join("out/occupancy_bounds.h"))
-        .find(|path| path.exists())
-        .expect("the build wrote occupancy_bounds.h");
+    let header = newest_out(&fixture).join("occupancy_bounds.h");
     let header_text = std::fs::read_to_string(&header).unwrap();
     assert!(
         header_text.contains(&format!(
@@ -228,11 +217,12 @@ fn auto_bounds_are_chosen_per_arch_compiled_reported_cached_and_locked() {
     );
 }
 
-/// A kernel of a `.ptx` input cannot take `occupancy_bounds.h`, so `"auto"` cannot reach it:
-/// the build fails closed with `bounds_mismatch`, and its help names the directives to write
-/// into the PTX's `.entry` (with the bound the build chose) instead of the header it cannot use.
+/// A `.ptx` input cannot include `occupancy_bounds.h`: the build writes the bounds `"auto"` chose
+/// into a copy of it (each chosen kernel's `.entry`, every line where it was), compiles and ships
+/// the copy, and never writes the input. A bound declared by number that the PTX lacks is a
+/// `bounds_mismatch` whose help names the directives to write, not a header.
 #[test]
-fn auto_on_a_ptx_input_fails_naming_the_directives_to_write() {
+fn auto_reaches_a_ptx_input_through_a_copy_with_its_lines_in_place() {
     let fixture = Fixture::new("auto", "auto-ptx");
     let include = fixture.dir.join("ptx-include");
     std::fs::create_dir_all(&include).unwrap();
@@ -241,15 +231,17 @@ fn auto_on_a_ptx_input_fails_naming_the_directives_to_write() {
         "#define OCCUPANCY_BOUNDS_chain __launch_bounds__(256)\n#define OCCUPANCY_BOUNDS_chain_capped\n#define OCCUPANCY_BOUNDS_reduce __launch_bounds__(256)\n",
     )
     .unwrap();
+    let input = fixture.dir.join("kernels/chain.ptx");
     let status = std::process::Command::new(occupancy_tests::nvcc())
         .args(["-ptx", "-arch=compute_90", "-I"])
         .arg(&include)
         .arg("-o")
-        .arg(fixture.dir.join("kernels/chain.ptx"))
+        .arg(&input)
         .arg(fixture.dir.join("kernels/chain.cu"))
         .status()
         .unwrap();
     assert!(status.success());
+    let written = std::fs::read_to_string(&input).unwrap();
     fixture.edit(
         "build.rs",
         ".file(\"kernels/chain.cu\")",
@@ -260,16 +252,107 @@ fn auto_on_a_ptx_input_fails_naming_the_directives_to_write() {
         "archs = [\"sm_80\", \"sm_90\"]",
         "archs = [\"sm_90\"]",
     );
+    assert_success(&fixture.cargo_build(&[]));
+    let report = fixture.report();
+    let shipped = std::fs::read_to_string(newest_out(&fixture).join("chain.ptx")).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&input).unwrap(),
+        written,
+        "the input is not written"
+    );
+    assert_eq!(shipped.lines().count(), written.lines().count());
+    for kernel in ["chain", "chain_capped", "reduce"] {
+        let row = row(&report, kernel, "sm_90");
+        let tuning = &row["tuning"];
+        let chosen = &tuning["chosen"];
+        let measured = tuning["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|candidate| candidate["bound"] == *chosen)
+            .unwrap();
+        assert_eq!(measured["measured"]["registers"], row["registers"], "{row}");
+        let entry = shipped
+            .lines()
+            .skip_while(|line| !line.contains(&format!(".entry {kernel}(")))
+            .take_while(|line| !line.starts_with('{'))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let directive = match (
+            number(chosen, "min_blocks_per_sm"),
+            number(chosen, "max_registers"),
+        ) {
+            (Value::Number(blocks), _) => {
+                Some(format!(".maxntid 256, 1, 1 .minnctapersm {blocks}"))
+            }
+            (_, Value::Number(registers)) => Some(format!(".maxnreg {registers}")),
+            _ => None,
+        };
+        match directive {
+            Some(directive) => assert!(
+                entry.contains(&directive),
+                "{kernel}: {directive} in\n{entry}"
+            ),
+            None => assert!(
+                !entry.contains(".minnctapersm") && !entry.contains(".maxnreg"),
+                "{entry}"
+            ),
+        }
+        // Its line is the input's.
+        let line = |text: &str| {
+            text.lines()
+                .position(|found| found.contains(&format!(".entry {kernel}(")))
+        };
+        assert_eq!(line(&shipped), line(&written));
+        assert_eq!(row["source"]["path"], "kernels/chain.ptx");
+    }
+    assert_eq!(
+        number(
+            &row(&report, "chain", "sm_90")["tuning"]["chosen"],
+            "min_blocks_per_sm"
+        ),
+        serde_json::json!(5),
+        "{report}"
+    );
+    assert!(report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|finding| finding["lint"] != "bounds_mismatch"));
+    // A number declared that the PTX does not have: the help gives the directives.
+    fixture.edit(
+        "src/lib.rs",
+        "#[occupancy::kernel(block = 256, min_blocks_per_sm = \"auto\")]\n    pub fn chain(",
+        "#[occupancy::kernel(block = 256, min_blocks_per_sm = 6)]\n    pub fn chain(",
+    );
     let output = fixture.cargo_build(&[]);
     let log = text(&output);
     assert!(!output.status.success(), "{log}");
     assert!(
-        log.contains("error[bounds_mismatch]: kernel `chain` was not compiled with the declared launch bounds"),
+        log.contains("help: `kernels/chain.ptx` is PTX, which takes no `occupancy_bounds.h`: write `.maxntid 256, 1, 1 .minnctapersm 6` into the kernel's `.entry`"),
         "{log}"
     );
+    assert!(!log.contains("cannot reach a PTX input"), "{log}");
+    // The last build's choice for `chain` (5) is not written into the copy any more.
     assert!(
-        log.contains("help: `kernels/chain.ptx` is PTX, which takes no `occupancy_bounds.h`: write `.maxntid 256, 1, 1 .minnctapersm 5` into the kernel's `.entry`"),
+        log.contains("min blocks per SM: declared 6, compiled none (.minnctapersm absent)"),
         "{log}"
     );
-    assert!(log.contains("`\"auto\"` cannot reach a PTX input"), "{log}");
+}
+
+/// The newest OUT_DIR of the fixture's build script.
+fn newest_out(fixture: &Fixture) -> std::path::PathBuf {
+    std::fs::read_dir(e2e_root().join("target/debug/build"))
+        .unwrap()
+        .flatten()
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(&format!("{}-", fixture.name))
+        })
+        .map(|entry| entry.path().join("out"))
+        .filter(|path| path.join("occupancy_ptx.rs").exists())
+        .max_by_key(|path| std::fs::metadata(path).unwrap().modified().unwrap())
+        .unwrap()
 }

@@ -53,6 +53,7 @@ use crate::input_watch::InputWatch;
 use crate::jobs::Lender;
 use crate::toolchain::Toolchain;
 use crate::Error;
+pub(crate) use entry::ptx_file_target;
 #[cfg(test)]
 pub(crate) use entry::summary_path;
 use entry::{compiled_from_entry, move_products};
@@ -69,6 +70,24 @@ pub fn compile_all(
     toolchain: &Toolchain,
     product: Product,
     line_tables: LineTables,
+) -> Result<Vec<CompiledSource>, Error> {
+    compile_all_replacing(
+        context,
+        toolchain,
+        product,
+        line_tables,
+        &Default::default(),
+    )
+}
+
+/// [`compile_all`], each `.ptx` input that `replaced` names compiled from the copy it gives
+/// (`crate::ptx_bounds`: the input with the bounds `"auto"` chose), reported as the input.
+pub(crate) fn compile_all_replacing(
+    context: &Context,
+    toolchain: &Toolchain,
+    product: Product,
+    line_tables: LineTables,
+    replaced: &crate::ptx_bounds::PtxBounds,
 ) -> Result<Vec<CompiledSource>, Error> {
     let settings = CompileSettings {
         toolchain: toolchain.clone(),
@@ -102,7 +121,12 @@ pub fn compile_all(
         .iter()
         .map(|&index| {
             let (path, kind) = &inputs[index];
-            move |lender: &Lender<'_>| compile_source(settings, path, *kind, lender, files)
+            let input = replaced.get(path).unwrap_or(path);
+            move |lender: &Lender<'_>| {
+                let mut compiled = compile_source(settings, input, *kind, lender, files)?;
+                compiled.source.clone_from(path);
+                Ok(compiled)
+            }
         })
         .collect();
     let mut results: Vec<Option<Result<CompiledSource, Error>>> =

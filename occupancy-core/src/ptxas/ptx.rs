@@ -203,17 +203,46 @@ fn entry_with_directives(name: &str, directives: &str) -> PtxEntry {
         demangled: demangle(name),
         ..PtxEntry::default()
     };
-    for directive in directives
-        .lines()
-        .flat_map(|line| line.split(';'))
-        .map(str::trim)
-        .filter(|d| !d.is_empty())
-    {
+    for directive in split_directives(directives) {
         if !read_directive(&mut entry, directive) {
             entry.other_directives.push(directive.to_string());
         }
     }
     entry
+}
+
+/// The directives between an entry's parameters and its body, one item each: PTX separates
+/// them by white space, not by lines (`.maxntid 256, 1, 1 .minnctapersm 4` on one line is two,
+/// as ptxas reads it), so a directive starts at each `.` that begins a word; `;` ends one too.
+fn split_directives(directives: &str) -> impl Iterator<Item = &str> {
+    let bytes = directives.as_bytes();
+    let mut in_string = false;
+    let mut starts: Vec<usize> = Vec::new();
+    for at in 0..bytes.len() {
+        match bytes[at] {
+            b'"' => in_string = !in_string,
+            b'.' if !in_string
+                && (at == 0 || bytes[at - 1].is_ascii_whitespace() || bytes[at - 1] == b';')
+                && bytes.get(at + 1).is_some_and(u8::is_ascii_alphabetic) =>
+            {
+                starts.push(at);
+            }
+            _ => {}
+        }
+    }
+    if starts.first() != Some(&0) {
+        starts.insert(0, 0);
+    }
+    starts.push(bytes.len());
+    let segments: Vec<&str> = starts
+        .windows(2)
+        .map(|pair| &directives[pair[0]..pair[1]])
+        .collect();
+    segments
+        .into_iter()
+        .flat_map(|segment| segment.split(';'))
+        .map(str::trim)
+        .filter(|directive| !directive.is_empty())
 }
 
 /// Reads one known directive into `entry`; `false` when it is not one this parser knows.
@@ -394,6 +423,15 @@ mod tests {
             vec![".pragma \"nounroll\"".to_string()]
         );
         assert_eq!(entries[3].name, "plain");
+    }
+
+    #[test]
+    fn directives_on_one_line_are_read_as_ptxas_reads_them() {
+        let one_line = ".visible .entry k(\n\t.param .u64 k_param_0\n) .maxntid 256, 1, 1 .minnctapersm 5 .pragma \"a .b\"; {\n\tret;\n}\n";
+        let entry = &parse_ptx_directives(one_line)[0];
+        assert_eq!(entry.maxntid, Some(vec![256, 1, 1]));
+        assert_eq!(entry.minnctapersm, Some(5));
+        assert_eq!(entry.other_directives, vec![".pragma \"a .b\"".to_string()]);
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub use objective::{
     choose, ArchLadder, Choice, Objective, Verdict, ISSUE_PER_CYCLE, LOOP_GROWTH_PERCENT,
     MEMORY_LATENCY_CYCLES, PREDICTED_GAIN_PERCENT, SHORT_LATENCY_CYCLES,
 };
-pub use ptx::{with_bound, BoundPatchError};
+pub use ptx::{with_bound, with_bound_in_place, BoundPatchError};
 pub use render::render_ladder;
 
 use std::fmt;

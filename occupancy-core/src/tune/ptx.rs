@@ -29,6 +29,57 @@ pub fn with_bound(
     bound: Bound,
     threads: u32,
 ) -> Result<String, BoundPatchError> {
+    let (parameters_end, body, kept) = directives_with_bound(ptx, name, knob, bound, threads)?;
+    let mut patched = String::with_capacity(ptx.len() + 64);
+    patched.push_str(&ptx[..parameters_end]);
+    patched.push('\n');
+    for line in kept {
+        patched.push_str(&line);
+        patched.push('\n');
+    }
+    patched.push_str(&ptx[body..]);
+    Ok(patched)
+}
+
+/// [`with_bound`], keeping every line where it was: the entry's directives on one line (or on
+/// the line of its `)` when they shared it), the lines they took before kept empty. For a PTX
+/// the build ships in place of a `.ptx` input, whose kernels' line numbers the report gives.
+pub fn with_bound_in_place(
+    ptx: &str,
+    name: &str,
+    knob: Knob,
+    bound: Bound,
+    threads: u32,
+) -> Result<String, BoundPatchError> {
+    let (parameters_end, body, kept) = directives_with_bound(ptx, name, knob, bound, threads)?;
+    let newlines = ptx[parameters_end..body].matches('\n').count();
+    let mut patched = String::with_capacity(ptx.len() + 64);
+    patched.push_str(&ptx[..parameters_end]);
+    if newlines == 0 {
+        patched.push(' ');
+        patched.push_str(&kept.join(" "));
+        patched.push(' ');
+    } else {
+        patched.push('\n');
+        patched.push_str(&kept.join(" "));
+        match newlines {
+            1 => patched.push(' '),
+            _ => patched.push_str(&"\n".repeat(newlines - 1)),
+        }
+    }
+    patched.push_str(&ptx[body..]);
+    Ok(patched)
+}
+
+/// Where kernel `name`'s directives are in `ptx` (after its parameter list, before its body)
+/// and what they become with `bound`, one directive per item.
+fn directives_with_bound(
+    ptx: &str,
+    name: &str,
+    knob: Knob,
+    bound: Bound,
+    threads: u32,
+) -> Result<(usize, usize, Vec<String>), BoundPatchError> {
     let entry = ptx
         .find(&format!(".entry {name}("))
         .ok_or_else(|| BoundPatchError::NoEntry(name.to_string()))?;
@@ -55,13 +106,53 @@ pub fn with_bound(
         Bound::MinBlocksPerSm(blocks) => kept.push(format!(".minnctapersm {blocks}")),
         Bound::MaxRegisters(registers) => kept.push(format!(".maxnreg {registers}")),
     }
-    let mut patched = String::with_capacity(ptx.len() + 64);
-    patched.push_str(&ptx[..parameters_end]);
-    patched.push('\n');
-    for line in kept {
-        patched.push_str(&line);
-        patched.push('\n');
+    Ok((parameters_end, body, kept))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PTX: &str = ".visible .entry k(\n\t.param .u64 k_param_0\n)\n.maxntid 256, 1, 1\n.minnctapersm 2\n{\n\tret;\n}\n.visible .entry j(\n\t.param .u64 j_param_0\n) {\n\tret;\n}\n.visible .entry i(\n\t.param .u64 i_param_0\n)\n{\n\tret;\n}\n";
+
+    #[test]
+    fn in_place_keeps_every_line_where_it_was() {
+        let patched = with_bound_in_place(
+            PTX,
+            "k",
+            Knob::MinBlocksPerSm,
+            Bound::MinBlocksPerSm(5),
+            128,
+        )
+        .unwrap();
+        assert_eq!(patched.lines().count(), PTX.lines().count());
+        assert!(
+            patched.contains(")\n.maxntid 128, 1, 1 .minnctapersm 5\n\n{"),
+            "{patched}"
+        );
+        let line_of = |text: &str, what: &str| text.lines().position(|line| line.contains(what));
+        assert_eq!(line_of(&patched, ".entry j("), line_of(PTX, ".entry j("));
+        // An entry whose directives shared the line of its `)`: they stay on it.
+        let tight =
+            with_bound_in_place(PTX, "j", Knob::MaxRegisters, Bound::MaxRegisters(64), 0).unwrap();
+        assert_eq!(tight.lines().count(), PTX.lines().count());
+        assert!(tight.contains(") .maxnreg 64 {"), "{tight}");
+        let next =
+            with_bound_in_place(PTX, "i", Knob::MaxRegisters, Bound::MaxRegisters(64), 0).unwrap();
+        assert_eq!(next.lines().count(), PTX.lines().count());
+        assert!(next.contains(")\n.maxnreg 64 {"), "{next}");
+        // The same directives as with_bound writes.
+        let moved = with_bound(
+            PTX,
+            "k",
+            Knob::MinBlocksPerSm,
+            Bound::MinBlocksPerSm(5),
+            128,
+        )
+        .unwrap();
+        assert!(
+            moved.contains(")\n.maxntid 128, 1, 1\n.minnctapersm 5\n{"),
+            "{moved}"
+        );
     }
-    patched.push_str(&ptx[body..]);
-    Ok(patched)
 }
