@@ -80,14 +80,15 @@ pub fn compile_all(
     )
 }
 
-/// [`compile_all`], each `.ptx` input that `replaced` names compiled from the copy it gives
-/// (`crate::ptx_bounds`: the input with the bounds `"auto"` chose), reported as the input.
+/// [`compile_all`], each input that `replaced` names compiled from the file it gives in its
+/// place (a `.ptx` input with the bounds `"auto"` chose, which the pipeline writes), reported as
+/// the input.
 pub(crate) fn compile_all_replacing(
     context: &Context,
     toolchain: &Toolchain,
     product: Product,
     line_tables: LineTables,
-    replaced: &crate::ptx_bounds::PtxBounds,
+    replaced: &std::collections::BTreeMap<PathBuf, PathBuf>,
 ) -> Result<Vec<CompiledSource>, Error> {
     let settings = CompileSettings {
         toolchain: toolchain.clone(),
