@@ -4,7 +4,9 @@
 //! view, which writes the crate's files. The stages live in their own modules (`declarations`,
 //! `compile`, `auto_bounds`, `products`, `parse`, `matching`, `sass`, `evaluate`, `baseline`,
 //! `expectations`, `render`, `crate_view`); this module only sequences them. `Build::compile_ptx`/`compile_lib` call [`run`]; `Build::check_sources` (the
-//! `cargo occupancy check` entry) calls [`check_sources`], the same stages without a package.
+//! `cargo occupancy check` entry) calls [`check_sources`], the same stages without a package,
+//! or, for the sources of a package that declares kernels, its build's stages up to the
+//! evaluation (`check_package_sources`: no crate view, nothing written into the package).
 
 use std::path::Path;
 
