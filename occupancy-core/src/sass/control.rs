@@ -93,6 +93,21 @@ mod tests {
     }
 
     #[test]
+    fn blackwell_keeps_the_layout() {
+        // nvcc 13.0, `-arch=sm_100` and `-arch=sm_120` (the same words): a loop's
+        // `LDG.E.CONSTANT R2` releases scoreboard 2, and the `FFMA R9, R2, 2, R9` that uses it
+        // waits on scoreboard 2 and stalls 12 cycles.
+        let load = Control::from_high_word(0x000ea2000c1e9900);
+        assert_eq!(
+            (load.write_scoreboard, load.wait_mask, load.stall_cycles),
+            (Some(2), 0, 1)
+        );
+        let use_of_it = Control::from_high_word(0x004fd80000000009);
+        assert_eq!(use_of_it.waits().collect::<Vec<_>>(), [2]);
+        assert_eq!(use_of_it.stall_cycles, 12);
+    }
+
+    #[test]
     fn reads_words_and_archs() {
         assert_eq!(
             encoding_word("/* 0x000fe20000000800 */"),
