@@ -100,24 +100,7 @@ impl Fixture {
 
     /// The `cargo:` lines the fixture's build script printed in the last build.
     pub fn build_script_output(&self) -> String {
-        let build = e2e_root().join("target/debug/build");
-        std::fs::read_dir(&build)
-            .unwrap()
-            .flatten()
-            .filter(|entry| {
-                entry
-                    .file_name()
-                    .to_string_lossy()
-                    .starts_with(&format!("{}-", self.name))
-            })
-            .find_map(|entry| std::fs::read_to_string(entry.path().join("output")).ok())
-            .unwrap_or_else(|| {
-                panic!(
-                    "no build-script output of {} in {}",
-                    self.name,
-                    build.display()
-                )
-            })
+        std::fs::read_to_string(crate::newest_build_file(&self.name, "output")).unwrap()
     }
 
     pub fn report(&self) -> serde_json::Value {

@@ -46,6 +46,25 @@ pub fn e2e_root() -> PathBuf {
     repo_root().join("target").join("e2e")
 }
 
+/// The newest `file` (a path inside a build-script directory: `output`, `out/occupancy_facts.h`)
+/// among `package`'s build scripts under the end-to-end target directory.
+pub fn newest_build_file(package: &str, file: &str) -> PathBuf {
+    let builds = e2e_root().join("target/debug/build");
+    std::fs::read_dir(&builds)
+        .unwrap()
+        .flatten()
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(&format!("{package}-"))
+        })
+        .map(|entry| entry.path().join(file))
+        .filter(|path| path.exists())
+        .max_by_key(|path| std::fs::metadata(path).unwrap().modified().unwrap())
+        .unwrap_or_else(|| panic!("no {file} of {package} under {}", builds.display()))
+}
+
 /// Copies a fixture crate's folder (recursively) to where a test builds it.
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use occupancy_tests::fixture::Fixture;
-use occupancy_tests::{assert_success, e2e_root, text};
+use occupancy_tests::{assert_success, text};
 
 /// The report's row of `kernel` on `arch`.
 fn row<'a>(report: &'a Value, kernel: &str, arch: &str) -> &'a Value {
@@ -342,17 +342,6 @@ fn auto_reaches_a_ptx_input_through_a_copy_with_its_lines_in_place() {
 
 /// The newest OUT_DIR of the fixture's build script.
 fn newest_out(fixture: &Fixture) -> std::path::PathBuf {
-    std::fs::read_dir(e2e_root().join("target/debug/build"))
-        .unwrap()
-        .flatten()
-        .filter(|entry| {
-            entry
-                .file_name()
-                .to_string_lossy()
-                .starts_with(&format!("{}-", fixture.name))
-        })
-        .map(|entry| entry.path().join("out"))
-        .filter(|path| path.join("occupancy_ptx.rs").exists())
-        .max_by_key(|path| std::fs::metadata(path).unwrap().modified().unwrap())
-        .unwrap()
+    let module = occupancy_tests::newest_build_file(&fixture.name, "out/occupancy_ptx.rs");
+    module.parent().unwrap().to_path_buf()
 }

@@ -10,7 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use occupancy_tests::{clear_build_environment, copy_dir, cuda_home, nvcc, repo_root, text};
+use occupancy_tests::{
+    clear_build_environment, copy_dir, cuda_home, newest_build_file, nvcc, repo_root, text,
+};
 
 fn example(name: &str) -> PathBuf {
     let dir = repo_root().join("target/e2e/examples").join(name);
@@ -174,21 +176,7 @@ fn grid_findings() -> Vec<(String, String)> {
 
 /// The newest `occupancy_facts.h` the example's build script wrote.
 fn facts_header(package: &str) -> String {
-    let builds = repo_root().join("target/e2e/target/debug/build");
-    let newest = std::fs::read_dir(&builds)
-        .unwrap()
-        .flatten()
-        .filter(|entry| {
-            entry
-                .file_name()
-                .to_string_lossy()
-                .starts_with(&format!("{package}-"))
-        })
-        .map(|entry| entry.path().join("out/occupancy_facts.h"))
-        .filter(|path| path.exists())
-        .max_by_key(|path| std::fs::metadata(path).unwrap().modified().unwrap())
-        .unwrap_or_else(|| panic!("no occupancy_facts.h under {}", builds.display()));
-    std::fs::read_to_string(newest).unwrap()
+    std::fs::read_to_string(newest_build_file(package, "out/occupancy_facts.h")).unwrap()
 }
 
 /// persistent-grid: a cooperative kernel (32 KiB of dynamic shared memory per 256-thread block:
