@@ -281,40 +281,11 @@ impl<'a> SourceLines<'a> {
 #[cfg(test)]
 mod tests;
 
-/// The help of a `bounds_mismatch` on a kernel of a `.ptx` input, which no header reaches: the
-/// bounds the build wanted on the arch (the declaration's, or its `"auto"` choice `chosen`),
-/// written as the directives of the kernel's `.entry`, for whatever makes the PTX.
-pub(crate) fn ptx_input_help(
-    shown: &str,
-    spec: &occupancy_core::spec::KernelSpec,
-    chosen: Option<occupancy_core::tune::Bound>,
-) -> String {
-    use occupancy_core::tune::Bound;
-    let block = spec.block;
-    let mut directives = vec![format!(".maxntid {}, {}, {}", block.x, block.y, block.z)];
-    let minimum = spec
-        .min_blocks_per_sm
-        .and_then(|value| value.fixed())
-        .or(chosen.and_then(Bound::min_blocks_per_sm));
-    let cap = spec
-        .max_registers
-        .and_then(|value| value.fixed())
-        .or(chosen.and_then(Bound::max_registers));
-    match (minimum, cap) {
-        (Some(blocks), _) => directives.push(format!(".minnctapersm {blocks}")),
-        (None, Some(registers)) => directives.push(format!(".maxnreg {registers}")),
-        (None, None) => {}
-    }
-    let auto = spec.min_blocks_per_sm.is_some_and(|value| value.is_auto())
-        || spec.max_registers.is_some_and(|value| value.is_auto());
-    let mut help = format!(
-        "`{shown}` is PTX, which takes no `occupancy_bounds.h`: write `{}` into the kernel's `.entry` where that PTX is made, or declare what it has",
-        directives.join(" ")
-    );
-    if auto {
-        help.push_str(
-            "; `\"auto\"` cannot reach a PTX input, so declare the number it chose, or compile the kernel from its CUDA source",
-        );
-    }
-    help
+/// The help of a `bounds_mismatch` on a kernel of a `.ptx` input (`shown`), which no header
+/// reaches: the `.entry` `directives` that carry the declared bounds
+/// (`CompiledOnArch::entry_directives`), for whatever makes the PTX.
+pub(crate) fn ptx_input_help(shown: &str, directives: &str) -> String {
+    format!(
+        "`{shown}` is PTX, which takes no `occupancy_bounds.h`: write `{directives}` into the kernel's `.entry` where that PTX is made, or declare what it has"
+    )
 }

@@ -250,10 +250,14 @@ fn declared_findings(
         if leveled.finding.lint == LintId::BoundsMismatch
             && kernel.source.kind == crate::context::SourceKind::Ptx
         {
-            let chosen = (leveled.finding.arch.as_deref())
-                .and_then(|arch| inputs.tuned.chosen(&kernel.name, arch));
-            let shown = display_path(&inputs.context.manifest_dir, &kernel.source.source);
-            leveled.finding.help = Some(crate::bounds_notes::ptx_input_help(&shown, spec, chosen));
+            let compiled = (on.iter())
+                .find(|compiled| Some(compiled.arch.name) == leveled.finding.arch.as_deref());
+            if let Some(compiled) = compiled {
+                let shown = display_path(&inputs.context.manifest_dir, &kernel.source.source);
+                let directives = compiled.entry_directives(spec);
+                leveled.finding.help =
+                    Some(crate::bounds_notes::ptx_input_help(&shown, &directives));
+            }
         }
         if leveled.finding.lint == LintId::Spills {
             crate::sass_stage::note_hottest_spill(

@@ -73,6 +73,19 @@ impl CompiledOnArch<'_> {
         }
     }
 
+    /// The `.entry` directives that compile the kernel with the bounds the declaration asks for
+    /// on this arch, as nvcc writes them for `OCCUPANCY_BOUNDS_<kernel>`: `.maxntid T, 1, 1
+    /// .minnctapersm B` for a minimum, `.maxnreg R` for a cap, `.maxntid T, 1, 1` for neither
+    /// (what a PTX written by hand or by another compiler must hold, as it takes no header).
+    pub fn entry_directives(&self, spec: &KernelSpec) -> String {
+        let threads = spec.block.threads();
+        match (self.min_blocks_per_sm(spec), self.max_registers(spec)) {
+            (Some((blocks, _)), _) => format!(".maxntid {threads}, 1, 1 .minnctapersm {blocks}"),
+            (None, Some((registers, _))) => format!(".maxnreg {registers}"),
+            (None, None) => format!(".maxntid {threads}, 1, 1"),
+        }
+    }
+
     /// The register cap the declaration asks for on this arch, likewise.
     pub(crate) fn max_registers(&self, spec: &KernelSpec) -> Option<(u32, BoundOrigin)> {
         match spec.max_registers? {

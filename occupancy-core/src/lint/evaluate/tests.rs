@@ -1177,3 +1177,33 @@ fn a_minimum_without_a_block_size_is_ignored_and_found() {
         found[0].message
     );
 }
+
+/// What a PTX must hold for the declared bounds: a minimum (written, or chosen for `"auto"`)
+/// with the block as `.maxntid`, a cap alone, or the block alone.
+#[test]
+fn entry_directives_spell_the_bounds_in_effect_on_the_arch() {
+    let record = record(SPILLING);
+    let result = occupancy(lookup("sm_90").unwrap(), &facts(&record), &Launch::new(128));
+    let on = on_sm_90(&record, &result)[0];
+    let mut spec = KernelSpec::with_block(BlockDim { x: 32, y: 4, z: 1 });
+    assert_eq!(on.entry_directives(&spec), ".maxntid 128, 1, 1");
+    spec.max_registers = Some(Tunable::Fixed(64));
+    assert_eq!(on.entry_directives(&spec), ".maxnreg 64");
+    spec.max_registers = None;
+    spec.min_blocks_per_sm = Some(Tunable::Fixed(6));
+    assert_eq!(
+        on.entry_directives(&spec),
+        ".maxntid 128, 1, 1 .minnctapersm 6"
+    );
+    spec.min_blocks_per_sm = Some(Tunable::Auto);
+    let chosen = CompiledOnArch {
+        chosen: Some(crate::tune::Bound::MinBlocksPerSm(5)),
+        ..on
+    };
+    assert_eq!(
+        chosen.entry_directives(&spec),
+        ".maxntid 128, 1, 1 .minnctapersm 5"
+    );
+    // "auto" with no bound chosen: the block alone.
+    assert_eq!(on.entry_directives(&spec), ".maxntid 128, 1, 1");
+}
