@@ -220,8 +220,7 @@ impl<'a> Session<'a> {
                 continue;
             }
             let bounded = header.of(kernel).is_some_and(|choices| {
-                choices.knob == knob
-                    && choices.threads == request.block_threads
+                choices.holds_for(knob, request.block_threads)
                     && choices
                         .by_cuda_arch
                         .values()

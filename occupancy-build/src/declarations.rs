@@ -275,7 +275,7 @@ pub(crate) fn bounds_macros(
         "// `{knob} = \"auto\"`: the bounds occupancy-build chose per target arch (see its report)\n"
     ));
     let branches = chosen
-        .filter(|chosen| chosen.knob == knob && chosen.threads == threads)
+        .filter(|chosen| chosen.holds_for(knob, threads))
         .map(|chosen| {
             chosen
                 .by_cuda_arch

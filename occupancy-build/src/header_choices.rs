@@ -17,6 +17,14 @@ pub(crate) struct KernelChoices {
     pub(crate) by_cuda_arch: BTreeMap<u32, Bound>,
 }
 
+impl KernelChoices {
+    /// Whether these choices hold for a declaration that leaves `knob` to the build at a block
+    /// of `threads` (what is remembered may be older than the declaration).
+    pub(crate) fn holds_for(&self, knob: Knob, threads: u32) -> bool {
+        self.knob == knob && self.threads == threads
+    }
+}
+
 /// Every `"auto"` kernel's choices, by symbol.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct HeaderChoices(BTreeMap<String, KernelChoices>);

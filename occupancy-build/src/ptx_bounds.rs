@@ -29,14 +29,20 @@ pub(crate) fn write_ptx_bounds(
     let mut current = HeaderChoices::default();
     for declared in &declarations.kernels {
         let name = &declared.kernel.kernel_name;
+        let threads = declared.kernel.spec.block.threads();
         let still = crate::auto_bounds::knob_of(declared).and_then(|knob| {
-            choices.of(name).filter(|chosen| {
-                chosen.knob == knob && chosen.threads == declared.kernel.spec.block.threads()
-            })
+            choices
+                .of(name)
+                .filter(|chosen| chosen.holds_for(knob, threads))
         });
         if let Some(chosen) = still {
             current.insert(name.clone(), chosen.clone());
         }
+    }
+    if current.iter().next().is_none() {
+        // No kernel has a choice to carry: no PTX input is read (a crate of large PTX files
+        // and no "auto" pays nothing here).
+        return Ok(PtxBounds::new());
     }
     let choices = &current;
     let mut bounds = PtxBounds::new();
