@@ -31,18 +31,7 @@ impl Fixture {
         // The workspace's lock: same dependency versions, nothing to resolve or download.
         std::fs::copy(repo_root().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
         // Start from nothing: no build-script output or per-file cache left by an earlier run.
-        for kind in ["build", ".fingerprint"] {
-            let parent = e2e_root().join("target/debug").join(kind);
-            for entry in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
-                if entry
-                    .file_name()
-                    .to_string_lossy()
-                    .starts_with(&format!("{name}-"))
-                {
-                    std::fs::remove_dir_all(entry.path()).unwrap();
-                }
-            }
-        }
+        crate::remove_build_outputs(&name);
         let nvcc_log = dir.join("nvcc-invocations.log");
         Fixture {
             dir,

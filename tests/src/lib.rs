@@ -46,12 +46,13 @@ pub fn e2e_root() -> PathBuf {
     repo_root().join("target").join("e2e")
 }
 
-/// The newest `file` (a path inside a build-script directory: `output`, `out/occupancy_facts.h`)
-/// among `package`'s build scripts under the end-to-end target directory.
-pub fn newest_build_file(package: &str, file: &str) -> PathBuf {
-    let builds = e2e_root().join("target/debug/build");
-    std::fs::read_dir(&builds)
-        .unwrap()
+/// The directories of `package` in the end-to-end target directory's `kind` (`build`,
+/// `.fingerprint`): `<package>-<hash>`.
+fn package_dirs(package: &str, kind: &str) -> Vec<PathBuf> {
+    let parent = e2e_root().join("target/debug").join(kind);
+    std::fs::read_dir(&parent)
+        .into_iter()
+        .flatten()
         .flatten()
         .filter(|entry| {
             entry
@@ -59,10 +60,29 @@ pub fn newest_build_file(package: &str, file: &str) -> PathBuf {
                 .to_string_lossy()
                 .starts_with(&format!("{package}-"))
         })
-        .map(|entry| entry.path().join(file))
+        .map(|entry| entry.path())
+        .collect()
+}
+
+/// The newest `file` (a path inside a build-script directory: `output`, `out/occupancy_facts.h`)
+/// among `package`'s build scripts under the end-to-end target directory.
+pub fn newest_build_file(package: &str, file: &str) -> PathBuf {
+    package_dirs(package, "build")
+        .into_iter()
+        .map(|dir| dir.join(file))
         .filter(|path| path.exists())
         .max_by_key(|path| std::fs::metadata(path).unwrap().modified().unwrap())
-        .unwrap_or_else(|| panic!("no {file} of {package} under {}", builds.display()))
+        .unwrap_or_else(|| panic!("no {file} of {package} under {}", e2e_root().display()))
+}
+
+/// Deletes `package`'s build-script outputs (OUT_DIR, with occupancy-build's per-file cache)
+/// and fingerprints from the end-to-end target directory: its next build starts from nothing.
+pub fn remove_build_outputs(package: &str) {
+    for kind in ["build", ".fingerprint"] {
+        for dir in package_dirs(package, kind) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
 }
 
 /// Copies a fixture crate's folder (recursively) to where a test builds it.

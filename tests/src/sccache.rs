@@ -297,18 +297,7 @@ impl Fixture {
     /// Deletes this crate's build-script outputs (OUT_DIR, with occupancy-build's per-file
     /// cache) and fingerprints from the shared target directory, and its report.
     pub fn remove_build_outputs(&self) {
-        for kind in ["build", ".fingerprint"] {
-            let parent = e2e_root().join("target/debug").join(kind);
-            for entry in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
-                if entry
-                    .file_name()
-                    .to_string_lossy()
-                    .starts_with(&format!("{}-", self.name))
-                {
-                    std::fs::remove_dir_all(entry.path()).unwrap();
-                }
-            }
-        }
+        crate::remove_build_outputs(&self.name);
         let _ = std::fs::remove_file(self.report_path());
     }
 
