@@ -779,28 +779,9 @@ fn row_index_finds_a_finding_row_by_kernel_and_arch() {
 /// the ladder: every bound tried, the chosen one starred, with the reason.
 #[test]
 fn a_chosen_bound_is_in_the_text_report_and_explain() {
-    use crate::sass::LoopProfile;
-    use crate::tune::{Bound, Candidate, Knob, Measured, TunedCandidate, Tuning, Verdict};
-    let measured = |registers: u32, blocks: u32, spills: u32| Measured {
-        registers,
-        spill_store_bytes: u64::from(spills) * 4,
-        spill_load_bytes: u64::from(spills) * 4,
-        stack_frame_bytes: 0,
-        static_smem_bytes: 0,
-        barriers: 1,
-        spill_instructions: spills,
-        spill_instructions_in_loops: spills,
-        loops: LoopProfile {
-            loops: 1,
-            loop_instructions: 46,
-            loop_memory_instructions: 1,
-            instructions: 80,
-
-            ..LoopProfile::default()
-        },
-        blocks_per_sm: blocks,
-        warps_per_sm: blocks * 8,
-        occupancy: f64::from(blocks * 8) / 64.0,
+    use crate::tune::{Bound, Candidate, Knob, TunedCandidate, Tuning, Verdict};
+    let measured = |registers: u32, blocks: u32, spills: u32| {
+        crate::tune::tests::measured(registers, blocks * 8, spills, 46)
     };
     let tried = |bound, found, verdict| TunedCandidate {
         candidate: Candidate {

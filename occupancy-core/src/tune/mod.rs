@@ -22,7 +22,7 @@ mod objective;
 mod ptx;
 mod render;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use ladder::{ladder, LadderInput, Rung};
 pub use measured::{Candidate, Measured};

@@ -139,7 +139,14 @@ proptest! {
     }
 }
 
-fn measured(registers: u32, warps: u32, spill_in_loops: u32, loop_instructions: u32) -> Measured {
+/// A compile's measurements: `spill_in_loops` spill instructions in its loops (4 bytes
+/// each, stored and loaded), `warps` resident (8 a block).
+pub(crate) fn measured(
+    registers: u32,
+    warps: u32,
+    spill_in_loops: u32,
+    loop_instructions: u32,
+) -> Measured {
     Measured {
         registers,
         spill_store_bytes: u64::from(spill_in_loops) * 4,
@@ -154,7 +161,6 @@ fn measured(registers: u32, warps: u32, spill_in_loops: u32, loop_instructions: 
             loop_instructions,
             loop_memory_instructions: 4,
             instructions: loop_instructions + 20,
-
             ..LoopProfile::default()
         },
         blocks_per_sm: warps / 8,
