@@ -716,3 +716,131 @@ fn a_regression_against_the_lock_fails_check_on_a_binary() {
         );
     }
 }
+
+/// `check --json ARGS` run in `dir`: its exit code, report (when it printed one) and stderr.
+fn check_in(dir: &Path, args: &[&std::ffi::OsStr]) -> (Option<i32>, serde_json::Value, String) {
+    let output = binary()
+        .args(["occupancy", "check", "--json"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let report = serde_json::from_str(&stdout(&output)).unwrap_or_default();
+    (output.status.code(), report, stderr(&output))
+}
+
+/// `spills.cu` compiled by nvcc with `flags` (`-fatbin`, `-c`) into `output`.
+fn compile_spills(flags: &[&str], output: &Path) {
+    run_tool(
+        Command::new(nvcc())
+            .args(flags)
+            .arg(repo_root().join("tests/kernels/spills.cu"))
+            .arg("-o")
+            .arg(output),
+    );
+}
+
+/// Issue #35, class 1: a fatbin or object that ships only PTX yields its kernels, assembled
+/// for the PTX's own target as the driver would JIT them, with no `--arch` (it yielded no
+/// kernel and no word); and a fatbin entry with a damaged header is an error naming the byte
+/// (it read as "holds no device code").
+#[test]
+fn ptx_only_binaries_yield_their_kernels_and_a_damaged_fatbin_is_an_error() {
+    let dir = work_dir("check-binary", "ptx-only");
+    let ptx_only = ["-gencode", "arch=compute_80,code=compute_80"];
+    for (flag, name) in [("-fatbin", "ptx.fatbin"), ("-c", "ptx.o")] {
+        let path = dir.join(name);
+        compile_spills(&[ptx_only[0], ptx_only[1], flag], &path);
+        let (code, report, said) = check_in(&dir, &[path.as_os_str()]);
+        assert_eq!(code, Some(1), "{name}: spills.cu spills:\n{said}");
+        let rows = entry_rows(&report);
+        assert!(
+            !rows.is_empty() && rows.keys().all(|(_, arch)| arch == "sm_80"),
+            "{name}: {rows:?}"
+        );
+        assert!(said.contains("ship only as PTX (sm_80)"), "{said}");
+    }
+    let mut damaged = std::fs::read(dir.join("ptx.fatbin")).unwrap();
+    damaged[16..18].copy_from_slice(&0x77u16.to_le_bytes());
+    std::fs::write(dir.join("damaged.fatbin"), &damaged).unwrap();
+    let (code, _, said) = check_in(&dir, &["damaged.fatbin".as_ref()]);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("damaged.fatbin")
+            && said.contains("a damaged fatbin: the entry header at byte 16 has kind 119"),
+        "{said}"
+    );
+}
+
+/// Issue #35, class 1: in a directory beside a good fatbin, a GNU thin archive, a dangling link
+/// named like a library and (not as root, who reads anything) an object that cannot be read are
+/// each an error naming the file, exit 2 (each was skipped, exit 0); and a cuobjdump that exits
+/// 0 having extracted nothing is an error, not a container without kernels.
+#[test]
+fn a_file_of_a_set_that_cannot_be_read_is_an_error_naming_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = work_dir("check-binary", "set");
+    let good = dir.join("good.fatbin");
+    compile_spills(
+        &["-gencode", "arch=compute_80,code=sm_80", "-fatbin"],
+        &good,
+    );
+    let object = dir.join("k.o");
+    compile_spills(&["-gencode", "arch=compute_80,code=sm_80", "-c"], &object);
+    let (code, _, said) = check_in(&dir, &[dir.as_os_str()]);
+    assert_eq!(code, Some(1), "the good set reads: {said}");
+    let case = |name: &str, make: &dyn Fn(&Path), says: &str| {
+        let set = work_dir("check-binary", &format!("set-{name}"));
+        std::fs::copy(&good, set.join("good.fatbin")).unwrap();
+        make(&set);
+        let (code, _, said) = check_in(&set, &[set.as_os_str()]);
+        assert_eq!(code, Some(2), "{name}: {said}");
+        assert!(said.contains(name) && said.contains(says), "{name}: {said}");
+    };
+    case(
+        "libthin.a",
+        &|set| {
+            let status = Command::new("ar")
+                .args(["rcT", "libthin.a"])
+                .arg(&object)
+                .current_dir(set)
+                .status()
+                .unwrap();
+            assert!(status.success());
+        },
+        "a GNU thin archive",
+    );
+    case(
+        "libgone.so",
+        &|set| std::os::unix::fs::symlink(set.join("nowhere.so"), set.join("libgone.so")).unwrap(),
+        "No such file",
+    );
+    let root =
+        std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0);
+    if !root {
+        case(
+            "locked.o",
+            &|set| {
+                std::fs::copy(&object, set.join("locked.o")).unwrap();
+                let locked = std::fs::Permissions::from_mode(0o000);
+                std::fs::set_permissions(set.join("locked.o"), locked).unwrap();
+            },
+            "Permission denied",
+        );
+    }
+    let silent = dir.join("silent-cuobjdump");
+    std::fs::write(&silent, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&silent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let output = binary()
+        .args(["occupancy", "check"])
+        .arg(&good)
+        .env("OCCUPANCY_CUOBJDUMP", &silent)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("cuobjdump -xelf extracted nothing"),
+        "{}",
+        stderr(&output)
+    );
+}

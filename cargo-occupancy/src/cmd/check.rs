@@ -360,18 +360,23 @@ fn classify(path: &Path) -> Input {
 }
 
 /// Whether a file found in a directory may be a compiled binary worth reading: by name
-/// (`.cubin`, `.fatbin`, `.o`, `.a`, `.so`, `.so.12`, `.whl`), then by its first bytes.
-fn binary_in_directory(path: &Path) -> Option<Input> {
-    let name = path.file_name()?.to_str()?;
+/// (`.cubin`, `.fatbin`, `.o`, `.a`, `.so`, `.so.12`, `.whl`), then by its first bytes. One
+/// named so that cannot be read (no permission, a dangling link) is an error naming it: a check
+/// reads every file it selects (issue #35, class 1).
+fn binary_in_directory(path: &Path) -> Result<Option<Input>, CliError> {
+    let Some(name) = path.file_name().map(|name| name.to_string_lossy()) else {
+        return Ok(None);
+    };
     let by_name = [".cubin", ".fatbin", ".o", ".a", ".so", ".whl"]
         .iter()
         .any(|suffix| name.ends_with(suffix))
         || name.contains(".so.");
     if !by_name {
-        return None;
+        return Ok(None);
     }
-    let kind = occupancy_build::cli::sniff(path).ok().flatten()?;
-    Some(Input::Binary(path.to_path_buf(), kind))
+    let kind =
+        occupancy_build::cli::sniff(path).map_err(|error| CliError::cannot_read(path, &error))?;
+    Ok(kind.map(|kind| Input::Binary(path.to_path_buf(), kind)))
 }
 
 fn walk(dir: &Path, found: &mut Vec<Input>) -> Result<(), CliError> {
@@ -389,7 +394,7 @@ fn walk(dir: &Path, found: &mut Vec<Input>) -> Result<(), CliError> {
             Some("cu" | "ptx")
         ) {
             found.push(classify(&path));
-        } else if let Some(binary) = binary_in_directory(&path) {
+        } else if let Some(binary) = binary_in_directory(&path)? {
             found.push(binary);
         }
     }

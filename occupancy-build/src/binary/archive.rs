@@ -15,6 +15,8 @@ use std::io::{self, Read};
 
 /// `!<arch>\n`.
 pub const MAGIC: &[u8; 8] = b"!<arch>\n";
+/// A GNU thin archive's magic: its members are paths to files elsewhere, not their bytes.
+pub const THIN_MAGIC: &[u8; 8] = b"!<thin>\n";
 const HEADER_BYTES: usize = 60;
 /// The largest GNU long-name table read (names of every member, one a line): far above a real
 /// library's (10,000 members of 100-byte names are 1 MB).

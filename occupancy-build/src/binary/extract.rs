@@ -151,6 +151,7 @@ pub fn container(
         reason: "cuobjdump, which takes the device code out of fatbins, objects and libraries, was not found: install the `nvidia-cuda-cuobjdump` wheel beside nvcc, or set OCCUPANCY_CUOBJDUMP".into(),
     })?;
     let mut reader = Reader {
+        container: path,
         cuobjdump,
         tools,
         found: &mut *found,
@@ -165,6 +166,8 @@ pub fn container(
 /// Takes a container's device code out with cuobjdump: its cubins' kernels into `found` (the
 /// cubins deleted once read), its PTX into `ptx` (kept in the work directory for [`assemble`]).
 struct Reader<'a, 'b, 's> {
+    /// The file given, which errors name (what is read may be a scratch copy of a part of it).
+    container: &'a Path,
     cuobjdump: &'a Path,
     tools: &'a BinaryTools,
     found: &'a mut Found<'b, 's>,
@@ -186,8 +189,19 @@ impl Reader<'_, '_, '_> {
         if starts_with(path, archive::MAGIC)? {
             return self.archive_members(path, origin, work);
         }
+        if starts_with(path, archive::THIN_MAGIC)? {
+            return Err(Error::UnreadableBinary {
+                path: path.to_path_buf(),
+                reason: format!("{origin}: a GNU thin archive (`ar --thin`) holds only the paths of its objects, not their device code: check the objects it names, or an archive made with `ar rcs`"),
+            });
+        }
         let Some(blobs) = fatbin::blobs(path).map_err(unreadable)? else {
-            return self.extract(path, origin, work, (true, true));
+            let whole = Holds {
+                elf: true,
+                ptx: true,
+                known: false,
+            };
+            return self.extract(path, origin, work, whole);
         };
         let file_len = std::fs::metadata(path).map_err(unreadable)?.len();
         let mut any = false;
@@ -205,7 +219,16 @@ impl Reader<'_, '_, '_> {
                 write_new(&copy, &mut file.take(blob.len))?;
                 copy
             };
-            any |= self.extract(&input, origin, &dir, (blob.elf, blob.ptx))?;
+            if blob.lto && !blob.elf && !blob.ptx {
+                self.found.notes.push(format!("{origin}: a fatbin that holds only LTO IR (`code=lto_...`), which runs only once `nvcc -dlink` links it: check the linked binary"));
+                any = true;
+            }
+            let holds = Holds {
+                elf: blob.elf,
+                ptx: blob.ptx,
+                known: true,
+            };
+            any |= self.extract(&input, origin, &dir, holds)?;
             if !whole {
                 let _ = std::fs::remove_file(&input);
             }
@@ -251,56 +274,103 @@ impl Reader<'_, '_, '_> {
         Ok(any)
     }
 
-    /// Runs cuobjdump on `input` in `work`: `-xelf all` and `-xptx all`, as `(elf, ptx)` ask.
+    /// Runs cuobjdump on `input` in `work`: `-xelf all` and `-xptx all`, as `holds` asks.
     /// Whether it found device code (an input whose `-xelf` finds none is not asked for PTX).
+    /// A fatbin whose entries say it holds cubins or PTX must give them: cuobjdump exiting 0
+    /// with nothing extracted is an error, never a container without kernels; so is a file read
+    /// whole from which it extracts nothing without saying that it holds no device code.
     fn extract(
         &mut self,
         input: &Path,
         origin: &str,
         work: &Path,
-        (elf, ptx): (bool, bool),
+        holds: Holds,
     ) -> Result<bool, Error> {
         let absolute = std::fs::canonicalize(input).unwrap_or_else(|_| input.to_path_buf());
-        let mut held = false;
-        if elf {
-            let Some(listing) =
-                cuobjdump_extract(self.cuobjdump, "-xelf", &absolute, self.tools, work)?
-            else {
-                return Ok(false);
-            };
-            held = true;
-            for (file, member) in extracted_files(&listing) {
-                let origin = member.map_or_else(|| origin.to_owned(), |m| format!("{origin}({m})"));
-                self.found.cubin(&work.join(&file), &origin)?;
-                let _ = std::fs::remove_file(work.join(&file));
+        let (mut cubins, mut modules) = (0usize, 0usize);
+        if holds.elf {
+            match cuobjdump_extract(self.cuobjdump, "-xelf", &absolute, self.tools, work)? {
+                None if holds.known => {
+                    return Err(nothing_extracted(self.container, origin, "-xelf"))
+                }
+                None => return Ok(false),
+                Some(listing) => cubins = self.cubins(&listing, origin, work)?,
+            }
+            if holds.known && cubins == 0 {
+                return Err(nothing_extracted(self.container, origin, "-xelf"));
             }
         }
-        if !ptx {
-            return Ok(held);
+        if holds.ptx {
+            match cuobjdump_extract(self.cuobjdump, "-xptx", &absolute, self.tools, work)? {
+                None if holds.known => {
+                    return Err(nothing_extracted(self.container, origin, "-xptx"))
+                }
+                None => {}
+                Some(listing) => modules = self.embedded_ptx(&listing, origin, work)?,
+            }
+            if holds.known && modules == 0 {
+                return Err(nothing_extracted(self.container, origin, "-xptx"));
+            }
         }
-        let Some(listing) =
-            cuobjdump_extract(self.cuobjdump, "-xptx", &absolute, self.tools, work)?
-        else {
-            return Ok(held);
-        };
-        for (file, member) in extracted_files(&listing) {
-            let origin = member.map_or_else(|| origin.to_owned(), |m| format!("{origin}({m})"));
-            let path = work.join(&file);
+        if !holds.known && cubins + modules == 0 {
+            return Err(nothing_extracted(self.container, origin, "-xelf and -xptx"));
+        }
+        Ok(cubins + modules > 0)
+    }
+
+    /// Reads the cubins cuobjdump's `listing` names in `work`, each deleted once read; how many.
+    fn cubins(&mut self, listing: &str, origin: &str, work: &Path) -> Result<usize, Error> {
+        let files = extracted_files(listing);
+        for (file, member) in &files {
+            let origin = member
+                .as_ref()
+                .map_or_else(|| origin.to_owned(), |m| format!("{origin}({m})"));
+            self.found.cubin(&work.join(file), &origin)?;
+            let _ = std::fs::remove_file(work.join(file));
+        }
+        Ok(files.len())
+    }
+
+    /// Keeps the PTX modules cuobjdump's `listing` names in `work` for [`assemble`]; how many.
+    /// A module without a `.target` is an error: its kernels could not be assembled.
+    fn embedded_ptx(&mut self, listing: &str, origin: &str, work: &Path) -> Result<usize, Error> {
+        let files = extracted_files(listing);
+        for (file, member) in &files {
+            let origin = member
+                .as_ref()
+                .map_or_else(|| origin.to_owned(), |m| format!("{origin}({m})"));
+            let path = work.join(file);
             let text = std::fs::read_to_string(&path).map_err(|error| Error::Io {
                 path: path.clone(),
                 error,
             })?;
-            let Some(virtual_arch) = ptx_target(&text) else {
-                continue;
-            };
-            held = true;
+            let virtual_arch = ptx_target(&text).ok_or_else(|| Error::UnreadableBinary {
+                path: path.clone(),
+                reason: format!("{origin}: its embedded PTX has no `.target`, so its kernels cannot be assembled as the driver would"),
+            })?;
             self.ptx.push(EmbeddedPtx {
                 path,
                 origin,
                 virtual_arch,
             });
         }
-        Ok(held)
+        Ok(files.len())
+    }
+}
+
+/// What a fatbin's entries say it holds, or, not `known`, a file cuobjdump reads whole.
+#[derive(Debug, Clone, Copy)]
+struct Holds {
+    elf: bool,
+    ptx: bool,
+    known: bool,
+}
+
+/// cuobjdump `mode` gave nothing from `input`, which holds device code.
+fn nothing_extracted(input: &Path, origin: &str, mode: &str) -> Error {
+    Error::UnreadableBinary {
+        path: input.to_path_buf(),
+        reason: format!("{origin}: cuobjdump {mode} extracted nothing from a binary that holds device code, so its kernels would go unread (a cuobjdump too old for this binary, or a damaged fatbin)"),
     }
 }
 
@@ -447,7 +517,7 @@ pub fn assemble(
     let cubin = Cubin::parse(&bytes);
     let smem_spilling = cubin.as_ref().is_some_and(Cubin::smem_spilling_available);
     let compiler = cubin.as_ref().and_then(Cubin::compiler_version);
-    let found = parsed
+    let found: Vec<BinaryKernel> = parsed
         .kernels
         .into_iter()
         .filter_map(|record| {
@@ -468,6 +538,17 @@ pub fn assemble(
             })
         })
         .collect();
+    let unreported: Vec<&str> = (kernels.iter())
+        .filter(|entry| !found.iter().any(|kernel| kernel.record.name == entry.name))
+        .map(|entry| entry.name.as_str())
+        .collect();
+    if !unreported.is_empty() {
+        let _ = std::fs::remove_file(&output_cubin);
+        return Err(unreadable(format!(
+            "ptxas -arch={arch} -v reported no resources for {}, so they would go unchecked",
+            unreported.join(", ")
+        )));
+    }
     Ok((found, output_cubin))
 }
 

@@ -10,7 +10,9 @@
 //! ELF (object, shared library, executable) holds them in `.nv_fatbin` (a `-rdc` object in
 //! `__nv_relfatbin`, read when there is no `.nv_fatbin`, as cuobjdump does), end to end, padded
 //! with zeros to 8 bytes. Anything else (an ELF32 or big-endian host, non-zero bytes between
-//! fatbins) is `None`: the caller hands the file to cuobjdump whole.
+//! fatbins) is `None`: the caller hands the file to cuobjdump whole. A fatbin whose own header
+//! reads but whose entries do not (an entry of no known kind, sizes past its end, entries that
+//! do not fill it) is an error: cuobjdump reads it as one without device code.
 
 use super::read_full;
 use std::fs::File;
@@ -23,6 +25,8 @@ const HEADER_BYTES: u64 = 16;
 /// An entry of kind PTX, of kind ELF (a cubin).
 const KIND_PTX: u16 = 1;
 const KIND_ELF: u16 = 2;
+/// An entry of LTO IR (`-gencode arch=compute_80,code=lto_80`), linked by `nvcc -dlink`.
+const KIND_LTO: u16 = 8;
 /// ELF64 section header size, and the type of a section with no bytes in the file.
 const SECTION_HEADER_BYTES: u64 = 64;
 const SHT_NOBITS: u32 = 8;
@@ -35,9 +39,10 @@ const MAX_SECTION_NAMES_BYTES: u64 = 64 << 20;
 pub struct Blob {
     pub offset: u64,
     pub len: u64,
-    /// Whether it holds cubins, and PTX.
+    /// Whether it holds cubins, PTX, and LTO IR (`-dlto`, `code=lto_80`).
     pub elf: bool,
     pub ptx: bool,
+    pub lto: bool,
 }
 
 /// The fatbins of the fatbin or host ELF file at `path`, in file order; `None` when its layout
@@ -213,35 +218,61 @@ fn walk(file: &mut BufReader<File>, start: u64, end: u64) -> io::Result<Option<V
                     && at.checked_add(len).is_some_and(|blob_end| blob_end <= end)
             })
             .ok_or_else(|| invalid("a fatbin whose size runs past its section or file"))?;
-        let (mut elf, mut ptx) = (false, false);
-        let mut entry = at + header_size;
-        while entry + 16 <= at + len {
-            file.seek(SeekFrom::Start(entry))?;
-            file.read_exact(&mut header)?;
-            let kind = u16::from_le_bytes([header[0], header[1]]);
-            let entry_header = u64::from(u32::from_le_bytes(
-                header[4..8].try_into().unwrap_or_default(),
-            ));
-            let payload = u64::from_le_bytes(header[8..16].try_into().unwrap_or_default());
-            elf |= kind == KIND_ELF;
-            ptx |= kind == KIND_PTX;
-            match entry_header
-                .checked_add(payload)
-                .and_then(|step| entry.checked_add(step))
-            {
-                Some(next) if entry_header >= 16 => entry = next,
-                _ => return Ok(None),
-            }
-        }
+        let (elf, ptx, lto) = entry_kinds(file, at + header_size, at + len)?;
         found.push(Blob {
             offset: at,
             len,
             elf,
             ptx,
+            lto,
         });
         at += len;
     }
     Ok(Some(found))
+}
+
+/// The kinds of the entries that fill `start..end` of `file` exactly: `(elf, ptx, lto)`. An
+/// entry of no kind a fatbin holds, a header shorter than 16 bytes, or entries that end
+/// anywhere but at the fatbin's end is a damaged fatbin, an error: cuobjdump reads such a
+/// fatbin as one without device code, which would drop its kernels without a word.
+fn entry_kinds(file: &mut BufReader<File>, start: u64, end: u64) -> io::Result<(bool, bool, bool)> {
+    let (mut elf, mut ptx, mut lto) = (false, false, false);
+    let mut header = [0u8; 16];
+    let mut entry = start;
+    while entry < end {
+        if end - entry < 16 {
+            return Err(damaged(entry, "leaves fewer bytes than an entry's header"));
+        }
+        file.seek(SeekFrom::Start(entry))?;
+        file.read_exact(&mut header)?;
+        let kind = u16::from_le_bytes([header[0], header[1]]);
+        let entry_header = u64::from(u32_at(&header, 4));
+        let payload = u64_at(&header, 8);
+        match kind {
+            KIND_ELF => elf = true,
+            KIND_PTX => ptx = true,
+            KIND_LTO => lto = true,
+            _ => {
+                return Err(damaged(
+                    entry,
+                    &format!("has kind {kind}, none a fatbin holds"),
+                ))
+            }
+        }
+        entry = entry_header
+            .checked_add(payload)
+            .and_then(|step| entry.checked_add(step))
+            .filter(|&next| entry_header >= 16 && next <= end)
+            .ok_or_else(|| damaged(entry, "has sizes that run past its fatbin"))?;
+    }
+    Ok((elf, ptx, lto))
+}
+
+/// A damaged fatbin entry header at byte `at` of the file.
+fn damaged(at: u64, what: &str) -> io::Error {
+    invalid(&format!(
+        "a damaged fatbin: the entry header at byte {at} {what}"
+    ))
 }
 
 fn invalid(message: &str) -> io::Error {
@@ -367,7 +398,8 @@ mod tests {
                 offset: 0,
                 len: file.len() as u64,
                 elf: true,
-                ptx: false
+                ptx: false,
+                lto: false,
             }])
         );
     }
@@ -396,6 +428,40 @@ mod tests {
             let _ = blobs(&path);
             std::fs::remove_file(&path).unwrap();
         }
+    }
+
+    /// Issue #35, class 1: a fatbin whose entry header is damaged is an error naming the byte,
+    /// never a fatbin without device code; an LTO IR entry is one of its kinds.
+    #[test]
+    fn a_damaged_entry_header_is_an_error_naming_its_byte() {
+        let good = fatbin(&[(2, 16), (1, 8)]);
+        let second_entry = 16 + 64 + 16;
+        let damage = |at: usize, bytes: &[u8]| {
+            let mut bytes_now = good.clone();
+            bytes_now[at..at + bytes.len()].copy_from_slice(bytes);
+            let path = std::env::temp_dir().join(format!(
+                "occupancy-fatbin-damaged-{}-{at}-{}",
+                std::process::id(),
+                bytes.len()
+            ));
+            std::fs::write(&path, &bytes_now).unwrap();
+            let read = blobs(&path);
+            std::fs::remove_file(&path).unwrap();
+            read.expect_err("a damaged fatbin is an error").to_string()
+        };
+        let kind = damage(second_entry, &0x77u16.to_le_bytes());
+        assert!(
+            kind.contains(&format!("entry header at byte {second_entry} has kind 119")),
+            "{kind}"
+        );
+        let header = damage(second_entry + 4, &0u32.to_le_bytes());
+        assert!(header.contains("run past its fatbin"), "{header}");
+        let payload = damage(second_entry + 8, &1_000_000u64.to_le_bytes());
+        assert!(payload.contains("run past its fatbin"), "{payload}");
+        let short = damage(16 + 8, &10u64.to_le_bytes());
+        assert!(short.contains("damaged fatbin"), "{short}");
+        let lto = blobs_of(&fatbin(&[(8, 24)])).unwrap();
+        assert!(lto[0].lto && !lto[0].elf && !lto[0].ptx);
     }
 
     #[test]

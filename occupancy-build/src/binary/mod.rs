@@ -155,7 +155,10 @@ fn kind_of(head: &[u8]) -> Option<BinaryKind> {
             _ => BinaryKind::Container,
         });
     }
-    if head.starts_with(b"!<arch>\n") || head.starts_with(&FATBIN_MAGIC) {
+    if head.starts_with(archive::MAGIC)
+        || head.starts_with(archive::THIN_MAGIC)
+        || head.starts_with(&FATBIN_MAGIC)
+    {
         return Some(BinaryKind::Container);
     }
     (head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06"))
@@ -350,6 +353,9 @@ fn jit_missing_archs(
     asked_archs: &[String],
     work: &Path,
 ) -> Result<(), Error> {
+    if asked_archs.is_empty() {
+        return jit_ptx_only_kernels(found, ptx_files, tools, work);
+    }
     let mut by_preference: Vec<&extract::EmbeddedPtx> = ptx_files.iter().collect();
     by_preference.sort_by_key(|ptx| std::cmp::Reverse(extract::arch_number(&ptx.virtual_arch)));
     for arch in asked_archs {
@@ -373,6 +379,41 @@ fn jit_missing_archs(
             let _ = std::fs::remove_file(&cubin);
             taken?;
         }
+    }
+    Ok(())
+}
+
+/// With no arch asked, every cubin's arch is checked; a kernel no cubin holds (a binary that
+/// ships only PTX, `code=compute_80`) runs only as its PTX JIT-compiled, so each module that
+/// holds such kernels is assembled for its own target, the least GPU the driver would JIT it
+/// for. Without this a PTX-only object yielded no kernel and no word.
+fn jit_ptx_only_kernels(
+    found: &mut Found<'_, '_>,
+    ptx_files: &[extract::EmbeddedPtx],
+    tools: &BinaryTools,
+    work: &Path,
+) -> Result<(), Error> {
+    let in_cubins: BTreeSet<String> = found.covered.iter().map(|(name, _)| name.clone()).collect();
+    for ptx in ptx_files {
+        let arch = ptx.virtual_arch.clone();
+        let entries = ptx.entries()?;
+        let missing: Vec<&PtxEntry> = entries
+            .iter()
+            .filter(|entry| !in_cubins.contains(&entry.name))
+            .filter(|entry| !found.covered.contains(&(entry.name.clone(), arch.clone())))
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        let (assembled, cubin) = extract::assemble(ptx, &arch, &missing, tools, work)?;
+        found.notes.push(format!(
+            "{}: {} kernel(s) ship only as PTX ({arch}); assembled for {arch} as the driver would JIT it (pass --arch for the GPUs it runs on)",
+            ptx.origin,
+            missing.len(),
+        ));
+        let taken = found.assembled(assembled, &cubin);
+        let _ = std::fs::remove_file(&cubin);
+        taken?;
     }
     Ok(())
 }
