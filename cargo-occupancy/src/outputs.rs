@@ -31,8 +31,12 @@ pub fn check_outputs(outputs: &[Output<'_>], inputs: &[&Path]) -> Result<(), Cli
         .iter()
         .filter_map(|input| Some((*input, std::fs::canonicalize(input).ok()?)))
         .collect();
+    let mut written: Vec<(&Output<'_>, PathBuf)> = Vec::new();
     for output in outputs {
         let resolved = resolve_output(output)?;
+        for (other, other_resolved) in &written {
+            refuse_one_target(output, &resolved, other, other_resolved)?;
+        }
         for (given, input) in &inputs {
             if let Some(relation) = overlap(&resolved, output, input) {
                 return Err(CliError::Usage(format!(
@@ -46,8 +50,34 @@ pub fn check_outputs(outputs: &[Output<'_>], inputs: &[&Path]) -> Result<(), Cli
         if !output.is_dir {
             check_writable_file(output, &resolved)?;
         }
+        written.push((output, resolved));
     }
     Ok(())
+}
+
+/// Two outputs that name one file (however spelled: a link, `./`, a hard link), or a file
+/// inside an output directory, are refused before any work: the second write would replace the
+/// first (`--lock X --bless --html X` left the lock an HTML page, its entries lost).
+fn refuse_one_target(
+    output: &Output<'_>,
+    resolved: &Path,
+    other: &Output<'_>,
+    other_resolved: &Path,
+) -> Result<(), CliError> {
+    let same = resolved == other_resolved || same_file(resolved, other_resolved);
+    let nested = (other.is_dir && resolved.starts_with(other_resolved))
+        || (output.is_dir && other_resolved.starts_with(resolved));
+    if !same && !nested {
+        return Ok(());
+    }
+    let relation = if same { "name one file" } else { "overlap" };
+    Err(CliError::Usage(format!(
+        "{} {} and {} {} {relation}: each output needs a path of its own, or one would replace the other; write them to different files",
+        other.flag,
+        occupancy_build::cli::shown_path(other.path),
+        output.flag,
+        occupancy_build::cli::shown_path(output.path)
+    )))
 }
 
 /// How `resolved` (the output) collides with `input` (canonical), if it does.
@@ -172,6 +202,46 @@ mod tests {
             path,
             is_dir: false,
         }
+    }
+
+    /// Issue #35, class 6: two outputs naming one file, in any spelling, are refused before
+    /// anything is written; the file keeps what it held.
+    #[test]
+    fn two_outputs_naming_one_file_are_refused() {
+        let dir = scratch("two-outputs");
+        let lock = dir.join("occupancy.lock");
+        std::fs::write(&lock, "{}\n").unwrap();
+        std::os::unix::fs::symlink(&lock, dir.join("link.html")).unwrap();
+        let as_lock = Output {
+            flag: "--lock",
+            path: &lock,
+            is_dir: false,
+        };
+        for spelling in [
+            lock.clone(),
+            dir.join("./occupancy.lock"),
+            dir.join("link.html"),
+        ] {
+            let error = check_outputs(&[html(&spelling), as_lock], &[]).unwrap_err();
+            assert!(
+                error.message().contains("--html")
+                    && error.message().contains("--lock")
+                    && error.message().contains("name one file"),
+                "{spelling:?}: {error}"
+            );
+        }
+        let cache = dir.join("cache");
+        let in_cache = cache.join("r.html");
+        std::fs::create_dir_all(&cache).unwrap();
+        let as_cache = Output {
+            flag: "--cache-dir",
+            path: &cache,
+            is_dir: true,
+        };
+        let error = check_outputs(&[html(&in_cache), as_cache], &[]).unwrap_err();
+        assert!(error.message().contains("overlap"), "{error}");
+        check_outputs(&[html(&dir.join("r.html")), as_lock, as_cache], &[]).unwrap();
+        assert_eq!(std::fs::read_to_string(&lock).unwrap(), "{}\n");
     }
 
     #[test]

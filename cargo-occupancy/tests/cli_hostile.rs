@@ -612,3 +612,64 @@ fn an_html_link_into_a_missing_directory_is_refused() {
     assert!(defects(&message, &args).is_empty(), "{message}");
     assert!(!dir.join("gone").exists());
 }
+
+/// Issue #35, class 6: `--lock X --bless --html X` (also through a link) is refused before any
+/// work, and the lock keeps every entry it held (it became an HTML page); without `--bless` the
+/// lock is an input, which `--html` never replaces.
+#[test]
+fn two_outputs_naming_one_file_are_refused_and_the_lock_is_kept() {
+    let dir = scratch("one-target");
+    let blessed = run_in(
+        &dir,
+        &["check", "build.log", "--lock", "occupancy.lock", "--bless"],
+    );
+    assert!(
+        matches!(blessed.status.code(), Some(0 | 1)),
+        "{}",
+        stderr(&blessed)
+    );
+    let committed = std::fs::read_to_string(dir.join("occupancy.lock")).unwrap();
+    assert!(committed.contains("\"kernels\""), "{committed}");
+    std::os::unix::fs::symlink("occupancy.lock", dir.join("lock-link.html")).unwrap();
+    for html in ["occupancy.lock", "lock-link.html", "./occupancy.lock"] {
+        let output = run_in(
+            &dir,
+            &[
+                "check",
+                "build.log",
+                "--lock",
+                "occupancy.lock",
+                "--bless",
+                "--html",
+                html,
+            ],
+        );
+        assert_eq!(output.status.code(), Some(2), "{html}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("name one file"),
+            "{html}: {}",
+            stderr(&output)
+        );
+        let output = run_in(
+            &dir,
+            &[
+                "check",
+                "build.log",
+                "--lock",
+                "occupancy.lock",
+                "--html",
+                html,
+            ],
+        );
+        assert_eq!(output.status.code(), Some(2), "{html}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("would replace the input"),
+            "{html}: {}",
+            stderr(&output)
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.join("occupancy.lock")).unwrap(),
+        committed
+    );
+}

@@ -297,11 +297,19 @@ fn outputs(args: &Args) -> Vec<Output<'_>> {
     outputs
 }
 
-/// What `check` reads: the paths, and the files named by nvcc arguments (`-include file`, a
-/// linked object), which an output must not replace either. Include directories (`-I.`) are not
-/// claimed whole: a report beside the sources is fine, a report over one of them is not.
+/// What `check` reads: the paths, the lock it compares with, and the files named by nvcc
+/// arguments (`-include file`, a linked object), which an output must not replace either.
+/// Include directories (`-I.`) are not claimed whole: a report beside the sources is fine, a
+/// report over one of them is not.
 fn input_paths(args: &Args) -> Vec<&Path> {
     let mut inputs: Vec<&Path> = args.paths.iter().map(PathBuf::as_path).collect();
+    // A lock only read (no `--bless`) is an input too: `--html` over it would replace it.
+    inputs.extend(
+        args.lock
+            .iter()
+            .filter(|_| !args.bless)
+            .map(PathBuf::as_path),
+    );
     inputs.extend(
         args.nvcc_args
             .iter()
