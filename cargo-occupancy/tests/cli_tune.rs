@@ -209,3 +209,65 @@ fn tune_reads_ptx_and_names_the_kernels_it_has() {
         "{error}"
     );
 }
+
+/// Issue #35, class 4: a ptxas that dies on one candidate (`.minnctapersm 3`: a wrapper of nvcc
+/// that kills itself with SIGSEGV there) fails the tuning, naming the candidate and the tool,
+/// instead of becoming that candidate's verdict ("compile failed"); nothing of it is kept, so
+/// the next run with a working nvcc measures it (it was memoized and replayed).
+#[test]
+fn a_tool_that_dies_on_a_candidate_is_an_error_and_never_its_verdict() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = work_dir("cli_tune", "crash");
+    let cache = dir.join("cache");
+    let wrapper = dir.join("nvcc");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nfor last; do :; done\ncase \"$*\" in *-cubin*)\n  if grep -Eq 'minnctapersm[[:space:]]+3([^0-9]|$)' \"$last\" 2>/dev/null; then kill -SEGV $$; fi;;\nesac\nexec '{}' \"$@\"\n",
+            nvcc().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let source = fixtures().join("tune_chain.cu");
+    let args = [
+        source.to_str().unwrap(),
+        "--kernel",
+        "chain",
+        "--arch",
+        "sm_90",
+        "--format",
+        "json",
+    ];
+    let output = binary()
+        .args(["occupancy", "tune"])
+        .args(args)
+        .arg("--cache-dir")
+        .arg(&cache)
+        .env("NVCC", &wrapper)
+        .output()
+        .unwrap();
+    let error = stderr(&output);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "{error}\n{}",
+        stdout(&output)
+    );
+    assert!(
+        error.contains("assembling the candidate `min_blocks_per_sm = 3` on sm_90 failed in the tool, not on the bound")
+            && error.contains("signal"),
+        "{error}"
+    );
+    let output = tune(&args, &cache);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let tuned: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let candidates = tuned["archs"][0]["tuning"]["candidates"]
+        .as_array()
+        .unwrap();
+    let two = candidates
+        .iter()
+        .find(|candidate| candidate["bound"]["min_blocks_per_sm"] == 3)
+        .expect("the ladder holds min_blocks_per_sm = 3");
+    assert!(two["measured"].is_object(), "measured again: {two}");
+}

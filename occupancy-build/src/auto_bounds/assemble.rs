@@ -37,42 +37,60 @@ pub(crate) struct Job<'a> {
     pub(crate) work: PathBuf,
 }
 
+/// Why a candidate has no measurement: the compile's own verdict on the bound (ptxas refused it,
+/// the PTX cannot take it), which the memo keeps, or a tool that failed (crashed, was killed,
+/// timed out, printed what cannot be read, a file that could not be written), which is never
+/// a verdict: it fails the choice and is not kept, so the next build measures again.
+#[derive(Debug)]
+pub(crate) enum Unmeasured {
+    Verdict(String),
+    ToolFailed(String),
+}
+
 impl Assembler<'_> {
-    /// The candidate `job` makes: measured, or with why it failed.
-    pub(crate) fn candidate(&self, job: &Job<'_>) -> Candidate {
+    /// The candidate `job` makes: measured, or with the verdict of its compile; `Err` when a
+    /// tool failed, which measures nothing (issue #35, class 4).
+    pub(crate) fn candidate(&self, job: &Job<'_>) -> Result<Candidate, String> {
         let result = self.measure(job);
         let _ = std::fs::remove_dir_all(&job.work);
-        Candidate::new(job.bound, result)
+        match result {
+            Ok(measured) => Ok(Candidate::new(job.bound, Ok(measured))),
+            Err(Unmeasured::Verdict(why)) => Ok(Candidate::new(job.bound, Err(why))),
+            Err(Unmeasured::ToolFailed(why)) => Err(why),
+        }
     }
 
-    fn measure(&self, job: &Job<'_>) -> Result<Measured, String> {
+    fn measure(&self, job: &Job<'_>) -> Result<Measured, Unmeasured> {
+        let tool = |error: String| Unmeasured::ToolFailed(error);
+        let io = |error: std::io::Error| Unmeasured::ToolFailed(error.to_string());
         let threads = job.launch.block_threads;
         let patched = with_bound(job.ptx, job.kernel, job.knob, job.bound, threads)
-            .map_err(|error| error.to_string())?;
-        std::fs::create_dir_all(&job.work).map_err(|error| error.to_string())?;
+            .map_err(|error| Unmeasured::Verdict(error.to_string()))?;
+        std::fs::create_dir_all(&job.work).map_err(io)?;
         let ptx_path = job.work.join("candidate.ptx");
         let cubin = job.work.join("candidate.cubin");
-        std::fs::write(&ptx_path, patched).map_err(|error| error.to_string())?;
+        std::fs::write(&ptx_path, patched).map_err(io)?;
         let log = self.assemble(job.arch.name, &ptx_path, &cubin)?;
-        let parsed = ptxas::parse_log(&log).map_err(|error| format!("ptxas's report: {error}"))?;
+        let parsed =
+            ptxas::parse_log(&log).map_err(|error| tool(format!("ptxas's report: {error}")))?;
         let record = parsed
             .kernels
             .iter()
             .find(|record| record.entry && record.name == job.kernel)
-            .ok_or_else(|| format!("ptxas reported nothing for `{}`", job.kernel))?;
-        let text = self.disassemble(&cubin)?;
-        let sections = sass::parse_nvdisasm(&text).map_err(|error| error.to_string())?;
+            .ok_or_else(|| tool(format!("ptxas reported nothing for `{}`", job.kernel)))?;
+        let text = self.disassemble(&cubin).map_err(tool)?;
+        let sections = sass::parse_nvdisasm(&text).map_err(|error| tool(error.to_string()))?;
         let section = sections
             .iter()
             .find(|section| section.entry && section.name == job.kernel)
-            .ok_or_else(|| format!("nvdisasm printed no code of `{}`", job.kernel))?;
+            .ok_or_else(|| tool(format!("nvdisasm printed no code of `{}`", job.kernel)))?;
         let spilled =
             record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0) > 0;
         let facts = sass::analyze_sections(std::slice::from_ref(section), |_| spilled)
-            .map_err(|error| error.to_string())?
+            .map_err(|error| tool(error.to_string()))?
             .pop()
-            .ok_or_else(|| format!("no SASS facts for `{}`", job.kernel))?;
-        let loops = sass::loop_profile(section).map_err(|error| error.to_string())?;
+            .ok_or_else(|| tool(format!("no SASS facts for `{}`", job.kernel)))?;
+        let loops = sass::loop_profile(section).map_err(|error| tool(error.to_string()))?;
         let max_threads = (job.knob == Knob::MinBlocksPerSm).then_some(threads);
         Ok(Measured::new(
             job.arch,
@@ -85,8 +103,10 @@ impl Assembler<'_> {
     }
 
     /// `nvcc -cubin -arch=<arch> -Xptxas -v [the build's arguments] -o <cubin> <ptx>`: ptxas's
-    /// report. Not through a compiler cache: sccache refuses a `.ptx` input.
-    fn assemble(&self, arch: &str, ptx: &Path, cubin: &Path) -> Result<String, String> {
+    /// report. Not through a compiler cache: sccache refuses a `.ptx` input. A compile that
+    /// failed is the bound's verdict only when ptxas itself said why (`ptxas error`, `ptxas
+    /// fatal`); one that timed out, was killed or died of a signal is a tool failure.
+    fn assemble(&self, arch: &str, ptx: &Path, cubin: &Path) -> Result<String, Unmeasured> {
         let mut command = self.toolchain.command_without_wrapper();
         command
             .args(["-cubin", &format!("-arch={arch}"), "-Xptxas", "-v", "-o"])
@@ -94,21 +114,22 @@ impl Assembler<'_> {
             .args(self.user_args)
             .arg(ptx);
         let output = run_bounded(&mut command, &self.toolchain.timeouts, ToolKind::Work)
-            .map_err(|error| error.to_string())?;
+            .map_err(|error| Unmeasured::ToolFailed(error.to_string()))?;
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        if !output.status.success() {
-            let first: Vec<&str> = stderr
-                .lines()
-                .filter(|line| !line.trim().is_empty())
-                .take(3)
-                .collect();
-            return Err(format!(
-                "ptxas failed ({}): {}",
-                output.status,
-                first.join(" / ")
-            ));
+        if output.status.success() {
+            return Ok(stderr);
         }
-        Ok(stderr)
+        let first: Vec<&str> = stderr
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .take(3)
+            .collect();
+        let why = format!("ptxas failed ({}): {}", output.status, first.join(" / "));
+        Err(if ptxas_refused_the_input(output.status, &stderr) {
+            Unmeasured::Verdict(why)
+        } else {
+            Unmeasured::ToolFailed(why)
+        })
     }
 
     /// `nvdisasm -c -ndf -hex <cubin>`: the SASS text, with each instruction's encoding (its
@@ -126,5 +147,43 @@ impl Assembler<'_> {
             ));
         }
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+}
+
+/// Whether a failed compile is ptxas's verdict on its input: it exited (no signal) and said
+/// `ptxas error` or `ptxas fatal`, and nvcc does not report it died (`died due to signal`,
+/// `core dumped`: a crash is no verdict).
+fn ptxas_refused_the_input(status: std::process::ExitStatus, stderr: &str) -> bool {
+    let died = stderr.contains("died due to signal") || stderr.contains("core dumped");
+    let said = stderr.lines().any(|line| {
+        let line = line.trim_start();
+        line.starts_with("ptxas error") || line.starts_with("ptxas fatal")
+    });
+    status.code().is_some() && said && !died
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    /// Issue #35, class 4: only ptxas's own word on its input is a verdict; a crash, a kill or
+    /// a failure without ptxas's diagnosis is a tool failure.
+    #[test]
+    fn only_ptxas_refusing_its_input_is_a_verdict() {
+        let exited = std::process::ExitStatus::from_raw(255 << 8);
+        let killed = std::process::ExitStatus::from_raw(9);
+        let refused = "ptxas error   : Entry function 'k' uses too much shared data\n";
+        assert!(ptxas_refused_the_input(exited, refused));
+        assert!(!ptxas_refused_the_input(killed, refused));
+        assert!(!ptxas_refused_the_input(
+            exited,
+            "nvcc error   : 'ptxas' died due to signal 11 (Invalid memory reference)\n"
+        ));
+        assert!(!ptxas_refused_the_input(
+            exited,
+            "ptxas fatal   : x\nnvcc error   : 'ptxas' core dumped\n"
+        ));
+        assert!(!ptxas_refused_the_input(exited, "Segmentation fault\n"));
     }
 }

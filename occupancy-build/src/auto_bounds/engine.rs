@@ -177,7 +177,9 @@ impl Engine<'_> {
                 (0..members.1.len()).map(move |member| (group, member, Bound::None))
             })
             .collect();
-        assembled += self.assemble_missing(&assembler, request, &launch, &mut groups, &baselines);
+        assembled += self
+            .assemble_missing(&assembler, request, &launch, &mut groups, &baselines)
+            .map_err(fail)?;
         let mut rungs = Vec::new();
         let mut ladders = Vec::new();
         for (group, (_, members)) in groups.iter().enumerate() {
@@ -187,7 +189,9 @@ impl Engine<'_> {
             }
             ladders.push(bounds);
         }
-        assembled += self.assemble_missing(&assembler, request, &launch, &mut groups, &rungs);
+        assembled += self
+            .assemble_missing(&assembler, request, &launch, &mut groups, &rungs)
+            .map_err(fail)?;
         let _ = std::fs::remove_dir_all(&self.work);
         let objective = Objective::new(request.accepted_spill_bytes);
         let tuned = groups
@@ -320,6 +324,9 @@ impl Engine<'_> {
     }
 
     /// Assembles every `(group, member, bound)` the members' memos lack, in parallel; how many.
+    /// A tool that failed on a candidate fails the choice, naming the candidate, and nothing of
+    /// it is kept: a crash, a kill or a timeout is never that bound's verdict (issue #35,
+    /// class 4). The candidates measured meanwhile are kept.
     fn assemble_missing(
         &self,
         assembler: &Assembler<'_>,
@@ -327,7 +334,7 @@ impl Engine<'_> {
         launch: &Launch,
         groups: &mut [(u32, Vec<Member>)],
         wanted: &[(usize, usize, Bound)],
-    ) -> usize {
+    ) -> Result<usize, String> {
         let missing: Vec<(usize, usize, Job<'_>)> = wanted
             .iter()
             .filter(|(group, member, bound)| {
@@ -356,17 +363,41 @@ impl Engine<'_> {
             .iter()
             .map(|(_, _, job)| move |_: &crate::jobs::Lender<'_>| assembler.candidate(job))
             .collect();
-        let found: Vec<Candidate> = crate::jobs::run_all(tasks, self.max_jobs);
-        let places: Vec<(usize, usize)> = missing
+        let found: Vec<Result<Candidate, String>> = crate::jobs::run_all(tasks, self.max_jobs);
+        let places: Vec<(usize, usize, Bound)> = missing
             .iter()
-            .map(|(group, member, _)| (*group, *member))
+            .map(|(group, member, job)| (*group, *member, job.bound))
             .collect();
         drop(missing);
-        for ((group, member), candidate) in places.into_iter().zip(found) {
-            groups[group].1[member].memo.insert(candidate);
+        let mut failed = None;
+        for ((group, member, bound), candidate) in places.into_iter().zip(found) {
+            let member = &mut groups[group].1[member];
+            match candidate {
+                Ok(candidate) => member.memo.insert(candidate),
+                Err(why) => {
+                    failed.get_or_insert_with(|| tool_failed(bound, member.arch.name, &why));
+                }
+            }
         }
-        count
+        if let Some(message) = failed {
+            groups
+                .iter()
+                .flat_map(|(_, members)| members)
+                .for_each(|member| member.memo.save());
+            return Err(message);
+        }
+        Ok(count)
     }
+}
+
+/// The error of a candidate whose tool failed: what was assembled, what failed, that nothing
+/// was chosen or kept from it, and what to do.
+fn tool_failed(bound: Bound, arch: &str, why: &str) -> String {
+    format!(
+        "assembling the candidate `{bound}` on {arch} failed in the tool, not on the bound: {why}; a \
+         failed tool measures nothing, so no bound was chosen and nothing of this candidate was \
+         kept: build again (a tool that ran out of time: raise OCCUPANCY_TOOL_TIMEOUT)",
+    )
 }
 
 /// The objective's choice for one group among `bounds` (its ladder), and each member's report

@@ -16,8 +16,9 @@ use sha2::{Digest, Sha256};
 use crate::cache::hex;
 use crate::fsutil::write_atomic;
 
-/// Bumped when what a memo holds or how it is measured changes.
-const MEMO_SCHEMA: u32 = 2;
+/// Bumped when what a memo holds or how it is measured changes. 3: a tool that failed is no
+/// longer a candidate's verdict, so a memo of 2 may hold a crash as "compile failed".
+const MEMO_SCHEMA: u32 = 3;
 
 /// The candidates measured for one key.
 #[derive(Debug, Default)]
