@@ -37,6 +37,9 @@ use crate::fsutil::shown_path;
 /// The largest uncompressed size of a member that is extracted: 16 GiB, far above any shared
 /// object a wheel ships (the largest CUDA libraries are a few GiB).
 const MAX_MEMBER_BYTES: u64 = 16 << 30;
+/// The most bytes all the members extracted from one wheel may declare together: 32 GiB, twice
+/// the largest member, far above the CUDA libraries of the largest wheels (a few GiB together).
+const MAX_TOTAL_BYTES: u64 = 32 << 30;
 
 /// The end-of-central-directory record without its comment.
 const EOCD_BYTES: usize = 22;
@@ -151,6 +154,32 @@ pub(crate) enum WheelError {
         declared_bytes: u64,
         limit_bytes: u64,
     },
+    /// Two members whose data overlap (a central directory pointing several entries at one
+    /// member's bytes, so a small file extracts to many times its size): refused before any is
+    /// written.
+    #[error(
+        "members `{}` and `{}` of `{}` overlap (their data starts at bytes {first_offset} and {second_offset} of the file): \
+         a zip archive stores each member's bytes once, so this is a damaged archive or a zip bomb; nothing was extracted",
+        shown_name(first), shown_name(second), shown_path(archive)
+    )]
+    Overlapping {
+        archive: PathBuf,
+        first: String,
+        second: String,
+        first_offset: u64,
+        second_offset: u64,
+    },
+    /// Members declaring more than [`MAX_TOTAL_BYTES`] together: refused before any is written.
+    #[error(
+        "the members of `{}` that may hold device code declare {declared_bytes} bytes uncompressed together, over the \
+         limit of {limit_bytes} bytes one wheel may extract; nothing was extracted (a damaged archive or a zip bomb)",
+        shown_path(archive)
+    )]
+    TooLargeTogether {
+        archive: PathBuf,
+        declared_bytes: u64,
+        limit_bytes: u64,
+    },
     /// A member producing more bytes than it declares (a zip bomb): stopped at the declared size.
     #[error(
         "member `{}` of `{}` inflates past the {declared_bytes} bytes it declares (a damaged archive or a zip bomb); \
@@ -258,12 +287,23 @@ fn extract_with_limit(
     dest_dir: &Path,
     limit_bytes: u64,
 ) -> Result<Vec<ExtractedMember>, WheelError> {
+    extract_with_limits(archive, dest_dir, limit_bytes, MAX_TOTAL_BYTES)
+}
+
+/// [`extract_with_limit`] with the limit of all members together given too.
+fn extract_with_limits(
+    archive: &Path,
+    dest_dir: &Path,
+    limit_bytes: u64,
+    total_limit_bytes: u64,
+) -> Result<Vec<ExtractedMember>, WheelError> {
     let mut zip = Zip::open(archive)?;
     let directory = zip.find_directory()?;
     let candidates = zip.read_candidates(&directory)?;
     if candidates.is_empty() {
         return Ok(Vec::new());
     }
+    refuse_amplification(archive, &candidates, total_limit_bytes)?;
     std::fs::create_dir_all(dest_dir).map_err(|source| WheelError::CreateDir {
         archive: archive.to_path_buf(),
         dest_dir: dest_dir.to_path_buf(),
@@ -287,6 +327,45 @@ fn extract_with_limit(
         }
     }
     Ok(kept)
+}
+
+/// Refuses, before anything is written, members whose data overlap (each member's bytes lie
+/// after its local header, of at least 30 bytes, and run for its compressed size: the next
+/// member cannot start before that) and members declaring more than `total_limit_bytes`
+/// together (issue #35, class 3: 40 entries pointing at one 50 MB member wrote 2 GB).
+fn refuse_amplification(
+    archive: &Path,
+    candidates: &[CentralEntry],
+    total_limit_bytes: u64,
+) -> Result<(), WheelError> {
+    let declared_bytes = candidates.iter().fold(0u64, |sum, entry| {
+        sum.saturating_add(entry.uncompressed_bytes)
+    });
+    if declared_bytes > total_limit_bytes {
+        return Err(WheelError::TooLargeTogether {
+            archive: archive.to_path_buf(),
+            declared_bytes,
+            limit_bytes: total_limit_bytes,
+        });
+    }
+    let mut by_offset: Vec<&CentralEntry> = candidates.iter().collect();
+    by_offset.sort_by_key(|entry| entry.local_header_offset);
+    for pair in by_offset.windows(2) {
+        let (first, second) = (pair[0], pair[1]);
+        let first_end = (first.local_header_offset)
+            .saturating_add(LOCAL_HEADER_BYTES as u64)
+            .saturating_add(first.compressed_bytes);
+        if second.local_header_offset < first_end {
+            return Err(WheelError::Overlapping {
+                archive: archive.to_path_buf(),
+                first: first.name.clone(),
+                second: second.name.clone(),
+                first_offset: first.local_header_offset,
+                second_offset: second.local_header_offset,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Whether a member's name says it may hold CUDA machine code: `.so`, `.so.<digits>...`, `.a`,

@@ -842,3 +842,60 @@ proptest! {
         extract_never_panics(&bytes);
     }
 }
+
+/// Issue #35, class 3: a central directory that points several entries at one member's bytes
+/// is refused before anything is written (40 entries at one 50 MB member wrote 2 GB), and so
+/// are members declaring more than the limit together.
+#[test]
+fn overlapping_members_and_too_much_together_are_refused_before_anything_is_written() {
+    let dir = scratch("overlap");
+    let dest = dir.join("out");
+    let one = build_zip(&[member("pkg/libk.so", &elf(4_000, 31), 8)], false, b"");
+    // The central entry, copied with other names, all at the one local header.
+    let directory_offset =
+        u32::from_le_bytes(one[one.len() - 6..one.len() - 2].try_into().unwrap()) as usize;
+    let entry = one[directory_offset..one.len() - 22].to_vec();
+    let mut central = Vec::new();
+    for copy in 0..40u8 {
+        let mut renamed = entry.clone();
+        let name_at = CENTRAL_HEADER_BYTES + "pkg/libk".len() - 1;
+        renamed[name_at] = b'A' + copy % 26;
+        central.extend(renamed);
+    }
+    let bomb = finish_zip(one[..directory_offset].to_vec(), &central, 40, false, b"");
+    let archive = write_archive(&dir, "bomb.whl", &bomb);
+    let error = extract_cuda_members(&archive, &dest).unwrap_err();
+    assert!(matches!(error, WheelError::Overlapping { .. }), "{error:?}");
+    assert!(error.to_string().contains("overlap"), "{error}");
+    assert_eq!(listing(&dest), Vec::<String>::new(), "nothing written");
+
+    let two = build_zip(
+        &[
+            member("a/liba.so", &elf(3_000, 32), 8),
+            member("b/libb.so", &elf(3_000, 33), 8),
+        ],
+        false,
+        b"",
+    );
+    let archive = write_archive(&dir, "two.whl", &two);
+    let error = extract_with_limits(&archive, &dest, 4_096, 5_000).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            WheelError::TooLargeTogether {
+                declared_bytes: 6_000,
+                limit_bytes: 5_000,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert_eq!(listing(&dest), Vec::<String>::new(), "nothing written");
+    assert_eq!(
+        extract_with_limits(&archive, &dest, 4_096, 6_000)
+            .unwrap()
+            .len(),
+        2
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
