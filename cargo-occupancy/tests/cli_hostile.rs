@@ -673,3 +673,33 @@ fn two_outputs_naming_one_file_are_refused_and_the_lock_is_kept() {
         committed
     );
 }
+
+/// Issue #35, class 2: `--lock` naming a FIFO (it waited for a writer forever) or a sparse file
+/// past the cap (read whole into memory) is refused before it is read, naming what it is.
+#[test]
+fn a_lock_that_is_a_fifo_or_too_large_is_refused_without_reading_it() {
+    let dir = scratch("lock-nodes");
+    assert!(Command::new("mkfifo")
+        .arg(dir.join("fifo.lock"))
+        .status()
+        .unwrap()
+        .success());
+    std::fs::File::create(dir.join("sparse.lock"))
+        .unwrap()
+        .set_len(4 << 30)
+        .unwrap();
+    for (lock, says) in [
+        ("fifo.lock", "is a FIFO, not a file"),
+        ("sparse.lock", "is 4294967296 bytes, more than"),
+    ] {
+        let started = Instant::now();
+        let output = run_in(&dir, &["check", "build.log", "--lock", lock]);
+        assert_eq!(output.status.code(), Some(2), "{lock}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains(says),
+            "{lock}: {}",
+            stderr(&output)
+        );
+        assert!(started.elapsed() < Duration::from_secs(20), "{lock}");
+    }
+}

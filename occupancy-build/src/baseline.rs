@@ -382,7 +382,7 @@ impl Baseline {
     /// Reads the baseline; `None` when the file does not exist (no regression checks). A lock
     /// that is not exactly a baseline is refused, naming the file, the line and what is wrong.
     pub fn load(path: &Path) -> Result<Option<Parsed>, Error> {
-        let text = match std::fs::read(path) {
+        let text = match read_lock_file(path, MAX_LOCK_BYTES) {
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(error) => {
@@ -410,6 +410,67 @@ impl Baseline {
         let mut text = serde_json::to_string_pretty(self).expect("the baseline is plain data");
         text.push('\n');
         text
+    }
+}
+
+/// The largest lock read: 512 MiB, about a million entries (a bless writes some 400 bytes
+/// each), far above any crate's; a larger file is no lock a bless wrote.
+const MAX_LOCK_BYTES: u64 = 512 << 20;
+
+/// The bytes of the lock at `path`, which must be a regular file (through links) of at most
+/// `limit` bytes: a FIFO would wait for a writer, a device (`/dev/zero`) never ends, and a
+/// sparse file or a huge one would be read whole into memory (issue #35, class 2). Each is
+/// refused, naming what it is, before a byte is read; a file that grows past `limit` while it
+/// is read is refused too.
+fn read_lock_file(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let refuse = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, what);
+    let metadata = std::fs::metadata(path)?;
+    if !metadata.is_file() {
+        let kind = node_kind(&metadata);
+        return Err(refuse(format!(
+            "is {kind}, not a file: a lock is a regular file that `--bless` writes; name one"
+        )));
+    }
+    let too_big = |bytes: u64| {
+        refuse(format!(
+            "is {bytes} bytes, more than the {limit} bytes of the largest lock read (a lock is a \
+             few hundred bytes a kernel): name the lock a bless wrote"
+        ))
+    };
+    if metadata.len() > limit {
+        return Err(too_big(metadata.len()));
+    }
+    let mut text = Vec::new();
+    std::fs::File::open(path)?
+        .take(limit + 1)
+        .read_to_end(&mut text)?;
+    if text.len() as u64 > limit {
+        return Err(too_big(text.len() as u64));
+    }
+    Ok(text)
+}
+
+/// What a path that is not a regular file names, for a message.
+fn node_kind(metadata: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = metadata.file_type();
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_char_device() || kind.is_block_device() {
+            return "a device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if metadata.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
     }
 }
 

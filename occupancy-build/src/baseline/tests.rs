@@ -947,3 +947,44 @@ fn a_changed_choice_is_a_reviewable_change_of_the_lock() {
         "{error}"
     );
 }
+
+/// Issue #35, class 2: a lock that is a FIFO (it waited for a writer), a directory, a sparse
+/// file past the cap (read whole into memory) is refused naming what it is, before a byte is
+/// read; a link to a FIFO too. Every node is private to a scratch directory.
+#[test]
+fn a_lock_that_is_a_fifo_or_past_the_cap_is_refused_before_it_is_read() {
+    let dir = std::env::temp_dir().join(format!("occupancy-lock-nodes-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("occupancy.lock");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::os::unix::fs::symlink(&fifo, dir.join("link.lock")).unwrap();
+    for path in [fifo.clone(), dir.join("link.lock")] {
+        let error = Baseline::load(&path).unwrap_err().to_string();
+        assert!(error.contains("is a FIFO, not a file"), "{error}");
+    }
+    let error = Baseline::load(&dir).unwrap_err().to_string();
+    assert!(error.contains("is a directory, not a file"), "{error}");
+    let sparse = dir.join("sparse.lock");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(MAX_LOCK_BYTES + 1)
+        .unwrap();
+    let error = Baseline::load(&sparse).unwrap_err().to_string();
+    assert!(
+        error.contains(&format!("is {} bytes, more than", MAX_LOCK_BYTES + 1)),
+        "{error}"
+    );
+    let small = dir.join("small.lock");
+    std::fs::write(&small, [b' '; 20]).unwrap();
+    let error = read_lock_file(&small, 10).unwrap_err().to_string();
+    assert!(
+        error.contains("is 20 bytes, more than the 10 bytes"),
+        "{error}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
