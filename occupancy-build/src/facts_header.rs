@@ -265,8 +265,14 @@ fn kernel_namespace(
 ) -> String {
     let name = kernel.name;
     let launch = spec.launch.as_deref();
-    let mut text =
-        format!("\n// `{name}` (Rust `{rust_name}`), declared at {place}\nnamespace {name} {{\n");
+    // A symbol may be a macro where the header is included: the C library's (`errno`, `assert`,
+    // `EOF`, `stdin`), the compiler's (`linux`, `unix` in GNU modes) or this header's own
+    // (`OCCUPANCY_FACTS_CHECKED`). Its namespace is written with the macro put aside and put
+    // back after (issue #35, class 8), so the header compiles whatever was included before it.
+    let mut text = format!(
+        "\n#pragma push_macro(\"{name}\")\n#undef {name}\n\
+         // `{name}` (Rust `{rust_name}`), declared at {place}\nnamespace {name} {{\n"
+    );
     let _ = writeln!(
         text,
         "constexpr unsigned block_threads = {};",
@@ -309,6 +315,7 @@ fn kernel_namespace(
     );
     text.push_str(&functions(kernel));
     let _ = writeln!(text, "}}  // namespace {name}");
+    let _ = writeln!(text, "#pragma pop_macro(\"{name}\")");
     text
 }
 

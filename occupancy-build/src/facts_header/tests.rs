@@ -122,3 +122,74 @@ fn a_symbol_that_is_no_cpp_name_gets_a_comment() {
         "{text}"
     );
 }
+
+/// Issue #35, class 8: kernels named like the C library's macros (`errno`, `assert`, `EOF`,
+/// `stdin`, `NULL`), the compiler's (`linux`, `unix`) or the header's own
+/// (`OCCUPANCY_FACTS_CHECKED`) no longer break the header in a launcher that includes
+/// `<string>` and the C headers first: the C++ compiler accepts it, each kernel's facts are
+/// there, and each macro means what it meant after the header.
+#[test]
+fn kernels_named_like_macros_compile_in_a_launcher_that_includes_the_standard_library() {
+    let names = [
+        "errno",
+        "assert",
+        "EOF",
+        "stdin",
+        "NULL",
+        "linux",
+        "unix",
+        "OCCUPANCY_FACTS_CHECKED",
+        "OCCUPANCY_FACTS_ARCH",
+    ];
+    let lib_rs: String = (names.iter().enumerate())
+        .map(|(index, name)| {
+            format!("#[occupancy::kernel(block = 128, name = \"{name}\")]\nfn k{index}();\n")
+        })
+        .collect();
+    let declarations = Declarations::of_lib_rs(&lib_rs);
+    let declared: Vec<(&Declarations, &Declared)> = declarations
+        .kernels
+        .iter()
+        .map(|declared| (&declarations, declared))
+        .collect();
+    let report = Report {
+        kernels: (names.iter().enumerate())
+            .map(|(index, name)| row(name, "sm_90", 128, 8, 2 * index as u32 + 1))
+            .collect(),
+        ..Report::default()
+    };
+    let text = render(&report, &declared);
+    for name in names {
+        assert!(
+            text.contains(&format!("#pragma push_macro(\"{name}\")\n#undef {name}\n")),
+            "{name}: {text}"
+        );
+    }
+    let dir = std::env::temp_dir().join(format!("occupancy-facts-macros-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("occupancy_facts.h"), &text).unwrap();
+    std::fs::write(
+        dir.join("launcher.cpp"),
+        "#include <string>\n#include <cassert>\n#include <cerrno>\n#include <cstdio>\n\
+         #include <cstdlib>\n#include \"occupancy_facts.h\"\n\
+         static_assert(OCCUPANCY_FACTS_CHECKED == 1, \"the header's macro is back\");\n\
+         static_assert(EOF < 0, \"EOF is back\");\n\
+         int main() { assert(errno == 0 || errno != 0); return stdin == NULL; }\n",
+    )
+    .unwrap();
+    let compiled = std::process::Command::new("c++")
+        .args(["-std=gnu++17", "-fsyntax-only", "launcher.cpp"])
+        .current_dir(&dir)
+        .output();
+    let Ok(compiled) = compiled else {
+        eprintln!("no C++ compiler (`c++`): the header was not compiled");
+        return;
+    };
+    assert!(
+        compiled.status.success(),
+        "{}\n{text}",
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
