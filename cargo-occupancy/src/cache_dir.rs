@@ -54,20 +54,17 @@ impl CacheDir {
     /// directory in `temp_dir`.
     pub fn choose(
         given: Option<&Path>,
-        cache_home: Option<&Path>,
+        cache_home: Result<&Path, &String>,
         temp_dir: &Path,
     ) -> Result<CacheDir, CliError> {
         let chosen = match given {
             Some(dir) => private(dir).map(|()| dir.to_path_buf()),
             None => match cache_home {
-                Some(home) => {
+                Ok(home) => {
                     let dir = home.join("occupancy");
                     private(home).and_then(|()| private(&dir)).map(|()| dir)
                 }
-                None => Err(
-                    "no cache directory: neither XDG_CACHE_HOME nor HOME is set (give --cache-dir)"
-                        .to_string(),
-                ),
+                Err(why) => Err(why.to_owned()),
             },
         };
         match chosen {
@@ -101,7 +98,7 @@ impl CacheDir {
             }
         }
         Err(CliError::Output(format!(
-            "cannot create a private directory to compile in under {} ({}); give --cache-dir",
+            "cannot create a private directory to compile in under the temporary directory {} ({}): set TMPDIR to a writable directory, or give --cache-dir",
             occupancy_build::cli::shown_path(base),
             last_error.map_or_else(String::new, |error| error.to_string())
         )))

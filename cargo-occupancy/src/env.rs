@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use occupancy_build::cli::ToolTimeouts;
 use occupancy_build::TrackedEnv;
@@ -26,14 +26,17 @@ pub struct Environment {
     /// (an error only for a command that runs one: `cargo metadata`, nvcc).
     pub tool_timeouts: Result<ToolTimeouts, occupancy_build::Error>,
     /// `$XDG_CACHE_HOME` when absolute, else `$HOME/.cache` (`%LOCALAPPDATA%` on Windows): the
-    /// home of `check`'s compile cache.
-    pub cache_home: Option<PathBuf>,
+    /// home of `check`'s compile cache; else why there is none (neither is set, or `HOME` names
+    /// no directory: it is never created).
+    pub cache_home: Result<PathBuf, String>,
     /// `$CARGO` (cargo running this subcommand), else `cargo` on `PATH`: what runs
     /// `cargo metadata`.
     pub cargo: PathBuf,
     /// The system's temporary directory (`$TMPDIR`): `check`'s spools, and its private compile
     /// directory when the cache cannot be used.
     pub temp_dir: PathBuf,
+    /// Whether `TMPDIR` set [`Environment::temp_dir`] (else it is the system's default).
+    pub temp_dir_from_tmpdir: bool,
     /// Architecture names, with nvcc (looked for as a build does) asked about a name the table
     /// lacks. Only an explanation depends on nvcc, so a bad `OCCUPANCY_TOOL_TIMEOUT` keeps the
     /// default limits here (`check`, which runs tools for real, refuses it).
@@ -51,8 +54,28 @@ impl Environment {
             cache_home: user_cache_home(),
             cargo: text_variable("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from),
             temp_dir: std::env::temp_dir(),
+            temp_dir_from_tmpdir: variable("TMPDIR").is_some_and(|value| !value.is_empty()),
             archs: ArchNames::new(TrackedEnv::new(), probe_timeouts),
         }
+    }
+
+    /// The temporary directory, when it is an existing directory; else an error naming the
+    /// variable that chose it (`TMPDIR`) and what is wrong, rather than a scratch path under it
+    /// (issue #35, class 7).
+    pub fn scratch(&self) -> Result<&Path, crate::error::CliError> {
+        let why = match std::fs::metadata(&self.temp_dir) {
+            Ok(metadata) if metadata.is_dir() => return Ok(&self.temp_dir),
+            Ok(_) => "is not a directory".to_owned(),
+            Err(error) => format!("cannot be used ({error})"),
+        };
+        let chosen_by = match self.temp_dir_from_tmpdir {
+            true => "TMPDIR",
+            false => "the system's temporary directory (TMPDIR is unset)",
+        };
+        Err(crate::error::CliError::Input(format!(
+            "{chosen_by}: {} {why}, and this command needs scratch space there; set TMPDIR to a writable directory",
+            occupancy_build::cli::shown_path(&self.temp_dir)
+        )))
     }
 
     /// The environment a build helper's engine reads its own variables from: the process's.
@@ -72,17 +95,33 @@ fn lint_levels() -> BTreeMap<LintId, Level> {
         .collect()
 }
 
-/// `$XDG_CACHE_HOME` when absolute, else `$HOME/.cache` (`%LOCALAPPDATA%` on Windows).
-fn user_cache_home() -> Option<PathBuf> {
+/// `$XDG_CACHE_HOME` when absolute, else `$HOME/.cache` (`%LOCALAPPDATA%` on Windows); a
+/// `HOME` that names no directory is refused, never created (with the cache under it, on
+/// whatever file system holds its parent: issue #35, class 7).
+fn user_cache_home() -> Result<PathBuf, String> {
     let absolute = |name: &str| {
         variable(name)
             .map(PathBuf::from)
             .filter(|path| path.is_absolute())
     };
     if cfg!(windows) {
-        return absolute("LOCALAPPDATA");
+        return absolute("LOCALAPPDATA").ok_or_else(|| {
+            "no cache directory: LOCALAPPDATA is not set (give --cache-dir)".to_owned()
+        });
     }
-    absolute("XDG_CACHE_HOME").or_else(|| absolute("HOME").map(|home| home.join(".cache")))
+    if let Some(home) = absolute("XDG_CACHE_HOME") {
+        return Ok(home);
+    }
+    let home = absolute("HOME").ok_or_else(|| {
+        "no cache directory: neither XDG_CACHE_HOME nor HOME is set (give --cache-dir)".to_owned()
+    })?;
+    if !home.is_dir() {
+        return Err(format!(
+            "no cache directory: HOME ({}) is not an existing directory, and occupancy does not create it (set HOME or XDG_CACHE_HOME, or give --cache-dir)",
+            occupancy_build::cli::shown_path(&home)
+        ));
+    }
+    Ok(home.join(".cache"))
 }
 
 /// A variable of the process's environment: the CLI's one read of it (the `disallowed-methods`

@@ -703,3 +703,91 @@ fn a_lock_that_is_a_fifo_or_too_large_is_refused_without_reading_it() {
         assert!(started.elapsed() < Duration::from_secs(20), "{lock}");
     }
 }
+
+/// `cargo occupancy ARGS` in `dir` with `envs` set and `removed` unset, no nvcc in reach, and
+/// `stdin` on its standard input.
+fn run_with_env(
+    dir: &Path,
+    args: &[&str],
+    envs: &[(&str, &std::ffi::OsStr)],
+    stdin: &[u8],
+) -> Output {
+    use std::io::Write;
+    let mut command = binary();
+    command
+        .arg("occupancy")
+        .args(args)
+        .current_dir(dir)
+        .env("PATH", "/usr/bin:/bin")
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("NVCC")
+        .env_remove("CUDA_HOME")
+        .env_remove("CUDA_PATH")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, value) in envs {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let input = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    output
+}
+
+/// Issue #35, class 7: a `HOME` that does not exist is not created (the cache once went under
+/// it, on the root file system): a warning names HOME and the run compiles in a temporary
+/// directory; a `TMPDIR` that does not exist is an error naming TMPDIR, not a scratch path
+/// under it; and a log given as a pipe (`check <(ninja 2>&1)`) is read from its first byte,
+/// so a failed build's first line is seen (sniffing it for a binary ate it).
+#[test]
+fn the_environment_and_a_piped_log_are_taken_as_they_are() {
+    let dir = scratch("environment");
+    std::fs::write(dir.join("k.cu"), "__global__ void k() {}\n").unwrap();
+    let home = dir.join("no-home");
+    let output = run_with_env(&dir, &["check", "k.cu"], &[("HOME", home.as_os_str())], b"");
+    assert!(
+        stderr(&output).contains("HOME (") && stderr(&output).contains("not an existing directory"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!home.exists(), "HOME was created");
+
+    let mut cubin = vec![0u8; 64];
+    cubin[..6].copy_from_slice(b"\x7fELF\x02\x01");
+    cubin[18] = 190;
+    std::fs::write(dir.join("k.cubin"), &cubin).unwrap();
+    let tmp = dir.join("no-tmp");
+    let output = run_with_env(
+        &dir,
+        &["check", "k.cubin"],
+        &[("TMPDIR", tmp.as_os_str())],
+        b"",
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("TMPDIR: ") && stderr(&output).contains("set TMPDIR to"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        !stderr(&output).contains("occupancy-binary-"),
+        "{}",
+        stderr(&output)
+    );
+
+    let mut log = b"FAILED: k.cu.o\n".to_vec();
+    log.extend(std::fs::read(dir.join("build.log")).unwrap());
+    let output = run_with_env(&dir, &["check", "/dev/stdin"], &[], &log);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("the log shows a failed build"),
+        "{}",
+        stderr(&output)
+    );
+}

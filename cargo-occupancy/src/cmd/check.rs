@@ -557,7 +557,7 @@ fn stream_logs(
     };
     let asked: Vec<String> = wanted.iter().map(ToString::to_string).collect();
     let mut session = match &binary {
-        Some(binary) => Some(binary.session(&asked, &env.temp_dir)?),
+        Some(binary) => Some(binary.session(&asked, env.scratch()?)?),
         None => None,
     };
     let reader = Reader {

@@ -139,8 +139,14 @@ pub enum BinaryKind {
     Wheel,
 }
 
-/// The kind of binary `path` is, or `None` when it is none of them (a log, a source).
+/// The kind of binary `path` is, or `None` when it is none of them (a log, a source). Only a
+/// regular file (through links) is opened: a pipe (`check <(ninja 2>&1)`) would lose the bytes
+/// read here to its reader, so a failed build's first lines went unread, and a FIFO would wait
+/// for a writer (issue #35, class 7); neither is a binary.
 pub fn sniff(path: &Path) -> std::io::Result<Option<BinaryKind>> {
+    if !std::fs::metadata(path)?.is_file() {
+        return Ok(None);
+    }
     let mut head = [0u8; 20];
     let filled = read_full(&mut std::fs::File::open(path)?, &mut head)?;
     Ok(kind_of(&head[..filled]))
