@@ -853,3 +853,31 @@ fn compiled_clusters_on_every_arch_with_clusters() {
         stderr(&before)
     );
 }
+
+/// Issue #35, class 9: a source whose name holds a newline is found (nvcc's line markers write
+/// it `\n`, which was taken as written: the file failed as missing), and one whose name is not
+/// ASCII is shown as it is in findings (nvcc's `.file` writes its bytes in octal).
+#[test]
+fn a_source_named_with_a_newline_or_non_ascii_is_found_and_shown_as_it_is() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("check-names");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let spills = repo_root().join("tests/kernels/spills.cu");
+    for (name, shown) in [
+        ("s-\u{e9}.cu", "--> s-\u{e9}.cu:"),
+        ("s\nx.cu", "--> \"s\\nx.cu\":"),
+    ] {
+        std::fs::copy(&spills, dir.join(name)).unwrap();
+        let output = binary()
+            .args(["occupancy", "check", "--cache-dir"])
+            .arg(dir.join("cache"))
+            .arg(name)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let said = format!("{}{}", stdout(&output), stderr(&output));
+        assert_eq!(output.status.code(), Some(1), "{name:?}: {said}");
+        assert!(said.contains(shown), "{name:?}: {said}");
+        assert!(!said.contains("\\303"), "{said}");
+    }
+}

@@ -328,16 +328,16 @@ pub fn parse_line_markers(text: &str) -> Vec<PathBuf> {
     }
     let mut paths: Vec<PathBuf> = names
         .into_iter()
-        .map(|name| name.replace("\\\\", "\\"))
         .filter(|name| !name.starts_with('<'))
-        .map(PathBuf::from)
+        .map(|name| path_of_bytes(occupancy_core::ptxas::unescape_quoted(name)))
         .collect();
     paths.sort();
     paths.dedup();
     paths
 }
 
-/// The quoted name of a line marker (`# 12 "name" 1 3`) as written; `None` for any other line.
+/// The quoted name of a line marker (`# 12 "name" 1 3`) as written (its escapes undone by the
+/// caller: a newline is `\n`); `None` for any other line.
 fn marker_name(line: &str) -> Option<&str> {
     let rest = line.strip_prefix("# ")?;
     let (number, rest) = rest.split_once(' ')?;
@@ -345,8 +345,25 @@ fn marker_name(line: &str) -> Option<&str> {
         return None;
     }
     let quoted = rest.strip_prefix('"')?;
-    let end = quoted.find('"')?;
+    let mut escaped = false;
+    let end = quoted.bytes().position(|byte| {
+        let closes = !escaped && byte == b'"';
+        escaped = !escaped && byte == b'\\';
+        closes
+    })?;
     Some(&quoted[..end])
+}
+
+/// A path of the bytes a compiler wrote (a Unix path may be any bytes; elsewhere, as UTF-8).
+fn path_of_bytes(bytes: Vec<u8>) -> PathBuf {
+    #[cfg(unix)]
+    {
+        PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes))
+    }
+    #[cfg(not(unix))]
+    {
+        PathBuf::from(String::from_utf8_lossy(&bytes).into_owned())
+    }
 }
 
 /// Splits `target: prerequisites` at the rule's colon (not a Windows drive letter's).
@@ -430,13 +447,31 @@ mod tests {
         );
     }
 
+    /// Issue #35, class 9: a name the preprocessor escaped (a newline as `\n`, a quote, a
+    /// backslash, octal) is the file's own name, so a source with a newline in its name is
+    /// found (it failed as missing).
+    #[test]
+    fn line_marker_names_are_unescaped() {
+        let text = "# 1 \"/u/a\\nb.cu\"\n# 1 \"/u/q\\\"uote.h\" 1\n# 2 \"C:\\\\x\\\\k.cu\"\n# 3 \"/u/\\303\\251.h\" 1\n";
+        assert_eq!(
+            parse_line_markers(text),
+            vec![
+                PathBuf::from("/u/a\nb.cu"),
+                PathBuf::from("/u/q\"uote.h"),
+                PathBuf::from("/u/\u{e9}.h"),
+                PathBuf::from("C:\\x\\k.cu"),
+            ]
+        );
+    }
+
     /// What [`parse_line_markers`] must answer, reading every line.
     fn line_markers_line_by_line(text: &str) -> Vec<PathBuf> {
         let mut paths: Vec<PathBuf> = text
             .lines()
             .filter_map(|line| {
-                let name = marker_name(line)?.replace("\\\\", "\\");
-                (!name.starts_with('<')).then(|| PathBuf::from(name))
+                let name = marker_name(line)?;
+                (!name.starts_with('<'))
+                    .then(|| path_of_bytes(occupancy_core::ptxas::unescape_quoted(name)))
             })
             .collect();
         paths.sort();
@@ -451,7 +486,8 @@ mod tests {
                 proptest::sample::select(vec![
                     "# 1 \"k.cu\"", "# 0 \"<built-in>\"", "# 12 \"/a/b.h\" 1 3", "#  2 \"x.h\"",
                     "# 3 \"C:\\\\x\\\\y.h\"", "# 4 \"a//b.h\"", "# 5 \"a/b.h\"", "int x;", "#define Y",
-                    "# 7 \"unterminated", "", " # 8 \"indented.h\"",
+                    "# 7 \"unterminated", "", " # 8 \"indented.h\"", "# 9 \"a\\nb.cu\"",
+                    "# 10 \"q\\\"uote.h\" 1",
                 ]),
                 0..30,
             ),

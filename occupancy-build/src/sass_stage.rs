@@ -593,9 +593,11 @@ impl SassEvidence {
     }
 }
 
-/// `facts` with source paths relative to `dir` when inside it (as rows show them).
+/// `facts` with source paths relative to `dir` when inside it (as rows show them), each the
+/// file nvdisasm meant ([`nvdisasm_file`]).
 pub fn relative_facts(mut facts: SassFacts, dir: &Path) -> SassFacts {
     let relative = |file: &mut String| {
+        *file = nvdisasm_file(file);
         if let Ok(inside) = Path::new(file.as_str()).strip_prefix(dir) {
             *file = inside.display().to_string();
         }
@@ -610,6 +612,28 @@ pub fn relative_facts(mut facts: SassFacts, dir: &Path) -> SassFacts {
         .filter_map(|found| found.file.as_mut())
         .for_each(relative);
     facts
+}
+
+/// The file nvdisasm's `//## File "..."` names. nvdisasm prints a line table's name as the
+/// compiler wrote it into the PTX (a non-ASCII byte in octal, a newline as `\n`) and reads the
+/// name's last backslash as a directory separator: `s-é.cu` is printed `s-\303/251.cu`,
+/// `s<newline>x.cu` `s/nx.cu` (issue #35, class 9: findings showed the octal). The printed name
+/// when that file exists; else the one whose last `/` was a backslash, escapes undone, when it
+/// exists; else the printed name with its escapes undone (a binary's sources may be elsewhere).
+pub(crate) fn nvdisasm_file(printed: &str) -> String {
+    let unescaped = |name: &str| {
+        String::from_utf8_lossy(&occupancy_core::ptxas::unescape_quoted(name)).into_owned()
+    };
+    if Path::new(printed).exists() {
+        return printed.to_owned();
+    }
+    if let Some(split) = printed.rfind('/') {
+        let joined = unescaped(&format!("{}\\{}", &printed[..split], &printed[split + 1..]));
+        if Path::new(&joined).exists() {
+            return joined;
+        }
+    }
+    unescaped(printed)
 }
 
 /// What the SASS lints need to know besides a row's facts: what its PTX and compile said, and
@@ -798,6 +822,31 @@ pub(crate) fn spilled_on(kernels: &[CompiledKernel<'_>]) -> BTreeSet<(String, St
 
 #[cfg(test)]
 mod tests {
+    /// Issue #35, class 9: the names nvdisasm printed for `s-é.cu` and `s<newline>x.cu` (their
+    /// last backslash read as `/`) name those files; a name that exists is kept.
+    #[test]
+    fn nvdisasm_names_are_read_back_as_the_files() {
+        let dir =
+            std::env::temp_dir().join(format!("occupancy-nvdisasm-names-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("s")).unwrap();
+        for name in ["s-\u{e9}.cu", "s\nx.cu", "k.cu"] {
+            std::fs::write(dir.join(name), "").unwrap();
+        }
+        let at = |name: &str| format!("{}/{name}", dir.display());
+        assert_eq!(
+            super::nvdisasm_file(&at("s-\\303/251.cu")),
+            at("s-\u{e9}.cu")
+        );
+        assert_eq!(super::nvdisasm_file(&at("s/nx.cu")), at("s\nx.cu"));
+        assert_eq!(super::nvdisasm_file(&at("k.cu")), at("k.cu"));
+        assert_eq!(
+            super::nvdisasm_file("/elsewhere/\\303\\251.cu"),
+            "/elsewhere/\u{e9}.cu"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     use super::*;
 
     #[test]

@@ -242,9 +242,14 @@ fn parse_fast(line: &str, archs: &ArchNames) -> Option<Result<BatchLine, String>
 
 /// Any JSON the fast scanner leaves: serde_json reads it, the same rules apply.
 fn parse_with_serde(line: &str, archs: &ArchNames) -> Result<BatchLine, String> {
-    let value: Value = serde_json::from_str(line).map_err(|error| format!("not JSON: {error}"))?;
-    let Value::Object(object) = value else {
-        return Err("expected a JSON object".into());
+    let object = match serde_json::from_str::<Members>(line) {
+        Ok(Members(members)) => members,
+        Err(error) => {
+            return Err(match serde_json::from_str::<Value>(line) {
+                Ok(_) => "expected a JSON object".into(),
+                Err(_) => format!("not JSON: {error}"),
+            })
+        }
     };
     let mut parsed = BatchLine::default();
     let mut seen = 0u16;
@@ -265,6 +270,34 @@ fn parse_with_serde(line: &str, archs: &ArchNames) -> Result<BatchLine, String> 
         parsed.set(&mut seen, key, scalar, archs)?;
     }
     Ok(parsed)
+}
+
+/// A JSON object's members in order, every one kept: a `serde_json` map keeps the last of a
+/// key given twice, so `{"bl\u006fck": 1, "block": 2}` (the fast reader leaves escapes to this
+/// one) read as one `block` (issue #35, class 9).
+struct Members(Vec<(String, Value)>);
+
+impl<'de> serde::Deserialize<'de> for Members {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Members, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Members;
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut access: A,
+            ) -> Result<Members, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = access.next_entry::<String, Value>()? {
+                    members.push(member);
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
 }
 
 mod fast;

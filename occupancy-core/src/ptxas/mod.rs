@@ -35,6 +35,7 @@ pub use cuobjdump::{
 pub use demangle::{demangle, may_be_mangled};
 pub use lineinfo::strip_line_info;
 pub use log::{parse_log, LineKind, LogParser};
+pub(crate) use ptx::closing_quote;
 pub use ptx::{
     entry_declared_on, entry_source_lines, ignores_minimum_without_block, parse_ptx_directives,
     EntrySourceLine, PtxEntry,
@@ -42,6 +43,7 @@ pub use ptx::{
 pub(crate) use ptx::{smem_spill_bytes, WITHOUT_BLOCK_WARNING};
 pub use ptx_shared::SmemSpilling;
 pub use subset::{subset_ptx, SubsetError};
+pub use text::unescape_quoted;
 
 use serde::Serialize;
 

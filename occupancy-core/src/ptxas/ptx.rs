@@ -772,8 +772,24 @@ fn file_directive(rest: &str) -> Option<(u32, String)> {
     let (index, rest) = rest.split_once(char::is_whitespace)?;
     let index = index.parse().ok()?;
     let quoted = rest.trim_start().strip_prefix('"')?;
-    let end = quoted.find('"')?;
-    Some((index, quoted[..end].to_string()))
+    let end = closing_quote(quoted)?;
+    let name = super::text::unescape_quoted(&quoted[..end]);
+    Some((index, String::from_utf8_lossy(&name).into_owned()))
+}
+
+/// Where the quote that closes a C string starts (`quoted` is what follows the opening one):
+/// the first `"` not escaped by a backslash.
+pub(crate) fn closing_quote(quoted: &str) -> Option<usize> {
+    let mut escaped = false;
+    for (at, byte) in quoted.bytes().enumerate() {
+        match (escaped, byte) {
+            (true, _) => escaped = false,
+            (false, b'\\') => escaped = true,
+            (false, b'"') => return Some(at),
+            (false, _) => {}
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -789,6 +805,19 @@ mod source_line_tests {
 .visible .entry uneg_f64(\n)\n{\n\t.loc\t2 9 0\n}\n\
 .visible .entry no_line_info(\n)\n{\n\tret;\n}\n\
 \t.file\t1 \"/src/fam.cuh\"\n\t.file\t2 \"/src/k.cu\", 1700000000, 512\n";
+
+    /// Issue #35, class 9: nvcc writes a non-ASCII path's bytes in octal and a newline as `\n`
+    /// in `.file`; the source line names the file itself.
+    #[test]
+    fn a_file_name_nvcc_escaped_is_read_as_the_file() {
+        let ptx = ".visible .entry k(\n)\n{\n\t.loc\t1 3 0\n}\n\t.file\t1 \"/u/\\303\\251 \\\"q\\\"\\nb.cu\"\n";
+        let lines = entry_source_lines(ptx);
+        assert_eq!(lines["k"].file, "/u/\u{e9} \"q\"\nb.cu");
+        assert_eq!(
+            super::super::text::unescape_quoted(r"a\\b\tc\7\q"),
+            b"a\\b\tc\x07\\q"
+        );
+    }
 
     #[test]
     fn each_entry_gets_its_first_loc() {

@@ -81,6 +81,48 @@ pub(crate) fn lines_holding(text: &str, needles: &[&str]) -> Vec<usize> {
     starts
 }
 
+/// The bytes of a quoted name as a C compiler writes it (a PTX `.file`, a preprocessor line
+/// marker), between its quotes: `\\`, `\"`, `\n`, `\t`, `\r` and octal `\303` undone, any other
+/// escape kept as written. nvcc writes a non-ASCII path's bytes in octal (`\303\251.cu` for
+/// `é.cu`) and a newline as `\n`: read as written, findings showed octal and a path with a
+/// newline named no file (issue #35, class 9).
+pub fn unescape_quoted(quoted: &str) -> Vec<u8> {
+    let bytes = quoted.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        at += 1;
+        if byte != b'\\' || at == bytes.len() {
+            out.push(byte);
+            continue;
+        }
+        let next = bytes[at];
+        at += 1;
+        match next {
+            b'n' => out.push(b'\n'),
+            b't' => out.push(b'\t'),
+            b'r' => out.push(b'\r'),
+            b'\\' | b'"' | b'\'' => out.push(next),
+            b'0'..=b'7' => {
+                let mut value = u32::from(next - b'0');
+                for _ in 0..2 {
+                    match bytes.get(at) {
+                        Some(digit @ b'0'..=b'7') => {
+                            value = value * 8 + u32::from(digit - b'0');
+                            at += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                out.push(u8::try_from(value).unwrap_or(u8::MAX));
+            }
+            other => out.extend([b'\\', other]),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -217,7 +217,11 @@ impl ParseState {
     fn source_line(&mut self, location: &str) -> Option<usize> {
         // ` File "/path/x.cu", line 37` or `... line 1 inlined at "/path/x.cu", line 8`.
         let after_file = location.trim().strip_prefix("File \"")?;
-        let (file, rest) = after_file.split_once('"')?;
+        let end = crate::ptxas::closing_quote(after_file)?;
+        // Kept as printed, escapes and all (`\303`, `\"`): nvdisasm also reads the name's last
+        // backslash as a directory separator, which only a look at the files can undo (the
+        // build's `sass_stage::relative_facts`).
+        let (file, rest) = (after_file[..end].to_owned(), &after_file[end + 1..]);
         let digits: String = rest
             .trim_start_matches([',', ' '])
             .strip_prefix("line")?
@@ -226,7 +230,7 @@ impl ParseState {
             .take_while(char::is_ascii_digit)
             .collect();
         let line = SourceLine {
-            file: file.to_owned(),
+            file,
             line: digits.parse().ok()?,
         };
         let section = self.sections.last_mut()?;
@@ -401,6 +405,22 @@ $k$callee:
         let branch = &k.instructions[2];
         assert_eq!(branch.predicate.as_deref(), Some("@!P0"));
         assert_eq!(branch.label_operand(), Some(".L_x_1"));
+    }
+
+    /// Issue #35, class 9: a file name nvdisasm printed with escapes (`\303`, an escaped quote)
+    /// is kept whole, as printed, for the build to resolve; the quote does not end it.
+    #[test]
+    fn a_file_name_with_escapes_is_kept_as_printed() {
+        let text = SAMPLE.replace(
+            "\"/src/k.cu\", line 7",
+            "\"/src/\\303/251\\\"q.cu\", line 7",
+        );
+        let sections = parse_nvdisasm(&text).unwrap();
+        let first = &sections[0].lines[sections[0].instructions[0].source_line.unwrap()];
+        assert_eq!(
+            (first.file.as_str(), first.line),
+            ("/src/\\303/251\\\"q.cu", 7)
+        );
     }
 
     #[test]

@@ -44,6 +44,9 @@ fn bad_values_are_named_exactly() {
             "unknown key `regs`; known keys: arch, block",
         ),
         (r#"{"block": 1, "block": 2}"#, "`block` is given twice"),
+        // Issue #35, class 9: a key spelt with an escape is the same key.
+        (r#"{"bl\u006fck": 1, "block": 2}"#, "`block` is given twice"),
+        (r#"{"block": 1, "\u0062lock": 2}"#, "`block` is given twice"),
         (
             r#"{"block": -1}"#,
             "`block` must be a non-negative integer, got -1",
