@@ -844,3 +844,56 @@ fn a_file_of_a_set_that_cannot_be_read_is_an_error_naming_it() {
         stderr(&output)
     );
 }
+
+/// Issue #35, class 10: a binary's errors name the binary and the member, never a copy in the
+/// scratch directory (deleted by then), and a binary's machine code that cannot be read is not
+/// called "the compiler's output" (no compiler ran).
+#[test]
+fn a_binary_s_errors_name_it_and_its_member_not_scratch_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = work_dir("check-binary", "messages");
+    let mut cubin = vec![0u8; 64];
+    cubin[..6].copy_from_slice(b"\x7fELF\x02\x01");
+    cubin[18] = 190;
+    std::fs::write(dir.join("broken.cubin"), &cubin).unwrap();
+    run_tool(
+        Command::new("ar")
+            .args(["rcs", "libbad.a", "broken.cubin"])
+            .current_dir(&dir),
+    );
+    let (code, _, said) = check_in(&dir, &["libbad.a".as_ref()]);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("cannot read the kernels of `libbad.a`: libbad.a(broken.cubin): "),
+        "{said}"
+    );
+    assert!(!said.contains("occupancy-binary-"), "{said}");
+
+    let good = dir.join("good.fatbin");
+    compile_spills(
+        &["-gencode", "arch=compute_80,code=sm_80", "-fatbin"],
+        &good,
+    );
+    let failing = dir.join("failing-nvdisasm");
+    std::fs::write(
+        &failing,
+        "#!/bin/sh\necho 'nvdisasm fatal: broken' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&failing, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let output = binary()
+        .args(["occupancy", "check", "good.fatbin"])
+        .current_dir(&dir)
+        .env("OCCUPANCY_NVDISASM", &failing)
+        .output()
+        .unwrap();
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains(
+            "cannot read the kernels of `good.fatbin`: its machine code could not be read"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains("the compiler's output"), "{said}");
+}

@@ -71,10 +71,12 @@ impl ClusterDim {
         ClusterDim { x, y, z }
     }
 
-    /// Blocks in one cluster: x * y * z (all the driver's cluster occupancy depends on).
+    /// Blocks in one cluster: x * y * z (all the driver's cluster occupancy depends on), at
+    /// most `u32::MAX`: a cubin's shape of 65536 x 65536 wrapped to 0 blocks (issue #35, class
+    /// 10), which no check refuses.
     #[inline]
     pub const fn blocks(self) -> u32 {
-        self.x * self.y * self.z
+        self.x.saturating_mul(self.y).saturating_mul(self.z)
     }
 }
 

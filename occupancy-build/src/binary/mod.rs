@@ -250,6 +250,18 @@ impl<'a> BinarySession<'a> {
         input: usize,
         each: &mut dyn FnMut(usize, BinaryKernel),
     ) -> Result<Vec<String>, Error> {
+        let scratch = self.scratch;
+        self.read_in_scratch(path, kind, input, each)
+            .map_err(|error| named_by_the_input(error, Some(path), scratch))
+    }
+
+    fn read_in_scratch(
+        &mut self,
+        path: &Path,
+        kind: BinaryKind,
+        input: usize,
+        each: &mut dyn FnMut(usize, BinaryKernel),
+    ) -> Result<Vec<String>, Error> {
         let BinaryReading {
             tools, asked_archs, ..
         } = self.reading;
@@ -278,11 +290,41 @@ impl<'a> BinarySession<'a> {
     /// Reads the SASS of every kernel still held and hands each on with its input.
     pub fn finish(&mut self, each: &mut dyn FnMut(usize, BinaryKernel)) -> Result<(), Error> {
         if let Some(machine_code) = self.machine_code.as_mut() {
-            for (input, kernel, _) in machine_code.read()? {
+            let scratch = self.scratch;
+            let read =
+                (machine_code.read()).map_err(|error| named_by_the_input(error, None, scratch))?;
+            for (input, kernel, _) in read {
                 each(input, kernel);
             }
         }
         Ok(())
+    }
+}
+
+/// An error of reading the binary at `input` as the user can act on it (issue #35, class 10):
+/// it names the binary, never a file of the scratch directory (a member's copy, an extracted
+/// cubin, deleted by then), and a binary's machine code that cannot be read is no "compiler's
+/// output" (no compiler ran). The reason, which names the member (`libk.a(k.o)`), is kept.
+fn named_by_the_input(error: Error, input: Option<&Path>, scratch: &Path) -> Error {
+    let in_scratch = |path: &Path| path.starts_with(scratch);
+    match (error, input) {
+        (Error::UnreadableBinary { path, reason }, Some(input)) if in_scratch(&path) => {
+            Error::UnreadableBinary {
+                path: input.to_path_buf(),
+                reason,
+            }
+        }
+        (Error::Io { path, error }, Some(input)) if in_scratch(&path) => Error::UnreadableBinary {
+            path: input.to_path_buf(),
+            reason: format!(
+                "a file taken out of it into the temporary directory could not be read or written: {error}"
+            ),
+        },
+        (Error::UnreadableOutput { file, message }, input) => Error::UnreadableBinary {
+            path: input.map_or(file, Path::to_path_buf),
+            reason: format!("its machine code could not be read: {message}"),
+        },
+        (other, _) => other,
     }
 }
 

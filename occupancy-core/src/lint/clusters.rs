@@ -105,6 +105,9 @@ pub(super) fn cluster_unlaunchable(
         return;
     };
     let (name, arch, size) = (&on.record.name, on.arch.name, cluster.dims.blocks());
+    // The count as it is, past `u32` too (a cubin's 65536 x 65536 is 4294967296 blocks).
+    let dims = cluster.dims;
+    let blocks = u64::from(dims.x) * u64::from(dims.y) * u64::from(dims.z);
     let mut finding = |message: String, notes: Vec<String>, help: String| {
         findings.push(Finding {
             lint: LintId::ClusterUnlaunchable,
@@ -126,7 +129,7 @@ pub(super) fn cluster_unlaunchable(
     }
     if let Some(problem) = cluster_size_problem(on.arch, size, spec.non_portable_cluster) {
         return finding(
-            format!("the {} cluster of {size} blocks of kernel `{name}` cannot launch on {arch}: {problem}", cluster.from),
+            format!("the {} cluster of {blocks} blocks of kernel `{name}` cannot launch on {arch}: {problem}", cluster.from),
             Vec::new(),
             size_help(&problem, origin),
         );

@@ -118,6 +118,27 @@ fn the_compiled_cluster_is_checked_when_none_is_declared() {
     );
 }
 
+/// Issue #35, class 10: a cubin's cluster of 65536 x 65536 blocks is that many blocks and
+/// cannot launch (the count wrapped to "0 blocks").
+#[test]
+fn a_cluster_past_u32_blocks_is_counted_exactly_and_refused() {
+    assert_eq!(ClusterDim::new(65536, 65536, 1).blocks(), u32::MAX);
+    let compiled = PtxEntry {
+        reqnctapercluster: Some(vec![65536, 65536, 1]),
+        ..PtxEntry::default()
+    };
+    let found = findings("sm_90", &spec(None, |_| {}), Some(&compiled));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0]
+            .message
+            .contains("compiled `__cluster_dims__` cluster of 4294967296 blocks")
+            && found[0].message.contains("cannot launch on sm_90"),
+        "{}",
+        found[0].message
+    );
+}
+
 #[test]
 fn fewer_active_clusters_than_declared_names_each_gpu() {
     // 227 KiB of dynamic shared memory: 1 block per SM. Clusters of 16 on sm_90: 7 on the
