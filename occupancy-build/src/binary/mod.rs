@@ -19,6 +19,8 @@ mod archive;
 mod extract;
 mod fatbin;
 mod found;
+#[cfg(test)]
+mod fuzz;
 mod machine_code;
 pub(crate) mod wheel;
 
