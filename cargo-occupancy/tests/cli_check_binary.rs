@@ -897,3 +897,27 @@ fn a_binary_s_errors_name_it_and_its_member_not_scratch_files() {
     );
     assert!(!said.contains("the compiler's output"), "{said}");
 }
+
+/// Issue #35, class 1: a wheel's `.ptx` member (kept by the wheel reader, then never read) yields
+/// its kernels, assembled for its target as the driver would JIT them.
+#[test]
+fn a_wheel_s_ptx_member_yields_its_kernels() {
+    let dir = work_dir("check-binary", "wheel-ptx");
+    let ptx = dir.join("k.ptx");
+    compile_spills(&["-ptx", "-arch=compute_80"], &ptx);
+    let wheel = dir.join("k-1.0-py3-none-linux_x86_64.whl");
+    let zip = format!(
+        "import zipfile\nwith zipfile.ZipFile({:?}, 'w', zipfile.ZIP_DEFLATED) as w:\n    w.write({:?}, 'k/kernels/k.ptx')\n",
+        wheel.display().to_string(),
+        ptx.display().to_string()
+    );
+    run_tool(Command::new("python3").args(["-c", &zip]));
+    let (code, report, said) = check_in(&dir, &[wheel.as_os_str()]);
+    assert_eq!(code, Some(1), "spills.cu spills: {said}");
+    let rows = entry_rows(&report);
+    assert!(
+        !rows.is_empty() && rows.keys().all(|(_, arch)| arch == "sm_80"),
+        "{rows:?}"
+    );
+    assert!(said.contains("(k/kernels/k.ptx): "), "{said}");
+}

@@ -464,7 +464,7 @@ fn extracted_files(listing: &str) -> Vec<(String, Option<String>)> {
 }
 
 /// The `.target` of a PTX module (`sm_80`), without the options after a comma.
-fn ptx_target(text: &str) -> Option<String> {
+pub(super) fn ptx_target(text: &str) -> Option<String> {
     let line = text
         .lines()
         .find_map(|line| line.trim().strip_prefix(".target"))?;

@@ -372,10 +372,30 @@ fn wheel_members(
                 })?;
                 extract::container(&member.path, &origin, tools, &inner, found, ptx)?;
             }
-            None => {}
+            // The wheel reader keeps only members that start like a binary or, for `.ptx`, like
+            // PTX: a PTX member's kernels are assembled as the driver would JIT them, never left
+            // unread (issue #35, class 1).
+            None => ptx.push(wheel_ptx(&member.path, origin)?),
         }
     }
     Ok(())
+}
+
+/// A wheel's PTX member as embedded PTX, read for its `.target`.
+fn wheel_ptx(path: &Path, origin: String) -> Result<extract::EmbeddedPtx, Error> {
+    let text = std::fs::read_to_string(path).map_err(|error| Error::Io {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    let virtual_arch = extract::ptx_target(&text).ok_or_else(|| Error::UnreadableBinary {
+        path: path.to_path_buf(),
+        reason: format!("{origin}: a PTX member without `.target`, so its kernels cannot be assembled as the driver would"),
+    })?;
+    Ok(extract::EmbeddedPtx {
+        path: path.to_path_buf(),
+        origin,
+        virtual_arch,
+    })
 }
 
 /// For each asked arch a kernel has no cubin of, the cubin the driver loads instead when there
