@@ -23,6 +23,20 @@ pub(crate) struct FreshOutput {
     pub(crate) wrapper_failure: Option<String>,
 }
 
+/// Who made a compile's files, for a message that says one is missing: nvcc, or nvcc through the
+/// compiler cache, which a missing file is more likely the fault of (a hit that does not restore
+/// what nvcc keeps) and which the message then names (issue #35, class 10: it blamed nvcc).
+fn what_ran(settings: &CompileSettings) -> String {
+    match &settings.toolchain.wrapper {
+        Some(wrapper) => format!(
+            "nvcc through the compiler cache `{}` (a cache that does not restore every file nvcc \
+             writes would leave this; build without it to tell)",
+            Path::new(wrapper).display()
+        ),
+        None => "nvcc".to_owned(),
+    }
+}
+
 pub(crate) fn run_nvcc(
     settings: &CompileSettings,
     source: &Path,
@@ -215,11 +229,12 @@ pub(crate) fn kept_outputs(
             "the dependency list (-MF file, or the preprocessed .cpp1.ii)",
         ),
     ]);
+    let ran = what_ran(settings);
     for (path, what) in expected {
         if !path.is_file() {
             return Err(Error::UnreadableOutput {
                 file: source.to_path_buf(),
-                message: format!("nvcc succeeded but {what} ({}) is missing", path.display()),
+                message: format!("{ran} succeeded but {what} ({}) is missing", path.display()),
             });
         }
     }
@@ -234,7 +249,10 @@ pub(crate) fn kept_outputs(
     if dependencies.is_empty() {
         return Err(Error::UnreadableOutput {
             file: source.to_path_buf(),
-            message: format!("{} lists no input file", deps_path.display()),
+            message: format!(
+                "{} lists no input file ({ran} wrote it)",
+                deps_path.display()
+            ),
         });
     }
     dependencies = dependencies
@@ -242,4 +260,57 @@ pub(crate) fn kept_outputs(
         .map(|path| absolute(&path))
         .collect();
     Ok((ptx, binary, dependencies))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::toolchain::Toolchain;
+
+    fn settings(wrapper: Option<&str>) -> CompileSettings {
+        CompileSettings {
+            toolchain: Toolchain {
+                nvcc: PathBuf::from("/cuda/bin/nvcc"),
+                cuda_home: PathBuf::from("/cuda"),
+                wrapper: wrapper.map(OsString::from),
+                host_args: Vec::new(),
+                version_text: "Cuda compilation tools, release 13.0, V13.0.88".into(),
+                release: "13.0".into(),
+                identity_files: Vec::new(),
+                fingerprint: "/cuda/bin/ptxas 100 1\n".into(),
+                timeouts: Default::default(),
+                search_path: Vec::new(),
+            },
+            archs: vec![SmArch::parse("sm_90").unwrap()],
+            user_args: Vec::new(),
+            product: Product::Object,
+            cache_root: PathBuf::from("/cache"),
+            ptx_per_arch: false,
+            jit_archs: Vec::new(),
+            line_tables: super::super::settings::LineTables::OnDemand,
+        }
+    }
+
+    /// Issue #35, class 10: a file missing after a compile through a compiler cache names the
+    /// cache, which a hit that does not restore it makes likely; without one, nvcc.
+    #[test]
+    fn a_missing_output_names_the_compiler_cache_it_came_through() {
+        let work = std::env::temp_dir().join(format!("occupancy-kept-{}", std::process::id()));
+        std::fs::create_dir_all(&work).unwrap();
+        let source = Path::new("/src/k.cu");
+        let cached = kept_outputs(&settings(Some("/usr/bin/sccache")), source, &work)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            cached.contains(
+                "nvcc through the compiler cache `/usr/bin/sccache` (a cache that does not restore"
+            ) && cached.contains("succeeded but"),
+            "{cached}"
+        );
+        let plain = kept_outputs(&settings(None), source, &work)
+            .unwrap_err()
+            .to_string();
+        assert!(plain.contains(": nvcc succeeded but"), "{plain}");
+        std::fs::remove_dir_all(&work).unwrap();
+    }
 }
