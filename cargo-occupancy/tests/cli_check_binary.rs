@@ -815,6 +815,20 @@ fn a_file_of_a_set_that_cannot_be_read_is_an_error_naming_it() {
         &|set| std::os::unix::fs::symlink(set.join("nowhere.so"), set.join("libgone.so")).unwrap(),
         "No such file",
     );
+    case(
+        "damaged.o",
+        &|set| {
+            let mut bytes = std::fs::read(&object).unwrap();
+            bytes[0x3A..0x3C].copy_from_slice(&40u16.to_le_bytes());
+            std::fs::write(set.join("damaged.o"), bytes).unwrap();
+        },
+        "a damaged ELF file",
+    );
+    case(
+        "libloop.so",
+        &|set| std::os::unix::fs::symlink("libloop.so", set.join("libloop.so")).unwrap(),
+        "cannot read",
+    );
     let root =
         std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0);
     if !root {

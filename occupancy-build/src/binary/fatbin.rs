@@ -112,8 +112,8 @@ impl SectionTable {
 }
 
 /// `(offset, size)` of the `.nv_fatbin` sections of the ELF64 little-endian file whose first 64
-/// bytes are `head`, else of its `__nv_relfatbin` ones; `None` when its section table is not
-/// one this reads.
+/// bytes are `head`, else of its `__nv_relfatbin` ones; an error when its section table cannot
+/// be read.
 fn fatbin_sections(
     file: &mut BufReader<File>,
     head: &[u8],
@@ -128,8 +128,13 @@ fn fatbin_sections(
     if table.offset == 0 {
         return Ok(Some(Vec::new())); // no sections (an executable stripped of them)
     }
-    if u64::from(u16_at(head, 0x3A)) != SECTION_HEADER_BYTES {
-        return Ok(None);
+    // An ELF64 file whose section table cannot be read is damaged, not one to hand cuobjdump
+    // whole: it reads such a file as one without device code (issue #35, class 1).
+    let entry_bytes = u16_at(head, 0x3A);
+    if u64::from(entry_bytes) != SECTION_HEADER_BYTES {
+        return Err(invalid(&format!(
+            "a damaged ELF file: its section headers are {entry_bytes} bytes, not 64"
+        )));
     }
     let mut header = [0u8; 64];
     // More than 0xFF00 sections: the count and the names' index are in section 0.
@@ -143,7 +148,9 @@ fn fatbin_sections(
         }
     }
     if count > MAX_SECTIONS || names_index >= count {
-        return Ok(None);
+        return Err(invalid(&format!(
+            "a damaged ELF file: {count} sections, the names in section {names_index}"
+        )));
     }
     table.read(file, names_index, &mut header)?;
     let (names_offset, names_size) = (u64_at(&header, 0x18), u64_at(&header, 0x20));
@@ -152,7 +159,9 @@ fn fatbin_sections(
             .checked_add(names_size)
             .is_none_or(|end| end > file_len)
     {
-        return Ok(None);
+        return Err(invalid(
+            "a damaged ELF file: its section names lie past its end",
+        ));
     }
     let mut names = vec![0u8; usize::try_from(names_size).unwrap_or(0)];
     file.seek(SeekFrom::Start(names_offset))?;
@@ -462,6 +471,25 @@ mod tests {
         assert!(short.contains("damaged fatbin"), "{short}");
         let lto = blobs_of(&fatbin(&[(8, 24)])).unwrap();
         assert!(lto[0].lto && !lto[0].elf && !lto[0].ptx);
+    }
+
+    /// Issue #35, class 1: an ELF64 file whose section table cannot be read is an error, not a
+    /// file for cuobjdump, which reads it as one without device code.
+    #[test]
+    fn an_elf_whose_section_table_cannot_be_read_is_an_error() {
+        let mut bytes = elf(&[(".nv_fatbin", 1, fatbin(&[(2, 8)]))]);
+        bytes[0x3A..0x3C].copy_from_slice(&40u16.to_le_bytes());
+        let path = std::env::temp_dir().join(format!(
+            "occupancy-fatbin-elf-damaged-{}",
+            std::process::id()
+        ));
+        std::fs::write(&path, &bytes).unwrap();
+        let error = blobs(&path).unwrap_err().to_string();
+        std::fs::remove_file(&path).unwrap();
+        assert!(
+            error.contains("a damaged ELF file: its section headers are 40 bytes"),
+            "{error}"
+        );
     }
 
     #[test]
