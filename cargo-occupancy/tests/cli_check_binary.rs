@@ -910,6 +910,7 @@ fn a_binary_s_errors_name_it_and_its_member_not_scratch_files() {
         "{said}"
     );
     assert!(!said.contains("the compiler's output"), "{said}");
+    assert!(!said.contains("occupancy-binary-"), "{said}");
 }
 
 /// Issue #35, class 1: a wheel's `.ptx` member (kept by the wheel reader, then never read) yields

@@ -308,12 +308,22 @@ impl<'a> BinarySession<'a> {
 /// cubin, deleted by then), and a binary's machine code that cannot be read is no "compiler's
 /// output" (no compiler ran). The reason, which names the member (`libk.a(k.o)`), is kept.
 fn named_by_the_input(error: Error, input: Option<&Path>, scratch: &Path) -> Error {
-    let in_scratch = |path: &Path| path.starts_with(scratch);
+    // A work directory of the session: `<scratch>/occupancy-binary-<pid>-<n>/...`.
+    let in_scratch = |path: &Path| {
+        (path.strip_prefix(scratch).ok())
+            .and_then(|inside| inside.components().next())
+            .is_some_and(|first| {
+                first
+                    .as_os_str()
+                    .to_string_lossy()
+                    .starts_with("occupancy-binary-")
+            })
+    };
     match (error, input) {
         (Error::UnreadableBinary { path, reason }, Some(input)) if in_scratch(&path) => {
             Error::UnreadableBinary {
                 path: input.to_path_buf(),
-                reason,
+                reason: without_scratch_paths(&reason, scratch, input),
             }
         }
         (Error::Io { path, error }, Some(input)) if in_scratch(&path) => Error::UnreadableBinary {
@@ -323,8 +333,11 @@ fn named_by_the_input(error: Error, input: Option<&Path>, scratch: &Path) -> Err
             ),
         },
         (Error::UnreadableOutput { file, message }, input) => Error::UnreadableBinary {
+            reason: format!(
+                "its machine code could not be read: {}",
+                without_scratch_paths(&message, scratch, input.unwrap_or(&file))
+            ),
             path: input.map_or(file, Path::to_path_buf),
-            reason: format!("its machine code could not be read: {message}"),
         },
         (other, _) => other,
     }
@@ -379,6 +392,30 @@ fn wheel_members(
         }
     }
     Ok(())
+}
+
+/// `text` (a tool's words) with each path of the session's work directories (`<scratch>/
+/// occupancy-binary-...`, up to the next space, quote or punctuation) replaced by `input`, the binary it was
+/// taken out of: a tool names the copy it read, which is deleted by the time anyone reads it.
+fn without_scratch_paths(text: &str, scratch: &Path, input: &Path) -> String {
+    let prefix = scratch.join("occupancy-binary-").display().to_string();
+    let shown = crate::fsutil::shown_path(input);
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(&prefix) {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        // Our own names follow the prefix (`7-0/member1/member`): none holds these.
+        let end = tail[prefix.len()..]
+            .find(|c: char| {
+                c.is_whitespace() || matches!(c, '\'' | '"' | '`' | ')' | ',' | ':' | ';')
+            })
+            .map_or(tail.len(), |end| prefix.len() + end);
+        out.push_str(&shown);
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A wheel's PTX member as embedded PTX, read for its `.target`.
@@ -507,6 +544,41 @@ mod tests {
             smem_spilling: false,
             compiler: None,
         }
+    }
+
+    /// Issue #35, class 10: a tool's words name the binary given, not the copy it read.
+    #[test]
+    fn scratch_paths_in_a_tool_s_words_become_the_binary() {
+        let scratch = Path::new("/tmp");
+        let said = "cuobjdump fatal   : Invalid ELF in '/tmp/occupancy-binary-7-0/member1/member' (see /tmp/occupancy-binary-7-0/x.cubin)";
+        assert_eq!(
+            without_scratch_paths(said, scratch, Path::new("libk.a")),
+            "cuobjdump fatal   : Invalid ELF in 'libk.a' (see libk.a)"
+        );
+        let error = named_by_the_input(
+            Error::Io {
+                path: PathBuf::from("/tmp/occupancy-binary-7-0/member1/member"),
+                error: std::io::ErrorKind::NotFound.into(),
+            },
+            Some(Path::new("libk.a")),
+            scratch,
+        );
+        assert!(
+            matches!(&error, Error::UnreadableBinary { path, .. } if path == Path::new("libk.a")),
+            "{error}"
+        );
+        let own = named_by_the_input(
+            Error::Io {
+                path: PathBuf::from("/tmp/mine.a"),
+                error: std::io::ErrorKind::NotFound.into(),
+            },
+            Some(Path::new("/tmp/mine.a")),
+            scratch,
+        );
+        assert!(
+            matches!(own, Error::Io { .. }),
+            "a user's file is not scratch"
+        );
     }
 
     /// Kernels are handed on as they are read, every copy of one; the compatible cubin of an
