@@ -318,9 +318,17 @@ impl Reader<'_, '_, '_> {
         Ok(cubins + modules > 0)
     }
 
+    /// The container's error: `why` its device code (of `origin`) was not read.
+    fn unread(&self, origin: &str, why: String) -> Error {
+        Error::UnreadableBinary {
+            path: self.container.to_path_buf(),
+            reason: format!("{origin}: {why}"),
+        }
+    }
+
     /// Reads the cubins cuobjdump's `listing` names in `work`, each deleted once read; how many.
     fn cubins(&mut self, listing: &str, origin: &str, work: &Path) -> Result<usize, Error> {
-        let files = extracted_files(listing);
+        let files = extracted_files(listing).map_err(|why| self.unread(origin, why))?;
         for (file, member) in &files {
             let origin = member
                 .as_ref()
@@ -334,7 +342,7 @@ impl Reader<'_, '_, '_> {
     /// Keeps the PTX modules cuobjdump's `listing` names in `work` for [`assemble`]; how many.
     /// A module without a `.target` is an error: its kernels could not be assembled.
     fn embedded_ptx(&mut self, listing: &str, origin: &str, work: &Path) -> Result<usize, Error> {
-        let files = extracted_files(listing);
+        let files = extracted_files(listing).map_err(|why| self.unread(origin, why))?;
         for (file, member) in &files {
             let origin = member
                 .as_ref()
@@ -441,8 +449,10 @@ fn cuobjdump_extract(
 }
 
 /// The files cuobjdump's listing names, each with the archive member it came from:
-/// `member /x/libk.a:k.o:` then `Extracting ELF file    1: libk.1.sm_80.cubin`.
-fn extracted_files(listing: &str) -> Vec<(String, Option<String>)> {
+/// `member /x/libk.a:k.o:` then `Extracting ELF file    1: libk.1.sm_80.cubin`. A name that
+/// would lie outside the work directory (`../x`, `/x`, `.x`) is never opened: it is the error,
+/// naming it, since the device code it holds would go unread (issue #35, class 1).
+fn extracted_files(listing: &str) -> Result<Vec<(String, Option<String>)>, String> {
     let mut member = None;
     let mut files = Vec::new();
     for line in listing.lines() {
@@ -455,12 +465,13 @@ fn extracted_files(listing: &str) -> Vec<(String, Option<String>)> {
         {
             // `Extracting PTX file and ptxas options    1: k.1.sm_90.ptx -arch=sm_90`
             let file = file.split_whitespace().next().unwrap_or_default();
-            if !file.contains('/') && !file.starts_with('.') {
-                files.push((file.to_owned(), member.clone()));
+            if file.contains('/') || file.starts_with('.') {
+                return Err(format!("cuobjdump named a file it extracted `{file}`, outside the directory it was run in, so its device code was not read"));
             }
+            files.push((file.to_owned(), member.clone()));
         }
     }
-    files
+    Ok(files)
 }
 
 /// The `.target` of a PTX module (`sm_80`), without the options after a comma.
@@ -558,9 +569,14 @@ mod tests {
 
     #[test]
     fn listing_names_files_and_members() {
-        let listing = "\nmember /x/libk.a:k.o:\nExtracting ELF file    1: libk.1.sm_80.cubin\nExtracting ELF file    2: libk.2.sm_90.cubin\n\nmember /x/libk.a:bar.o:\nExtracting ELF file    3: libk.3.sm_80.cubin\nExtracting PTX file and ptxas options    4: libk.4.sm_90.ptx -arch=sm_90 \nExtracting PTX file and ptxas options    5: ../evil.ptx\n";
+        let listing = "\nmember /x/libk.a:k.o:\nExtracting ELF file    1: libk.1.sm_80.cubin\nExtracting ELF file    2: libk.2.sm_90.cubin\n\nmember /x/libk.a:bar.o:\nExtracting ELF file    3: libk.3.sm_80.cubin\nExtracting PTX file and ptxas options    4: libk.4.sm_90.ptx -arch=sm_90 \n";
+        // A name outside the work directory is never opened, and is an error, not skipped.
+        let evil = format!("{listing}Extracting PTX file and ptxas options    5: ../evil.ptx\n");
+        assert!(extracted_files(&evil)
+            .unwrap_err()
+            .contains("`../evil.ptx`"));
         assert_eq!(
-            extracted_files(listing),
+            extracted_files(listing).unwrap(),
             [
                 ("libk.1.sm_80.cubin".into(), Some("k.o".into())),
                 ("libk.2.sm_90.cubin".into(), Some("k.o".into())),
@@ -569,7 +585,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            extracted_files("Extracting ELF file    1: k.1.sm_80.cubin\n"),
+            extracted_files("Extracting ELF file    1: k.1.sm_80.cubin\n").unwrap(),
             [("k.1.sm_80.cubin".into(), None)]
         );
     }
