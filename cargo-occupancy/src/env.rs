@@ -34,6 +34,10 @@ pub struct Environment {
     /// The system's temporary directory (`$TMPDIR`): `check`'s spools, and its private compile
     /// directory when the cache cannot be used.
     pub temp_dir: PathBuf,
+    /// The variables `cargo occupancy build` sets for a crate's builders unless the user did
+    /// (`crate::cmd::build::arch_env::BUILDER_VARIABLES`, cargo's `CARGO_TERM_*`), with `PATH`:
+    /// those set, by name.
+    pub build_vars: BTreeMap<&'static str, OsString>,
     /// Architecture names, with nvcc (looked for as a build does) asked about a name the table
     /// lacks. Only an explanation depends on nvcc, so a bad `OCCUPANCY_TOOL_TIMEOUT` keeps the
     /// default limits here (`check`, which runs tools for real, refuses it).
@@ -51,6 +55,10 @@ impl Environment {
             cache_home: user_cache_home(),
             cargo: text_variable("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from),
             temp_dir: std::env::temp_dir(),
+            build_vars: crate::cmd::build::arch_env::READ_VARIABLES
+                .iter()
+                .filter_map(|name| Some((*name, variable(name)?)))
+                .collect(),
             archs: ArchNames::new(TrackedEnv::new(), probe_timeouts),
         }
     }

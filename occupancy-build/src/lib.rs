@@ -95,10 +95,11 @@ pub mod cli {
     pub use crate::auto_bounds::{TuneAnswer, TuneQuery, TuneRequest, TunedGroup, TunedKernel};
     pub use crate::baseline::ToolchainStamp;
     pub use crate::binary::{
-        sniff, BinaryKernel, BinaryKind, BinaryReading, BinarySession, BinaryTools,
-        MachineCodeLints, SpillEvidence,
+        can_jit, ptx_target, sniff, BinaryKernel, BinaryKind, BinaryReading, BinarySession,
+        BinaryTools, MachineCodeLints, PtxTarget, SpillEvidence,
     };
     pub use crate::check_lock::{recorded_toolchain, CheckLock};
+    pub use crate::config::{load as package_settings, OccupancySettings};
     pub use crate::declaring_package::{
         declares_kernels, declaring_package, package_of, package_out_dir,
     };

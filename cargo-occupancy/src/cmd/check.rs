@@ -102,7 +102,7 @@ const DEFAULT_BLOCK: u32 = 256;
 
 /// What an input path is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Input {
+pub(super) enum Input {
     Cuda(PathBuf),
     Ptx(PathBuf),
     Log(PathBuf),
@@ -125,16 +125,12 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     }
     let mut lock = Lock::open(args.lock.as_deref(), args.bless)?;
     let inputs = collect_inputs(&args.paths)?;
-    let compile_inputs: Vec<&Input> = inputs
-        .iter()
-        .filter(|input| matches!(input, Input::Cuda(_) | Input::Ptx(_)))
-        .collect();
     let mut stream = ReportStream::new(&args.output, &env.temp_dir);
-    if !compile_inputs.is_empty() {
-        let report = check_compiled(args, env, &compile_inputs, &levels, lock.as_mut())?;
-        stream.add_report(&report)?;
-    }
-    let missing = stream_logs(args, env, &inputs, &levels, (&mut stream, lock.as_mut()))?;
+    let selected = Selected {
+        inputs: &inputs,
+        owner: &Owner::default(),
+    };
+    let missing = check_selected(args, env, &selected, &levels, (&mut stream, lock.as_mut()))?;
     if stream.rows() == 0 && missing == 0 {
         return Err(CliError::CouldNotCheck(
             "no kernels found in the given paths".into(),
@@ -153,6 +149,96 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     verdict.despite_closed_stdout(stream.finish(&args.output, &title))
 }
 
+/// Inputs a check reads, and who shipped them.
+pub(super) struct Selected<'a> {
+    pub inputs: &'a [Input],
+    pub owner: &'a Owner,
+}
+
+/// Who shipped a set of inputs, for `cargo occupancy build` (the default for `check`: nobody,
+/// every finding at its level).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Owner {
+    /// The package whose build script made them: every row and finding names it.
+    pub crate_name: Option<String>,
+    /// Why these inputs may not be what ships (left by an earlier build): their findings are
+    /// warnings with this note, and no lock records them.
+    pub held_back: Option<String>,
+    /// Whether code compiled for debugging (`-G`) is held back too (`build` without
+    /// `--debug-code`); `check` gates whatever it is given.
+    pub hold_back_debug_code: bool,
+    /// Rows of code compiled for debugging seen (held back or not), for the owner's warning.
+    pub debug_rows: std::cell::Cell<usize>,
+}
+
+/// Why a `-G` kernel's findings do not gate (`Owner::hold_back_debug_code`).
+pub(super) const DEBUG_CODE: &str = "compiled for debugging (`nvcc -G`, which `cc` adds in a debug profile): unoptimized code, not what a release build ships";
+
+impl Owner {
+    /// Why the findings of a kernel (compiled for debugging or not) do not gate, if they don't.
+    pub(super) fn held_back_for(&self, debug_code: bool) -> Option<&str> {
+        if debug_code {
+            self.debug_rows.set(self.debug_rows.get() + 1);
+        }
+        match &self.held_back {
+            Some(why) => Some(why),
+            None => (debug_code && self.hold_back_debug_code).then_some(DEBUG_CODE),
+        }
+    }
+
+    /// The row as the owner has it: its crate named.
+    pub(super) fn own_row(&self, row: &mut KernelRow) {
+        if let Some(name) = &self.crate_name {
+            row.crate_name = Some(name.clone());
+        }
+    }
+
+    /// Findings as the owner has them: its crate named, and those held back (`held_back`, why)
+    /// warnings that say why.
+    pub(super) fn own_findings(&self, findings: &mut [Finding], held_back: Option<&str>) {
+        for finding in findings {
+            if let Some(name) = &self.crate_name {
+                finding.crate_name = Some(name.clone());
+            }
+            if let (Some(why), Level::Deny) = (held_back, finding.level) {
+                finding.level = Level::Warn;
+                finding.notes.push(format!("not gating: {why}"));
+            }
+        }
+    }
+}
+
+/// Checks the selected inputs into the sinks: the .cu/.ptx compiled, then the logs and binaries
+/// streamed. Returns how many `missing_kernel` findings there were.
+pub(super) fn check_selected(
+    args: &Args,
+    env: &Environment,
+    selected: &Selected<'_>,
+    levels: &Levels,
+    (stream, mut lock): (&mut ReportStream, Option<&mut Lock>),
+) -> Result<usize, CliError> {
+    let compile_inputs: Vec<&Input> = selected
+        .inputs
+        .iter()
+        .filter(|input| matches!(input, Input::Cuda(_) | Input::Ptx(_)))
+        .collect();
+    if !compile_inputs.is_empty() {
+        let lock = lock
+            .as_deref_mut()
+            .filter(|_| selected.owner.held_back.is_none());
+        // A build's products are not sources of the package around them (`target/` sits in
+        // the workspace): compiled as found, not as a declaring package's build would.
+        let in_packages = selected.owner.crate_name.is_none();
+        let compile = (compile_inputs.as_slice(), in_packages);
+        let mut report = check_compiled(args, env, compile, levels, lock)?;
+        let owner = selected.owner;
+        report.kernels.iter_mut().for_each(|row| owner.own_row(row));
+        owner.own_findings(&mut report.findings, owner.held_back_for(false));
+        stream.add_report(&report)?;
+    }
+    stream_logs(args, env, selected, levels, (stream, lock))
+}
+
 /// Compiles and checks the .cu/.ptx inputs through `Build::check_sources`: those of a package
 /// that declares kernels (`occupancy_build::cli::declaring_package`) as its build does, one
 /// check per package, the rest at the command line's launch. Their rows go to the lock, when
@@ -160,7 +246,7 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
 fn check_compiled(
     args: &Args,
     env: &Environment,
-    inputs: &[&Input],
+    (inputs, in_packages): (&[&Input], bool),
     levels: &Levels,
     mut lock: Option<&mut Lock>,
 ) -> Result<Report, CliError> {
@@ -173,7 +259,8 @@ fn check_compiled(
     let mut declares: BTreeMap<PathBuf, bool> = BTreeMap::new();
     let mut groups: BTreeMap<Option<PathBuf>, Vec<&Input>> = BTreeMap::new();
     for input in inputs {
-        let package = occupancy_build::cli::package_of(input_path_buf(input)).filter(|package| {
+        let found = in_packages.then(|| occupancy_build::cli::package_of(input_path_buf(input)));
+        let package = found.flatten().filter(|package| {
             *declares
                 .entry(package.clone())
                 .or_insert_with(|| occupancy_build::cli::declares_kernels(package))
@@ -440,12 +527,15 @@ impl BinaryInputs {
 /// Lint levels: the registry's defaults, `OCCUPANCY_LINT_<ID>` variables (read by
 /// `Environment::read`), then `--allow/--warn/--deny` (last wins), resolved by the gate's own
 /// `check_kernel`.
-struct Levels {
+pub(super) struct Levels {
     settings: BTreeMap<LintId, Level>,
 }
 
 impl Levels {
-    fn from_args(args: &Args, environment: &BTreeMap<LintId, Level>) -> Result<Levels, CliError> {
+    pub(super) fn from_args(
+        args: &Args,
+        environment: &BTreeMap<LintId, Level>,
+    ) -> Result<Levels, CliError> {
         let mut overrides = Vec::new();
         for (names, level) in [
             (&args.allow, Level::Allow),
@@ -460,6 +550,26 @@ impl Levels {
             }
         }
         Ok(Levels::new(environment, &overrides))
+    }
+
+    /// The levels of every lint set here (the environment's and the command line's).
+    pub(super) fn settings(&self) -> &BTreeMap<LintId, Level> {
+        &self.settings
+    }
+
+    /// These levels, each overridden by a crate's `[...metadata.occupancy.lints]` (lint name to
+    /// level word): a crate's own word wins over the command line, as its `#![allow]` does
+    /// over clippy's `-D`.
+    pub(super) fn with_crate(&self, lints: &BTreeMap<String, String>) -> Result<Levels, String> {
+        let mut settings = self.settings.clone();
+        for (name, level) in lints {
+            let lint = name.parse::<LintId>().map_err(|error| error.to_string())?;
+            let level = level
+                .parse::<Level>()
+                .map_err(|error| format!("`{name}`: {error}"))?;
+            settings.insert(lint, level);
+        }
+        Ok(Levels { settings })
     }
 
     /// The environment's levels, each overridden by the command line's.
@@ -518,7 +628,7 @@ fn arch_bit(name: &str) -> u64 {
 fn stream_logs(
     args: &Args,
     env: &Environment,
-    inputs: &[Input],
+    selected: &Selected<'_>,
     levels: &Levels,
     (stream, mut lock): (&mut ReportStream, Option<&mut Lock>),
 ) -> Result<usize, CliError> {
@@ -528,8 +638,7 @@ fn stream_logs(
         .filter_map(|arch| occupancy_core::arch::lookup(arch).ok())
         .map(|facts| facts.name)
         .collect();
-    let mut logs: Vec<(String, usize, &Input)> = inputs
-        .iter()
+    let mut logs: Vec<(String, usize, &Input)> = (selected.inputs.iter())
         .filter(|input| matches!(input, Input::Log(_) | Input::Binary(..)))
         .enumerate()
         .map(|(given, input)| (display_path(input_path_buf(input)), given, input))
@@ -551,6 +660,7 @@ fn stream_logs(
         args,
         levels,
         wanted: &wanted,
+        owner: selected.owner,
     };
     let mut states: Vec<InputState> = Vec::new();
     for (index, (log, _, input)) in logs.iter().enumerate() {
@@ -625,6 +735,8 @@ struct Reader<'a> {
     levels: &'a Levels,
     /// The canonical names of `--arch`.
     wanted: &'a [&'static str],
+    /// Who shipped the inputs read.
+    owner: &'a Owner,
 }
 
 impl Reader<'_> {
@@ -669,8 +781,13 @@ impl Reader<'_> {
                 column: 0,
             };
             let checked = self.checked_row(row, record, at);
-            let row = self.evaluate_with_notes(checked, &[], Vec::new(), &mut state.run, stream)?;
-            if let (Some(lock), Some(product)) = (lock.as_deref_mut(), state.product) {
+            let held_back = self.owner.held_back_for(false);
+            let evaluated = (checked, held_back);
+            let row =
+                self.evaluate_with_notes(evaluated, &[], Vec::new(), &mut state.run, stream)?;
+            if let (Some(lock), Some(product), None) =
+                (lock.as_deref_mut(), state.product, held_back)
+            {
                 lock.record(product, log, &row, &made_by);
             }
             Ok(())
@@ -772,9 +889,11 @@ impl Reader<'_> {
         checked.ptx = Some(directives);
         let machine_code =
             binary_sass_findings(&checked, kernel.smem_spilling, &self.levels.settings);
+        let held_back = self.owner.held_back_for(kernel.debug_code);
+        let evaluated = (checked, held_back);
         let row =
-            self.evaluate_with_notes(checked, &notes, machine_code, &mut state.run, stream)?;
-        if let (Some(lock), Some(product)) = (lock.as_deref_mut(), state.product) {
+            self.evaluate_with_notes(evaluated, &notes, machine_code, &mut state.run, stream)?;
+        if let (Some(lock), Some(product), None) = (lock.as_deref_mut(), state.product, held_back) {
             let made_by = recorded_toolchain(kernel.compiler.as_deref());
             lock.record(product, &kernel.module, &row, &made_by);
         }
@@ -808,7 +927,7 @@ impl Reader<'_> {
     /// not exactly) go with its `spills` findings. Returns the row, for the lock.
     fn evaluate_with_notes(
         &self,
-        checked: CheckedRow,
+        (mut checked, held_back): (CheckedRow, Option<&str>),
         spill_notes: &[String],
         machine_code: Vec<Finding>,
         run: &mut Option<Run>,
@@ -822,6 +941,8 @@ impl Reader<'_> {
                 finding.notes.extend(spill_notes.iter().cloned());
             }
         }
+        self.owner.own_row(&mut checked.row);
+        self.owner.own_findings(&mut findings, held_back);
         let mut lints: Vec<(Level, LintId)> = findings
             .iter()
             .map(|finding| (finding.level, finding.lint))

@@ -17,6 +17,7 @@
 
 mod archive;
 mod extract;
+pub use extract::{can_jit, ptx_target, PtxTarget};
 mod fatbin;
 mod found;
 mod machine_code;
@@ -97,6 +98,10 @@ pub struct BinaryKernel {
     /// The version of the ptxas that compiled it (`13.0.88`), when its cubin names it (CUDA
     /// 13.0 and later), or of the one that assembled its embedded PTX here.
     pub compiler: Option<String>,
+    /// Compiled for debugging (`nvcc -G`, which `cc` adds in a debug profile): the cubin holds
+    /// DWARF `.debug_info` (`-lineinfo` alone writes only a line table), or the PTX it was
+    /// assembled from says `.target sm_XX, debug`. Its numbers are not a release build's.
+    pub debug_code: bool,
 }
 
 impl BinaryKernel {
@@ -395,6 +400,7 @@ mod tests {
             sass: None,
             smem_spilling: false,
             compiler: None,
+            debug_code: false,
         }
     }
 
