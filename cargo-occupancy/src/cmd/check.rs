@@ -834,11 +834,14 @@ impl Reader<'_> {
         sinks: &mut Sinks<'_, '_>,
     ) -> Result<(), CliError> {
         let mut failed = None;
-        session
+        let notes = session
             .finish(&mut |input, kernel| {
                 self.deliver(kernel, binary, &mut states[input], sinks, &mut failed);
             })
             .map_err(|error| CliError::CouldNotCheck(error.to_string()))?;
+        for note in &notes {
+            eprintln!("note: {note}");
+        }
         failed.map_or(Ok(()), Err)
     }
 

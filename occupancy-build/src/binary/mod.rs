@@ -182,8 +182,8 @@ pub(crate) fn read_binary(
 ) -> Result<Vec<String>, Error> {
     let mut session = BinarySession::new(*reading, scratch)?;
     let mut each = |_: usize, kernel: BinaryKernel| each(kernel);
-    let notes = session.read(path, kind, 0, &mut each)?;
-    session.finish(&mut each)?;
+    let mut notes = session.read(path, kind, 0, &mut each)?;
+    notes.extend(session.finish(&mut each)?);
     Ok(notes)
 }
 
@@ -268,17 +268,26 @@ impl<'a> BinarySession<'a> {
         }
         run_compatible_cubins(&mut found);
         jit_missing_archs(&mut found, &ptx, tools, asked_archs, work.path())?;
-        Ok(found.notes)
+        let mut notes = found.notes;
+        if let Some(machine_code) = self.machine_code.as_mut() {
+            notes.extend(machine_code.refusal_notes());
+        }
+        Ok(notes)
     }
 
-    /// Reads the SASS of every kernel still held and hands each on with its input.
-    pub fn finish(&mut self, each: &mut dyn FnMut(usize, BinaryKernel)) -> Result<(), Error> {
-        if let Some(machine_code) = self.machine_code.as_mut() {
-            for (input, kernel, _) in machine_code.read()? {
-                each(input, kernel);
-            }
+    /// Reads the SASS of every kernel still held and hands each on with its input; returns
+    /// what the user should know of how (an architecture nvdisasm refused).
+    pub fn finish(
+        &mut self,
+        each: &mut dyn FnMut(usize, BinaryKernel),
+    ) -> Result<Vec<String>, Error> {
+        let Some(machine_code) = self.machine_code.as_mut() else {
+            return Ok(Vec::new());
+        };
+        for (input, kernel, _) in machine_code.read()? {
+            each(input, kernel);
         }
-        Ok(())
+        Ok(machine_code.refusal_notes())
     }
 }
 
