@@ -193,7 +193,7 @@ fn holds_device_code(path: &Path) -> std::io::Result<bool> {
     }
     let finders: Vec<memchr::memmem::Finder<'_>> = NEEDLES
         .iter()
-        .map(|n| memchr::memmem::Finder::new(n))
+        .map(memchr::memmem::Finder::new)
         .collect();
     let mut block = head[..filled].to_vec();
     let mut buffer = vec![0u8; 1 << 20];
