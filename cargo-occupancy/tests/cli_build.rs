@@ -344,3 +344,43 @@ fn a_build_with_no_device_code_is_not_a_pass() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A lock blessed from one build compares equal with the same crate built in another target
+/// directory (the OUT_DIR's path differs, its package and files do not), and a kernel that
+/// changes is a finding against it.
+#[test]
+fn a_blessed_lock_holds_across_target_directories() {
+    let dir = work_dir("cli_build", "lock");
+    let root = scratch_crate(&dir, "ptxlock", PTX_BUILD_RS, "");
+    std::fs::remove_file(root.join("kernels/spills.cu")).unwrap();
+    let lock = dir.join("occupancy.lock");
+    let lock_arg = lock.to_str().unwrap();
+    let first_target = dir.join("target-a");
+    let vars = [("CARGO_TARGET_DIR", first_target.to_str().unwrap())];
+    let (blessed, _) = build(
+        &root,
+        &["--arch", "sm_80", "--lock", lock_arg, "--bless"],
+        &vars,
+    );
+    assert_eq!(blessed.status.code(), Some(0), "{}", stderr(&blessed));
+    let text = std::fs::read_to_string(&lock).unwrap();
+    assert!(text.contains("OUT_DIR(ptxlock)/saxpy.ptx"), "{text}");
+    assert!(!text.contains("target-a"), "{text}");
+
+    let second_target = dir.join("target-b");
+    let vars = [("CARGO_TARGET_DIR", second_target.to_str().unwrap())];
+    let (same, report) = build(&root, &["--arch", "sm_80", "--lock", lock_arg], &vars);
+    assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
+    assert!(findings(&report, "baseline_stale").is_empty(), "{report:#}");
+    assert!(findings(&report, "regression").is_empty(), "{report:#}");
+
+    let heavier = SAXPY.replace(
+        "a * x[i] + y[i]",
+        "a * x[i] + y[i] * sqrtf(x[i] * y[i] + a)",
+    );
+    std::fs::write(root.join("kernels/saxpy.cu"), heavier).unwrap();
+    let (changed, report) = build(&root, &["--arch", "sm_80", "--lock", lock_arg], &vars);
+    let seen = findings(&report, "baseline_stale").len() + findings(&report, "regression").len();
+    assert!(seen > 0, "{}\n{report:#}", stderr(&changed));
+    let _ = std::fs::remove_dir_all(&dir);
+}

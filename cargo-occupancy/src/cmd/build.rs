@@ -304,6 +304,10 @@ fn check_package(
             held_back: key.stale.then(|| STALE.to_owned()),
             hold_back_debug_code: !args.debug_code,
             debug_rows: std::cell::Cell::new(0),
+            lock_prefix: Some((
+                occupancy_build::cli::shown_path(&relative(&package.out_dir)),
+                format!("OUT_DIR({})", package.name),
+            )),
         };
         let owner = match (key.debug, args.debug_code, &owner.held_back) {
             (true, false, None) => Owner {

@@ -169,6 +169,10 @@ pub(super) struct Owner {
     pub hold_back_debug_code: bool,
     /// Rows of code compiled for debugging seen (held back or not), for the owner's warning.
     pub debug_rows: std::cell::Cell<usize>,
+    /// A path prefix of the inputs (an `OUT_DIR`, as rows show it) and the stable name a lock
+    /// records instead (`OUT_DIR(candle-kernels)`): the directory's hash and the target
+    /// directory differ between machines and profiles; the package and the file do not.
+    pub lock_prefix: Option<(String, String)>,
 }
 
 /// Why a `-G` kernel's findings do not gate (`Owner::hold_back_debug_code`).
@@ -183,6 +187,18 @@ impl Owner {
         match &self.held_back {
             Some(why) => Some(why),
             None => (debug_code && self.hold_back_debug_code).then_some(DEBUG_CODE),
+        }
+    }
+
+    /// The name a lock records an input's rows under: `shown` with [`Owner::lock_prefix`]'s
+    /// prefix replaced.
+    pub(super) fn lock_source(&self, shown: &str) -> String {
+        match &self.lock_prefix {
+            Some((prefix, name)) => match shown.strip_prefix(prefix.as_str()) {
+                Some(rest) => format!("{name}{rest}"),
+                None => shown.to_owned(),
+            },
+            None => shown.to_owned(),
         }
     }
 
@@ -230,7 +246,7 @@ pub(super) fn check_selected(
         // the workspace): compiled as found, not as a declaring package's build would.
         let in_packages = selected.owner.crate_name.is_none();
         let compile = (compile_inputs.as_slice(), in_packages);
-        let mut report = check_compiled(args, env, compile, levels, lock)?;
+        let mut report = check_compiled(args, env, compile, levels, (lock, selected.owner))?;
         let owner = selected.owner;
         report.kernels.iter_mut().for_each(|row| owner.own_row(row));
         owner.own_findings(&mut report.findings, owner.held_back_for(false));
@@ -248,7 +264,7 @@ fn check_compiled(
     env: &Environment,
     (inputs, in_packages): (&[&Input], bool),
     levels: &Levels,
-    mut lock: Option<&mut Lock>,
+    (mut lock, owner): (Option<&mut Lock>, &Owner),
 ) -> Result<Report, CliError> {
     let cache_dir = CacheDir::choose(
         args.cache_dir.as_deref(),
@@ -276,7 +292,7 @@ fn check_compiled(
             )));
         }
         let checked = check_group(args, env, &cache_dir, (package.as_deref(), &group), levels)?;
-        record_in_lock(lock.as_deref_mut(), &checked);
+        record_in_lock(lock.as_deref_mut(), &checked, owner);
         report.kernels.extend(checked.report.kernels);
         report.findings.extend(checked.report.findings);
     }
@@ -335,12 +351,21 @@ fn check_group(
 }
 
 /// A package's rows in the lock, under their sources as rows show them.
-fn record_in_lock(lock: Option<&mut Lock>, output: &occupancy_build::SourceCheckOutput) {
+fn record_in_lock(
+    lock: Option<&mut Lock>,
+    output: &occupancy_build::SourceCheckOutput,
+    owner: &Owner,
+) {
     if let (Some(lock), Some(stamp)) = (lock, &output.toolchain) {
         let product = lock.input();
         for row in &output.report.kernels {
             let source = row.source.as_ref().map(|at| at.path.as_str());
-            lock.record(product, source.unwrap_or_default(), row, stamp);
+            lock.record(
+                product,
+                &owner.lock_source(source.unwrap_or_default()),
+                row,
+                stamp,
+            );
         }
     }
 }
@@ -788,7 +813,7 @@ impl Reader<'_> {
             if let (Some(lock), Some(product), None) =
                 (lock.as_deref_mut(), state.product, held_back)
             {
-                lock.record(product, log, &row, &made_by);
+                lock.record(product, &self.owner.lock_source(log), &row, &made_by);
             }
             Ok(())
         })?;
@@ -898,7 +923,12 @@ impl Reader<'_> {
             self.evaluate_with_notes(evaluated, &notes, machine_code, &mut state.run, stream)?;
         if let (Some(lock), Some(product), None) = (lock.as_deref_mut(), state.product, held_back) {
             let made_by = recorded_toolchain(kernel.compiler.as_deref());
-            lock.record(product, &kernel.module, &row, &made_by);
+            lock.record(
+                product,
+                &self.owner.lock_source(&kernel.module),
+                &row,
+                &made_by,
+            );
         }
         Ok(())
     }

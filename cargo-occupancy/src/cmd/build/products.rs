@@ -191,10 +191,8 @@ fn holds_device_code(path: &Path) -> std::io::Result<bool> {
     if is_cubin || head.starts_with(&0xBA55_ED50u32.to_le_bytes()) {
         return Ok(true);
     }
-    let finders: Vec<memchr::memmem::Finder<'_>> = NEEDLES
-        .iter()
-        .map(memchr::memmem::Finder::new)
-        .collect();
+    let finders: Vec<memchr::memmem::Finder<'_>> =
+        NEEDLES.iter().map(memchr::memmem::Finder::new).collect();
     let mut block = head[..filled].to_vec();
     let mut buffer = vec![0u8; 1 << 20];
     loop {
