@@ -139,12 +139,33 @@ def crater_one(args, entry, tool):
     target = package / "target"
     shutil.rmtree(target, ignore_errors=True)
     env = dict(os.environ, CARGO_TARGET_DIR=str(target), **extra)
-    env.setdefault("CUDA_COMPUTE_CAP", args.arch.removeprefix("sm_").rstrip("a"))
-    plain, plain_s = run(["cargo", "build", "--release"], env, package, package / "plain.log")
+    # The tool runs as a user would run it: it sets what the builders need itself.
+    tool_env = dict(env)
+    # The plain build gets what `cargo occupancy build --arch` gives the builders (the same
+    # code is built twice): the arch variables, CUDA_PATH for a wheel-installed toolkit, and
+    # an nvidia-smi that answers the compute capability on a machine without a GPU.
+    number = args.arch.removeprefix("sm_").rstrip("a")
+    env.setdefault("CUDA_COMPUTE_CAP", number)
+    env.setdefault("CUDA_ARCH", number)
+    env.setdefault("CUDAARCHS", number)
+    env.setdefault("CMAKE_CUDA_ARCHITECTURES", number)
+    if "CUDA_HOME" in env and not any(k in env for k in ("CUDA_PATH", "CUDA_ROOT", "CUDA_TOOLKIT_ROOT_DIR")):
+        env["CUDA_PATH"] = env["CUDA_HOME"]
+    if shutil.which("nvidia-smi") is None:
+        shim = Path(args.work) / "nvidia-smi-shim"
+        shim.mkdir(exist_ok=True)
+        cap = f"{int(number) // 10}.{int(number) % 10}"
+        (shim / "nvidia-smi").write_text(
+            "#!/bin/sh\ncase \"$*\" in *compute_cap*) case \"$*\" in *noheader*) ;; *) echo compute_cap;; esac\n"
+            f"echo {cap}; exit 0;; esac\nexit 9\n")
+        (shim / "nvidia-smi").chmod(0o755)
+        env["PATH"] = f"{shim}:{env['PATH']}"
+    plain_env = env
+    plain, plain_s = run(["cargo", "build", "--release"], plain_env, package, package / "plain.log")
     if plain.returncode != 0:
         return f"| {name} {version} | {what} | not built: plain `cargo build --release` failed (see {package}/plain.log) | | | | |"
     checked, tool_s = run([str(tool), "occupancy", "build", "--json", "--arch", args.arch, "--", "--release"],
-                          env, package, package / "occupancy.log")
+                          tool_env, package, package / "occupancy.log")
     (package / "report.json").write_bytes(checked.stdout)
     try:
         report = json.loads(checked.stdout or b"{}")

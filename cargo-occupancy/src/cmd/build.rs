@@ -198,6 +198,7 @@ fn builder_variables(
     scratch: &Path,
 ) -> Result<Vec<(String, std::ffi::OsString)>, CliError> {
     let mut vars = arch_env::variables(&args.archs, &env.build_vars);
+    vars.extend(arch_env::toolkit_variables(&env.build_vars));
     let path = env.build_vars.get("PATH");
     let mut said: Vec<String> = (vars.iter())
         .map(|(name, value)| format!("{name}={}", value.to_string_lossy()))
@@ -217,7 +218,7 @@ fn builder_variables(
         }
     }
     if !said.is_empty() {
-        eprintln!("note: --arch for the crate's builders: {}", said.join(", "));
+        eprintln!("note: for the crate's builders: {}", said.join(", "));
     }
     Ok(vars)
 }

@@ -27,8 +27,12 @@ pub const BUILDER_VARIABLES: [(&str, Option<&str>); 4] = [
 ];
 
 /// What `Environment::read` keeps for `build`: the builder variables, cargo's terminal
-/// settings, and `PATH` (where `nvidia-smi` is looked for).
-pub const READ_VARIABLES: [&str; 8] = [
+/// settings, `PATH` (where `nvidia-smi` is looked for) and the toolkit's root variables.
+pub const READ_VARIABLES: [&str; 12] = [
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "CUDA_ROOT",
+    "CUDA_TOOLKIT_ROOT_DIR",
     "CUDA_COMPUTE_CAP",
     "CUDA_ARCH",
     "CUDAARCHS",
@@ -74,6 +78,20 @@ pub fn variables(
             ((*name).to_owned(), OsString::from(value))
         })
         .collect()
+}
+
+/// `CUDA_PATH` set to `CUDA_HOME` when the user set `CUDA_HOME` and none of the names other
+/// builders look for the toolkit under (bindgen_cuda: `CUDA_PATH`, `CUDA_ROOT`,
+/// `CUDA_TOOLKIT_ROOT_DIR`, else `/usr/local/cuda`): a toolkit installed from the Python
+/// wheels (scripts/setup-cuda.sh) lives at no standard path.
+pub fn toolkit_variables(set: &BTreeMap<&'static str, OsString>) -> Vec<(String, OsString)> {
+    let named = ["CUDA_PATH", "CUDA_ROOT", "CUDA_TOOLKIT_ROOT_DIR"]
+        .iter()
+        .any(|name| set.contains_key(name));
+    match (set.get("CUDA_HOME"), named) {
+        (Some(home), false) => vec![("CUDA_PATH".to_owned(), home.clone())],
+        _ => Vec::new(),
+    }
 }
 
 /// Whether `nvidia-smi` is on `path` (a `PATH` value).
@@ -157,6 +175,19 @@ mod tests {
             ]
         );
         assert!(super::variables(&[], &BTreeMap::new()).is_empty());
+    }
+
+    #[test]
+    fn cuda_path_follows_cuda_home_unless_a_toolkit_root_is_named() {
+        let home = BTreeMap::from([("CUDA_HOME", OsString::from("/opt/cu13"))]);
+        assert_eq!(
+            toolkit_variables(&home),
+            [("CUDA_PATH".to_owned(), OsString::from("/opt/cu13"))]
+        );
+        let mut named = home.clone();
+        named.insert("CUDA_ROOT", OsString::from("/usr/local/cuda"));
+        assert!(toolkit_variables(&named).is_empty());
+        assert!(toolkit_variables(&BTreeMap::new()).is_empty());
     }
 
     #[test]
