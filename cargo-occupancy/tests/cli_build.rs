@@ -384,3 +384,48 @@ fn a_blessed_lock_holds_across_target_directories() {
     assert!(seen > 0, "{}\n{report:#}", stderr(&changed));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Kernel tables: the crate's `[package.metadata.occupancy.kernels."NAME"]` and `--kernel`
+/// patterns set the launch a kernel is checked at, the crate's table winning over the command
+/// line's of the same name; `--block` is the rest's.
+#[test]
+fn kernel_tables_of_the_crate_and_the_command_line_set_launches() {
+    let dir = work_dir("cli_build", "tables");
+    let root = scratch_crate(&dir, "ptxtables", PTX_BUILD_RS, "");
+    let manifest = root.join("Cargo.toml");
+    let mut text = std::fs::read_to_string(&manifest).unwrap();
+    text.push_str("\n[package.metadata.occupancy.kernels.saxpy]\nblock = 1024\n");
+    std::fs::write(&manifest, text).unwrap();
+    let args = [
+        "--arch",
+        "sm_80",
+        "--allow",
+        "spills",
+        "--block",
+        "96",
+        "--kernel",
+        "saxpy:block=32",
+        "--kernel",
+        "unbounded_*:block=64,dynamic_smem=2048",
+    ];
+    let (output, report) = build(&root, &args, &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let launch_of = |name: &str| {
+        let row = rows(&report)
+            .into_iter()
+            .find(|row| row["name"] == name)
+            .unwrap()
+            .clone();
+        (
+            row["block"].as_u64().unwrap(),
+            row["dynamic_smem_bytes"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!(launch_of("saxpy"), (1024, 0));
+    assert_eq!(launch_of("unbounded_window_sum"), (64, 2048));
+    assert_eq!(
+        launch_of("_ZN6corpus6spills10window_sumILi3EEEvPfPKf"),
+        (96, 0)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -21,7 +21,7 @@ mod products;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use occupancy_build::cli::{can_jit, OccupancySettings, PtxTarget};
+use occupancy_build::cli::{can_jit, KernelLaunch, OccupancySettings, PtxTarget};
 use occupancy_core::lint::evaluate::{resolve_level, LevelSources};
 use occupancy_core::lint::{Check, Level, LintId};
 use occupancy_core::report::{Finding, Location, LocationKind, Report};
@@ -51,6 +51,11 @@ pub struct Args {
     /// 256, or the kernel's `__launch_bounds__` maximum when that is smaller.
     #[arg(long, value_name = "N")]
     pub block: Option<u32>,
+    /// The launch of kernels a crate's settings do not name (repeatable), as
+    /// `[package.metadata.occupancy.kernels."NAME"]` gives it: `NAME:block=1024`,
+    /// `'softmax_*:block=512,dynamic_smem=4096'` (a name, readable name or `*` pattern).
+    #[arg(long = "kernel", value_name = "NAME:block=N[,dynamic_smem=B]", value_parser = kernel_table)]
+    pub kernels: Vec<(String, KernelLaunch)>,
     /// Make a lint deny-level (repeatable; a crate's `[package.metadata.occupancy.lints]` wins).
     #[arg(long = "deny", value_name = "LINT")]
     pub deny: Vec<String>,
@@ -305,6 +310,7 @@ fn check_package(
             held_back: key.stale.then(|| STALE.to_owned()),
             hold_back_debug_code: !args.debug_code,
             debug_rows: std::cell::Cell::new(0),
+            launch_tables: launch_tables(args, &settings),
             lock_prefix: Some((
                 occupancy_build::cli::shown_path(&relative(&package.out_dir)),
                 format!("OUT_DIR({})", package.name),
@@ -445,6 +451,41 @@ fn settings_of(package: &BuiltPackage, env: &Environment) -> Result<OccupancySet
         .map_err(|error| CliError::Usage(error.to_string()))?;
     occupancy_build::cli::package_settings(dir, Some(&env.cargo), timeouts)
         .map_err(|error| CliError::Input(error.to_string()))
+}
+
+/// `--kernel NAME:block=N[,dynamic_smem=B]`.
+fn kernel_table(value: &str) -> Result<(String, KernelLaunch), String> {
+    let (name, keys) = value
+        .rsplit_once(':')
+        .ok_or("expected NAME:block=N[,dynamic_smem=BYTES]")?;
+    let mut launch = KernelLaunch::default();
+    for pair in keys.split(',') {
+        let (key, number) = pair
+            .split_once('=')
+            .ok_or(format!("`{pair}`: expected KEY=N"))?;
+        let number: u32 = (number.trim().parse()).map_err(|error| format!("`{key}`: {error}"))?;
+        match key.trim() {
+            "block" if number > 0 => {
+                launch.block = Some(occupancy_core::spec::BlockDim::linear(number))
+            }
+            "block" => return Err("block must be at least 1 thread".into()),
+            "dynamic_smem" => launch.dynamic_smem_bytes = Some(number),
+            other => {
+                return Err(format!(
+                    "unknown key `{other}` (expected `block` or `dynamic_smem`)"
+                ))
+            }
+        }
+    }
+    Ok((name.to_owned(), launch))
+}
+
+/// The kernel tables of a package: the command line's, each replaced by the crate's table of
+/// the same name (the crate's word wins).
+fn launch_tables(args: &Args, settings: &OccupancySettings) -> BTreeMap<String, KernelLaunch> {
+    let mut tables: BTreeMap<String, KernelLaunch> = args.kernels.iter().cloned().collect();
+    tables.extend(settings.kernel_launches.clone());
+    tables
 }
 
 /// Products checked together: the same archs, stale or not, compiled for debugging or not.
@@ -601,6 +642,19 @@ mod tests {
         assert_eq!(jit_archs(&target("sm_90a"), &asked), ["sm_90a"]);
         assert!(jit_archs(&target("sm_120a"), &asked).is_empty());
         assert_eq!(jit_archs(&target("sm_90a"), &[]), ["sm_90a"]);
+    }
+
+    #[test]
+    fn kernel_tables_parse_from_the_command_line() {
+        let (name, launch) = kernel_table("softmax_*:block=512,dynamic_smem=4096").unwrap();
+        assert_eq!(name, "softmax_*");
+        assert_eq!(launch.block.map(|block| block.threads()), Some(512));
+        assert_eq!(launch.dynamic_smem_bytes, Some(4096));
+        assert!(kernel_table("k:block=0").is_err());
+        assert!(kernel_table("k:grid=4")
+            .unwrap_err()
+            .contains("unknown key `grid`"));
+        assert!(kernel_table("k").is_err());
     }
 
     #[test]

@@ -173,6 +173,9 @@ pub(super) struct Owner {
     /// records instead (`OUT_DIR(candle-kernels)`): the directory's hash and the target
     /// directory differ between machines and profiles; the package and the file do not.
     pub lock_prefix: Option<(String, String)>,
+    /// Launches by kernel name or `*` pattern: the kernels a table names are checked at its
+    /// block and dynamic shared memory.
+    pub launch_tables: BTreeMap<String, occupancy_build::cli::KernelLaunch>,
 }
 
 /// Why a `-G` kernel's findings do not gate (`Owner::hold_back_debug_code`).
@@ -291,7 +294,8 @@ fn check_compiled(
                 display_path(package.as_deref().unwrap_or(Path::new(".")))
             )));
         }
-        let checked = check_group(args, env, &cache_dir, (package.as_deref(), &group), levels)?;
+        let group = (package.as_deref(), group.as_slice(), owner);
+        let checked = check_group(args, env, &cache_dir, group, levels)?;
         record_in_lock(lock.as_deref_mut(), &checked, owner);
         report.kernels.extend(checked.report.kernels);
         report.findings.extend(checked.report.findings);
@@ -306,7 +310,7 @@ fn check_group(
     args: &Args,
     env: &Environment,
     cache_dir: &CacheDir,
-    (package, inputs): (Option<&Path>, &[&Input]),
+    (package, inputs, owner): (Option<&Path>, &[&Input], &Owner),
     levels: &Levels,
 ) -> Result<occupancy_build::SourceCheckOutput, CliError> {
     let mut build = Build::new();
@@ -334,6 +338,7 @@ fn check_group(
     request.lint_levels = levels.settings.clone();
     request.stamp_toolchain = args.lock.is_some();
     request.in_package = package.is_some();
+    request.launch_tables = owner.launch_tables.clone();
     let mut output = build.check_sources(&request).map_err(toolchain_error)?;
     if let (Some(package), Some(current)) = (package, &current) {
         shown_from(&mut output.report, package, current);
@@ -765,13 +770,33 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    /// The launch rows are evaluated at.
-    fn launch(&self) -> RowLaunch {
-        RowLaunch {
+    /// The launch the rows of kernel `symbol` are evaluated at: the command line's, or its
+    /// owner's kernel table's; and whether a table set its block (a block given is not lowered
+    /// to the kernel's `__launch_bounds__`).
+    fn launch_for(&self, symbol: &str) -> Result<(RowLaunch, bool), CliError> {
+        let mut launch = RowLaunch {
             block: self.args.block.unwrap_or(DEFAULT_BLOCK),
             dynamic_smem_bytes: self.args.dynamic_smem,
             carveout_percent: None,
+        };
+        let demangled = occupancy_core::ptxas::demangle(symbol);
+        let table = occupancy_build::cli::table_launch(
+            &self.owner.launch_tables,
+            symbol,
+            demangled.as_deref(),
+        )
+        .map_err(|error| CliError::Input(error.to_string()))?;
+        let Some(table) = table else {
+            return Ok((launch, false));
+        };
+        if let Some(bytes) = table.dynamic_smem_bytes {
+            launch.dynamic_smem_bytes = u64::from(bytes);
         }
+        match table.block {
+            Some(block) => launch.block = block.threads(),
+            None => return Ok((launch, false)),
+        }
+        Ok((launch, true))
     }
 
     /// Streams the log's rows (the log shown as `log`) into the sinks through the shared reader
@@ -787,11 +812,11 @@ impl Reader<'_> {
         (stream, lock): &mut Sinks<'_, '_>,
     ) -> Result<(), CliError> {
         let made_by = recorded_toolchain(None);
-        let launch = self.launch();
         let output = log_input::read_log(path, |record| {
             if !record.errors.is_empty() {
                 return Ok(()); // reported below as the run's error
             }
+            let (launch, fixed) = self.launch_for(&record.name)?;
             let row = row_from_record(&record, None::<&PtxEntry>, launch)?;
             if !self.wanted.is_empty() {
                 *state.seen.entry(record.name.clone()).or_default() |= arch_bit(&row.arch);
@@ -805,7 +830,7 @@ impl Reader<'_> {
                 line: u32::try_from(record.line_number).unwrap_or(0),
                 column: 0,
             };
-            let checked = self.checked_row(row, record, at);
+            let checked = self.checked_row(row, record, (at, fixed));
             let held_back = self.owner.held_back_for(false);
             let evaluated = (checked, held_back);
             let row =
@@ -898,7 +923,8 @@ impl Reader<'_> {
         (stream, lock): &mut Sinks<'_, '_>,
     ) -> Result<(), CliError> {
         let directives = kernel.compiled_directives();
-        let mut row = row_from_record(&kernel.record, Some(&kernel.launch), self.launch())?;
+        let (launch, fixed) = self.launch_for(&kernel.record.name)?;
+        let mut row = row_from_record(&kernel.record, Some(&kernel.launch), launch)?;
         row.sass = (kernel.sass).map(|facts| relative_facts(facts, &binary.current_dir));
         if !self.wanted.is_empty() {
             *state.seen.entry(kernel.record.name.clone()).or_default() |= arch_bit(&row.arch);
@@ -913,7 +939,7 @@ impl Reader<'_> {
             column: 0,
         };
         let notes = kernel.record.warnings.clone();
-        let mut checked = self.checked_row(row, kernel.record, location);
+        let mut checked = self.checked_row(row, kernel.record, (location, fixed));
         checked.ptx = Some(directives);
         let machine_code =
             binary_sass_findings(&checked, kernel.smem_spilling, &self.levels.settings);
@@ -935,9 +961,14 @@ impl Reader<'_> {
 
     /// The row located in the log, at the kernel's `__launch_bounds__` maximum when that is
     /// smaller than the default block (no `--block`).
-    fn checked_row(&self, mut row: KernelRow, record: KernelRecord, at: Location) -> CheckedRow {
+    fn checked_row(
+        &self,
+        mut row: KernelRow,
+        record: KernelRecord,
+        (at, fixed_block): (Location, bool),
+    ) -> CheckedRow {
         row.source = Some(at);
-        if self.args.block.is_none() {
+        if self.args.block.is_none() && !fixed_block {
             if let (Some(bound), Ok(facts)) = (
                 row.max_threads_per_block,
                 occupancy_core::arch::lookup(&row.arch),
