@@ -37,14 +37,29 @@ CRATES = [
     ("cudarc", "=0.19.10", ["cuda-version-from-build-system"], {}, "negative control: CUDA bindings, no kernels"),
     ("candle-kernels", "=0.9.1", [], {}, "bindgen_cuda: PTX modules into OUT_DIR"),
     ("sppark", "=0.1.16", ["cuda"], {}, "cc CUDA mode, host-only code (0 kernels expected)"),
-    ("risc0-sys", "=1.5.0", ["cuda"], {"NVCC_APPEND_FLAGS": "-arch=sm_90"}, "cc CUDA mode (--device-c, dlink) into a static library"),
+    ("risc0-sys", "=1.5.0", ["cuda"], {"NVCC_APPEND_FLAGS": "-arch=sm_90", "CUDA_LIBRARY_PATH": "{lib64_root}"}, "cc CUDA mode (--device-c, dlink) into a static library"),
     ("dfdx", "=0.13.0", ["cuda"], {}, "direct nvcc --ptx Command; asks nvidia-smi always"),
     ("candle-kernels", "=0.10.2", [], {}, "cudaforge: sm_90a PTX and a static library"),
     ("bellperson", "=0.26.0", ["cuda"], {"EC_GPU_CUDA_NVCC_ARGS": "--fatbin --gpu-architecture=sm_90 --generate-code=arch=compute_90,code=sm_90"}, "ec-gpu-gen: a generated fatbin"),
     ("openvm-cuda-backend", "=2.0.1", [], {}, "openvm-cuda-builder over cc (CUDA_ARCH)"),
     ("mistralrs-paged-attn", "=0.8.1", ["cuda"], {}, "cudaforge static library, sm_90a"),
     ("pasta-msm", "=0.1.5", [], {}, "sppark-based prover crate (cc, fixed archs)"),
+    ("candle-layer-norm", "=0.0.1", [], {}, "direct nvcc Command into a static library", ['candle-core = { version = "=0.9.1", features = ["cuda"] }']),
+    ("candle-rotary", "=0.0.1", [], {}, "bindgen_cuda build_lib: a static library", ['candle-core = { version = "=0.9.1", features = ["cuda"] }']),
+    ("whisper-rs-sys", "=0.15.0", ["cuda"], {"CMAKE_CUDA_ARCHITECTURES": "90-real", "WHISPER_DONT_GENERATE_BINDINGS": "1"}, "cmake-rs (ggml-cuda)"),
+    ("llama-cpp-sys-2", "=0.1.161", ["cuda"], {"CMAKE_CUDA_ARCHITECTURES": "90-real", "GGML_CUDA_FA": "OFF"}, "cmake-rs (ggml-cuda)"),
 ]
+
+
+def lib64_root(work):
+    """A directory whose `lib64` is the toolkit's libraries: what find_cuda_helper (cust_raw,
+    under risc0) looks for under CUDA_LIBRARY_PATH; the wheels install them in `lib`."""
+    root = Path(work) / "cuda-lib64-root"
+    root.mkdir(exist_ok=True)
+    link = root / "lib64"
+    if not link.exists():
+        link.symlink_to(Path(os.environ["CUDA_HOME"]) / "lib")
+    return str(root)
 
 
 def run(command, env, cwd, log):
@@ -54,13 +69,14 @@ def run(command, env, cwd, log):
     return status, time.monotonic() - started
 
 
-def harness(work, name, version, features):
+def harness(work, name, version, features, pins=()):
     package = work / f"harness-{name}-{version.strip('=')}"
     (package / "src").mkdir(parents=True, exist_ok=True)
     feats = ", ".join(f'"{f}"' for f in features)
     (package / "Cargo.toml").write_text(
         f'[package]\nname = "harness"\nversion = "0.0.0"\nedition = "2021"\npublish = false\n\n'
         f'[workspace]\n\n[dependencies]\n"{name}" = {{ version = "{version}", features = [{feats}] }}\n'
+        + "".join(f"{pin}\n" for pin in pins)
     )
     (package / "src" / "lib.rs").write_text("")
     return package
@@ -134,10 +150,12 @@ def differences(report, cwd, arch):
 
 
 def crater_one(args, entry, tool):
-    name, version, features, extra, what = entry
-    package = harness(Path(args.work), name, version, features)
+    name, version, features, extra, what = entry[:5]
+    pins = entry[5] if len(entry) > 5 else ()
+    package = harness(Path(args.work), name, version, features, pins)
     target = package / "target"
     shutil.rmtree(target, ignore_errors=True)
+    extra = {k: v.replace("{lib64_root}", lib64_root(args.work)) for k, v in extra.items()}
     env = dict(os.environ, CARGO_TARGET_DIR=str(target), **extra)
     # The tool runs as a user would run it: it sets what the builders need itself.
     tool_env = dict(env)
