@@ -63,15 +63,7 @@ impl KernelTables {
             .keys()
             .chain(settings.kernel_launches.keys())
             .collect();
-        let mut tables = KernelTables::default();
-        for name in names {
-            if name.contains('*') {
-                tables.patterns.push(name.clone());
-            } else {
-                tables.exact.insert(name.clone());
-            }
-        }
-        tables
+        KernelTables::of_names(names)
     }
 
     /// Tables by these names (exact ones and `*` patterns).
