@@ -429,3 +429,63 @@ fn kernel_tables_of_the_crate_and_the_command_line_set_launches() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A package whose build already runs occupancy-build (its `OUT_DIR/occupancy.json`) is not
+/// read twice: its own report is taken in, its PTX not assembled again; a report that says its
+/// checks were skipped is said, and is no pass.
+#[test]
+fn a_package_checked_by_its_own_build_is_taken_in_not_read_twice() {
+    let dir = work_dir("cli_build", "own");
+    let own_build_rs = r#"
+fn main() {
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    std::fs::write(out.join("k.ptx"), "//\n.version 9.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\nret;\n}\n").unwrap();
+    std::fs::write(out.join("occupancy.json"), std::env::var("OWN_REPORT").unwrap()).unwrap();
+    println!("cargo:rerun-if-env-changed=OWN_REPORT");
+}
+"#;
+    let root = scratch_crate(&dir, "ownbuild", own_build_rs, "");
+    // What the package's own build reported: `check`'s report of the same PTX, its registers
+    // changed, so that a row assembled again here would show.
+    let ptx = dir.join("k.ptx");
+    std::fs::write(
+        &ptx,
+        ".version 9.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\nret;\n}\n",
+    )
+    .unwrap();
+    let checked = binary()
+        .args(["occupancy", "check", "--json", "--arch", "sm_80"])
+        .arg(&ptx)
+        .env("NVCC", nvcc())
+        .output()
+        .unwrap();
+    let mut own: Value = serde_json::from_str(&stdout(&checked)).unwrap();
+    own["crate"] = "ownbuild".into();
+    own["kernels"][0]["registers"] = 99.into();
+    let report = own.to_string();
+    let (output, json) = build(&root, &[], &[("OWN_REPORT", &report)]);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("checked by their own occupancy-build: ownbuild"),
+        "{text}"
+    );
+    assert_eq!(rows(&json).len(), 1, "{json:#}");
+    assert_eq!(
+        rows(&json)[0]["registers"],
+        99,
+        "the report's row, not a new assembly"
+    );
+
+    own["skipped"] = "OCCUPANCY_SKIP=1".into();
+    own["kernels"] = Value::Array(Vec::new());
+    let skipped = own.to_string();
+    let (output, _) = build(&root, &[], &[("OWN_REPORT", &skipped)]);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("skipped its checks (OCCUPANCY_SKIP=1)"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

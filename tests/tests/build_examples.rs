@@ -421,7 +421,11 @@ fn every_example_lockfile_is_current() {
             .env("CARGO_TARGET_DIR", repo_root().join("target/e2e/target"))
             .output()
             .expect("cargo runs");
-        assert_eq!(std::fs::read(dir.join("Cargo.lock")).unwrap(), before, "{name}");
+        assert_eq!(
+            std::fs::read(dir.join("Cargo.lock")).unwrap(),
+            before,
+            "{name}"
+        );
         assert!(
             output.status.success(),
             "examples/{name}/Cargo.lock is stale (`cargo build` there would rewrite it; run `cargo metadata` in it and commit the lock):\n{}",

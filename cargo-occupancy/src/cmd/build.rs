@@ -276,8 +276,21 @@ fn check_package(
 ) -> Result<(), CliError> {
     let own_report = package.out_dir.join("occupancy.json");
     if own_report.is_file() {
-        summary.own_builds.push(package.name.clone());
         let report = read_own_report(&own_report)?;
+        if let Some(why) = &report.failed {
+            return Err(CliError::CouldNotCheck(format!(
+                "the occupancy-build of `{}` failed ({why}), though cargo built it: nothing of it was checked",
+                package.name
+            )));
+        }
+        if let Some(why) = &report.skipped {
+            eprintln!(
+                "warning: `{}`: its occupancy-build skipped its checks ({why}): nothing of it was checked",
+                package.name
+            );
+            return Ok(());
+        }
+        summary.own_builds.push(package.name.clone());
         summary.rows_or_findings += report.kernels.len() + report.findings.len();
         return stream.add_report(&report);
     }
