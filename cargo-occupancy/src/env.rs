@@ -34,9 +34,7 @@ pub struct Environment {
     /// The system's temporary directory (`$TMPDIR`): `check`'s spools, and its private compile
     /// directory when the cache cannot be used.
     pub temp_dir: PathBuf,
-    /// The variables `cargo occupancy build` sets for a crate's builders unless the user did
-    /// (`crate::cmd::build::arch_env::BUILDER_VARIABLES`, cargo's `CARGO_TERM_*`), with `PATH`:
-    /// those set, by name.
+    /// [`BUILD_VARIABLES`] that are set, by name.
     pub build_vars: BTreeMap<&'static str, OsString>,
     /// Architecture names, with nvcc (looked for as a build does) asked about a name the table
     /// lacks. Only an explanation depends on nvcc, so a bad `OCCUPANCY_TOOL_TIMEOUT` keeps the
@@ -55,7 +53,7 @@ impl Environment {
             cache_home: user_cache_home(),
             cargo: text_variable("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from),
             temp_dir: std::env::temp_dir(),
-            build_vars: crate::cmd::build::arch_env::READ_VARIABLES
+            build_vars: BUILD_VARIABLES
                 .iter()
                 .filter_map(|name| Some((*name, variable(name)?)))
                 .collect(),
@@ -68,6 +66,24 @@ impl Environment {
         TrackedEnv::new()
     }
 }
+
+/// What `cargo occupancy build` reads: the variables it sets for a crate's builders unless
+/// the user did (`--arch`'s, `cmd/build/arch_env.rs`), the toolkit's root variables, cargo's
+/// terminal settings, and `PATH` (where `nvidia-smi` is looked for).
+pub const BUILD_VARIABLES: [&str; 12] = [
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "CUDA_ROOT",
+    "CUDA_TOOLKIT_ROOT_DIR",
+    "CUDA_COMPUTE_CAP",
+    "CUDA_ARCH",
+    "CUDAARCHS",
+    "CMAKE_CUDA_ARCHITECTURES",
+    "CARGO_TERM_COLOR",
+    "CARGO_TERM_PROGRESS_WHEN",
+    "CARGO_TERM_PROGRESS_WIDTH",
+    "PATH",
+];
 
 /// The `OCCUPANCY_LINT_<ID>` variables that name a level; others are ignored, as in a build.
 fn lint_levels() -> BTreeMap<LintId, Level> {

@@ -14,7 +14,7 @@
 //! build: its report is taken in, not read twice. Builders that ask the GPU which arch to build
 //! for get `--arch` through the variables they read (`arch_env`).
 
-pub mod arch_env;
+mod arch_env;
 mod cargo_run;
 mod products;
 

@@ -26,23 +26,6 @@ pub const BUILDER_VARIABLES: [(&str, Option<&str>); 4] = [
     ("CMAKE_CUDA_ARCHITECTURES", Some(";")),
 ];
 
-/// What `Environment::read` keeps for `build`: the builder variables, cargo's terminal
-/// settings, `PATH` (where `nvidia-smi` is looked for) and the toolkit's root variables.
-pub const READ_VARIABLES: [&str; 12] = [
-    "CUDA_HOME",
-    "CUDA_PATH",
-    "CUDA_ROOT",
-    "CUDA_TOOLKIT_ROOT_DIR",
-    "CUDA_COMPUTE_CAP",
-    "CUDA_ARCH",
-    "CUDAARCHS",
-    "CMAKE_CUDA_ARCHITECTURES",
-    "CARGO_TERM_COLOR",
-    "CARGO_TERM_PROGRESS_WHEN",
-    "CARGO_TERM_PROGRESS_WIDTH",
-    "PATH",
-];
-
 /// The compute capability numbers of `archs` (`sm_90a` → 90), sorted, without repeats.
 fn numbers(archs: &[String]) -> Vec<u32> {
     let mut numbers: Vec<u32> = archs
