@@ -37,6 +37,8 @@ pub struct Environment {
     pub temp_dir: PathBuf,
     /// Whether `TMPDIR` set [`Environment::temp_dir`] (else it is the system's default).
     pub temp_dir_from_tmpdir: bool,
+    /// [`BUILD_VARIABLES`] that are set, by name.
+    pub build_vars: BTreeMap<&'static str, OsString>,
     /// Architecture names, with nvcc (looked for as a build does) asked about a name the table
     /// lacks. Only an explanation depends on nvcc, so a bad `OCCUPANCY_TOOL_TIMEOUT` keeps the
     /// default limits here (`check`, which runs tools for real, refuses it).
@@ -55,6 +57,10 @@ impl Environment {
             cargo: text_variable("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from),
             temp_dir: std::env::temp_dir(),
             temp_dir_from_tmpdir: variable("TMPDIR").is_some_and(|value| !value.is_empty()),
+            build_vars: BUILD_VARIABLES
+                .iter()
+                .filter_map(|name| Some((*name, variable(name)?)))
+                .collect(),
             archs: ArchNames::new(TrackedEnv::new(), probe_timeouts),
         }
     }
@@ -83,6 +89,24 @@ impl Environment {
         TrackedEnv::new()
     }
 }
+
+/// What `cargo occupancy build` reads: the variables it sets for a crate's builders unless
+/// the user did (`--arch`'s, `cmd/build/arch_env.rs`), the toolkit's root variables, cargo's
+/// terminal settings, and `PATH` (where `nvidia-smi` is looked for).
+pub const BUILD_VARIABLES: [&str; 12] = [
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "CUDA_ROOT",
+    "CUDA_TOOLKIT_ROOT_DIR",
+    "CUDA_COMPUTE_CAP",
+    "CUDA_ARCH",
+    "CUDAARCHS",
+    "CMAKE_CUDA_ARCHITECTURES",
+    "CARGO_TERM_COLOR",
+    "CARGO_TERM_PROGRESS_WHEN",
+    "CARGO_TERM_PROGRESS_WIDTH",
+    "PATH",
+];
 
 /// The `OCCUPANCY_LINT_<ID>` variables that name a level; others are ignored, as in a build.
 fn lint_levels() -> BTreeMap<LintId, Level> {

@@ -54,6 +54,8 @@ enum Command {
     Parse(cmd::parse::Args),
     /// Compile .cu/.ptx files (or read ptxas logs) and check every kernel like the build gate.
     Check(cmd::check::Args),
+    /// Run `cargo build` and check the device code every build script left in its OUT_DIR.
+    Build(cmd::build::Args),
     /// Explain a kernel's occupancy: what binds, what each knob would change, the curves.
     Explain(cmd::explain::Args),
     /// The occupancy report of every kernel the workspace's builds checked.
@@ -87,6 +89,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => cmd::sweep::run(&args, &env),
         Command::Parse(args) => cmd::parse::run(&args, &env),
         Command::Check(args) => cmd::check::run(&args, &env),
+        Command::Build(args) => cmd::build::run(&args, &env),
         Command::Explain(args) => cmd::explain::run(&args, &env),
         Command::Report(args) => cmd::report::run(&args, &env),
         Command::Tune(args) => cmd::tune::run(&args, &env),

@@ -63,6 +63,28 @@ pub struct Nvdisasm<'a> {
     pub spills_reported: &'a (dyn Fn(&str, &str) -> bool + Sync),
     /// How long cuobjdump and nvdisasm may run.
     pub timeouts: ToolTimeouts,
+    /// Where a code's architecture that this nvdisasm refuses (13.x: `CUDA architecture "SM60"
+    /// is deprecated`) is recorded, its code read no further, instead of failing the read:
+    /// the binary front end, whose rows come from the cubins without it. `None`: an error.
+    pub refused: Option<&'a std::sync::Mutex<BTreeSet<String>>>,
+}
+
+/// nvdisasm's words when it refuses an architecture it no longer (or does not yet) know.
+fn refused_architecture(error: &Error) -> Option<String> {
+    let text = error.to_string();
+    let line = text.lines().find(|line| {
+        line.contains("is deprecated")
+            || line.contains("Unsupported")
+            || line.contains("not supported")
+    })?;
+    Some(
+        line.split("fatal")
+            .last()
+            .unwrap_or(line)
+            .trim_start_matches([' ', ':'])
+            .trim()
+            .to_owned(),
+    )
 }
 
 /// The code of one architecture, from many cubins, and which owner each function is of.
@@ -281,7 +303,15 @@ impl Nvdisasm<'_> {
                 .collect();
             let mut all = Vec::new();
             for run in batch_runs.into_iter().chain(whole_runs) {
-                all.extend(run.join().expect("nvdisasm runner does not panic")?);
+                match run.join().expect("nvdisasm runner does not panic") {
+                    Ok(found) => all.extend(found),
+                    Err(error) => match (self.refused, refused_architecture(&error)) {
+                        (Some(refused), Some(why)) => {
+                            refused.lock().expect("not poisoned").insert(why);
+                        }
+                        _ => return Err(error),
+                    },
+                }
             }
             Ok(all)
         })
@@ -580,6 +610,7 @@ mod tests {
                 path: &logged,
                 spills_reported: &spills_reported,
                 timeouts: ToolTimeouts::default(),
+                refused: None,
             },
             line_tables: None,
         };

@@ -63,6 +63,11 @@ impl KernelTables {
             .keys()
             .chain(settings.kernel_launches.keys())
             .collect();
+        KernelTables::of_names(names)
+    }
+
+    /// Tables by these names (exact ones and `*` patterns).
+    pub(crate) fn of_names<'n>(names: impl IntoIterator<Item = &'n String>) -> KernelTables {
         let mut tables = KernelTables::default();
         for name in names {
             if name.contains('*') {
@@ -112,6 +117,26 @@ impl KernelTables {
         } else {
             name == names.symbol || name == names.readable || Some(name) == names.rust_name
         }
+    }
+}
+
+/// The launch of the table in `launches` (keyed by kernel name or `*` pattern, as
+/// `[package.metadata.occupancy.kernels.<name>]` is) that speaks for the kernel `symbol`
+/// (demangled `demangled`): a table named for it, else the one pattern that matches; two
+/// matching patterns are an error naming both.
+pub fn table_launch(
+    launches: &std::collections::BTreeMap<String, crate::config::KernelLaunch>,
+    symbol: &str,
+    demangled: Option<&str>,
+) -> Result<Option<crate::config::KernelLaunch>, Error> {
+    let tables = KernelTables::of_names(launches.keys());
+    let names = KernelNames::of(symbol, demangled, None);
+    match tables.table_for(names) {
+        Ok(found) => Ok(found.and_then(|name| launches.get(name).copied())),
+        Err(ambiguous) => Err(Error::AmbiguousKernelTables {
+            kernel: ambiguous.kernel,
+            tables: [ambiguous.first, ambiguous.second],
+        }),
     }
 }
 

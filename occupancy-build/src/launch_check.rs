@@ -39,6 +39,9 @@ pub struct SourceCheck {
     /// `[package.metadata.occupancy]`); `block_threads` is then the launch of kernels nothing
     /// declares, and `lint_levels` stand above the package's levels.
     pub in_package: bool,
+    /// Launches by kernel name or `*` pattern (`cargo occupancy build`'s kernel tables): a
+    /// kernel a table names is checked at its block and dynamic shared memory instead.
+    pub launch_tables: BTreeMap<String, crate::config::KernelLaunch>,
 }
 
 /// What [`Build::check_sources`](crate::Build::check_sources) found.
@@ -85,6 +88,17 @@ pub(crate) fn rows_at_launch(
                 row.block = block;
             }
             row.dynamic_smem_bytes = request.dynamic_smem_bytes;
+            let table = crate::kernel_tables::table_launch(
+                &request.launch_tables,
+                &kernel.name,
+                kernel.demangled.as_deref(),
+            )?;
+            if let Some(launch) = table {
+                row.block = launch.block.map_or(row.block, |block| block.threads());
+                row.dynamic_smem_bytes = launch
+                    .dynamic_smem_bytes
+                    .map_or(row.dynamic_smem_bytes, u64::from);
+            }
             row.compute(facts);
             // The record's arch as ptxas named it (`sm_90a`), as the SASS does; the row's is the
             // table's (`sm_90`).

@@ -95,14 +95,16 @@ pub mod cli {
     pub use crate::auto_bounds::{TuneAnswer, TuneQuery, TuneRequest, TunedGroup, TunedKernel};
     pub use crate::baseline::ToolchainStamp;
     pub use crate::binary::{
-        sniff, BinaryKernel, BinaryKind, BinaryReading, BinarySession, BinaryTools,
-        MachineCodeLints, SpillEvidence,
+        can_jit, ptx_target, sniff, BinaryKernel, BinaryKind, BinaryReading, BinarySession,
+        BinaryTools, MachineCodeLints, PtxTarget, SpillEvidence,
     };
     pub use crate::check_lock::{recorded_toolchain, CheckLock};
+    pub use crate::config::{load as package_settings, KernelLaunch, OccupancySettings};
     pub use crate::declaring_package::{
         declares_kernels, declaring_package, package_of, package_out_dir,
     };
     pub use crate::fsutil::{check_writable, shown_path, write_atomic};
+    pub use crate::kernel_tables::table_launch;
     pub use crate::launch_check::{
         binary_sass_findings, evaluate_at_launch, sort_rows, CheckedRow,
     };

@@ -378,6 +378,7 @@ pub fn read_evidence(
                 path: nvdisasm,
                 spills_reported,
                 timeouts: tools.timeouts,
+                refused: None,
             },
             line_tables: tools.line_tables.as_ref(),
         }),

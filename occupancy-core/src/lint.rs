@@ -292,6 +292,15 @@ declare_lints! {
         fix: "Fit more blocks per SM (fewer registers or less shared memory per block), use a smaller cluster, size the grid from the count the finding names, or lower `min_active_clusters`.",
         check: Check::OnArch { run: clusters::low_cluster_occupancy, undeclared: false },
     }
+    ArchSpecificPtx {
+        default_level: Warn,
+        summary: "A PTX module the build ships targets an arch-specific variant (`.target sm_90a`, `sm_100a`): the driver JIT-compiles it for that one compute capability and no other.",
+        phrase: ("ships only arch-specific PTX", "ship only arch-specific PTX"),
+        why_bad: "PTX is what lets a library run on GPUs newer than it was built for; arch-specific PTX gives that up (ptxas: \"cannot be compiled to future architecture\"), so a crate that loads it fails to load its kernels on the next GPU (an sm_90a module on a B200 or an RTX 50), however it runs on the one it was built on.",
+        example: "A cudaforge build with `CUDA_COMPUTE_CAP=90` writes `.target sm_90a` PTX for every kernel; loaded on an sm_100 GPU, `cuModuleLoadData` fails.",
+        fix: "Ship portable PTX too (`compute_90` beside `sm_90a` SASS: `-gencode arch=compute_90,code=compute_90`), or build for the plain architecture unless the kernel needs the `a` features (wgmma, setmaxnreg); `allow(arch_specific_ptx)` when the crate runs only on that GPU.",
+        check: Check::Product(kernels::arch_specific_ptx),
+    }
 }
 
 #[cfg(test)]
@@ -469,6 +478,7 @@ mod tests {
                 Check::Worse(make) => make("k", "sm_90", &before, &worse).into_iter().collect(),
                 Check::Stale(make) => vec![make("sm_90", "changed".into(), Vec::new())],
                 Check::Expectation(make) => vec![make("k", LintId::Spills, Some("tracked"))],
+                Check::Product(make) => vec![make("out/k.ptx", "sm_90a", &["k"])],
                 Check::Launch { .. }
                 | Check::Kernel { .. }
                 | Check::OnArch { .. }
@@ -487,7 +497,8 @@ mod tests {
                 LintId::UndeclaredKernel,
                 LintId::Regression,
                 LintId::BaselineStale,
-                LintId::UnfulfilledExpectation
+                LintId::UnfulfilledExpectation,
+                LintId::ArchSpecificPtx
             ]
         );
     }

@@ -102,6 +102,9 @@ lint_ids! {
     ClusterUnlaunchable = "cluster_unlaunchable",
     /// Fewer clusters resident at once on a GPU than the declared `min_active_clusters`.
     LowClusterOccupancy = "low_cluster_occupancy",
+    /// A shipped PTX module targets an arch-specific variant (`sm_90a`), which no newer GPU's
+    /// driver can JIT-compile.
+    ArchSpecificPtx = "arch_specific_ptx",
 }
 
 impl LintId {

@@ -397,3 +397,39 @@ fn auto_bounds_chooses_per_arch_and_the_choice_reaches_the_ptx() {
         "{report}"
     );
 }
+
+/// README says `cd examples/spill-gate && cargo build`: that must not rewrite the committed
+/// Cargo.lock. Each example's lock resolves as it is (`cargo metadata --locked` fails on a lock
+/// that needs updating), in the example's own directory, as a user runs it. Not --offline:
+/// saxpy's cudarc may not be cached on a clean checkout.
+#[test]
+fn every_example_lockfile_is_current() {
+    let examples = repo_root().join("examples");
+    let mut names: Vec<String> = std::fs::read_dir(&examples)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| examples.join(name).join("Cargo.lock").is_file())
+        .collect();
+    names.sort();
+    assert!(names.len() >= 5, "{names:?}");
+    for name in names {
+        let dir = examples.join(&name);
+        let before = std::fs::read(dir.join("Cargo.lock")).unwrap();
+        let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["metadata", "--format-version", "1", "--locked"])
+            .current_dir(&dir)
+            .env("CARGO_TARGET_DIR", repo_root().join("target/e2e/target"))
+            .output()
+            .expect("cargo runs");
+        assert_eq!(
+            std::fs::read(dir.join("Cargo.lock")).unwrap(),
+            before,
+            "{name}"
+        );
+        assert!(
+            output.status.success(),
+            "examples/{name}/Cargo.lock is stale (`cargo build` there would rewrite it; run `cargo metadata` in it and commit the lock):\n{}",
+            text(&output)
+        );
+    }
+}

@@ -102,7 +102,7 @@ const DEFAULT_BLOCK: u32 = 256;
 
 /// What an input path is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Input {
+pub(super) enum Input {
     Cuda(PathBuf),
     Ptx(PathBuf),
     Log(PathBuf),
@@ -125,16 +125,12 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     }
     let mut lock = Lock::open(args.lock.as_deref(), args.bless)?;
     let inputs = collect_inputs(&args.paths)?;
-    let compile_inputs: Vec<&Input> = inputs
-        .iter()
-        .filter(|input| matches!(input, Input::Cuda(_) | Input::Ptx(_)))
-        .collect();
     let mut stream = ReportStream::new(&args.output, &env.temp_dir);
-    if !compile_inputs.is_empty() {
-        let report = check_compiled(args, env, &compile_inputs, &levels, lock.as_mut())?;
-        stream.add_report(&report)?;
-    }
-    let missing = stream_logs(args, env, &inputs, &levels, (&mut stream, lock.as_mut()))?;
+    let selected = Selected {
+        inputs: &inputs,
+        owner: &Owner::default(),
+    };
+    let missing = check_selected(args, env, &selected, &levels, (&mut stream, lock.as_mut()))?;
     if stream.rows() == 0 && missing == 0 {
         return Err(CliError::CouldNotCheck(
             "no kernels found in the given paths".into(),
@@ -153,6 +149,115 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     verdict.despite_closed_stdout(stream.finish(&args.output, &title))
 }
 
+/// Inputs a check reads, and who shipped them.
+pub(super) struct Selected<'a> {
+    pub inputs: &'a [Input],
+    pub owner: &'a Owner,
+}
+
+/// Who shipped a set of inputs, for `cargo occupancy build` (the default for `check`: nobody,
+/// every finding at its level).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Owner {
+    /// The package whose build script made them: every row and finding names it.
+    pub crate_name: Option<String>,
+    /// Why these inputs may not be what ships (left by an earlier build): their findings are
+    /// warnings with this note, and no lock records them.
+    pub held_back: Option<String>,
+    /// Whether code compiled for debugging (`-G`) is held back too (`build` without
+    /// `--debug-code`); `check` gates whatever it is given.
+    pub hold_back_debug_code: bool,
+    /// Rows of code compiled for debugging seen (held back or not), for the owner's warning.
+    pub debug_rows: std::cell::Cell<usize>,
+    /// A path prefix of the inputs (an `OUT_DIR`, as rows show it) and the stable name a lock
+    /// records instead (`OUT_DIR(candle-kernels)`): the directory's hash and the target
+    /// directory differ between machines and profiles; the package and the file do not.
+    pub lock_prefix: Option<(String, String)>,
+    /// Launches by kernel name or `*` pattern: the kernels a table names are checked at its
+    /// block and dynamic shared memory.
+    pub launch_tables: BTreeMap<String, occupancy_build::cli::KernelLaunch>,
+}
+
+/// Why a `-G` kernel's findings do not gate (`Owner::hold_back_debug_code`).
+pub(super) const DEBUG_CODE: &str = "compiled for debugging (`nvcc -G`, which `cc` adds in a debug profile): unoptimized code, not what a release build ships";
+
+impl Owner {
+    /// Why the findings of a kernel (compiled for debugging or not) do not gate, if they don't.
+    pub(super) fn held_back_for(&self, debug_code: bool) -> Option<&str> {
+        if debug_code {
+            self.debug_rows.set(self.debug_rows.get() + 1);
+        }
+        match &self.held_back {
+            Some(why) => Some(why),
+            None => (debug_code && self.hold_back_debug_code).then_some(DEBUG_CODE),
+        }
+    }
+
+    /// The name a lock records an input's rows under: `shown` with [`Owner::lock_prefix`]'s
+    /// prefix replaced.
+    pub(super) fn lock_source(&self, shown: &str) -> String {
+        match &self.lock_prefix {
+            Some((prefix, name)) => match shown.strip_prefix(prefix.as_str()) {
+                Some(rest) => format!("{name}{rest}"),
+                None => shown.to_owned(),
+            },
+            None => shown.to_owned(),
+        }
+    }
+
+    /// The row as the owner has it: its crate named.
+    pub(super) fn own_row(&self, row: &mut KernelRow) {
+        if let Some(name) = &self.crate_name {
+            row.crate_name = Some(name.clone());
+        }
+    }
+
+    /// Findings as the owner has them: its crate named, and those held back (`held_back`, why)
+    /// warnings that say why.
+    pub(super) fn own_findings(&self, findings: &mut [Finding], held_back: Option<&str>) {
+        for finding in findings {
+            if let Some(name) = &self.crate_name {
+                finding.crate_name = Some(name.clone());
+            }
+            if let (Some(why), Level::Deny) = (held_back, finding.level) {
+                finding.level = Level::Warn;
+                finding.notes.push(format!("not gating: {why}"));
+            }
+        }
+    }
+}
+
+/// Checks the selected inputs into the sinks: the .cu/.ptx compiled, then the logs and binaries
+/// streamed. Returns how many `missing_kernel` findings there were.
+pub(super) fn check_selected(
+    args: &Args,
+    env: &Environment,
+    selected: &Selected<'_>,
+    levels: &Levels,
+    (stream, mut lock): (&mut ReportStream, Option<&mut Lock>),
+) -> Result<usize, CliError> {
+    let compile_inputs: Vec<&Input> = selected
+        .inputs
+        .iter()
+        .filter(|input| matches!(input, Input::Cuda(_) | Input::Ptx(_)))
+        .collect();
+    if !compile_inputs.is_empty() {
+        let lock = lock
+            .as_deref_mut()
+            .filter(|_| selected.owner.held_back.is_none());
+        // A build's products are not sources of the package around them (`target/` sits in
+        // the workspace): compiled as found, not as a declaring package's build would.
+        let in_packages = selected.owner.crate_name.is_none();
+        let compile = (compile_inputs.as_slice(), in_packages);
+        let mut report = check_compiled(args, env, compile, levels, (lock, selected.owner))?;
+        let owner = selected.owner;
+        report.kernels.iter_mut().for_each(|row| owner.own_row(row));
+        owner.own_findings(&mut report.findings, owner.held_back_for(false));
+        stream.add_report(&report)?;
+    }
+    stream_logs(args, env, selected, levels, (stream, lock))
+}
+
 /// Compiles and checks the .cu/.ptx inputs through `Build::check_sources`: those of a package
 /// that declares kernels (`occupancy_build::cli::declaring_package`) as its build does, one
 /// check per package, the rest at the command line's launch. Their rows go to the lock, when
@@ -160,9 +265,9 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
 fn check_compiled(
     args: &Args,
     env: &Environment,
-    inputs: &[&Input],
+    (inputs, in_packages): (&[&Input], bool),
     levels: &Levels,
-    mut lock: Option<&mut Lock>,
+    (mut lock, owner): (Option<&mut Lock>, &Owner),
 ) -> Result<Report, CliError> {
     let cache_dir = CacheDir::choose(
         args.cache_dir.as_deref(),
@@ -173,7 +278,8 @@ fn check_compiled(
     let mut declares: BTreeMap<PathBuf, bool> = BTreeMap::new();
     let mut groups: BTreeMap<Option<PathBuf>, Vec<&Input>> = BTreeMap::new();
     for input in inputs {
-        let package = occupancy_build::cli::package_of(input_path_buf(input)).filter(|package| {
+        let found = in_packages.then(|| occupancy_build::cli::package_of(input_path_buf(input)));
+        let package = found.flatten().filter(|package| {
             *declares
                 .entry(package.clone())
                 .or_insert_with(|| occupancy_build::cli::declares_kernels(package))
@@ -188,8 +294,9 @@ fn check_compiled(
                 display_path(package.as_deref().unwrap_or(Path::new(".")))
             )));
         }
-        let checked = check_group(args, env, &cache_dir, (package.as_deref(), &group), levels)?;
-        record_in_lock(lock.as_deref_mut(), &checked);
+        let group = (package.as_deref(), group.as_slice(), owner);
+        let checked = check_group(args, env, &cache_dir, group, levels)?;
+        record_in_lock(lock.as_deref_mut(), &checked, owner);
         report.kernels.extend(checked.report.kernels);
         report.findings.extend(checked.report.findings);
     }
@@ -203,7 +310,7 @@ fn check_group(
     args: &Args,
     env: &Environment,
     cache_dir: &CacheDir,
-    (package, inputs): (Option<&Path>, &[&Input]),
+    (package, inputs, owner): (Option<&Path>, &[&Input], &Owner),
     levels: &Levels,
 ) -> Result<occupancy_build::SourceCheckOutput, CliError> {
     let mut build = Build::new();
@@ -231,6 +338,7 @@ fn check_group(
     request.lint_levels = levels.settings.clone();
     request.stamp_toolchain = args.lock.is_some();
     request.in_package = package.is_some();
+    request.launch_tables = owner.launch_tables.clone();
     let mut output = build.check_sources(&request).map_err(toolchain_error)?;
     if let (Some(package), Some(current)) = (package, &current) {
         shown_from(&mut output.report, package, current);
@@ -248,12 +356,21 @@ fn check_group(
 }
 
 /// A package's rows in the lock, under their sources as rows show them.
-fn record_in_lock(lock: Option<&mut Lock>, output: &occupancy_build::SourceCheckOutput) {
+fn record_in_lock(
+    lock: Option<&mut Lock>,
+    output: &occupancy_build::SourceCheckOutput,
+    owner: &Owner,
+) {
     if let (Some(lock), Some(stamp)) = (lock, &output.toolchain) {
         let product = lock.input();
         for row in &output.report.kernels {
             let source = row.source.as_ref().map(|at| at.path.as_str());
-            lock.record(product, source.unwrap_or_default(), row, stamp);
+            lock.record(
+                product,
+                &owner.lock_source(source.unwrap_or_default()),
+                row,
+                stamp,
+            );
         }
     }
 }
@@ -453,12 +570,15 @@ impl BinaryInputs {
 /// Lint levels: the registry's defaults, `OCCUPANCY_LINT_<ID>` variables (read by
 /// `Environment::read`), then `--allow/--warn/--deny` (last wins), resolved by the gate's own
 /// `check_kernel`.
-struct Levels {
+pub(super) struct Levels {
     settings: BTreeMap<LintId, Level>,
 }
 
 impl Levels {
-    fn from_args(args: &Args, environment: &BTreeMap<LintId, Level>) -> Result<Levels, CliError> {
+    pub(super) fn from_args(
+        args: &Args,
+        environment: &BTreeMap<LintId, Level>,
+    ) -> Result<Levels, CliError> {
         let mut overrides = Vec::new();
         for (names, level) in [
             (&args.allow, Level::Allow),
@@ -473,6 +593,26 @@ impl Levels {
             }
         }
         Ok(Levels::new(environment, &overrides))
+    }
+
+    /// The levels of every lint set here (the environment's and the command line's).
+    pub(super) fn settings(&self) -> &BTreeMap<LintId, Level> {
+        &self.settings
+    }
+
+    /// These levels, each overridden by a crate's `[...metadata.occupancy.lints]` (lint name to
+    /// level word): a crate's own word wins over the command line, as its `#![allow]` does
+    /// over clippy's `-D`.
+    pub(super) fn with_crate(&self, lints: &BTreeMap<String, String>) -> Result<Levels, String> {
+        let mut settings = self.settings.clone();
+        for (name, level) in lints {
+            let lint = name.parse::<LintId>().map_err(|error| error.to_string())?;
+            let level = level
+                .parse::<Level>()
+                .map_err(|error| format!("`{name}`: {error}"))?;
+            settings.insert(lint, level);
+        }
+        Ok(Levels { settings })
     }
 
     /// The environment's levels, each overridden by the command line's.
@@ -531,7 +671,7 @@ fn arch_bit(name: &str) -> u64 {
 fn stream_logs(
     args: &Args,
     env: &Environment,
-    inputs: &[Input],
+    selected: &Selected<'_>,
     levels: &Levels,
     (stream, mut lock): (&mut ReportStream, Option<&mut Lock>),
 ) -> Result<usize, CliError> {
@@ -541,8 +681,7 @@ fn stream_logs(
         .filter_map(|arch| occupancy_core::arch::lookup(arch).ok())
         .map(|facts| facts.name)
         .collect();
-    let mut logs: Vec<(String, usize, &Input)> = inputs
-        .iter()
+    let mut logs: Vec<(String, usize, &Input)> = (selected.inputs.iter())
         .filter(|input| matches!(input, Input::Log(_) | Input::Binary(..)))
         .enumerate()
         .map(|(given, input)| (display_path(input_path_buf(input)), given, input))
@@ -564,6 +703,7 @@ fn stream_logs(
         args,
         levels,
         wanted: &wanted,
+        owner: selected.owner,
     };
     let mut states: Vec<InputState> = Vec::new();
     for (index, (log, _, input)) in logs.iter().enumerate() {
@@ -638,16 +778,38 @@ struct Reader<'a> {
     levels: &'a Levels,
     /// The canonical names of `--arch`.
     wanted: &'a [&'static str],
+    /// Who shipped the inputs read.
+    owner: &'a Owner,
 }
 
 impl Reader<'_> {
-    /// The launch rows are evaluated at.
-    fn launch(&self) -> RowLaunch {
-        RowLaunch {
+    /// The launch the rows of kernel `symbol` are evaluated at: the command line's, or its
+    /// owner's kernel table's; and whether a table set its block (a block given is not lowered
+    /// to the kernel's `__launch_bounds__`).
+    fn launch_for(&self, symbol: &str) -> Result<(RowLaunch, bool), CliError> {
+        let mut launch = RowLaunch {
             block: self.args.block.unwrap_or(DEFAULT_BLOCK),
             dynamic_smem_bytes: self.args.dynamic_smem,
             carveout_percent: None,
+        };
+        let demangled = occupancy_core::ptxas::demangle(symbol);
+        let table = occupancy_build::cli::table_launch(
+            &self.owner.launch_tables,
+            symbol,
+            demangled.as_deref(),
+        )
+        .map_err(|error| CliError::Input(error.to_string()))?;
+        let Some(table) = table else {
+            return Ok((launch, false));
+        };
+        if let Some(bytes) = table.dynamic_smem_bytes {
+            launch.dynamic_smem_bytes = u64::from(bytes);
         }
+        match table.block {
+            Some(block) => launch.block = block.threads(),
+            None => return Ok((launch, false)),
+        }
+        Ok((launch, true))
     }
 
     /// Streams the log's rows (the log shown as `log`) into the sinks through the shared reader
@@ -663,11 +825,11 @@ impl Reader<'_> {
         (stream, lock): &mut Sinks<'_, '_>,
     ) -> Result<(), CliError> {
         let made_by = recorded_toolchain(None);
-        let launch = self.launch();
         let output = log_input::read_log(path, |record| {
             if !record.errors.is_empty() {
                 return Ok(()); // reported below as the run's error
             }
+            let (launch, fixed) = self.launch_for(&record.name)?;
             let row = row_from_record(&record, None::<&PtxEntry>, launch)?;
             if !self.wanted.is_empty() {
                 *state.seen.entry(record.name.clone()).or_default() |= arch_bit(&row.arch);
@@ -681,10 +843,15 @@ impl Reader<'_> {
                 line: u32::try_from(record.line_number).unwrap_or(0),
                 column: 0,
             };
-            let checked = self.checked_row(row, record, at);
-            let row = self.evaluate_with_notes(checked, &[], Vec::new(), &mut state.run, stream)?;
-            if let (Some(lock), Some(product)) = (lock.as_deref_mut(), state.product) {
-                lock.record(product, log, &row, &made_by);
+            let checked = self.checked_row(row, record, (at, fixed));
+            let held_back = self.owner.held_back_for(false);
+            let evaluated = (checked, held_back);
+            let row =
+                self.evaluate_with_notes(evaluated, &[], Vec::new(), &mut state.run, stream)?;
+            if let (Some(lock), Some(product), None) =
+                (lock.as_deref_mut(), state.product, held_back)
+            {
+                lock.record(product, &self.owner.lock_source(log), &row, &made_by);
             }
             Ok(())
         })?;
@@ -730,11 +897,14 @@ impl Reader<'_> {
         sinks: &mut Sinks<'_, '_>,
     ) -> Result<(), CliError> {
         let mut failed = None;
-        session
+        let notes = session
             .finish(&mut |input, kernel| {
                 self.deliver(kernel, binary, &mut states[input], sinks, &mut failed);
             })
             .map_err(|error| CliError::CouldNotCheck(error.to_string()))?;
+        for note in &notes {
+            eprintln!("note: {note}");
+        }
         failed.map_or(Ok(()), Err)
     }
 
@@ -766,7 +936,8 @@ impl Reader<'_> {
         (stream, lock): &mut Sinks<'_, '_>,
     ) -> Result<(), CliError> {
         let directives = kernel.compiled_directives();
-        let mut row = row_from_record(&kernel.record, Some(&kernel.launch), self.launch())?;
+        let (launch, fixed) = self.launch_for(&kernel.record.name)?;
+        let mut row = row_from_record(&kernel.record, Some(&kernel.launch), launch)?;
         row.sass = (kernel.sass).map(|facts| relative_facts(facts, &binary.current_dir));
         if !self.wanted.is_empty() {
             *state.seen.entry(kernel.record.name.clone()).or_default() |= arch_bit(&row.arch);
@@ -781,24 +952,36 @@ impl Reader<'_> {
             column: 0,
         };
         let notes = kernel.record.warnings.clone();
-        let mut checked = self.checked_row(row, kernel.record, location);
+        let mut checked = self.checked_row(row, kernel.record, (location, fixed));
         checked.ptx = Some(directives);
         let machine_code =
             binary_sass_findings(&checked, kernel.smem_spilling, &self.levels.settings);
+        let held_back = self.owner.held_back_for(kernel.debug_code);
+        let evaluated = (checked, held_back);
         let row =
-            self.evaluate_with_notes(checked, &notes, machine_code, &mut state.run, stream)?;
-        if let (Some(lock), Some(product)) = (lock.as_deref_mut(), state.product) {
+            self.evaluate_with_notes(evaluated, &notes, machine_code, &mut state.run, stream)?;
+        if let (Some(lock), Some(product), None) = (lock.as_deref_mut(), state.product, held_back) {
             let made_by = recorded_toolchain(kernel.compiler.as_deref());
-            lock.record(product, &kernel.module, &row, &made_by);
+            lock.record(
+                product,
+                &self.owner.lock_source(&kernel.module),
+                &row,
+                &made_by,
+            );
         }
         Ok(())
     }
 
     /// The row located in the log, at the kernel's `__launch_bounds__` maximum when that is
     /// smaller than the default block (no `--block`).
-    fn checked_row(&self, mut row: KernelRow, record: KernelRecord, at: Location) -> CheckedRow {
+    fn checked_row(
+        &self,
+        mut row: KernelRow,
+        record: KernelRecord,
+        (at, fixed_block): (Location, bool),
+    ) -> CheckedRow {
         row.source = Some(at);
-        if self.args.block.is_none() {
+        if self.args.block.is_none() && !fixed_block {
             if let (Some(bound), Ok(facts)) = (
                 row.max_threads_per_block,
                 occupancy_core::arch::lookup(&row.arch),
@@ -821,7 +1004,7 @@ impl Reader<'_> {
     /// not exactly) go with its `spills` findings. Returns the row, for the lock.
     fn evaluate_with_notes(
         &self,
-        checked: CheckedRow,
+        (mut checked, held_back): (CheckedRow, Option<&str>),
         spill_notes: &[String],
         machine_code: Vec<Finding>,
         run: &mut Option<Run>,
@@ -835,6 +1018,8 @@ impl Reader<'_> {
                 finding.notes.extend(spill_notes.iter().cloned());
             }
         }
+        self.owner.own_row(&mut checked.row);
+        self.owner.own_findings(&mut findings, held_back);
         let mut lints: Vec<(Level, LintId)> = findings
             .iter()
             .map(|finding| (finding.level, finding.lint))

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 pub mod arch;
 pub mod batch;
+pub mod build;
 pub mod calc;
 pub mod check;
 pub mod explain;

@@ -55,6 +55,8 @@ pub struct EmbeddedPtx {
     pub origin: String,
     /// Its `.target` (`sm_80`, `sm_90a`): the virtual arch it was generated for.
     pub virtual_arch: String,
+    /// Generated for debugging (`nvcc -G`: `.target sm_80, debug`).
+    pub debug: bool,
 }
 
 impl EmbeddedPtx {
@@ -70,13 +72,20 @@ impl EmbeddedPtx {
     /// Whether the driver can JIT this PTX for `arch`: an arch-specific target (`sm_90a`) only
     /// for itself, any other for every arch of its number or above.
     pub fn can_jit_to(&self, arch: &str) -> bool {
-        if self.virtual_arch.ends_with('a') {
-            return self.virtual_arch == arch;
-        }
-        match (arch_number(&self.virtual_arch), arch_number(arch)) {
-            (Some(virtual_number), Some(number)) => number >= virtual_number,
-            _ => false,
-        }
+        can_jit(&self.virtual_arch, arch)
+    }
+}
+
+/// Whether the driver can JIT PTX whose `.target` is `virtual_arch` for `arch`: an
+/// arch-specific target (`sm_90a`) only for itself (ptxas refuses any other: "cannot be
+/// compiled to future architecture"), any other for every arch of its number or above.
+pub fn can_jit(virtual_arch: &str, arch: &str) -> bool {
+    if virtual_arch.ends_with('a') {
+        return virtual_arch == arch;
+    }
+    match (arch_number(virtual_arch), arch_number(arch)) {
+        (Some(virtual_number), Some(number)) => number >= virtual_number,
+        _ => false,
     }
 }
 
@@ -109,6 +118,7 @@ pub fn cubin_kernels(
         .kernels()
         .map_err(|reason| unreadable(format!("{origin}: {reason}")))?;
     let (smem_spilling, compiler) = (cubin.smem_spilling_available(), cubin.compiler_version());
+    let debug_code = cubin.has_debug_info();
     Ok(kernels
         .into_iter()
         .map(|kernel| {
@@ -122,6 +132,7 @@ pub fn cubin_kernels(
                 sass: None,
                 smem_spilling,
                 compiler: compiler.clone(),
+                debug_code,
             };
             (found, kernel.marks)
         })
@@ -352,14 +363,15 @@ impl Reader<'_, '_, '_> {
                 path: path.clone(),
                 error,
             })?;
-            let virtual_arch = ptx_target(&text).ok_or_else(|| Error::UnreadableBinary {
+            let target = ptx_target(&text).ok_or_else(|| Error::UnreadableBinary {
                 path: path.clone(),
                 reason: format!("{origin}: its embedded PTX has no `.target`, so its kernels cannot be assembled as the driver would"),
             })?;
             self.ptx.push(EmbeddedPtx {
                 path,
                 origin,
-                virtual_arch,
+                virtual_arch: target.arch,
+                debug: target.debug,
             });
         }
         Ok(files.len())
@@ -475,12 +487,27 @@ fn extracted_files(listing: &str) -> Result<Vec<(String, Option<String>)>, Strin
 }
 
 /// The `.target` of a PTX module (`sm_80`), without the options after a comma.
-pub(super) fn ptx_target(text: &str) -> Option<String> {
+pub fn ptx_target(text: &str) -> Option<PtxTarget> {
     let line = text
         .lines()
         .find_map(|line| line.trim().strip_prefix(".target"))?;
-    let target = line.split([',', ' ', '\t']).find(|word| !word.is_empty())?;
-    Some(target.to_owned())
+    let line = line.split("//").next().unwrap_or_default();
+    let mut words = line.split([',', ' ', '\t']).filter(|word| !word.is_empty());
+    let arch = words.next()?.to_owned();
+    Some(PtxTarget {
+        arch,
+        debug: words.any(|word| word == "debug"),
+    })
+}
+
+/// A PTX module's `.target` directive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PtxTarget {
+    /// The virtual arch it was generated for (`sm_80`, `sm_90a`).
+    pub arch: String,
+    /// Generated for debugging (`nvcc -G` writes `.target sm_80, debug`): unoptimized code,
+    /// whose registers and spills are not a release build's.
+    pub debug: bool,
 }
 
 /// Assembles `ptx` for `arch` with `ptxas -v` and returns the records of `kernels`, and the
@@ -545,6 +572,7 @@ pub fn assemble(
                 sass: None,
                 smem_spilling,
                 compiler: compiler.clone(),
+                debug_code: ptx.debug,
                 record,
             })
         })
@@ -596,6 +624,7 @@ mod tests {
             path: PathBuf::new(),
             origin: String::new(),
             virtual_arch: target.into(),
+            debug: false,
         };
         assert!(ptx("sm_80").can_jit_to("sm_86"));
         assert!(ptx("sm_80").can_jit_to("sm_90a"));
@@ -604,7 +633,18 @@ mod tests {
         assert!(!ptx("sm_90a").can_jit_to("sm_100"));
         assert_eq!(
             ptx_target(".version 9.0\n.target sm_90a, texmode_independent\n"),
-            Some("sm_90a".into())
+            Some(PtxTarget {
+                arch: "sm_90a".into(),
+                debug: false
+            })
+        );
+        // nvcc -G, as nvcc 13.0 writes it.
+        assert_eq!(
+            ptx_target(".version 9.0\n.target sm_80, debug\n.address_size 64\n"),
+            Some(PtxTarget {
+                arch: "sm_80".into(),
+                debug: true
+            })
         );
     }
 }

@@ -58,6 +58,10 @@ pub(super) struct MachineCode<'a> {
     origins: Vec<PathBuf>,
     kept_bytes: u64,
     held: Vec<Held>,
+    /// What nvdisasm refused to read (an architecture it no longer knows), each once.
+    refused: std::sync::Mutex<BTreeSet<String>>,
+    /// Of `refused`, what notes have said already.
+    said: BTreeSet<String>,
 }
 
 /// A kernel waiting for its batch to be read.
@@ -95,6 +99,8 @@ impl<'a> MachineCode<'a> {
             origins: Vec::new(),
             kept_bytes: 0,
             held: Vec::new(),
+            refused: std::sync::Mutex::default(),
+            said: BTreeSet::new(),
         }))
     }
 
@@ -150,6 +156,18 @@ impl<'a> MachineCode<'a> {
             .map(|held| &held.kernel)
     }
 
+    /// A note for each architecture nvdisasm refused since the last call: its kernels keep the
+    /// rows their cubins give, without machine code.
+    pub(super) fn refusal_notes(&mut self) -> Vec<String> {
+        let refused = self.refused.lock().expect("not poisoned").clone();
+        let new: Vec<String> = refused.difference(&self.said).cloned().collect();
+        self.said.extend(new.iter().cloned());
+        let lints: Vec<String> = self.lints.enabled.iter().map(ToString::to_string).collect();
+        new.into_iter()
+            .map(|why| format!("{} refused code of this binary ({why}): its kernels there keep the rows their cubins give, but the machine-code lints ({}) were not checked on them", self.nvdisasm.display(), lints.join(", ")))
+            .collect()
+    }
+
     /// Reads the batch: the kernels held, each with its facts and input, in the order they came;
     /// the cubins kept aside are removed.
     pub(super) fn read(&mut self) -> Result<Vec<(usize, BinaryKernel, Via)>, Error> {
@@ -173,6 +191,7 @@ impl<'a> MachineCode<'a> {
             path: self.nvdisasm,
             spills_reported: &spills_reported,
             timeouts: self.timeouts,
+            refused: Some(&self.refused),
         };
         let origins: Vec<&Path> = self.origins.iter().map(PathBuf::as_path).collect();
         let batch = std::mem::take(&mut self.batch);

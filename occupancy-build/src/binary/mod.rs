@@ -17,6 +17,7 @@
 
 mod archive;
 mod extract;
+pub use extract::{can_jit, ptx_target, PtxTarget};
 mod fatbin;
 mod found;
 #[cfg(test)]
@@ -99,6 +100,10 @@ pub struct BinaryKernel {
     /// The version of the ptxas that compiled it (`13.0.88`), when its cubin names it (CUDA
     /// 13.0 and later), or of the one that assembled its embedded PTX here.
     pub compiler: Option<String>,
+    /// Compiled for debugging (`nvcc -G`, which `cc` adds in a debug profile): the cubin holds
+    /// DWARF `.debug_info` (`-lineinfo` alone writes only a line table), or the PTX it was
+    /// assembled from says `.target sm_XX, debug`. Its numbers are not a release build's.
+    pub debug_code: bool,
 }
 
 impl BinaryKernel {
@@ -188,8 +193,8 @@ pub(crate) fn read_binary(
 ) -> Result<Vec<String>, Error> {
     let mut session = BinarySession::new(*reading, scratch)?;
     let mut each = |_: usize, kernel: BinaryKernel| each(kernel);
-    let notes = session.read(path, kind, 0, &mut each)?;
-    session.finish(&mut each)?;
+    let mut notes = session.read(path, kind, 0, &mut each)?;
+    notes.extend(session.finish(&mut each)?);
     Ok(notes)
 }
 
@@ -286,20 +291,29 @@ impl<'a> BinarySession<'a> {
         }
         run_compatible_cubins(&mut found);
         jit_missing_archs(&mut found, &ptx, tools, asked_archs, work.path())?;
-        Ok(found.notes)
+        let mut notes = found.notes;
+        if let Some(machine_code) = self.machine_code.as_mut() {
+            notes.extend(machine_code.refusal_notes());
+        }
+        Ok(notes)
     }
 
-    /// Reads the SASS of every kernel still held and hands each on with its input.
-    pub fn finish(&mut self, each: &mut dyn FnMut(usize, BinaryKernel)) -> Result<(), Error> {
-        if let Some(machine_code) = self.machine_code.as_mut() {
-            let scratch = self.scratch;
-            let read =
-                (machine_code.read()).map_err(|error| named_by_the_input(error, None, scratch))?;
-            for (input, kernel, _) in read {
-                each(input, kernel);
-            }
+    /// Reads the SASS of every kernel still held and hands each on with its input; returns
+    /// what the user should know of how (an architecture nvdisasm refused).
+    pub fn finish(
+        &mut self,
+        each: &mut dyn FnMut(usize, BinaryKernel),
+    ) -> Result<Vec<String>, Error> {
+        let Some(machine_code) = self.machine_code.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let scratch = self.scratch;
+        let read =
+            (machine_code.read()).map_err(|error| named_by_the_input(error, None, scratch))?;
+        for (input, kernel, _) in read {
+            each(input, kernel);
         }
-        Ok(())
+        Ok(machine_code.refusal_notes())
     }
 }
 
@@ -424,14 +438,15 @@ fn wheel_ptx(path: &Path, origin: String) -> Result<extract::EmbeddedPtx, Error>
         path: path.to_path_buf(),
         error,
     })?;
-    let virtual_arch = extract::ptx_target(&text).ok_or_else(|| Error::UnreadableBinary {
+    let target = extract::ptx_target(&text).ok_or_else(|| Error::UnreadableBinary {
         path: path.to_path_buf(),
         reason: format!("{origin}: a PTX member without `.target`, so its kernels cannot be assembled as the driver would"),
     })?;
     Ok(extract::EmbeddedPtx {
         path: path.to_path_buf(),
         origin,
-        virtual_arch,
+        virtual_arch: target.arch,
+        debug: target.debug,
     })
 }
 
@@ -543,6 +558,7 @@ mod tests {
             sass: None,
             smem_spilling: false,
             compiler: None,
+            debug_code: false,
         }
     }
 

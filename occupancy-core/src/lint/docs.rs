@@ -12,7 +12,7 @@ fn undeclared_column(id: LintId) -> &'static str {
     match id.lint().check {
         check if check.checks_undeclared() => "yes",
         Check::Sass { .. } => "if set",
-        Check::Undeclared(_) | Check::Worse(_) | Check::Stale(_) => "yes",
+        Check::Undeclared(_) | Check::Worse(_) | Check::Stale(_) | Check::Product(_) => "yes",
         _ => "no",
     }
 }

@@ -74,6 +74,30 @@ pub fn family_matches_nothing(pattern: &str, compiled_names: &[&str]) -> Finding
     }
 }
 
+/// `arch_specific_ptx`: the PTX module `module` targets `target` (`sm_90a`), for the kernels
+/// it holds.
+pub fn arch_specific_ptx(module: &str, target: &str, kernels: &[&str]) -> Finding {
+    let portable = target.trim_end_matches('a').replace("sm_", "compute_");
+    let shown = match kernels {
+        [] => "no kernel".to_owned(),
+        [one] => format!("kernel `{one}`"),
+        [first, rest @ ..] => format!("kernel `{first}` and {} more", rest.len()),
+    };
+    Finding {
+        lint: LintId::ArchSpecificPtx,
+        arch: None,
+        message: format!(
+            "{module} is PTX for {target} only ({shown}): the driver cannot JIT-compile arch-specific PTX for any newer GPU"
+        ),
+        notes: vec![format!(
+            "ptxas refuses it for any other architecture (\"cannot be compiled to future architecture\"); a GPU of a newer compute capability cannot load these kernels"
+        )],
+        help: Some(format!(
+            "ship portable PTX beside it ({portable}), or build for the plain architecture when the kernels use no `a` feature (wgmma, setmaxnreg)"
+        )),
+    }
+}
+
 /// `undeclared_kernel`: compiled, with no declaration.
 pub fn undeclared_kernel(kernel_name: &str, source: &str) -> Finding {
     Finding {

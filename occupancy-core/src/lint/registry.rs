@@ -97,6 +97,9 @@ pub enum Check {
     Stale(fn(&str, String, Vec<String>) -> Finding),
     /// An `expect(lint)` no finding fulfilled (kernel, expected lint, its reason).
     Expectation(fn(&str, LintId, Option<&str>) -> Finding),
+    /// A fact of a shipped product rather than of a launch (the module, its PTX target, the
+    /// kernels it holds): what `cargo occupancy build` reads in a build's output.
+    Product(fn(&str, &str, &[&str]) -> Finding),
 }
 
 impl Check {
@@ -112,7 +115,8 @@ impl Check {
             | Check::Undeclared(_)
             | Check::Worse(_)
             | Check::Stale(_)
-            | Check::Expectation(_) => false,
+            | Check::Expectation(_)
+            | Check::Product(_) => false,
         }
     }
 }

@@ -1,0 +1,679 @@
+//! `cargo occupancy build [OPTIONS] [-- CARGO BUILD ARGS]`: any workspace, as it is. Runs
+//! `cargo build` with the user's arguments (`cargo_run`), takes every package's `OUT_DIR` from
+//! its `build-script-executed` message, finds the device code its build script left there
+//! (`products`), and checks it as `check` checks files: PTX assembled as the driver would JIT it
+//! on each asked arch, binaries read, every kernel x arch a row (named for its package), the
+//! same lints, levels, reports, lock and exit codes (0 clean, 1 a deny finding, 2 a tool error,
+//! a failed build, or no device code at all). `cargo clippy` wraps `cargo check`; this wraps
+//! `cargo build`.
+//!
+//! What makes a build's files lie is said, never passed silently: a file left by an earlier
+//! build (`products`: stale), code compiled for debugging (`-G`, which `cc` adds in a debug
+//! profile: held back unless `--debug-code`), and arch-specific PTX (`arch_specific_ptx`). A
+//! package whose build uses occupancy-build (its `OUT_DIR/occupancy.json`) is checked by that
+//! build: its report is taken in, not read twice. Builders that ask the GPU which arch to build
+//! for get `--arch` through the variables they read (`arch_env`).
+
+mod arch_env;
+mod cargo_run;
+mod products;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use occupancy_build::cli::{can_jit, KernelLaunch, OccupancySettings, PtxTarget};
+use occupancy_core::lint::evaluate::{resolve_level, LevelSources};
+use occupancy_core::lint::{Check, Level, LintId};
+use occupancy_core::report::{Finding, Location, LocationKind, Report};
+
+use super::check::{self, Input, Levels, Owner, Selected};
+use super::lock::Lock;
+use super::stream::ReportStream;
+use crate::env::Environment;
+use crate::error::{CliError, Outcome};
+use crate::format::OutputArgs;
+use crate::outputs::{check_outputs, Output};
+use cargo_run::BuiltPackage;
+use products::{Product, ProductKind, Products};
+
+/// `cargo occupancy build` arguments.
+#[derive(clap::Args, Debug)]
+#[command(
+    about = "Run `cargo build` and check the device code every build script left in its OUT_DIR (no edit to the crate)"
+)]
+pub struct Args {
+    /// Target architecture (repeatable): the rows checked, and the arch of the crate's builders
+    /// that would ask the GPU (sets CUDA_COMPUTE_CAP, CUDA_ARCH, CUDAARCHS and
+    /// CMAKE_CUDA_ARCHITECTURES unless set). Default: each product's own.
+    #[arg(long = "arch", value_name = "ARCH")]
+    pub archs: Vec<String>,
+    /// Threads per block kernels are checked at, where the crate's settings give none; default
+    /// 256, or the kernel's `__launch_bounds__` maximum when that is smaller.
+    #[arg(long, value_name = "N")]
+    pub block: Option<u32>,
+    /// The launch of kernels a crate's settings do not name (repeatable), as
+    /// `[package.metadata.occupancy.kernels."NAME"]` gives it: `NAME:block=1024`,
+    /// `'softmax_*:block=512,dynamic_smem=4096'` (a name, readable name or `*` pattern).
+    #[arg(long = "kernel", value_name = "NAME:block=N[,dynamic_smem=B]", value_parser = kernel_table)]
+    pub kernels: Vec<(String, KernelLaunch)>,
+    /// Make a lint deny-level (repeatable; a crate's `[package.metadata.occupancy.lints]` wins).
+    #[arg(long = "deny", value_name = "LINT")]
+    pub deny: Vec<String>,
+    /// Make a lint warn-level (repeatable).
+    #[arg(long = "warn", value_name = "LINT")]
+    pub warn: Vec<String>,
+    /// Make a lint allow-level (repeatable).
+    #[arg(long = "allow", value_name = "LINT")]
+    pub allow: Vec<String>,
+    /// Compare every kernel with this lock (`regression`, `baseline_stale`), as `check --lock`.
+    #[arg(long, value_name = "FILE")]
+    pub lock: Option<PathBuf>,
+    /// Write the lock from this build instead of comparing with it.
+    #[arg(long, requires = "lock")]
+    pub bless: bool,
+    /// Gate and bless code compiled for debugging (`-G`, which `cc` adds in a debug profile) as
+    /// if it shipped; without it, its findings are warnings and no lock records it.
+    #[arg(long)]
+    pub debug_code: bool,
+    /// Directory for assembling PTX and the compile cache (default: as `check`'s).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Arguments for `cargo build` (after `--`): `--release`, `-p NAME`, `--features ...`.
+    #[arg(last = true, value_name = "CARGO BUILD ARGS")]
+    pub cargo_args: Vec<String>,
+}
+
+/// Why a stale product's findings do not gate.
+const STALE: &str = "left in OUT_DIR by an earlier build: older than the build script's last run and named by nothing it wrote or links (`cargo clean -p PACKAGE` removes it)";
+
+/// Runs `build`.
+pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
+    let base = check_args(args, Vec::new(), args.block);
+    if args.block == Some(0) {
+        return Err(CliError::usage("--block must be at least 1 thread"));
+    }
+    for arch in &args.archs {
+        (env.archs.lookup(arch)).map_err(|error| CliError::Usage(format!("--arch: {error}")))?;
+    }
+    check_outputs(&outputs(args), &[])?;
+    let levels = Levels::from_args(&base, &env.lint_levels)?;
+    let mut lock = Lock::open(args.lock.as_deref(), args.bless)?;
+    let scratch = Scratch::new(&env.temp_dir)?;
+    let vars = builder_variables(args, env, &scratch.path)?;
+    let built = cargo_run::run(&env.cargo, &args.cargo_args, (&vars, &env.build_vars))?;
+    if !built.success {
+        let hint = arch_env::gpu_hint(&built.stderr_tail)
+            .map(|hint| format!("\nhelp: {hint}"))
+            .unwrap_or_default();
+        return Err(CliError::CouldNotCheck(format!(
+            "`cargo build` failed, so its device code was not checked{hint}"
+        )));
+    }
+    let mut stream = ReportStream::new(&args.output, &env.temp_dir);
+    let mut summary = Summary::default();
+    for package in distinct(&built.packages) {
+        let checked = (&mut stream, lock.as_mut());
+        check_package(args, env, package, (&levels, &mut summary), checked)?;
+    }
+    summary.say(built.packages.len());
+    if summary.rows_or_findings == 0 && stream.rows() == 0 {
+        return Err(CliError::CouldNotCheck(format!(
+            "no device code in the OUT_DIR of any package this build ran a build script for ({} of them): nothing was checked",
+            built.packages.len()
+        )));
+    }
+    if let Some(lock) = &lock {
+        lock.conclude(&levels_map(&levels), &mut stream)?;
+    }
+    let verdict = Outcome::failed_if(stream.has_deny());
+    verdict.despite_closed_stdout(stream.finish(&args.output, "cargo occupancy build"))
+}
+
+/// `check`'s arguments for one group of products: this command's flags, `archs` and `block`.
+fn check_args(args: &Args, archs: Vec<String>, block: Option<u32>) -> check::Args {
+    check::Args {
+        paths: Vec::new(),
+        archs,
+        block,
+        dynamic_smem: 0,
+        allow_failed_build: false,
+        deny: args.deny.clone(),
+        warn: args.warn.clone(),
+        allow: args.allow.clone(),
+        lock: args.lock.clone(),
+        bless: args.bless,
+        cache_dir: args.cache_dir.clone(),
+        output: args.output.clone(),
+        nvcc_args: Vec::new(),
+    }
+}
+
+fn levels_map(levels: &Levels) -> BTreeMap<LintId, Level> {
+    levels.settings().clone()
+}
+
+/// What `build` writes: `--html`, the lock it blesses, `--cache-dir`.
+fn outputs(args: &Args) -> Vec<Output<'_>> {
+    let mut outputs = args.output.outputs();
+    outputs.extend(args.lock.iter().filter(|_| args.bless).map(|lock| Output {
+        flag: "--lock",
+        path: lock,
+        is_dir: false,
+    }));
+    outputs.extend(args.cache_dir.iter().map(|dir| Output {
+        flag: "--cache-dir",
+        path: dir,
+        is_dir: true,
+    }));
+    outputs
+}
+
+/// A private directory of this run (the `nvidia-smi` stand-in), removed when it ends.
+struct Scratch {
+    path: PathBuf,
+}
+
+impl Scratch {
+    fn new(temp_dir: &Path) -> Result<Scratch, CliError> {
+        let path = temp_dir.join(format!("occupancy-build-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir(&path).map_err(|error| {
+            CliError::CouldNotCheck(format!(
+                "cannot make a private directory in the temporary directory {} (TMPDIR): {error}",
+                temp_dir.display()
+            ))
+        })?;
+        Ok(Scratch { path })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// The variables `--arch` sets for the crate's builders (said on one line), with `PATH` led by
+/// an `nvidia-smi` stand-in when the machine has none.
+fn builder_variables(
+    args: &Args,
+    env: &Environment,
+    scratch: &Path,
+) -> Result<Vec<(String, std::ffi::OsString)>, CliError> {
+    let mut vars = arch_env::variables(&args.archs, &env.build_vars);
+    vars.extend(arch_env::toolkit_variables(&env.build_vars));
+    let path = env.build_vars.get("PATH");
+    let mut said: Vec<String> = (vars.iter())
+        .map(|(name, value)| format!("{name}={}", value.to_string_lossy()))
+        .collect();
+    if !args.archs.is_empty() && !arch_env::has_nvidia_smi(path) {
+        let written =
+            arch_env::write_nvidia_smi_stand_in(scratch, &args.archs).map_err(|error| {
+                CliError::CouldNotCheck(format!("writing the nvidia-smi stand-in: {error}"))
+            })?;
+        if written {
+            let mut dirs = vec![scratch.to_path_buf()];
+            dirs.extend(path.map(std::env::split_paths).into_iter().flatten());
+            let joined = std::env::join_paths(dirs)
+                .map_err(|error| CliError::CouldNotCheck(format!("PATH: {error}")))?;
+            vars.push(("PATH".into(), joined));
+            said.push("an nvidia-smi that answers the compute capability".into());
+        }
+    }
+    if !said.is_empty() {
+        eprintln!("note: for the crate's builders: {}", said.join(", "));
+    }
+    Ok(vars)
+}
+
+/// Each `OUT_DIR` once (cargo reports a build script again for each target that needs it).
+fn distinct(packages: &[BuiltPackage]) -> Vec<&BuiltPackage> {
+    let mut seen = std::collections::BTreeSet::new();
+    packages
+        .iter()
+        .filter(|package| seen.insert(package.out_dir.clone()))
+        .collect()
+}
+
+/// What the run saw, for its closing lines.
+#[derive(Debug, Default)]
+struct Summary {
+    packages_with_code: Vec<String>,
+    own_builds: Vec<String>,
+    rows_or_findings: usize,
+}
+
+impl Summary {
+    fn say(&self, scripts: usize) {
+        eprintln!(
+            "note: {} of {scripts} build scripts left device code in OUT_DIR{}{}",
+            self.packages_with_code.len(),
+            match self.packages_with_code.is_empty() {
+                true => String::new(),
+                false => format!(": {}", self.packages_with_code.join(", ")),
+            },
+            match self.own_builds.is_empty() {
+                true => String::new(),
+                false => format!(
+                    "; checked by their own occupancy-build: {}",
+                    self.own_builds.join(", ")
+                ),
+            }
+        );
+    }
+}
+
+/// One package's `OUT_DIR`: its own occupancy-build report taken in, or its products found and
+/// checked.
+fn check_package(
+    args: &Args,
+    env: &Environment,
+    package: &BuiltPackage,
+    (levels, summary): (&Levels, &mut Summary),
+    (stream, mut lock): (&mut ReportStream, Option<&mut Lock>),
+) -> Result<(), CliError> {
+    let own_report = package.out_dir.join("occupancy.json");
+    if own_report.is_file() {
+        let report = read_own_report(&own_report)?;
+        if let Some(why) = &report.failed {
+            return Err(CliError::CouldNotCheck(format!(
+                "the occupancy-build of `{}` failed ({why}), though cargo built it: nothing of it was checked",
+                package.name
+            )));
+        }
+        if let Some(why) = &report.skipped {
+            eprintln!(
+                "warning: `{}`: its occupancy-build skipped its checks ({why}): nothing of it was checked",
+                package.name
+            );
+            return Ok(());
+        }
+        summary.own_builds.push(package.name.clone());
+        summary.rows_or_findings += report.kernels.len() + report.findings.len();
+        return stream.add_report(&report);
+    }
+    let found = products::find(package).map_err(|error| {
+        CliError::CouldNotCheck(format!(
+            "reading the OUT_DIR of `{}` ({}): {error}",
+            package.name,
+            package.out_dir.display()
+        ))
+    })?;
+    if found.products.is_empty() && found.not_files.is_empty() {
+        return Ok(());
+    }
+    summary.packages_with_code.push(package.name.clone());
+    say_products(package, &found);
+    let settings = settings_of(package, env)?;
+    let levels = levels.with_crate(&settings.lints).map_err(|error| {
+        CliError::Input(format!(
+            "[package.metadata.occupancy.lints] of `{}`: {error}",
+            package.name
+        ))
+    })?;
+    let archs = settings.archs.clone().unwrap_or_else(|| args.archs.clone());
+    let block = (settings.block.map(|block| block.threads())).or(args.block);
+    let groups = group(args, package, &found.products, &archs);
+    let mut debug_rows = 0;
+    for (key, inputs) in &groups {
+        let owner = Owner {
+            crate_name: Some(package.name.clone()),
+            held_back: key.stale.then(|| STALE.to_owned()),
+            hold_back_debug_code: !args.debug_code,
+            debug_rows: std::cell::Cell::new(0),
+            launch_tables: launch_tables(args, &settings),
+            lock_prefix: Some((
+                occupancy_build::cli::shown_path(&relative(&package.out_dir)),
+                format!("OUT_DIR({})", package.name),
+            )),
+        };
+        let owner = match (key.debug, args.debug_code, &owner.held_back) {
+            (true, false, None) => Owner {
+                held_back: Some(check::DEBUG_CODE.to_owned()),
+                ..owner
+            },
+            _ => owner,
+        };
+        let group_args = check_args(args, key.archs.clone(), block);
+        let selected = Selected {
+            inputs,
+            owner: &owner,
+        };
+        check::check_selected(
+            &group_args,
+            env,
+            &selected,
+            &levels,
+            (stream, lock.as_deref_mut()),
+        )?;
+        debug_rows += owner.debug_rows.get() + usize::from(key.debug) * inputs.len();
+    }
+    say_debug_code(package, debug_rows, args.debug_code);
+    for product in &found.products {
+        if let ProductKind::Ptx(target) = &product.kind {
+            arch_specific(package, (product, target), &archs, &levels, stream)?;
+        }
+    }
+    summary.rows_or_findings += groups.values().map(Vec::len).sum::<usize>();
+    Ok(())
+}
+
+/// The one line that says a package's facts are a debug build's.
+fn say_debug_code(package: &BuiltPackage, count: usize, gated: bool) {
+    if count == 0 {
+        return;
+    }
+    let what = match gated {
+        true => "gated anyway (--debug-code)",
+        false => "its findings are warnings here and no lock records it; build with `-- --release` (or pass --debug-code to gate it)",
+    };
+    eprintln!(
+        "warning: `{}`: {count} kernel row(s)/module(s) of code compiled for debugging (`nvcc -G`, which `cc` adds in a debug profile): not what a release build ships; {what}",
+        package.name
+    );
+}
+
+fn read_own_report(path: &Path) -> Result<Report, CliError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|error| CliError::cannot_read(path, &error))?;
+    serde_json::from_str(&text).map_err(|error| {
+        CliError::Input(format!(
+            "{} is not an occupancy report: {error}",
+            path.display()
+        ))
+    })
+}
+
+/// One line per package: what its `OUT_DIR` held, stale and unreadable files named.
+fn say_products(package: &BuiltPackage, found: &Products) {
+    let ptx = (found.products.iter())
+        .filter(|p| matches!(p.kind, ProductKind::Ptx(_)))
+        .count();
+    let binaries = found.products.len() - ptx;
+    let mut parts = vec![format!("{ptx} PTX, {binaries} binaries")];
+    if found.host_only > 0 {
+        parts.push(format!("{} host-only", found.host_only));
+    }
+    if found.archived_objects > 0 {
+        parts.push(format!(
+            "{} objects its linked library holds",
+            found.archived_objects
+        ));
+    }
+    eprintln!(
+        "note: `{}`: {} in {}",
+        package.name,
+        parts.join(", "),
+        shown(&package.out_dir)
+    );
+    let stale: Vec<&Product> = found.products.iter().filter(|p| p.stale).collect();
+    if let Some(first) = stale.first() {
+        eprintln!(
+            "warning: `{}`: {} file(s) of OUT_DIR predate its build script's last run and nothing it wrote names them (first: {}): read, and their findings do not gate; `cargo clean -p {}` to drop them",
+            package.name,
+            stale.len(),
+            shown(&first.path),
+            package.name
+        );
+    }
+    for path in &found.linked_outside {
+        eprintln!(
+            "note: `{}` links {} from outside its OUT_DIR: not read (`cargo occupancy check {}` reads it)",
+            package.name,
+            shown(path),
+            shown(path)
+        );
+    }
+    for path in &found.not_files {
+        eprintln!(
+            "warning: `{}`: {} is not a regular file (a FIFO, device or socket): not read",
+            package.name,
+            shown(path)
+        );
+    }
+}
+
+/// `path` from the current directory when under it (as rows show paths), else as it is.
+fn relative(path: &Path) -> PathBuf {
+    let current = std::env::current_dir().ok();
+    let relative = current
+        .as_deref()
+        .and_then(|dir| path.strip_prefix(dir).ok());
+    relative.unwrap_or(path).to_path_buf()
+}
+
+fn shown(path: &Path) -> String {
+    let current = std::env::current_dir().ok();
+    let relative = current
+        .as_deref()
+        .and_then(|dir| path.strip_prefix(dir).ok());
+    occupancy_build::cli::shown_path(relative.unwrap_or(path))
+}
+
+/// The package's `[package.metadata.occupancy]` over its workspace's, or none when cargo did not
+/// name its manifest.
+fn settings_of(package: &BuiltPackage, env: &Environment) -> Result<OccupancySettings, CliError> {
+    let Some(dir) = package.manifest_path.as_deref().and_then(Path::parent) else {
+        return Ok(OccupancySettings::default());
+    };
+    let timeouts = env
+        .tool_timeouts
+        .as_ref()
+        .map_err(|error| CliError::Usage(error.to_string()))?;
+    occupancy_build::cli::package_settings(dir, Some(&env.cargo), timeouts)
+        .map_err(|error| CliError::Input(error.to_string()))
+}
+
+/// `--kernel NAME:block=N[,dynamic_smem=B]`.
+fn kernel_table(value: &str) -> Result<(String, KernelLaunch), String> {
+    let (name, keys) = value
+        .rsplit_once(':')
+        .ok_or("expected NAME:block=N[,dynamic_smem=BYTES]")?;
+    let mut launch = KernelLaunch::default();
+    for pair in keys.split(',') {
+        let (key, number) = pair
+            .split_once('=')
+            .ok_or(format!("`{pair}`: expected KEY=N"))?;
+        let number: u32 = (number.trim().parse()).map_err(|error| format!("`{key}`: {error}"))?;
+        match key.trim() {
+            "block" if number > 0 => {
+                launch.block = Some(occupancy_core::spec::BlockDim::linear(number))
+            }
+            "block" => return Err("block must be at least 1 thread".into()),
+            "dynamic_smem" => launch.dynamic_smem_bytes = Some(number),
+            other => {
+                return Err(format!(
+                    "unknown key `{other}` (expected `block` or `dynamic_smem`)"
+                ))
+            }
+        }
+    }
+    Ok((name.to_owned(), launch))
+}
+
+/// The kernel tables of a package: the command line's, each replaced by the crate's table of
+/// the same name (the crate's word wins).
+fn launch_tables(args: &Args, settings: &OccupancySettings) -> BTreeMap<String, KernelLaunch> {
+    let mut tables: BTreeMap<String, KernelLaunch> = args.kernels.iter().cloned().collect();
+    tables.extend(settings.kernel_launches.clone());
+    tables
+}
+
+/// Products checked together: the same archs, stale or not, compiled for debugging or not.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct GroupKey {
+    archs: Vec<String>,
+    stale: bool,
+    debug: bool,
+}
+
+/// The products grouped for `check`: binaries at the asked archs; each PTX module at the asked
+/// archs the driver can JIT it for (an arch-specific one under its own name, `sm_90a`), or at
+/// its own target when none is asked.
+fn group(
+    args: &Args,
+    package: &BuiltPackage,
+    products: &[Product],
+    archs: &[String],
+) -> BTreeMap<GroupKey, Vec<Input>> {
+    let mut groups: BTreeMap<GroupKey, Vec<Input>> = BTreeMap::new();
+    for product in products {
+        let (key, input) = match &product.kind {
+            ProductKind::Binary(kind) => (
+                GroupKey {
+                    archs: archs.to_vec(),
+                    stale: product.stale,
+                    debug: false,
+                },
+                Input::Binary(relative(&product.path), *kind),
+            ),
+            ProductKind::Ptx(target) => {
+                let on = jit_archs(target, archs);
+                if on.is_empty() {
+                    eprintln!(
+                        "note: `{}`: {} is PTX for {}, which no asked arch ({}) can JIT: not checked",
+                        package.name,
+                        shown(&product.path),
+                        target.arch,
+                        archs.join(", ")
+                    );
+                    continue;
+                }
+                let key = GroupKey {
+                    archs: on,
+                    stale: product.stale,
+                    debug: target.debug && !args.debug_code,
+                };
+                (key, Input::Ptx(relative(&product.path)))
+            }
+        };
+        groups.entry(key).or_default().push(input);
+    }
+    groups
+}
+
+/// The archs PTX for `target` is checked on: the asked ones the driver can JIT it for (an
+/// arch-specific target on its own GPU, by its own name), else the target itself.
+fn jit_archs(target: &PtxTarget, archs: &[String]) -> Vec<String> {
+    if archs.is_empty() {
+        return vec![target.arch.clone()];
+    }
+    let canonical = |arch: &str| {
+        occupancy_core::arch::lookup(arch)
+            .map(|facts| facts.name)
+            .ok()
+    };
+    let arch_specific = target.arch.ends_with('a');
+    archs
+        .iter()
+        .filter_map(|arch| match arch_specific {
+            true => (canonical(arch) == canonical(&target.arch)).then(|| target.arch.clone()),
+            false => can_jit(&target.arch, arch).then(|| arch.clone()),
+        })
+        .collect()
+}
+
+/// `arch_specific_ptx` for a PTX module whose target is arch-specific (`sm_90a`).
+fn arch_specific(
+    package: &BuiltPackage,
+    (product, target): (&Product, &PtxTarget),
+    archs: &[String],
+    levels: &Levels,
+    stream: &mut ReportStream,
+) -> Result<(), CliError> {
+    if !target.arch.ends_with('a') {
+        return Ok(());
+    }
+    let text = std::fs::read_to_string(&product.path)
+        .map_err(|error| CliError::cannot_read(&product.path, &error))?;
+    let kernels: Vec<&str> = text.lines().filter_map(entry_name).collect();
+    let module = shown(&product.path);
+    let Check::Product(make) = LintId::ArchSpecificPtx.lint().check else {
+        unreachable!("arch_specific_ptx is a product check")
+    };
+    let made = make(&module, &target.arch, &kernels);
+    let sources = LevelSources {
+        environment: Some(levels.settings()),
+        ..LevelSources::default()
+    };
+    let mut notes = made.notes;
+    let refused: Vec<&str> = (archs.iter())
+        .filter(|arch| jit_archs(target, std::slice::from_ref(*arch)).is_empty())
+        .map(String::as_str)
+        .collect();
+    if !refused.is_empty() {
+        notes.push(format!(
+            "asked for {}: no row, as the driver cannot load it there",
+            refused.join(", ")
+        ));
+    }
+    let finding = Finding {
+        lint: made.lint,
+        level: resolve_level(made.lint, &sources),
+        crate_name: Some(package.name.clone()),
+        kernel: kernels.first().map(|name| (*name).to_owned()),
+        arch: Some(target.arch.clone()),
+        message: made.message,
+        notes,
+        help: made.help,
+        location: Some(Location {
+            kind: LocationKind::Binary,
+            path: module,
+            line: 0,
+            column: 0,
+        }),
+        reason: None,
+    };
+    stream.add_finding(&finding, None)
+}
+
+/// The kernel a PTX line declares (`.visible .entry saxpy(`), if it declares one.
+fn entry_name(line: &str) -> Option<&str> {
+    let rest = line.trim_start().split(".entry").nth(1)?;
+    let name = rest.trim_start().split(['(', ' ', '\t']).next()?;
+    (!name.is_empty()).then_some(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(arch: &str) -> PtxTarget {
+        PtxTarget {
+            arch: arch.into(),
+            debug: false,
+        }
+    }
+
+    #[test]
+    fn ptx_is_checked_where_the_driver_can_jit_it() {
+        let asked = ["sm_80".to_owned(), "sm_90".to_owned(), "sm_100".to_owned()];
+        assert_eq!(jit_archs(&target("sm_80"), &asked), asked);
+        assert_eq!(jit_archs(&target("sm_90"), &asked), ["sm_90", "sm_100"]);
+        assert_eq!(jit_archs(&target("sm_90a"), &asked), ["sm_90a"]);
+        assert!(jit_archs(&target("sm_120a"), &asked).is_empty());
+        assert_eq!(jit_archs(&target("sm_90a"), &[]), ["sm_90a"]);
+    }
+
+    #[test]
+    fn kernel_tables_parse_from_the_command_line() {
+        let (name, launch) = kernel_table("softmax_*:block=512,dynamic_smem=4096").unwrap();
+        assert_eq!(name, "softmax_*");
+        assert_eq!(launch.block.map(|block| block.threads()), Some(512));
+        assert_eq!(launch.dynamic_smem_bytes, Some(4096));
+        assert!(kernel_table("k:block=0").is_err());
+        assert!(kernel_table("k:grid=4")
+            .unwrap_err()
+            .contains("unknown key `grid`"));
+        assert!(kernel_table("k").is_err());
+    }
+
+    #[test]
+    fn entries_are_read_from_ptx_lines() {
+        assert_eq!(entry_name(".visible .entry saxpy(\n"), Some("saxpy"));
+        assert_eq!(entry_name("\t.entry _Z1kv ("), Some("_Z1kv"));
+        assert_eq!(entry_name(".visible .func f("), None);
+    }
+}

@@ -1,0 +1,491 @@
+//! `cargo occupancy build`: scratch crates in two builders' styles, built as they are (no
+//! occupancy dependency, no edit), their `OUT_DIR`s read, every row compared with an
+//! independent reading of the same code (a hand-run `ptxas -v` on the PTX, `cuobjdump
+//! -res-usage` on the library). The artifact traps on real compiles: a stale PTX, `cc`'s `-G` in
+//! a debug profile, arch-specific PTX, a build script that asks for a GPU. Needs nvcc, ptxas,
+//! cuobjdump and nvdisasm (scripts/setup-cuda.sh) and `cc` in cargo's cache (`cargo fetch`).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{binary, nvcc, repo_root, stderr, stdout, work_dir};
+use serde_json::Value;
+
+/// A `build.rs` in bindgen_cuda's manner: `nvcc --ptx` per file of `kernels/` into `OUT_DIR`
+/// at `CUDA_COMPUTE_CAP` (a number; `PTX_ARCH_SUFFIX=a` for `sm_90a`), asking `nvidia-smi` when
+/// it is unset, and a generated `ptx.rs` that includes each module.
+const PTX_BUILD_RS: &str = r#"
+use std::path::PathBuf;
+use std::process::Command;
+fn main() {
+    println!("cargo:rerun-if-changed=kernels");
+    println!("cargo:rerun-if-env-changed=CUDA_COMPUTE_CAP");
+    println!("cargo:rerun-if-env-changed=PTX_ARCH_SUFFIX");
+    let cap = std::env::var("CUDA_COMPUTE_CAP").unwrap_or_else(|_| {
+        let out = Command::new("nvidia-smi").args(["--query-gpu=compute_cap", "--format=csv,noheader"]).output()
+            .expect("nvidia-smi failed: set CUDA_COMPUTE_CAP");
+        String::from_utf8(out.stdout).unwrap().trim().replace('.', "")
+    });
+    let suffix = std::env::var("PTX_ARCH_SUFFIX").unwrap_or_default();
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    let nvcc = std::env::var("NVCC").unwrap();
+    let mut consts = String::new();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir("kernels").unwrap().map(|e| e.unwrap().path()).collect();
+    paths.sort();
+    for path in paths {
+        let stem = path.file_stem().unwrap().to_str().unwrap().to_owned();
+        let ptx = out.join(format!("{stem}.ptx"));
+        let status = Command::new(&nvcc).arg("--ptx").arg(format!("-arch=sm_{cap}{suffix}")).arg("-o").arg(&ptx).arg(&path).status().unwrap();
+        assert!(status.success());
+        consts.push_str(&format!("pub const {}: &str = include_str!(concat!(env!(\"OUT_DIR\"), \"/{stem}.ptx\"));\n", stem.to_uppercase()));
+    }
+    std::fs::write(out.join("ptx.rs"), consts).unwrap();
+}
+"#;
+
+/// A `build.rs` in `cc`'s CUDA mode: a static library linked by the crate.
+const CC_BUILD_RS: &str = r#"
+fn main() {
+    println!("cargo:rerun-if-changed=kernels");
+    cc::Build::new().cuda(true).flag("-gencode").flag("arch=compute_80,code=sm_80")
+        .file("kernels/saxpy.cu").file("kernels/spills.cu").compile("kernels");
+}
+"#;
+
+const SAXPY: &str = "extern \"C\" __global__ void saxpy(int n, float a, const float* x, float* y) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = a * x[i] + y[i];\n}\n";
+
+/// A package `name` in `dir` with `build_rs`, `build_deps` and the corpus's spilling kernels.
+fn scratch_crate(dir: &Path, name: &str, build_rs: &str, build_deps: &str) -> PathBuf {
+    let root = dir.join(name);
+    std::fs::create_dir_all(root.join("kernels")).unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    let manifest = format!(
+        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n\n[build-dependencies]\n{build_deps}"
+    );
+    std::fs::write(root.join("Cargo.toml"), manifest).unwrap();
+    std::fs::write(root.join("build.rs"), build_rs).unwrap();
+    std::fs::write(root.join("src/lib.rs"), "").unwrap();
+    std::fs::write(root.join("kernels/saxpy.cu"), SAXPY).unwrap();
+    std::fs::copy(
+        repo_root().join("tests/kernels/spills.cu"),
+        root.join("kernels/spills.cu"),
+    )
+    .unwrap();
+    root
+}
+
+/// `cargo occupancy build --json ARGS` in `root`, offline, with `vars`.
+fn build(root: &Path, args: &[&str], vars: &[(&str, &str)]) -> (Output, Value) {
+    let mut command = binary();
+    command
+        .arg("occupancy")
+        .arg("build")
+        .arg("--json")
+        .args(args)
+        .current_dir(root)
+        .env("CARGO_NET_OFFLINE", "true")
+        .env("NVCC", nvcc())
+        .env_remove("CUDA_COMPUTE_CAP")
+        .env_remove("RUSTC_WRAPPER");
+    for (name, value) in vars {
+        command.env(name, value);
+    }
+    let output = command.output().unwrap();
+    let report = serde_json::from_str(&stdout(&output)).unwrap_or(Value::Null);
+    (output, report)
+}
+
+fn rows(report: &Value) -> Vec<&Value> {
+    report["kernels"]
+        .as_array()
+        .map(|rows| rows.iter().collect())
+        .unwrap_or_default()
+}
+
+fn findings<'a>(report: &'a Value, lint: &str) -> Vec<&'a Value> {
+    let all = report["findings"].as_array();
+    all.map(|all| all.iter().filter(|f| f["lint"] == lint).collect())
+        .unwrap_or_default()
+}
+
+/// The one `OUT_DIR` of `package` under `root`'s target directory.
+fn out_dir(root: &Path, profile: &str, package: &str) -> PathBuf {
+    let build = root.join("target").join(profile).join("build");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(build)
+        .unwrap()
+        .map(|entry| entry.unwrap().path().join("out"))
+        .filter(|out| out.is_dir() && out.to_string_lossy().contains(&format!("/{package}-")))
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+/// ptxas's own report of `ptx` on `arch`: symbol → (registers, spill stores, spill loads).
+fn hand_run_ptxas(ptx: &Path, arch: &str) -> BTreeSet<(String, u64, u64, u64)> {
+    let ptxas = nvcc().with_file_name("ptxas");
+    let cubin = ptx.with_extension("hand.cubin");
+    let output = Command::new(ptxas)
+        .arg(format!("-arch={arch}"))
+        .arg("-v")
+        .arg(ptx)
+        .arg("-o")
+        .arg(&cubin)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let _ = std::fs::remove_file(cubin);
+    let log = stderr(&output);
+    let mut facts = BTreeSet::new();
+    let mut current: Option<(String, u64, u64)> = None;
+    for line in log.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            current = rest.split('\'').next().map(|name| (name.to_owned(), 0, 0));
+        } else if line.contains("bytes spill stores") {
+            let numbers: Vec<u64> = numbers_in(line);
+            if let Some(current) = &mut current {
+                current.1 = numbers[1];
+                current.2 = numbers[2];
+            }
+        } else if let Some(rest) = line.split("Used ").nth(1) {
+            let registers = numbers_in(rest)[0];
+            let (name, stores, loads) = current.take().unwrap();
+            facts.insert((name, registers, stores, loads));
+        }
+    }
+    facts
+}
+
+fn numbers_in(text: &str) -> Vec<u64> {
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|word| word.parse().ok())
+        .collect()
+}
+
+fn row_facts(rows: &[&Value]) -> BTreeSet<(String, u64, u64, u64)> {
+    rows.iter()
+        .map(|row| {
+            let number = |key: &str| row[key].as_u64().unwrap();
+            (
+                row["name"].as_str().unwrap().to_owned(),
+                number("registers"),
+                number("spill_store_bytes"),
+                number("spill_load_bytes"),
+            )
+        })
+        .collect()
+}
+
+/// A direct `nvcc --ptx` build: every row equals ptxas's own report of the shipped PTX, named
+/// for the package, the spilling kernels fail the gate (exit 1); `--arch` reaches the build
+/// script through `CUDA_COMPUTE_CAP`.
+#[test]
+fn ptx_in_out_dir_is_assembled_as_the_driver_would_and_equals_ptxas() {
+    let dir = work_dir("cli_build", "ptx");
+    let root = scratch_crate(&dir, "ptxcmd", PTX_BUILD_RS, "");
+    let (output, report) = build(&root, &["--arch", "sm_80"], &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let out = out_dir(&root, "debug", "ptxcmd");
+    let mut expected = hand_run_ptxas(&out.join("saxpy.ptx"), "sm_80");
+    expected.extend(hand_run_ptxas(&out.join("spills.ptx"), "sm_80"));
+    let rows = rows(&report);
+    assert_eq!(row_facts(&rows), expected);
+    assert!(rows
+        .iter()
+        .all(|row| row["crate"] == "ptxcmd" && row["arch"] == "sm_80"));
+    let spills = findings(&report, "spills");
+    assert_eq!(spills.len(), 2, "{report:#}");
+    assert!(spills
+        .iter()
+        .all(|f| f["level"] == "deny" && f["crate"] == "ptxcmd"));
+    assert!(
+        stderr(&output).contains("CUDA_COMPUTE_CAP=80"),
+        "{}",
+        stderr(&output)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A PTX module the build no longer makes (its source removed) is read and said to be stale,
+/// and its findings do not gate; a module kept by the current `ptx.rs` is not stale.
+#[test]
+fn a_module_left_by_an_earlier_build_is_named_and_does_not_gate() {
+    let dir = work_dir("cli_build", "stale");
+    let root = scratch_crate(&dir, "ptxstale", PTX_BUILD_RS, "");
+    let (first, _) = build(&root, &["--arch", "sm_80"], &[]);
+    assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
+    std::fs::remove_file(root.join("kernels/spills.cu")).unwrap();
+    let (output, report) = build(&root, &["--arch", "sm_80"], &[]);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("1 file(s) of OUT_DIR predate its build script's last run"),
+        "{text}"
+    );
+    assert!(text.contains("spills.ptx"), "{text}");
+    let spills = findings(&report, "spills");
+    assert_eq!(spills.len(), 2, "{report:#}");
+    for finding in spills {
+        assert_eq!(finding["level"], "warn");
+        let notes = finding["notes"].to_string();
+        assert!(
+            notes.contains("left in OUT_DIR by an earlier build"),
+            "{notes}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `cc` adds `-G` in a debug profile: the build says so and holds the findings back; the
+/// release build of the same crate gates on what ships, and its rows equal cuobjdump's.
+#[test]
+fn cc_debug_code_is_held_back_and_the_release_library_gates() {
+    let dir = work_dir("cli_build", "cc");
+    let root = scratch_crate(&dir, "ccstatic", CC_BUILD_RS, "cc = \"1\"\n");
+    let (debug, debug_report) = build(&root, &[], &[]);
+    let text = stderr(&debug);
+    assert_eq!(debug.status.code(), Some(0), "{text}");
+    assert!(text.contains("compiled for debugging (`nvcc -G`"), "{text}");
+    assert!(!rows(&debug_report).is_empty());
+    assert!(
+        findings(&debug_report, "spills").is_empty(),
+        "-G code does not spill here"
+    );
+
+    let (release, report) = build(&root, &["--", "--release"], &[]);
+    let text = stderr(&release);
+    assert_eq!(release.status.code(), Some(1), "{text}");
+    assert!(!text.contains("compiled for debugging"), "{text}");
+    let spills = findings(&report, "spills");
+    assert!(spills.iter().any(|f| f["level"] == "deny"), "{report:#}");
+    let library = out_dir(&root, "release", "ccstatic").join("libkernels.a");
+    let cuobjdump = nvcc().with_file_name("cuobjdump");
+    let output = Command::new(cuobjdump)
+        .arg("-res-usage")
+        .arg(&library)
+        .output()
+        .unwrap();
+    let listing = stdout(&output);
+    let mut expected = BTreeSet::new();
+    let mut function = None;
+    for line in listing.lines() {
+        if let Some(name) = line.trim().strip_prefix("Function ") {
+            function = Some(name.trim_end_matches(':').to_owned());
+        } else if let (Some(name), Some(rest)) = (&function, line.split("REG:").nth(1)) {
+            let registers = numbers_in(rest)[0];
+            expected.insert((name.clone(), registers));
+        }
+    }
+    let seen: BTreeSet<(String, u64)> = (rows(&report).iter())
+        .map(|row| {
+            (
+                row["name"].as_str().unwrap().to_owned(),
+                row["registers"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(seen, expected, "{listing}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// cudaforge's `sm_90a` PTX: assembled for sm_90a on its own GPU, and an `arch_specific_ptx`
+/// finding, which names a newer asked arch it cannot reach.
+#[test]
+fn arch_specific_ptx_is_a_finding_and_no_newer_row_is_claimed() {
+    let dir = work_dir("cli_build", "arch_specific");
+    let root = scratch_crate(&dir, "ptx90a", PTX_BUILD_RS, "");
+    std::fs::remove_file(root.join("kernels/spills.cu")).unwrap();
+    let vars = [("PTX_ARCH_SUFFIX", "a"), ("CUDA_COMPUTE_CAP", "90")];
+    let (output, report) = build(&root, &["--arch", "sm_90", "--arch", "sm_100"], &vars);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let rows = rows(&report);
+    assert_eq!(rows.len(), 1, "{report:#}");
+    assert_eq!(rows[0]["arch"], "sm_90");
+    let found = findings(&report, "arch_specific_ptx");
+    assert_eq!(found.len(), 1, "{report:#}");
+    let message = found[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("sm_90a only (kernel `saxpy`)"),
+        "{message}"
+    );
+    assert!(found[0]["notes"]
+        .to_string()
+        .contains("asked for sm_100: no row"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A build script that asks nvidia-smi fails without a GPU: a tool error naming `--arch`. With
+/// `--arch`, it builds (the variable it reads is set).
+#[test]
+fn a_build_script_that_wants_a_gpu_is_told_which_flag_to_pass() {
+    let dir = work_dir("cli_build", "gpu");
+    let root = scratch_crate(&dir, "wantsgpu", PTX_BUILD_RS, "");
+    let (output, _) = build(&root, &[], &[]);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert!(text.contains("`cargo build` failed"), "{text}");
+    assert!(text.contains("pass `--arch sm_XX`"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A workspace whose build scripts leave no device code is not a pass: exit 2, said.
+#[test]
+fn a_build_with_no_device_code_is_not_a_pass() {
+    let dir = work_dir("cli_build", "none");
+    let root = scratch_crate(&dir, "nokernels", "fn main() {}\n", "");
+    let (output, _) = build(&root, &[], &[]);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("no device code in the OUT_DIR of any package"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A lock blessed from one build compares equal with the same crate built in another target
+/// directory (the OUT_DIR's path differs, its package and files do not), and a kernel that
+/// changes is a finding against it.
+#[test]
+fn a_blessed_lock_holds_across_target_directories() {
+    let dir = work_dir("cli_build", "lock");
+    let root = scratch_crate(&dir, "ptxlock", PTX_BUILD_RS, "");
+    std::fs::remove_file(root.join("kernels/spills.cu")).unwrap();
+    let lock = dir.join("occupancy.lock");
+    let lock_arg = lock.to_str().unwrap();
+    let first_target = dir.join("target-a");
+    let vars = [("CARGO_TARGET_DIR", first_target.to_str().unwrap())];
+    let (blessed, _) = build(
+        &root,
+        &["--arch", "sm_80", "--lock", lock_arg, "--bless"],
+        &vars,
+    );
+    assert_eq!(blessed.status.code(), Some(0), "{}", stderr(&blessed));
+    let text = std::fs::read_to_string(&lock).unwrap();
+    assert!(text.contains("OUT_DIR(ptxlock)/saxpy.ptx"), "{text}");
+    assert!(!text.contains("target-a"), "{text}");
+
+    let second_target = dir.join("target-b");
+    let vars = [("CARGO_TARGET_DIR", second_target.to_str().unwrap())];
+    let (same, report) = build(&root, &["--arch", "sm_80", "--lock", lock_arg], &vars);
+    assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
+    assert!(findings(&report, "baseline_stale").is_empty(), "{report:#}");
+    assert!(findings(&report, "regression").is_empty(), "{report:#}");
+
+    let heavier = SAXPY.replace(
+        "a * x[i] + y[i]",
+        "a * x[i] + y[i] * sqrtf(x[i] * y[i] + a)",
+    );
+    std::fs::write(root.join("kernels/saxpy.cu"), heavier).unwrap();
+    let (changed, report) = build(&root, &["--arch", "sm_80", "--lock", lock_arg], &vars);
+    let seen = findings(&report, "baseline_stale").len() + findings(&report, "regression").len();
+    assert!(seen > 0, "{}\n{report:#}", stderr(&changed));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Kernel tables: the crate's `[package.metadata.occupancy.kernels."NAME"]` and `--kernel`
+/// patterns set the launch a kernel is checked at, the crate's table winning over the command
+/// line's of the same name; `--block` is the rest's.
+#[test]
+fn kernel_tables_of_the_crate_and_the_command_line_set_launches() {
+    let dir = work_dir("cli_build", "tables");
+    let root = scratch_crate(&dir, "ptxtables", PTX_BUILD_RS, "");
+    let manifest = root.join("Cargo.toml");
+    let mut text = std::fs::read_to_string(&manifest).unwrap();
+    text.push_str("\n[package.metadata.occupancy.kernels.saxpy]\nblock = 1024\n");
+    std::fs::write(&manifest, text).unwrap();
+    let args = [
+        "--arch",
+        "sm_80",
+        "--allow",
+        "spills",
+        "--block",
+        "96",
+        "--kernel",
+        "saxpy:block=32",
+        "--kernel",
+        "unbounded_*:block=64,dynamic_smem=2048",
+    ];
+    let (output, report) = build(&root, &args, &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let launch_of = |name: &str| {
+        let row = rows(&report)
+            .into_iter()
+            .find(|row| row["name"] == name)
+            .unwrap()
+            .clone();
+        (
+            row["block"].as_u64().unwrap(),
+            row["dynamic_smem_bytes"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!(launch_of("saxpy"), (1024, 0));
+    assert_eq!(launch_of("unbounded_window_sum"), (64, 2048));
+    assert_eq!(
+        launch_of("_ZN6corpus6spills10window_sumILi3EEEvPfPKf"),
+        (96, 0)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A package whose build already runs occupancy-build (its `OUT_DIR/occupancy.json`) is not
+/// read twice: its own report is taken in, its PTX not assembled again; a report that says its
+/// checks were skipped is said, and is no pass.
+#[test]
+fn a_package_checked_by_its_own_build_is_taken_in_not_read_twice() {
+    let dir = work_dir("cli_build", "own");
+    let own_build_rs = r#"
+fn main() {
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    std::fs::write(out.join("k.ptx"), "//\n.version 9.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\nret;\n}\n").unwrap();
+    std::fs::write(out.join("occupancy.json"), std::env::var("OWN_REPORT").unwrap()).unwrap();
+    println!("cargo:rerun-if-env-changed=OWN_REPORT");
+}
+"#;
+    let root = scratch_crate(&dir, "ownbuild", own_build_rs, "");
+    // What the package's own build reported: `check`'s report of the same PTX, its registers
+    // changed, so that a row assembled again here would show.
+    let ptx = dir.join("k.ptx");
+    std::fs::write(
+        &ptx,
+        ".version 9.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\nret;\n}\n",
+    )
+    .unwrap();
+    let checked = binary()
+        .args(["occupancy", "check", "--json", "--arch", "sm_80"])
+        .arg(&ptx)
+        .env("NVCC", nvcc())
+        .output()
+        .unwrap();
+    let mut own: Value = serde_json::from_str(&stdout(&checked)).unwrap();
+    own["crate"] = "ownbuild".into();
+    own["kernels"][0]["registers"] = 99.into();
+    let report = own.to_string();
+    let (output, json) = build(&root, &[], &[("OWN_REPORT", &report)]);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("checked by their own occupancy-build: ownbuild"),
+        "{text}"
+    );
+    assert_eq!(rows(&json).len(), 1, "{json:#}");
+    assert_eq!(
+        rows(&json)[0]["registers"],
+        99,
+        "the report's row, not a new assembly"
+    );
+
+    own["skipped"] = "OCCUPANCY_SKIP=1".into();
+    own["kernels"] = Value::Array(Vec::new());
+    let skipped = own.to_string();
+    let (output, _) = build(&root, &[], &[("OWN_REPORT", &skipped)]);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("skipped its checks (OCCUPANCY_SKIP=1)"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""The crater of `cargo occupancy build`: public crates with CUDA kernels built as they are.
+
+    source <(scripts/setup-cuda.sh --env)
+    cargo build --release -p cargo-occupancy
+    scripts/crater.py [--only NAME,...] [--work DIR] [--arch sm_90]
+
+Per crate (pinned from crates.io; their code is downloaded by cargo into the work directory,
+never committed): a harness package depending on it, with the crate's features, is built
+twice side by side into one fresh target directory:
+
+1. `cargo build --release` (the plain build; its wall time);
+2. `cargo occupancy build --json --arch ARCH -- --release` on the same target (cargo finds
+   everything fresh, so its wall time is what the tool adds: reading OUT_DIRs and checking).
+
+Then every row is compared with an independent reading of the same file: a hand-run
+`ptxas -arch=... -v` on a PTX module, `cuobjdump -res-usage` on a binary (registers, and the
+spill columns where cuobjdump prints them). Prints one Markdown table row per crate (what
+docs/crater.md keeps) and writes the JSON reports under the work directory. Nothing here runs
+in CI: it downloads crates and takes its own time (see docs/crater.md for how long).
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# name, version, features, extra environment, what it exercises.
+CRATES = [
+    ("cudarc", "=0.19.10", ["cuda-version-from-build-system"], {}, "negative control: CUDA bindings, no kernels"),
+    ("candle-kernels", "=0.9.1", [], {}, "bindgen_cuda: PTX modules into OUT_DIR"),
+    ("sppark", "=0.1.16", ["cuda"], {}, "cc CUDA mode, host-only code (0 kernels expected)"),
+    ("risc0-sys", "=1.5.0", ["cuda"], {"NVCC_APPEND_FLAGS": "-arch=sm_90", "CUDA_LIBRARY_PATH": "{lib64_root}"}, "cc CUDA mode (--device-c, dlink) into a static library"),
+    ("dfdx", "=0.13.0", ["cuda"], {}, "direct nvcc --ptx Command; asks nvidia-smi always"),
+    ("candle-kernels", "=0.10.2", [], {}, "cudaforge: sm_90a PTX and a static library"),
+    ("bellperson", "=0.26.0", ["cuda"], {"EC_GPU_CUDA_NVCC_ARGS": "--fatbin --gpu-architecture=sm_90 --generate-code=arch=compute_90,code=sm_90"}, "ec-gpu-gen: a generated fatbin"),
+    ("openvm-cuda-backend", "=2.0.1", [], {}, "openvm-cuda-builder over cc (CUDA_ARCH)"),
+    ("mistralrs-paged-attn", "=0.8.1", ["cuda"], {}, "cudaforge static library, sm_90a"),
+    ("pasta-msm", "=0.1.5", [], {}, "sppark-based prover crate (cc, fixed archs)"),
+    # cudarc 0.16 (under candle-core 0.9) knows no CUDA 13 and is told 12.9: its host bindings
+    # only, no kernel is built by it.
+    ("candle-layer-norm", "=0.0.1", [], {"CUDARC_CUDA_VERSION": "12090"}, "direct nvcc Command into a static library", ['candle-core = { version = "=0.9.1", features = ["cuda"] }']),
+    ("candle-rotary", "=0.0.1", [], {"CUDARC_CUDA_VERSION": "12090"}, "bindgen_cuda build_lib: a static library", ['candle-core = { version = "=0.9.1", features = ["cuda"] }']),
+    ("whisper-rs-sys", "=0.15.0", ["cuda"], {"CMAKE_CUDA_ARCHITECTURES": "90-real", "WHISPER_DONT_GENERATE_BINDINGS": "1"}, "cmake-rs (ggml-cuda)"),
+    ("llama-cpp-sys-2", "=0.1.161", ["cuda"], {"CMAKE_CUDA_ARCHITECTURES": "90-real", "GGML_CUDA_FA": "OFF"}, "cmake-rs (ggml-cuda)"),
+]
+
+
+def lib64_root(work):
+    """A directory whose `lib64` is the toolkit's libraries: what find_cuda_helper (cust_raw,
+    under risc0) looks for under CUDA_LIBRARY_PATH; the wheels install them in `lib`."""
+    root = Path(work) / "cuda-lib64-root"
+    root.mkdir(exist_ok=True)
+    link = root / "lib64"
+    if not link.exists():
+        link.symlink_to(Path(os.environ["CUDA_HOME"]) / "lib")
+    return str(root)
+
+
+def run(command, env, cwd, log):
+    started = time.monotonic()
+    with open(log, "wb") as out:
+        status = subprocess.run(command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=out)
+    return status, time.monotonic() - started
+
+
+def harness(work, name, version, features, pins=()):
+    package = work / f"harness-{name}-{version.strip('=')}"
+    (package / "src").mkdir(parents=True, exist_ok=True)
+    feats = ", ".join(f'"{f}"' for f in features)
+    (package / "Cargo.toml").write_text(
+        f'[package]\nname = "harness"\nversion = "0.0.0"\nedition = "2021"\npublish = false\n\n'
+        f'[workspace]\n\n[dependencies]\n"{name}" = {{ version = "{version}", features = [{feats}] }}\n'
+        + "".join(f"{pin}\n" for pin in pins)
+    )
+    (package / "src" / "lib.rs").write_text("")
+    return package
+
+
+def ptxas_facts(ptx, arch):
+    ptxas = Path(os.environ["CUDA_HOME"]) / "bin" / "ptxas"
+    out = subprocess.run([str(ptxas), f"-arch={arch}", "-v", str(ptx), "-o", "/dev/null"],
+                         capture_output=True, text=True)
+    facts, name = {}, None
+    for line in out.stderr.splitlines():
+        m = re.search(r"Compiling entry function '([^']+)'", line)
+        if m:
+            name = m.group(1)
+            facts[name] = {"spill_store_bytes": 0, "spill_load_bytes": 0}
+        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m and name:
+            facts[name]["spill_store_bytes"] = int(m.group(1))
+            facts[name]["spill_load_bytes"] = int(m.group(2))
+        m = re.search(r"Used (\d+) registers", line)
+        if m and name:
+            facts[name]["registers"] = int(m.group(1))
+    return facts
+
+
+def cuobjdump_facts(binary):
+    cuobjdump = Path(os.environ["CUDA_HOME"]) / "bin" / "cuobjdump"
+    out = subprocess.run([str(cuobjdump), "-res-usage", str(binary)], capture_output=True, text=True)
+    facts, name = {}, None
+    for line in out.stdout.splitlines():
+        m = re.match(r"\s*Function (\S+):", line)
+        if m:
+            name = m.group(1)
+            continue
+        m = re.search(r"REG:(\d+)", line)
+        if m and name:
+            facts.setdefault(name, set()).add(int(m.group(1)))
+    return facts
+
+
+def embedded_ptx_facts(binary, arch):
+    """ptxas's facts for `arch` of every PTX module `cuobjdump -xptx all` takes out of `binary`."""
+    import tempfile
+    cuobjdump = Path(os.environ["CUDA_HOME"]) / "bin" / "cuobjdump"
+    facts = {}
+    with tempfile.TemporaryDirectory() as work:
+        subprocess.run([str(cuobjdump), "-xptx", "all", str(Path(binary).resolve())], cwd=work,
+                       capture_output=True)
+        for ptx in sorted(Path(work).glob("*.ptx")):
+            facts.update(ptxas_facts(ptx, arch))
+    return facts
+
+
+def differences(report, cwd, arch):
+    """Rows whose registers (and spills, for PTX) differ from the independent reading."""
+    diffs, compared, cache = [], 0, {}
+    for row in report.get("kernels", []):
+        if not row.get("entry"):
+            continue
+        path = row.get("source", {}).get("path", "")
+        file = path.split("(")[0].split(" ")[0]
+        file = Path(file) if Path(file).is_absolute() else Path(cwd) / file
+        if path.endswith(".ptx") or file.suffix == ".ptx":
+            target = row.get("ptx_target") or arch
+            key = (file, row["arch"])
+            if key not in cache:
+                text = file.read_text(errors="replace")
+                m = re.search(r"^\s*\.target\s+(\w+)", text, re.M)
+                assemble = m.group(1) if m and m.group(1).endswith("a") else row["arch"]
+                cache[key] = ptxas_facts(file, assemble)
+            want = cache[key].get(row["name"])
+            got = {k: row[k] for k in ("registers", "spill_store_bytes", "spill_load_bytes")}
+            compared += 1
+            if want != got:
+                diffs.append((row["name"], row["arch"], want, got))
+        elif "assembled for" in path and file.exists():
+            # Embedded PTX the driver would JIT for this arch: the PTX taken out with
+            # `cuobjdump -xptx`, assembled by hand for the row's arch.
+            key = (file, "ptx", row["arch"])
+            if key not in cache:
+                cache[key] = embedded_ptx_facts(file, row["arch"])
+            want = cache[key].get(row["name"])
+            got = {k: row[k] for k in ("registers", "spill_store_bytes", "spill_load_bytes")}
+            compared += 1
+            if want != got:
+                diffs.append((row["name"], row["arch"], want, got))
+        elif file.exists():
+            if file not in cache:
+                cache[file] = cuobjdump_facts(file)
+            want = cache[file].get(row["name"], set())
+            compared += 1
+            if row["registers"] not in want:
+                diffs.append((row["name"], row["arch"], sorted(want), row["registers"]))
+    return compared, diffs
+
+
+def crater_one(args, entry, tool):
+    name, version, features, extra, what = entry[:5]
+    pins = entry[5] if len(entry) > 5 else ()
+    package = harness(Path(args.work), name, version, features, pins)
+    target = package / "target"
+    shutil.rmtree(target, ignore_errors=True)
+    extra = {k: v.replace("{lib64_root}", lib64_root(args.work)) for k, v in extra.items()}
+    env = dict(os.environ, CARGO_TARGET_DIR=str(target), **extra)
+    # The tool runs as a user would run it: it sets what the builders need itself.
+    tool_env = dict(env)
+    # The plain build gets what `cargo occupancy build --arch` gives the builders (the same
+    # code is built twice): the arch variables, CUDA_PATH for a wheel-installed toolkit, and
+    # an nvidia-smi that answers the compute capability on a machine without a GPU.
+    number = args.arch.removeprefix("sm_").rstrip("a")
+    env.setdefault("CUDA_COMPUTE_CAP", number)
+    env.setdefault("CUDA_ARCH", number)
+    env.setdefault("CUDAARCHS", number)
+    env.setdefault("CMAKE_CUDA_ARCHITECTURES", number)
+    if "CUDA_HOME" in env and not any(k in env for k in ("CUDA_PATH", "CUDA_ROOT", "CUDA_TOOLKIT_ROOT_DIR")):
+        env["CUDA_PATH"] = env["CUDA_HOME"]
+    if shutil.which("nvidia-smi") is None:
+        shim = Path(args.work) / "nvidia-smi-shim"
+        shim.mkdir(exist_ok=True)
+        cap = f"{int(number) // 10}.{int(number) % 10}"
+        (shim / "nvidia-smi").write_text(
+            "#!/bin/sh\ncase \"$*\" in *compute_cap*) case \"$*\" in *noheader*) ;; *) echo compute_cap;; esac\n"
+            f"echo {cap}; exit 0;; esac\nexit 9\n")
+        (shim / "nvidia-smi").chmod(0o755)
+        env["PATH"] = f"{shim}:{env['PATH']}"
+    plain_env = env
+    plain, plain_s = run(["cargo", "build", "--release"], plain_env, package, package / "plain.log")
+    if plain.returncode != 0:
+        return f"| {name} {version} | {what} | not built: plain `cargo build --release` failed (see {package}/plain.log) | | | | |"
+    checked, tool_s = run([str(tool), "occupancy", "build", "--json", "--arch", args.arch, "--", "--release"],
+                          tool_env, package, package / "occupancy.log")
+    (package / "report.json").write_bytes(checked.stdout)
+    try:
+        report = json.loads(checked.stdout or b"{}")
+    except json.JSONDecodeError:
+        report = {}
+    rows = [r for r in report.get("kernels", []) if r.get("entry")]
+    kernels = {r["name"] for r in rows}
+    archs = sorted({r["arch"] for r in rows})
+    findings = {}
+    for f in report.get("findings", []):
+        findings[f"{f['lint']}:{f['level']}"] = findings.get(f"{f['lint']}:{f['level']}", 0) + 1
+    compared, diffs = differences(report, package, args.arch)
+    if diffs:
+        (package / "diffs.json").write_text(json.dumps(diffs, indent=1, default=list))
+    said = " ".join(f"{k}×{v}" for k, v in sorted(findings.items())) or "none"
+    return (f"| {name} {version} | {what} | exit {checked.returncode} | {len(kernels)} × {', '.join(archs) or '-'} "
+            f"| {len(diffs)} of {compared} | {said} | {plain_s:.0f} s + {tool_s:.1f} s ({100 * tool_s / plain_s:.1f}%) |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", help="comma-separated crate names")
+    parser.add_argument("--work", default=str(ROOT / "target" / "crater"))
+    parser.add_argument("--arch", default="sm_90")
+    parser.add_argument("--tool", default=str(ROOT / "target" / "release" / "cargo-occupancy"),
+                        help="the cargo-occupancy binary (default: the release build)")
+    args = parser.parse_args()
+    tool = Path(args.tool)
+    if not tool.exists():
+        sys.exit(f"{tool} does not exist: cargo build --release -p cargo-occupancy")
+    Path(args.work).mkdir(parents=True, exist_ok=True)
+    print("| crate | builder | `cargo occupancy build` | kernels × archs | rows ≠ independent reading | findings | plain build + tool (added) |")
+    print("|---|---|---|---|---|---|---|")
+    only = set(args.only.split(",")) if args.only else None
+    for entry in CRATES:
+        if only is None or entry[0] in only or f"{entry[0]}{entry[1]}" in only:
+            print(crater_one(args, entry, tool), flush=True)
+
+
+if __name__ == "__main__":
+    main()
