@@ -936,3 +936,81 @@ fn a_wheel_s_ptx_member_yields_its_kernels() {
     );
     assert!(said.contains("(k/kernels/k.ptx): "), "{said}");
 }
+
+/// Issue #33, item 4: cuobjdump 13.x refuses some fatbins of CUDA 12.1 libraries ("Invalid
+/// ELF": bitsandbytes 0.50.2's `libbitsandbytes_cuda121.so`), though each entry is a plain
+/// cubin. Such a fatbin is read entry by entry here, with the rows the real cuobjdump gives; a
+/// compressed entry, which only cuobjdump decompresses, is an error naming its arch. A
+/// cuobjdump that refuses every fatbin stands in for the old libraries.
+#[test]
+fn a_fatbin_cuobjdump_refuses_is_read_entry_by_entry_with_the_same_rows() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = work_dir("check-binary", "refused-fatbin");
+    let plain = dir.join("plain.fatbin");
+    let gencode = [
+        "-gencode",
+        "arch=compute_80,code=sm_80",
+        "-gencode",
+        "arch=compute_90,code=sm_90",
+    ];
+    let mut flags = vec!["-fatbin", "--no-compress"];
+    flags.extend(gencode);
+    compile_spills(&flags, &plain);
+    let (code, expected, said) = check_in(&dir, &[plain.as_os_str()]);
+    assert_eq!(code, Some(1), "{said}");
+    let refusing = dir.join("refusing-cuobjdump");
+    std::fs::write(
+        &refusing,
+        "#!/bin/sh\necho \"cuobjdump fatal   : Invalid ELF in '$3'\" >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&refusing, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = |path: &Path| {
+        let output = binary()
+            .args(["occupancy", "check", "--json"])
+            .arg(path)
+            .env("OCCUPANCY_CUOBJDUMP", &refusing)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap_or_default();
+        (output.status.code(), report, stderr(&output))
+    };
+    let (code, report, said) = run(&plain);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("its 2 entries were read from the fatbin itself"),
+        "{said}"
+    );
+    let fields = [
+        "registers",
+        "spill_store_bytes",
+        "spill_load_bytes",
+        "stack_frame_bytes",
+        "static_smem_bytes",
+    ];
+    let facts = |report: &serde_json::Value| -> BTreeMap<(String, String), Vec<serde_json::Value>> {
+        entry_rows(report)
+            .into_iter()
+            .map(|(key, row)| {
+                (
+                    key,
+                    fields.iter().map(|field| row[*field].clone()).collect(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(facts(&report), facts(&expected));
+    assert_eq!(facts(&report).len(), 6, "3 kernels on 2 archs");
+
+    let compressed = dir.join("compressed.fatbin");
+    let mut flags = vec!["-fatbin", "-Xfatbin", "-compress-all"];
+    flags.extend(gencode);
+    compile_spills(&flags, &compressed);
+    let (code, _, said) = run(&compressed);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("its entries for sm_80, sm_90 are compressed"),
+        "{said}"
+    );
+}

@@ -276,23 +276,7 @@ fn check_package(
 ) -> Result<(), CliError> {
     let own_report = package.out_dir.join("occupancy.json");
     if own_report.is_file() {
-        let report = read_own_report(&own_report)?;
-        if let Some(why) = &report.failed {
-            return Err(CliError::CouldNotCheck(format!(
-                "the occupancy-build of `{}` failed ({why}), though cargo built it: nothing of it was checked",
-                package.name
-            )));
-        }
-        if let Some(why) = &report.skipped {
-            eprintln!(
-                "warning: `{}`: its occupancy-build skipped its checks ({why}): nothing of it was checked",
-                package.name
-            );
-            return Ok(());
-        }
-        summary.own_builds.push(package.name.clone());
-        summary.rows_or_findings += report.kernels.len() + report.findings.len();
-        return stream.add_report(&report);
+        return take_own_report(package, &own_report, summary, stream);
     }
     let found = products::find(package).map_err(|error| {
         CliError::CouldNotCheck(format!(
@@ -318,24 +302,7 @@ fn check_package(
     let groups = group(args, package, &found.products, &archs);
     let mut debug_rows = 0;
     for (key, inputs) in &groups {
-        let owner = Owner {
-            crate_name: Some(package.name.clone()),
-            held_back: key.stale.then(|| STALE.to_owned()),
-            hold_back_debug_code: !args.debug_code,
-            debug_rows: std::cell::Cell::new(0),
-            launch_tables: launch_tables(args, &settings),
-            lock_prefix: Some((
-                occupancy_build::cli::shown_path(&relative(&package.out_dir)),
-                format!("OUT_DIR({})", package.name),
-            )),
-        };
-        let owner = match (key.debug, args.debug_code, &owner.held_back) {
-            (true, false, None) => Owner {
-                held_back: Some(check::DEBUG_CODE.to_owned()),
-                ..owner
-            },
-            _ => owner,
-        };
+        let owner = owner_of(args, package, &settings, key);
         let group_args = check_args(args, key.archs.clone(), block);
         let selected = Selected {
             inputs,
@@ -373,6 +340,59 @@ fn say_debug_code(package: &BuiltPackage, count: usize, gated: bool) {
         "warning: `{}`: {count} kernel row(s)/module(s) of code compiled for debugging (`nvcc -G`, which `cc` adds in a debug profile): not what a release build ships; {what}",
         package.name
     );
+}
+
+/// A package built through occupancy-build: its own report taken in, unless its build failed
+/// (an error) or skipped its checks (said; nothing of it counts as checked).
+fn take_own_report(
+    package: &BuiltPackage,
+    path: &Path,
+    summary: &mut Summary,
+    stream: &mut ReportStream,
+) -> Result<(), CliError> {
+    let report = read_own_report(path)?;
+    if let Some(why) = &report.failed {
+        return Err(CliError::CouldNotCheck(format!(
+            "the occupancy-build of `{}` failed ({why}), though cargo built it: nothing of it was checked",
+            package.name
+        )));
+    }
+    if let Some(why) = &report.skipped {
+        eprintln!(
+            "warning: `{}`: its occupancy-build skipped its checks ({why}): nothing of it was checked",
+            package.name
+        );
+        return Ok(());
+    }
+    summary.own_builds.push(package.name.clone());
+    summary.rows_or_findings += report.kernels.len() + report.findings.len();
+    stream.add_report(&report)
+}
+
+/// Who shipped a group of a package's products: the package, why its findings are held back
+/// (stale files; `-G` code unless `--debug-code`), its kernel tables and its lock prefix.
+fn owner_of(
+    args: &Args,
+    package: &BuiltPackage,
+    settings: &OccupancySettings,
+    key: &GroupKey,
+) -> Owner {
+    let held_back = match (key.stale, key.debug) {
+        (true, _) => Some(STALE.to_owned()),
+        (false, true) => Some(check::DEBUG_CODE.to_owned()),
+        (false, false) => None,
+    };
+    Owner {
+        crate_name: Some(package.name.clone()),
+        held_back,
+        hold_back_debug_code: !args.debug_code,
+        debug_rows: std::cell::Cell::new(0),
+        launch_tables: launch_tables(args, settings),
+        lock_prefix: Some((
+            occupancy_build::cli::shown_path(&relative(&package.out_dir)),
+            format!("OUT_DIR({})", package.name),
+        )),
+    }
 }
 
 fn read_own_report(path: &Path) -> Result<Report, CliError> {

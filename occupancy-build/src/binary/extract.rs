@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use occupancy_core::ptxas::{parse_log, parse_ptx_directives, PtxEntry};
 
 use super::archive::{self, Archive};
+use super::entries::EntryKind;
 use super::fatbin;
 use super::{BinaryKernel, BinaryKind, BinaryTools, Found, SpillEvidence};
 use crate::cubin::CodeMarks;
@@ -239,7 +240,12 @@ impl Reader<'_, '_, '_> {
                 ptx: blob.ptx,
                 known: true,
             };
-            any |= self.extract(&input, origin, &dir, holds)?;
+            any |= match self.extract(&input, origin, &dir, holds) {
+                Err(Error::UnreadableBinary { reason, .. }) if reason.starts_with("cuobjdump ") => {
+                    self.own_entries(&input, origin, &dir, &reason)?
+                }
+                read => read?,
+            };
             if !whole {
                 let _ = std::fs::remove_file(&input);
             }
@@ -335,6 +341,68 @@ impl Reader<'_, '_, '_> {
             path: self.container.to_path_buf(),
             reason: format!("{origin}: {why}"),
         }
+    }
+
+    /// A fatbin cuobjdump refused (`refusal`, its words) read here, entry by entry
+    /// (`super::entries`): each uncompressed cubin by the cubin reader, each uncompressed PTX
+    /// module kept for [`assemble`]. A compressed entry only cuobjdump could read is the error,
+    /// naming its arch. Whether it held device code.
+    fn own_entries(
+        &mut self,
+        fatbin: &Path,
+        origin: &str,
+        work: &Path,
+        refusal: &str,
+    ) -> Result<bool, Error> {
+        let bytes = std::fs::read(fatbin).map_err(|error| Error::Io {
+            path: fatbin.to_path_buf(),
+            error,
+        })?;
+        let entries = super::entries::entries(&bytes).map_err(|why| {
+            self.unread(
+                origin,
+                format!("{refusal}; and its entries cannot be read here either: {why}"),
+            )
+        })?;
+        let compressed: Vec<String> = (entries.iter())
+            .filter(|entry| entry.compressed && entry.kind != EntryKind::Other(8))
+            .map(super::entries::Entry::arch)
+            .collect();
+        if !compressed.is_empty() {
+            return Err(self.unread(origin, format!("{refusal}; its entries for {} are compressed, which only cuobjdump reads, so their kernels were not read", compressed.join(", "))));
+        }
+        let mut read = 0;
+        for (index, entry) in entries.iter().enumerate() {
+            let payload = &mut &bytes[entry.payload.clone()];
+            let origin = format!("{origin} entry {index}");
+            match entry.kind {
+                EntryKind::Cubin => {
+                    let path = work.join(format!("entry{index}.sm_{}.cubin", entry.sm));
+                    write_new(&path, payload)?;
+                    self.found.cubin(&path, &origin)?;
+                    let _ = std::fs::remove_file(&path);
+                }
+                EntryKind::Ptx => {
+                    let path = work.join(format!("entry{index}.compute_{}.ptx", entry.sm));
+                    write_new(&path, payload)?;
+                    let text = String::from_utf8_lossy(&bytes[entry.payload.clone()]);
+                    let target = ptx_target(&text)
+                        .ok_or_else(|| self.unread(&origin, "its PTX has no `.target`".into()))?;
+                    let (virtual_arch, debug) = (target.arch, target.debug);
+                    self.ptx.push(EmbeddedPtx {
+                        path,
+                        origin,
+                        virtual_arch,
+                        debug,
+                    });
+                }
+                EntryKind::Other(_) => continue,
+            }
+            read += 1;
+        }
+        let refused = refusal.lines().last().unwrap_or(refusal).trim();
+        self.found.notes.push(format!("{origin}: cuobjdump refused it ({refused}); its {read} entries were read from the fatbin itself"));
+        Ok(read > 0)
     }
 
     /// Reads the cubins cuobjdump's `listing` names in `work`, each deleted once read; how many.

@@ -16,6 +16,7 @@
 //! member by member, a host ELF's `.nv_fatbin` fatbin by fatbin: `fatbin.rs`, `archive.rs`).
 
 mod archive;
+mod entries;
 mod extract;
 pub use extract::{can_jit, ptx_target, PtxTarget};
 mod fatbin;
