@@ -278,6 +278,21 @@ fn cc_debug_code_is_held_back_and_the_release_library_gates() {
             expected.insert((name.clone(), registers));
         }
     }
+    // cc compiles with -rdc and device-links: the linked `kernels_dlink.o` is read, not the
+    // relocatable objects beside it, so each kernel x arch is one row.
+    let keys: Vec<(&str, &str)> = (rows(&report).iter())
+        .map(|row| (row["name"].as_str().unwrap(), row["arch"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        keys.len(),
+        keys.iter().collect::<BTreeSet<_>>().len(),
+        "{keys:?}"
+    );
+    assert_eq!(keys.len(), 4, "{keys:?}");
+    assert!(
+        text.contains("relocatable (-rdc) cubin(s) passed over"),
+        "{text}"
+    );
     let seen: BTreeSet<(String, u64)> = (rows(&report).iter())
         .map(|row| {
             (

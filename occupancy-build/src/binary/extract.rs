@@ -168,6 +168,8 @@ pub fn container(
         tools,
         found: &mut *found,
         ptx,
+        linked_archive: false,
+        relocatable_passed_over: 0,
     };
     if !reader.device_code(path, shown, work)? {
         found.notes.push(format!("{shown}: holds no device code"));
@@ -184,6 +186,12 @@ struct Reader<'a, 'b, 's> {
     tools: &'a BinaryTools,
     found: &'a mut Found<'b, 's>,
     ptx: &'a mut Vec<EmbeddedPtx>,
+    /// Within an archive that holds a device-linked object (cc's `<lib>_dlink.o`): the
+    /// relocatable (`-rdc`) cubins of its other members are passed over, since the linked cubin
+    /// holds their kernels as the driver loads them (their registers counted over the call
+    /// graph nvlink resolved); how many were.
+    linked_archive: bool,
+    relocatable_passed_over: usize,
 }
 
 impl Reader<'_, '_, '_> {
@@ -265,6 +273,9 @@ impl Reader<'_, '_, '_> {
             path: path.to_path_buf(),
             error,
         })?;
+        let device_link = device_link_member(path).map_err(unreadable)?;
+        let outer = (self.linked_archive, self.relocatable_passed_over);
+        (self.linked_archive, self.relocatable_passed_over) = (device_link.is_some(), 0);
         let mut archive = Archive::new(std::io::BufReader::new(file)).map_err(unreadable)?;
         let (mut any, mut index) = (false, 0usize);
         while let Some(name) = archive.next_member().map_err(unreadable)? {
@@ -280,7 +291,7 @@ impl Reader<'_, '_, '_> {
             })?;
             any |= match kind {
                 Some(BinaryKind::Cubin) => {
-                    self.found.cubin(&copy, &origin)?;
+                    self.cubin(&copy, &origin)?;
                     true
                 }
                 Some(BinaryKind::Container) => self.device_code(&copy, &origin, &dir)?,
@@ -288,7 +299,21 @@ impl Reader<'_, '_, '_> {
             };
             let _ = std::fs::remove_file(&copy);
         }
+        if let (Some(link), passed @ 1..) = (device_link, self.relocatable_passed_over) {
+            self.found.notes.push(format!("{origin}: {passed} relocatable (-rdc) cubin(s) passed over: the device-linked {link} holds their kernels as the driver loads them"));
+        }
+        (self.linked_archive, self.relocatable_passed_over) = outer;
         Ok(any)
+    }
+
+    /// The cubin at `path`, read unless it is a relocatable one an archive's device-linked
+    /// object supersedes.
+    fn cubin(&mut self, path: &Path, origin: &str) -> Result<(), Error> {
+        if self.linked_archive && is_relocatable(path)? {
+            self.relocatable_passed_over += 1;
+            return Ok(());
+        }
+        self.found.cubin(path, origin)
     }
 
     /// Runs cuobjdump on `input` in `work`: `-xelf all` and `-xptx all`, as `holds` asks.
@@ -379,7 +404,7 @@ impl Reader<'_, '_, '_> {
                 EntryKind::Cubin => {
                     let path = work.join(format!("entry{index}.sm_{}.cubin", entry.sm));
                     write_new(&path, payload)?;
-                    self.found.cubin(&path, &origin)?;
+                    self.cubin(&path, &origin)?;
                     let _ = std::fs::remove_file(&path);
                 }
                 EntryKind::Ptx => {
@@ -412,7 +437,7 @@ impl Reader<'_, '_, '_> {
             let origin = member
                 .as_ref()
                 .map_or_else(|| origin.to_owned(), |m| format!("{origin}({m})"));
-            self.found.cubin(&work.join(file), &origin)?;
+            self.cubin(&work.join(file), &origin)?;
             let _ = std::fs::remove_file(work.join(file));
         }
         Ok(files.len())
@@ -444,6 +469,33 @@ impl Reader<'_, '_, '_> {
         }
         Ok(files.len())
     }
+}
+
+/// The member of the archive at `path` that is a device-link object (cc's `<lib>_dlink.o`,
+/// CMake's `cmake_device_link.o`), read from the member names alone.
+fn device_link_member(path: &Path) -> std::io::Result<Option<String>> {
+    let file = std::fs::File::open(path)?;
+    let mut archive = Archive::new(std::io::BufReader::new(file))?;
+    while let Some(name) = archive.next_member()? {
+        if name.ends_with("_dlink.o") || name.contains("device_link") {
+            return Ok(Some(name));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether the cubin at `path` is relocatable (`ET_REL`: compiled with `-rdc`, not linked).
+fn is_relocatable(path: &Path) -> Result<bool, Error> {
+    let mut head = [0u8; 18];
+    let mut file = std::fs::File::open(path).map_err(|error| Error::Io {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    let filled = super::read_full(&mut file, &mut head).map_err(|error| Error::Io {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    Ok(filled == 18 && u16::from_le_bytes([head[16], head[17]]) == 1)
 }
 
 /// What a fatbin's entries say it holds, or, not `known`, a file cuobjdump reads whole.
