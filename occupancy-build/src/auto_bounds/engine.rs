@@ -494,6 +494,7 @@ fn choose_group(
                 knob: request.knob,
                 chosen: choice.chosen,
                 reason: choice.reason.clone(),
+                decided_by: choice.decided_by,
                 loop_growth_percent: objective.loop_growth_percent,
                 shared_with: archs
                     .iter()
