@@ -77,21 +77,9 @@ struct Register {
   VARIANT_B(N, T, 31) VARIANT_B(N, T, 32)
 
 // Every B up to the 2048 threads and 32 block slots an SM of sm_80/sm_90 holds.
-// Under AUTOBOUNDS_TUNE (combine.py's `cargo occupancy tune`, never on the GPU) each kernel also
-// has `<kernel>_auto`, which takes its bound from `OCCUPANCY_BOUNDS_<kernel>_auto` as a crate's
-// kernel does: tune compiles the source once per candidate bound with a header that defines it,
-// so each candidate is the code nvcc's front end makes under that bound (issue #34).
-#ifdef AUTOBOUNDS_TUNE
-#include "occupancy_bounds.h"
-#define VARIANT_AUTO(NAME)                                                    \
-  extern "C" __global__ void OCCUPANCY_BOUNDS_##NAME##_auto NAME##_auto(Args a) { NAME##_body(a); }
-#else
-#define VARIANT_AUTO(NAME)
-#endif
-
-#define KERNEL_256(N) VARIANT_BARE(N) VARIANT_LB(N, 256) B_UP_TO_8(N, 256) VARIANT_AUTO(N)
-#define KERNEL_128(N) VARIANT_BARE(N) VARIANT_LB(N, 128) B_UP_TO_16(N, 128) VARIANT_AUTO(N)
-#define KERNEL_64(N) VARIANT_BARE(N) VARIANT_LB(N, 64) B_UP_TO_32(N, 64) VARIANT_AUTO(N)
+#define KERNEL_256(N) VARIANT_BARE(N) VARIANT_LB(N, 256) B_UP_TO_8(N, 256)
+#define KERNEL_128(N) VARIANT_BARE(N) VARIANT_LB(N, 128) B_UP_TO_16(N, 128)
+#define KERNEL_64(N) VARIANT_BARE(N) VARIANT_LB(N, 64) B_UP_TO_32(N, 64)
 
 #ifdef AUTOBOUNDS_HELDOUT
 // The held-out corpus (scripts/gpu-autobounds.sh with OCCUPANCY_AUTOBOUNDS_SET=heldout).
@@ -99,6 +87,9 @@ struct Register {
 #elif defined(AUTOBOUNDS_PUBLIC)
 // The public-code corpus of issue #34 (OCCUPANCY_AUTOBOUNDS_SET=public).
 #include "public.cuh"
+#elif defined(AUTOBOUNDS_HELDOUT2)
+// Issue #34's second held-out corpus (OCCUPANCY_AUTOBOUNDS_SET=heldout2).
+#include "heldout2.cuh"
 #else
 KERNEL_256(stream_triad)
 KERNEL_256(gather_chase)
@@ -200,6 +191,8 @@ static std::vector<Problem> problems() {
 #include "heldout_problems.inc"
 #elif defined(AUTOBOUNDS_PUBLIC)
 #include "public_problems.inc"
+#elif defined(AUTOBOUNDS_HELDOUT2)
+#include "heldout2_problems.inc"
 #else
   list.push_back({"stream_triad", 256, 0, [](const Device& d) { return waves(d, 256, 4); },
                   [](Args& a, std::vector<void*>& o) {
