@@ -150,8 +150,10 @@ fn auto_bounds_are_chosen_per_arch_compiled_reported_cached_and_locked() {
             .count()
     };
     let before = invocations(&fixture);
-    // The first build: the compiles (without bounds, with the choices, and with the choice
-    // made again after the refusal) and every candidate of the kernels on both archs, once.
+    // The first build: every candidate of the kernels on both archs assembled once, and the
+    // compiles: without bounds, the source once per bound tried of each kernel (both archs'
+    // PTX in one compile: each candidate is the code its bound ships, issue #34), and with the
+    // choices.
     let candidates: usize = ["chain", "chain_capped", "reduce"]
         .iter()
         .flat_map(|kernel| ["sm_80", "sm_90"].map(|arch| (kernel, arch)))
@@ -171,7 +173,31 @@ fn auto_bounds_are_chosen_per_arch_compiled_reported_cached_and_locked() {
         .lines()
         .filter(|line| line.ends_with("chain.cu"))
         .count();
-    assert_eq!(compiles, 3, "{log}");
+    let bounds_tried: usize = ["chain", "chain_capped", "reduce"]
+        .iter()
+        .map(|kernel| {
+            let mut bounds: Vec<String> = ["sm_80", "sm_90"]
+                .iter()
+                .flat_map(|arch| {
+                    row(&report, kernel, arch)["tuning"]["candidates"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|candidate| candidate["bound"].to_string())
+                        .filter(|bound| bound != "\"none\"")
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            bounds.sort();
+            bounds.dedup();
+            bounds.len()
+        })
+        .sum();
+    assert_eq!(compiles, 2 + bounds_tried, "{log}");
+    let front_end = (log.lines())
+        .filter(|line| line.contains("/occupancy/front-end/") && line.ends_with("chain.cu"))
+        .count();
+    assert_eq!(front_end, bounds_tried, "{log}");
     fixture.edit(
         "src/lib.rs",
         "//! A crate whose",

@@ -557,3 +557,27 @@ proptest! {
         prop_assert!(at(warps, waits + 1) >= at(warps, waits));
     }
 }
+
+/// The model prices a loop's pass: a kernel without loops gets no prediction, so the model
+/// neither overrides nor vetoes the warps there (the held-out `batched16`: 221 waits on memory
+/// without bounds, 8 at one block per SM, predicted 60% faster, 1.30x slower on an H200).
+#[test]
+fn the_latency_model_says_nothing_without_a_loop() {
+    let straight = |registers: u32, warps: u32, memory_waits: u32| {
+        let mut found = with_waits(measured(registers, warps, 0, 584), 1250, memory_waits);
+        found.loops.loops = 0;
+        found.loops.loop_instructions = 0;
+        found
+    };
+    assert_eq!(straight(32, 64, 221).predicted_cycles(), None);
+    let ladder = ArchLadder {
+        arch: "sm_90".into(),
+        candidates: vec![
+            candidate(Bound::None, Some(straight(32, 64, 221))),
+            candidate(Bound::MinBlocksPerSm(1), Some(straight(254, 8, 8))),
+        ],
+    };
+    let choice = choose(&Objective::new(0), Knob::MinBlocksPerSm, &[ladder]);
+    assert_eq!(choice.chosen, Bound::None, "{}", choice.reason);
+    assert_eq!(choice.decided_by, Rule::NoBound);
+}
