@@ -217,7 +217,15 @@ fn compiled_at(dir: &Path, source: &Path, kernel: &str, header: &str) -> ((u64, 
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(dir.join("occupancy_bounds.h"), header).unwrap();
     let output = std::process::Command::new(nvcc())
-        .args(["-cubin", "-arch=sm_90", "-Xptxas", "-v", "-o", "/dev/null", "-I"])
+        .args([
+            "-cubin",
+            "-arch=sm_90",
+            "-Xptxas",
+            "-v",
+            "-o",
+            "/dev/null",
+            "-I",
+        ])
         .arg(dir)
         .arg(source)
         .output()
@@ -225,13 +233,17 @@ fn compiled_at(dir: &Path, source: &Path, kernel: &str, header: &str) -> ((u64, 
     let log = stderr(&output);
     assert!(output.status.success(), "{log}");
     let entry = format!("Compiling entry function '{kernel}'");
-    let log = &log[log.find(&entry).unwrap_or_else(|| panic!("{entry} in {log}"))..];
+    let log = &log[log
+        .find(&entry)
+        .unwrap_or_else(|| panic!("{entry} in {log}"))..];
     let log = match log[entry.len()..].find("Compiling entry function") {
         Some(end) => &log[..entry.len() + end],
         None => log,
     };
     let number_before = |text: &str, what: &str| -> u64 {
-        let at = text.find(what).unwrap_or_else(|| panic!("{what} in {text}"));
+        let at = text
+            .find(what)
+            .unwrap_or_else(|| panic!("{what} in {text}"));
         let digits: String = text[..at]
             .trim_end()
             .chars()
@@ -285,9 +297,15 @@ fn each_candidate_is_the_source_compiled_at_its_bound() {
         assert!(output.status.success(), "{}", stderr(&output));
         let tuned: Value = serde_json::from_str(&stdout(&output)).unwrap();
         assert_eq!(tuned["compiled_per_bound"], true, "{tuned}");
-        let candidates = tuned["archs"][0]["tuning"]["candidates"].as_array().unwrap();
+        let candidates = tuned["archs"][0]["tuning"]["candidates"]
+            .as_array()
+            .unwrap();
         assert!(candidates.len() > 2, "{tuned}");
-        let other = if kernel == "swiglu" { "reduce" } else { "swiglu" };
+        let other = if kernel == "swiglu" {
+            "reduce"
+        } else {
+            "swiglu"
+        };
         let header = |qualifiers: &str| {
             format!("#define OCCUPANCY_BOUNDS_{kernel} {qualifiers}\n#define OCCUPANCY_BOUNDS_{other}\n")
         };
@@ -360,10 +378,18 @@ fn tune_runs_at_once_on_one_cache_do_not_collide() {
         let tuned: Value = serde_json::from_str(&stdout(output)).unwrap();
         choices.push(tuned["archs"][0]["chosen"].clone());
     }
-    assert!(choices.windows(2).all(|pair| pair[0] == pair[1]), "{choices:?}");
+    assert!(
+        choices.windows(2).all(|pair| pair[0] == pair[1]),
+        "{choices:?}"
+    );
     let work = cache.join("occupancy").join("auto-work");
     let left: Vec<_> = std::fs::read_dir(&work)
-        .map(|entries| entries.filter_map(Result::ok).map(|entry| entry.path()).collect())
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .collect()
+        })
         .unwrap_or_default();
     assert!(left.is_empty(), "every run removes its scratch: {left:?}");
 }

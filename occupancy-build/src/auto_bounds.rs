@@ -318,8 +318,8 @@ impl<'a> Session<'a> {
         request: &TuneRequest,
         refused: &Refusals,
     ) -> Result<TunedKernel, Error> {
-        let front_end = (source.kind == crate::compile::SourceKind::Cuda).then(|| {
-            front_end::SourceAtBound {
+        let front_end =
+            (source.kind == crate::compile::SourceKind::Cuda).then(|| front_end::SourceAtBound {
                 context: self.context,
                 toolchain: self.toolchain,
                 compiling: self.compiling,
@@ -328,10 +328,11 @@ impl<'a> Session<'a> {
                 knob: request.knob,
                 threads: request.block_threads,
                 header: front_end::Header::Declared(self.declarations),
-            }
-        });
+            });
         let mut engine = self.engine()?;
-        engine.front_end = front_end.as_ref().map(|front| front as &dyn engine::FrontEnd);
+        engine.front_end = front_end
+            .as_ref()
+            .map(|front| front as &dyn engine::FrontEnd);
         engine.tune(source, request, refused)
     }
 

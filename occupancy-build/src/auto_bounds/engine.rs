@@ -77,7 +77,6 @@ pub(crate) fn unique_dir(base: &std::path::Path) -> PathBuf {
     base.join(format!("{}-{n}", std::process::id()))
 }
 
-
 /// Bounds refused after the compile that took them, per arch: each bound with the spill bytes
 /// that compile had.
 pub type Refusals = BTreeMap<String, Vec<(Bound, u64)>>;
@@ -441,7 +440,10 @@ fn compile_front_end(
                     program_arch == cuda_arch && archs.iter().any(|arch| arch == member.arch.name)
                 });
                 let ptx = found.map(|(ptx, _, _)| ptx.clone()).ok_or_else(|| {
-                    format!("the source compiled with {bound} has no PTX of the kernel for {}", member.arch.name)
+                    format!(
+                        "the source compiled with {bound} has no PTX of the kernel for {}",
+                        member.arch.name
+                    )
                 });
                 member.at.insert(*bound, ptx);
             }

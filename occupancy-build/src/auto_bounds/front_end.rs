@@ -7,7 +7,9 @@
 //!
 //! Each bound's header lies in a directory of its own under `OUT_DIR/occupancy/front-end/`,
 //! searched before the build's include paths; its text depends only on the declarations and
-//! the bound, so a rebuild hits the compile cache and two processes write the same bytes.
+//! the bound (every `"auto"` kernel of the knob gets it), so the kernels of one source that try
+//! one bound share one compile, a rebuild hits the compile cache, and two processes write the
+//! same bytes.
 
 use std::path::PathBuf;
 
@@ -47,37 +49,60 @@ pub(crate) struct SourceAtBound<'a> {
 }
 
 impl SourceAtBound<'_> {
-    /// The directory of `bound`'s header.
+    /// The directory of `bound`'s header. In a declaring package the header gives the bound to
+    /// every `"auto"` kernel of the knob (each at its own block), so it is one text for every
+    /// kernel that tries the bound, and the source compiled at it serves them all from the
+    /// compile cache; outside one it is the kernel's own.
     fn dir(&self, bound: Bound) -> PathBuf {
         let name = match bound {
             Bound::None => "none".to_string(),
             Bound::MinBlocksPerSm(blocks) => format!("min-blocks-{blocks}"),
             Bound::MaxRegisters(registers) => format!("max-registers-{registers}"),
         };
-        let kernel: String = (self.kernel.chars())
-            .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' })
-            .take(60)
-            .collect();
-        let threads = self.threads;
-        (self.context.out_dir.join("occupancy").join("front-end"))
-            .join(format!("{kernel}-{threads}"))
-            .join(name)
+        let base = self.context.out_dir.join("occupancy").join("front-end");
+        match self.header {
+            Header::Declared(_) => base.join(name),
+            Header::Alone => {
+                let kernel: String = (self.kernel.chars())
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric() || c == '_' {
+                            c
+                        } else {
+                            '-'
+                        }
+                    })
+                    .take(60)
+                    .collect();
+                base.join(format!("{kernel}-{}", self.threads)).join(name)
+            }
+        }
     }
 
-    /// The header that gives the kernel `bound` under each of `cuda_archs`.
+    /// The header that gives the kernel `bound` under each of `cuda_archs` (in a declaring
+    /// package, every `"auto"` kernel of the same knob too).
     fn header_text(&self, bound: Bound, cuda_archs: &[u32]) -> String {
         match self.header {
             Header::Declared(declarations) => {
                 let mut choices = HeaderChoices::default();
-                let by_cuda_arch = cuda_archs.iter().map(|arch| (*arch, bound)).collect();
-                choices.insert(
-                    self.kernel.clone(),
-                    KernelChoices {
-                        knob: self.knob,
-                        threads: self.threads,
-                        by_cuda_arch,
-                    },
-                );
+                let by_cuda_arch: std::collections::BTreeMap<u32, Bound> =
+                    cuda_archs.iter().map(|arch| (*arch, bound)).collect();
+                for declared in &declarations.kernels {
+                    if super::knob_of(declared) != Some(self.knob) {
+                        continue;
+                    }
+                    let threads = match declared.kernel.kernel_name == self.kernel {
+                        true => self.threads,
+                        false => declared.kernel.spec.block.threads(),
+                    };
+                    choices.insert(
+                        declared.kernel.kernel_name.clone(),
+                        KernelChoices {
+                            knob: self.knob,
+                            threads,
+                            by_cuda_arch: by_cuda_arch.clone(),
+                        },
+                    );
+                }
                 crate::declarations::bounds_header_text(declarations, &choices)
             }
             Header::Alone => {

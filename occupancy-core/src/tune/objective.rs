@@ -252,14 +252,16 @@ pub(crate) fn verdict(
         };
     }
     match measured.warps_per_sm.cmp(&baseline.warps_per_sm) {
-        std::cmp::Ordering::Greater => match (measured.predicted_cycles(), baseline.predicted_cycles()) {
-            (Some(cycles), Some(without)) if without > 0.0 && cycles > without => {
-                Verdict::PredictedSlower {
-                    permille: (cycles / without * 1000.0).round() as u32,
+        std::cmp::Ordering::Greater => {
+            match (measured.predicted_cycles(), baseline.predicted_cycles()) {
+                (Some(cycles), Some(without)) if without > 0.0 && cycles > without => {
+                    Verdict::PredictedSlower {
+                        permille: (cycles / without * 1000.0).round() as u32,
+                    }
                 }
+                _ => Verdict::Admissible,
             }
-            _ => Verdict::Admissible,
-        },
+        }
         std::cmp::Ordering::Equal => Verdict::NoGain,
         std::cmp::Ordering::Less => Verdict::FewerWarps,
     }

@@ -469,7 +469,10 @@ fn more_warps_the_model_predicts_slower_are_not_taken() {
         candidates: vec![
             candidate(
                 Bound::None,
-                Some(with_short(with_waits(measured(64, 32, 0, 398), 761, 12), 25)),
+                Some(with_short(
+                    with_waits(measured(64, 32, 0, 398), 761, 12),
+                    25,
+                )),
             ),
             candidate(
                 Bound::MinBlocksPerSm(5),
