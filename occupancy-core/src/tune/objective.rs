@@ -48,7 +48,7 @@ pub enum Rule {
 impl fmt::Display for Rule {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str(match self {
-            Rule::NoBound => "no bound gains (the kernel without bounds)",
+            Rule::NoBound => "no bound passed (the kernel without bounds)",
             Rule::MostWarps => "the most resident warps",
             Rule::LatencyModel => "the latency model",
         })
