@@ -27,7 +27,8 @@
 # after the objective's latency model, instead of the 15; then pass `--set heldout` to
 # combine.py), OCCUPANCY_AUTOBOUNDS_SET=public (the 25 kernels of public.cuh, of the kinds public
 # training code carries, issue #34; `--set public`), OCCUPANCY_AUTOBOUNDS_SET=heldout2 (10 more,
-# written after issue #34's objective was fixed; `--set heldout2`).
+# written after issue #34's objective was fixed; `--set heldout2`), heldout3 (10 more, written
+# after its final objective, 9d456dd; `--set heldout3`).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-$root/target/gpu-autobounds}"
@@ -57,7 +58,8 @@ case "${OCCUPANCY_AUTOBOUNDS_SET:-corpus}" in
   heldout) defines+=(-DAUTOBOUNDS_HELDOUT) ;;
   public) defines+=(-DAUTOBOUNDS_PUBLIC) ;;
   heldout2) defines+=(-DAUTOBOUNDS_HELDOUT2) ;;
-  *) echo "gpu-autobounds: OCCUPANCY_AUTOBOUNDS_SET is corpus, heldout, public or heldout2" >&2; exit 2 ;;
+  heldout3) defines+=(-DAUTOBOUNDS_HELDOUT3) ;;
+  *) echo "gpu-autobounds: OCCUPANCY_AUTOBOUNDS_SET is corpus, heldout, public, heldout2 or heldout3" >&2; exit 2 ;;
 esac
 echo "set: ${OCCUPANCY_AUTOBOUNDS_SET:-corpus}" >> "$out/env.txt"
 if [[ ",$steps," == *",build,"* ]]; then

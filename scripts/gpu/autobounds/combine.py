@@ -101,12 +101,23 @@ KINDS = {
     "kmeans": "k-means assignment, 64 centroids in shared memory",
     "csr_rows": "CSR row sums with gathers, a warp per row",
     "upsample": "bilinear 2x upsampling, NCHW",
+    # The third held-out corpus (heldout3.cuh), written after issue #34's final objective.
+    "rms_bwd": "RMS norm backward, a warp per row of 1024",
+    "gelu_bwd": "bias + GELU backward, float4",
+    "qk_scores": "attention scores, a query of 64 in registers, keys in shared memory",
+    "conv3x3": "3x3 convolution through an 18x18 shared-memory tile",
+    "hist64": "64-bin histogram, a private histogram per warp",
+    "lstm_cell": "LSTM cell, elementwise gates",
+    "add_transpose": "A + B^T through a padded shared-memory tile",
+    "dot_batched": "batched dot products, a warp per pair of 4096",
+    "logcumsumexp": "running log-sum-exp along rows, a warp per row",
+    "permute_rows": "MoE-style row gather and scale, a warp per row",
 }
 
 # The kernel bodies of each `--set` (scripts/gpu-autobounds.sh's OCCUPANCY_AUTOBOUNDS_SET), after
 # kernels.cuh (which every set needs for Args).
 SETS = {"corpus": [], "heldout": ["heldout.cuh"], "public": ["public.cuh"],
-        "heldout2": ["heldout2.cuh"]}
+        "heldout2": ["heldout2.cuh"], "heldout3": ["heldout3.cuh"]}
 
 
 def read_raw(path):
