@@ -22,9 +22,13 @@
 #
 # Environment: NVCC (else nvcc on PATH), OCCUPANCY_GPU_ARCH (else read from nvidia-smi),
 # OCCUPANCY_AUTOBOUNDS_REPS (default 30), OCCUPANCY_AUTOBOUNDS_ONLY (one kernel),
-# OCCUPANCY_AUTOBOUNDS_SET=heldout (the 8 kernels of scripts/gpu/autobounds/heldout.cuh, written
+# OCCUPANCY_AUTOBOUNDS_STEPS (default build,run; `build` alone compiles, so several sets can
+# compile at once, then `run` times each on its own), OCCUPANCY_AUTOBOUNDS_SET=heldout (the 8 kernels of scripts/gpu/autobounds/heldout.cuh, written
 # after the objective's latency model, instead of the 15; then pass `--set heldout` to
-# combine.py).
+# combine.py), OCCUPANCY_AUTOBOUNDS_SET=public (the 25 kernels of public.cuh, of the kinds public
+# training code carries, issue #34; `--set public`), OCCUPANCY_AUTOBOUNDS_SET=heldout2 (10 more,
+# written after issue #34's objective was fixed; `--set heldout2`), heldout3 (10 more, written
+# after its final objective, 9d456dd; `--set heldout3`).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-$root/target/gpu-autobounds}"
@@ -47,15 +51,20 @@ fi
 } > "$out/env.txt"
 cat "$out/env.txt"
 
-echo "== 1. build autobounds.cu for $arch ($(date +%T))"
-start=$SECONDS
+steps="${OCCUPANCY_AUTOBOUNDS_STEPS:-build,run}"
 defines=()
 case "${OCCUPANCY_AUTOBOUNDS_SET:-corpus}" in
   corpus) ;;
   heldout) defines+=(-DAUTOBOUNDS_HELDOUT) ;;
-  *) echo "gpu-autobounds: OCCUPANCY_AUTOBOUNDS_SET is corpus or heldout" >&2; exit 2 ;;
+  public) defines+=(-DAUTOBOUNDS_PUBLIC) ;;
+  heldout2) defines+=(-DAUTOBOUNDS_HELDOUT2) ;;
+  heldout3) defines+=(-DAUTOBOUNDS_HELDOUT3) ;;
+  *) echo "gpu-autobounds: OCCUPANCY_AUTOBOUNDS_SET is corpus, heldout, public, heldout2 or heldout3" >&2; exit 2 ;;
 esac
 echo "set: ${OCCUPANCY_AUTOBOUNDS_SET:-corpus}" >> "$out/env.txt"
+if [[ ",$steps," == *",build,"* ]]; then
+echo "== 1. build autobounds.cu for $arch ($(date +%T))"
+start=$SECONDS
 "$nvcc" -O3 -arch="$arch" -lineinfo -Xptxas -v ${defines[@]+"${defines[@]}"} -o "$out/autobounds" \
   "$root/scripts/gpu/autobounds/autobounds.cu" > "$out/ptxas.log" 2>&1 || {
   tail -n 30 "$out/ptxas.log" >&2
@@ -63,6 +72,9 @@ echo "set: ${OCCUPANCY_AUTOBOUNDS_SET:-corpus}" >> "$out/env.txt"
   exit 1
 }
 echo "   built in $((SECONDS - start)) s; $(grep -c 'Compiling entry' "$out/ptxas.log") entries assembled"
+fi
+[[ ",$steps," == *",run,"* ]] || exit 0
+[[ -x "$out/autobounds" ]] || { echo "gpu-autobounds: $out/autobounds is not built (the build step)" >&2; exit 2; }
 
 echo "== 2. time every variant ($(date +%T))"
 args=(--out "$out/raw.csv" --reps "${OCCUPANCY_AUTOBOUNDS_REPS:-30}")

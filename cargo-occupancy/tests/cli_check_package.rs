@@ -135,7 +135,10 @@ fn the_examples_that_build_check_clean_at_their_declared_launches() {
             "examples/tiled-gemm/src/lib.rs"
         );
     }
-    // auto-bounds' `"auto"` is chosen as its build chooses: 48 registers on sm_80 (5 blocks).
+    // auto-bounds' `"auto"` is chosen as its build chooses: no minimum on either arch (64
+    // registers): 5 blocks fit at 48 registers without a spill, but the latency model predicts
+    // that compile's loop pass 11-13% dearer (14-15 waits on memory against 10-11), and on
+    // sm_90 it ran 13% (H100) and 15% (H200) slower (docs/verification.md, section 9).
     let tile = entries(&report, "kernels", "name", "tile_gemm");
     let chosen: Vec<(&str, &Value, &Value)> = tile
         .iter()
@@ -150,11 +153,7 @@ fn the_examples_that_build_check_clean_at_their_declared_launches() {
     assert_eq!(
         chosen,
         [
-            (
-                "sm_80",
-                &serde_json::json!({"min_blocks_per_sm": 5}),
-                &serde_json::json!(48)
-            ),
+            ("sm_80", &serde_json::json!("none"), &serde_json::json!(64)),
             ("sm_90", &serde_json::json!("none"), &serde_json::json!(64))
         ],
         "{report}"
@@ -284,7 +283,7 @@ fn tune_takes_the_launch_from_the_declaration() {
     assert_eq!(
         chosen,
         [
-            ("sm_80", 800, &serde_json::json!({"min_blocks_per_sm": 5})),
+            ("sm_80", 800, &serde_json::json!("none")),
             ("sm_90", 900, &serde_json::json!("none"))
         ],
         "{tuned}"

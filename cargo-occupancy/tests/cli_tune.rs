@@ -271,3 +271,187 @@ fn a_tool_that_dies_on_a_candidate_is_an_error_and_never_its_verdict() {
         .expect("the ladder holds min_blocks_per_sm = 3");
     assert!(two["measured"].is_object(), "measured again: {two}");
 }
+
+/// ptxas's registers and spill bytes (stores + loads) for `kernel` of `source` compiled for
+/// sm_90 with `header` as its `occupancy_bounds.h`; and its PTX with the entries' bound
+/// directives taken out.
+fn compiled_at(dir: &Path, source: &Path, kernel: &str, header: &str) -> ((u64, u64), String) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("occupancy_bounds.h"), header).unwrap();
+    let output = std::process::Command::new(nvcc())
+        .args([
+            "-cubin",
+            "-arch=sm_90",
+            "-Xptxas",
+            "-v",
+            "-o",
+            "/dev/null",
+            "-I",
+        ])
+        .arg(dir)
+        .arg(source)
+        .output()
+        .expect("run nvcc");
+    let log = stderr(&output);
+    assert!(output.status.success(), "{log}");
+    let entry = format!("Compiling entry function '{kernel}'");
+    let log = &log[log
+        .find(&entry)
+        .unwrap_or_else(|| panic!("{entry} in {log}"))..];
+    let log = match log[entry.len()..].find("Compiling entry function") {
+        Some(end) => &log[..entry.len() + end],
+        None => log,
+    };
+    let number_before = |text: &str, what: &str| -> u64 {
+        let at = text
+            .find(what)
+            .unwrap_or_else(|| panic!("{what} in {text}"));
+        let digits: String = text[..at]
+            .trim_end()
+            .chars()
+            .rev()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.chars().rev().collect::<String>().parse().unwrap()
+    };
+    let facts = (
+        number_before(log, " registers"),
+        number_before(log, " bytes spill stores") + number_before(log, " bytes spill loads"),
+    );
+    let ptx = dir.join("kernel.ptx");
+    let status = std::process::Command::new(nvcc())
+        .args(["-ptx", "-arch=compute_90", "-o"])
+        .arg(&ptx)
+        .arg("-I")
+        .arg(dir)
+        .arg(source)
+        .status()
+        .expect("run nvcc");
+    assert!(status.success());
+    let text = std::fs::read_to_string(&ptx).unwrap();
+    let code = text
+        .lines()
+        .filter(|line| !line.contains(".maxntid") && !line.contains(".minnctapersm"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    (facts, code)
+}
+
+/// Issue #34: each candidate is the code its bound ships. The fixture's kernels take their
+/// bound from `OCCUPANCY_BOUNDS_<kernel>`, and nvcc 13.0's front end compiles them into other
+/// PTX under some bounds than under `__launch_bounds__(256)`: `swiglu` from `(256, 5)` on,
+/// `reduce` at `(256, 4)` and `(256, 6)`, where ptxas's registers or spills differ from the
+/// PTX without bounds given the directive. Every candidate's registers and spills are those of
+/// nvcc compiling the source with that bound, "no bounds" included (`__launch_bounds__(256)`,
+/// as the kernel ships without a minimum).
+#[test]
+fn each_candidate_is_the_source_compiled_at_its_bound() {
+    let dir = work_dir("cli_tune", "front_end");
+    let source = fixtures().join("tune_front_end.cu");
+    let file = source.to_str().unwrap();
+    for kernel in ["swiglu", "reduce"] {
+        let output = tune(
+            &[
+                file, "--kernel", kernel, "--arch", "sm_90", "--block", "256", "--format", "json",
+            ],
+            &dir.join("cache"),
+        );
+        assert!(output.status.success(), "{}", stderr(&output));
+        let tuned: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        assert_eq!(tuned["compiled_per_bound"], true, "{tuned}");
+        let candidates = tuned["archs"][0]["tuning"]["candidates"]
+            .as_array()
+            .unwrap();
+        assert!(candidates.len() > 2, "{tuned}");
+        let other = if kernel == "swiglu" {
+            "reduce"
+        } else {
+            "swiglu"
+        };
+        let header = |qualifiers: &str| {
+            format!("#define OCCUPANCY_BOUNDS_{kernel} {qualifiers}\n#define OCCUPANCY_BOUNDS_{other}\n")
+        };
+        let (_, unbounded_code) = compiled_at(
+            &dir.join(format!("{kernel}-none")),
+            &source,
+            kernel,
+            &header("__launch_bounds__(256)"),
+        );
+        let mut other_code = 0;
+        for candidate in candidates {
+            let blocks = candidate["bound"]["min_blocks_per_sm"].as_u64();
+            let qualifiers = match blocks {
+                Some(blocks) => format!("__launch_bounds__(256, {blocks})"),
+                None => "__launch_bounds__(256)".to_string(),
+            };
+            let (facts, code) = compiled_at(
+                &dir.join(format!("{kernel}-{}", blocks.unwrap_or(0))),
+                &source,
+                kernel,
+                &header(&qualifiers),
+            );
+            let measured = &candidate["measured"];
+            let spilled = measured["spill_store_bytes"].as_u64().unwrap()
+                + measured["spill_load_bytes"].as_u64().unwrap();
+            assert_eq!(
+                facts,
+                (measured["registers"].as_u64().unwrap(), spilled),
+                "{kernel} {qualifiers}: {candidate}"
+            );
+            other_code += usize::from(code != unbounded_code);
+        }
+        assert!(
+            other_code > 0,
+            "the fixture's {kernel} is a kernel whose PTX changes with the bound: {tuned}"
+        );
+    }
+}
+
+/// Issue #34: two `tune` runs at once on one cache directory used one scratch path for their
+/// candidates and could fail with "ptxas reported nothing for ..."; each run has its own.
+#[test]
+fn tune_runs_at_once_on_one_cache_do_not_collide() {
+    let dir = work_dir("cli_tune", "parallel");
+    let cache = dir.join("cache");
+    // A .cu whose kernel does not take OCCUPANCY_BOUNDS_chain: every candidate is assembled in
+    // the scratch directory, none from a compile cache.
+    let source = fixtures().join("tune_chain.cu");
+    let runs: Vec<std::process::Child> = (0..4)
+        .map(|_| {
+            binary()
+                .args(["occupancy", "tune"])
+                .arg(&source)
+                .args(["--kernel", "chain", "--arch", "sm_90", "--format", "json"])
+                .arg("--cache-dir")
+                .arg(&cache)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("run cargo-occupancy")
+        })
+        .collect();
+    let outputs: Vec<Output> = runs
+        .into_iter()
+        .map(|run| run.wait_with_output().unwrap())
+        .collect();
+    let mut choices = Vec::new();
+    for output in &outputs {
+        assert!(output.status.success(), "{}", stderr(output));
+        let tuned: Value = serde_json::from_str(&stdout(output)).unwrap();
+        choices.push(tuned["archs"][0]["chosen"].clone());
+    }
+    assert!(
+        choices.windows(2).all(|pair| pair[0] == pair[1]),
+        "{choices:?}"
+    );
+    let work = cache.join("occupancy").join("auto-work");
+    let left: Vec<_> = std::fs::read_dir(&work)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "every run removes its scratch: {left:?}");
+}

@@ -20,6 +20,7 @@
 
 mod assemble;
 pub(crate) mod engine;
+pub(crate) mod front_end;
 mod memo;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -235,7 +236,7 @@ impl<'a> Session<'a> {
                 .filter(|remembered| remembered.tuned_from == tuned_from)
                 .map(|remembered| remembered.refused.clone())
                 .unwrap_or_default();
-            let made = self.engine()?.tune(&tuned_on, &request, &refused)?;
+            let made = self.tune_one(&tuned_on, &request, &refused)?;
             tuned.kernels.insert(kernel.clone(), made.clone());
             self.memory.kernels.insert(
                 kernel.clone(),
@@ -269,17 +270,22 @@ impl<'a> Session<'a> {
             let Some(source) = compiled.iter().find(|source| defines(source, kernel)) else {
                 continue;
             };
+            check_shipped_facts(made, source)?;
             let broken = broken_choices(made, request, source);
             if broken.is_empty() {
                 continue;
             }
-            let engine = self.engine()?;
+            let mut refused = (self.memory.kernels.get(kernel))
+                .expect("a kernel tuned in this session is remembered")
+                .refused
+                .clone();
+            for (arch, bound, spill_bytes) in broken {
+                (refused.entry(arch).or_default()).push((bound, spill_bytes));
+            }
+            *made = self.tune_one(tuned_on, request, &refused)?;
             let remembered = (self.memory.kernels.get_mut(kernel))
                 .expect("a kernel tuned in this session is remembered");
-            for (arch, bound, spill_bytes) in broken {
-                (remembered.refused.entry(arch).or_default()).push((bound, spill_bytes));
-            }
-            *made = engine.tune(tuned_on, request, &remembered.refused)?;
+            remembered.refused = refused;
             remembered.tuned = made.clone();
             changed = true;
         }
@@ -301,6 +307,33 @@ impl<'a> Session<'a> {
             }
         }
         self.memory.save(self.context)
+    }
+
+    /// `request` tuned on `source` (the kernel without bounds), each candidate compiled from
+    /// the kernel's source at its bound (a `.cu` source; a `.ptx` input ships its PTX with the
+    /// bound's directives, which is what its candidates are).
+    fn tune_one(
+        &self,
+        source: &CompiledSource,
+        request: &TuneRequest,
+        refused: &Refusals,
+    ) -> Result<TunedKernel, Error> {
+        let front_end =
+            (source.kind == crate::compile::SourceKind::Cuda).then(|| front_end::SourceAtBound {
+                context: self.context,
+                toolchain: self.toolchain,
+                compiling: self.compiling,
+                source: source.source.clone(),
+                kernel: request.kernel.clone(),
+                knob: request.knob,
+                threads: request.block_threads,
+                header: front_end::Header::Declared(self.declarations),
+            });
+        let mut engine = self.engine()?;
+        engine.front_end = front_end
+            .as_ref()
+            .map(|front| front as &dyn engine::FrontEnd);
+        engine.tune(source, request, refused)
     }
 
     /// The engine, with nvdisasm (which the build then needs).
@@ -342,6 +375,47 @@ impl<'a> Session<'a> {
         )?;
         Ok(probed.remove(0))
     }
+}
+
+/// Checks that `source`'s compile, made with `made`'s choices, is what the chosen candidates
+/// measured on every arch: registers and spill bytes as ptxas reported them. Every candidate of
+/// a `.cu` source is the source compiled at its bound, so they agree unless the build's compile
+/// and the candidate's differ in a way the tuning does not know; then the report, `explain` and
+/// the lock would describe other code than the code that ships, and the build fails.
+fn check_shipped_facts(made: &TunedKernel, source: &CompiledSource) -> Result<(), Error> {
+    let Ok(log) = occupancy_core::ptxas::parse_log(&source.compiler_log) else {
+        return Ok(()); // no report to read: the build's own checks still run on the compile
+    };
+    for group in &made.groups {
+        for (arch, tuning) in &group.tunings {
+            let Some(record) = (log.kernels.iter())
+                .find(|record| record.entry && record.name == made.kernel && record.arch == *arch)
+            else {
+                continue;
+            };
+            let Some(measured) = (tuning.candidates.iter())
+                .find(|tried| tried.candidate.bound == group.chosen)
+                .and_then(|tried| tried.candidate.measured.as_ref())
+            else {
+                continue;
+            };
+            let shipped = (
+                record.registers.unwrap_or(0),
+                record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0),
+            );
+            if shipped != (measured.registers, measured.spill_bytes()) {
+                return Err(Error::AutoBounds {
+                    kernel: made.kernel.clone(),
+                    knob: made.knob.key(),
+                    message: format!(
+                        "the compile that ships it with {} on {arch} has {} registers and {} spill bytes, but the candidate the choice was made on measured {} and {}: the tuning and the build compiled different code (please report this)",
+                        group.chosen, shipped.0, shipped.1, measured.registers, measured.spill_bytes()
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The chosen bounds of `made` that `source`'s compile broke: per arch, the bound and the
@@ -394,9 +468,10 @@ pub(crate) fn engine_for<'a>(
         toolchain,
         nvdisasm,
         user_args: &context.nvcc_args,
-        work: occupancy.join("auto-work"),
+        work: engine::unique_dir(&occupancy.join("auto-work")),
         memo_root: Some(occupancy.join("cache").join("auto")),
         max_jobs: context.max_jobs,
+        front_end: None,
     }
 }
 
@@ -457,6 +532,11 @@ pub struct TuneAnswer {
     pub request: TuneRequest,
     /// The declaration read, in a declaring package (its path from the package's directory).
     pub declared_at: Option<occupancy_core::report::Location>,
+    /// Whether each candidate is the source compiled at its bound (nvcc's front end sees the
+    /// bound, as in the compile that ships it); `false`: the PTX without bounds with each
+    /// bound's directives (a `.ptx` input, where that is what ships, or a `.cu` outside a
+    /// package whose kernel does not take `OCCUPANCY_BOUNDS_<kernel>`).
+    pub compiled_per_bound: bool,
 }
 
 /// What to tune for a declaration.

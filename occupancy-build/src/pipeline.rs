@@ -12,7 +12,8 @@ use std::path::Path;
 
 use std::path::PathBuf;
 
-use crate::auto_bounds::Tuned;
+use crate::auto_bounds::engine::FrontEnd;
+use crate::auto_bounds::{front_end, Tuned};
 use crate::baseline::{BaselineFile, Judged};
 use crate::bounds_notes::DefinedBounds;
 use crate::cargo_lines::CargoLines;
@@ -28,6 +29,7 @@ use crate::sass_stage as sass;
 use crate::toolchain::Toolchain;
 use crate::{products, Error, Report};
 use occupancy_core::lint::evaluate::resolve_undeclared_level;
+use occupancy_core::tune::{Bound, Knob};
 
 /// What a successful [`Build::compile_ptx`](crate::Build::compile_ptx) or [`Build::compile_lib`](crate::Build::compile_lib) produced.
 #[derive(Debug, Clone)]
@@ -586,12 +588,14 @@ pub(crate) fn tune_kernel(
     build: &crate::Build,
     query: &crate::auto_bounds::TuneQuery,
 ) -> Result<crate::auto_bounds::TuneAnswer, Error> {
-    let (context, toolchain, compiled, declarations) = match query.in_package {
-        true => compile_package_for_tuning(build)?,
+    let (context, toolchain, compiled, declarations, alone) = match query.in_package {
+        true => {
+            let (context, toolchain, compiled, declarations) = compile_package_for_tuning(build)?;
+            (context, toolchain, compiled, declarations, None)
+        }
         false => {
-            let (context, toolchain, compiled) =
-                compile_outside_package(build, compile::LineTables::OnDemand)?;
-            (context, toolchain, compiled, Declarations::default())
+            let (context, toolchain, compiled, alone) = compile_outside_for_tuning(build, query)?;
+            (context, toolchain, compiled, Declarations::default(), alone)
         }
     };
     let declared =
@@ -614,16 +618,84 @@ pub(crate) fn tune_kernel(
                 .to_string(),
         )
     })?;
-    let tuned = crate::auto_bounds::engine_for(&context, &toolchain, nvdisasm).tune(
-        source,
-        &request,
-        &query.refused,
-    )?;
+    let header = match (query.in_package, alone.as_ref()) {
+        (true, _) => Some(front_end::Header::Declared(&declarations)),
+        (false, Some(path)) if *path == source.source => Some(front_end::Header::Alone),
+        (false, _) => None,
+    };
+    let front = (header.filter(|_| source.kind == compile::SourceKind::Cuda)).map(|header| {
+        front_end::SourceAtBound {
+            context: &context,
+            toolchain: &toolchain,
+            compiling: crate::auto_bounds::Compiling {
+                product: Product::Ptx,
+                line_tables: compile::LineTables::OnDemand,
+            },
+            source: source.source.clone(),
+            kernel: request.kernel.clone(),
+            knob: request.knob,
+            threads: request.block_threads,
+            header,
+        }
+    });
+    let mut engine = crate::auto_bounds::engine_for(&context, &toolchain, nvdisasm);
+    engine.front_end = front.as_ref().map(|front| front as &dyn FrontEnd);
+    let tuned = engine.tune(source, &request, &query.refused)?;
     Ok(crate::auto_bounds::TuneAnswer {
         tuned,
         request,
         declared_at: declared.map(|declared| declarations.location(declared)),
+        compiled_per_bound: front.is_some(),
     })
+}
+
+/// The sources outside a package compiled for `tune`. A `.cu` source that names
+/// `OCCUPANCY_BOUNDS_<kernel>` takes the kernel's bound from a header, as a crate's kernel does:
+/// it compiles with one that gives it none (`__launch_bounds__(block)`), and its path is
+/// returned, so that each candidate compiles from it at its bound. That needs the block.
+fn compile_outside_for_tuning(
+    build: &crate::Build,
+    query: &crate::auto_bounds::TuneQuery,
+) -> Result<(Context, Toolchain, Vec<CompiledSource>, Option<PathBuf>), Error> {
+    let context = build.resolve_without_package()?;
+    let toolchain = Toolchain::find(&build.env, false, &context.tool_timeouts)?;
+    let alone = (context.sources.iter())
+        .find(|(path, kind)| {
+            *kind == compile::SourceKind::Cuda && front_end::takes_bounds_macro(path, &query.kernel)
+        })
+        .map(|(path, _)| path.clone());
+    let mut compiling = context.clone();
+    if let Some(path) = &alone {
+        let threads = query.block_threads.ok_or_else(|| Error::AutoBounds {
+            kernel: query.kernel.clone(),
+            knob: query.knob.unwrap_or(Knob::MinBlocksPerSm).key(),
+            message: format!("{} takes its bound from `OCCUPANCY_BOUNDS_{}`, whose `__launch_bounds__` needs the block it is launched with: give `--block N`", path.display(), query.kernel),
+        })?;
+        let front = front_end::SourceAtBound {
+            context: &context,
+            toolchain: &toolchain,
+            compiling: crate::auto_bounds::Compiling {
+                product: Product::Ptx,
+                line_tables: compile::LineTables::OnDemand,
+            },
+            source: path.clone(),
+            kernel: query.kernel.clone(),
+            knob: query.knob.unwrap_or(Knob::MinBlocksPerSm),
+            threads,
+            header: front_end::Header::Alone,
+        };
+        let dir = front.write_header(Bound::None, &[])?;
+        compiling.nvcc_args.insert(0, dir.into_os_string());
+        compiling.nvcc_args.insert(0, "-I".into());
+    }
+    let compiled = compile::compile_all(
+        &compiling,
+        &toolchain,
+        Product::Ptx,
+        compile::LineTables::OnDemand,
+    )
+    .map_err(|error| crate::bounds_notes::annotate(error, &DefinedBounds::without_package()))?;
+    Ok((context, toolchain, compiled, alone))
 }
 
 /// A declaring package's sources compiled for `tune`: its declarations' header without the

@@ -1,6 +1,7 @@
 //! `cargo occupancy tune FILE --kernel NAME`: the launch bounds `min_blocks_per_sm = "auto"`
 //! would choose for one kernel, with the whole ladder: every bound that changes the kernel's
-//! resident blocks, assembled from the file's PTX and measured (registers, spills and where
+//! resident blocks, compiled from the file at that bound (where the kernel takes
+//! `OCCUPANCY_BOUNDS_<kernel>`; else assembled from its PTX with the bound) and measured (registers, spills and where
 //! they are, the loops' instructions and memory accesses, blocks per SM, occupancy), and the
 //! objective's verdict on each. The engine is the build's (`Build::tune_kernel`); this file
 //! parses the arguments and prints. A file of a package that declares kernels compiles as its
@@ -173,8 +174,9 @@ fn build(args: &Args, env: &Environment) -> Result<(Build, Option<PathBuf>), Cli
     Ok((build, package))
 }
 
-/// Every arch's ladder, then one line per arch with the choice as qualifiers; for a `.cu`
-/// (`from_source`), a note that nvcc may compile the source with a bound into other code.
+/// Every arch's ladder, then one line per arch with the choice as qualifiers, and where the
+/// candidates came from: the source compiled at each bound, or, for a `.cu` (`from_source`)
+/// whose kernel does not take its bound from the header, a note that they did not.
 fn render_text(answer: &TuneAnswer, from_source: bool) -> String {
     let tuned = &answer.tuned;
     let mut text = String::new();
@@ -216,8 +218,13 @@ fn render_text(answer: &TuneAnswer, from_source: bool) -> String {
         tuned.assembled,
         summary.join("\n")
     ));
-    if from_source {
-        text.push_str("note: each bound was assembled from the kernel's PTX without bounds; nvcc's front end sees `__launch_bounds__` too and may compile the source with it into other code (a build with \"auto\" checks that compile and chooses again if it spills)\n");
+    match (answer.compiled_per_bound, from_source) {
+        (true, _) => text.push_str("each candidate is the source compiled with its bound's qualifiers: the code that bound ships\n"),
+        (false, true) => text.push_str(&format!(
+            "note: `{kernel}` does not take `OCCUPANCY_BOUNDS_{kernel}`, so each bound was assembled from its PTX without bounds with the bound's directives; nvcc's front end sees `__launch_bounds__` too and may compile the source with it into other code: write `OCCUPANCY_BOUNDS_{kernel}` where its bounds go (and give `--block`) to measure what ships\n",
+            kernel = tuned.kernel
+        )),
+        (false, false) => {}
     }
     text
 }
@@ -248,6 +255,7 @@ fn render_json(answer: &TuneAnswer) -> String {
         "max_spill_bytes": answer.request.accepted_spill_bytes,
         "declared_at": answer.declared_at.as_ref().map(ToString::to_string),
         "assembled": tuned.assembled,
+        "compiled_per_bound": answer.compiled_per_bound,
         "archs": archs,
     });
     let mut text = serde_json::to_string_pretty(&value).expect("a JSON value serializes");

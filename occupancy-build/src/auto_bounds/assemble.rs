@@ -28,8 +28,9 @@ pub(crate) struct Assembler<'a> {
 pub(crate) struct Job<'a> {
     pub(crate) kernel: &'a str,
     pub(crate) arch: &'a ArchFacts,
-    /// The PTX module cut to the kernel, without bounds of its own.
-    pub(crate) ptx: &'a str,
+    /// The PTX module cut to the kernel, its bound's directives taken out (the source's compile
+    /// at the bound, or the PTX without bounds), or why there is none.
+    pub(crate) ptx: Result<&'a str, String>,
     pub(crate) knob: Knob,
     pub(crate) bound: Bound,
     pub(crate) launch: Launch,
@@ -64,7 +65,8 @@ impl Assembler<'_> {
         let tool = |error: String| Unmeasured::ToolFailed(error);
         let io = |error: std::io::Error| Unmeasured::ToolFailed(error.to_string());
         let threads = job.launch.block_threads;
-        let patched = with_bound(job.ptx, job.kernel, job.knob, job.bound, threads)
+        let ptx = (job.ptx.as_ref()).map_err(|why| Unmeasured::Verdict(why.clone()))?;
+        let patched = with_bound(ptx, job.kernel, job.knob, job.bound, threads)
             .map_err(|error| Unmeasured::Verdict(error.to_string()))?;
         std::fs::create_dir_all(&job.work).map_err(io)?;
         let ptx_path = job.work.join("candidate.ptx");

@@ -2,6 +2,13 @@
 //! from, the kernel without bounds assembled on each, the ladder of bounds from it, every bound
 //! assembled (in parallel, within the jobserver's budget; what a memo holds is not assembled
 //! again), and the objective's choice per group.
+//!
+//! Each candidate is the code its bound ships. nvcc's front end sees `__launch_bounds__` too and
+//! may make other PTX under it (other unrolling, other registers): with a [`FrontEnd`], the
+//! source is compiled once per bound with the kernel given that bound's qualifiers, and each
+//! candidate is ptxas's work on that PTX. Without one (a `.ptx` input, whose shipped copy is the
+//! PTX with the bound's directives written in), the candidate is the PTX without bounds with the
+//! bound's directives, which is then exactly what ships.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -46,12 +53,28 @@ pub struct Engine<'a> {
     pub nvdisasm: PathBuf,
     /// The build's nvcc arguments, given to every candidate's ptxas too.
     pub user_args: &'a [OsString],
-    /// A scratch directory, emptied after.
+    /// A scratch directory of this run's own ([`unique_dir`]), removed after.
     pub work: PathBuf,
     /// Where measurements are kept between runs ([`super::memo`]); `None`: not kept.
     pub memo_root: Option<PathBuf>,
     /// The most compiles at once (with cargo's jobserver, when there is one).
     pub max_jobs: usize,
+    /// What compiles the kernel's source at a bound; `None`: the bound's directives are
+    /// written into the PTX without bounds (what ships for a `.ptx` input).
+    pub(crate) front_end: Option<&'a dyn FrontEnd>,
+}
+
+/// Compiles the tuned kernel's source with the kernel given one bound's qualifiers on the
+/// archs compiled under each `__CUDA_ARCH__` of `cuda_archs`: the code that bound ships.
+pub(crate) trait FrontEnd: std::fmt::Debug {
+    fn compile_at(&self, bound: Bound, cuda_archs: &[u32]) -> Result<CompiledSource, Error>;
+}
+
+/// A path under `base` no other process and no other call of this one names: `<pid>-<n>`.
+pub(crate) fn unique_dir(base: &std::path::Path) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    base.join(format!("{}-{n}", std::process::id()))
 }
 
 /// Bounds refused after the compile that took them, per arch: each bound with the spill bytes
@@ -90,7 +113,30 @@ impl TunedKernel {
 struct Member {
     arch: &'static ArchFacts,
     ptx: String,
+    /// With a front end, the PTX of each bound's compile of the source (cut to the kernel), or
+    /// why there is none.
+    at: BTreeMap<Bound, Result<String, String>>,
     memo: Memo,
+}
+
+impl Member {
+    /// The PTX a candidate at `bound` assembles: its own compile's with a front end (the kernel
+    /// without bounds is the compile tuned on), else the PTX without bounds.
+    fn ptx_at(&self, bound: Bound) -> Result<&str, String> {
+        match (bound, self.at.get(&bound)) {
+            (Bound::None, _) | (_, None) => Ok(&self.ptx),
+            (_, Some(Ok(ptx))) => Ok(ptx),
+            (_, Some(Err(why))) => Err(why.clone()),
+        }
+    }
+
+    /// Whether the memo holds `bound`'s candidate measured from the PTX it assembles now.
+    fn measured(&self, bound: Bound) -> bool {
+        match self.ptx_at(bound) {
+            Ok(ptx) => self.memo.holds(bound, &memo_key(&[ptx.as_bytes()])),
+            Err(_) => false,
+        }
+    }
 }
 
 /// One PTX program of a kernel: its text cut to the kernel and without bounds, the
@@ -189,6 +235,10 @@ impl Engine<'_> {
             }
             ladders.push(bounds);
         }
+        if let Some(front_end) = self.front_end {
+            let bounds: BTreeSet<Bound> = ladders.iter().flatten().copied().collect();
+            compile_front_end(front_end, request, &mut groups, &bounds)?;
+        }
         assembled += self
             .assemble_missing(&assembler, request, &launch, &mut groups, &rungs)
             .map_err(fail)?;
@@ -249,6 +299,7 @@ impl Engine<'_> {
                 groups.entry(cuda_arch).or_default().push(Member {
                     arch: facts,
                     ptx: ptx.clone(),
+                    at: BTreeMap::new(),
                     memo,
                 });
             }
@@ -337,19 +388,14 @@ impl Engine<'_> {
     ) -> Result<usize, String> {
         let missing: Vec<(usize, usize, Job<'_>)> = wanted
             .iter()
-            .filter(|(group, member, bound)| {
-                !groups[*group].1[*member]
-                    .memo
-                    .candidates
-                    .contains_key(bound)
-            })
+            .filter(|(group, member, bound)| !groups[*group].1[*member].measured(*bound))
             .enumerate()
             .map(|(index, &(group, member, bound))| {
                 let of = &groups[group].1[member];
                 let job = Job {
                     kernel: &request.kernel,
                     arch: of.arch,
-                    ptx: &of.ptx,
+                    ptx: of.ptx_at(bound),
                     knob: request.knob,
                     bound,
                     launch: *launch,
@@ -364,16 +410,19 @@ impl Engine<'_> {
             .map(|(_, _, job)| move |_: &crate::jobs::Lender<'_>| assembler.candidate(job))
             .collect();
         let found: Vec<Result<Candidate, String>> = crate::jobs::run_all(tasks, self.max_jobs);
-        let places: Vec<(usize, usize, Bound)> = missing
+        let places: Vec<(usize, usize, Bound, Option<String>)> = missing
             .iter()
-            .map(|(group, member, job)| (*group, *member, job.bound))
+            .map(|(group, member, job)| {
+                let digest = job.ptx.as_ref().ok().map(|ptx| memo_key(&[ptx.as_bytes()]));
+                (*group, *member, job.bound, digest)
+            })
             .collect();
         drop(missing);
         let mut failed = None;
-        for ((group, member, bound), candidate) in places.into_iter().zip(found) {
+        for ((group, member, bound, digest), candidate) in places.into_iter().zip(found) {
             let member = &mut groups[group].1[member];
             match candidate {
-                Ok(candidate) => member.memo.insert(candidate),
+                Ok(candidate) => member.memo.insert(candidate, digest),
                 Err(why) => {
                     failed.get_or_insert_with(|| tool_failed(bound, member.arch.name, &why));
                 }
@@ -398,6 +447,40 @@ fn tool_failed(bound: Bound, arch: &str, why: &str) -> String {
          failed tool measures nothing, so no bound was chosen and nothing of this candidate was \
          kept: build again (a tool that ran out of time: raise OCCUPANCY_TOOL_TIMEOUT)",
     )
+}
+
+/// The source compiled at each of `bounds` by `front_end`: each member's PTX at the bound (its
+/// group's `__CUDA_ARCH__`), or why there is none. One compile per bound, every group at once.
+fn compile_front_end(
+    front_end: &dyn FrontEnd,
+    request: &TuneRequest,
+    groups: &mut [(u32, Vec<Member>)],
+    bounds: &BTreeSet<Bound>,
+) -> Result<(), Error> {
+    let cuda_archs: Vec<u32> = groups.iter().map(|(cuda_arch, _)| *cuda_arch).collect();
+    for bound in bounds {
+        let compiled = front_end.compile_at(*bound, &cuda_archs)?;
+        let programs = kernel_ptx(&compiled, request).map_err(|message| Error::AutoBounds {
+            kernel: request.kernel.clone(),
+            knob: request.knob.key(),
+            message,
+        })?;
+        for (cuda_arch, members) in groups.iter_mut() {
+            for member in members.iter_mut() {
+                let found = programs.iter().find(|(_, program_arch, archs)| {
+                    program_arch == cuda_arch && archs.iter().any(|arch| arch == member.arch.name)
+                });
+                let ptx = found.map(|(ptx, _, _)| ptx.clone()).ok_or_else(|| {
+                    format!(
+                        "the source compiled with {bound} has no PTX of the kernel for {}",
+                        member.arch.name
+                    )
+                });
+                member.at.insert(*bound, ptx);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The objective's choice for one group among `bounds` (its ladder), and each member's report
@@ -444,6 +527,7 @@ fn choose_group(
                 knob: request.knob,
                 chosen: choice.chosen,
                 reason: choice.reason.clone(),
+                decided_by: choice.decided_by,
                 loop_growth_percent: objective.loop_growth_percent,
                 shared_with: archs
                     .iter()

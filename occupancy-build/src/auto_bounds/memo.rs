@@ -17,8 +17,10 @@ use crate::cache::hex;
 use crate::fsutil::write_atomic;
 
 /// Bumped when what a memo holds or how it is measured changes. 3: a tool that failed is no
-/// longer a candidate's verdict, so a memo of 2 may hold a crash as "compile failed".
-const MEMO_SCHEMA: u32 = 3;
+/// longer a candidate's verdict, so a memo of 2 may hold a crash as "compile failed". 4: each
+/// candidate with the digest of the PTX it was assembled from, the source's compile at its
+/// bound (both were 3 on their own branches: a memo of either 3 is measured again).
+const MEMO_SCHEMA: u32 = 4;
 
 /// The candidates measured for one key.
 #[derive(Debug, Default)]
@@ -26,6 +28,8 @@ pub(crate) struct Memo {
     path: Option<PathBuf>,
     key: String,
     pub(crate) candidates: BTreeMap<Bound, Candidate>,
+    /// Per candidate, the digest ([`memo_key`]) of the PTX it was assembled from.
+    digests: BTreeMap<Bound, String>,
     /// Whether a candidate was added since it was read.
     changed: bool,
 }
@@ -35,6 +39,7 @@ struct MemoFile {
     schema: u32,
     key: String,
     candidates: Vec<Candidate>,
+    digests: Vec<(Bound, String)>,
 }
 
 /// What a memo's key is made of, each part length-prefixed.
@@ -66,7 +71,7 @@ impl Memo {
                 .collect();
             root.join(format!("{name}-{arch}-{}.json", &key[..16]))
         });
-        let candidates = path
+        let (candidates, digests) = path
             .as_deref()
             .and_then(|path| read(path, &key))
             .unwrap_or_default();
@@ -74,13 +79,25 @@ impl Memo {
             path,
             key,
             candidates,
+            digests,
             changed: false,
         }
     }
 
-    /// Records a candidate measured now.
-    pub(crate) fn insert(&mut self, candidate: Candidate) {
+    /// Whether the memo holds `bound`'s candidate assembled from the PTX of digest `digest`.
+    pub(crate) fn holds(&self, bound: Bound, digest: &str) -> bool {
+        self.candidates.contains_key(&bound)
+            && self.digests.get(&bound).is_some_and(|held| held == digest)
+    }
+
+    /// Records a candidate measured now, from the PTX of digest `digest` (`None`: there was no
+    /// PTX to assemble; measured again next time).
+    pub(crate) fn insert(&mut self, candidate: Candidate, digest: Option<String>) {
         self.changed = true;
+        match digest {
+            Some(digest) => self.digests.insert(candidate.bound, digest),
+            None => self.digests.remove(&candidate.bound),
+        };
         self.candidates.insert(candidate.bound, candidate);
     }
 
@@ -94,6 +111,9 @@ impl Memo {
             schema: MEMO_SCHEMA,
             key: self.key.clone(),
             candidates: self.candidates.values().cloned().collect(),
+            digests: (self.digests.iter())
+                .map(|(bound, digest)| (*bound, digest.clone()))
+                .collect(),
         };
         if let Some(parent) = path.parent() {
             let _ = crate::trust::create_private_dir(parent);
@@ -104,17 +124,20 @@ impl Memo {
     }
 }
 
-/// The candidates of the memo at `path`, if it is ours alone and of `key`.
-fn read(path: &Path, key: &str) -> Option<BTreeMap<Bound, Candidate>> {
+/// The candidates of the memo at `path` and their PTX's digests, if it is ours alone and of
+/// `key`.
+type Held = (BTreeMap<Bound, Candidate>, BTreeMap<Bound, String>);
+
+fn read(path: &Path, key: &str) -> Option<Held> {
     let metadata = std::fs::symlink_metadata(path).ok()?;
     if crate::trust::distrust(&metadata).is_some() {
         return None;
     }
     let file: MemoFile = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
     (file.schema == MEMO_SCHEMA && file.key == key).then(|| {
-        file.candidates
-            .into_iter()
+        let candidates = (file.candidates.into_iter())
             .map(|candidate| (candidate.bound, candidate))
-            .collect()
+            .collect();
+        (candidates, file.digests.into_iter().collect())
     })
 }

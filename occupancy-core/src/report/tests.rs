@@ -802,6 +802,7 @@ fn a_chosen_bound_is_in_the_text_report_and_explain() {
         knob: Knob::MinBlocksPerSm,
         chosen: Bound::MinBlocksPerSm(5),
         reason: "the most warps within the objective".into(),
+        decided_by: crate::tune::Rule::MostWarps,
         loop_growth_percent: 5,
         shared_with: Vec::new(),
         candidates: vec![

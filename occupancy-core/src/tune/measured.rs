@@ -104,11 +104,15 @@ impl Measured {
     /// each other wait, the SM's warps overlap those waits, and the SM issues at most
     /// [`ISSUE_PER_CYCLE`](super::objective::ISSUE_PER_CYCLE) instructions a cycle: the larger
     /// of a warp's pass divided by the warps and the pass's instructions divided by the issue
-    /// rate. `None` without the control bits or without resident warps. Memory bandwidth is not
-    /// modelled: where it binds, warps beyond it change nothing.
+    /// rate. `None` without the control bits, without resident warps, or without a loop: a
+    /// kernel whose code runs once per thread is priced by the SM's throughput more than by a
+    /// warp's waits (the held-out `batched16`, 256 loads and no loop, waits on memory 221 times
+    /// without bounds and 8 times at one block per SM, which the model predicted 60% faster
+    /// and which ran 1.30x slower on an H200; docs/verification.md, section 9). Memory bandwidth
+    /// is not modelled: where it binds, warps beyond it change nothing.
     pub fn predicted_cycles(&self) -> Option<f64> {
         use super::objective::{ISSUE_PER_CYCLE, MEMORY_LATENCY_CYCLES, SHORT_LATENCY_CYCLES};
-        if !self.loops.control_known || self.warps_per_sm == 0 {
+        if !self.loops.control_known || self.warps_per_sm == 0 || self.loops.loops == 0 {
             return None;
         }
         let pass = f64::from(self.loops.stall_cycles)

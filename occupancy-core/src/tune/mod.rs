@@ -29,7 +29,7 @@ pub use measured::{Candidate, Measured};
 #[cfg(test)]
 pub(crate) use objective::verdict;
 pub use objective::{
-    choose, ArchLadder, Choice, Objective, Verdict, ISSUE_PER_CYCLE, LOOP_GROWTH_PERCENT,
+    choose, ArchLadder, Choice, Objective, Rule, Verdict, ISSUE_PER_CYCLE, LOOP_GROWTH_PERCENT,
     MEMORY_LATENCY_CYCLES, PREDICTED_GAIN_PERCENT, SHORT_LATENCY_CYCLES,
 };
 pub use ptx::{with_bound, with_bound_in_place, BoundPatchError};
@@ -139,6 +139,9 @@ pub struct Tuning {
     /// Why, in one sentence: the choice against the kernel without bounds, and what stopped
     /// the next rung.
     pub reason: String,
+    /// The rule that decided ([`Rule`]); absent in what older builds remembered.
+    #[serde(default)]
+    pub decided_by: Rule,
     /// The objective's loop-growth bound, in percent ([`LOOP_GROWTH_PERCENT`]).
     pub loop_growth_percent: u32,
     /// The other archs whose code comes from the same PTX, which therefore share this choice

@@ -29,6 +29,32 @@ pub const ISSUE_PER_CYCLE: u32 = 4;
 /// model is coarse, and only a clear difference overrides the warps.
 pub const PREDICTED_GAIN_PERCENT: u32 = 20;
 
+/// Which rule decided a choice (issue #34: `tune`, the report and `explain` say it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// No bound gains resident warps within the rules, and the latency model predicts none
+    /// [`PREDICTED_GAIN_PERCENT`] cheaper: the kernel keeps no bounds.
+    #[default]
+    NoBound,
+    /// The most resident warps within the rules (spills, loop growth), which the latency model
+    /// does not predict slower per pass than the kernel without bounds.
+    MostWarps,
+    /// The latency model predicted this bound at least [`PREDICTED_GAIN_PERCENT`] cheaper per
+    /// loop pass than what the warps chose.
+    LatencyModel,
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(match self {
+            Rule::NoBound => "no bound passed (the kernel without bounds)",
+            Rule::MostWarps => "the most resident warps",
+            Rule::LatencyModel => "the latency model",
+        })
+    }
+}
+
 /// What a bound must keep to be taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Objective {
@@ -59,6 +85,10 @@ pub enum Verdict {
     /// Within the objective, but no more resident warps than without bounds (ptxas used no
     /// fewer registers, or something else than registers binds).
     NoGain,
+    /// More resident warps within the rules, but the latency model predicts a loop pass no
+    /// cheaper than without bounds (per mille of its cost): the warps would hide nothing the
+    /// kernel waits on, and the cap costs schedule quality. Not taken for its warps.
+    PredictedSlower { permille: u32 },
     /// Within the objective, with fewer resident warps than without bounds (a minimum below
     /// the kernel's own blocks, which lets ptxas use more registers): taken only when the
     /// latency model predicts it clearly faster.
@@ -93,12 +123,20 @@ impl Verdict {
         matches!(self, Verdict::Admissible | Verdict::NoGain)
     }
 
-    /// Whether the latency model may take the bound on this arch: it keeps every rule.
-    pub(super) fn within_rules(self) -> bool {
+    /// Whether the bound passes every rule on spills and loop growth (whatever its warps).
+    pub(super) fn passes_rules(self) -> bool {
         matches!(
             self,
-            Verdict::Baseline | Verdict::Admissible | Verdict::NoGain | Verdict::FewerWarps
+            Verdict::Admissible
+                | Verdict::NoGain
+                | Verdict::FewerWarps
+                | Verdict::PredictedSlower { .. }
         )
+    }
+
+    /// Whether the latency model may take the bound on this arch: it keeps every rule.
+    pub(super) fn within_rules(self) -> bool {
+        self == Verdict::Baseline || self.passes_rules()
     }
 }
 
@@ -117,6 +155,11 @@ impl fmt::Display for Verdict {
             Verdict::Baseline => formatter.write_str("without bounds"),
             Verdict::Admissible => formatter.write_str("admissible"),
             Verdict::NoGain => formatter.write_str("no more warps"),
+            Verdict::PredictedSlower { permille } => write!(
+                formatter,
+                "more warps, predicted {:.1}% slower per pass than without bounds",
+                f64::from(permille) / 10.0 - 100.0
+            ),
             Verdict::FewerWarps => formatter.write_str("fewer warps"),
             Verdict::Failed => formatter.write_str("compile failed"),
             Verdict::SpillsInLoops {
@@ -209,7 +252,16 @@ pub(crate) fn verdict(
         };
     }
     match measured.warps_per_sm.cmp(&baseline.warps_per_sm) {
-        std::cmp::Ordering::Greater => Verdict::Admissible,
+        std::cmp::Ordering::Greater => {
+            match (measured.predicted_cycles(), baseline.predicted_cycles()) {
+                (Some(cycles), Some(without)) if without > 0.0 && cycles > without => {
+                    Verdict::PredictedSlower {
+                        permille: (cycles / without * 1000.0).round() as u32,
+                    }
+                }
+                _ => Verdict::Admissible,
+            }
+        }
         std::cmp::Ordering::Equal => Verdict::NoGain,
         std::cmp::Ordering::Less => Verdict::FewerWarps,
     }
@@ -234,6 +286,8 @@ pub struct Choice {
     pub verdicts: Vec<Vec<Verdict>>,
     /// One sentence: what the choice gains, and what stopped the next rung.
     pub reason: String,
+    /// The rule that decided.
+    pub decided_by: Rule,
 }
 
 /// The choice for archs whose code comes from one PTX (one arch, usually): the bound that is
@@ -255,6 +309,7 @@ pub fn choose(objective: &Objective, knob: Knob, ladders: &[ArchLadder]) -> Choi
                 .collect(),
             reason: "the kernel without bounds could not be measured, so no bound was chosen"
                 .to_string(),
+            decided_by: Rule::NoBound,
         };
     };
     let verdicts: Vec<Vec<Verdict>> = ladders
@@ -285,9 +340,14 @@ pub fn choose(objective: &Objective, knob: Knob, ladders: &[ArchLadder]) -> Choi
         .map(|(rung, _)| rung);
     let mut reason = super::render::reason(objective, knob, ladders, &verdicts, best);
     let mut chosen = best.unwrap_or(0);
+    let mut decided_by = match best {
+        Some(_) => Rule::MostWarps,
+        None => Rule::NoBound,
+    };
     if let Some((faster, ratio)) = predicted_faster(ladders, &verdicts, chosen) {
         reason = super::render::latency_reason(ladders, (faster, chosen), ratio, &reason);
         chosen = faster;
+        decided_by = Rule::LatencyModel;
     }
     Choice {
         chosen: ladders
@@ -295,6 +355,7 @@ pub fn choose(objective: &Objective, knob: Knob, ladders: &[ArchLadder]) -> Choi
             .map_or(Bound::None, |ladder| ladder.candidates[chosen].bound),
         verdicts,
         reason,
+        decided_by,
     }
 }
 

@@ -195,5 +195,6 @@ pub fn render_ladder(kernel: &str, arch: &str, block: u32, tuning: &Tuning) -> S
         );
     }
     let _ = writeln!(text, "  chosen: {} ({})", tuning.chosen, tuning.reason);
+    let _ = writeln!(text, "  decided by: {}", tuning.decided_by);
     text
 }

@@ -8,7 +8,8 @@
 // time, and whether its output matches the `bare` variant's.
 //
 // Build: nvcc -O3 -arch=sm_90 -lineinfo -o autobounds autobounds.cu
-//        (with -DAUTOBOUNDS_HELDOUT: the held-out corpus of heldout.cuh instead)
+//        (with -DAUTOBOUNDS_HELDOUT: the held-out corpus of heldout.cuh instead; with
+//        -DAUTOBOUNDS_PUBLIC: the 25 kernels of public.cuh)
 // Run:   ./autobounds --out raw.csv [--reps 30] [--only NAME] [--list]
 #include <cuda_runtime.h>
 
@@ -83,6 +84,15 @@ struct Register {
 #ifdef AUTOBOUNDS_HELDOUT
 // The held-out corpus (scripts/gpu-autobounds.sh with OCCUPANCY_AUTOBOUNDS_SET=heldout).
 #include "heldout.cuh"
+#elif defined(AUTOBOUNDS_PUBLIC)
+// The public-code corpus of issue #34 (OCCUPANCY_AUTOBOUNDS_SET=public).
+#include "public.cuh"
+#elif defined(AUTOBOUNDS_HELDOUT2)
+// Issue #34's second held-out corpus (OCCUPANCY_AUTOBOUNDS_SET=heldout2).
+#include "heldout2.cuh"
+#elif defined(AUTOBOUNDS_HELDOUT3)
+// Issue #34's third held-out corpus (OCCUPANCY_AUTOBOUNDS_SET=heldout3).
+#include "heldout3.cuh"
 #else
 KERNEL_256(stream_triad)
 KERNEL_256(gather_chase)
@@ -182,6 +192,12 @@ static std::vector<Problem> problems() {
   std::vector<Problem> list;
 #ifdef AUTOBOUNDS_HELDOUT
 #include "heldout_problems.inc"
+#elif defined(AUTOBOUNDS_PUBLIC)
+#include "public_problems.inc"
+#elif defined(AUTOBOUNDS_HELDOUT2)
+#include "heldout2_problems.inc"
+#elif defined(AUTOBOUNDS_HELDOUT3)
+#include "heldout3_problems.inc"
 #else
   list.push_back({"stream_triad", 256, 0, [](const Device& d) { return waves(d, 256, 4); },
                   [](Args& a, std::vector<void*>& o) {
