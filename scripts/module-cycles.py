@@ -6,7 +6,9 @@ Usage: scripts/module-cycles.py [CRATE_SRC_DIR]   (default: occupancy-core/src)
 A file imports another when it names it in a path: `use crate::a::b::Item`, `use super::x`,
 `super::x::f()`, `crate::a::f()`, a `pub use` re-export included. A path names the deepest module
 file it reaches (`crate::lint::LintId` names `lint.rs`, `crate::lint::sass::f` names
-`lint/sass.rs`). Two kinds of edge are left out, being the module tree rather than an import:
+`lint/sass.rs`). An item a module re-exports counts as the module it comes from: `crate::Error`,
+re-exported by lib.rs with `pub use error::Error;`, names `error.rs`, not the crate root (a
+re-export of the root hid circles). Two kinds of edge are left out, being the module tree rather than an import:
 a module and its ancestors (`mod.rs` re-exporting its children, a child reading its parent), and
 test code: every item under `#[cfg(test)]` (or `#[cfg(all(test, ...))]`) wherever it is in a
 file, and every module file declared so (`#[cfg(test)] mod tests;`) with the modules below it.
@@ -169,8 +171,31 @@ def paths_in(text):
     return paths
 
 
-def resolve(path, here, mods):
-    """The deepest module file a path names, from module `here`; None for extern paths."""
+def reexports_of(text, mod, mods):
+    """Name -> the path it re-exports, for every `pub use` of a module's text (`pub use
+    error::{Error, FamilyDeclaration};` in lib.rs: `Error` -> `crate::error::Error`), so that an
+    import of the crate root (`crate::Error`) counts as an import of what it names."""
+    names = {}
+    for m in re.finditer(r"\bpub(?:\([^)]*\))?\s+use\s+([^;]+);", text):
+        for path in expand_use(m.group(1)):
+            original, _, alias = path.partition(" as ")
+            name = alias or original.split("::")[-1]
+            if name in ("*", "self") or not name.isidentifier():
+                continue
+            first = original.split("::")[0]
+            if first not in ("crate", "super", "self") and mod + (first,) not in mods:
+                continue  # another crate's item
+            names[name] = original
+    return names
+
+
+REEXPORTS = {}
+
+
+def resolve(path, here, mods, depth=0):
+    """The deepest module file a path names, from module `here`; None for extern paths. An item
+    a module re-exports (`crate::Error`, re-exported by lib.rs from `error.rs`) names the module
+    it comes from."""
     parts = [p for p in path.split("::") if p]
     if not parts:
         return None
@@ -193,6 +218,9 @@ def resolve(path, here, mods):
         if best + (part,) in mods:
             best = best + (part,)
         else:
+            reexported = REEXPORTS.get(best, {}).get(part)
+            if reexported and depth < 8:
+                return resolve(reexported, best, mods, depth + 1) or best
             break
     return best
 
@@ -210,6 +238,9 @@ def graph(src):
         for mod in mods
         if any(mod[: k - 1] in mods and mod[k - 1] in test_children[mod[: k - 1]] for k in range(1, len(mod) + 1))
     }
+    REEXPORTS.clear()
+    for mod in mods:
+        REEXPORTS[mod] = reexports_of(texts[mod], mod, mods)
     edges = {m: set() for m in mods if m not in test_only}
     for mod in edges:
         text = texts[mod]

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 
 use occupancy_core::report::Location;
 
-use crate::targets::SmArch;
-use crate::toolchain::NVCC_WHEELS;
+use crate::words::NVCC_WHEELS;
+use occupancy_core::arch::Arch as SmArch;
 
 /// Why a build could not compile or check its kernels.
 #[derive(Debug, thiserror::Error)]
@@ -29,7 +29,7 @@ pub enum Error {
     /// The program found as nvcc does not answer `--version` like nvcc.
     #[error(
         "occupancy-build: `{} --version` did not answer like nvcc ({status}); point NVCC at the nvcc executable:\n{output}",
-        crate::fsutil::shown_path(nvcc)
+        crate::words::shown_path(nvcc)
     )]
     NotNvcc {
         nvcc: PathBuf,
@@ -50,7 +50,7 @@ pub enum Error {
     /// probe) ran past its time limit and was killed with every process it started.
     #[error(
         "occupancy-build: `{command}` did not finish within {} and was killed, with every process it started; {hint}",
-        crate::process::seconds(*.limit)
+        crate::words::seconds(*.limit)
     )]
     ToolTimedOut {
         /// The command line, as a shell would take it.
@@ -66,7 +66,7 @@ pub enum Error {
     /// occupancy knows of the cause (an `OCCUPANCY_BOUNDS_<name>` no declaration defines).
     #[error(
         "nvcc failed to compile {} ({status}):\n{diagnostics}\ncommand: {command}{}",
-        crate::fsutil::shown_path(file),
+        crate::words::shown_path(file),
         notes.iter().map(|note| format!("\nnote: {note}")).collect::<String>()
     )]
     NvccFailed {
@@ -82,7 +82,7 @@ pub enum Error {
     /// nvcc or ptxas produced something we cannot read: the build fails rather than pass unchecked.
     #[error(
         "occupancy-build: could not read the compiler's output for {}: {message}",
-        crate::fsutil::shown_path(file)
+        crate::words::shown_path(file)
     )]
     UnreadableOutput { file: PathBuf, message: String },
     /// `cc` could not archive the compiled objects into `lib<library>.a`.
@@ -156,14 +156,14 @@ pub enum Error {
     /// A source given to the builder that is not a file.
     #[error(
         "occupancy-build: source {} does not exist (paths are relative to the package root)",
-        crate::fsutil::shown_path(path)
+        crate::words::shown_path(path)
     )]
     SourceMissing { path: PathBuf },
     /// The builder was given no source at all.
     #[error("occupancy-build: no CUDA sources: add some with `.file(...)`, `.files(...)`, `.source_dir(...)` or `.ptx_file(...)`")]
     NoSources,
     /// Two sources with one stem, whose outputs would collide in `OUT_DIR`; `path` is the second.
-    #[error("occupancy-build: two sources are named `{stem}`: their outputs would collide in OUT_DIR; rename one ({})", crate::fsutil::shown_path(path))]
+    #[error("occupancy-build: two sources are named `{stem}`: their outputs would collide in OUT_DIR; rename one ({})", crate::words::shown_path(path))]
     DuplicateStem { stem: String, path: PathBuf },
     /// One compiled kernel declared by two `#[occupancy::kernel]` attributes.
     #[error(
@@ -222,8 +222,8 @@ pub enum Error {
     /// value out of range. `error` names the line and column and what is wrong.
     #[error(
         "occupancy-build: the baseline {} is not a valid baseline: {error}. A bless never writes this, and a lock that is not exactly well-formed is not read with a guess: correct that line, or restore the committed file (`git checkout -- {}`); a bless refuses this file too. To regenerate it from the code instead, remove it and run `OCCUPANCY_BLESS=1 cargo build` (the numbers it held are then forgotten: no regression is found against them)",
-        crate::fsutil::shown_path(path),
-        crate::fsutil::shown_path(path)
+        crate::words::shown_path(path),
+        crate::words::shown_path(path)
     )]
     UnreadableBaseline {
         path: PathBuf,
@@ -233,16 +233,16 @@ pub enum Error {
     /// The baseline file has a schema this version does not read.
     #[error(
         "occupancy-build: the baseline {} has schema_version {schema_version}; this occupancy-build reads schema 1 and 2 and writes 2. {}",
-        crate::fsutil::shown_path(path),
+        crate::words::shown_path(path),
         crate::lock_schema::unsupported_hint(*schema_version)
     )]
     UnsupportedBaselineSchema { path: PathBuf, schema_version: u32 },
     /// `[package.metadata.occupancy]` / `[workspace.metadata.occupancy]` could not be read or
     /// holds a wrong value: the message names the file and the key.
     #[error("occupancy-build: {0}")]
-    Settings(#[from] crate::config::SettingsError),
+    Settings(#[from] settings::SettingsError),
     /// A file could not be read or written.
-    #[error("occupancy-build: {}: {error}", crate::fsutil::shown_path(path))]
+    #[error("occupancy-build: {}: {error}", crate::words::shown_path(path))]
     Io {
         path: PathBuf,
         #[source]
@@ -252,18 +252,18 @@ pub enum Error {
     /// of it is checked.
     #[error(
         "occupancy: cannot read the kernels of `{}`: {reason}",
-        crate::fsutil::shown_path(path)
+        crate::words::shown_path(path)
     )]
     UnreadableBinary { path: PathBuf, reason: String },
     /// A compile-cache directory another user owns or may write: its entries could make a
     /// spilling kernel pass, so it is not used.
-    #[error("occupancy-build: the compile cache in {} is not used: it {reason}; another user could put results in it that pass a kernel that spills. Make it yours and private (`chmod go-w`), remove it, or use another directory", crate::fsutil::shown_path(path))]
+    #[error("occupancy-build: the compile cache in {} is not used: it {reason}; another user could put results in it that pass a kernel that spills. Make it yours and private (`chmod go-w`), remove it, or use another directory", crate::words::shown_path(path))]
     UntrustedCache { path: PathBuf, reason: String },
     /// An output path that cannot be written safely: a directory, a socket, a link to a
     /// directory that does not exist. `reason` says which.
     #[error(
         "occupancy-build: {} cannot be written: it {reason}",
-        crate::fsutil::shown_path(path)
+        crate::words::shown_path(path)
     )]
     Unwritable { path: PathBuf, reason: String },
     /// A bound written `"auto"` could not be chosen (a tool is missing, the kernel without
@@ -341,6 +341,8 @@ fn kernel_table_hint(suggestions: &[String], compiled_kernels: usize) -> String 
         ),
     }
 }
+
+pub(crate) mod settings;
 
 #[cfg(test)]
 mod tests;

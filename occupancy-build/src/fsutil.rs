@@ -18,6 +18,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+pub use crate::words::shown_path;
 use crate::Error;
 
 /// Symbolic links followed at most, as the kernel's own limit.
@@ -387,18 +388,6 @@ fn split_rule(line: &str) -> Option<(&str, &str)> {
 
 pub(crate) fn display_path(manifest_dir: &Path, path: &Path) -> String {
     shown_path(path.strip_prefix(manifest_dir).unwrap_or(path))
-}
-
-/// A path as a message shows it: as written, or, when it holds a control character (a newline,
-/// a tab, an escape), quoted with escapes (`"a\nb.cu"`), so that the user sees the character
-/// instead of a message broken across lines that names no file they have.
-pub fn shown_path(path: &Path) -> String {
-    let text = path.to_string_lossy();
-    if text.chars().any(char::is_control) {
-        format!("{text:?}")
-    } else {
-        path.display().to_string()
-    }
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ mod baseline;
 mod binary;
 mod bounds_notes;
 mod build;
+mod builder;
 mod cache;
 mod cargo_lines;
 mod check_lock;
@@ -75,8 +76,9 @@ mod spill_help;
 mod targets;
 mod toolchain;
 mod trust;
+mod words;
 
-pub use build::Build;
+pub use builder::Build;
 pub use config::{SettingsError, TableName};
 pub use context::Cudart;
 pub use env::TrackedEnv;

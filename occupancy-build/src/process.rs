@@ -17,6 +17,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::env::TrackedEnv;
+pub(crate) use crate::words::seconds;
 use crate::Error;
 
 /// The variable that sets the time limit of every child process, in seconds.
@@ -105,13 +106,6 @@ fn parse_seconds(value: &str) -> Option<Duration> {
     let seconds: f64 = value.trim().parse().ok()?;
     (seconds.is_finite() && seconds > 0.0 && seconds <= 1e9)
         .then(|| Duration::from_secs_f64(seconds))
-}
-
-/// A duration as the messages write it: `60 s`, `0.5 s`.
-pub(crate) fn seconds(duration: Duration) -> String {
-    let text = format!("{:.3}", duration.as_secs_f64());
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    format!("{text} s")
 }
 
 /// Runs `command` to completion within its kind's limit and returns what it printed, like

@@ -116,7 +116,7 @@ impl Build {
             target_os: env
                 .get("CARGO_CFG_TARGET_OS")
                 .unwrap_or_else(|| "linux".to_string()),
-            read_all_sass: sass_setting(env)?,
+            read_all_sass: crate::sass_stage::sass_setting(env)?,
             nvdisasm: env.get("OCCUPANCY_NVDISASM").map(PathBuf::from),
             cuobjdump: env.get("OCCUPANCY_CUOBJDUMP").map(PathBuf::from),
             tool_timeouts: timeouts,
@@ -304,18 +304,6 @@ fn skip_reason(env: &TrackedEnv) -> Option<String> {
         Some("building on docs.rs (DOCS_RS is set)".to_string())
     } else {
         None
-    }
-}
-
-/// `OCCUPANCY_SASS`: `all` reads every kernel's SASS; `needed` (the default) only where a lint
-/// can fire.
-pub(crate) fn sass_setting(env: &TrackedEnv) -> Result<bool, Error> {
-    match env.get("OCCUPANCY_SASS").as_deref().map(str::trim) {
-        None | Some("needed") => Ok(false),
-        Some("all") => Ok(true),
-        Some(other) => Err(Error::BadSassSetting {
-            value: other.to_string(),
-        }),
     }
 }
 

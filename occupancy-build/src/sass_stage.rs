@@ -755,10 +755,19 @@ impl MachineCodeLints {
         levels: &BTreeMap<LintId, Level>,
         env: &crate::TrackedEnv,
     ) -> Result<MachineCodeLints, Error> {
-        Ok(MachineCodeLints::at(
-            levels,
-            crate::resolve::sass_setting(env)?,
-        ))
+        Ok(MachineCodeLints::at(levels, sass_setting(env)?))
+    }
+}
+
+/// `OCCUPANCY_SASS`: `all` reads every kernel's SASS; `needed` (the default) only where a lint
+/// can fire.
+pub(crate) fn sass_setting(env: &crate::TrackedEnv) -> Result<bool, Error> {
+    match env.get("OCCUPANCY_SASS").as_deref().map(str::trim) {
+        None | Some("needed") => Ok(false),
+        Some("all") => Ok(true),
+        Some(other) => Err(Error::BadSassSetting {
+            value: other.to_string(),
+        }),
     }
 }
 

@@ -15,9 +15,7 @@ use crate::env::TrackedEnv;
 use crate::process::{run_bounded, ToolKind, ToolTimeouts};
 use crate::Error;
 
-/// The wheels that make a complete nvcc on any Linux machine with Python (no root needed).
-pub const NVCC_WHEELS: &str =
-    "nvidia-cuda-nvcc nvidia-nvvm nvidia-cuda-crt nvidia-cuda-runtime nvidia-cuda-cccl";
+pub use crate::words::NVCC_WHEELS;
 
 /// A found nvcc, ready to be invoked.
 #[derive(Debug, Clone)]

@@ -92,3 +92,34 @@ fn no_crate_has_an_import_circle() {
         );
     }
 }
+
+/// The circle check counts an import of the crate root as what it names: `crate::Error`,
+/// re-exported by lib.rs from `error.rs`, is an import of `error.rs` (issue #36: two circles of
+/// occupancy-build hid behind such re-exports). A scratch crate whose one circle goes through
+/// the root must be reported; without the re-export the same files have none.
+#[test]
+fn the_circle_check_sees_through_re_exports_of_the_crate_root() {
+    let dir = repo_root().join("target/contributing/root-circle");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    write("lib.rs", "mod config;\nmod error;\npub use error::Error;\n");
+    write(
+        "error.rs",
+        "pub enum Error { Settings(crate::config::SettingsError) }\n",
+    );
+    write("config.rs", "use crate::Error;\npub struct SettingsError;\npub fn load() -> Result<(), Error> { Ok(()) }\n");
+    let check = || {
+        Command::new("python3")
+            .arg(repo_root().join("scripts/module-cycles.py"))
+            .arg(&dir)
+            .output()
+            .expect("python3 runs scripts/module-cycles.py")
+    };
+    let output = check();
+    let said = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(!output.status.success(), "{said}");
+    assert!(said.contains("config.rs, error.rs"), "{said}");
+    write("config.rs", "pub struct SettingsError;\n");
+    assert!(check().status.success());
+}

@@ -8,6 +8,20 @@ use crate::calc::{self, KernelFacts, Launch};
 use crate::ptxas::KernelRecord;
 use crate::sass::{LoopProfile, SassFacts};
 
+/// The latency model ([`Measured::predicted_cycles`]): the cycles a warp waits for a load from
+/// global memory. An H100 answers in about 260 cycles from L2 and 500 to 600 from DRAM
+/// (microbenchmarks); the choices of the repository's GPU corpus are the same for any value from
+/// 300 to 800 (docs/verification.md, section 9).
+pub const MEMORY_LATENCY_CYCLES: u32 = 500;
+
+/// The latency model: the cycles a warp waits for another variable-latency result (shared
+/// memory, transcendental functions, shuffles).
+pub const SHORT_LATENCY_CYCLES: u32 = 30;
+
+/// Warp instructions an SM issues per cycle (four schedulers, one each), the model's bound on
+/// a pass when warps are plenty.
+pub const ISSUE_PER_CYCLE: u32 = 4;
+
 /// ptxas's report and the SASS of one compile, with the calculator's answer for the launch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measured {
@@ -99,10 +113,10 @@ impl Measured {
 
     /// The latency model's cycles for one pass of the weighed instructions (the loops), per
     /// resident warp of the SM: a warp's pass takes its scheduled stall cycles plus
-    /// [`MEMORY_LATENCY_CYCLES`](super::objective::MEMORY_LATENCY_CYCLES) for each wait on a
-    /// memory load and [`SHORT_LATENCY_CYCLES`](super::objective::SHORT_LATENCY_CYCLES) for
+    /// [`MEMORY_LATENCY_CYCLES`](MEMORY_LATENCY_CYCLES) for each wait on a
+    /// memory load and [`SHORT_LATENCY_CYCLES`](SHORT_LATENCY_CYCLES) for
     /// each other wait, the SM's warps overlap those waits, and the SM issues at most
-    /// [`ISSUE_PER_CYCLE`](super::objective::ISSUE_PER_CYCLE) instructions a cycle: the larger
+    /// [`ISSUE_PER_CYCLE`](ISSUE_PER_CYCLE) instructions a cycle: the larger
     /// of a warp's pass divided by the warps and the pass's instructions divided by the issue
     /// rate. `None` without the control bits, without resident warps, or without a loop: a
     /// kernel whose code runs once per thread is priced by the SM's throughput more than by a
@@ -111,7 +125,6 @@ impl Measured {
     /// and which ran 1.30x slower on an H200; docs/verification.md, section 9). Memory bandwidth
     /// is not modelled: where it binds, warps beyond it change nothing.
     pub fn predicted_cycles(&self) -> Option<f64> {
-        use super::objective::{ISSUE_PER_CYCLE, MEMORY_LATENCY_CYCLES, SHORT_LATENCY_CYCLES};
         if !self.loops.control_known || self.warps_per_sm == 0 || self.loops.loops == 0 {
             return None;
         }

@@ -25,12 +25,14 @@ mod render;
 pub(crate) mod tests;
 
 pub use ladder::{ladder, LadderInput, Rung};
-pub use measured::{Candidate, Measured};
+pub use measured::{
+    Candidate, Measured, ISSUE_PER_CYCLE, MEMORY_LATENCY_CYCLES, SHORT_LATENCY_CYCLES,
+};
 #[cfg(test)]
 pub(crate) use objective::verdict;
 pub use objective::{
-    choose, ArchLadder, Choice, Objective, Rule, Verdict, ISSUE_PER_CYCLE, LOOP_GROWTH_PERCENT,
-    MEMORY_LATENCY_CYCLES, PREDICTED_GAIN_PERCENT, SHORT_LATENCY_CYCLES,
+    choose, ArchLadder, Choice, Objective, Rule, Verdict, LOOP_GROWTH_PERCENT,
+    PREDICTED_GAIN_PERCENT,
 };
 pub use ptx::{with_bound, with_bound_in_place, BoundPatchError};
 pub use render::render_ladder;

@@ -6,23 +6,11 @@ use serde::{Deserialize, Serialize};
 
 use super::{Bound, Candidate, Knob, Measured};
 
+pub(super) mod reason;
+
 /// How much the instructions inside loops (and, of them, the memory accesses) may grow over the
 /// kernel without bounds, in percent, for a bound to be taken.
 pub const LOOP_GROWTH_PERCENT: u32 = 5;
-
-/// The latency model ([`Measured::predicted_cycles`]): the cycles a warp waits for a load from
-/// global memory. An H100 answers in about 260 cycles from L2 and 500 to 600 from DRAM
-/// (microbenchmarks); the choices of the repository's GPU corpus are the same for any value from
-/// 300 to 800 (docs/verification.md, section 9).
-pub const MEMORY_LATENCY_CYCLES: u32 = 500;
-
-/// The latency model: the cycles a warp waits for another variable-latency result (shared
-/// memory, transcendental functions, shuffles).
-pub const SHORT_LATENCY_CYCLES: u32 = 30;
-
-/// Warp instructions an SM issues per cycle (four schedulers, one each), the model's bound on
-/// a pass when warps are plenty.
-pub const ISSUE_PER_CYCLE: u32 = 4;
 
 /// How much faster the latency model must predict another takeable bound (fewer warps
 /// included) than the bound of the most warps, in percent, for it to be chosen instead: the
@@ -338,14 +326,14 @@ pub fn choose(objective: &Objective, knob: Knob, ladders: &[ArchLadder]) -> Choi
                 .then(right.cmp(left))
         })
         .map(|(rung, _)| rung);
-    let mut reason = super::render::reason(objective, knob, ladders, &verdicts, best);
+    let mut reason = reason::reason(objective, knob, ladders, &verdicts, best);
     let mut chosen = best.unwrap_or(0);
     let mut decided_by = match best {
         Some(_) => Rule::MostWarps,
         None => Rule::NoBound,
     };
     if let Some((faster, ratio)) = predicted_faster(ladders, &verdicts, chosen) {
-        reason = super::render::latency_reason(ladders, (faster, chosen), ratio, &reason);
+        reason = reason::latency_reason(ladders, (faster, chosen), ratio, &reason);
         chosen = faster;
         decided_by = Rule::LatencyModel;
     }

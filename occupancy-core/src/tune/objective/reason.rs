@@ -1,0 +1,121 @@
+//! The words of a choice: why the objective chose what it did. A child of the objective, whose
+//! decision it explains (the ladder as a table is `tune/render.rs`, which reads these).
+
+use std::fmt::Write;
+
+use super::{ArchLadder, Objective, Verdict};
+use crate::tune::{Knob, Measured};
+
+pub(in crate::tune) fn percent(fraction: f64) -> String {
+    format!("{:.1}%", fraction * 100.0)
+}
+
+/// `32 of 64 warps per SM on sm_90 (50.0%)`-style words for one measurement.
+fn warps(measured: &Measured, arch: &str) -> String {
+    format!(
+        "{} blocks/SM, {} warps on {arch} ({})",
+        measured.blocks_per_sm,
+        measured.warps_per_sm,
+        percent(measured.occupancy)
+    )
+}
+
+/// Why the choice is what it is: the chosen rung (`best`, an index into the ladders) against
+/// the kernel without bounds, and the first rung above it that the objective refused.
+pub(in crate::tune) fn reason(
+    objective: &Objective,
+    knob: Knob,
+    ladders: &[ArchLadder],
+    verdicts: &[Vec<Verdict>],
+    best: Option<usize>,
+) -> String {
+    let rungs = ladders
+        .iter()
+        .map(|ladder| ladder.candidates.len())
+        .min()
+        .unwrap_or(0);
+    if rungs <= 1 {
+        return format!(
+            "no `{knob}` changes the resident blocks: registers do not limit them (warps, block slots, shared memory or barriers do), so the kernel keeps no bounds"
+        );
+    }
+    let refused = (best.map_or(1, |rung| rung + 1)..rungs).find_map(|rung| {
+        let (arch, verdict) = ladders
+            .iter()
+            .zip(verdicts)
+            .map(|(ladder, of_arch)| (ladder.arch.as_str(), of_arch[rung]))
+            .find(|(_, verdict)| {
+                !matches!(
+                    verdict,
+                    Verdict::Admissible | Verdict::NoGain | Verdict::FewerWarps
+                )
+            })?;
+        Some(format!(
+            "`{}` was refused on {arch}: {verdict}",
+            ladders[0].candidates[rung].bound
+        ))
+    });
+    let limits = format!(
+        "no more spills in loops than without bounds and loops at most {}% longer",
+        objective.loop_growth_percent
+    );
+    let Some(best) = best else {
+        let first = refused.unwrap_or_else(|| "no bound gains resident warps".to_string());
+        return format!("no bound gains resident warps within the objective ({limits}): {first}; the kernel keeps no bounds");
+    };
+    let gains: Vec<String> = ladders
+        .iter()
+        .filter_map(|ladder| {
+            let chosen = ladder.candidates[best].measured.as_ref()?;
+            let without = ladder.candidates[0].measured.as_ref()?;
+            Some(format!(
+                "{}, against {} without bounds, loops {} instructions against {}",
+                warps(chosen, &ladder.arch),
+                without.warps_per_sm,
+                chosen.weighed_instructions(),
+                without.weighed_instructions()
+            ))
+        })
+        .collect();
+    let mut reason = format!(
+        "`{}` gives the most resident warps within the objective ({limits}): {}",
+        ladders[0].candidates[best].bound,
+        gains.join("; ")
+    );
+    if let Some(refused) = refused {
+        let _ = write!(reason, "; {refused}");
+    }
+    reason
+}
+
+/// Why the latency model took rung `faster` over `replaced` (the choice of [`reason`], which
+/// follows): per arch, the waits on memory and the warps of both, and the predicted ratio.
+pub(in crate::tune) fn latency_reason(
+    ladders: &[ArchLadder],
+    (faster, replaced): (usize, usize),
+    ratio: f64,
+    replaced_reason: &str,
+) -> String {
+    let waits: Vec<String> = ladders
+        .iter()
+        .filter_map(|ladder| {
+            let taken = ladder.candidates[faster].measured.as_ref()?;
+            let other = ladder.candidates[replaced].measured.as_ref()?;
+            Some(format!(
+                "on {} its loops wait on memory {} times a pass against {}, with {} warps against {}",
+                ladder.arch,
+                taken.loops.memory_waits,
+                other.loops.memory_waits,
+                taken.warps_per_sm,
+                other.warps_per_sm
+            ))
+        })
+        .collect();
+    format!(
+        "`{}` is predicted {:.0}% faster per loop pass than `{}` by the latency model (more loads in flight per warp outweigh fewer warps): {}; without the model: {replaced_reason}",
+        ladders[0].candidates[faster].bound,
+        (1.0 - ratio) * 100.0,
+        ladders[0].candidates[replaced].bound,
+        waits.join("; ")
+    )
+}
