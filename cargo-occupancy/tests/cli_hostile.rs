@@ -791,3 +791,41 @@ fn the_environment_and_a_piped_log_are_taken_as_they_are() {
         stderr(&output)
     );
 }
+
+/// Issue #35, class 2: a directory walk visits each directory once (two self-links made 2^40
+/// paths), and a FIFO named like an input is an error naming it, never opened (it waited
+/// forever). Private FIFOs in the test's own directory.
+#[test]
+fn a_directory_walk_visits_each_directory_once_and_names_a_fifo() {
+    let dir = scratch("walk");
+    let tree = dir.join("tree");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    let cubin = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../occupancy-build/src/binary/fuzz_corpus/k.sm_90.cubin");
+    std::fs::copy(&cubin, tree.join("sub/k.cubin")).unwrap();
+    std::os::unix::fs::symlink(&tree, tree.join("a")).unwrap();
+    std::os::unix::fs::symlink(&tree, tree.join("b")).unwrap();
+    std::os::unix::fs::symlink(&tree, tree.join("sub/up")).unwrap();
+    let output = run_in(&dir, &["check", "--json", "tree"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let rows = report["kernels"].as_array().unwrap();
+    let names: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .map(|row| row["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(rows.len(), names.len(), "each kernel once: {rows:?}");
+
+    let made = Command::new("mkfifo")
+        .arg(tree.join("sub/waits.fatbin"))
+        .status();
+    if made.is_ok_and(|status| status.success()) {
+        let output = run_in(&dir, &["check", "tree"]);
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{said}");
+        assert!(
+            said.contains("waits.fatbin is not a regular file"),
+            "{said}"
+        );
+    }
+}

@@ -484,19 +484,25 @@ fn classify(path: &Path) -> Input {
     }
 }
 
+/// Whether a file's name is a compiled binary's (`.cubin`, `.fatbin`, `.o`, `.a`, `.so`,
+/// `.so.12`, `.whl`).
+fn named_like_binary(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy())
+        .unwrap_or_default();
+    [".cubin", ".fatbin", ".o", ".a", ".so", ".whl"]
+        .iter()
+        .any(|suffix| name.ends_with(suffix))
+        || name.contains(".so.")
+}
+
 /// Whether a file found in a directory may be a compiled binary worth reading: by name
 /// (`.cubin`, `.fatbin`, `.o`, `.a`, `.so`, `.so.12`, `.whl`), then by its first bytes. One
 /// named so that cannot be read (no permission, a dangling link) is an error naming it: a check
 /// reads every file it selects (issue #35, class 1).
 fn binary_in_directory(path: &Path) -> Result<Option<Input>, CliError> {
-    let Some(name) = path.file_name().map(|name| name.to_string_lossy()) else {
-        return Ok(None);
-    };
-    let by_name = [".cubin", ".fatbin", ".o", ".a", ".so", ".whl"]
-        .iter()
-        .any(|suffix| name.ends_with(suffix))
-        || name.contains(".so.");
-    if !by_name {
+    if !named_like_binary(path) {
         return Ok(None);
     }
     let kind =
@@ -504,7 +510,24 @@ fn binary_in_directory(path: &Path) -> Result<Option<Input>, CliError> {
     Ok(kind.map(|kind| Input::Binary(path.to_path_buf(), kind)))
 }
 
+/// The inputs under `dir`, each directory visited once (a link back to a directory already
+/// walked, or to itself, is not walked again: two self-links once made 2^40 paths). A FIFO,
+/// device or socket named like an input is an error naming it: opening it could wait forever or
+/// read without end (issue #35, class 2).
 fn walk(dir: &Path, found: &mut Vec<Input>) -> Result<(), CliError> {
+    walk_once(dir, found, &mut std::collections::BTreeSet::new())
+}
+
+fn walk_once(
+    dir: &Path,
+    found: &mut Vec<Input>,
+    visited: &mut std::collections::BTreeSet<PathBuf>,
+) -> Result<(), CliError> {
+    let canonical =
+        std::fs::canonicalize(dir).map_err(|error| CliError::cannot_read(dir, &error))?;
+    if !visited.insert(canonical) {
+        return Ok(());
+    }
     let entries = std::fs::read_dir(dir).map_err(|error| CliError::cannot_read(dir, &error))?;
     let mut paths: Vec<PathBuf> = entries
         .filter_map(Result::ok)
@@ -512,12 +535,22 @@ fn walk(dir: &Path, found: &mut Vec<Input>) -> Result<(), CliError> {
         .collect();
     paths.sort();
     for path in paths {
-        if path.is_dir() {
-            walk(&path, found)?;
-        } else if matches!(
+        let is_source = matches!(
             path.extension().and_then(|extension| extension.to_str()),
             Some("cu" | "ptx")
-        ) {
+        );
+        let metadata = std::fs::metadata(&path);
+        if metadata.as_ref().is_ok_and(std::fs::Metadata::is_dir) {
+            walk_once(&path, found, visited)?;
+        } else if metadata.as_ref().is_ok_and(|m| !m.is_file())
+            && (is_source || named_like_binary(&path))
+        {
+            return Err(CliError::Input(format!(
+                "{} is not a regular file (a FIFO, device or socket) though it is named like an input: it is not read, since it need not end; move it out of {}",
+                occupancy_build::cli::shown_path(&path),
+                occupancy_build::cli::shown_path(dir)
+            )));
+        } else if is_source {
             found.push(classify(&path));
         } else if let Some(binary) = binary_in_directory(&path)? {
             found.push(binary);
