@@ -17,6 +17,7 @@ mod env;
 mod error;
 mod flags;
 mod format;
+mod gate_args;
 mod inputs;
 mod lines;
 mod outputs;

@@ -56,28 +56,12 @@ pub struct Args {
     /// `'softmax_*:block=512,dynamic_smem=4096'` (a name, readable name or `*` pattern).
     #[arg(long = "kernel", value_name = "NAME:block=N[,dynamic_smem=B]", value_parser = kernel_table)]
     pub kernels: Vec<(String, KernelLaunch)>,
-    /// Make a lint deny-level (repeatable; a crate's `[package.metadata.occupancy.lints]` wins).
-    #[arg(long = "deny", value_name = "LINT")]
-    pub deny: Vec<String>,
-    /// Make a lint warn-level (repeatable).
-    #[arg(long = "warn", value_name = "LINT")]
-    pub warn: Vec<String>,
-    /// Make a lint allow-level (repeatable).
-    #[arg(long = "allow", value_name = "LINT")]
-    pub allow: Vec<String>,
-    /// Compare every kernel with this lock (`regression`, `baseline_stale`), as `check --lock`.
-    #[arg(long, value_name = "FILE")]
-    pub lock: Option<PathBuf>,
-    /// Write the lock from this build instead of comparing with it.
-    #[arg(long, requires = "lock")]
-    pub bless: bool,
+    #[command(flatten)]
+    pub gate: crate::gate_args::GateArgs,
     /// Gate and bless code compiled for debugging (`-G`, which `cc` adds in a debug profile) as
     /// if it shipped; without it, its findings are warnings and no lock records it.
     #[arg(long)]
     pub debug_code: bool,
-    /// Directory for assembling PTX and the compile cache (default: as `check`'s).
-    #[arg(long, value_name = "DIR")]
-    pub cache_dir: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
     /// Arguments for `cargo build` (after `--`): `--release`, `-p NAME`, `--features ...`.
@@ -97,9 +81,14 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     for arch in &args.archs {
         (env.archs.lookup(arch)).map_err(|error| CliError::Usage(format!("--arch: {error}")))?;
     }
-    check_outputs(&outputs(args), &[])?;
+    // A lock only compared is an input, which `--html` must not replace.
+    let lock_read: Vec<&Path> = (args.gate.lock.iter())
+        .filter(|_| !args.gate.bless)
+        .map(PathBuf::as_path)
+        .collect();
+    check_outputs(&outputs(args), &lock_read)?;
     let levels = Levels::from_args(&base, &env.lint_levels)?;
-    let mut lock = Lock::open(args.lock.as_deref(), args.bless)?;
+    let mut lock = Lock::open(args.gate.lock.as_deref(), args.gate.bless)?;
     let scratch = Scratch::new(&env.temp_dir)?;
     let vars = builder_variables(args, env, &scratch.path)?;
     let built = cargo_run::run(&env.cargo, &args.cargo_args, (&vars, &env.build_vars))?;
@@ -139,12 +128,7 @@ fn check_args(args: &Args, archs: Vec<String>, block: Option<u32>) -> check::Arg
         block,
         dynamic_smem: 0,
         allow_failed_build: false,
-        deny: args.deny.clone(),
-        warn: args.warn.clone(),
-        allow: args.allow.clone(),
-        lock: args.lock.clone(),
-        bless: args.bless,
-        cache_dir: args.cache_dir.clone(),
+        gate: args.gate.clone(),
         output: args.output.clone(),
         nvcc_args: Vec::new(),
     }
@@ -157,16 +141,7 @@ fn levels_map(levels: &Levels) -> BTreeMap<LintId, Level> {
 /// What `build` writes: `--html`, the lock it blesses, `--cache-dir`.
 fn outputs(args: &Args) -> Vec<Output<'_>> {
     let mut outputs = args.output.outputs();
-    outputs.extend(args.lock.iter().filter(|_| args.bless).map(|lock| Output {
-        flag: "--lock",
-        path: lock,
-        is_dir: false,
-    }));
-    outputs.extend(args.cache_dir.iter().map(|dir| Output {
-        flag: "--cache-dir",
-        path: dir,
-        is_dir: true,
-    }));
+    outputs.extend(args.gate.outputs());
     outputs
 }
 

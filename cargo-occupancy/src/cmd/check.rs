@@ -68,28 +68,8 @@ pub struct Args {
     /// fault`, ...) anyway, each such line a warning: for markers that are false positives.
     #[arg(long)]
     pub allow_failed_build: bool,
-    /// Make a lint deny-level (repeatable).
-    #[arg(long = "deny", value_name = "LINT")]
-    pub deny: Vec<String>,
-    /// Make a lint warn-level (repeatable).
-    #[arg(long = "warn", value_name = "LINT")]
-    pub warn: Vec<String>,
-    /// Make a lint allow-level (repeatable).
-    #[arg(long = "allow", value_name = "LINT")]
-    pub allow: Vec<String>,
-    /// A lock to compare every kernel read with (`occupancy.lock`, the format a build's
-    /// baseline has): numbers worse than it are `regression` (deny), any other difference
-    /// `baseline_stale` (warn). Sources, logs and binaries alike, each under its own path.
-    #[arg(long, value_name = "FILE")]
-    pub lock: Option<PathBuf>,
-    /// Write the lock (`--lock FILE`) from what this check reads instead of comparing with it:
-    /// the entries of the inputs read are replaced, every other entry is kept.
-    #[arg(long, requires = "lock")]
-    pub bless: bool,
-    /// Directory for nvcc's outputs and the per-file cache, yours alone (default:
-    /// $XDG_CACHE_HOME/occupancy or ~/.cache/occupancy, created private, kept between runs).
-    #[arg(long, value_name = "DIR")]
-    pub cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub gate: crate::gate_args::GateArgs,
     #[command(flatten)]
     pub output: OutputArgs,
     /// Arguments passed to nvcc for every .cu file (after `--`): includes, defines, -std=...
@@ -123,7 +103,7 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
             .lookup(arch)
             .map_err(|error| CliError::Usage(format!("--arch: {error}")))?;
     }
-    let mut lock = Lock::open(args.lock.as_deref(), args.bless)?;
+    let mut lock = Lock::open(args.gate.lock.as_deref(), args.gate.bless)?;
     let inputs = collect_inputs(&args.paths)?;
     let mut stream = ReportStream::new(&args.output, &env.temp_dir);
     let selected = Selected {
@@ -270,7 +250,7 @@ fn check_compiled(
     (mut lock, owner): (Option<&mut Lock>, &Owner),
 ) -> Result<Report, CliError> {
     let cache_dir = CacheDir::choose(
-        args.cache_dir.as_deref(),
+        args.gate.cache_dir.as_deref(),
         env.cache_home.as_deref(),
         &env.temp_dir,
     )?;
@@ -336,7 +316,7 @@ fn check_group(
     request.block_threads = args.block;
     request.dynamic_smem_bytes = args.dynamic_smem;
     request.lint_levels = levels.settings.clone();
-    request.stamp_toolchain = args.lock.is_some();
+    request.stamp_toolchain = args.gate.lock.is_some();
     request.in_package = package.is_some();
     request.launch_tables = owner.launch_tables.clone();
     let mut output = build.check_sources(&request).map_err(toolchain_error)?;
@@ -401,16 +381,7 @@ pub(super) fn shown_from_here(location: &mut Location, package: &Path, current: 
 /// What `check` writes: `--html`, the `--cache-dir` it compiles into, the lock it blesses.
 fn outputs(args: &Args) -> Vec<Output<'_>> {
     let mut outputs = args.output.outputs();
-    outputs.extend(args.lock.iter().filter(|_| args.bless).map(|lock| Output {
-        flag: "--lock",
-        path: lock,
-        is_dir: false,
-    }));
-    outputs.extend(args.cache_dir.iter().map(|dir| Output {
-        flag: "--cache-dir",
-        path: dir,
-        is_dir: true,
-    }));
+    outputs.extend(args.gate.outputs());
     outputs
 }
 
@@ -422,9 +393,10 @@ fn input_paths(args: &Args) -> Vec<&Path> {
     let mut inputs: Vec<&Path> = args.paths.iter().map(PathBuf::as_path).collect();
     // A lock only read (no `--bless`) is an input too: `--html` over it would replace it.
     inputs.extend(
-        args.lock
+        args.gate
+            .lock
             .iter()
-            .filter(|_| !args.bless)
+            .filter(|_| !args.gate.bless)
             .map(PathBuf::as_path),
     );
     inputs.extend(
@@ -614,9 +586,9 @@ impl Levels {
     ) -> Result<Levels, CliError> {
         let mut overrides = Vec::new();
         for (names, level) in [
-            (&args.allow, Level::Allow),
-            (&args.warn, Level::Warn),
-            (&args.deny, Level::Deny),
+            (&args.gate.allow, Level::Allow),
+            (&args.gate.warn, Level::Warn),
+            (&args.gate.deny, Level::Deny),
         ] {
             for name in names {
                 let lint = name
