@@ -368,6 +368,7 @@ mod tests {
                 ("grid_exceeds_resident", Level::Deny),
                 ("cluster_unlaunchable", Level::Deny),
                 ("low_cluster_occupancy", Level::Warn),
+                ("arch_specific_ptx", Level::Warn),
             ]
         );
     }
