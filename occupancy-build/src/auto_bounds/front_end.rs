@@ -63,16 +63,7 @@ impl SourceAtBound<'_> {
         match self.header {
             Header::Declared(_) => base.join(name),
             Header::Alone => {
-                let kernel: String = (self.kernel.chars())
-                    .map(|c| {
-                        if c.is_ascii_alphanumeric() || c == '_' {
-                            c
-                        } else {
-                            '-'
-                        }
-                    })
-                    .take(60)
-                    .collect();
+                let kernel = super::memo::file_name_of(&self.kernel);
                 base.join(format!("{kernel}-{}", self.threads)).join(name)
             }
         }

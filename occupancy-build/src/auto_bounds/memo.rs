@@ -58,17 +58,7 @@ impl Memo {
     /// none, it is not ours alone, or it is of another key or schema.
     pub(crate) fn open(root: Option<&Path>, kernel: &str, arch: &str, key: String) -> Memo {
         let path = root.map(|root| {
-            let name: String = kernel
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == '_' {
-                        c
-                    } else {
-                        '-'
-                    }
-                })
-                .take(60)
-                .collect();
+            let name = file_name_of(kernel);
             root.join(format!("{name}-{arch}-{}.json", &key[..16]))
         });
         let (candidates, digests) = path
@@ -140,4 +130,19 @@ fn read(path: &Path, key: &str) -> Option<Held> {
             .collect();
         (candidates, file.digests.into_iter().collect())
     })
+}
+
+/// A kernel's name as a file name: its first 60 characters, each but a letter, digit or `_`
+/// made `-` (a C++ symbol holds `<`, `:`, `*`).
+pub(super) fn file_name_of(kernel: &str) -> String {
+    (kernel.chars())
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(60)
+        .collect()
 }
