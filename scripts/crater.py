@@ -38,15 +38,20 @@ CRATES = [
     ("candle-kernels", "=0.9.1", [], {}, "bindgen_cuda: PTX modules into OUT_DIR"),
     ("sppark", "=0.1.16", ["cuda"], {}, "cc CUDA mode, host-only code (0 kernels expected)"),
     ("risc0-sys", "=1.5.0", ["cuda"], {"NVCC_APPEND_FLAGS": "-arch=sm_90", "CUDA_LIBRARY_PATH": "{lib64_root}"}, "cc CUDA mode (--device-c, dlink) into a static library"),
+    ("risc0-circuit-recursion-sys", "=4.0.3", ["cuda"], {"NVCC_APPEND_FLAGS": "-arch=sm_90", "CUDA_LIBRARY_PATH": "{lib64_root}"}, "risc0-build-kernel over cc: generated circuit kernels into a static library"),
     ("dfdx", "=0.13.0", ["cuda"], {}, "direct nvcc --ptx Command; asks nvidia-smi always"),
     ("candle-kernels", "=0.10.2", [], {}, "cudaforge: sm_90a PTX and a static library"),
-    ("bellperson", "=0.26.0", ["cuda"], {"EC_GPU_CUDA_NVCC_ARGS": "--fatbin --gpu-architecture=sm_90 --generate-code=arch=compute_90,code=sm_90"}, "ec-gpu-gen: a generated fatbin"),
+    # Its build script is linked against the CUDA driver (cust, under rust-gpu-tools): a stub
+    # libcuda.so whose every entry point answers an error stands in for the driver the wheels lack.
+    ("bellperson", "=0.26.0", ["cuda"], {"EC_GPU_CUDA_NVCC_ARGS": "--fatbin --gpu-architecture=sm_90 --generate-code=arch=compute_90,code=sm_90", "LIBRARY_PATH": "{libcuda_stub}", "LD_LIBRARY_PATH": "{libcuda_stub}"}, "ec-gpu-gen: a generated fatbin"),
     ("openvm-cuda-backend", "=2.0.1", [], {}, "openvm-cuda-builder over cc (CUDA_ARCH)"),
     ("mistralrs-paged-attn", "=0.8.1", ["cuda"], {}, "cudaforge static library, sm_90a"),
     ("pasta-msm", "=0.1.5", [], {}, "sppark-based prover crate (cc, fixed archs)"),
     # cudarc 0.16 (under candle-core 0.9) knows no CUDA 13 and is told 12.9: its host bindings
     # only, no kernel is built by it.
-    ("candle-layer-norm", "=0.0.1", [], {"CUDARC_CUDA_VERSION": "12090"}, "direct nvcc Command into a static library", ['candle-core = { version = "=0.9.1", features = ["cuda"] }']),
+    # Its kernels include curand_kernel.h: the cuRAND wheel of CUDA 13.0, installed into the work
+    # directory, is named to nvcc through NVCC_PREPEND_FLAGS (an include path, harmless to --ptx).
+    ("candle-layer-norm", "=0.0.1", [], {"CUDARC_CUDA_VERSION": "12090", "NVCC_PREPEND_FLAGS": "-I{curand_include}"}, "direct nvcc Command into a static library", ['candle-core = { version = "=0.9.1", features = ["cuda"] }']),
     ("candle-rotary", "=0.0.1", [], {"CUDARC_CUDA_VERSION": "12090"}, "bindgen_cuda build_lib: a static library", ['candle-core = { version = "=0.9.1", features = ["cuda"] }']),
     ("whisper-rs-sys", "=0.15.0", ["cuda"], {"CMAKE_CUDA_ARCHITECTURES": "90-real", "WHISPER_DONT_GENERATE_BINDINGS": "1"}, "cmake-rs (ggml-cuda)"),
     ("llama-cpp-sys-2", "=0.1.161", ["cuda"], {"CMAKE_CUDA_ARCHITECTURES": "90-real", "GGML_CUDA_FA": "OFF"}, "cmake-rs (ggml-cuda)"),
@@ -62,6 +67,43 @@ def lib64_root(work):
     if not link.exists():
         link.symlink_to(Path(os.environ["CUDA_HOME"]) / "lib")
     return str(root)
+
+
+def libcuda_stub(work):
+    """A directory holding a `libcuda.so` (and `.so.1`) that defines every driver entry point
+    of the toolkit's `cuda.h` as a function answering CUDA_ERROR_UNKNOWN (999): enough to link
+    and start a build script that never talks to a GPU. A full toolkit ships one in lib64/stubs;
+    the wheels do not."""
+    root = Path(work) / "libcuda-stub"
+    if (root / "libcuda.so").exists():
+        return str(root)
+    root.mkdir(exist_ok=True)
+    header = Path(os.environ["CUDA_HOME"]) / "include" / "cuda.h"
+    expanded = subprocess.run(["gcc", "-E", "-P", "-x", "c", str(header)], capture_output=True, text=True, check=True).stdout
+    names = sorted(set(re.findall(r"\b(cu[A-Z][A-Za-z0-9_]*)\s*\(", expanded)))
+    (root / "stub.c").write_text("".join(f"int {n}(void) {{ return 999; }}\n" for n in names))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(root / "libcuda.so.1"), str(root / "stub.c")], check=True)
+    (root / "libcuda.so").symlink_to("libcuda.so.1")
+    return str(root)
+
+
+def curand_include(work):
+    """cuRAND's headers for CUDA 13.0 (the toolkit's own wheels do not carry them)."""
+    root = Path(work) / "curand"
+    include = root / "nvidia" / "cu13" / "include"
+    if not (include / "curand_kernel.h").exists():
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(root), "nvidia-curand==10.4.0.35"], check=True)
+    return str(include)
+
+
+PREPARED = {"{lib64_root}": lib64_root, "{libcuda_stub}": libcuda_stub, "{curand_include}": curand_include}
+
+
+def prepared(value, work):
+    for placeholder, make in PREPARED.items():
+        if placeholder in value:
+            value = value.replace(placeholder, make(work))
+    return value
 
 
 def run(command, env, cwd, log):
@@ -181,7 +223,7 @@ def crater_one(args, entry, tool):
     package = harness(Path(args.work), name, version, features, pins)
     target = package / "target"
     shutil.rmtree(target, ignore_errors=True)
-    extra = {k: v.replace("{lib64_root}", lib64_root(args.work)) for k, v in extra.items()}
+    extra = {k: prepared(v, args.work) for k, v in extra.items()}
     env = dict(os.environ, CARGO_TARGET_DIR=str(target), **extra)
     # The tool runs as a user would run it: it sets what the builders need itself.
     tool_env = dict(env)
