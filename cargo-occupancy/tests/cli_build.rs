@@ -411,7 +411,9 @@ fn a_cmake_rs_static_library_is_read_once_and_equals_cuobjdump() {
         .collect();
     assert_eq!(seen, expected, "{listing}");
     assert!(
-        findings(&report, "spills").iter().any(|f| f["level"] == "deny"),
+        findings(&report, "spills")
+            .iter()
+            .any(|f| f["level"] == "deny"),
         "{report:#}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -13,7 +13,7 @@
 //!
 //! Byte-identical copies of one product are read once (CMake's build-tree library beside the
 //! copy `install` put in `lib/`): the copy in a directory the package links from is kept, else
-//! the first in path order; the others are counted.
+//! a current one, else the first in path order; the others are counted.
 //!
 //! The walk visits each directory once, follows no link to a directory, and takes only regular
 //! files: a FIFO or device where a product could be is named, never opened.
@@ -140,7 +140,10 @@ fn drop_identical_copies(
                 let dir = products[**index].path.parent();
                 dir.is_some_and(|dir| linked_paths.iter().any(|linked| linked == dir))
             };
-            let kept = *same.iter().find(linked).unwrap_or(&same[0]);
+            let current = |index: &&usize| !products[**index].stale;
+            let kept = *(same.iter().find(linked))
+                .or_else(|| same.iter().find(current))
+                .unwrap_or(&same[0]);
             copies.extend(same.iter().copied().filter(|&index| index != kept));
         }
     }
@@ -341,13 +344,21 @@ mod tests {
     fn old_files_named_by_nothing_current_are_stale() {
         let dir = scratch("stale");
         let out = dir.join("out");
-        std::fs::write(out.join("kept.ptx"), PTX).unwrap();
-        std::fs::write(out.join("gone.ptx"), PTX).unwrap();
+        // Each module its own bytes: identical copies are read once (the test below).
+        std::fs::write(out.join("kept.ptx"), PTX.replace("k()", "kept()")).unwrap();
+        std::fs::write(out.join("gone.ptx"), PTX.replace("k()", "gone()")).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(dir.join("invoked.timestamp"), "").unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(out.join("new.ptx"), PTX).unwrap();
         std::fs::write(out.join("ptx.rs"), "include_str!(\"kept.ptx\");").unwrap();
+        // A stale copy of a current module: the current one is read.
+        std::fs::write(out.join("a_copy.ptx"), PTX).unwrap();
+        let old = std::fs::File::options()
+            .write(true)
+            .open(out.join("a_copy.ptx"))
+            .unwrap();
+        old.set_modified(SystemTime::UNIX_EPOCH).unwrap();
         let found = find(&package(&out, &[])).unwrap();
         let stale: Vec<(String, bool)> = (found.products.iter())
             .map(|p| (file_name(&p.path), p.stale))
@@ -360,6 +371,7 @@ mod tests {
                 ("new.ptx".into(), false)
             ]
         );
+        assert_eq!(found.identical_copies, 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
