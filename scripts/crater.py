@@ -32,7 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# name, version, features, extra environment, what it exercises.
+# name, version, features, extra environment, what it exercises[, harness dependency lines
+# [, (package, version) set in the harness's lockfile with `cargo update --precise`]].
 CRATES = [
     ("cudarc", "=0.19.10", ["cuda-version-from-build-system"], {}, "negative control: CUDA bindings, no kernels"),
     ("candle-kernels", "=0.9.1", [], {}, "bindgen_cuda: PTX modules into OUT_DIR"),
@@ -51,8 +52,11 @@ CRATES = [
     # only, no kernel is built by it.
     # Its kernels include curand_kernel.h: the cuRAND wheel of CUDA 13.0, installed into the work
     # directory, is named to nvcc through NVCC_PREPEND_FLAGS (an include path, harmless to --ptx).
-    ("candle-layer-norm", "=0.0.1", [], {"CUDARC_CUDA_VERSION": "12090", "NVCC_PREPEND_FLAGS": "-I{curand_include}"}, "direct nvcc Command into a static library", ['candle-core = { version = "=0.9.1", features = ["cuda"] }']),
-    ("candle-rotary", "=0.0.1", [], {"CUDARC_CUDA_VERSION": "12090"}, "bindgen_cuda build_lib: a static library", ['candle-core = { version = "=0.9.1", features = ["cuda"] }']),
+    # Both ask `candle-core = "0.*"`, which resolves to a candle their code no longer compiles
+    # against (0.11): the lockfile is set to 0.9.1 (`cargo update --precise`), the version they
+    # were published beside.
+    ("candle-layer-norm", "=0.0.1", [], {"CUDARC_CUDA_VERSION": "12090", "NVCC_PREPEND_FLAGS": "-I{curand_include}"}, "direct nvcc Command into a static library", [], [("candle-core", "0.9.1")]),
+    ("candle-rotary", "=0.0.1", [], {"CUDARC_CUDA_VERSION": "12090"}, "bindgen_cuda build_lib: a static library", [], [("candle-core", "0.9.1")]),
     ("whisper-rs-sys", "=0.15.0", ["cuda"], {"CMAKE_CUDA_ARCHITECTURES": "90-real", "WHISPER_DONT_GENERATE_BINDINGS": "1"}, "cmake-rs (ggml-cuda)"),
     ("llama-cpp-sys-2", "=0.1.161", ["cuda"], {"CMAKE_CUDA_ARCHITECTURES": "90-real", "GGML_CUDA_FA": "OFF"}, "cmake-rs (ggml-cuda)"),
 ]
@@ -221,6 +225,9 @@ def crater_one(args, entry, tool):
     name, version, features, extra, what = entry[:5]
     pins = entry[5] if len(entry) > 5 else ()
     package = harness(Path(args.work), name, version, features, pins)
+    for locked, precise in (entry[6] if len(entry) > 6 else ()):
+        subprocess.run(["cargo", "generate-lockfile"], cwd=package, check=True, capture_output=True)
+        subprocess.run(["cargo", "update", "-p", locked, "--precise", precise], cwd=package, check=True, capture_output=True)
     target = package / "target"
     shutil.rmtree(target, ignore_errors=True)
     extra = {k: prepared(v, args.work) for k, v in extra.items()}
