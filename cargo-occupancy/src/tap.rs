@@ -108,7 +108,11 @@ fn real_nvcc(env: &TapEnv, me: Option<&Path>) -> Option<PathBuf> {
     let on_path = (env.path.iter()).flat_map(std::env::split_paths);
     let candidates = (env.real_nvcc.iter().map(PathBuf::from))
         .chain(on_path.map(|dir| dir.join(NVCC)))
-        .chain(env.cuda_home.iter().map(|home| Path::new(home).join("bin").join(NVCC)));
+        .chain(
+            env.cuda_home
+                .iter()
+                .map(|home| Path::new(home).join("bin").join(NVCC)),
+        );
     candidates
         .filter(|path| path.is_file() && !is_me(path, me))
         .find(|_| true)
@@ -154,9 +158,28 @@ impl Plan {
 /// through alone (`--version`, `-E`, `--dryrun`, `--list-gpu-code`, `-M`, `--ptx`, a device
 /// link, a library, `-dlto` whose ptxas runs at link time). Names without their dashes.
 const NO_PTXAS: [&str; 22] = [
-    "version", "V", "help", "h", "E", "preprocess", "dryrun", "list-gpu-code", "list-gpu-arch",
-    "M", "MM", "generate-dependencies", "generate-nonsystem-dependencies", "ptx", "cuda",
-    "device-link", "dlink", "lib", "run", "optix-ir", "dlto", "dlink-time-opt",
+    "version",
+    "V",
+    "help",
+    "h",
+    "E",
+    "preprocess",
+    "dryrun",
+    "list-gpu-code",
+    "list-gpu-arch",
+    "M",
+    "MM",
+    "generate-dependencies",
+    "generate-nonsystem-dependencies",
+    "ptx",
+    "cuda",
+    "device-link",
+    "dlink",
+    "lib",
+    "run",
+    "optix-ir",
+    "dlto",
+    "dlink-time-opt",
 ];
 
 /// Options that write files beside the real compile's (dependency files, kept intermediates,
@@ -186,11 +209,40 @@ const SIDE_EFFECTS: [(&str, bool); 19] = [
 /// Options whose value is the next argument when not joined by `=` (so that `-Xcompiler -MD`
 /// is the host compiler's option, not nvcc's). Names without their dashes.
 const TAKES_VALUE: [&str; 34] = [
-    "Xcompiler", "compiler-options", "Xptxas", "ptxas-options", "Xlinker", "linker-options",
-    "Xnvlink", "nvlink-options", "Xarchive", "archive-options", "Xcudafe", "Xfatbin",
-    "ccbin", "compiler-bindir", "gencode", "generate-code", "arch", "gpu-architecture",
-    "code", "gpu-code", "I", "include-path", "isystem", "system-include", "include",
-    "pre-include", "L", "library-path", "l", "library", "D", "U", "std", "options-file",
+    "Xcompiler",
+    "compiler-options",
+    "Xptxas",
+    "ptxas-options",
+    "Xlinker",
+    "linker-options",
+    "Xnvlink",
+    "nvlink-options",
+    "Xarchive",
+    "archive-options",
+    "Xcudafe",
+    "Xfatbin",
+    "ccbin",
+    "compiler-bindir",
+    "gencode",
+    "generate-code",
+    "arch",
+    "gpu-architecture",
+    "code",
+    "gpu-code",
+    "I",
+    "include-path",
+    "isystem",
+    "system-include",
+    "include",
+    "pre-include",
+    "L",
+    "library-path",
+    "l",
+    "library",
+    "D",
+    "U",
+    "std",
+    "options-file",
 ];
 
 /// The dash-free name of an option and its joined value (`--output-file=k.o`).
@@ -375,6 +427,9 @@ mod tests {
 
     #[test]
     fn reports_sit_beside_their_output() {
-        assert_eq!(report_path(Path::new("/o/a-k.o")), Path::new("/o/a-k.o.ptxas"));
+        assert_eq!(
+            report_path(Path::new("/o/a-k.o")),
+            Path::new("/o/a-k.o.ptxas")
+        );
     }
 }

@@ -61,7 +61,10 @@ impl Tap {
             point(&bin.join(crate::tap::LAUNCHER), &me)?;
             let toolkit = real_nvcc.parent().and_then(Path::parent);
             for dir in ["include", "lib64"] {
-                match toolkit.map(|root| root.join(dir)).filter(|dir| dir.is_dir()) {
+                match toolkit
+                    .map(|root| root.join(dir))
+                    .filter(|dir| dir.is_dir())
+                {
                     Some(target) => point(&root.join(dir), &target)?,
                     None => drop(std::fs::remove_file(root.join(dir))),
                 }
@@ -98,7 +101,10 @@ impl Tap {
 fn key(me: &Path) -> String {
     use sha2::Digest;
     let digest = sha2::Sha256::digest(me.as_os_str().as_encoded_bytes());
-    digest[..8].iter().map(|byte| format!("{byte:02x}")).collect()
+    digest[..8]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 /// Makes `link` a symbolic link to `target`, replacing what it was in one rename.
@@ -156,9 +162,13 @@ impl TapReports {
     pub fn read(paths: &[PathBuf]) -> Result<TapReports, CliError> {
         let mut reports = TapReports::default();
         for path in paths {
-            let name = path.file_name().map(|name| name.to_string_lossy().into_owned());
+            let name = path
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned());
             let name = name.unwrap_or_default();
-            let output = name.strip_suffix(crate::tap::REPORT_SUFFIX).unwrap_or(&name);
+            let output = name
+                .strip_suffix(crate::tap::REPORT_SUFFIX)
+                .unwrap_or(&name);
             let shown = occupancy_build::cli::shown_path(path);
             let read = log_input::read_log(path, |record| {
                 let kept = Kept {
@@ -186,7 +196,10 @@ impl TapReports {
         let Some((key, kept)) = self.find(module, record) else {
             return;
         };
-        if kept.registers.is_some() && record.registers.is_some() && kept.registers != record.registers {
+        if kept.registers.is_some()
+            && record.registers.is_some()
+            && kept.registers != record.registers
+        {
             self.disagreed.set(self.disagreed.get() + 1);
             return;
         }
@@ -207,7 +220,8 @@ impl TapReports {
         let mut same = (self.kept.iter())
             .filter(|((_, name, arch), _)| *name == record.name && *arch == record.arch);
         let (key, first) = same.next()?;
-        let agree = same.all(|(_, kept)| kept.warnings == first.warnings && kept.registers == first.registers);
+        let agree = same
+            .all(|(_, kept)| kept.warnings == first.warnings && kept.registers == first.registers);
         agree.then(|| (key.clone(), first))
     }
 
@@ -238,11 +252,17 @@ impl TapReports {
 
 /// The object a binary module names: `libk.a(k.o)` → `k.o`, `out/k.fatbin` → `k.fatbin`.
 fn member(module: &str) -> String {
-    if let Some(inner) = module.strip_suffix(')').and_then(|rest| rest.rsplit_once('(')) {
+    if let Some(inner) = module
+        .strip_suffix(')')
+        .and_then(|rest| rest.rsplit_once('('))
+    {
         return inner.1.to_owned();
     }
     let name = Path::new(module).file_name();
-    name.map_or_else(|| module.to_owned(), |name| name.to_string_lossy().into_owned())
+    name.map_or_else(
+        || module.to_owned(),
+        |name| name.to_string_lossy().into_owned(),
+    )
 }
 
 #[cfg(test)]
@@ -278,8 +298,12 @@ mod tests {
     #[test]
     fn warnings_join_the_row_of_their_own_object_and_arch() {
         let mut reports = TapReports::default();
-        reports.kept.insert(key("a.o", "k", "sm_80"), kept(8, "dropped"));
-        reports.kept.insert(key("b.o", "k", "sm_80"), kept(8, "other"));
+        reports
+            .kept
+            .insert(key("a.o", "k", "sm_80"), kept(8, "dropped"));
+        reports
+            .kept
+            .insert(key("b.o", "k", "sm_80"), kept(8, "other"));
         let mut own = record("k", "sm_80", 8);
         reports.join("libk.a(a.o)", &mut own);
         assert_eq!(own.warnings, ["dropped"]);
@@ -300,7 +324,9 @@ mod tests {
     #[test]
     fn a_module_of_no_report_takes_what_every_report_agrees_on() {
         let mut reports = TapReports::default();
-        reports.kept.insert(key("a.o", "k", "sm_80"), kept(8, "dropped"));
+        reports
+            .kept
+            .insert(key("a.o", "k", "sm_80"), kept(8, "dropped"));
         let mut linked = record("k", "sm_80", 8);
         reports.join("libk.a(k_dlink.o)", &mut linked);
         assert_eq!(linked.warnings, ["dropped"]);
