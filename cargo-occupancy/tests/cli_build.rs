@@ -726,3 +726,75 @@ fn a_failing_nvcc_fails_the_build_alike_under_the_tap() {
     assert_eq!(stdout(&reports), "", "a failed compile keeps no report");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// CMake through cmake-rs under the tap, with no `CUDACXX`: CMake finds the tap first on `PATH`
+/// as its compiler and runs it through the tap's launcher too, and the launcher, given the tap
+/// as the compiler, runs the real nvcc (once). The report beside CMake's object joins the
+/// installed library's row. A plain build afterwards, with the tap cached in CMake's cache,
+/// builds as before (a tap run without `OCCUPANCY_REAL_NVCC` only runs the real nvcc).
+#[test]
+#[allow(clippy::disallowed_methods)]
+fn a_cmake_rs_library_under_the_tap_reports_the_dropped_minimum() {
+    let Some(cmake) = std::env::var_os("OCCUPANCY_CMAKE") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs this test: OCCUPANCY_CMAKE is unset (scripts/setup-cuda.sh --env)"
+        );
+        eprintln!("skipped: OCCUPANCY_CMAKE is unset (source <(scripts/setup-cuda.sh --env))");
+        return;
+    };
+    let dir = work_dir("cli_build", "cmake-tap");
+    let root = scratch_crate(&dir, "cmakebounds", CMAKE_BUILD_RS, "cmake = \"0.1\"\n");
+    let lists = "cmake_minimum_required(VERSION 3.18)\nproject(kernels LANGUAGES CXX CUDA)\nadd_library(kernels STATIC bounds.cu)\ninstall(TARGETS kernels ARCHIVE DESTINATION lib)\n";
+    std::fs::write(root.join("kernels/CMakeLists.txt"), lists).unwrap();
+    std::fs::write(root.join("kernels/bounds.cu"), BOUNDS).unwrap();
+    let cache = dir.join("cache");
+    let path = std::env::join_paths(
+        std::iter::once(nvcc().parent().unwrap().to_path_buf()).chain(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        )),
+    )
+    .unwrap();
+    let vars = [
+        ("CMAKE", cmake.to_str().unwrap()),
+        ("XDG_CACHE_HOME", cache.to_str().unwrap()),
+        ("PATH", path.to_str().unwrap()),
+    ];
+    let (output, report) = build(
+        &root,
+        &["--tap", "--arch", "sm_80", "--", "--release"],
+        &vars,
+    );
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    let dropped = findings(&report, "unreachable_bound");
+    assert_eq!(dropped.len(), 1, "{report:#}\n{text}");
+    assert_eq!(dropped[0]["crate"], "cmakebounds");
+    assert_eq!(rows(&report).len(), 1, "{report:#}");
+    let out = out_dir(&root, "release", "cmakebounds");
+    let found = Command::new("find")
+        .arg(&out)
+        .args(["-name", "*.ptxas"])
+        .output()
+        .unwrap();
+    let kept: Vec<&str> = std::str::from_utf8(&found.stdout)
+        .unwrap()
+        .lines()
+        .collect();
+    assert_eq!(kept.len(), 1, "one report, of the one compile: {kept:?}");
+    assert!(kept[0].ends_with("bounds.cu.o.ptxas"), "{kept:?}");
+
+    // A plain build that compiles again, with the tap in CMake's cache.
+    std::fs::write(
+        root.join("kernels/bounds.cu"),
+        format!("{BOUNDS}// again\n"),
+    )
+    .unwrap();
+    let (plain, report) = build(&root, &["--arch", "sm_80", "--", "--release"], &vars);
+    assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
+    assert!(
+        findings(&report, "unreachable_bound").is_empty(),
+        "{report:#}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
