@@ -92,8 +92,9 @@ impl Environment {
 
 /// What `cargo occupancy build` reads: the variables it sets for a crate's builders unless
 /// the user did (`--arch`'s, `cmd/build/arch_env.rs`), the toolkit's root variables, cargo's
-/// terminal settings, and `PATH` (where `nvidia-smi` is looked for).
-pub const BUILD_VARIABLES: [&str; 12] = [
+/// terminal settings, `PATH` (where `nvidia-smi` is looked for), and the nvcc the builders run
+/// and CMake's launcher (`--tap`).
+pub const BUILD_VARIABLES: [&str; 14] = [
     "CUDA_HOME",
     "CUDA_PATH",
     "CUDA_ROOT",
@@ -106,6 +107,8 @@ pub const BUILD_VARIABLES: [&str; 12] = [
     "CARGO_TERM_PROGRESS_WHEN",
     "CARGO_TERM_PROGRESS_WIDTH",
     "PATH",
+    "NVCC",
+    "CMAKE_CUDA_COMPILER_LAUNCHER",
 ];
 
 /// The `OCCUPANCY_LINT_<ID>` variables that name a level; others are ignored, as in a build.

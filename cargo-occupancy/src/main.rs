@@ -22,6 +22,7 @@ mod inputs;
 mod lines;
 mod outputs;
 mod stdout;
+mod tap;
 mod workspace;
 
 /// Cargo invokes `cargo-occupancy occupancy <args>`; a user may also run `cargo-occupancy <args>`.
@@ -68,6 +69,11 @@ enum Command {
 /// Exit codes: 0 clean, 1 deny findings / failed checks, 2 usage or tool errors (`error.rs`).
 fn main() -> ExitCode {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // Started as `nvcc` or `nvcc-launcher` from `cargo occupancy build --tap`'s directory: the
+    // nvcc tap, before any parsing (its arguments are nvcc's).
+    if tap::started_as_tap(args.first()) {
+        return tap::main(args);
+    }
     // `cargo occupancy X` runs `cargo-occupancy occupancy X`; drop the repeated subcommand name.
     if args.get(1).is_some_and(|a| a == "occupancy") {
         args.remove(1);

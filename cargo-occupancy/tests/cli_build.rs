@@ -578,3 +578,223 @@ fn main() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A `cc` CUDA static library of `kernels/bounds.cu` alone, for sm_80.
+const BOUNDS_BUILD_RS: &str = r#"
+fn main() {
+    println!("cargo:rerun-if-changed=kernels");
+    cc::Build::new().cuda(true).flag("-gencode").flag("arch=compute_80,code=sm_80")
+        .file("kernels/bounds.cu").compile("kernels");
+}
+"#;
+
+/// 4 blocks of 1024 threads exceed sm_80's 2048 threads per SM: ptxas drops the minimum with a
+/// warning, and the cubin keeps no `.minnctapersm`.
+const BOUNDS: &str = "extern \"C\" __global__ void __launch_bounds__(1024, 4) wide(float* x) {\n  x[threadIdx.x] *= 2.0f;\n}\n";
+
+/// A cc crate of `source` as `kernels/bounds.cu`.
+fn bounds_crate(dir: &Path, name: &str, source: &str) -> PathBuf {
+    let root = scratch_crate(dir, name, BOUNDS_BUILD_RS, "cc = \"1\"\n");
+    std::fs::write(root.join("kernels/bounds.cu"), source).unwrap();
+    root
+}
+
+/// The cubins `cuobjdump -xelf all` extracts from `binary`, by name, each file's bytes.
+fn cubins_of(binary: &Path, into: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let _ = std::fs::remove_dir_all(into);
+    std::fs::create_dir_all(into).unwrap();
+    let cuobjdump = nvcc().with_file_name("cuobjdump");
+    common::run_tool(
+        Command::new(cuobjdump)
+            .args(["-xelf", "all"])
+            .arg(binary)
+            .current_dir(into),
+    );
+    let cubins: std::collections::BTreeMap<String, Vec<u8>> = std::fs::read_dir(into)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .map(|path| {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let stem = name
+                .split_once('.')
+                .map_or(name.clone(), |(_, rest)| rest.to_owned());
+            (stem, std::fs::read(&path).unwrap())
+        })
+        .collect();
+    assert!(!cubins.is_empty(), "no cubin in {}", binary.display());
+    cubins
+}
+
+/// Without `--tap` the library's cubin cannot tell that ptxas dropped the minimum; with it, the
+/// kept report gives the row the warning and `unreachable_bound` names the package. The rows
+/// are the same (the binary's, none from the report), the library's cubins are byte for byte
+/// those of the plain build, and a second `--tap` run, whose build script cargo finds fresh,
+/// reads the reports kept beside the objects.
+#[test]
+fn the_tap_reports_a_minimum_a_cc_library_dropped_and_ships_the_same_code() {
+    let dir = work_dir("cli_build", "tap");
+    let root = bounds_crate(&dir, "ccbounds", BOUNDS);
+    let cache = dir.join("cache");
+    let cache = cache.to_str().unwrap();
+    let vars = [("XDG_CACHE_HOME", cache)];
+    let args = ["--arch", "sm_80", "--", "--release"];
+    let (plain, plain_report) = build(&root, &args, &vars);
+    let text = stderr(&plain);
+    assert_eq!(plain.status.code(), Some(0), "{text}");
+    assert!(
+        findings(&plain_report, "unreachable_bound").is_empty(),
+        "{plain_report:#}"
+    );
+    let out = out_dir(&root, "release", "ccbounds");
+    let library = out.join("libkernels.a");
+    let plain_cubins = cubins_of(&library, &dir.join("plain-cubins"));
+
+    let tap_args = ["--tap", "--arch", "sm_80", "--", "--release"];
+    for run in ["compiled under the tap", "fresh: the kept reports"] {
+        let (tapped, report) = build(&root, &tap_args, &vars);
+        let text = stderr(&tapped);
+        assert_eq!(tapped.status.code(), Some(0), "{run}: {text}");
+        assert!(
+            !text.contains("ptxas info"),
+            "{run}: the side compile's text is shown: {text}"
+        );
+        let dropped = findings(&report, "unreachable_bound");
+        assert_eq!(dropped.len(), 1, "{run}: {report:#}");
+        assert_eq!(dropped[0]["crate"], "ccbounds", "{run}");
+        assert_eq!(dropped[0]["kernel"], "wide", "{run}");
+        let notes = dropped[0]["notes"].to_string();
+        assert!(
+            notes.contains(".minnctapersm will be ignored"),
+            "{run}: {notes}"
+        );
+        assert_eq!(rows(&report), rows(&plain_report), "{run}");
+        assert_eq!(
+            cubins_of(&library, &dir.join("tap-cubins")),
+            plain_cubins,
+            "{run}: the tap changed the library's code"
+        );
+    }
+    let kept: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.to_string_lossy().ends_with(".o.ptxas"))
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let report = std::fs::read_to_string(&kept[0]).unwrap();
+    assert!(
+        report.contains("Compiling entry function 'wide' for 'sm_80'"),
+        "{report}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A build whose nvcc fails fails under the tap exactly as without it: exit 2, nvcc's error
+/// shown as often, no report kept (cc's own message names the nvcc it ran: the tap).
+#[test]
+fn a_failing_nvcc_fails_the_build_alike_under_the_tap() {
+    let dir = work_dir("cli_build", "tap-fails");
+    let root = bounds_crate(
+        &dir,
+        "ccbroken",
+        "extern \"C\" __global__ void broken(float* x) { x y z }\n",
+    );
+    let cache = dir.join("cache");
+    let vars = [("XDG_CACHE_HOME", cache.to_str().unwrap())];
+    let mut seen = Vec::new();
+    for tap in [&[][..], &["--tap"][..]] {
+        let args: Vec<&str> = tap.iter().copied().chain(["--", "--release"]).collect();
+        let (output, _) = build(&root, &args, &vars);
+        let text = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{tap:?}: {text}");
+        assert!(text.contains("`cargo build` failed"), "{text}");
+        let error = (text.lines())
+            .filter(|line| line.contains("error: expected a \";\""))
+            .count();
+        assert!(error > 0, "{tap:?}: {text}");
+        seen.push(error);
+    }
+    assert_eq!(
+        seen[0], seen[1],
+        "nvcc's error is shown as often with the tap as without"
+    );
+    let build = root.join("target/release/build");
+    let reports = std::process::Command::new("find")
+        .arg(&build)
+        .args(["-name", "*.ptxas"])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&reports), "", "a failed compile keeps no report");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// CMake through cmake-rs under the tap, with no `CUDACXX`: CMake finds the tap first on `PATH`
+/// as its compiler and runs it through the tap's launcher too, and the launcher, given the tap
+/// as the compiler, runs the real nvcc (once). The report beside CMake's object joins the
+/// installed library's row. A plain build afterwards, with the tap cached in CMake's cache,
+/// builds as before (a tap run without `OCCUPANCY_REAL_NVCC` only runs the real nvcc).
+#[test]
+#[allow(clippy::disallowed_methods)]
+fn a_cmake_rs_library_under_the_tap_reports_the_dropped_minimum() {
+    let Some(cmake) = std::env::var_os("OCCUPANCY_CMAKE") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs this test: OCCUPANCY_CMAKE is unset (scripts/setup-cuda.sh --env)"
+        );
+        eprintln!("skipped: OCCUPANCY_CMAKE is unset (source <(scripts/setup-cuda.sh --env))");
+        return;
+    };
+    let dir = work_dir("cli_build", "cmake-tap");
+    let root = scratch_crate(&dir, "cmakebounds", CMAKE_BUILD_RS, "cmake = \"0.1\"\n");
+    let lists = "cmake_minimum_required(VERSION 3.18)\nproject(kernels LANGUAGES CXX CUDA)\nadd_library(kernels STATIC bounds.cu)\ninstall(TARGETS kernels ARCHIVE DESTINATION lib)\n";
+    std::fs::write(root.join("kernels/CMakeLists.txt"), lists).unwrap();
+    std::fs::write(root.join("kernels/bounds.cu"), BOUNDS).unwrap();
+    let cache = dir.join("cache");
+    let path = std::env::join_paths(
+        std::iter::once(nvcc().parent().unwrap().to_path_buf()).chain(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        )),
+    )
+    .unwrap();
+    let vars = [
+        ("CMAKE", cmake.to_str().unwrap()),
+        ("XDG_CACHE_HOME", cache.to_str().unwrap()),
+        ("PATH", path.to_str().unwrap()),
+    ];
+    let (output, report) = build(
+        &root,
+        &["--tap", "--arch", "sm_80", "--", "--release"],
+        &vars,
+    );
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    let dropped = findings(&report, "unreachable_bound");
+    assert_eq!(dropped.len(), 1, "{report:#}\n{text}");
+    assert_eq!(dropped[0]["crate"], "cmakebounds");
+    assert_eq!(rows(&report).len(), 1, "{report:#}");
+    let out = out_dir(&root, "release", "cmakebounds");
+    let found = Command::new("find")
+        .arg(&out)
+        .args(["-name", "*.ptxas"])
+        .output()
+        .unwrap();
+    let kept: Vec<&str> = std::str::from_utf8(&found.stdout)
+        .unwrap()
+        .lines()
+        .collect();
+    assert_eq!(kept.len(), 1, "one report, of the one compile: {kept:?}");
+    assert!(kept[0].ends_with("bounds.cu.o.ptxas"), "{kept:?}");
+
+    // A plain build that compiles again, with the tap in CMake's cache.
+    std::fs::write(
+        root.join("kernels/bounds.cu"),
+        format!("{BOUNDS}// again\n"),
+    )
+    .unwrap();
+    let (plain, report) = build(&root, &["--arch", "sm_80", "--", "--release"], &vars);
+    assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
+    assert!(
+        findings(&report, "unreachable_bound").is_empty(),
+        "{report:#}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

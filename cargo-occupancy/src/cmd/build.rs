@@ -12,11 +12,16 @@
 //! profile: held back unless `--debug-code`), and arch-specific PTX (`arch_specific_ptx`). A
 //! package whose build uses occupancy-build (its `OUT_DIR/occupancy.json`) is checked by that
 //! build: its report is taken in, not read twice. Builders that ask the GPU which arch to build
-//! for get `--arch` through the variables they read (`arch_env`).
+//! for get `--arch` through the variables they read (`arch_env`). With `--tap`, the build's
+//! nvcc calls go through the nvcc tap (`tap`, `crate::tap`), which keeps ptxas's text of each
+//! compile: the warnings a binary cannot tell join the rows read from the binaries.
 
 mod arch_env;
 mod cargo_run;
 mod products;
+mod tap;
+
+pub(super) use tap::TapReports;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -62,6 +67,12 @@ pub struct Args {
     /// if it shipped; without it, its findings are warnings and no lock records it.
     #[arg(long)]
     pub debug_code: bool,
+    /// Run the build's nvcc through the nvcc tap (NVCC, PATH, CMAKE_CUDA_COMPILER_LAUNCHER),
+    /// which keeps ptxas's report of each compile beside its output (`k.o.ptxas`): what a
+    /// binary cannot tell (a `__launch_bounds__` minimum ptxas dropped, an ignored register
+    /// cap) joins the rows. Each tapped compile runs twice (a side compile with -Xptxas -v).
+    #[arg(long)]
+    pub tap: bool,
     #[command(flatten)]
     pub output: OutputArgs,
     /// Arguments for `cargo build` (after `--`): `--release`, `-p NAME`, `--features ...`.
@@ -90,7 +101,8 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     let levels = Levels::from_args(&base, &env.lint_levels)?;
     let mut lock = Lock::open(args.gate.lock.as_deref(), args.gate.bless)?;
     let scratch = Scratch::new(&env.temp_dir)?;
-    let vars = builder_variables(args, env, &scratch.path)?;
+    let tap = args.tap.then(|| tap::Tap::prepare(env)).transpose()?;
+    let vars = builder_variables(args, env, &scratch.path, tap.as_ref())?;
     let built = cargo_run::run(&env.cargo, &args.cargo_args, (&vars, &env.build_vars))?;
     if !built.success {
         let hint = arch_env::gpu_hint(&built.stderr_tail)
@@ -171,31 +183,39 @@ impl Drop for Scratch {
 }
 
 /// The variables `--arch` sets for the crate's builders (said on one line), with `PATH` led by
-/// an `nvidia-smi` stand-in when the machine has none.
+/// the nvcc tap's directory (`--tap`) and an `nvidia-smi` stand-in when the machine has none.
 fn builder_variables(
     args: &Args,
     env: &Environment,
     scratch: &Path,
+    tap: Option<&tap::Tap>,
 ) -> Result<Vec<(String, std::ffi::OsString)>, CliError> {
     let mut vars = arch_env::variables(&args.archs, &env.build_vars);
     vars.extend(arch_env::toolkit_variables(&env.build_vars));
+    vars.extend(tap.map(|tap| tap.variables(env)).unwrap_or_default());
     let path = env.build_vars.get("PATH");
     let mut said: Vec<String> = (vars.iter())
         .map(|(name, value)| format!("{name}={}", value.to_string_lossy()))
         .collect();
+    let mut first: Vec<PathBuf> = tap.map(|tap| tap.bin.clone()).into_iter().collect();
     if !args.archs.is_empty() && !arch_env::has_nvidia_smi(path) {
         let written =
             arch_env::write_nvidia_smi_stand_in(scratch, &args.archs).map_err(|error| {
                 CliError::CouldNotCheck(format!("writing the nvidia-smi stand-in: {error}"))
             })?;
         if written {
-            let mut dirs = vec![scratch.to_path_buf()];
-            dirs.extend(path.map(std::env::split_paths).into_iter().flatten());
-            let joined = std::env::join_paths(dirs)
-                .map_err(|error| CliError::CouldNotCheck(format!("PATH: {error}")))?;
-            vars.push(("PATH".into(), joined));
+            first.push(scratch.to_path_buf());
             said.push("an nvidia-smi that answers the compute capability".into());
         }
+    }
+    if let Some(tap) = tap {
+        said.push(format!("PATH led by the nvcc tap ({})", tap.bin.display()));
+    }
+    if !first.is_empty() {
+        first.extend(path.map(std::env::split_paths).into_iter().flatten());
+        let joined = std::env::join_paths(first)
+            .map_err(|error| CliError::CouldNotCheck(format!("PATH: {error}")))?;
+        vars.push(("PATH".into(), joined));
     }
     if !said.is_empty() {
         eprintln!("note: for the crate's builders: {}", said.join(", "));
@@ -275,9 +295,11 @@ fn check_package(
     let archs = settings.archs.clone().unwrap_or_else(|| args.archs.clone());
     let block = (settings.block.map(|block| block.threads())).or(args.block);
     let groups = group(args, package, &found.products, &archs);
+    let reports = tap_reports(args, package, &found)?;
     let mut debug_rows = 0;
     for (key, inputs) in &groups {
-        let owner = owner_of(args, package, &settings, key);
+        let mut owner = owner_of(args, package, &settings, key);
+        owner.ptxas_reports.clone_from(&reports);
         let group_args = check_args(args, key.archs.clone(), block);
         let selected = Selected {
             inputs,
@@ -293,6 +315,9 @@ fn check_package(
         debug_rows += owner.debug_rows.get() + usize::from(key.debug) * inputs.len();
     }
     say_debug_code(package, debug_rows, args.debug_code);
+    if let Some(reports) = &reports {
+        reports.say_unjoined(&package.name);
+    }
     for product in &found.products {
         if let ProductKind::Ptx(target) = &product.kind {
             arch_specific(package, (product, target), &archs, &levels, stream)?;
@@ -300,6 +325,38 @@ fn check_package(
     }
     summary.rows_or_findings += groups.values().map(Vec::len).sum::<usize>();
     Ok(())
+}
+
+/// With `--tap`, the package's kept reports of ptxas, read (`tap::TapReports`), and one line
+/// that says what was kept; without it, none are read.
+fn tap_reports(
+    args: &Args,
+    package: &BuiltPackage,
+    found: &Products,
+) -> Result<Option<std::rc::Rc<TapReports>>, CliError> {
+    if !args.tap {
+        return Ok(None);
+    }
+    let reports = TapReports::read(&found.tap_reports)?;
+    let stale = match found.stale_tap_reports {
+        0 => String::new(),
+        count => format!(" ({count} older than its build script's last run, not read)"),
+    };
+    let binaries = (found.products.iter()).any(|p| matches!(p.kind, ProductKind::Binary(_)));
+    if found.tap_reports.is_empty() && binaries {
+        eprintln!(
+            "note: `{}`: no report of the nvcc tap in its OUT_DIR{stale}: its build script did not compile under the tap (cargo found it fresh, or its builder calls no nvcc through NVCC, PATH or CMake's launcher); `cargo clean -p {}` and build again with --tap",
+            package.name, package.name
+        );
+    } else if !found.tap_reports.is_empty() {
+        eprintln!(
+            "note: `{}`: {} report(s) of ptxas kept by the nvcc tap, {} kernel record(s){stale}",
+            package.name,
+            found.tap_reports.len(),
+            reports.records()
+        );
+    }
+    Ok(Some(std::rc::Rc::new(reports)))
 }
 
 /// The one line that says a package's facts are a debug build's.
@@ -363,6 +420,7 @@ fn owner_of(
         hold_back_debug_code: !args.debug_code,
         debug_rows: std::cell::Cell::new(0),
         launch_tables: launch_tables(args, settings),
+        ptxas_reports: None,
         lock_prefix: Some((
             occupancy_build::cli::shown_path(&relative(&package.out_dir)),
             format!("OUT_DIR({})", package.name),

@@ -156,6 +156,9 @@ pub(super) struct Owner {
     /// Launches by kernel name or `*` pattern: the kernels a table names are checked at its
     /// block and dynamic shared memory.
     pub launch_tables: BTreeMap<String, occupancy_build::cli::KernelLaunch>,
+    /// ptxas's reports the nvcc tap kept for these inputs (`build --tap`): a binary's row takes
+    /// the warnings its compile printed, which the binary does not keep.
+    pub ptxas_reports: Option<std::rc::Rc<super::build::TapReports>>,
 }
 
 /// Why a `-G` kernel's findings do not gate (`Owner::hold_back_debug_code`).
@@ -935,12 +938,15 @@ impl Reader<'_> {
     /// `seen` notes it either way).
     fn stream_kernel(
         &self,
-        kernel: BinaryKernel,
+        mut kernel: BinaryKernel,
         binary: &BinaryInputs,
         state: &mut InputState,
         (stream, lock): &mut Sinks<'_, '_>,
     ) -> Result<(), CliError> {
         let directives = kernel.compiled_directives();
+        if let Some(reports) = &self.owner.ptxas_reports {
+            reports.join(&kernel.module, &mut kernel.record);
+        }
         let (launch, fixed) = self.launch_for(&kernel.record.name)?;
         let mut row = row_from_record(&kernel.record, Some(&kernel.launch), launch)?;
         row.sass = (kernel.sass).map(|facts| relative_facts(facts, &binary.current_dir));

@@ -59,6 +59,12 @@ pub struct Products {
     /// Libraries the package links from a search path outside `OUT_DIR` (candle's
     /// `*_BUILD_DIR`): not read, named.
     pub linked_outside: Vec<PathBuf>,
+    /// ptxas's reports the nvcc tap kept beside the outputs (`<output>.ptxas`) during the build
+    /// script's last run.
+    pub tap_reports: Vec<PathBuf>,
+    /// Reports of the tap older than the build script's last run (a later build without the
+    /// tap compiled again): not read.
+    pub stale_tap_reports: usize,
 }
 
 /// Directories of a CMake build that hold its own probes (the compiler identification's
@@ -99,6 +105,13 @@ pub fn find(package: &BuiltPackage) -> std::io::Result<Products> {
     }
     for path in files {
         let name = file_name(&path);
+        if name.ends_with(crate::tap::REPORT_SUFFIX) {
+            match is_current(&path) {
+                true => found.tap_reports.push(path),
+                false => found.stale_tap_reports += 1,
+            }
+            continue;
+        }
         let Some(kind) = kind_of(&path) else { continue };
         if let ProductKind::Binary(_) = kind {
             if archive_linked && name.ends_with(".o") && !linked.contains(&name) {
