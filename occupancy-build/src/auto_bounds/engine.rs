@@ -229,7 +229,12 @@ impl Engine<'_> {
         let mut rungs = Vec::new();
         let mut ladders = Vec::new();
         for (group, (_, members)) in groups.iter().enumerate() {
-            let bounds = self.union_ladder(request, members).map_err(fail)?;
+            let mut bounds = self.union_ladder(request, members).map_err(fail)?;
+            if self.front_end.is_some() && request.knob == Knob::MinBlocksPerSm {
+                // The source without `__launch_bounds__` at all: nvcc's front end compiles some
+                // kernels differently without the block (issue #34's `depthwise`).
+                bounds.insert(0, Bound::NoLaunchBounds);
+            }
             for bound in &bounds {
                 rungs.extend((0..members.len()).map(|member| (group, member, *bound)));
             }
@@ -470,17 +475,56 @@ fn compile_front_end(
                 let found = programs.iter().find(|(_, program_arch, archs)| {
                     program_arch == cuda_arch && archs.iter().any(|arch| arch == member.arch.name)
                 });
-                let ptx = found.map(|(ptx, _, _)| ptx.clone()).ok_or_else(|| {
-                    format!(
-                        "the source compiled with {bound} has no PTX of the kernel for {}",
-                        member.arch.name
-                    )
-                });
+                let ptx = found
+                    .ok_or_else(|| {
+                        format!(
+                            "the source compiled with {bound} has no PTX of the kernel for {}",
+                            member.arch.name
+                        )
+                    })
+                    .and_then(|(ptx, _, _)| took_bound(&compiled, request, *bound, ptx));
                 member.at.insert(*bound, ptx);
             }
         }
     }
     Ok(())
+}
+
+/// `ptx`, the kernel's PTX from `compiled` (the source at `bound`), when the kernel took the
+/// bound: at [`Bound::NoLaunchBounds`] its entry must have no `.maxntid`, else its source writes
+/// `__launch_bounds__` of its own (not `OCCUPANCY_BOUNDS_<kernel>`) and no compile of it ships
+/// without one.
+fn took_bound(
+    compiled: &CompiledSource,
+    request: &TuneRequest,
+    bound: Bound,
+    ptx: &str,
+) -> Result<String, String> {
+    if bound != Bound::NoLaunchBounds {
+        return Ok(ptx.to_string());
+    }
+    let wanted = BTreeSet::from([request.kernel.clone()]);
+    let declares_block = compiled.programs.iter().any(|program| {
+        let text = std::fs::read_to_string(&program.ptx).unwrap_or_default();
+        let cut = ptxas::subset_ptx(&text, &wanted).unwrap_or(text);
+        entry_directives(&cut, &request.kernel).is_some_and(|found| found.contains(".maxntid"))
+    });
+    match declares_block {
+        true => Err(format!(
+            "compiled without `OCCUPANCY_BOUNDS_{}`'s launch bounds, the kernel still has a `.maxntid`: its source gives it `__launch_bounds__` of its own",
+            request.kernel
+        )),
+        false => Ok(ptx.to_string()),
+    }
+}
+
+/// The directives of kernel `name`'s entry in `ptx`: the text between its parameter list and
+/// its body.
+fn entry_directives<'a>(ptx: &'a str, name: &str) -> Option<&'a str> {
+    let entry = ptx.find(&format!(".entry {name}("))?;
+    let parameters_end = entry + ptx[entry..].find(')')? + 1;
+    let body = parameters_end + ptx[parameters_end..].find('{')?;
+    Some(&ptx[parameters_end..body])
 }
 
 /// The objective's choice for one group among `bounds` (its ladder), and each member's report

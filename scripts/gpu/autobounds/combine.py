@@ -11,8 +11,9 @@ bodies, and `<kernel>_auto`, which takes its bound from `OCCUPANCY_BOUNDS_<kerne
 crate's kernel does) and `tune --format json` on it, saved as DIR/<kernel>.json and reused when
 present. tune compiles that source once per bound (issue #34), so each candidate is the code
 the bound ships: `min_blocks_per_sm = B` is the run's `bB` variant, no bounds its `lb`
-(`__launch_bounds__(BLOCK)`). Per kernel, over its variants that fit (`feasible`) and computed
-what `bare` did (`check` ok), three policies against the fastest variant:
+(`__launch_bounds__(BLOCK)`), no `__launch_bounds__` at all (a candidate since branch
+auto-bounds-5 of issue #34) its `bare`. Per kernel, over its variants that fit (`feasible`)
+and computed what `bare` did (`check` ok), three policies against the fastest variant:
   auto         tune's choice (the build's);
   never bound  `bare`, the kernel as written without `__launch_bounds__`;
   most warps   the most resident blocks the driver reports among the run's real compiles of
@@ -194,9 +195,12 @@ def read_spills(path):
 
 
 def variant_of(chosen):
-    """The variant a choice compiles to: `bB` for a minimum, `lb` for no bounds."""
+    """The variant a choice compiles to: `bB` for a minimum, `lb` for no bounds (`__launch_bounds__
+    (BLOCK)`), `bare` for no `__launch_bounds__` at all."""
     if chosen == "none":
         return "lb"
+    if chosen == "no_launch_bounds":
+        return "bare"
     if isinstance(chosen, dict) and "min_blocks_per_sm" in chosen:
         return f"b{chosen['min_blocks_per_sm']}"
     sys.exit(f"combine: a choice autobounds.cu has no variant for: {chosen}")

@@ -119,3 +119,34 @@ pub(in crate::tune) fn latency_reason(
         waits.join("; ")
     )
 }
+
+/// Why rung `shorter` was taken over `replaced` (the choice of the rules before, whose reason
+/// follows): per arch, the loop instructions and memory accesses of both at the same warps.
+pub(in crate::tune) fn shorter_reason(
+    ladders: &[ArchLadder],
+    (shorter, replaced): (usize, usize),
+    replaced_reason: &str,
+) -> String {
+    let loops: Vec<String> = ladders
+        .iter()
+        .filter_map(|ladder| {
+            let taken = ladder.candidates[shorter].measured.as_ref()?;
+            let other = ladder.candidates[replaced].measured.as_ref()?;
+            Some(format!(
+                "on {} {} instructions in its loops against {} ({} memory accesses against {}), {} warps either way",
+                ladder.arch,
+                taken.weighed_instructions(),
+                other.weighed_instructions(),
+                taken.loops.loop_memory_instructions,
+                other.loops.loop_memory_instructions,
+                taken.warps_per_sm
+            ))
+        })
+        .collect();
+    format!(
+        "`{}` has the resident warps of `{}` and a loop shorter by more than the objective's growth bound (nvcc compiled the two differently): {}; before this rule: {replaced_reason}",
+        ladders[0].candidates[shorter].bound,
+        ladders[0].candidates[replaced].bound,
+        loops.join("; ")
+    )
+}
