@@ -113,12 +113,31 @@ KINDS = {
     "dot_batched": "batched dot products, a warp per pair of 4096",
     "logcumsumexp": "running log-sum-exp along rows, a warp per row",
     "permute_rows": "MoE-style row gather and scale, a warp per row",
+    # The fourth held-out corpus (heldout4.cuh), written after branch auto-bounds-5's objective.
+    "ln_welford": "layer norm, Welford statistics, a warp per row of 512 (Apex)",
+    "softmax_causal": "scaled causal-masked softmax, a warp per row of 512 (Megatron-LM)",
+    "amax_cast": "FP8-style scale, saturate and round, block amax to one atomic (Transformer Engine)",
+    "seg_scan": "segmented inclusive scan by head flags, 8 per lane (CUB)",
+    "paged_attn": "paged attention decode through a block table, head 64 (vLLM)",
+    "gemm_db": "GEMM, 64x64 double-buffered shared tile, 4x4 per thread",
+    "gemm_skinny": "tall-skinny GEMM, 16 outputs per row, B in shared memory",
+    "add_rms": "fused residual add and RMS norm, a block per row of 4096 (vLLM)",
+    "lamb": "LAMB stage 1, float4 (Apex)",
+    "hist_weighted": "weighted 128-bin histogram, shared float atomics (PyTorch histc)",
+    "causal_conv1d": "causal depthwise conv1d width 4 + SiLU, channels-last (Mamba)",
+    "radix_count": "radix sort upsweep, 4-bit digit counts per tile (CUB onesweep)",
+    "warp_bitonic": "warp bitonic sort of 256 keys, 8 per lane in registers",
+    "im2col": "im2col for a 3x3 convolution, NCHW (Caffe)",
+    "rope_cache": "rotary embedding from a cos/sin cache, NeoX style (vLLM)",
+    "selective_scan": "selective scan, a state of 16 per channel over 256 steps (Mamba)",
+    "grid_sample": "bilinear grid sampling, 16 channels (PyTorch grid_sampler_2d)",
+    "quant_rows": "row-wise int8 absmax quantization, a warp per row of 1024 (bitsandbytes)",
 }
 
 # The kernel bodies of each `--set` (scripts/gpu-autobounds.sh's OCCUPANCY_AUTOBOUNDS_SET), after
 # kernels.cuh (which every set needs for Args).
 SETS = {"corpus": [], "heldout": ["heldout.cuh"], "public": ["public.cuh"],
-        "heldout2": ["heldout2.cuh"], "heldout3": ["heldout3.cuh"]}
+        "heldout2": ["heldout2.cuh"], "heldout3": ["heldout3.cuh"], "heldout4": ["heldout4.cuh"]}
 
 
 def read_raw(path):
