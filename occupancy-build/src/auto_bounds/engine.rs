@@ -470,6 +470,7 @@ fn compile_front_end(
             knob: request.knob.key(),
             message,
         })?;
+        let not_taken = not_taken(&compiled, request, *bound);
         for (cuda_arch, members) in groups.iter_mut() {
             for member in members.iter_mut() {
                 let found = programs.iter().find(|(_, program_arch, archs)| {
@@ -482,7 +483,10 @@ fn compile_front_end(
                             member.arch.name
                         )
                     })
-                    .and_then(|(ptx, _, _)| took_bound(&compiled, request, *bound, ptx));
+                    .and_then(|(ptx, _, _)| match &not_taken {
+                        Some(why) => Err(why.clone()),
+                        None => Ok(ptx.clone()),
+                    });
                 member.at.insert(*bound, ptx);
             }
         }
@@ -490,18 +494,13 @@ fn compile_front_end(
     Ok(())
 }
 
-/// `ptx`, the kernel's PTX from `compiled` (the source at `bound`), when the kernel took the
-/// bound: at [`Bound::NoLaunchBounds`] its entry must have no `.maxntid`, else its source writes
+/// Why the kernel of `compiled` (the source at `bound`) did not take the bound, if it did not:
+/// at [`Bound::NoLaunchBounds`] its entry must have no `.maxntid`, else its source writes
 /// `__launch_bounds__` of its own (not `OCCUPANCY_BOUNDS_<kernel>`) and no compile of it ships
 /// without one.
-fn took_bound(
-    compiled: &CompiledSource,
-    request: &TuneRequest,
-    bound: Bound,
-    ptx: &str,
-) -> Result<String, String> {
+fn not_taken(compiled: &CompiledSource, request: &TuneRequest, bound: Bound) -> Option<String> {
     if bound != Bound::NoLaunchBounds {
-        return Ok(ptx.to_string());
+        return None;
     }
     let wanted = BTreeSet::from([request.kernel.clone()]);
     let declares_block = compiled.programs.iter().any(|program| {
@@ -509,13 +508,12 @@ fn took_bound(
         let cut = ptxas::subset_ptx(&text, &wanted).unwrap_or(text);
         entry_directives(&cut, &request.kernel).is_some_and(|found| found.contains(".maxntid"))
     });
-    match declares_block {
-        true => Err(format!(
+    declares_block.then(|| {
+        format!(
             "compiled without `OCCUPANCY_BOUNDS_{}`'s launch bounds, the kernel still has a `.maxntid`: its source gives it `__launch_bounds__` of its own",
             request.kernel
-        )),
-        false => Ok(ptx.to_string()),
-    }
+        )
+    })
 }
 
 /// The directives of kernel `name`'s entry in `ptx`: the text between its parameter list and
@@ -592,5 +590,23 @@ fn choose_group(
         cuda_arch,
         chosen: choice.chosen,
         tunings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::entry_directives;
+
+    /// What tells a compile without `OCCUPANCY_BOUNDS_<kernel>`'s bounds that the source gave
+    /// the kernel `__launch_bounds__` of its own: its entry's directives, and only its.
+    #[test]
+    fn an_entrys_directives_lie_between_its_parameters_and_its_body() {
+        let ptx = ".visible .entry k(\n\t.param .u64 p\n)\n.maxntid 256, 1, 1\n{\n\tret;\n}\n.visible .entry j(\n\t.param .u64 p\n)\n{\n\tret;\n}\n";
+        assert_eq!(
+            entry_directives(ptx, "k").map(str::trim),
+            Some(".maxntid 256, 1, 1")
+        );
+        assert_eq!(entry_directives(ptx, "j").map(str::trim), Some(""));
+        assert_eq!(entry_directives(ptx, "i"), None);
     }
 }
