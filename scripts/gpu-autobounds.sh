@@ -28,7 +28,8 @@
 # combine.py), OCCUPANCY_AUTOBOUNDS_SET=public (the 25 kernels of public.cuh, of the kinds public
 # training code carries, issue #34; `--set public`), OCCUPANCY_AUTOBOUNDS_SET=heldout2 (10 more,
 # written after issue #34's objective was fixed; `--set heldout2`), heldout3 (10 more, written
-# after its final objective, 9d456dd; `--set heldout3`).
+# after its final objective, 9d456dd; `--set heldout3`), heldout4 (18 more, written after
+# branch auto-bounds-5's objective, 37c2d64; `--set heldout4`).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-$root/target/gpu-autobounds}"
@@ -59,7 +60,8 @@ case "${OCCUPANCY_AUTOBOUNDS_SET:-corpus}" in
   public) defines+=(-DAUTOBOUNDS_PUBLIC) ;;
   heldout2) defines+=(-DAUTOBOUNDS_HELDOUT2) ;;
   heldout3) defines+=(-DAUTOBOUNDS_HELDOUT3) ;;
-  *) echo "gpu-autobounds: OCCUPANCY_AUTOBOUNDS_SET is corpus, heldout, public, heldout2 or heldout3" >&2; exit 2 ;;
+  heldout4) defines+=(-DAUTOBOUNDS_HELDOUT4) ;;
+  *) echo "gpu-autobounds: OCCUPANCY_AUTOBOUNDS_SET is corpus, heldout, public, heldout2, heldout3 or heldout4" >&2; exit 2 ;;
 esac
 echo "set: ${OCCUPANCY_AUTOBOUNDS_SET:-corpus}" >> "$out/env.txt"
 if [[ ",$steps," == *",build,"* ]]; then

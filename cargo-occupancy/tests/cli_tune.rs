@@ -343,7 +343,8 @@ fn compiled_at(dir: &Path, source: &Path, kernel: &str, header: &str) -> ((u64, 
 /// `reduce` at `(256, 4)` and `(256, 6)`, where ptxas's registers or spills differ from the
 /// PTX without bounds given the directive. Every candidate's registers and spills are those of
 /// nvcc compiling the source with that bound, "no bounds" included (`__launch_bounds__(256)`,
-/// as the kernel ships without a minimum).
+/// as the kernel ships without a minimum), and so is the kernel without `__launch_bounds__` at
+/// all (`OCCUPANCY_BOUNDS_<kernel>` empty), a candidate of every such source.
 #[test]
 fn each_candidate_is_the_source_compiled_at_its_bound() {
     let dir = work_dir("cli_tune", "front_end");
@@ -363,6 +364,10 @@ fn each_candidate_is_the_source_compiled_at_its_bound() {
             .as_array()
             .unwrap();
         assert!(candidates.len() > 2, "{tuned}");
+        assert_eq!(
+            candidates[1]["bound"], "no_launch_bounds",
+            "the kernel without `__launch_bounds__` is tried: {tuned}"
+        );
         let other = if kernel == "swiglu" {
             "reduce"
         } else {
@@ -380,12 +385,18 @@ fn each_candidate_is_the_source_compiled_at_its_bound() {
         let mut other_code = 0;
         for candidate in candidates {
             let blocks = candidate["bound"]["min_blocks_per_sm"].as_u64();
-            let qualifiers = match blocks {
-                Some(blocks) => format!("__launch_bounds__(256, {blocks})"),
-                None => "__launch_bounds__(256)".to_string(),
+            let bare = candidate["bound"] == "no_launch_bounds";
+            let qualifiers = match (blocks, bare) {
+                (Some(blocks), _) => format!("__launch_bounds__(256, {blocks})"),
+                (None, true) => String::new(),
+                (None, false) => "__launch_bounds__(256)".to_string(),
+            };
+            let place = match bare {
+                true => "bare".to_string(),
+                false => blocks.unwrap_or(0).to_string(),
             };
             let (facts, code) = compiled_at(
-                &dir.join(format!("{kernel}-{}", blocks.unwrap_or(0))),
+                &dir.join(format!("{kernel}-{place}")),
                 &source,
                 kernel,
                 &header(&qualifiers),

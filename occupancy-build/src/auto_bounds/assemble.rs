@@ -93,7 +93,8 @@ impl Assembler<'_> {
             .pop()
             .ok_or_else(|| tool(format!("no SASS facts for `{}`", job.kernel)))?;
         let loops = sass::loop_profile(section).map_err(|error| tool(error.to_string()))?;
-        let max_threads = (job.knob == Knob::MinBlocksPerSm).then_some(threads);
+        let max_threads = (job.knob == Knob::MinBlocksPerSm && job.bound != Bound::NoLaunchBounds)
+            .then_some(threads);
         Ok(Measured::new(
             job.arch,
             record,

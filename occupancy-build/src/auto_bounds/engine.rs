@@ -229,7 +229,12 @@ impl Engine<'_> {
         let mut rungs = Vec::new();
         let mut ladders = Vec::new();
         for (group, (_, members)) in groups.iter().enumerate() {
-            let bounds = self.union_ladder(request, members).map_err(fail)?;
+            let mut bounds = self.union_ladder(request, members).map_err(fail)?;
+            if self.front_end.is_some() && request.knob == Knob::MinBlocksPerSm {
+                // The source without `__launch_bounds__` at all: nvcc's front end compiles some
+                // kernels differently without the block (issue #34's `depthwise`).
+                bounds.insert(0, Bound::NoLaunchBounds);
+            }
             for bound in &bounds {
                 rungs.extend((0..members.len()).map(|member| (group, member, *bound)));
             }
@@ -465,22 +470,59 @@ fn compile_front_end(
             knob: request.knob.key(),
             message,
         })?;
+        let not_taken = not_taken(&compiled, request, *bound);
         for (cuda_arch, members) in groups.iter_mut() {
             for member in members.iter_mut() {
                 let found = programs.iter().find(|(_, program_arch, archs)| {
                     program_arch == cuda_arch && archs.iter().any(|arch| arch == member.arch.name)
                 });
-                let ptx = found.map(|(ptx, _, _)| ptx.clone()).ok_or_else(|| {
-                    format!(
-                        "the source compiled with {bound} has no PTX of the kernel for {}",
-                        member.arch.name
-                    )
-                });
+                let ptx = found
+                    .ok_or_else(|| {
+                        format!(
+                            "the source compiled with {bound} has no PTX of the kernel for {}",
+                            member.arch.name
+                        )
+                    })
+                    .and_then(|(ptx, _, _)| match &not_taken {
+                        Some(why) => Err(why.clone()),
+                        None => Ok(ptx.clone()),
+                    });
                 member.at.insert(*bound, ptx);
             }
         }
     }
     Ok(())
+}
+
+/// Why the kernel of `compiled` (the source at `bound`) did not take the bound, if it did not:
+/// at [`Bound::NoLaunchBounds`] its entry must have no `.maxntid`, else its source writes
+/// `__launch_bounds__` of its own (not `OCCUPANCY_BOUNDS_<kernel>`) and no compile of it ships
+/// without one.
+fn not_taken(compiled: &CompiledSource, request: &TuneRequest, bound: Bound) -> Option<String> {
+    if bound != Bound::NoLaunchBounds {
+        return None;
+    }
+    let wanted = BTreeSet::from([request.kernel.clone()]);
+    let declares_block = compiled.programs.iter().any(|program| {
+        let text = std::fs::read_to_string(&program.ptx).unwrap_or_default();
+        let cut = ptxas::subset_ptx(&text, &wanted).unwrap_or(text);
+        entry_directives(&cut, &request.kernel).is_some_and(|found| found.contains(".maxntid"))
+    });
+    declares_block.then(|| {
+        format!(
+            "compiled without `OCCUPANCY_BOUNDS_{}`'s launch bounds, the kernel still has a `.maxntid`: its source gives it `__launch_bounds__` of its own",
+            request.kernel
+        )
+    })
+}
+
+/// The directives of kernel `name`'s entry in `ptx`: the text between its parameter list and
+/// its body.
+fn entry_directives<'a>(ptx: &'a str, name: &str) -> Option<&'a str> {
+    let entry = ptx.find(&format!(".entry {name}("))?;
+    let parameters_end = entry + ptx[entry..].find(')')? + 1;
+    let body = parameters_end + ptx[parameters_end..].find('{')?;
+    Some(&ptx[parameters_end..body])
 }
 
 /// The objective's choice for one group among `bounds` (its ladder), and each member's report
@@ -548,5 +590,23 @@ fn choose_group(
         cuda_arch,
         chosen: choice.chosen,
         tunings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::entry_directives;
+
+    /// What tells a compile without `OCCUPANCY_BOUNDS_<kernel>`'s bounds that the source gave
+    /// the kernel `__launch_bounds__` of its own: its entry's directives, and only its.
+    #[test]
+    fn an_entrys_directives_lie_between_its_parameters_and_its_body() {
+        let ptx = ".visible .entry k(\n\t.param .u64 p\n)\n.maxntid 256, 1, 1\n{\n\tret;\n}\n.visible .entry j(\n\t.param .u64 p\n)\n{\n\tret;\n}\n";
+        assert_eq!(
+            entry_directives(ptx, "k").map(str::trim),
+            Some(".maxntid 256, 1, 1")
+        );
+        assert_eq!(entry_directives(ptx, "j").map(str::trim), Some(""));
+        assert_eq!(entry_directives(ptx, "i"), None);
     }
 }

@@ -56,6 +56,7 @@ impl SourceAtBound<'_> {
     fn dir(&self, bound: Bound) -> PathBuf {
         let name = match bound {
             Bound::None => "none".to_string(),
+            Bound::NoLaunchBounds => "no-launch-bounds".to_string(),
             Bound::MinBlocksPerSm(blocks) => format!("min-blocks-{blocks}"),
             Bound::MaxRegisters(registers) => format!("max-registers-{registers}"),
         };

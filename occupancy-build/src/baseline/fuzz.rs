@@ -41,6 +41,7 @@ fn numbers() -> impl Strategy<Value = BaselineNumbers> {
         prop_oneof![Just(0.0), Just(1.0), 0.0f64..=1.0],
         prop::option::of(prop_oneof![
             Just(occupancy_core::tune::Bound::None),
+            Just(occupancy_core::tune::Bound::NoLaunchBounds),
             (1u32..=32).prop_map(occupancy_core::tune::Bound::MinBlocksPerSm),
             (1u32..=255).prop_map(occupancy_core::tune::Bound::MaxRegisters),
         ]),

@@ -222,12 +222,12 @@ impl From<NumbersFile> for BaselineNumbers {
     }
 }
 
-/// `chosen_bounds`: `"none"`, `{"min_blocks_per_sm": B}` (1 to 32) or `{"max_registers": R}`
-/// (1 to 255), as a bless writes it.
+/// `chosen_bounds`: `"none"`, `"no_launch_bounds"`, `{"min_blocks_per_sm": B}` (1 to 32) or
+/// `{"max_registers": R}` (1 to 255), as a bless writes it.
 fn chosen_bounds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Bound>, D::Error> {
     let bound = Bound::deserialize(deserializer)?;
     let in_range = match bound {
-        Bound::None => true,
+        Bound::None | Bound::NoLaunchBounds => true,
         Bound::MinBlocksPerSm(blocks) => (1..=MAX_BLOCKS_PER_SM_ANY_ARCH).contains(&blocks),
         Bound::MaxRegisters(registers) => {
             (1..=MAX_REGISTERS_PER_THREAD_ANY_ARCH).contains(&registers)

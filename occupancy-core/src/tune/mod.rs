@@ -74,6 +74,12 @@ pub enum Bound {
     /// No minimum and no cap: the kernel as it is without bounds (`__launch_bounds__(block)` for
     /// [`Knob::MinBlocksPerSm`], nothing for [`Knob::MaxRegisters`]).
     None,
+    /// No `__launch_bounds__` at all, for [`Knob::MinBlocksPerSm`]: the kernel as its source
+    /// reads without the declaration's block (ptxas then assumes nothing of the block, and the
+    /// declared block still launches if its registers fit). nvcc's front end compiles some
+    /// kernels differently without `__launch_bounds__(block)`; a candidate only where the source
+    /// is compiled at each bound (a `.ptx` input ships its own directives).
+    NoLaunchBounds,
     /// `__launch_bounds__(block, B)`.
     MinBlocksPerSm(u32),
     /// `__maxnreg__(R)`.
@@ -87,7 +93,7 @@ impl Bound {
         match (self, knob) {
             (Bound::MinBlocksPerSm(blocks), _) => Some(format!("{threads}, {blocks}")),
             (Bound::None, Knob::MinBlocksPerSm) => Some(threads.to_string()),
-            (Bound::None | Bound::MaxRegisters(_), _) => None,
+            (Bound::None | Bound::NoLaunchBounds | Bound::MaxRegisters(_), _) => None,
         }
     }
 
@@ -105,7 +111,7 @@ impl Bound {
     pub fn min_blocks_per_sm(self) -> Option<u32> {
         match self {
             Bound::MinBlocksPerSm(blocks) => Some(blocks),
-            Bound::None | Bound::MaxRegisters(_) => None,
+            Bound::None | Bound::NoLaunchBounds | Bound::MaxRegisters(_) => None,
         }
     }
 
@@ -113,17 +119,18 @@ impl Bound {
     pub fn max_registers(self) -> Option<u32> {
         match self {
             Bound::MaxRegisters(registers) => Some(registers),
-            Bound::None | Bound::MinBlocksPerSm(_) => None,
+            Bound::None | Bound::NoLaunchBounds | Bound::MinBlocksPerSm(_) => None,
         }
     }
 }
 
 impl fmt::Display for Bound {
-    /// As a declaration would write it: `min_blocks_per_sm = 4`, `max_registers = 64`, or
-    /// `no bounds`.
+    /// As a declaration would write it: `min_blocks_per_sm = 4`, `max_registers = 64`, `no
+    /// bounds`, or `no `__launch_bounds__``.
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Bound::None => formatter.write_str("no bounds"),
+            Bound::NoLaunchBounds => formatter.write_str("no `__launch_bounds__`"),
             Bound::MinBlocksPerSm(blocks) => write!(formatter, "min_blocks_per_sm = {blocks}"),
             Bound::MaxRegisters(registers) => write!(formatter, "max_registers = {registers}"),
         }

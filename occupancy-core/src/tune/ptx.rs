@@ -20,7 +20,8 @@ const BOUND_DIRECTIVES: [&str; 2] = [".minnctapersm", ".maxnreg"];
 /// `ptx` with the directives of kernel `name` set to `bound`, as nvcc writes them for the
 /// qualifiers [`Bound::qualifiers`] names: any `.minnctapersm` and `.maxnreg` removed, then, for
 /// [`Knob::MinBlocksPerSm`], `.maxntid threads, 1, 1` (replacing the entry's own unless it has
-/// `.reqntid`) and `.minnctapersm B`; for [`Knob::MaxRegisters`], `.maxnreg R`. Everything else
+/// `.reqntid`) and `.minnctapersm B`, or no `.maxntid` at all for [`Bound::NoLaunchBounds`];
+/// for [`Knob::MaxRegisters`], `.maxnreg R`. Everything else
 /// is kept byte for byte, so the compile differs from the kernel's own only in the bound.
 pub fn with_bound(
     ptx: &str,
@@ -98,11 +99,11 @@ fn directives_with_bound(
         .filter(|line| knob == Knob::MaxRegisters || !line.starts_with(".maxntid"))
         .map(str::to_string)
         .collect();
-    if knob == Knob::MinBlocksPerSm && !has_reqntid {
+    if knob == Knob::MinBlocksPerSm && !has_reqntid && bound != Bound::NoLaunchBounds {
         kept.push(format!(".maxntid {threads}, 1, 1"));
     }
     match bound {
-        Bound::None => {}
+        Bound::None | Bound::NoLaunchBounds => {}
         Bound::MinBlocksPerSm(blocks) => kept.push(format!(".minnctapersm {blocks}")),
         Bound::MaxRegisters(registers) => kept.push(format!(".maxnreg {registers}")),
     }
@@ -153,6 +154,23 @@ mod tests {
         assert!(
             moved.contains(")\n.maxntid 128, 1, 1\n.minnctapersm 5\n{"),
             "{moved}"
+        );
+    }
+
+    #[test]
+    fn no_launch_bounds_drops_the_block_and_every_bound() {
+        let bare = with_bound(PTX, "k", Knob::MinBlocksPerSm, Bound::NoLaunchBounds, 256).unwrap();
+        let entry = &bare[bare.find(".entry k(").unwrap()..bare.find(".entry j(").unwrap()];
+        assert!(!entry.contains(".maxntid"), "{entry}");
+        assert!(!entry.contains(".minnctapersm"), "{entry}");
+        assert_eq!(
+            Bound::NoLaunchBounds.qualifiers(Knob::MinBlocksPerSm, 256),
+            ""
+        );
+        // The other kernels keep their directives.
+        assert_eq!(
+            bare[bare.find(".entry j(").unwrap()..],
+            PTX[PTX.find(".entry j(").unwrap()..]
         );
     }
 }

@@ -93,6 +93,9 @@ struct Register {
 #elif defined(AUTOBOUNDS_HELDOUT3)
 // Issue #34's third held-out corpus (OCCUPANCY_AUTOBOUNDS_SET=heldout3).
 #include "heldout3.cuh"
+#elif defined(AUTOBOUNDS_HELDOUT4)
+// Issue #34's fourth held-out corpus (OCCUPANCY_AUTOBOUNDS_SET=heldout4).
+#include "heldout4.cuh"
 #else
 KERNEL_256(stream_triad)
 KERNEL_256(gather_chase)
@@ -198,6 +201,8 @@ static std::vector<Problem> problems() {
 #include "heldout2_problems.inc"
 #elif defined(AUTOBOUNDS_HELDOUT3)
 #include "heldout3_problems.inc"
+#elif defined(AUTOBOUNDS_HELDOUT4)
+#include "heldout4_problems.inc"
 #else
   list.push_back({"stream_triad", 256, 0, [](const Device& d) { return waves(d, 256, 4); },
                   [](Args& a, std::vector<void*>& o) {

@@ -11,8 +11,9 @@ bodies, and `<kernel>_auto`, which takes its bound from `OCCUPANCY_BOUNDS_<kerne
 crate's kernel does) and `tune --format json` on it, saved as DIR/<kernel>.json and reused when
 present. tune compiles that source once per bound (issue #34), so each candidate is the code
 the bound ships: `min_blocks_per_sm = B` is the run's `bB` variant, no bounds its `lb`
-(`__launch_bounds__(BLOCK)`). Per kernel, over its variants that fit (`feasible`) and computed
-what `bare` did (`check` ok), three policies against the fastest variant:
+(`__launch_bounds__(BLOCK)`), no `__launch_bounds__` at all (a candidate since branch
+auto-bounds-5 of issue #34) its `bare`. Per kernel, over its variants that fit (`feasible`)
+and computed what `bare` did (`check` ok), three policies against the fastest variant:
   auto         tune's choice (the build's);
   never bound  `bare`, the kernel as written without `__launch_bounds__`;
   most warps   the most resident blocks the driver reports among the run's real compiles of
@@ -112,12 +113,31 @@ KINDS = {
     "dot_batched": "batched dot products, a warp per pair of 4096",
     "logcumsumexp": "running log-sum-exp along rows, a warp per row",
     "permute_rows": "MoE-style row gather and scale, a warp per row",
+    # The fourth held-out corpus (heldout4.cuh), written after branch auto-bounds-5's objective.
+    "ln_welford": "layer norm, Welford statistics, a warp per row of 512 (Apex)",
+    "softmax_causal": "scaled causal-masked softmax, a warp per row of 512 (Megatron-LM)",
+    "amax_cast": "FP8-style scale, saturate and round, block amax to one atomic (Transformer Engine)",
+    "seg_scan": "segmented inclusive scan by head flags, 8 per lane (CUB)",
+    "paged_attn": "paged attention decode through a block table, head 64 (vLLM)",
+    "gemm_db": "GEMM, 64x64 double-buffered shared tile, 4x4 per thread",
+    "gemm_skinny": "tall-skinny GEMM, 16 outputs per row, B in shared memory",
+    "add_rms": "fused residual add and RMS norm, a block per row of 4096 (vLLM)",
+    "lamb": "LAMB stage 1, float4 (Apex)",
+    "hist_weighted": "weighted 128-bin histogram, shared float atomics (PyTorch histc)",
+    "causal_conv1d": "causal depthwise conv1d width 4 + SiLU, channels-last (Mamba)",
+    "radix_count": "radix sort upsweep, 4-bit digit counts per tile (CUB onesweep)",
+    "warp_bitonic": "warp bitonic sort of 256 keys, 8 per lane in registers",
+    "im2col": "im2col for a 3x3 convolution, NCHW (Caffe)",
+    "rope_cache": "rotary embedding from a cos/sin cache, NeoX style (vLLM)",
+    "selective_scan": "selective scan, a state of 16 per channel over 256 steps (Mamba)",
+    "grid_sample": "bilinear grid sampling, 16 channels (PyTorch grid_sampler_2d)",
+    "quant_rows": "row-wise int8 absmax quantization, a warp per row of 1024 (bitsandbytes)",
 }
 
 # The kernel bodies of each `--set` (scripts/gpu-autobounds.sh's OCCUPANCY_AUTOBOUNDS_SET), after
 # kernels.cuh (which every set needs for Args).
 SETS = {"corpus": [], "heldout": ["heldout.cuh"], "public": ["public.cuh"],
-        "heldout2": ["heldout2.cuh"], "heldout3": ["heldout3.cuh"]}
+        "heldout2": ["heldout2.cuh"], "heldout3": ["heldout3.cuh"], "heldout4": ["heldout4.cuh"]}
 
 
 def read_raw(path):
@@ -194,9 +214,12 @@ def read_spills(path):
 
 
 def variant_of(chosen):
-    """The variant a choice compiles to: `bB` for a minimum, `lb` for no bounds."""
+    """The variant a choice compiles to: `bB` for a minimum, `lb` for no bounds (`__launch_bounds__
+    (BLOCK)`), `bare` for no `__launch_bounds__` at all."""
     if chosen == "none":
         return "lb"
+    if chosen == "no_launch_bounds":
+        return "bare"
     if isinstance(chosen, dict) and "min_blocks_per_sm" in chosen:
         return f"b{chosen['min_blocks_per_sm']}"
     sys.exit(f"combine: a choice autobounds.cu has no variant for: {chosen}")

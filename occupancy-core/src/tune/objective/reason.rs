@@ -88,6 +88,24 @@ pub(in crate::tune) fn reason(
     reason
 }
 
+/// `words(arch, taken, other)` for each arch where both rungs were measured, joined by `; `:
+/// what a rule that replaced rung `other` by rung `taken` saw on each arch.
+fn per_arch(
+    ladders: &[ArchLadder],
+    (taken, other): (usize, usize),
+    words: impl Fn(&str, &Measured, &Measured) -> String,
+) -> String {
+    let found: Vec<String> = ladders
+        .iter()
+        .filter_map(|ladder| {
+            let taken = ladder.candidates[taken].measured.as_ref()?;
+            let other = ladder.candidates[other].measured.as_ref()?;
+            Some(words(&ladder.arch, taken, other))
+        })
+        .collect();
+    found.join("; ")
+}
+
 /// Why the latency model took rung `faster` over `replaced` (the choice of [`reason`], which
 /// follows): per arch, the waits on memory and the warps of both, and the predicted ratio.
 pub(in crate::tune) fn latency_reason(
@@ -96,26 +114,43 @@ pub(in crate::tune) fn latency_reason(
     ratio: f64,
     replaced_reason: &str,
 ) -> String {
-    let waits: Vec<String> = ladders
-        .iter()
-        .filter_map(|ladder| {
-            let taken = ladder.candidates[faster].measured.as_ref()?;
-            let other = ladder.candidates[replaced].measured.as_ref()?;
-            Some(format!(
-                "on {} its loops wait on memory {} times a pass against {}, with {} warps against {}",
-                ladder.arch,
-                taken.loops.memory_waits,
-                other.loops.memory_waits,
-                taken.warps_per_sm,
-                other.warps_per_sm
-            ))
-        })
-        .collect();
+    let waits = per_arch(ladders, (faster, replaced), |arch, taken, other| {
+        format!(
+            "on {arch} its loops wait on memory {} times a pass against {}, with {} warps against {}",
+            taken.loops.memory_waits,
+            other.loops.memory_waits,
+            taken.warps_per_sm,
+            other.warps_per_sm
+        )
+    });
     format!(
-        "`{}` is predicted {:.0}% faster per loop pass than `{}` by the latency model (more loads in flight per warp outweigh fewer warps): {}; without the model: {replaced_reason}",
+        "`{}` is predicted {:.0}% faster per loop pass than `{}` by the latency model (more loads in flight per warp outweigh fewer warps): {waits}; without the model: {replaced_reason}",
         ladders[0].candidates[faster].bound,
         (1.0 - ratio) * 100.0,
         ladders[0].candidates[replaced].bound,
-        waits.join("; ")
+    )
+}
+
+/// Why rung `shorter` was taken over `replaced` (the choice of the rules before, whose reason
+/// follows): per arch, the loop instructions and memory accesses of both at the same warps.
+pub(in crate::tune) fn shorter_reason(
+    ladders: &[ArchLadder],
+    (shorter, replaced): (usize, usize),
+    replaced_reason: &str,
+) -> String {
+    let loops = per_arch(ladders, (shorter, replaced), |arch, taken, other| {
+        format!(
+            "on {arch} {} instructions in its loops against {} ({} memory accesses against {}), {} warps either way",
+            taken.weighed_instructions(),
+            other.weighed_instructions(),
+            taken.loops.loop_memory_instructions,
+            other.loops.loop_memory_instructions,
+            taken.warps_per_sm
+        )
+    });
+    format!(
+        "`{}` has the resident warps of `{}` and a loop shorter by more than the objective's growth bound (nvcc compiled the two differently): {loops}; before this rule: {replaced_reason}",
+        ladders[0].candidates[shorter].bound,
+        ladders[0].candidates[replaced].bound,
     )
 }
