@@ -46,7 +46,7 @@ CRATES = [
     # libcuda.so whose every entry point answers an error stands in for the driver the wheels lack.
     ("bellperson", "=0.26.0", ["cuda"], {"EC_GPU_CUDA_NVCC_ARGS": "--fatbin --gpu-architecture=sm_90 --generate-code=arch=compute_90,code=sm_90", "LIBRARY_PATH": "{libcuda_stub}", "LD_LIBRARY_PATH": "{libcuda_stub}"}, "ec-gpu-gen: a generated fatbin"),
     ("openvm-cuda-backend", "=2.0.1", [], {}, "openvm-cuda-builder over cc (CUDA_ARCH)"),
-    ("openvm-circuit-primitives", "=2.0.2", [], {}, "openvm-cuda-builder over cc (CUDA_ARCH), with openvm-cuda-backend and openvm-cuda-common under it"),
+    ("openvm-circuit-primitives", "=2.0.2", ["cuda"], {}, "openvm-cuda-builder over cc (CUDA_ARCH), with openvm-cuda-backend and openvm-cuda-common under it"),
     ("mistralrs-paged-attn", "=0.8.1", ["cuda"], {}, "cudaforge static library, sm_90a"),
     ("pasta-msm", "=0.1.5", [], {}, "sppark-based prover crate (cc, fixed archs)"),
     # cudarc 0.16 (under candle-core 0.9) knows no CUDA 13 and is told 12.9: its host bindings
