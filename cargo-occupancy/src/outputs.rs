@@ -319,7 +319,7 @@ mod tests {
         write_atomically("--html", &path, b"first").unwrap();
         write_atomically("--html", &path, b"second").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"second");
-        let names: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        let names: Vec<_> = std::fs::read_dir(dir).unwrap().collect();
         assert_eq!(names.len(), 2, "only cu/ and report.html: {names:?}");
     }
 }

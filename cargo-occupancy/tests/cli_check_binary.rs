@@ -842,9 +842,44 @@ fn a_file_of_a_set_that_cannot_be_read_is_an_error_naming_it() {
             "Permission denied",
         );
     }
-    // Issue #35's third pass: a file named like a binary that is none, or a cubin that holds no
-    // device code, was passed over (exit 0 beside the good fatbin); one past any real binary's
-    // size was read to its end.
+    let silent = dir.join("silent-cuobjdump");
+    std::fs::write(&silent, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&silent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let output = binary()
+        .args(["occupancy", "check"])
+        .arg(&good)
+        .env("OCCUPANCY_CUOBJDUMP", &silent)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("cuobjdump -xelf extracted nothing"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// Issue #35's third pass: a file named like a binary that is none, or a cubin that holds no
+/// device code, was passed over (exit 0 beside the good fatbin); one past any real binary's
+/// size was read to its end; an nvdisasm that exits 0 having printed nothing left the
+/// machine-code lints unchecked.
+#[test]
+fn an_empty_damaged_or_huge_file_beside_good_ones_is_an_error_naming_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = work_dir("check-binary", "damaged");
+    let good = dir.join("good.fatbin");
+    compile_spills(
+        &["-gencode", "arch=compute_80,code=sm_80", "-fatbin"],
+        &good,
+    );
+    let case = |name: &str, make: &dyn Fn(&Path), says: &str| {
+        let set = work_dir("check-binary", &format!("damaged-{name}"));
+        std::fs::copy(&good, set.join("good.fatbin")).unwrap();
+        make(&set);
+        let (code, _, said) = check_in(&set, &[set.as_os_str()]);
+        assert_eq!(code, Some(2), "{name}: {said}");
+        assert!(said.contains(name) && said.contains(says), "{name}: {said}");
+    };
     let host = dir.join("host.o");
     std::fs::write(dir.join("host.c"), "int host(void) { return 1; }\n").unwrap();
     let status = Command::new("cc")
@@ -905,21 +940,6 @@ fn a_file_of_a_set_that_cannot_be_read_is_an_error_naming_it() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("printed no machine code for kernel"),
-        "{}",
-        stderr(&output)
-    );
-    let silent = dir.join("silent-cuobjdump");
-    std::fs::write(&silent, "#!/bin/sh\nexit 0\n").unwrap();
-    std::fs::set_permissions(&silent, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let output = binary()
-        .args(["occupancy", "check"])
-        .arg(&good)
-        .env("OCCUPANCY_CUOBJDUMP", &silent)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains("cuobjdump -xelf extracted nothing"),
         "{}",
         stderr(&output)
     );

@@ -447,108 +447,102 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A fresh OUT_DIR holding `good.ptx` and what `make` makes there: the error of reading it.
+    fn refused(make: &dyn Fn(&Path)) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("good.ptx"), PTX).unwrap();
+        make(&out);
+        let found = find(&package(&out, &[])).map(|found| found.products.len());
+        found.expect_err("refused").to_string()
+    }
+
+    /// Writes `bytes` as `name` in the directory it is given.
+    fn write(name: &'static str, bytes: impl AsRef<[u8]>) -> impl Fn(&Path) {
+        let bytes = bytes.as_ref().to_vec();
+        move |out: &Path| std::fs::write(out.join(name), &bytes).unwrap()
+    }
+
     /// Issue #35's third pass: every file named like a product is read or an error naming it;
     /// each of these was passed over (exit 0 beside the good PTX), or read to its end.
     #[cfg(unix)]
     #[test]
     fn every_file_named_like_a_product_is_read_or_an_error_naming_it() {
-        let cubin_head = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x01\0\xbe\0".to_vec();
-        let cases: Vec<(&str, Box<dyn Fn(&Path)>, &str)> = vec![
+        let link = |name: &'static str, to: &'static str| {
+            move |out: &Path| std::os::unix::fs::symlink(to, out.join(name)).unwrap()
+        };
+        let header = format!(
+            "{:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n",
+            "k.o/", "0", "0", "0", "644", "1000"
+        );
+        let huge = |out: &Path| {
+            let file = std::fs::File::create(out.join("huge.cubin")).unwrap();
+            let cubin_head = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x01\0\xbe\0";
+            std::io::Write::write_all(&mut &file, cubin_head).unwrap();
+            file.set_len(occupancy_build::cli::MAX_BINARY_BYTES + 1)
+                .unwrap();
+        };
+        let elf_cut = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x01\0\x3e\0";
+        for (name, error, said) in [
             (
                 "gone.a",
-                Box::new(|out: &Path| {
-                    std::os::unix::fs::symlink("nowhere.a", out.join("gone.a")).unwrap()
-                }),
+                refused(&link("gone.a", "nowhere.a")),
                 "cannot be followed",
             ),
             (
                 "loop.so",
-                Box::new(|out: &Path| {
-                    std::os::unix::fs::symlink("loop.so", out.join("loop.so")).unwrap()
-                }),
+                refused(&link("loop.so", "loop.so")),
                 "cannot be followed",
             ),
             (
                 "bare.ptx",
-                Box::new(|out: &Path| {
-                    std::fs::write(out.join("bare.ptx"), ".version 9.0\n.address_size 64\n")
-                        .unwrap()
-                }),
+                refused(&write("bare.ptx", ".version 9.0\n.address_size 64\n")),
                 "without a `.target`",
             ),
             (
                 "empty.cubin",
-                Box::new(|out: &Path| std::fs::write(out.join("empty.cubin"), "").unwrap()),
+                refused(&write("empty.cubin", "")),
                 "it is empty",
             ),
             (
                 "text.fatbin",
-                Box::new(|out: &Path| {
-                    std::fs::write(out.join("text.fatbin"), "not a fatbin").unwrap()
-                }),
+                refused(&write("text.fatbin", "not a fatbin")),
                 "it is none",
             ),
             (
                 "cut.o",
-                Box::new(|out: &Path| {
-                    std::fs::write(
-                        out.join("cut.o"),
-                        b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x01\0\x3e\0",
-                    )
-                    .unwrap()
-                }),
+                refused(&write("cut.o", elf_cut)),
                 "a damaged ELF file",
             ),
             (
                 "libthin.a",
-                Box::new(|out: &Path| std::fs::write(out.join("libthin.a"), "!<thin>\n").unwrap()),
+                refused(&write("libthin.a", "!<thin>\n")),
                 "thin archive",
             ),
             (
                 "libcut.a",
-                Box::new(|out: &Path| {
-                    let header = format!(
-                        "{:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n",
-                        "k.o/", "0", "0", "0", "644", "1000"
-                    );
-                    std::fs::write(out.join("libcut.a"), format!("!<arch>\n{header}\x7fELF"))
-                        .unwrap();
-                }),
+                refused(&write("libcut.a", format!("!<arch>\n{header}\x7fELF"))),
                 "past its end",
             ),
             (
                 "future.ptx",
-                Box::new(|out: &Path| {
-                    std::fs::write(out.join("future.ptx"), PTX.replace("sm_80", "sm_9999")).unwrap()
-                }),
+                refused(&write("future.ptx", PTX.replace("sm_80", "sm_9999"))),
                 "no architecture",
             ),
-            (
-                "huge.cubin",
-                Box::new(move |out: &Path| {
-                    let file = std::fs::File::create(out.join("huge.cubin")).unwrap();
-                    std::io::Write::write_all(&mut &file, &cubin_head).unwrap();
-                    file.set_len(occupancy_build::cli::MAX_BINARY_BYTES + 1)
-                        .unwrap();
-                }),
-                "more than any build product",
-            ),
-        ];
-        for (name, make, said) in cases {
-            let dir = tempfile::tempdir().unwrap();
-            let out = dir.path().join("out");
-            std::fs::create_dir(&out).unwrap();
-            std::fs::write(out.join("good.ptx"), PTX).unwrap();
-            make(&out);
-            let error = find(&package(&out, &[])).map(|found| found.products.len());
-            let error = error.expect_err(name).to_string();
+            ("huge.cubin", refused(&huge), "more than any build product"),
+        ] {
             assert!(
                 error.contains(name) && error.contains(said),
                 "{name}: {error}"
             );
         }
-        // A linker script named like a library is no product, and a character cut at the end of
-        // the 64 KiB a PTX module's `.target` is looked for in does not hide the module.
+    }
+
+    /// A linker script named like a library is no product, and a character cut at the end of
+    /// the 64 KiB a PTX module's `.target` is looked for in does not hide the module.
+    #[test]
+    fn a_linker_script_is_no_product_and_a_cut_character_hides_no_ptx() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
         std::fs::create_dir(&out).unwrap();
