@@ -68,9 +68,26 @@ impl Environment {
     /// The temporary directory, when it is an existing directory; else an error naming the
     /// variable that chose it (`TMPDIR`) and what is wrong, rather than a scratch path under it
     /// (issue #35, class 7).
+    /// A directory that takes no new directory (no write permission, a read-only file system)
+    /// is refused too: nvcc and the binary reader make their scratch there, and their errors
+    /// would name a scratch path instead.
     pub fn scratch(&self) -> Result<&Path, crate::error::CliError> {
         let why = match std::fs::metadata(&self.temp_dir) {
-            Ok(metadata) if metadata.is_dir() => return Ok(&self.temp_dir),
+            Ok(metadata) if metadata.is_dir() => {
+                let probe = self
+                    .temp_dir
+                    .join(format!(".occupancy-probe-{}", std::process::id()));
+                match std::fs::create_dir(&probe) {
+                    Ok(()) => {
+                        let _ = std::fs::remove_dir(&probe);
+                        return Ok(&self.temp_dir);
+                    }
+                    Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                        return Ok(&self.temp_dir)
+                    }
+                    Err(error) => format!("takes no new file ({error})"),
+                }
+            }
             Ok(_) => "is not a directory".to_owned(),
             Err(error) => format!("cannot be used ({error})"),
         };

@@ -30,6 +30,34 @@ pub fn check_input_file(what: &str, path: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Why a regular file named like a compiled binary (`.cubin`, `.fatbin`, `.o`, `.a`, `.so`,
+/// `.whl`, ...) whose first bytes are no binary's is damaged, or `None` when it may be a file of
+/// that name that holds no device code: a `.so` linker script (`/* GNU ld script */`,
+/// `INPUT(...)`), which lies beside libraries. A directory walk and `cargo occupancy build`
+/// select files by name: an empty or damaged `k.cubin` passed over without a word was a kernel
+/// that was never read (issue #35's third pass).
+pub fn not_a_binary(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    let mut head = Vec::new();
+    if let Err(error) =
+        std::fs::File::open(path).and_then(|file| file.take(64).read_to_end(&mut head))
+    {
+        return Some(format!("cannot be read: {error}"));
+    }
+    let text = String::from_utf8_lossy(&head);
+    let linker_script = ["/*", "INPUT", "GROUP", "OUTPUT_FORMAT", "SEARCH_DIR"]
+        .iter()
+        .any(|start| text.trim_start().starts_with(start));
+    if head.is_empty() {
+        return Some("named like a compiled binary, it is empty: a damaged or unfinished file, not one without device code".into());
+    }
+    if linker_script && (name.ends_with(".so") || name.contains(".so.")) {
+        return None;
+    }
+    Some("named like a compiled binary, it is none (no ELF, archive, fatbin or zip header): damaged, or not what its name says".into())
+}
+
 #[cfg(unix)]
 fn is_device(metadata: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::FileTypeExt;

@@ -185,14 +185,15 @@ fn write_error(flag: &str, path: &Path, error: occupancy_build::Error) -> String
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "cargo-occupancy-outputs-{name}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("cu")).unwrap();
-        std::fs::write(dir.join("cu/victim.cu"), "__global__ void k() {}\n").unwrap();
+    /// A private directory holding `cu/victim.cu`, removed when the test ends (also when it
+    /// fails).
+    fn scratch(name: &str) -> tempfile::TempDir {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("cargo-occupancy-outputs-{name}-"))
+            .tempdir()
+            .unwrap();
+        std::fs::create_dir_all(dir.path().join("cu")).unwrap();
+        std::fs::write(dir.path().join("cu/victim.cu"), "__global__ void k() {}\n").unwrap();
         dir
     }
 
@@ -208,7 +209,8 @@ mod tests {
     /// anything is written; the file keeps what it held.
     #[test]
     fn two_outputs_naming_one_file_are_refused() {
-        let dir = scratch("two-outputs");
+        let tmp = scratch("two-outputs");
+        let dir = tmp.path();
         let lock = dir.join("occupancy.lock");
         std::fs::write(&lock, "{}\n").unwrap();
         std::os::unix::fs::symlink(&lock, dir.join("link.html")).unwrap();
@@ -246,7 +248,8 @@ mod tests {
 
     #[test]
     fn an_output_naming_an_input_in_any_spelling_is_refused() {
-        let dir = scratch("spelling");
+        let tmp = scratch("spelling");
+        let dir = tmp.path();
         let input = dir.join("cu/victim.cu");
         std::os::unix::fs::symlink(&input, dir.join("link.html")).unwrap();
         std::fs::hard_link(&input, dir.join("hard.html")).unwrap();
@@ -272,7 +275,8 @@ mod tests {
 
     #[test]
     fn outputs_inside_input_directories_and_directories_holding_inputs_are_refused() {
-        let dir = scratch("inside");
+        let tmp = scratch("inside");
+        let dir = tmp.path();
         let inputs_dir = dir.join("cu");
         let inside = dir.join("cu/report.html");
         let error = check_outputs(&[html(&inside)], &[&inputs_dir]).unwrap_err();
@@ -282,7 +286,7 @@ mod tests {
         );
         let cache = Output {
             flag: "--cache-dir",
-            path: &dir,
+            path: dir,
             is_dir: true,
         };
         let error = check_outputs(&[cache], &[&dir.join("cu/victim.cu")]).unwrap_err();
@@ -296,7 +300,8 @@ mod tests {
 
     #[test]
     fn unwritable_outputs_are_refused_up_front() {
-        let dir = scratch("unwritable");
+        let tmp = scratch("unwritable");
+        let dir = tmp.path();
         let error = check_outputs(&[html(&dir.join("missing/report.html"))], &[]).unwrap_err();
         assert!(
             error.message().contains("create it or choose another path"),
@@ -308,12 +313,13 @@ mod tests {
 
     #[test]
     fn atomic_writes_replace_whole_files_and_leave_no_temporary() {
-        let dir = scratch("atomic");
+        let tmp = scratch("atomic");
+        let dir = tmp.path();
         let path = dir.join("report.html");
         write_atomically("--html", &path, b"first").unwrap();
         write_atomically("--html", &path, b"second").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"second");
-        let names: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        let names: Vec<_> = std::fs::read_dir(dir).unwrap().collect();
         assert_eq!(names.len(), 2, "only cu/ and report.html: {names:?}");
     }
 }

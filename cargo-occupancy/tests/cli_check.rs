@@ -845,13 +845,19 @@ fn compiled_clusters_on_every_arch_with_clusters() {
         ]
     );
 
-    let before = check(&[source, "--arch", "sm_80"]);
+    // nvcc's front end fails: under `--keep` it leaves `clusters-<hash>..lgenfe.bc` in TMPDIR,
+    // which must be the compile's own directory, removed with it (one was left in /tmp per run).
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp_dir = tmp.path().to_str().unwrap();
+    let before = check_with_env(&[source, "--arch", "sm_80"], &[("TMPDIR", Some(tmp_dir))]);
     assert_eq!(before.status.code(), Some(2), "{}", stderr(&before));
     assert!(
         stderr(&before).contains("__cluster_dims__ is not supported for this GPU architecture"),
         "{}",
         stderr(&before)
     );
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "nvcc's scratch left in TMPDIR: {left:?}");
 }
 
 /// Issue #35, class 9: a source whose name holds a newline is found (nvcc's line markers write

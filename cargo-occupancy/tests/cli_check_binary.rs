@@ -416,7 +416,7 @@ fn a_file_without_device_code_is_no_kernel_and_a_broken_cubin_is_an_error() {
         stderr(&output)
     );
     assert!(
-        stderr(&output).contains("no kernels found"),
+        stderr(&output).contains("no kernel found in") && stderr(&output).contains("host.o"),
         "{}",
         stderr(&output)
     );
@@ -854,6 +854,92 @@ fn a_file_of_a_set_that_cannot_be_read_is_an_error_naming_it() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("cuobjdump -xelf extracted nothing"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// Issue #35's third pass: a file named like a binary that is none, or a cubin that holds no
+/// device code, was passed over (exit 0 beside the good fatbin); one past any real binary's
+/// size was read to its end; an nvdisasm that exits 0 having printed nothing left the
+/// machine-code lints unchecked.
+#[test]
+fn an_empty_damaged_or_huge_file_beside_good_ones_is_an_error_naming_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = work_dir("check-binary", "damaged");
+    let good = dir.join("good.fatbin");
+    compile_spills(
+        &["-gencode", "arch=compute_80,code=sm_80", "-fatbin"],
+        &good,
+    );
+    let case = |name: &str, make: &dyn Fn(&Path), says: &str| {
+        let set = work_dir("check-binary", &format!("damaged-{name}"));
+        std::fs::copy(&good, set.join("good.fatbin")).unwrap();
+        make(&set);
+        let (code, _, said) = check_in(&set, &[set.as_os_str()]);
+        assert_eq!(code, Some(2), "{name}: {said}");
+        assert!(said.contains(name) && said.contains(says), "{name}: {said}");
+    };
+    let host = dir.join("host.o");
+    std::fs::write(dir.join("host.c"), "int host(void) { return 1; }\n").unwrap();
+    let status = Command::new("cc")
+        .args(["-c", "host.c", "-o", "host.o"])
+        .current_dir(&dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    case(
+        "empty.cubin",
+        &|set| std::fs::write(set.join("empty.cubin"), "").unwrap(),
+        "it is empty",
+    );
+    case(
+        "notes.fatbin",
+        &|set| std::fs::write(set.join("notes.fatbin"), "see README\n").unwrap(),
+        "it is none",
+    );
+    case(
+        "host.cubin",
+        &|set| {
+            std::fs::copy(&host, set.join("host.cubin")).unwrap();
+        },
+        "holds no device code",
+    );
+    case(
+        "short.cubin",
+        &|set| std::fs::write(set.join("short.cubin"), b"\x7fELF\x02\x01\x01\0\0\0").unwrap(),
+        "a damaged ELF file",
+    );
+    case(
+        "huge.fatbin",
+        &|set| {
+            let file = std::fs::File::create(set.join("huge.fatbin")).unwrap();
+            std::io::Write::write_all(&mut &file, &0xBA55_ED50u32.to_le_bytes()).unwrap();
+            file.set_len(occupancy_build::cli::MAX_BINARY_BYTES + 1)
+                .unwrap();
+        },
+        "more than any binary this reads",
+    );
+    // A host object alone: the error names it, not "the given paths".
+    let (code, _, said) = check_in(&dir, &[host.as_os_str()]);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("no kernel found in") && said.contains("host.o"),
+        "{said}"
+    );
+    // An nvdisasm that exits 0 having printed nothing left the machine-code lints unchecked.
+    let quiet = dir.join("quiet-nvdisasm");
+    std::fs::write(&quiet, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&quiet, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let output = binary()
+        .args(["occupancy", "check"])
+        .arg(&good)
+        .env("OCCUPANCY_NVDISASM", &quiet)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("printed no machine code for kernel"),
         "{}",
         stderr(&output)
     );

@@ -767,6 +767,27 @@ fn the_environment_and_a_piped_log_are_taken_as_they_are() {
         stderr(&output)
     );
 
+    // Issue #35's third pass: nvcc works in TMPDIR too, so a `.cu` (and `tune`) with a TMPDIR
+    // that is a file is an error naming TMPDIR before nvcc runs (it was nvcc's own "Could not
+    // open output file" under it, or here, with no nvcc, a missing nvcc).
+    for args in [
+        &["check", "k.cu"][..],
+        &["tune", "k.cu", "--kernel", "k", "--block", "64"],
+    ] {
+        let output = run_with_env(&dir, args, &[("TMPDIR", dir.join("k.cu").as_os_str())], b"");
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains("TMPDIR: ") && stderr(&output).contains("is not a directory"),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+
     let mut log = b"FAILED: k.cu.o\n".to_vec();
     log.extend(std::fs::read(dir.join("build.log")).unwrap());
     let output = run_with_env(&dir, &["check", "/dev/stdin"], &[], &log);
@@ -811,6 +832,55 @@ fn a_directory_walk_visits_each_directory_once_and_names_a_fifo() {
         assert_eq!(output.status.code(), Some(2), "{said}");
         assert!(
             said.contains("waits.fatbin is not a regular file"),
+            "{said}"
+        );
+    }
+}
+
+/// Issue #35's third pass: a compiled binary given to `parse` or `explain --log` is no log (a
+/// sparse one was read to its end as one), and `tune --kernel` takes one symbol, not an empty or
+/// spaced name (shown as an empty quote, or across lines).
+#[test]
+fn a_binary_is_no_log_and_a_kernel_is_one_symbol() {
+    let dir = scratch("binary-as-log");
+    let mut cubin = vec![0u8; 64];
+    cubin[..6].copy_from_slice(b"\x7fELF\x02\x01");
+    cubin[18] = 190;
+    std::fs::write(dir.join("k.cubin"), &cubin).unwrap();
+    for args in [
+        &["parse", "k.cubin"][..],
+        &["explain", "k", "--log", "k.cubin"],
+    ] {
+        let output = run_in(&dir, args);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains("is a compiled binary")
+                && stderr(&output).contains("not a ptxas log"),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+    std::fs::write(dir.join("k.cu"), "__global__ void k() {}\n").unwrap();
+    for kernel in ["", "a\nb", "two words"] {
+        let output = run_in(&dir, &["tune", "k.cu", "--kernel", kernel]);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{kernel:?}: {}",
+            stderr(&output)
+        );
+        let said = stderr(&output);
+        assert!(
+            said.contains("--kernel") && said.contains("one word"),
+            "{kernel:?}: {said}"
+        );
+        assert!(
+            defects(said.lines().next().unwrap_or(""), &["tune"]).is_empty(),
             "{said}"
         );
     }

@@ -210,6 +210,43 @@ fn tune_reads_ptx_and_names_the_kernels_it_has() {
     );
 }
 
+/// Issue #35's third pass: with no cache it may use (a world-writable `--cache-dir`), `tune`
+/// compiles in a private temporary directory and removes it; it was removed before the compiles,
+/// which made it again (not private) and left it in TMPDIR.
+#[test]
+fn tune_without_a_usable_cache_leaves_nothing_in_the_temporary_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = work_dir("cli_tune", "temporary");
+    let ptx = dir.join("chain.ptx");
+    let status = std::process::Command::new(nvcc())
+        .args(["-ptx", "-arch=compute_90", "-o"])
+        .arg(&ptx)
+        .arg(fixtures().join("tune_chain.cu"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let shared = dir.join("shared-cache");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let output = binary()
+        .args(["occupancy", "tune"])
+        .arg(&ptx)
+        .args(["--kernel", "chain", "--arch", "sm_90", "--cache-dir"])
+        .arg(&shared)
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("compiling in a private temporary directory instead"),
+        "{}",
+        stderr(&output)
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+}
+
 /// Issue #35, class 4: a ptxas that dies on one candidate (`.minnctapersm 3`: a wrapper of nvcc
 /// that kills itself with SIGSEGV there) fails the tuning, naming the candidate and the tool,
 /// instead of becoming that candidate's verdict ("compile failed"); nothing of it is kept, so

@@ -93,6 +93,11 @@ impl<'a> Cubin<'a> {
         }
         let table = usize::try_from(u64_at(bytes, 0, 0x28)?).ok()?;
         let entry_size = usize::from(u16_at(bytes, 0, 0x3A)?);
+        // ELF64's section headers are 64 bytes: another size (0 read every header at one
+        // place, a cubin of no kernel that passed) is a damaged file.
+        if entry_size != 64 {
+            return None;
+        }
         let count = usize::from(u16_at(bytes, 0, 0x3C)?);
         let names_index = usize::from(u16_at(bytes, 0, 0x3E)?);
         let header = |index: usize| -> Option<(u32, Section)> {

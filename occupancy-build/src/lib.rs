@@ -97,8 +97,9 @@ pub mod cli {
     pub use crate::auto_bounds::{TuneAnswer, TuneQuery, TuneRequest, TunedGroup, TunedKernel};
     pub use crate::baseline::ToolchainStamp;
     pub use crate::binary::{
-        can_jit, ptx_target, sniff, BinaryKernel, BinaryKind, BinaryReading, BinarySession,
-        BinaryTools, MachineCodeLints, PtxTarget, SpillEvidence,
+        can_jit, device_code_by_sections, ptx_target, sniff, BinaryKernel, BinaryKind,
+        BinaryReading, BinarySession, BinaryTools, MachineCodeLints, PtxTarget, SpillEvidence,
+        MAX_BINARY_BYTES,
     };
     pub use crate::check_lock::{recorded_toolchain, CheckLock};
     pub use crate::config::{load as package_settings, KernelLaunch, OccupancySettings};

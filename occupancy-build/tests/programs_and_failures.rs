@@ -11,12 +11,18 @@ use occupancy_core::report::Report;
 
 /// A package in a cargo-like layout: `<dir>/pkg` with Cargo.toml, src/lib.rs and kernels/, and
 /// OUT_DIR at `<dir>/target/debug/build/pkg-0/out` (with the target dir's CACHEDIR.TAG).
-fn package(name: &str, metadata: &str, lib_rs: &str, kernel: &str) -> (PathBuf, PathBuf) {
-    let dir =
-        std::env::temp_dir().join(format!("occupancy-programs-{name}-{}", std::process::id()));
-    let (pkg, out) = common::scratch_package(&dir, metadata, lib_rs);
+/// The package lives in a private directory removed when the test ends (hold the first value
+/// until then).
+fn package(
+    name: &str,
+    metadata: &str,
+    lib_rs: &str,
+    kernel: &str,
+) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = common::scratch_dir(&format!("occupancy-programs-{name}-"));
+    let (pkg, out) = common::scratch_package(dir.path(), metadata, lib_rs);
     std::fs::write(pkg.join("kernels/k.cu"), kernel).unwrap();
-    (pkg, out)
+    (dir, pkg, out)
 }
 
 fn build(pkg: &Path, out: &Path) -> Build {
@@ -31,7 +37,7 @@ const BIG_SMEM_DECLARATION: &str =
 
 #[test]
 fn every_row_names_its_ptx_target_and_sass_arch() {
-    let (pkg, out) = package("rows", "", BIG_SMEM_DECLARATION, BIG_SMEM_KERNEL);
+    let (_dir, pkg, out) = package("rows", "", BIG_SMEM_DECLARATION, BIG_SMEM_KERNEL);
     let output = build(&pkg, &out)
         .arch("sm_80")
         .arch("sm_90")
@@ -60,7 +66,7 @@ fn every_row_names_its_ptx_target_and_sass_arch() {
 #[test]
 fn jit_archs_check_the_shipped_ptx_where_it_must_run() {
     // 131,072 B of dynamic shared memory fits sm_80 and sm_90, not sm_120's 101,376 B.
-    let (pkg, out) = package(
+    let (_dir, pkg, out) = package(
         "jit",
         "[package.metadata.occupancy]\njit_archs = [\"sm_120\"]\n",
         BIG_SMEM_DECLARATION,
@@ -106,7 +112,7 @@ fn jit_archs_check_the_shipped_ptx_where_it_must_run() {
 
 #[test]
 fn a_failed_build_marks_its_report_failed() {
-    let (pkg, out) = package(
+    let (_dir, pkg, out) = package(
         "failed",
         "",
         "",
@@ -226,7 +232,7 @@ fn the_generated_kernel_crate_builds_checks_and_replays() {
 fn a_library_is_archived_again_only_when_an_object_changed() {
     const KERNEL: &str =
         "extern \"C\" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }\n";
-    let (pkg, out) = package("archive", "", "", KERNEL);
+    let (_dir, pkg, out) = package("archive", "", "", KERNEL);
     let library = build(&pkg, &out)
         .arch("sm_80")
         .try_compile_lib("k")

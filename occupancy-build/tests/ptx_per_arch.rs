@@ -21,13 +21,13 @@ const KERNEL: &str = "extern \"C\" __global__ void a(float* x) { x[threadIdx.x] 
 /// (nvcc's rule), so only its body is arch-dependent.
 const LIB_KERNEL: &str = "extern \"C\" __global__ void a(float* x) { x[threadIdx.x] *= 2.0f; }\nextern \"C\" __global__ void fp8(float* x) {\n#if __CUDA_ARCH__ >= 890\n  x[threadIdx.x] += 1.0f;\n#endif\n}\n";
 
-/// A package `<dir>/pkg` (Cargo.toml with `metadata`, src/, kernels/k.cu) and its OUT_DIR.
-fn package(name: &str, metadata: &str) -> (PathBuf, PathBuf) {
-    let dir =
-        std::env::temp_dir().join(format!("occupancy-per-arch-{name}-{}", std::process::id()));
-    let (pkg, out) = common::scratch_package(&dir, metadata, "");
+/// A package `<dir>/pkg` (Cargo.toml with `metadata`, src/, kernels/k.cu) and its OUT_DIR, in
+/// a private directory removed when the test ends (hold the first value until then).
+fn package(name: &str, metadata: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = common::scratch_dir(&format!("occupancy-per-arch-{name}-"));
+    let (pkg, out) = common::scratch_package(dir.path(), metadata, "");
     std::fs::write(pkg.join("kernels/k.cu"), KERNEL).unwrap();
-    (pkg, out)
+    (dir, pkg, out)
 }
 
 fn build(pkg: &Path, out: &Path) -> Build {
@@ -62,7 +62,7 @@ fn rows(expected: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
 
 #[test]
 fn each_arch_is_checked_on_its_own_ptx_only_when_asked() {
-    let (pkg, out) = package("ptx", "[package.metadata.occupancy]\nptx_per_arch = true\n");
+    let (_dir, pkg, out) = package("ptx", "[package.metadata.occupancy]\nptx_per_arch = true\n");
     let per_arch = build(&pkg, &out).try_compile_ptx().unwrap();
     assert_eq!(
         programs(&per_arch.report),
@@ -117,7 +117,7 @@ fn each_arch_is_checked_on_its_own_ptx_only_when_asked() {
 
 #[test]
 fn the_generated_picker_compiles_and_picks_the_highest_loadable_ptx() {
-    let (pkg, out) = package("picker", "");
+    let (_dir, pkg, out) = package("picker", "");
     let output = build(&pkg, &out)
         .ptx_per_arch(true)
         .try_compile_ptx()
@@ -155,7 +155,7 @@ fn the_generated_picker_compiles_and_picks_the_highest_loadable_ptx() {
 
 #[test]
 fn jit_archs_load_the_highest_ptx_not_above_them() {
-    let (pkg, out) = package(
+    let (_dir, pkg, out) = package(
         "jit",
         "[package.metadata.occupancy]\nptx_per_arch = true\njit_archs = [\"sm_120\"]\n",
     );
@@ -174,7 +174,7 @@ fn jit_archs_load_the_highest_ptx_not_above_them() {
 
 #[test]
 fn a_library_embeds_each_arch_from_the_ptx_its_rows_name() {
-    let (pkg, out) = package("lib", "");
+    let (_dir, pkg, out) = package("lib", "");
     std::fs::write(pkg.join("kernels/k.cu"), LIB_KERNEL).unwrap();
     // Default: sm_90 SASS is assembled from the compute_80 PTX, and its rows say so.
     let shipped = build(&pkg, &out).try_compile_lib("k").unwrap();
@@ -205,7 +205,7 @@ fn a_library_embeds_each_arch_from_the_ptx_its_rows_name() {
 
 #[test]
 fn without_nvcc_under_occupancy_skip_the_per_arch_module_still_compiles() {
-    let (pkg, out) = package(
+    let (_dir, pkg, out) = package(
         "skip",
         "[package.metadata.occupancy]\nptx_per_arch = true\n",
     );
@@ -252,7 +252,7 @@ fn without_nvcc_under_occupancy_skip_the_per_arch_module_still_compiles() {
 fn a_spill_only_in_a_higher_arch_program_gets_its_machine_code_note() {
     // `hot` exists only in the compute_90 program and spills there: the SASS is read because
     // that program's PTX asks for it, not only the lowest one's.
-    let (pkg, out) = package(
+    let (_dir, pkg, out) = package(
         "sass",
         "[package.metadata.occupancy]\nptx_per_arch = true\n",
     );

@@ -280,7 +280,7 @@ fn check_package(
             package.out_dir.display()
         ))
     })?;
-    if found.products.is_empty() && found.not_files.is_empty() {
+    if found.products.is_empty() {
         return Ok(());
     }
     summary.packages_with_code.push(package.name.clone());
@@ -439,7 +439,7 @@ fn read_own_report(path: &Path) -> Result<Report, CliError> {
     })
 }
 
-/// One line per package: what its `OUT_DIR` held, stale and unreadable files named.
+/// One line per package: what its `OUT_DIR` held, stale files named.
 fn say_products(package: &BuiltPackage, found: &Products) {
     let ptx = (found.products.iter())
         .filter(|p| matches!(p.kind, ProductKind::Ptx(_)))
@@ -482,13 +482,6 @@ fn say_products(package: &BuiltPackage, found: &Products) {
             "note: `{}` links {} from outside its OUT_DIR: not read (`cargo occupancy check {}` reads it)",
             package.name,
             shown(path),
-            shown(path)
-        );
-    }
-    for path in &found.not_files {
-        eprintln!(
-            "warning: `{}`: {} is not a regular file (a FIFO, device or socket): not read",
-            package.name,
             shown(path)
         );
     }

@@ -105,6 +105,11 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     }
     let mut lock = Lock::open(args.gate.lock.as_deref(), args.gate.bless)?;
     let inputs = collect_inputs(&args.paths)?;
+    // nvcc and the binary reader work in the temporary directory: one that cannot be used is
+    // named by its variable before they run, not by a scratch path of theirs (issue #35, class 7).
+    if inputs.iter().any(|input| !matches!(input, Input::Log(_))) {
+        env.scratch()?;
+    }
     let mut stream = ReportStream::new(&args.output, &env.temp_dir);
     let selected = Selected {
         inputs: &inputs,
@@ -112,9 +117,13 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     };
     let missing = check_selected(args, env, &selected, &levels, (&mut stream, lock.as_mut()))?;
     if stream.rows() == 0 && missing == 0 {
-        return Err(CliError::CouldNotCheck(
-            "no kernels found in the given paths".into(),
-        ));
+        let paths: Vec<String> = (args.paths.iter())
+            .map(|path| occupancy_build::cli::shown_path(path))
+            .collect();
+        return Err(CliError::CouldNotCheck(format!(
+            "no kernel found in {}: nothing was checked (the notes above say what each held)",
+            paths.join(", ")
+        )));
     }
     if let Some(lock) = &lock {
         lock.conclude(&levels.settings, &mut stream)?;
@@ -474,15 +483,27 @@ fn named_like_binary(path: &Path) -> bool {
 
 /// Whether a file found in a directory may be a compiled binary worth reading: by name
 /// (`.cubin`, `.fatbin`, `.o`, `.a`, `.so`, `.so.12`, `.whl`), then by its first bytes. One
-/// named so that cannot be read (no permission, a dangling link) is an error naming it: a check
-/// reads every file it selects (issue #35, class 1).
+/// named so that cannot be read (no permission, a dangling link) or whose first bytes are no
+/// binary's (empty, damaged) is an error naming it: a check reads every file it selects (issue
+/// #35, class 1).
 fn binary_in_directory(path: &Path) -> Result<Option<Input>, CliError> {
     if !named_like_binary(path) {
         return Ok(None);
     }
     let kind =
         occupancy_build::cli::sniff(path).map_err(|error| CliError::cannot_read(path, &error))?;
-    Ok(kind.map(|kind| Input::Binary(path.to_path_buf(), kind)))
+    match kind {
+        Some(kind) => Ok(Some(Input::Binary(path.to_path_buf(), kind))),
+        // Empty or damaged, it is an error, never a file passed over (a `.so` linker script is
+        // passed over: it names libraries, it holds no code).
+        None => match crate::inputs::not_a_binary(path) {
+            Some(why) => Err(CliError::Input(format!(
+                "{}: {why}; move it out of the directory or check the files one by one",
+                occupancy_build::cli::shown_path(path)
+            ))),
+            None => Ok(None),
+        },
+    }
 }
 
 /// The inputs under `dir`, each directory visited once (a link back to a directory already

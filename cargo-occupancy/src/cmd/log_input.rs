@@ -32,6 +32,13 @@ pub fn read_log(
 ) -> Result<ParseOutput, CliError> {
     crate::inputs::check_input_file("the ptxas log", path)?;
     let name = shown_path(path);
+    // A compiled binary given as a log is no log: read as one it is megabytes of bytes without a
+    // record (a sparse one, read to its end). `sniff` opens regular files only, never a pipe.
+    if let Ok(Some(_)) = occupancy_build::cli::sniff(path) {
+        return Err(CliError::Input(format!(
+            "`{name}` is a compiled binary (a cubin, fatbin, object, library or wheel), not a ptxas log: `cargo occupancy check {name}` reads its kernels"
+        )));
+    }
     let cannot_read =
         |error: std::io::Error| CliError::Input(format!("cannot read `{name}`: {error}"));
     let mut reader: Box<dyn Read> = if name == "-" {

@@ -93,8 +93,25 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
             .lookup(arch)
             .map_err(|error| CliError::Usage(format!("--arch: {error}")))?;
     }
+    // A symbol is one word of the PTX: an empty or spaced `--kernel` names none (it was shown as
+    // an empty quote, or across lines).
+    if args.kernel.is_empty()
+        || args
+            .kernel
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control())
+    {
+        let given = match args.kernel.is_empty() {
+            true => "is empty".to_string(),
+            false => format!("{:?} is not one", args.kernel),
+        };
+        return Err(CliError::Usage(format!(
+            "--kernel {given}: a kernel's symbol is one word without spaces or control characters (the `extern \"C\"` name, or the mangled name as in the PTX)"
+        )));
+    }
     crate::inputs::check_input_file("the input", &args.file)?;
-    let (build, package) = build(args, env)?;
+    env.scratch()?;
+    let (build, package, _cache_dir) = build(args, env)?;
     let mut query = TuneQuery::default();
     query.kernel = args.kernel.clone();
     query.knob = args.knob.map(|knob| match knob {
@@ -143,8 +160,10 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
 }
 
 /// The build `check` would make of the file, compiling into the cache directory, and the
-/// declaring package the file is in, if any.
-fn build(args: &Args, env: &Environment) -> Result<(Build, Option<PathBuf>), CliError> {
+/// declaring package the file is in, if any; the cache directory, which the caller keeps until
+/// the build is done (a temporary one is removed when it is dropped: dropped here, it was
+/// removed before the compiles, which made it again, not private, and left it behind).
+fn build(args: &Args, env: &Environment) -> Result<(Build, Option<PathBuf>, CacheDir), CliError> {
     let cache_dir = CacheDir::choose(
         args.cache_dir.as_deref(),
         env.cache_home.as_deref(),
@@ -171,7 +190,7 @@ fn build(args: &Args, env: &Environment) -> Result<(Build, Option<PathBuf>), Cli
     let package = occupancy_build::cli::declaring_package(&file);
     cache_dir.place(&mut build, package.as_deref());
     build.env(env.for_build());
-    Ok((build, package))
+    Ok((build, package, cache_dir))
 }
 
 /// Every arch's ladder, then one line per arch with the choice as qualifiers, and where the

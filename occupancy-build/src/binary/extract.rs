@@ -172,6 +172,18 @@ pub fn container(
         relocatable_passed_over: 0,
     };
     if !reader.device_code(path, shown, work)? {
+        // A cubin or fatbin is device code by definition: one in which none is found is damaged
+        // (a cubin whose ELF header names another machine, a fatbin cut short), never a file
+        // passed over with a note beside the good ones (issue #35's third pass).
+        if [".cubin", ".fatbin"]
+            .iter()
+            .any(|kind| shown.ends_with(kind))
+        {
+            return Err(Error::UnreadableBinary {
+                path: path.to_path_buf(),
+                reason: "named like a cubin or fatbin, it holds no device code cuobjdump can find: damaged, or not what its name says".into(),
+            });
+        }
         found.notes.push(format!("{shown}: holds no device code"));
     }
     Ok(())

@@ -195,7 +195,10 @@ impl<'a> MachineCode<'a> {
         };
         let origins: Vec<&Path> = self.origins.iter().map(PathBuf::as_path).collect();
         let batch = std::mem::take(&mut self.batch);
+        let refused_before = self.refused.lock().expect("not poisoned").len();
         let read = nvdisasm.read(&batch, &self.dir, &origins);
+        let refused = self.refused.lock().expect("not poisoned").len() > refused_before;
+        let owners = self.origins.clone();
         for owner in 0..self.origins.len() {
             let _ = std::fs::remove_file(self.dir.join(format!("{owner}.cubin")));
         }
@@ -207,13 +210,36 @@ impl<'a> MachineCode<'a> {
                 facts.insert((owner, kernel_facts.kernel.clone()), kernel_facts);
             }
         }
-        Ok(held
-            .into_iter()
+        let read_archs: BTreeSet<String> = (held.iter())
+            .filter(|held| {
+                (facts.get(&(held.owner, held.kernel.record.name.clone())))
+                    .is_some_and(|facts| facts.instructions > 0)
+            })
+            .map(|held| held.kernel.record.arch.clone())
+            .collect();
+        held.into_iter()
             .map(|mut held| {
                 let key = (held.owner, held.kernel.record.name.clone());
                 held.kernel.sass = facts.remove(&key);
-                (held.input, held.kernel, held.via)
+                // nvdisasm exiting 0 without a kernel's code (or with text that is no SASS)
+                // left its machine-code lints unchecked and the check passing: an error,
+                // unless nvdisasm refused the kernel's architecture, which a note says.
+                // Every kernel has an instruction (its `EXIT`): none read is no SASS read.
+                let read = (held.kernel.sass.as_ref()).is_some_and(|facts| facts.instructions > 0);
+                let arch_refused = refused && !read_archs.contains(&held.kernel.record.arch);
+                if !read && !arch_refused {
+                    return Err(Error::UnreadableBinary {
+                        path: owners.get(held.owner).cloned().unwrap_or_default(),
+                        reason: format!(
+                            "{} printed no machine code for kernel `{}` ({}): its machine-code lints could not be checked",
+                            self.nvdisasm.display(),
+                            held.kernel.record.name,
+                            held.kernel.record.arch
+                        ),
+                    });
+                }
+                Ok((held.input, held.kernel, held.via))
             })
-            .collect())
+            .collect()
     }
 }

@@ -160,6 +160,20 @@ pub fn sniff(path: &Path) -> std::io::Result<Option<BinaryKind>> {
     Ok(kind_of(&head[..filled]))
 }
 
+/// The largest binary read (16 GiB, what a wheel's member may declare): a file past it is a
+/// sparse or damaged one, which cuobjdump would read to its end (a 64 GiB sparse fatbin in a
+/// directory ran past any time limit).
+pub const MAX_BINARY_BYTES: u64 = 16 << 30;
+
+/// Whether the fatbin or ELF64 file at `path` holds device code by what its section table
+/// says (a `.nv_fatbin` or `__nv_relfatbin` section holding a fatbin): `Some(true)` or
+/// `Some(false)`; `None` for a layout not read here (an archive, ELF32, big-endian); an error
+/// naming what is damaged when its header, section table or fatbin cannot be read. Reads the
+/// headers and the section names only, never the whole file.
+pub fn device_code_by_sections(path: &Path) -> std::io::Result<Option<bool>> {
+    Ok(fatbin::blobs(path)?.map(|blobs| !blobs.is_empty()))
+}
+
 fn kind_of(head: &[u8]) -> Option<BinaryKind> {
     const FATBIN_MAGIC: [u8; 4] = 0xBA55_ED50u32.to_le_bytes();
     if head.starts_with(b"\x7fELF") {
@@ -259,8 +273,14 @@ impl<'a> BinarySession<'a> {
         each: &mut dyn FnMut(usize, BinaryKernel),
     ) -> Result<Vec<String>, Error> {
         let scratch = self.scratch;
-        self.read_in_scratch(path, kind, input, each)
-            .map_err(|error| named_by_the_input(error, Some(path), scratch))
+        let notes = self
+            .read_in_scratch(path, kind, input, each)
+            .map_err(|error| named_by_the_input(error, Some(path), scratch))?;
+        // A note quotes a tool too (cuobjdump refusing a fatbin it was given a copy of).
+        Ok(notes
+            .iter()
+            .map(|note| without_scratch_paths(note, scratch, &crate::fsutil::shown_path(path)))
+            .collect())
     }
 
     fn read_in_scratch(
@@ -270,6 +290,20 @@ impl<'a> BinarySession<'a> {
         input: usize,
         each: &mut dyn FnMut(usize, BinaryKernel),
     ) -> Result<Vec<String>, Error> {
+        let len = std::fs::metadata(path)
+            .map_err(|error| Error::Io {
+                path: path.to_path_buf(),
+                error,
+            })?
+            .len();
+        if len > MAX_BINARY_BYTES {
+            return Err(Error::UnreadableBinary {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "{len} bytes, more than any binary this reads ({MAX_BINARY_BYTES} bytes: a sparse or damaged file): not read"
+                ),
+            });
+        }
         let BinaryReading {
             tools, asked_archs, ..
         } = self.reading;
@@ -335,12 +369,15 @@ fn named_by_the_input(error: Error, input: Option<&Path>, scratch: &Path) -> Err
             })
     };
     match (error, input) {
-        (Error::UnreadableBinary { path, reason }, Some(input)) if in_scratch(&path) => {
-            Error::UnreadableBinary {
-                path: input.to_path_buf(),
-                reason: without_scratch_paths(&reason, scratch, input),
-            }
-        }
+        // The reason may quote a tool that read a copy, whoever the error names.
+        (Error::UnreadableBinary { path, reason }, Some(input)) => Error::UnreadableBinary {
+            path: if in_scratch(&path) {
+                input.to_path_buf()
+            } else {
+                path
+            },
+            reason: without_scratch_paths(&reason, scratch, &crate::fsutil::shown_path(input)),
+        },
         (Error::Io { path, error }, Some(input)) if in_scratch(&path) => Error::UnreadableBinary {
             path: input.to_path_buf(),
             reason: format!(
@@ -350,9 +387,34 @@ fn named_by_the_input(error: Error, input: Option<&Path>, scratch: &Path) -> Err
         (Error::UnreadableOutput { file, message }, input) => Error::UnreadableBinary {
             reason: format!(
                 "its machine code could not be read: {}",
-                without_scratch_paths(&message, scratch, input.unwrap_or(&file))
+                without_scratch_paths(
+                    &message,
+                    scratch,
+                    &crate::fsutil::shown_path(input.unwrap_or(&file))
+                )
             ),
             path: input.map_or(file, Path::to_path_buf),
+        },
+        // A tool that ran out of time on a copy (cuobjdump on a member's fatbin, nvdisasm on
+        // the machine code gathered for the session) is named with what it was reading.
+        (
+            Error::ToolTimedOut {
+                command,
+                limit,
+                hint,
+            },
+            input,
+        ) => Error::ToolTimedOut {
+            command: without_scratch_paths(
+                &command,
+                scratch,
+                &input.map_or_else(
+                    || "<the binaries' machine code>".to_string(),
+                    crate::fsutil::shown_path,
+                ),
+            ),
+            limit,
+            hint,
         },
         (other, _) => other,
     }
@@ -412,9 +474,8 @@ fn wheel_members(
 /// `text` (a tool's words) with each path of the session's work directories (`<scratch>/
 /// occupancy-binary-...`, up to the next space, quote or punctuation) replaced by `input`, the binary it was
 /// taken out of: a tool names the copy it read, which is deleted by the time anyone reads it.
-fn without_scratch_paths(text: &str, scratch: &Path, input: &Path) -> String {
+fn without_scratch_paths(text: &str, scratch: &Path, shown: &str) -> String {
     let prefix = scratch.join("occupancy-binary-").display().to_string();
-    let shown = crate::fsutil::shown_path(input);
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find(&prefix) {
@@ -426,7 +487,7 @@ fn without_scratch_paths(text: &str, scratch: &Path, input: &Path) -> String {
                 c.is_whitespace() || matches!(c, '\'' | '"' | '`' | ')' | ',' | ':' | ';')
             })
             .map_or(tail.len(), |end| prefix.len() + end);
-        out.push_str(&shown);
+        out.push_str(shown);
         rest = &tail[end..];
     }
     out.push_str(rest);
@@ -569,7 +630,7 @@ mod tests {
         let scratch = Path::new("/tmp");
         let said = "cuobjdump fatal   : Invalid ELF in '/tmp/occupancy-binary-7-0/member1/member' (see /tmp/occupancy-binary-7-0/x.cubin)";
         assert_eq!(
-            without_scratch_paths(said, scratch, Path::new("libk.a")),
+            without_scratch_paths(said, scratch, "libk.a"),
             "cuobjdump fatal   : Invalid ELF in 'libk.a' (see libk.a)"
         );
         let error = named_by_the_input(
@@ -595,6 +656,49 @@ mod tests {
         assert!(
             matches!(own, Error::Io { .. }),
             "a user's file is not scratch"
+        );
+        // Issue #35's third pass: a tool that ran out of time on a copy, and a reason that quotes
+        // one about the user's own file, named the copy.
+        let timed_out = named_by_the_input(
+            Error::ToolTimedOut {
+                command: "cuobjdump -xelf all /tmp/occupancy-binary-7-1/member1/fatbin0/fatbin"
+                    .into(),
+                limit: std::time::Duration::from_secs(5),
+                hint: "raise it".into(),
+            },
+            Some(Path::new("libk.a")),
+            scratch,
+        );
+        assert!(
+            timed_out
+                .to_string()
+                .contains("`cuobjdump -xelf all libk.a`"),
+            "{timed_out}"
+        );
+        let machine_code = named_by_the_input(
+            Error::ToolTimedOut {
+                command: "nvdisasm -c -b SM90 /tmp/occupancy-binary-7-0/sass/sm_90.sass.bin".into(),
+                limit: std::time::Duration::from_secs(5),
+                hint: "raise it".into(),
+            },
+            None,
+            scratch,
+        );
+        assert!(
+            !machine_code.to_string().contains("occupancy-binary-"),
+            "{machine_code}"
+        );
+        let quoted = named_by_the_input(
+            Error::UnreadableBinary {
+                path: PathBuf::from("libk.a"),
+                reason: "Invalid ELF in '/tmp/occupancy-binary-7-1/member2/fatbin0/fatbin'".into(),
+            },
+            Some(Path::new("libk.a")),
+            scratch,
+        );
+        assert!(
+            !quoted.to_string().contains("occupancy-binary-"),
+            "{quoted}"
         );
     }
 

@@ -167,9 +167,32 @@ fn run_command(
     }
     command.args(args);
     let rendered = render_command(&command);
+    // Under `--keep`, nvcc leaves its front end's scratch (`<name>-<hash>..lgenfe.bc`) in TMPDIR
+    // when the front end fails, and nothing removes it: in the compile's own directory it goes
+    // with the rest (a failing compile left one in /tmp per run).
+    // (Not for a directory whose path nvcc's own shell steps would split: a source named with a
+    // newline or a space has its slot, and its keep directory, named after it.)
+    if let Some(dir) = keep_dir(args).filter(|dir| shell_safe(dir)) {
+        command.env("TMPDIR", dir);
+    }
     let output = run_bounded(&mut command, &settings.toolchain.timeouts, ToolKind::Work)?;
     drop(threads);
     Ok((output, rendered))
+}
+
+/// Whether nvcc's steps, which it runs through `sh`, take `path` as one word: ASCII letters,
+/// digits and `/._-+=,@%:` only.
+fn shell_safe(path: &OsString) -> bool {
+    path.to_str().is_some_and(|path| {
+        path.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=,@%:".contains(c))
+    })
+}
+
+/// The directory after `--keep-dir` in an nvcc command, when there is one.
+pub(crate) fn keep_dir(args: &[OsString]) -> Option<&OsString> {
+    let at = args.iter().position(|arg| arg == "--keep-dir")?;
+    args.get(at + 1)
 }
 
 /// The idle slots a command may use to assemble its archs in parallel (nvcc `--threads`): one

@@ -4,6 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
+/// A private scratch directory named `<prefix><random>` under the temporary directory, removed
+/// when the returned value is dropped: when the test ends, passed or failed. (Not every test
+/// crate that includes this module calls it.)
+#[allow(dead_code)]
+pub fn scratch_dir(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(prefix).tempdir().unwrap()
+}
+
 /// Writes the package under `dir` (emptied first): `manifest_tail` goes after `[package]`
 /// (metadata tables, `[workspace]`), `lib_rs` is its src/lib.rs. Returns (package, OUT_DIR).
 pub fn scratch_package(dir: &Path, manifest_tail: &str, lib_rs: &str) -> (PathBuf, PathBuf) {

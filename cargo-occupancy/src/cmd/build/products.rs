@@ -16,7 +16,12 @@
 //! a current one, else the first in path order; the others are counted.
 //!
 //! The walk visits each directory once, follows no link to a directory, and takes only regular
-//! files: a FIFO or device where a product could be is named, never opened.
+//! files. Every file named like a product is read or is an error naming it (issue #35: a check
+//! reads every file it selects): a FIFO, device or socket, a link that cannot be followed, a
+//! directory that cannot be listed, a PTX module without a `.target`, a file named like a
+//! cubin or fatbin that is neither, a damaged ELF file, a GNU thin archive, and a file larger
+//! than any binary read (`MAX_BINARY_BYTES`, 16 GiB: a sparse 64 GiB one was scanned to its
+//! end) are errors, never passed over.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -54,8 +59,6 @@ pub struct Products {
     pub archived_objects: usize,
     /// Byte-identical copies of a product that is read elsewhere.
     pub identical_copies: usize,
-    /// Paths that are not regular files where a product could be (FIFOs, devices, sockets).
-    pub not_files: Vec<PathBuf>,
     /// Libraries the package links from a search path outside `OUT_DIR` (candle's
     /// `*_BUILD_DIR`): not read, named.
     pub linked_outside: Vec<PathBuf>,
@@ -79,16 +82,20 @@ const CMAKE_PROBES: [&str; 4] = [
 /// Names of text files that may name a product (`ptx.rs`, a header, a manifest).
 const NAMING_EXTENSIONS: [&str; 6] = ["rs", "h", "hpp", "json", "txt", "toml"];
 
-/// The products of `package`'s `OUT_DIR`.
+/// An error naming the product `path` and why it was not read.
+fn not_read(path: &Path, why: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!("{}: {why}", occupancy_build::cli::shown_path(path)),
+    )
+}
+
+/// The products of `package`'s `OUT_DIR`; an error naming the first file named like a product
+/// that cannot be read (see the module docs).
 pub fn find(package: &BuiltPackage) -> std::io::Result<Products> {
     let mut files = Vec::new();
     let mut found = Products::default();
-    walk(
-        &package.out_dir,
-        &mut BTreeSet::new(),
-        &mut files,
-        &mut found.not_files,
-    )?;
+    walk(&package.out_dir, &mut BTreeSet::new(), &mut files)?;
     let started = script_started(&package.out_dir);
     let linked = linked_libraries(package);
     let archive_linked = files.iter().any(|path| linked.contains(&file_name(path)));
@@ -112,7 +119,9 @@ pub fn find(package: &BuiltPackage) -> std::io::Result<Products> {
             }
             continue;
         }
-        let Some(kind) = kind_of(&path) else { continue };
+        let Some(kind) = kind_of(&path)? else {
+            continue;
+        };
         if let ProductKind::Binary(_) = kind {
             if archive_linked && name.ends_with(".o") && !linked.contains(&name) {
                 found.archived_objects += 1;
@@ -185,32 +194,53 @@ fn walk(
     dir: &Path,
     visited: &mut BTreeSet<PathBuf>,
     files: &mut Vec<PathBuf>,
-    not_files: &mut Vec<PathBuf>,
 ) -> std::io::Result<()> {
-    if !visited.insert(std::fs::canonicalize(dir)?) {
+    let listed = |error| not_read(dir, format!("the directory cannot be listed: {error}"));
+    if !visited.insert(std::fs::canonicalize(dir).map_err(listed)?) {
         return Ok(());
     }
-    let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+    let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(dir)
+        .and_then(|entries| entries.collect::<Result<_, _>>())
+        .map_err(listed)?;
     entries.sort_by_key(std::fs::DirEntry::path);
     for entry in entries {
         let path = entry.path();
-        let file_type = entry.file_type()?;
+        let file_type = entry.file_type().map_err(|error| not_read(&path, error))?;
         if file_type.is_dir() {
             if !CMAKE_PROBES.contains(&file_name(&path).as_str()) {
-                walk(&path, visited, files, not_files)?;
+                walk(&path, visited, files)?;
             }
         } else if file_type.is_file() {
             files.push(path);
         } else if file_type.is_symlink() {
-            // A link to a file is read as the file; a link to a directory is not followed.
-            if std::fs::metadata(&path).is_ok_and(|target| target.is_file()) {
-                files.push(path);
+            // A link to a file is read as the file; a link to a directory is not followed; one
+            // named like a product that leads nowhere readable is an error.
+            match std::fs::metadata(&path) {
+                Ok(target) if target.is_file() => files.push(path),
+                Ok(target) if target.is_dir() || !kind_by_name(&path) => {}
+                Ok(_) => return Err(not_a_file(&path)),
+                Err(error) if kind_by_name(&path) => {
+                    return Err(not_read(
+                        &path,
+                        format!(
+                            "named like a product, it is a link that cannot be followed ({error})"
+                        ),
+                    ))
+                }
+                Err(_) => {}
             }
         } else if kind_by_name(&path) {
-            not_files.push(path);
+            return Err(not_a_file(&path));
         }
     }
     Ok(())
+}
+
+fn not_a_file(path: &Path) -> std::io::Error {
+    not_read(
+        path,
+        "named like a product, it is not a regular file (a FIFO, device or socket): not read, since it need not end; a check reads every file it selects, so nothing was checked",
+    )
 }
 
 /// Whether the name is a product's (`.ptx`, `.cubin`, `.fatbin`, `.o`, `.obj`, `.a`, `.so`,
@@ -223,25 +253,54 @@ fn kind_by_name(path: &Path) -> bool {
         || name.contains(".so.")
 }
 
-/// A product's kind: PTX by its `.target`, a binary by its first bytes; `None` for anything
-/// else.
-fn kind_of(path: &Path) -> Option<ProductKind> {
+/// A product's kind: PTX by its `.target`, a binary by its first bytes; `None` for a file not
+/// named like a product, or named like a host object or library that is none (a `.so` linker
+/// script); an error naming a file named like a product that cannot be read as one.
+fn kind_of(path: &Path) -> std::io::Result<Option<ProductKind>> {
     if !kind_by_name(path) {
-        return None;
+        return Ok(None);
+    }
+    let len = std::fs::metadata(path)
+        .map_err(|error| not_read(path, error))?
+        .len();
+    let cap = occupancy_build::cli::MAX_BINARY_BYTES;
+    if len > cap {
+        return Err(not_read(
+            path,
+            format!("{len} bytes, more than any build product ({cap} bytes): not read"),
+        ));
     }
     if file_name(path).ends_with(".ptx") {
-        let mut head = String::new();
+        let mut head = Vec::new();
         std::fs::File::open(path)
-            .ok()?
-            .take(64 * 1024)
-            .read_to_string(&mut head)
-            .ok()?;
-        return occupancy_build::cli::ptx_target(&head).map(ProductKind::Ptx);
+            .and_then(|file| file.take(64 * 1024).read_to_end(&mut head))
+            .map_err(|error| not_read(path, error))?;
+        // Bytes, not text: a character cut at 64 KiB, or one byte that is not UTF-8, must not
+        // hide the module.
+        let head = String::from_utf8_lossy(&head);
+        return match occupancy_build::cli::ptx_target(&head) {
+            // A target no GPU has is checked on no arch: its kernels were passed over.
+            Some(target) if occupancy_core::arch::lookup(&target.arch).is_err() => Err(not_read(
+                path,
+                format!(
+                    "its `.target {}` is no architecture this version of occupancy knows: damaged, or newer than it",
+                    target.arch
+                ),
+            )),
+            Some(target) => Ok(Some(ProductKind::Ptx(target))),
+            None => Err(not_read(
+                path,
+                "a PTX module without a `.target` the driver knows in its first 64 KiB: damaged, or not PTX",
+            )),
+        };
     }
-    occupancy_build::cli::sniff(path)
-        .ok()
-        .flatten()
-        .map(ProductKind::Binary)
+    match occupancy_build::cli::sniff(path).map_err(|error| not_read(path, error))? {
+        Some(kind) => Ok(Some(ProductKind::Binary(kind))),
+        None => match crate::inputs::not_a_binary(path) {
+            Some(why) => Err(not_read(path, why)),
+            None => Ok(None),
+        },
+    }
 }
 
 /// Whether a binary may hold device code: a cubin or fatbin does; a host object or library
@@ -249,11 +308,28 @@ fn kind_of(path: &Path) -> Option<ProductKind> {
 /// section string table holds. Read in blocks, never whole.
 fn holds_device_code(path: &Path) -> std::io::Result<bool> {
     const NEEDLES: [&[u8]; 3] = [b".nv_fatbin", b"__nv_relfatbin", b".nvFatBinSegment"];
-    let mut file = std::fs::File::open(path)?;
-    let mut head = [0u8; 20];
-    let filled = file.read(&mut head)?;
+    let read = |error| not_read(path, error);
+    let mut file = std::fs::File::open(path).map_err(read)?;
+    let mut head = Vec::with_capacity(20);
+    (&mut file).take(20).read_to_end(&mut head).map_err(read)?;
+    let filled = head.len();
     let is_cubin = filled >= 20 && head.starts_with(b"\x7fELF") && head[18] == 190;
     if is_cubin || head.starts_with(&0xBA55_ED50u32.to_le_bytes()) {
+        return Ok(true);
+    }
+    if head.starts_with(b"!<thin>\n") {
+        return Err(not_read(
+            path,
+            "a GNU thin archive: it holds the paths of its objects, not the objects; check the objects it names",
+        ));
+    }
+    if head.starts_with(b"!<arch>\n") {
+        archive_members_fit(&mut file)
+            .map_err(|why| not_read(path, format!("a damaged static library: {why}")))?;
+    }
+    // An ELF file's section table says it (a damaged one is an error, never a host object);
+    // what it does not say (an archive, ELF32) is found by the sections' names.
+    if occupancy_build::cli::device_code_by_sections(path).map_err(read)? == Some(true) {
         return Ok(true);
     }
     let finders: Vec<memchr::memmem::Finder<'_>> =
@@ -264,7 +340,9 @@ fn holds_device_code(path: &Path) -> std::io::Result<bool> {
         if finders.iter().any(|finder| finder.find(&block).is_some()) {
             return Ok(true);
         }
-        let read = file.read(&mut buffer)?;
+        let read = file
+            .read(&mut buffer)
+            .map_err(|error| not_read(path, error))?;
         if read == 0 {
             return Ok(false);
         }
@@ -273,6 +351,36 @@ fn holds_device_code(path: &Path) -> std::io::Result<bool> {
         block.drain(..block.len() - keep);
         block.extend_from_slice(&buffer[..read]);
     }
+}
+
+/// Whether every member of the `ar` archive `file` lies inside it: each 60-byte header, ended
+/// by its two magic bytes, and the bytes its size declares. Reads the headers only. A library
+/// cut short read as one with no device code (its fatbin section's name was in the part cut).
+fn archive_members_fit(file: &mut std::fs::File) -> Result<(), String> {
+    use std::io::{Seek, SeekFrom};
+    let len = file.metadata().map_err(|error| error.to_string())?.len();
+    let mut header = [0u8; 60];
+    let mut at = 8u64;
+    while at < len {
+        if at + 60 > len {
+            return Err(format!("the member header at byte {at} runs past its end"));
+        }
+        file.seek(SeekFrom::Start(at))
+            .and_then(|_| file.read_exact(&mut header))
+            .map_err(|error| error.to_string())?;
+        let size = (std::str::from_utf8(&header[48..58]).ok())
+            .and_then(|size| size.trim().parse::<u64>().ok())
+            .filter(|_| &header[58..60] == b"`\n")
+            .ok_or_else(|| format!("the member header at byte {at} is not one"))?;
+        let end = (at + 60)
+            .checked_add(size)
+            .filter(|end| *end <= len)
+            .ok_or_else(|| {
+                format!("the member at byte {at} declares {size} bytes, past its end")
+            })?;
+        at = end + (end & 1);
+    }
+    Ok(())
 }
 
 fn modified(path: &Path) -> Option<SystemTime> {
@@ -388,7 +496,8 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// Self-links and a link loop do not make the walk go round; FIFOs are named, not opened.
+    /// Self-links and a link loop do not make the walk go round; a FIFO is named in an error,
+    /// never opened.
     #[cfg(unix)]
     #[test]
     fn links_to_directories_are_not_followed_and_fifos_are_named() {
@@ -398,12 +507,16 @@ mod tests {
         std::os::unix::fs::symlink(&out, out.join("sub/up")).unwrap();
         std::os::unix::fs::symlink(&out, out.join("self")).unwrap();
         std::fs::write(out.join("sub/k.ptx"), PTX).unwrap();
-        let fifo = out.join("k.fatbin");
-        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
         let found = find(&package(&out, &[])).unwrap();
         assert_eq!(found.products.len(), 1, "{found:?}");
+        let fifo = out.join("k.fatbin");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
         if made.is_ok_and(|status| status.success()) {
-            assert_eq!(found.not_files, [fifo]);
+            let error = find(&package(&out, &[])).unwrap_err().to_string();
+            assert!(
+                error.contains("k.fatbin") && error.contains("not a regular file"),
+                "{error}"
+            );
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -430,6 +543,117 @@ mod tests {
         assert_eq!(kept, [out.join("lib/k.fatbin"), out.join("other/k.fatbin")]);
         assert_eq!(found.identical_copies, 1);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A fresh OUT_DIR holding `good.ptx` and what `make` makes there: the error of reading it.
+    fn refused(make: &dyn Fn(&Path)) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("good.ptx"), PTX).unwrap();
+        make(&out);
+        let found = find(&package(&out, &[])).map(|found| found.products.len());
+        found.expect_err("refused").to_string()
+    }
+
+    /// Writes `bytes` as `name` in the directory it is given.
+    fn write(name: &'static str, bytes: impl AsRef<[u8]>) -> impl Fn(&Path) {
+        let bytes = bytes.as_ref().to_vec();
+        move |out: &Path| std::fs::write(out.join(name), &bytes).unwrap()
+    }
+
+    /// Issue #35's third pass: every file named like a product is read or an error naming it;
+    /// each of these was passed over (exit 0 beside the good PTX), or read to its end.
+    #[cfg(unix)]
+    #[test]
+    fn every_file_named_like_a_product_is_read_or_an_error_naming_it() {
+        let link = |name: &'static str, to: &'static str| {
+            move |out: &Path| std::os::unix::fs::symlink(to, out.join(name)).unwrap()
+        };
+        let header = format!(
+            "{:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n",
+            "k.o/", "0", "0", "0", "644", "1000"
+        );
+        let huge = |out: &Path| {
+            let file = std::fs::File::create(out.join("huge.cubin")).unwrap();
+            let cubin_head = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x01\0\xbe\0";
+            std::io::Write::write_all(&mut &file, cubin_head).unwrap();
+            file.set_len(occupancy_build::cli::MAX_BINARY_BYTES + 1)
+                .unwrap();
+        };
+        let elf_cut = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x01\0\x3e\0";
+        for (name, error, said) in [
+            (
+                "gone.a",
+                refused(&link("gone.a", "nowhere.a")),
+                "cannot be followed",
+            ),
+            (
+                "loop.so",
+                refused(&link("loop.so", "loop.so")),
+                "cannot be followed",
+            ),
+            (
+                "bare.ptx",
+                refused(&write("bare.ptx", ".version 9.0\n.address_size 64\n")),
+                "without a `.target`",
+            ),
+            (
+                "empty.cubin",
+                refused(&write("empty.cubin", "")),
+                "it is empty",
+            ),
+            (
+                "text.fatbin",
+                refused(&write("text.fatbin", "not a fatbin")),
+                "it is none",
+            ),
+            (
+                "cut.o",
+                refused(&write("cut.o", elf_cut)),
+                "a damaged ELF file",
+            ),
+            (
+                "libthin.a",
+                refused(&write("libthin.a", "!<thin>\n")),
+                "thin archive",
+            ),
+            (
+                "libcut.a",
+                refused(&write("libcut.a", format!("!<arch>\n{header}\x7fELF"))),
+                "past its end",
+            ),
+            (
+                "future.ptx",
+                refused(&write("future.ptx", PTX.replace("sm_80", "sm_9999"))),
+                "no architecture",
+            ),
+            ("huge.cubin", refused(&huge), "more than any build product"),
+        ] {
+            assert!(
+                error.contains(name) && error.contains(said),
+                "{name}: {error}"
+            );
+        }
+    }
+
+    /// A linker script named like a library is no product, and a character cut at the end of
+    /// the 64 KiB a PTX module's `.target` is looked for in does not hide the module.
+    #[test]
+    fn a_linker_script_is_no_product_and_a_cut_character_hides_no_ptx() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(
+            out.join("libc.so"),
+            "/* GNU ld script */\nGROUP ( libc.so.6 )\n",
+        )
+        .unwrap();
+        let mut cut = PTX.as_bytes().to_vec();
+        cut.extend(format!("//{}\u{e9}\n", "a".repeat(65535 - PTX.len() - 2)).into_bytes());
+        std::fs::write(out.join("long.ptx"), &cut).unwrap();
+        let found = find(&package(&out, &[])).unwrap();
+        assert_eq!(found.products.len(), 1, "{found:?}");
     }
 
     #[test]
