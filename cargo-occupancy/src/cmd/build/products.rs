@@ -19,7 +19,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use occupancy_build::cli::{BinaryKind, PtxTarget};
+use occupancy_binary::{BinaryKind, PtxTarget};
 
 use super::cargo_run::BuiltPackage;
 
@@ -171,9 +171,9 @@ fn kind_of(path: &Path) -> Option<ProductKind> {
             .take(64 * 1024)
             .read_to_string(&mut head)
             .ok()?;
-        return occupancy_build::cli::ptx_target(&head).map(ProductKind::Ptx);
+        return occupancy_binary::ptx_target(&head).map(ProductKind::Ptx);
     }
-    occupancy_build::cli::sniff(path)
+    occupancy_binary::sniff(path)
         .ok()
         .flatten()
         .map(ProductKind::Binary)

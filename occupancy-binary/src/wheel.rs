@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use miniz_oxide::inflate::stream::{inflate, InflateState};
 use miniz_oxide::{DataFormat, MZError, MZFlush, MZStatus};
 
-use crate::fsutil::shown_path;
+use occupancy_build::cli::shown_path;
 
 /// The largest uncompressed size of a member that is extracted: 16 GiB, far above any shared
 /// object a wheel ships (the largest CUDA libraries are a few GiB).
