@@ -53,7 +53,7 @@ from concurrent.futures import ThreadPoolExecutor
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLUMNS = ["panics", "hangs", "fail_open", "data_loss", "unclear"]
 
-KERNEL = open(os.path.join(ROOT, "occupancy-build/src/binary/fuzz_corpus/k.cu")).read()
+KERNEL = open(os.path.join(ROOT, "occupancy-binary/src/fuzz_corpus/k.cu")).read()
 SECOND = (
     'extern "C" __global__ void scale(float* x, float a) { x[threadIdx.x] *= a; }\n'
     'extern "C" __global__ void shift(float* x) { x[threadIdx.x] += 1.0f; }\n'

@@ -915,7 +915,7 @@ fn an_empty_damaged_or_huge_file_beside_good_ones_is_an_error_naming_it() {
         &|set| {
             let file = std::fs::File::create(set.join("huge.fatbin")).unwrap();
             std::io::Write::write_all(&mut &file, &0xBA55_ED50u32.to_le_bytes()).unwrap();
-            file.set_len(occupancy_build::cli::MAX_BINARY_BYTES + 1)
+            file.set_len(occupancy_binary::MAX_BINARY_BYTES + 1)
                 .unwrap();
         },
         "more than any binary this reads",

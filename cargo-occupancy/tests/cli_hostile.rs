@@ -808,7 +808,7 @@ fn a_directory_walk_visits_each_directory_once_and_names_a_fifo() {
     let tree = dir.join("tree");
     std::fs::create_dir_all(tree.join("sub")).unwrap();
     let cubin = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../occupancy-build/src/binary/fuzz_corpus/k.sm_90.cubin");
+        .join("../occupancy-binary/src/fuzz_corpus/k.sm_90.cubin");
     std::fs::copy(&cubin, tree.join("sub/k.cubin")).unwrap();
     std::os::unix::fs::symlink(&tree, tree.join("a")).unwrap();
     std::os::unix::fs::symlink(&tree, tree.join("b")).unwrap();

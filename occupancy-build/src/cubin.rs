@@ -37,6 +37,16 @@ pub struct Cubin<'a> {
     symbols: Vec<Symbol>,
 }
 
+impl std::fmt::Debug for Cubin<'_> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Cubin")
+            .field("bytes", &self.bytes.len())
+            .field("sections", &self.sections.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// What the ELF header says about the code: whose machine, which ABI, linked or not.
 #[derive(Debug, Clone, Copy)]
 struct ElfHeader {

@@ -69,6 +69,15 @@ pub struct Nvdisasm<'a> {
     pub refused: Option<&'a std::sync::Mutex<BTreeSet<String>>>,
 }
 
+impl std::fmt::Debug for Nvdisasm<'_> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Nvdisasm")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
 /// nvdisasm's words when it refuses an architecture it no longer (or does not yet) know.
 fn refused_architecture(error: &Error) -> Option<String> {
     let text = error.to_string();
@@ -108,13 +117,24 @@ struct WholeCubin {
 /// (raw mode), and the cubins raw mode cannot read, each to be read whole. Each function belongs
 /// to an *owner* the caller numbers (a binary of the build; a cubin of a binary input), whose
 /// facts come back under that number. The build's SASS stage and the binary front end
-/// (`crate::binary::machine_code`) both fill one and read it with [`Nvdisasm::read`].
+/// (`occupancy_binary`'s `machine_code`) both fill one and read it with [`Nvdisasm::read`].
 #[derive(Default)]
 pub struct Batch {
     archs: BTreeMap<String, ArchBatch>,
     whole: Vec<WholeCubin>,
     /// The bytes of code in `archs`: what a caller bounds its memory by.
     code_bytes: usize,
+}
+
+impl std::fmt::Debug for Batch {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Batch")
+            .field("archs", &self.archs.keys().collect::<Vec<_>>())
+            .field("whole", &self.whole.len())
+            .field("code_bytes", &self.code_bytes)
+            .finish()
+    }
 }
 
 impl Batch {
@@ -255,28 +275,45 @@ impl Disassembler<'_> {
 
     /// The binary's own cubins on the archs it reads, by arch, sorted.
     fn extract_binary(&self, wanted: &Wanted, dir: &Path) -> Result<Vec<(String, PathBuf)>, Error> {
-        let io = |error| Error::Io {
-            path: dir.to_path_buf(),
-            error,
-        };
-        std::fs::create_dir_all(dir).map_err(io)?;
-        let mut command = Command::new(self.cuobjdump);
-        command
-            .args(["-xelf", "all"])
-            .arg(wanted.binary)
-            .current_dir(dir);
-        run_tool(&mut command, &wanted.source.source, &self.nvdisasm.timeouts)?;
-        let mut cubins: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
-            .map_err(io)?
-            .flatten()
-            .map(|entry| entry.path())
-            .filter(|path| path.extension().is_some_and(|ext| ext == "cubin"))
-            .filter_map(|path| Some((cubin_arch(&path)?.to_owned(), path)))
-            .filter(|(arch, _)| wanted.kernels.contains_key(arch))
-            .collect();
-        cubins.sort();
+        let timeouts = &self.nvdisasm.timeouts;
+        let mut cubins = extract_cubins(
+            self.cuobjdump,
+            wanted.binary,
+            &wanted.source.source,
+            dir,
+            timeouts,
+        )?;
+        cubins.retain(|(arch, _)| wanted.kernels.contains_key(arch));
         Ok(cubins)
     }
+}
+
+/// Every cubin of a build's `binary` (its `.fatbin` or `.o`), by arch, sorted: `cuobjdump -xelf
+/// all` writes them into `dir` (created). An error names `source`, the file compiled.
+pub fn extract_cubins(
+    cuobjdump: &Path,
+    binary: &Path,
+    source: &Path,
+    dir: &Path,
+    timeouts: &ToolTimeouts,
+) -> Result<Vec<(String, PathBuf)>, Error> {
+    let io = |error| Error::Io {
+        path: dir.to_path_buf(),
+        error,
+    };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let mut command = Command::new(cuobjdump);
+    command.args(["-xelf", "all"]).arg(binary).current_dir(dir);
+    run_tool(&mut command, source, timeouts)?;
+    let mut cubins: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
+        .map_err(io)?
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "cubin"))
+        .filter_map(|path| Some((cubin_arch(&path)?.to_owned(), path)))
+        .collect();
+    cubins.sort();
+    Ok(cubins)
 }
 
 impl Nvdisasm<'_> {

@@ -390,6 +390,38 @@ pub(crate) fn display_path(manifest_dir: &Path, path: &Path) -> String {
     shown_path(path.strip_prefix(manifest_dir).unwrap_or(path))
 }
 
+/// A private directory under the caller's scratch directory, removed when dropped (where the
+/// parse stage and the binary front end read a binary's cubins).
+#[derive(Debug)]
+pub struct WorkDir(PathBuf);
+
+impl WorkDir {
+    pub fn create(scratch: &Path) -> Result<WorkDir, Error> {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = scratch.join(format!("occupancy-binary-{}-{n}", std::process::id()));
+        // Created new and private: a directory someone else made at this name is refused.
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(&path).map_err(|error| Error::Io {
+            path: path.clone(),
+            error,
+        })?;
+        Ok(WorkDir(path))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

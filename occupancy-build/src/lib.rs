@@ -23,7 +23,6 @@
 
 mod auto_bounds;
 mod baseline;
-mod binary;
 mod bounds_notes;
 mod build;
 mod builder;
@@ -87,33 +86,33 @@ pub use launch_check::{SourceCheck, SourceCheckOutput};
 pub use occupancy_core::report::Report;
 pub use pipeline::Output;
 
-/// What `cargo occupancy` shares with the build beyond the builder and
-/// [`Build::check_sources`]: reading binaries (a session of them, their SASS in shared batches),
-/// the lock of `check --lock`, evaluating rows read from a log or a binary at a command line's
+/// What `cargo occupancy` and its binary front end (`occupancy-binary`) share with the build
+/// beyond the builder and [`Build::check_sources`]: the cubin reader and the SASS stage's batches
+/// (which the binary front end reads binaries with), the lock of `check --lock`, evaluating rows read from a log or a binary at a command line's
 /// launch, the one child-process runner, the one output writer, the cache's trust check, the
 /// installed nvcc's architectures. Internal to the occupancy tools, not a stable API.
 #[doc(hidden)]
 pub mod cli {
     pub use crate::auto_bounds::{TuneAnswer, TuneQuery, TuneRequest, TunedGroup, TunedKernel};
     pub use crate::baseline::ToolchainStamp;
-    pub use crate::binary::{
-        can_jit, device_code_by_sections, ptx_target, sniff, BinaryKernel, BinaryKind,
-        BinaryReading, BinarySession, BinaryTools, MachineCodeLints, PtxTarget, SpillEvidence,
-        MAX_BINARY_BYTES,
-    };
     pub use crate::check_lock::{recorded_toolchain, CheckLock};
     pub use crate::config::{load as package_settings, KernelLaunch, OccupancySettings};
+    pub use crate::cubin::{CodeMarks, Cubin, SpillEvidence};
     pub use crate::declaring_package::{
         declares_kernels, declaring_package, package_of, package_out_dir,
     };
-    pub use crate::fsutil::{check_writable, shown_path, write_atomic};
+    pub use crate::disassemble::{Batch, Nvdisasm};
+    pub use crate::fsutil::{check_writable, shown_path, write_atomic, WorkDir};
     pub use crate::kernel_tables::table_launch;
     pub use crate::launch_check::{
         binary_sass_findings, evaluate_at_launch, sort_rows, CheckedRow,
     };
     pub use crate::nvcc_archs::{explain_unknown, NvccArchs};
+    pub use crate::parse::CUOBJDUMP_NOT_FOUND;
     pub use crate::process::{run_bounded, ToolKind, ToolTimeouts};
+    pub use crate::sass_selection::{spills, MachineCodeLints};
     pub use crate::sass_stage::relative_facts;
+    pub use crate::toolchain::Toolchain;
     pub use crate::toolchain::NVCC_WHEELS;
     pub use crate::trust::check_private_dir;
 }

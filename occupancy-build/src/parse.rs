@@ -3,20 +3,23 @@
 //! when the report and the PTX disagree. Parsing itself is `occupancy_core::ptxas`.
 //!
 //! A kernel x arch the report does not cover (a compiler cache that replays no ptxas output, a
-//! wrapper that drops nvcc's stderr) is read from the compile's own binary by the binary front
-//! end (`crate::binary`): the cubin holds the same facts. Only what neither says fails.
+//! wrapper that drops nvcc's stderr) is read from the compile's own binary (`own_binary.rs`: its
+//! cubins, by the cubin reader): the cubin holds the same facts. Only what neither says fails.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use occupancy_core::ptxas::{self, EntrySourceLine, KernelRecord, PtxEntry};
 
-use crate::binary::BinaryTools;
 use crate::compile::{CompiledSource, Program};
 use crate::context::Context;
 use crate::Error;
 
+mod own_binary;
 mod unnamed;
+
+pub(crate) use own_binary::BinaryTools;
+pub use own_binary::CUOBJDUMP_NOT_FOUND;
 
 /// A compiled entry function on every arch it was compiled for.
 #[derive(Debug)]
@@ -138,23 +141,8 @@ impl BinaryFallback<'_> {
         let Some(binary) = &source.binary else {
             return Ok((Vec::new(), None));
         };
-        let Some(kind) = crate::binary::sniff(binary).ok().flatten() else {
-            return Ok((Vec::new(), None));
-        };
-        let mut records: Vec<KernelRecord> = Vec::new();
-        let mut keep = |kernel: crate::binary::BinaryKernel| {
-            let record = kernel.record;
-            if missing.contains(&(record.name.clone(), record.arch.clone())) {
-                records.push(record);
-            }
-        };
-        // The build's SASS stage reads the machine code: none is read here.
-        let reading = crate::binary::BinaryReading {
-            tools: self.tools,
-            asked_archs: &[],
-            machine_code: &crate::binary::MachineCodeLints::default(),
-        };
-        crate::binary::read_binary(binary, kind, &reading, self.scratch, &mut keep)?;
+        let mut records = own_binary::records(binary, &source.source, self.tools, self.scratch)?;
+        records.retain(|record| missing.contains(&(record.name.clone(), record.arch.clone())));
         let note = (!records.is_empty()).then(|| {
             format!(
                 "{}: the compiler's output held no ptxas report for {} kernel x arch pair(s) (a compiler cache or wrapper that does not replay ptxas's output?); their facts were read from the compiled binary instead",

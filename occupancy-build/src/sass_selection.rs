@@ -11,7 +11,7 @@ use occupancy_core::ptxas::KernelRecord;
 use crate::cubin::CodeMarks;
 
 /// Whether ptxas reported spill bytes for this kernel on this arch.
-pub(crate) fn spills(record: &KernelRecord) -> bool {
+pub fn spills(record: &KernelRecord) -> bool {
     record.spill_store_bytes.unwrap_or(0) + record.spill_load_bytes.unwrap_or(0) > 0
 }
 
@@ -49,7 +49,7 @@ impl MachineCodeLints {
     /// ([`local_memory_is_read`]), and, in place of the PTX's operations (the SASS stage's
     /// `PTX_TRIGGERS`), where the cubin marks a call or `setmaxnreg` ([`CodeMarks`]); FP64 leaves
     /// no mark, so an enabled `fp64` reads every kernel.
-    pub(crate) fn read_binary_kernel(&self, record: &KernelRecord, marks: CodeMarks) -> bool {
+    pub fn read_binary_kernel(&self, record: &KernelRecord, marks: CodeMarks) -> bool {
         let enabled = |lint: LintId| self.enabled.contains(&lint);
         self.everything
             || local_memory_is_read(record, &self.enabled)

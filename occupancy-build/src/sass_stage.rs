@@ -168,13 +168,11 @@ pub(crate) fn smem_spilling_available(
 }
 
 impl SassTools {
-    /// The binary front end's tools for reading the build's own binaries (no PTX to assemble:
-    /// a build's binary holds a cubin for every arch it checks).
-    pub fn binary_tools(&self) -> crate::binary::BinaryTools {
-        crate::binary::BinaryTools {
+    /// The tools the parse stage reads the build's own binaries with (a build's binary holds a
+    /// cubin for every arch it checks).
+    pub fn binary_tools(&self) -> crate::parse::BinaryTools {
+        crate::parse::BinaryTools {
             cuobjdump: self.cuobjdump.clone(),
-            ptxas: None,
-            nvdisasm: self.nvdisasm.clone(),
             timeouts: self.timeouts,
         }
     }

@@ -48,7 +48,7 @@ pub struct Toolchain {
 impl Toolchain {
     /// A toolkit tool (`cuobjdump`, `nvdisasm`, `ptxas`) beside nvcc, in the toolkit's `bin/`,
     /// or on the `PATH` the toolchain was found with.
-    pub(crate) fn locate_tool(&self, name: &str) -> Option<PathBuf> {
+    pub fn locate_tool(&self, name: &str) -> Option<PathBuf> {
         let beside_nvcc = self.nvcc.parent().map(|bin| bin.join(name));
         let in_home = self.cuda_home.join("bin").join(name);
         let on_path = self.search_path.iter().map(|dir| dir.join(name));

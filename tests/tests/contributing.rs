@@ -1,6 +1,7 @@
 //! CONTRIBUTING.md's recipes stay true: every `path#text` they cite names a file of the repository
 //! that holds that text, every plain `path` they cite exists, and the import graph of every crate
-//! has no circle (the house rule the recipes rely on).
+//! has no circle (the house rule the recipes rely on), and the build helper every user's build
+//! script compiles holds no archive or ZIP reader (docs/architecture.md).
 
 use occupancy_tests::repo_root;
 use std::process::Command;
@@ -77,6 +78,7 @@ fn no_crate_has_an_import_circle() {
         "occupancy-macros",
         "occupancy",
         "occupancy-build",
+        "occupancy-binary",
         "cargo-occupancy",
     ] {
         let output = Command::new("python3")
@@ -122,4 +124,88 @@ fn the_circle_check_sees_through_re_exports_of_the_crate_root() {
     assert!(said.contains("config.rs, error.rs"), "{said}");
     write("config.rs", "pub struct SettingsError;\n");
     assert!(check().status.success());
+}
+
+/// Crates that read archives or compressed containers (`object` reads `ar` archives): none may be
+/// in the build helper's tree.
+const ARCHIVE_CRATES: &[&str] = &[
+    "zip",
+    "miniz_oxide",
+    "flate2",
+    "libz-sys",
+    "zstd",
+    "ar",
+    "tar",
+    "object",
+    "goblin",
+    "elf",
+    "occupancy-binary",
+];
+
+/// The build helper every user's build script compiles holds what a build script needs, not
+/// the binary front end of `cargo occupancy check` (issue #36): its dependency tree has no
+/// archive or ZIP crate, and its sources read neither `ar` archives nor ZIP files (their magic
+/// numbers, which the binary front end's readers test, are nowhere in it).
+#[test]
+fn the_build_helper_holds_no_archive_or_zip_reader() {
+    let root = repo_root();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = Command::new(cargo)
+        .args([
+            "tree",
+            "-p",
+            "occupancy-build",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .args(["--offline", "--locked"])
+        .current_dir(&root)
+        .output()
+        .expect("cargo tree runs");
+    let tree = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(tree.contains("occupancy-core"), "{tree}");
+    let names: Vec<&str> = tree
+        .lines()
+        .filter_map(|line| line.split(' ').next())
+        .collect();
+    let found: Vec<&&str> = ARCHIVE_CRATES
+        .iter()
+        .filter(|krate| names.contains(krate))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "occupancy-build depends on {found:?}: archive and ZIP reading belongs in occupancy-binary\n{tree}"
+    );
+    let magic = [
+        "!<arch>",
+        "!<thin>",
+        "PK\\x03\\x04",
+        "PK\\x05\\x06",
+        "0xBA55_ED50",
+    ];
+    let mut stack = vec![root.join("occupancy-build/src")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let read = magic.iter().find(|magic| text.contains(*magic));
+                assert!(
+                    read.is_none(),
+                    "{} reads `{}`: the binary front end's readers live in occupancy-binary",
+                    path.display(),
+                    read.unwrap_or(&"")
+                );
+            }
+        }
+    }
 }

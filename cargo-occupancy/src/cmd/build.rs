@@ -26,7 +26,8 @@ pub(super) use tap::TapReports;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use occupancy_build::cli::{can_jit, KernelLaunch, OccupancySettings, PtxTarget};
+use occupancy_binary::{can_jit, PtxTarget};
+use occupancy_build::cli::{KernelLaunch, OccupancySettings};
 use occupancy_core::lint::evaluate::{resolve_level, LevelSources};
 use occupancy_core::lint::{Check, Level, LintId};
 use occupancy_core::report::{Finding, Location, LocationKind, Report};

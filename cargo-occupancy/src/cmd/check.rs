@@ -24,9 +24,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use occupancy_binary::{
+    BinaryKernel, BinaryKind, BinaryReading, BinarySession, BinaryTools, MachineCodeLints,
+};
 use occupancy_build::cli::{
-    binary_sass_findings, evaluate_at_launch, recorded_toolchain, relative_facts, BinaryKernel,
-    BinaryKind, BinaryReading, BinarySession, BinaryTools, CheckedRow, MachineCodeLints,
+    binary_sass_findings, evaluate_at_launch, recorded_toolchain, relative_facts, CheckedRow,
     NVCC_WHEELS,
 };
 use occupancy_build::{Build, SourceCheck};
@@ -461,7 +463,7 @@ fn classify(path: &Path) -> Input {
     match path.extension().and_then(|extension| extension.to_str()) {
         Some("cu") => Input::Cuda(path.to_path_buf()),
         Some("ptx") => Input::Ptx(path.to_path_buf()),
-        _ => match occupancy_build::cli::sniff(path) {
+        _ => match occupancy_binary::sniff(path) {
             Ok(Some(kind)) => Input::Binary(path.to_path_buf(), kind),
             _ => Input::Log(path.to_path_buf()),
         },
@@ -491,7 +493,7 @@ fn binary_in_directory(path: &Path) -> Result<Option<Input>, CliError> {
         return Ok(None);
     }
     let kind =
-        occupancy_build::cli::sniff(path).map_err(|error| CliError::cannot_read(path, &error))?;
+        occupancy_binary::sniff(path).map_err(|error| CliError::cannot_read(path, &error))?;
     match kind {
         Some(kind) => Ok(Some(Input::Binary(path.to_path_buf(), kind))),
         // Empty or damaged, it is an error, never a file passed over (a `.so` linker script is

@@ -34,7 +34,7 @@ pub fn read_log(
     let name = shown_path(path);
     // A compiled binary given as a log is no log: read as one it is megabytes of bytes without a
     // record (a sparse one, read to its end). `sniff` opens regular files only, never a pipe.
-    if let Ok(Some(_)) = occupancy_build::cli::sniff(path) {
+    if let Ok(Some(_)) = occupancy_binary::sniff(path) {
         return Err(CliError::Input(format!(
             "`{name}` is a compiled binary (a cubin, fatbin, object, library or wheel), not a ptxas log: `cargo occupancy check {name}` reads its kernels"
         )));

@@ -28,7 +28,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use occupancy_build::cli::{BinaryKind, PtxTarget};
+use occupancy_binary::{BinaryKind, PtxTarget};
 
 use super::cargo_run::BuiltPackage;
 
@@ -263,7 +263,7 @@ fn kind_of(path: &Path) -> std::io::Result<Option<ProductKind>> {
     let len = std::fs::metadata(path)
         .map_err(|error| not_read(path, error))?
         .len();
-    let cap = occupancy_build::cli::MAX_BINARY_BYTES;
+    let cap = occupancy_binary::MAX_BINARY_BYTES;
     if len > cap {
         return Err(not_read(
             path,
@@ -278,7 +278,7 @@ fn kind_of(path: &Path) -> std::io::Result<Option<ProductKind>> {
         // Bytes, not text: a character cut at 64 KiB, or one byte that is not UTF-8, must not
         // hide the module.
         let head = String::from_utf8_lossy(&head);
-        return match occupancy_build::cli::ptx_target(&head) {
+        return match occupancy_binary::ptx_target(&head) {
             // A target no GPU has is checked on no arch: its kernels were passed over.
             Some(target) if occupancy_core::arch::lookup(&target.arch).is_err() => Err(not_read(
                 path,
@@ -294,7 +294,7 @@ fn kind_of(path: &Path) -> std::io::Result<Option<ProductKind>> {
             )),
         };
     }
-    match occupancy_build::cli::sniff(path).map_err(|error| not_read(path, error))? {
+    match occupancy_binary::sniff(path).map_err(|error| not_read(path, error))? {
         Some(kind) => Ok(Some(ProductKind::Binary(kind))),
         None => match crate::inputs::not_a_binary(path) {
             Some(why) => Err(not_read(path, why)),
@@ -329,7 +329,7 @@ fn holds_device_code(path: &Path) -> std::io::Result<bool> {
     }
     // An ELF file's section table says it (a damaged one is an error, never a host object);
     // what it does not say (an archive, ELF32) is found by the sections' names.
-    if occupancy_build::cli::device_code_by_sections(path).map_err(read)? == Some(true) {
+    if occupancy_binary::device_code_by_sections(path).map_err(read)? == Some(true) {
         return Ok(true);
     }
     let finders: Vec<memchr::memmem::Finder<'_>> =
@@ -578,7 +578,7 @@ mod tests {
             let file = std::fs::File::create(out.join("huge.cubin")).unwrap();
             let cubin_head = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x01\0\xbe\0";
             std::io::Write::write_all(&mut &file, cubin_head).unwrap();
-            file.set_len(occupancy_build::cli::MAX_BINARY_BYTES + 1)
+            file.set_len(occupancy_binary::MAX_BINARY_BYTES + 1)
                 .unwrap();
         };
         let elf_cut = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x01\0\x3e\0";

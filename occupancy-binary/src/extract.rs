@@ -4,7 +4,6 @@
 use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use occupancy_core::ptxas::{parse_log, parse_ptx_directives, PtxEntry};
 
@@ -12,41 +11,13 @@ use super::archive::{self, Archive};
 use super::entries::EntryKind;
 use super::fatbin;
 use super::{BinaryKernel, BinaryKind, BinaryTools, Found, SpillEvidence};
-use crate::cubin::CodeMarks;
-use crate::cubin::Cubin;
-use crate::process::{run_bounded, ToolKind};
-use crate::Error;
+use occupancy_build::cli::CodeMarks;
+use occupancy_build::cli::Cubin;
+use occupancy_build::cli::{run_bounded, ToolKind};
+use occupancy_build::Error;
 use std::collections::BTreeMap;
 
-/// A private directory under the caller's scratch directory, removed when dropped.
-pub struct WorkDir(PathBuf);
-
-impl WorkDir {
-    pub fn create(scratch: &Path) -> Result<WorkDir, Error> {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = scratch.join(format!("occupancy-binary-{}-{n}", std::process::id()));
-        // Created new and private: a directory someone else made at this name is refused.
-        let mut builder = std::fs::DirBuilder::new();
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder.create(&path).map_err(|error| Error::Io {
-            path: path.clone(),
-            error,
-        })?;
-        Ok(WorkDir(path))
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub use occupancy_build::cli::WorkDir;
 
 /// A PTX module a binary embeds.
 #[derive(Debug, Clone)]
@@ -158,10 +129,13 @@ pub fn container(
     found: &mut Found<'_, '_>,
     ptx: &mut Vec<EmbeddedPtx>,
 ) -> Result<(), Error> {
-    let cuobjdump = tools.cuobjdump.as_deref().ok_or_else(|| Error::UnreadableBinary {
-        path: path.to_path_buf(),
-        reason: "cuobjdump, which takes the device code out of fatbins, objects and libraries, was not found: install the `nvidia-cuda-cuobjdump` wheel beside nvcc, or set OCCUPANCY_CUOBJDUMP".into(),
-    })?;
+    let cuobjdump = tools
+        .cuobjdump
+        .as_deref()
+        .ok_or_else(|| Error::UnreadableBinary {
+            path: path.to_path_buf(),
+            reason: occupancy_build::cli::CUOBJDUMP_NOT_FOUND.into(),
+        })?;
     let mut reader = Reader {
         container: path,
         cuobjdump,

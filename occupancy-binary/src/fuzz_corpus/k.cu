@@ -1,4 +1,4 @@
-// The fuzz corpus's kernels (occupancy-build/src/binary/fuzz.rs): a cluster, a launch bound, a
+// The fuzz corpus's kernels (occupancy-binary/src/fuzz.rs): a cluster, a launch bound, a
 // local array that spills under a register cap, and a device call. Regenerate with
 // regenerate.sh (needs nvcc, ar and python3).
 __device__ __noinline__ float twice(float x) { return 2.0f * x; }

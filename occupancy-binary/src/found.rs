@@ -12,8 +12,8 @@ use occupancy_core::arch::ArchFacts;
 use super::extract;
 use super::machine_code::{MachineCode, Via};
 use super::BinaryKernel;
-use crate::cubin::CodeMarks;
-use crate::Error;
+use occupancy_build::cli::CodeMarks;
+use occupancy_build::Error;
 
 /// Where one binary's kernels go (module docs).
 pub(crate) struct Found<'a, 's> {

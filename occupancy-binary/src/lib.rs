@@ -2,7 +2,7 @@
 //! printed no ptxas report (a compiler cache's hit, a prebuilt `.a`/`.so`, a Python wheel, any
 //! compiler's cubins). It yields the same [`KernelRecord`]s as the log and compile front ends.
 //!
-//! * a cubin (an ELF for `EM_CUDA`) is read as it is (`crate::cubin`'s resource reader);
+//! * a cubin (an ELF for `EM_CUDA`) is read as it is (`occupancy-build`'s `cubin` resource reader, the one its SASS stage reads);
 //! * a fatbin, a host object, a static or shared library or an executable: `cuobjdump -xelf
 //!   all` takes its cubins out (it reads archives, compressed fatbins and `.nv_fatbin`
 //!   sections), and `cuobjdump -xptx all` its embedded PTX;
@@ -32,12 +32,12 @@ use std::path::{Path, PathBuf};
 use occupancy_core::ptxas::{KernelRecord, PtxEntry};
 use occupancy_core::sass::SassFacts;
 
-pub use crate::cubin::SpillEvidence;
-use crate::process::ToolTimeouts;
-pub use crate::sass_selection::MachineCodeLints;
-use crate::Error;
 use found::Found;
 use machine_code::MachineCode;
+pub use occupancy_build::cli::MachineCodeLints;
+pub use occupancy_build::cli::SpillEvidence;
+use occupancy_build::cli::ToolTimeouts;
+use occupancy_build::Error;
 
 /// The tools the binary front end runs, resolved once by the caller.
 #[derive(Debug, Clone, Default)]
@@ -56,8 +56,8 @@ impl BinaryTools {
     /// it (beside nvcc, the toolkit's `bin/`, `PATH`); ptxas beside nvcc. A tool not found stays
     /// `None`: only a binary that needs it fails, naming it (nvdisasm: a note says the
     /// machine-code lints were not checked).
-    pub fn resolve(env: &crate::TrackedEnv, timeouts: &ToolTimeouts) -> BinaryTools {
-        let toolchain = crate::toolchain::Toolchain::find(env, false, timeouts).ok();
+    pub fn resolve(env: &occupancy_build::TrackedEnv, timeouts: &ToolTimeouts) -> BinaryTools {
+        let toolchain = occupancy_build::cli::Toolchain::find(env, false, timeouts).ok();
         let near_nvcc = |name: &str| {
             toolchain
                 .as_ref()
@@ -193,26 +193,6 @@ fn kind_of(head: &[u8]) -> Option<BinaryKind> {
         .then_some(BinaryKind::Wheel)
 }
 
-/// Reads every kernel of the binary at `path`, handing each to `each`: its cubins, then for
-/// each arch in `asked_archs` that a kernel has no cubin for, the compatible cubin the driver
-/// would load, else its embedded PTX assembled for that arch; with the SASS the machine-code
-/// lints read. Returns how it was read, for the user (notes). `scratch` is a private directory
-/// the caller owns; what is written there is removed before returning. (A [`BinarySession`] of
-/// one binary: to read several, use a session, whose SASS batches span them.)
-pub(crate) fn read_binary(
-    path: &Path,
-    kind: BinaryKind,
-    reading: &BinaryReading<'_>,
-    scratch: &Path,
-    each: &mut dyn FnMut(BinaryKernel),
-) -> Result<Vec<String>, Error> {
-    let mut session = BinarySession::new(*reading, scratch)?;
-    let mut each = |_: usize, kernel: BinaryKernel| each(kernel);
-    let mut notes = session.read(path, kind, 0, &mut each)?;
-    notes.extend(session.finish(&mut each)?);
-    Ok(notes)
-}
-
 /// Reads binaries one after another, each kernel handed on with the number of its input (a
 /// binary): at once, or, when a machine-code lint reads its SASS, when the batch that holds it is
 /// read, which may be during a later binary's reading or at [`BinarySession::finish`]. A batch
@@ -279,7 +259,9 @@ impl<'a> BinarySession<'a> {
         // A note quotes a tool too (cuobjdump refusing a fatbin it was given a copy of).
         Ok(notes
             .iter()
-            .map(|note| without_scratch_paths(note, scratch, &crate::fsutil::shown_path(path)))
+            .map(|note| {
+                without_scratch_paths(note, scratch, &occupancy_build::cli::shown_path(path))
+            })
             .collect())
     }
 
@@ -308,7 +290,7 @@ impl<'a> BinarySession<'a> {
             tools, asked_archs, ..
         } = self.reading;
         let work = extract::WorkDir::create(self.scratch)?;
-        let shown = crate::fsutil::shown_path(path);
+        let shown = occupancy_build::cli::shown_path(path);
         let mut found = Found::new(asked_archs, input, each, self.machine_code.as_mut());
         found.notes.append(&mut self.notes);
         let mut ptx = Vec::new();
@@ -376,7 +358,7 @@ fn named_by_the_input(error: Error, input: Option<&Path>, scratch: &Path) -> Err
             } else {
                 path
             },
-            reason: without_scratch_paths(&reason, scratch, &crate::fsutil::shown_path(input)),
+            reason: without_scratch_paths(&reason, scratch, &occupancy_build::cli::shown_path(input)),
         },
         (Error::Io { path, error }, Some(input)) if in_scratch(&path) => Error::UnreadableBinary {
             path: input.to_path_buf(),
@@ -390,7 +372,7 @@ fn named_by_the_input(error: Error, input: Option<&Path>, scratch: &Path) -> Err
                 without_scratch_paths(
                     &message,
                     scratch,
-                    &crate::fsutil::shown_path(input.unwrap_or(&file))
+                    &occupancy_build::cli::shown_path(input.unwrap_or(&file))
                 )
             ),
             path: input.map_or(file, Path::to_path_buf),
@@ -410,7 +392,7 @@ fn named_by_the_input(error: Error, input: Option<&Path>, scratch: &Path) -> Err
                 scratch,
                 &input.map_or_else(
                     || "<the binaries' machine code>".to_string(),
-                    crate::fsutil::shown_path,
+                    occupancy_build::cli::shown_path,
                 ),
             ),
             limit,

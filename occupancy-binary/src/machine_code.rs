@@ -1,17 +1,17 @@
 //! The SASS stage for a binary's kernels: the machine-code lints (`spill_in_loop`, `call`,
 //! `local_array`, `fp64`, `setmaxnreg_budget`) read a kernel's SASS as they do for a source
-//! build, with the build's own disassembly (`crate::disassemble`: each kernel's code cut out of
+//! build, with the build's own disassembly (`occupancy-build`'s `disassemble`: each kernel's code cut out of
 //! its cubin, one raw-mode nvdisasm per architecture for many cubins, a cubin nvdisasm's raw mode
 //! cannot read read whole) and reader (`occupancy_core::sass`).
 //!
 //! Which kernels: a binary has no PTX to say which operations a kernel has, so the choice is made
 //! from the cubin ([`MachineCodeLints::read_binary_kernel`]): local memory as ptxas reported it
 //! (spills, a stack frame), the calls and `setmaxnreg` its symbols, call graph, relocations and
-//! attributes show (`crate::cubin::CodeMarks`), every kernel for `fp64` when it is enabled. The
+//! attributes show (`occupancy-build`'s `cubin::CodeMarks`), every kernel for `fp64` when it is enabled. The
 //! others are handed on at once; a kernel to read is held, its cubin copied aside, until its
 //! batch is read.
 //!
-//! One stage serves every binary of a check (`super::BinarySession`): a batch holds kernels of
+//! One stage serves every binary of a check (`crate::BinarySession`): a batch holds kernels of
 //! several binaries, so that a check of eleven fatbins runs one nvdisasm per architecture, not
 //! one per architecture and binary (nvdisasm costs about 0.17 s of CPU and 50 MB to start, which
 //! made reading eleven fatbins 20 times dearer). Bounded: a batch is read when it holds
@@ -23,10 +23,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::{BinaryKernel, MachineCodeLints};
-use crate::cubin::CodeMarks;
-use crate::disassemble::{Batch, Nvdisasm};
-use crate::process::ToolTimeouts;
-use crate::Error;
+use occupancy_build::cli::CodeMarks;
+use occupancy_build::cli::ToolTimeouts;
+use occupancy_build::cli::{Batch, Nvdisasm};
+use occupancy_build::Error;
 
 /// The code a batch holds before it is read: reading it (nvdisasm's text, the sections read from
 /// it, both archs at once) took check about 70 bytes per byte of it, measured on the generated
@@ -177,7 +177,7 @@ impl<'a> MachineCode<'a> {
         }
         let spilled: BTreeSet<(String, String)> = held
             .iter()
-            .filter(|held| crate::sass_selection::spills(&held.kernel.record))
+            .filter(|held| occupancy_build::cli::spills(&held.kernel.record))
             .map(|held| {
                 (
                     held.kernel.record.name.clone(),
