@@ -183,6 +183,27 @@ fn cuobjdump_registers(binary: &Path) -> (BTreeSet<(String, u64)>, String) {
     (registers_of, listing)
 }
 
+/// Asserts that `report` has one row per kernel x arch and that its (kernel, registers) equal
+/// `cuobjdump -res-usage` of `library`; the number of rows.
+fn rows_equal_cuobjdump_once_each(report: &Value, library: &Path) -> usize {
+    let (expected, listing) = cuobjdump_registers(library);
+    assert!(!expected.is_empty(), "{listing}");
+    let rows = rows(report);
+    let keys: Vec<(&str, &str)> = (rows.iter())
+        .map(|row| (row["name"].as_str().unwrap(), row["arch"].as_str().unwrap()))
+        .collect();
+    let distinct: BTreeSet<_> = keys.iter().collect();
+    assert_eq!(keys.len(), distinct.len(), "one row per kernel: {keys:?}");
+    let seen: BTreeSet<(String, u64)> = (rows.iter())
+        .map(|row| {
+            let name = row["name"].as_str().unwrap().to_owned();
+            (name, row["registers"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(seen, expected, "{listing}");
+    rows.len()
+}
+
 fn numbers_in(text: &str) -> Vec<u64> {
     text.split(|c: char| !c.is_ascii_digit())
         .filter_map(|word| word.parse().ok())
@@ -286,31 +307,13 @@ fn cc_debug_code_is_held_back_and_the_release_library_gates() {
     let spills = findings(&report, "spills");
     assert!(spills.iter().any(|f| f["level"] == "deny"), "{report:#}");
     let library = out_dir(&root, "release", "ccstatic").join("libkernels.a");
-    let (expected, listing) = cuobjdump_registers(&library);
     // cc compiles with -rdc and device-links: the linked `kernels_dlink.o` is read, not the
     // relocatable objects beside it, so each kernel x arch is one row.
-    let keys: Vec<(&str, &str)> = (rows(&report).iter())
-        .map(|row| (row["name"].as_str().unwrap(), row["arch"].as_str().unwrap()))
-        .collect();
-    assert_eq!(
-        keys.len(),
-        keys.iter().collect::<BTreeSet<_>>().len(),
-        "{keys:?}"
-    );
-    assert_eq!(keys.len(), 4, "{keys:?}");
+    assert_eq!(rows_equal_cuobjdump_once_each(&report, &library), 4);
     assert!(
         text.contains("relocatable (-rdc) cubin(s) passed over"),
         "{text}"
     );
-    let seen: BTreeSet<(String, u64)> = (rows(&report).iter())
-        .map(|row| {
-            (
-                row["name"].as_str().unwrap().to_owned(),
-                row["registers"].as_u64().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(seen, expected, "{listing}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -394,22 +397,10 @@ fn a_cmake_rs_static_library_is_read_once_and_equals_cuobjdump() {
     let text = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{text}");
     let library = out_dir(&root, "release", "cmakestatic").join("lib/libkernels.a");
-    let (expected, listing) = cuobjdump_registers(&library);
-    assert!(!expected.is_empty(), "{listing}");
+    assert_eq!(rows_equal_cuobjdump_once_each(&report, &library), 4);
     let rows = rows(&report);
-    let keys: Vec<(&str, &str)> = (rows.iter())
-        .map(|row| (row["name"].as_str().unwrap(), row["arch"].as_str().unwrap()))
-        .collect();
-    assert!(keys.iter().all(|(_, arch)| *arch == "sm_80"), "{keys:?}");
-    assert_eq!(keys.len(), expected.len(), "one row per kernel: {keys:?}");
+    assert!(rows.iter().all(|row| row["arch"] == "sm_80"), "{report:#}");
     assert!(rows.iter().all(|row| row["crate"] == "cmakestatic"));
-    let seen: BTreeSet<(String, u64)> = (rows.iter())
-        .map(|row| {
-            let name = row["name"].as_str().unwrap().to_owned();
-            (name, row["registers"].as_u64().unwrap())
-        })
-        .collect();
-    assert_eq!(seen, expected, "{listing}");
     assert!(
         findings(&report, "spills")
             .iter()
