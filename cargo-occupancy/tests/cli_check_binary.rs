@@ -842,21 +842,30 @@ fn a_file_of_a_set_that_cannot_be_read_is_an_error_naming_it() {
             "Permission denied",
         );
     }
-    let silent = dir.join("silent-cuobjdump");
+    fails_with_a_silent_tool(
+        &dir,
+        &good,
+        "OCCUPANCY_CUOBJDUMP",
+        "cuobjdump -xelf extracted nothing",
+    );
+}
+
+/// `check FILE` with the tool `variable` names replaced by one that exits 0 having printed and
+/// written nothing: exit 2, and the error says `says`.
+fn fails_with_a_silent_tool(dir: &Path, file: &Path, variable: &str, says: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let silent = dir.join(format!("silent-{variable}"));
     std::fs::write(&silent, "#!/bin/sh\nexit 0\n").unwrap();
     std::fs::set_permissions(&silent, std::fs::Permissions::from_mode(0o755)).unwrap();
     let output = binary()
         .args(["occupancy", "check"])
-        .arg(&good)
-        .env("OCCUPANCY_CUOBJDUMP", &silent)
+        .arg(file)
+        .env(variable, &silent)
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains("cuobjdump -xelf extracted nothing"),
-        "{}",
-        stderr(&output)
-    );
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(said.contains(says), "{said}");
 }
 
 /// Issue #35's third pass: a file named like a binary that is none, or a cubin that holds no
@@ -865,7 +874,6 @@ fn a_file_of_a_set_that_cannot_be_read_is_an_error_naming_it() {
 /// machine-code lints unchecked.
 #[test]
 fn an_empty_damaged_or_huge_file_beside_good_ones_is_an_error_naming_it() {
-    use std::os::unix::fs::PermissionsExt;
     let dir = work_dir("check-binary", "damaged");
     let good = dir.join("good.fatbin");
     compile_spills(
@@ -928,20 +936,11 @@ fn an_empty_damaged_or_huge_file_beside_good_ones_is_an_error_naming_it() {
         "{said}"
     );
     // An nvdisasm that exits 0 having printed nothing left the machine-code lints unchecked.
-    let quiet = dir.join("quiet-nvdisasm");
-    std::fs::write(&quiet, "#!/bin/sh\nexit 0\n").unwrap();
-    std::fs::set_permissions(&quiet, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let output = binary()
-        .args(["occupancy", "check"])
-        .arg(&good)
-        .env("OCCUPANCY_NVDISASM", &quiet)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains("printed no machine code for kernel"),
-        "{}",
-        stderr(&output)
+    fails_with_a_silent_tool(
+        &dir,
+        &good,
+        "OCCUPANCY_NVDISASM",
+        "printed no machine code for kernel",
     );
 }
 
