@@ -21,7 +21,7 @@ mod cargo_run;
 mod products;
 mod tap;
 
-pub(super) use tap::TapReports;
+use super::ptxas_reports::TapReports;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -328,7 +328,7 @@ fn check_package(
     Ok(())
 }
 
-/// With `--tap`, the package's kept reports of ptxas, read (`tap::TapReports`), and one line
+/// With `--tap`, the package's kept reports of ptxas, read (`ptxas_reports::TapReports`), and one line
 /// that says what was kept; without it, none are read.
 fn tap_reports(
     args: &Args,

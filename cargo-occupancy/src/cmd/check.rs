@@ -169,7 +169,7 @@ pub(super) struct Owner {
     pub launch_tables: BTreeMap<String, occupancy_build::cli::KernelLaunch>,
     /// ptxas's reports the nvcc tap kept for these inputs (`build --tap`): a binary's row takes
     /// the warnings its compile printed, which the binary does not keep.
-    pub ptxas_reports: Option<std::rc::Rc<super::build::TapReports>>,
+    pub ptxas_reports: Option<std::rc::Rc<super::ptxas_reports::TapReports>>,
 }
 
 /// Why a `-G` kernel's findings do not gate (`Owner::hold_back_debug_code`).

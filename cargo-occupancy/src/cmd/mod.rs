@@ -8,6 +8,7 @@ pub mod explain;
 pub mod lock;
 pub mod log_input;
 pub mod parse;
+pub mod ptxas_reports;
 pub mod report;
 pub mod stream;
 pub mod sweep;
