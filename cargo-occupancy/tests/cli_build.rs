@@ -371,22 +371,29 @@ fn main() {
 
 const CMAKE_LISTS: &str = "cmake_minimum_required(VERSION 3.18)\nproject(kernels LANGUAGES CXX CUDA)\nadd_library(kernels STATIC saxpy.cu spills.cu)\ninstall(TARGETS kernels ARCHIVE DESTINATION lib)\n";
 
+/// The CMake scripts/setup-cuda.sh installs (`OCCUPANCY_CMAKE`); `None`, said, where it is
+/// unset outside CI (CI runs the CMake tests: there it fails).
+#[allow(clippy::disallowed_methods)]
+fn cmake() -> Option<std::ffi::OsString> {
+    let cmake = std::env::var_os("OCCUPANCY_CMAKE");
+    if cmake.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs this test: OCCUPANCY_CMAKE is unset (scripts/setup-cuda.sh --env)"
+        );
+        eprintln!("skipped: OCCUPANCY_CMAKE is unset (source <(scripts/setup-cuda.sh --env))");
+    }
+    cmake
+}
+
 /// CMake through cmake-rs (CMake from the registries: scripts/setup-cuda.sh installs it, and
 /// `OCCUPANCY_CMAKE` names it): `--arch` reaches CMake as `CUDAARCHS`; the installed library is
 /// read (CMake's object files beside it and its compiler probes are passed over), each kernel
 /// once, every row's registers equal to `cuobjdump -res-usage` of that library, and the
 /// spilling kernels gate.
 #[test]
-#[allow(clippy::disallowed_methods)]
 fn a_cmake_rs_static_library_is_read_once_and_equals_cuobjdump() {
-    let Some(cmake) = std::env::var_os("OCCUPANCY_CMAKE") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI runs this test: OCCUPANCY_CMAKE is unset (scripts/setup-cuda.sh --env)"
-        );
-        eprintln!("skipped: OCCUPANCY_CMAKE is unset (source <(scripts/setup-cuda.sh --env))");
-        return;
-    };
+    let Some(cmake) = cmake() else { return };
     let dir = work_dir("cli_build", "cmake");
     let root = scratch_crate(&dir, "cmakestatic", CMAKE_BUILD_RS, "cmake = \"0.1\"\n");
     std::fs::write(root.join("kernels/CMakeLists.txt"), CMAKE_LISTS).unwrap();
@@ -726,14 +733,7 @@ fn a_failing_nvcc_fails_the_build_alike_under_the_tap() {
 #[test]
 #[allow(clippy::disallowed_methods)]
 fn a_cmake_rs_library_under_the_tap_reports_the_dropped_minimum() {
-    let Some(cmake) = std::env::var_os("OCCUPANCY_CMAKE") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI runs this test: OCCUPANCY_CMAKE is unset (scripts/setup-cuda.sh --env)"
-        );
-        eprintln!("skipped: OCCUPANCY_CMAKE is unset (source <(scripts/setup-cuda.sh --env))");
-        return;
-    };
+    let Some(cmake) = cmake() else { return };
     let dir = work_dir("cli_build", "cmake-tap");
     let root = scratch_crate(&dir, "cmakebounds", CMAKE_BUILD_RS, "cmake = \"0.1\"\n");
     let lists = "cmake_minimum_required(VERSION 3.18)\nproject(kernels LANGUAGES CXX CUDA)\nadd_library(kernels STATIC bounds.cu)\ninstall(TARGETS kernels ARCHIVE DESTINATION lib)\n";
