@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::{binary, fixtures, nvcc, stderr, stdout, work_dir};
@@ -153,9 +153,8 @@ fn tune_prints_the_ladder_and_the_choice_compiles_as_measured() {
     assert!(text.contains("block 256; 0 compiles assembled"), "{text}");
 }
 
-#[test]
-fn tune_reads_ptx_and_names_the_kernels_it_has() {
-    let dir = work_dir("cli_tune", "ptx");
+/// `tune_chain.cu` compiled to PTX for compute_90 in `dir`.
+fn chain_ptx(dir: &Path) -> PathBuf {
     let ptx = dir.join("chain.ptx");
     let status = std::process::Command::new(nvcc())
         .args(["-ptx", "-arch=compute_90", "-o"])
@@ -164,6 +163,13 @@ fn tune_reads_ptx_and_names_the_kernels_it_has() {
         .status()
         .unwrap();
     assert!(status.success());
+    ptx
+}
+
+#[test]
+fn tune_reads_ptx_and_names_the_kernels_it_has() {
+    let dir = work_dir("cli_tune", "ptx");
+    let ptx = chain_ptx(&dir);
     let cache = dir.join("cache");
     let output = tune(
         &[
@@ -217,14 +223,7 @@ fn tune_reads_ptx_and_names_the_kernels_it_has() {
 fn tune_without_a_usable_cache_leaves_nothing_in_the_temporary_directory() {
     use std::os::unix::fs::PermissionsExt;
     let dir = work_dir("cli_tune", "temporary");
-    let ptx = dir.join("chain.ptx");
-    let status = std::process::Command::new(nvcc())
-        .args(["-ptx", "-arch=compute_90", "-o"])
-        .arg(&ptx)
-        .arg(fixtures().join("tune_chain.cu"))
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let ptx = chain_ptx(&dir);
     let shared = dir.join("shared-cache");
     std::fs::create_dir(&shared).unwrap();
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
