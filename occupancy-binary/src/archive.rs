@@ -66,17 +66,7 @@ impl<R: Read> Archive<R> {
                 HEADER_BYTES => {}
                 read => return Err(invalid(format!("a member header cut short ({read} bytes)"))),
             }
-            if &header[58..60] != b"`\n" {
-                return Err(invalid(
-                    "a member header without its `\\n terminator".into(),
-                ));
-            }
-            let size_field = String::from_utf8_lossy(&header[48..58]);
-            let size: u64 = size_field.trim_end().parse().map_err(|_| {
-                invalid(format!(
-                    "a member size that is not a number: {size_field:?}"
-                ))
-            })?;
+            let size = member_size(&header).map_err(invalid)?;
             (self.remaining, self.padded) = (size, size % 2 == 1);
             let raw = String::from_utf8_lossy(&header[..16]).trim_end().to_owned();
             match raw.as_str() {
@@ -142,6 +132,44 @@ impl<R: Read> Archive<R> {
         }
         Ok(())
     }
+}
+
+/// The data size a member header declares; why it is no member header otherwise.
+fn member_size(header: &[u8; HEADER_BYTES]) -> Result<u64, String> {
+    if &header[58..60] != b"`\n" {
+        return Err("a member header without its `\\n terminator".into());
+    }
+    let size_field = String::from_utf8_lossy(&header[48..58]);
+    (size_field.trim_end().parse())
+        .map_err(|_| format!("a member size that is not a number: {size_field:?}"))
+}
+
+/// Whether every member of the archive `file` lies inside it: each header, and the bytes its
+/// size declares. Seeks from header to header, reading nothing else: a library cut short would
+/// read as one with no device code (its fatbin section's name in the part cut).
+pub fn members_fit(file: &mut std::fs::File) -> Result<(), String> {
+    use std::io::{Seek, SeekFrom};
+    let len = file.metadata().map_err(|error| error.to_string())?.len();
+    let mut header = [0u8; HEADER_BYTES];
+    let mut at = MAGIC.len() as u64;
+    while at < len {
+        if at + HEADER_BYTES as u64 > len {
+            return Err(format!("the member header at byte {at} runs past its end"));
+        }
+        file.seek(SeekFrom::Start(at))
+            .and_then(|_| file.read_exact(&mut header))
+            .map_err(|error| error.to_string())?;
+        let size = member_size(&header)
+            .map_err(|why| format!("the member header at byte {at} is not one: {why}"))?;
+        let end = (at + HEADER_BYTES as u64)
+            .checked_add(size)
+            .filter(|end| *end <= len)
+            .ok_or_else(|| {
+                format!("the member at byte {at} declares {size} bytes, past its end")
+            })?;
+        at = end + (end & 1);
+    }
+    Ok(())
 }
 
 impl<R: Read> Read for Archive<R> {

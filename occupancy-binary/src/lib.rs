@@ -174,8 +174,52 @@ pub fn device_code_by_sections(path: &Path) -> std::io::Result<Option<bool>> {
     Ok(fatbin::blobs(path)?.map(|blobs| !blobs.is_empty()))
 }
 
+/// Whether a binary may hold device code: a cubin or fatbin does; a host object or library
+/// only with a fatbin section (`.nv_fatbin`, or `__nv_relfatbin` for `-rdc`), which its ELF
+/// section table says, or, where that is not read (an archive, ELF32), whose name its bytes
+/// hold. Read in blocks, never whole. An error, never `false`, for a GNU thin archive (its
+/// objects are elsewhere), a library whose members run past its end, or a damaged ELF file.
+pub fn holds_device_code(path: &Path) -> std::io::Result<bool> {
+    use std::io::Read;
+    const NEEDLES: [&[u8]; 3] = [b".nv_fatbin", b"__nv_relfatbin", b".nvFatBinSegment"];
+    let damaged = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidData, why);
+    let mut file = std::fs::File::open(path)?;
+    let mut head = [0u8; 20];
+    let filled = read_full(&mut file, &mut head)?;
+    let head = &head[..filled];
+    if head.starts_with(&fatbin::MAGIC) || kind_of(head) == Some(BinaryKind::Cubin) {
+        return Ok(true);
+    }
+    if head.starts_with(archive::THIN_MAGIC) {
+        return Err(damaged("a GNU thin archive: it holds the paths of its objects, not the objects; check the objects it names".into()));
+    }
+    if head.starts_with(archive::MAGIC) {
+        archive::members_fit(&mut file)
+            .map_err(|why| damaged(format!("a damaged static library: {why}")))?;
+    }
+    if device_code_by_sections(path)? == Some(true) {
+        return Ok(true);
+    }
+    let finders: Vec<memchr::memmem::Finder<'_>> =
+        NEEDLES.iter().map(memchr::memmem::Finder::new).collect();
+    let mut block = head.to_vec();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        if finders.iter().any(|finder| finder.find(&block).is_some()) {
+            return Ok(true);
+        }
+        let read = file.read(&mut buffer)?;
+        if read == 0 {
+            return Ok(false);
+        }
+        // Keep the end of the last block: a name may straddle two.
+        let keep = block.len().min(32);
+        block.drain(..block.len() - keep);
+        block.extend_from_slice(&buffer[..read]);
+    }
+}
+
 fn kind_of(head: &[u8]) -> Option<BinaryKind> {
-    const FATBIN_MAGIC: [u8; 4] = 0xBA55_ED50u32.to_le_bytes();
     if head.starts_with(b"\x7fELF") {
         let machine = head.get(18..20).map(|b| u16::from_le_bytes([b[0], b[1]]));
         return Some(match machine {
@@ -185,7 +229,7 @@ fn kind_of(head: &[u8]) -> Option<BinaryKind> {
     }
     if head.starts_with(archive::MAGIC)
         || head.starts_with(archive::THIN_MAGIC)
-        || head.starts_with(&FATBIN_MAGIC)
+        || head.starts_with(&fatbin::MAGIC)
     {
         return Some(BinaryKind::Container);
     }

@@ -303,84 +303,10 @@ fn kind_of(path: &Path) -> std::io::Result<Option<ProductKind>> {
     }
 }
 
-/// Whether a binary may hold device code: a cubin or fatbin does; a host object or library
-/// only with a fatbin section (`.nv_fatbin`, or `__nv_relfatbin` for `-rdc`), whose name its
-/// section string table holds. Read in blocks, never whole.
+/// Whether a binary may hold device code (`occupancy_binary::holds_device_code`); an error
+/// naming the file when it cannot tell.
 fn holds_device_code(path: &Path) -> std::io::Result<bool> {
-    const NEEDLES: [&[u8]; 3] = [b".nv_fatbin", b"__nv_relfatbin", b".nvFatBinSegment"];
-    let read = |error| not_read(path, error);
-    let mut file = std::fs::File::open(path).map_err(read)?;
-    let mut head = Vec::with_capacity(20);
-    (&mut file).take(20).read_to_end(&mut head).map_err(read)?;
-    let filled = head.len();
-    let is_cubin = filled >= 20 && head.starts_with(b"\x7fELF") && head[18] == 190;
-    if is_cubin || head.starts_with(&0xBA55_ED50u32.to_le_bytes()) {
-        return Ok(true);
-    }
-    if head.starts_with(b"!<thin>\n") {
-        return Err(not_read(
-            path,
-            "a GNU thin archive: it holds the paths of its objects, not the objects; check the objects it names",
-        ));
-    }
-    if head.starts_with(b"!<arch>\n") {
-        archive_members_fit(&mut file)
-            .map_err(|why| not_read(path, format!("a damaged static library: {why}")))?;
-    }
-    // An ELF file's section table says it (a damaged one is an error, never a host object);
-    // what it does not say (an archive, ELF32) is found by the sections' names.
-    if occupancy_binary::device_code_by_sections(path).map_err(read)? == Some(true) {
-        return Ok(true);
-    }
-    let finders: Vec<memchr::memmem::Finder<'_>> =
-        NEEDLES.iter().map(memchr::memmem::Finder::new).collect();
-    let mut block = head[..filled].to_vec();
-    let mut buffer = vec![0u8; 1 << 20];
-    loop {
-        if finders.iter().any(|finder| finder.find(&block).is_some()) {
-            return Ok(true);
-        }
-        let read = file
-            .read(&mut buffer)
-            .map_err(|error| not_read(path, error))?;
-        if read == 0 {
-            return Ok(false);
-        }
-        // Keep the end of the last block: a name may straddle two.
-        let keep = block.len().min(32);
-        block.drain(..block.len() - keep);
-        block.extend_from_slice(&buffer[..read]);
-    }
-}
-
-/// Whether every member of the `ar` archive `file` lies inside it: each 60-byte header, ended
-/// by its two magic bytes, and the bytes its size declares. Reads the headers only. A library
-/// cut short read as one with no device code (its fatbin section's name was in the part cut).
-fn archive_members_fit(file: &mut std::fs::File) -> Result<(), String> {
-    use std::io::{Seek, SeekFrom};
-    let len = file.metadata().map_err(|error| error.to_string())?.len();
-    let mut header = [0u8; 60];
-    let mut at = 8u64;
-    while at < len {
-        if at + 60 > len {
-            return Err(format!("the member header at byte {at} runs past its end"));
-        }
-        file.seek(SeekFrom::Start(at))
-            .and_then(|_| file.read_exact(&mut header))
-            .map_err(|error| error.to_string())?;
-        let size = (std::str::from_utf8(&header[48..58]).ok())
-            .and_then(|size| size.trim().parse::<u64>().ok())
-            .filter(|_| &header[58..60] == b"`\n")
-            .ok_or_else(|| format!("the member header at byte {at} is not one"))?;
-        let end = (at + 60)
-            .checked_add(size)
-            .filter(|end| *end <= len)
-            .ok_or_else(|| {
-                format!("the member at byte {at} declares {size} bytes, past its end")
-            })?;
-        at = end + (end & 1);
-    }
-    Ok(())
+    occupancy_binary::holds_device_code(path).map_err(|error| not_read(path, error))
 }
 
 fn modified(path: &Path) -> Option<SystemTime> {
