@@ -169,11 +169,10 @@ fn drop_identical_copies(
             copies.extend(same.iter().copied().filter(|&index| index != kept));
         }
     }
-    let mut index = 0;
-    products.retain(|_| {
-        index += 1;
-        !copies.contains(&(index - 1))
-    });
+    let kept = std::mem::take(products).into_iter().enumerate();
+    *products = (kept.filter(|(index, _)| !copies.contains(index)))
+        .map(|(_, product)| product)
+        .collect();
     Ok(copies.len())
 }
 
