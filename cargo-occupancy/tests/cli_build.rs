@@ -623,15 +623,29 @@ fn cubins_of(binary: &Path, into: &Path) -> std::collections::BTreeMap<String, V
     cubins
 }
 
+/// The library of [`BOUNDS_BUILD_RS`] with a second file of host code and a device function,
+/// no kernel (risc0-sys's `ffi.cu` is one): ptxas reports its module and no entry.
+const BOUNDS_AND_HOST_BUILD_RS: &str = r#"
+fn main() {
+    println!("cargo:rerun-if-changed=kernels");
+    cc::Build::new().cuda(true).flag("-gencode").flag("arch=compute_80,code=sm_80")
+        .file("kernels/bounds.cu").file("kernels/host.cu").compile("kernels");
+}
+"#;
+
 /// Without `--tap` the library's cubin cannot tell that ptxas dropped the minimum; with it, the
 /// kept report gives the row the warning and `unreachable_bound` names the package. The rows
 /// are the same (the binary's, none from the report), the library's cubins are byte for byte
 /// those of the plain build, and a second `--tap` run, whose build script cargo finds fresh,
-/// reads the reports kept beside the objects.
+/// reads the reports kept beside the objects. The report of the file without a kernel is
+/// counted, not an error (it was one: the crater's risc0-sys).
 #[test]
 fn the_tap_reports_a_minimum_a_cc_library_dropped_and_ships_the_same_code() {
     let dir = work_dir("cli_build", "tap");
-    let root = bounds_crate(&dir, "ccbounds", BOUNDS);
+    let root = scratch_crate(&dir, "ccbounds", BOUNDS_AND_HOST_BUILD_RS, "cc = \"1\"\n");
+    std::fs::write(root.join("kernels/bounds.cu"), BOUNDS).unwrap();
+    let host = "__device__ float twice(float x) { return 2.0f * x; }\nextern \"C\" int host_answer(void) { return 42; }\n";
+    std::fs::write(root.join("kernels/host.cu"), host).unwrap();
     let cache = dir.join("cache");
     let cache = cache.to_str().unwrap();
     let vars = [("XDG_CACHE_HOME", cache)];
@@ -656,6 +670,10 @@ fn the_tap_reports_a_minimum_a_cc_library_dropped_and_ships_the_same_code() {
             !text.contains("ptxas info"),
             "{run}: the side compile's text is shown: {text}"
         );
+        assert!(
+            text.contains("2 report(s) of ptxas kept by the nvcc tap (1 of compiles without a kernel), 1 kernel record(s)"),
+            "{run}: {text}"
+        );
         let dropped = findings(&report, "unreachable_bound");
         assert_eq!(dropped.len(), 1, "{run}: {report:#}");
         assert_eq!(dropped[0]["crate"], "ccbounds", "{run}");
@@ -675,7 +693,7 @@ fn the_tap_reports_a_minimum_a_cc_library_dropped_and_ships_the_same_code() {
     let kept: Vec<PathBuf> = std::fs::read_dir(&out)
         .unwrap()
         .map(|entry| entry.unwrap().path())
-        .filter(|path| path.to_string_lossy().ends_with(".o.ptxas"))
+        .filter(|path| path.to_string_lossy().ends_with("bounds.o.ptxas"))
         .collect();
     assert_eq!(kept.len(), 1, "{kept:?}");
     let report = std::fs::read_to_string(&kept[0]).unwrap();

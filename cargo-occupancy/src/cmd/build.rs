@@ -350,8 +350,12 @@ fn tap_reports(
             package.name, package.name
         );
     } else if !found.tap_reports.is_empty() {
+        let without = match reports.without_kernels() {
+            0 => String::new(),
+            count => format!(" ({count} of compiles without a kernel)"),
+        };
         eprintln!(
-            "note: `{}`: {} report(s) of ptxas kept by the nvcc tap, {} kernel record(s){stale}",
+            "note: `{}`: {} report(s) of ptxas kept by the nvcc tap{without}, {} kernel record(s){stale}",
             package.name,
             found.tap_reports.len(),
             reports.records()

@@ -15,7 +15,9 @@ use std::io::Read;
 use std::path::Path;
 
 use occupancy_build::cli::shown_path;
-use occupancy_core::ptxas::{KernelRecord, LogParser, ParseOutput, PtxEntry, MAX_LINE_BYTES};
+use occupancy_core::ptxas::{
+    KernelRecord, LogParser, ParseError, ParseOutput, PtxEntry, MAX_LINE_BYTES,
+};
 use occupancy_core::report::{KernelRow, RowLaunch};
 
 use crate::error::CliError;
@@ -28,8 +30,34 @@ const CHUNK_BYTES: usize = 64 << 10;
 /// A record `on_kernel` refuses ends the read with its error.
 pub fn read_log(
     path: &Path,
-    mut on_kernel: impl FnMut(KernelRecord) -> Result<(), CliError>,
+    on_kernel: impl FnMut(KernelRecord) -> Result<(), CliError>,
 ) -> Result<ParseOutput, CliError> {
+    let name = shown_path(path);
+    read_parsed(path, on_kernel)?
+        .map_err(|error| CliError::Input(format!("{name}: {error}")))
+}
+
+/// [`read_log`] for the report of one compile (the nvcc tap's `<output>.ptxas`): `None` when
+/// ptxas reported its modules and no entry function in them, as for a translation unit of host
+/// code and device functions only. Any other log without a kernel is an error, as in
+/// [`read_log`].
+pub fn read_compile_report(
+    path: &Path,
+    on_kernel: impl FnMut(KernelRecord) -> Result<(), CliError>,
+) -> Result<Option<ParseOutput>, CliError> {
+    let name = shown_path(path);
+    match read_parsed(path, on_kernel)? {
+        Ok(output) => Ok(Some(output)),
+        Err(error) if error.is_compile_without_kernels() => Ok(None),
+        Err(error) => Err(CliError::Input(format!("{name}: {error}"))),
+    }
+}
+
+/// The stream read of [`read_log`], with the parser's own verdict on the whole log.
+fn read_parsed(
+    path: &Path,
+    mut on_kernel: impl FnMut(KernelRecord) -> Result<(), CliError>,
+) -> Result<Result<ParseOutput, ParseError>, CliError> {
     crate::inputs::check_input_file("the ptxas log", path)?;
     let name = shown_path(path);
     // A compiled binary given as a log is no log: read as one it is megabytes of bytes without a
@@ -59,13 +87,14 @@ pub fn read_log(
             on_kernel(record)?;
         }
     }
-    let mut output = parser
-        .finish()
-        .map_err(|error| CliError::Input(format!("{name}: {error}")))?;
+    let mut output = match parser.finish() {
+        Ok(output) => output,
+        Err(error) => return Ok(Err(error)),
+    };
     for record in std::mem::take(&mut output.kernels) {
         on_kernel(record)?;
     }
-    Ok(output)
+    Ok(Ok(output))
 }
 
 /// The notes every command prints about how a log was read: lossily decoded lines and skipped

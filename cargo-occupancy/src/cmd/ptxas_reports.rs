@@ -34,6 +34,8 @@ struct Kept {
 #[derive(Debug, Default)]
 pub struct TapReports {
     kept: BTreeMap<Key, Kept>,
+    /// Reports of compiles whose modules had no entry function (host code, device functions).
+    without_kernels: usize,
     joined: RefCell<BTreeSet<Key>>,
     disagreed: Cell<usize>,
 }
@@ -52,7 +54,7 @@ impl TapReports {
                 .strip_suffix(crate::tap::REPORT_SUFFIX)
                 .unwrap_or(&name);
             let shown = occupancy_build::cli::shown_path(path);
-            let read = log_input::read_log(path, |record| {
+            let read = log_input::read_compile_report(path, |record| {
                 let kept = Kept {
                     registers: record.registers,
                     warnings: record.warnings,
@@ -62,7 +64,10 @@ impl TapReports {
                 reports.kept.insert(key, kept);
                 Ok(())
             })?;
-            log_input::conclude(&shown, &read, log_input::LogPolicy::default())?;
+            match read {
+                Some(read) => log_input::conclude(&shown, &read, log_input::LogPolicy::default())?,
+                None => reports.without_kernels += 1,
+            }
         }
         Ok(reports)
     }
@@ -70,6 +75,11 @@ impl TapReports {
     /// How many reports were read into kernel records.
     pub fn records(&self) -> usize {
         self.kept.len()
+    }
+
+    /// How many reports were of compiles without an entry function.
+    pub fn without_kernels(&self) -> usize {
+        self.without_kernels
     }
 
     /// Gives `record` (a kernel read from the binary module `module`) the warnings its report

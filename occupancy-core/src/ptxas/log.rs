@@ -128,6 +128,8 @@ pub struct LogParser {
     run_wide: RunWide,
     /// Entry records already handed out by [`take_finished_kernels`](Self::take_finished_kernels).
     kernels_taken: usize,
+    /// Module lines (`N bytes gmem`) read.
+    modules_read: usize,
     long_line: Option<LongLine>,
     /// The longest line held: [`MAX_LINE_BYTES`] (smaller in tests).
     max_line_bytes: usize,
@@ -218,6 +220,7 @@ impl LogParser {
             note_sequence: 0,
             run_wide: RunWide::default(),
             kernels_taken: 0,
+            modules_read: 0,
             long_line: None,
             max_line_bytes: MAX_LINE_BYTES,
             seen_warnings: std::collections::HashSet::new(),
@@ -455,6 +458,7 @@ impl LogParser {
         {
             return Err(ParseError::NoKernels {
                 lines: self.line_number,
+                modules: self.modules_read,
                 failed_build: self.output.build_failures.first().cloned(),
                 errors: self
                     .output
@@ -1015,6 +1019,7 @@ impl LogParser {
         self.device_record_unconfirmed = false;
         self.section = section;
         self.run_wide.open_section();
+        self.modules_read += 1;
         LineKind::Ptxas
     }
 }
@@ -1576,6 +1581,19 @@ ptxas info    : Compile time = 10.567 ms
             matches!(error, ParseError::NoKernels { lines: 1, .. }),
             "{error}"
         );
+    }
+
+    #[test]
+    fn modules_without_an_entry_are_a_compile_without_kernels() {
+        let host_only = "ptxas info    : 0 bytes gmem\nffi.cu:3:1: warning: unused parameter\n";
+        let error = parse_log(host_only).unwrap_err();
+        assert!(error.is_compile_without_kernels(), "{error}");
+        assert!(error.to_string().contains("1 module(s) and no entry function"), "{error}");
+        // ptxas's errors, or a line that says the build failed, are not that.
+        let failed = "ptxas info    : 0 bytes gmem\nptxas fatal   : Ptx assembly aborted due to errors\n";
+        assert!(!parse_log(failed).unwrap_err().is_compile_without_kernels());
+        let stopped = "ptxas info    : 0 bytes gmem\nmake: *** [Makefile:3: k.o] Error 1\n";
+        assert!(!parse_log(stopped).unwrap_err().is_compile_without_kernels());
     }
 
     #[test]

@@ -282,10 +282,13 @@ impl std::fmt::Display for CompilerError {
 #[non_exhaustive]
 pub enum ParseError {
     /// No kernel record at all.
-    #[error("{}", no_kernels_message(*.lines, errors, failed_build.as_ref()))]
+    #[error("{}", no_kernels_message(*.lines, *.modules, errors, failed_build.as_ref()))]
     NoKernels {
         /// Lines read.
         lines: usize,
+        /// Module lines (`ptxas info : N bytes gmem`) read: ptxas ran with `-v` on that many
+        /// modules, and none had an entry function.
+        modules: usize,
         /// ptxas errors seen, if the compile failed.
         errors: Vec<String>,
         /// The first line that says the build failed, if one does.
@@ -358,9 +361,20 @@ fn errors_suffix(errors: &[String]) -> String {
     }
 }
 
-/// Why a log held no record: a failed build says so; otherwise ptxas was not asked.
+impl ParseError {
+    /// A log of compiles that succeeded and had no entry function: ptxas reported its modules
+    /// (`-v` was given) and no error, and no line says the build failed.
+    pub fn is_compile_without_kernels(&self) -> bool {
+        matches!(self, ParseError::NoKernels { modules, errors, failed_build: None, .. }
+            if *modules > 0 && errors.is_empty())
+    }
+}
+
+/// Why a log held no record: a failed build says so; modules without an entry function say
+/// so; otherwise ptxas was not asked.
 fn no_kernels_message(
     lines: usize,
+    modules: usize,
     errors: &[String],
     failed_build: Option<&BuildFailure>,
 ) -> String {
@@ -368,6 +382,9 @@ fn no_kernels_message(
     match failed_build {
         Some(failure) => format!(
             "no kernel record in the log ({lines} lines read){errors}, and it shows a failed build ({failure}): the kernels of what failed were never compiled; fix the build and check the log of one that succeeded"
+        ),
+        None if modules > 0 && errors.is_empty() => format!(
+            "no kernel record in the log ({lines} lines read): ptxas reported {modules} module(s) and no entry function (`__global__`) in them; check the log of the compiles that hold the kernels"
         ),
         None => format!(
             "no kernel record in the log ({lines} lines read){errors}: ptxas prints its report only when asked; compile with `nvcc -Xptxas -v` (or `nvcc --resource-usage`, or `ptxas -v`)"
@@ -383,9 +400,11 @@ mod tests {
     fn errors_say_what_to_do() {
         let error = ParseError::NoKernels {
             lines: 3,
+            modules: 0,
             errors: vec![],
             failed_build: None,
         };
         assert!(error.to_string().contains("-Xptxas -v"), "{error}");
+        assert!(!error.is_compile_without_kernels());
     }
 }
