@@ -3,7 +3,7 @@
 
     source <(scripts/setup-cuda.sh --env)
     cargo build --release -p cargo-occupancy
-    scripts/crater.py [--only NAME,...] [--work DIR] [--arch sm_90]
+    scripts/crater.py [--only NAME,...] [--work DIR] [--arch sm_90] [--tap]
 
 Per crate (pinned from crates.io; their code is downloaded by cargo into the work directory,
 never committed): a harness package depending on it, with the crate's features, is built
@@ -12,6 +12,9 @@ twice side by side into one fresh target directory:
 1. `cargo build --release` (the plain build; its wall time);
 2. `cargo occupancy build --json --arch ARCH -- --release` on the same target (cargo finds
    everything fresh, so its wall time is what the tool adds: reading OUT_DIRs and checking).
+
+With `--tap`, a third build runs under `cargo occupancy build --tap` (the nvcc tap keeps
+ptxas's text of each compile), and gets a row of its own.
 
 Then every row is compared with an independent reading of the same file: a hand-run
 `ptxas -arch=... -v` on a PTX module, `cuobjdump -res-usage` on a binary (registers, and the
@@ -34,6 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # name, version, features, extra environment, what it exercises[, harness dependency lines
 # [, (package, version) set in the harness's lockfile with `cargo update --precise`]].
+CUDARC_12080 = 'cudarc = { version = "0.13", default-features = false, features = ["cuda-12080"] }'
+
 CRATES = [
     ("cudarc", "=0.19.10", ["cuda-version-from-build-system"], {}, "negative control: CUDA bindings, no kernels"),
     ("candle-kernels", "=0.9.1", [], {}, "bindgen_cuda: PTX modules into OUT_DIR"),
@@ -49,15 +54,23 @@ CRATES = [
     ("openvm-circuit-primitives", "=2.0.2", ["cuda"], {}, "openvm-cuda-builder over cc (CUDA_ARCH), with openvm-cuda-backend and openvm-cuda-common under it"),
     ("mistralrs-paged-attn", "=0.8.1", ["cuda"], {}, "cudaforge static library, sm_90a"),
     ("pasta-msm", "=0.1.5", [], {}, "sppark-based prover crate (cc, fixed archs)"),
-    # cudarc 0.16 (under candle-core 0.9) knows no CUDA 13 and is told 12.9: its host bindings
-    # only, no kernel is built by it.
     # Its kernels include curand_kernel.h: the cuRAND wheel of CUDA 13.0, installed into the work
     # directory, is named to nvcc through NVCC_PREPEND_FLAGS (an include path, harmless to --ptx).
     # Both ask `candle-core = "0.*"`, which resolves to a candle their code no longer compiles
-    # against (0.11): the lockfile is set to 0.9.1 (`cargo update --precise`), the version they
-    # were published beside.
-    ("candle-layer-norm", "=0.0.1", [], {"CUDARC_CUDA_VERSION": "12090", "NVCC_PREPEND_FLAGS": "-I{curand_include}"}, "direct nvcc Command into a static library", [], [("candle-core", "0.9.1")]),
-    ("candle-rotary", "=0.0.1", [], {"CUDARC_CUDA_VERSION": "12090"}, "bindgen_cuda build_lib: a static library", [], [("candle-core", "0.9.1")]),
+    # against (0.9 and later: cudarc's `device_ptr` takes a stream, `WrapErr` is gone): the
+    # lockfile is set to candle-core 0.8.4 (`cargo update --precise`), the last before that.
+    # Its cudarc 0.13 asks `nvcc --version` and knows no CUDA 13: the harness names its
+    # `cuda-12080` feature, which cudarc's build script takes before asking nvcc. Host bindings
+    # only (loaded at run time); no kernel is built by cudarc.
+    ("candle-layer-norm", "=0.0.1", [], {"NVCC_PREPEND_FLAGS": "-I{curand_include}"}, "direct nvcc Command into a static library", [CUDARC_12080], [("candle-core", "0.8.4")]),
+    ("candle-rotary", "=0.0.1", [], {}, "bindgen_cuda build_lib: a static library", [CUDARC_12080], [("candle-core", "0.8.4")]),
+    # FlashAttention v1's forward kernels over the CUTLASS its package carries; same author, age
+    # and candle pin as candle-layer-norm.
+    ("candle-flash-attn-v1", "=0.0.1", [], {}, "direct nvcc Command (CUTLASS, `--ptxas-options=-v` thrown away) into a static library", [CUDARC_12080], [("candle-core", "0.8.4")]),
+    # ec-gpu-gen's generated Poseidon kernels (the BLS12-381 and Pasta fields), one fatbin.
+    # Its GPU code needs an arity: Filecoin's 2, 8 and 11.
+    ("neptune", "=13.0.0", ["cuda", "arity2", "arity8", "arity11"], {"EC_GPU_CUDA_NVCC_ARGS": "--fatbin --gpu-architecture=sm_90 --generate-code=arch=compute_90,code=sm_90", "LIBRARY_PATH": "{libcuda_stub}", "LD_LIBRARY_PATH": "{libcuda_stub}"}, "ec-gpu-gen: a generated fatbin"),
+    ("openvm-rv32im-circuit", "=2.0.2", ["cuda"], {}, "openvm-cuda-builder over cc (CUDA_ARCH): the RISC-V circuit's trace kernels"),
     ("whisper-rs-sys", "=0.15.0", ["cuda"], {"CMAKE_CUDA_ARCHITECTURES": "90-real", "WHISPER_DONT_GENERATE_BINDINGS": "1"}, "cmake-rs (ggml-cuda)"),
     ("llama-cpp-sys-2", "=0.1.161", ["cuda"], {"CMAKE_CUDA_ARCHITECTURES": "90-real", "GGML_CUDA_FA": "OFF"}, "cmake-rs (ggml-cuda)"),
 ]
@@ -135,20 +148,46 @@ def ptxas_facts(ptx, arch):
     ptxas = Path(os.environ["CUDA_HOME"]) / "bin" / "ptxas"
     out = subprocess.run([str(ptxas), f"-arch={arch}", "-v", str(ptx), "-o", "/dev/null"],
                          capture_output=True, text=True)
-    facts, name = {}, None
-    for line in out.stderr.splitlines():
-        m = re.search(r"Compiling entry function '([^']+)'", line)
+    return {name: facts for (name, _), facts in ptxas_text_facts(out.stderr).items()}
+
+
+def ptxas_text_facts(text):
+    """Registers and spills per (entry, arch) of a `ptxas -v` text."""
+    facts, key = {}, None
+    for line in text.splitlines():
+        m = re.search(r"Compiling entry function '([^']+)' for '(\w+)'", line)
         if m:
-            name = m.group(1)
-            facts[name] = {"spill_store_bytes": 0, "spill_load_bytes": 0}
+            key = (m.group(1), m.group(2))
+            facts[key] = {"spill_store_bytes": 0, "spill_load_bytes": 0}
         m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
-        if m and name:
-            facts[name]["spill_store_bytes"] = int(m.group(1))
-            facts[name]["spill_load_bytes"] = int(m.group(2))
+        if m and key:
+            facts[key]["spill_store_bytes"] = int(m.group(1))
+            facts[key]["spill_load_bytes"] = int(m.group(2))
         m = re.search(r"Used (\d+) registers", line)
-        if m and name:
-            facts[name]["registers"] = int(m.group(1))
+        if m and key:
+            facts[key]["registers"] = int(m.group(1))
     return facts
+
+
+def tap_differences(report, package):
+    """Binary rows against the ptxas text the nvcc tap kept beside the objects (`*.ptxas` in
+    each OUT_DIR): registers and spills, where a report names the row's kernel on its arch."""
+    said = {}
+    for text in sorted((package / "target").glob("release/build/*/out/**/*.ptxas")):
+        said.update(ptxas_text_facts(text.read_text(errors="replace")))
+    diffs, compared = [], 0
+    for row in report.get("kernels", []):
+        path = row.get("source", {}).get("path", "")
+        if not row.get("entry") or path.endswith(".ptx") or "assembled for" in path:
+            continue
+        want = said.get((row["name"], row["arch"]))
+        if want is None:
+            continue
+        got = {k: row[k] for k in ("registers", "spill_store_bytes", "spill_load_bytes")}
+        compared += 1
+        if want != got:
+            diffs.append((row["name"], row["arch"], want, got))
+    return compared, diffs
 
 
 def cuobjdump_facts(binary):
@@ -258,9 +297,19 @@ def crater_one(args, entry, tool):
     plain, plain_s = run(["cargo", "build", "--release"], plain_env, package, package / "plain.log")
     if plain.returncode != 0:
         return f"| {name} {version} | {what} | not built: plain `cargo build --release` failed (see {package}/plain.log) | | | | |"
-    checked, tool_s = run([str(tool), "occupancy", "build", "--json", "--arch", args.arch, "--", "--release"],
-                          tool_env, package, package / "occupancy.log")
-    (package / "report.json").write_bytes(checked.stdout)
+    line = checked_row(name, version, what, tool, ["--json"], tool_env, package, args.arch, "", plain_s)
+    if args.tap:
+        # A third build under the nvcc tap: cc's `rerun-if-env-changed=NVCC` reruns the build
+        # scripts, so the time is a rebuild of the CUDA crates with each compile done twice.
+        line += "\n" + checked_row(name, version, what + " (under `--tap`)", tool, ["--tap", "--json"], tool_env, package, args.arch, "-tap", plain_s)
+    return line
+
+
+def checked_row(name, version, what, tool, flags, tool_env, package, arch, suffix, plain_s):
+    """`cargo occupancy build FLAGS` on the built harness, its rows compared, as a table row."""
+    checked, tool_s = run([str(tool), "occupancy", "build", *flags, "--arch", arch, "--", "--release"],
+                          tool_env, package, package / f"occupancy{suffix}.log")
+    (package / f"report{suffix}.json").write_bytes(checked.stdout)
     try:
         report = json.loads(checked.stdout or b"{}")
     except json.JSONDecodeError:
@@ -271,12 +320,18 @@ def crater_one(args, entry, tool):
     findings = {}
     for f in report.get("findings", []):
         findings[f"{f['lint']}:{f['level']}"] = findings.get(f"{f['lint']}:{f['level']}", 0) + 1
-    compared, diffs = differences(report, package, args.arch)
+    compared, diffs = differences(report, package, arch)
     if diffs:
-        (package / "diffs.json").write_text(json.dumps(diffs, indent=1, default=list))
+        (package / f"diffs{suffix}.json").write_text(json.dumps(diffs, indent=1, default=list))
+    differing = f"{len(diffs)} of {compared}"
+    if "--tap" in flags:
+        tap_compared, tap_diffs = tap_differences(report, package)
+        if tap_diffs:
+            (package / "diffs-tap-text.json").write_text(json.dumps(tap_diffs, indent=1, default=list))
+        differing += f"; registers and spills against the tap's ptxas text: {len(tap_diffs)} of {tap_compared}"
     said = " ".join(f"{k}×{v}" for k, v in sorted(findings.items())) or "none"
     return (f"| {name} {version} | {what} | exit {checked.returncode} | {len(kernels)} × {', '.join(archs) or '-'} "
-            f"| {len(diffs)} of {compared} | {said} | {plain_s:.0f} s + {tool_s:.1f} s ({100 * tool_s / plain_s:.1f}%) |")
+            f"| {differing} | {said} | {plain_s:.0f} s + {tool_s:.1f} s ({100 * tool_s / plain_s:.1f}%) |")
 
 
 def main():
@@ -284,6 +339,8 @@ def main():
     parser.add_argument("--only", help="comma-separated crate names")
     parser.add_argument("--work", default=str(ROOT / "target" / "crater"))
     parser.add_argument("--arch", default="sm_90")
+    parser.add_argument("--tap", action="store_true",
+                        help="also build each crate again under `cargo occupancy build --tap`")
     parser.add_argument("--tool", default=str(ROOT / "target" / "release" / "cargo-occupancy"),
                         help="the cargo-occupancy binary (default: the release build)")
     args = parser.parse_args()
