@@ -45,10 +45,11 @@ SETS = [
     ("heldout2", "h200-sm90/autobounds-heldout2", "heldout2"),
     ("heldout3", "h200-sm90/autobounds-heldout3", "heldout3"),
     ("heldout4", "h200-sm90/autobounds-heldout4", "heldout4"),
+    ("heldout5", "h200-sm90/autobounds-heldout5", "heldout5"),
     ("corpus-h100", "h100-sm90/autobounds", "corpus"),
     ("heldout-h100", "h100-sm90/autobounds-heldout", "heldout"),
 ]
-LADDERS = {name: path for name, path, _ in SETS[:6]}
+LADDERS = {name: path for name, path, _ in SETS[:7]}
 
 LOOP_GROWTH_PERCENT = 5
 PREDICTED_GAIN_PERCENT = 20
