@@ -28,6 +28,7 @@ Variants (each one change to the current objective):
 """
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -174,7 +175,7 @@ def load(names):
         kernels = []
         for kernel, variants in raw.items():
             with open(os.path.join(ladders_dir(kernel_set), f"{kernel}.json")) as handle:
-                tuned = combine.json.load(handle)
+                tuned = json.load(handle)
             kernels.append((kernel, variants, tuned))
         sets[name] = (kernels, spills)
     return sets
