@@ -34,6 +34,7 @@ import os
 import sys
 from collections import OrderedDict
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import combine  # noqa: E402
 
