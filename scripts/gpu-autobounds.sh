@@ -29,7 +29,8 @@
 # training code carries, issue #34; `--set public`), OCCUPANCY_AUTOBOUNDS_SET=heldout2 (10 more,
 # written after issue #34's objective was fixed; `--set heldout2`), heldout3 (10 more, written
 # after its final objective, 9d456dd; `--set heldout3`), heldout4 (18 more, written after
-# branch auto-bounds-5's objective, 37c2d64; `--set heldout4`).
+# branch auto-bounds-5's objective, 37c2d64; `--set heldout4`), heldout5 (12 more, written after
+# branch auto-bounds-6 froze that objective, 2534e6f; `--set heldout5`).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-$root/target/gpu-autobounds}"
@@ -61,7 +62,8 @@ case "${OCCUPANCY_AUTOBOUNDS_SET:-corpus}" in
   heldout2) defines+=(-DAUTOBOUNDS_HELDOUT2) ;;
   heldout3) defines+=(-DAUTOBOUNDS_HELDOUT3) ;;
   heldout4) defines+=(-DAUTOBOUNDS_HELDOUT4) ;;
-  *) echo "gpu-autobounds: OCCUPANCY_AUTOBOUNDS_SET is corpus, heldout, public, heldout2, heldout3 or heldout4" >&2; exit 2 ;;
+  heldout5) defines+=(-DAUTOBOUNDS_HELDOUT5) ;;
+  *) echo "gpu-autobounds: OCCUPANCY_AUTOBOUNDS_SET is corpus, heldout, public, heldout2, heldout3, heldout4 or heldout5" >&2; exit 2 ;;
 esac
 echo "set: ${OCCUPANCY_AUTOBOUNDS_SET:-corpus}" >> "$out/env.txt"
 if [[ ",$steps," == *",build,"* ]]; then

@@ -454,45 +454,36 @@ fn each_candidate_is_the_source_compiled_at_its_bound() {
     }
 }
 
-/// Issue #34: two `tune` runs at once on one cache directory used one scratch path for their
-/// candidates and could fail with "ptxas reported nothing for ..."; each run has its own.
-#[test]
-fn tune_runs_at_once_on_one_cache_do_not_collide() {
-    let dir = work_dir("cli_tune", "parallel");
-    let cache = dir.join("cache");
-    // A .cu whose kernel does not take OCCUPANCY_BOUNDS_chain: every candidate is assembled in
-    // the scratch directory, none from a compile cache.
-    let source = fixtures().join("tune_chain.cu");
-    let runs: Vec<std::process::Child> = (0..4)
+/// `runs` runs of `tune --format json` at once on one cache directory, each asserted to succeed;
+/// their JSON, and what they left in the cache's scratch directory.
+fn tune_at_once(runs: usize, args: &[&str], cache: &Path) -> (Vec<Value>, Vec<PathBuf>) {
+    let children: Vec<std::process::Child> = (0..runs)
         .map(|_| {
             binary()
                 .args(["occupancy", "tune"])
-                .arg(&source)
-                .args(["--kernel", "chain", "--arch", "sm_90", "--format", "json"])
+                .args(args)
+                .args(["--arch", "sm_90", "--format", "json"])
                 .arg("--cache-dir")
-                .arg(&cache)
+                .arg(cache)
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
                 .expect("run cargo-occupancy")
         })
         .collect();
-    let outputs: Vec<Output> = runs
+    let outputs: Vec<Output> = children
         .into_iter()
-        .map(|run| run.wait_with_output().unwrap())
+        .map(|child| child.wait_with_output().unwrap())
         .collect();
-    let mut choices = Vec::new();
-    for output in &outputs {
-        assert!(output.status.success(), "{}", stderr(output));
-        let tuned: Value = serde_json::from_str(&stdout(output)).unwrap();
-        choices.push(tuned["archs"][0]["chosen"].clone());
-    }
-    assert!(
-        choices.windows(2).all(|pair| pair[0] == pair[1]),
-        "{choices:?}"
-    );
+    let tuned = outputs
+        .iter()
+        .map(|output| {
+            assert!(output.status.success(), "{}", stderr(output));
+            serde_json::from_str(&stdout(output)).unwrap()
+        })
+        .collect();
     let work = cache.join("occupancy").join("auto-work");
-    let left: Vec<_> = std::fs::read_dir(&work)
+    let left = std::fs::read_dir(&work)
         .map(|entries| {
             entries
                 .filter_map(Result::ok)
@@ -500,5 +491,45 @@ fn tune_runs_at_once_on_one_cache_do_not_collide() {
                 .collect()
         })
         .unwrap_or_default();
+    (tuned, left)
+}
+
+/// Issue #34: two `tune` runs at once on one cache directory used one scratch path for their
+/// candidates and could fail with "ptxas reported nothing for ..."; each run has its own.
+#[test]
+fn tune_runs_at_once_on_one_cache_do_not_collide() {
+    let dir = work_dir("cli_tune", "parallel");
+    // A .cu whose kernel does not take OCCUPANCY_BOUNDS_chain: every candidate is assembled in
+    // the scratch directory, none from a compile cache.
+    let source = fixtures().join("tune_chain.cu");
+    let (tuned, left) = tune_at_once(
+        4,
+        &[source.to_str().unwrap(), "--kernel", "chain"],
+        &dir.join("cache"),
+    );
+    let choices: Vec<&Value> = tuned.iter().map(|one| &one["archs"][0]["chosen"]).collect();
+    assert!(
+        choices.windows(2).all(|pair| pair[0] == pair[1]),
+        "{choices:?}"
+    );
+    assert!(left.is_empty(), "every run removes its scratch: {left:?}");
+}
+
+/// Issue #34, item 4, for the path every `"auto"` kernel of a `.cu` takes since candidates are
+/// compiled as they ship: runs at once on one empty cache each compile the source at every bound
+/// (one header directory per bound, the compile cache and the measurement memo shared), and every
+/// run measures the same ladder, as one run alone does.
+#[test]
+fn tune_runs_at_once_compiling_the_source_at_each_bound_do_not_collide() {
+    let dir = work_dir("cli_tune", "parallel_front_end");
+    let source = fixtures().join("tune_front_end.cu");
+    let args = [source.to_str().unwrap(), "--kernel", "swiglu", "--block", "256"];
+    let (tuned, left) = tune_at_once(3, &args, &dir.join("shared"));
+    let (alone, _) = tune_at_once(1, &args, &dir.join("alone"));
+    let ladder = |one: &Value| one["archs"][0]["tuning"].clone();
+    for one in &tuned {
+        assert_eq!(one["compiled_per_bound"], true, "{one}");
+        assert_eq!(ladder(one), ladder(&alone[0]), "a run beside others measured another ladder");
+    }
     assert!(left.is_empty(), "every run removes its scratch: {left:?}");
 }

@@ -96,6 +96,9 @@ struct Register {
 #elif defined(AUTOBOUNDS_HELDOUT4)
 // Issue #34's fourth held-out corpus (OCCUPANCY_AUTOBOUNDS_SET=heldout4).
 #include "heldout4.cuh"
+#elif defined(AUTOBOUNDS_HELDOUT5)
+// Issue #34's fifth held-out corpus (OCCUPANCY_AUTOBOUNDS_SET=heldout5).
+#include "heldout5.cuh"
 #else
 KERNEL_256(stream_triad)
 KERNEL_256(gather_chase)
@@ -203,6 +206,8 @@ static std::vector<Problem> problems() {
 #include "heldout3_problems.inc"
 #elif defined(AUTOBOUNDS_HELDOUT4)
 #include "heldout4_problems.inc"
+#elif defined(AUTOBOUNDS_HELDOUT5)
+#include "heldout5_problems.inc"
 #else
   list.push_back({"stream_triad", 256, 0, [](const Device& d) { return waves(d, 256, 4); },
                   [](Args& a, std::vector<void*>& o) {
