@@ -164,7 +164,6 @@ fn evaluate_product(
         sass::read_build_evidence(context, toolchain, compiled, &demands, &spilled, cargo)?;
     let inputs = evaluate::EvaluateInputs {
         context,
-        toolchain,
         declarations,
         levels,
         evidence: &evidence,
@@ -172,6 +171,12 @@ fn evaluate_product(
         tuned,
     };
     let (mut gathered, rows) = evaluate::evaluate_kernels(&inputs, &kernels, &matching)?;
+    crate::spill_help::add_spill_free_help(
+        (toolchain, context),
+        (&kernels, &matching),
+        declarations,
+        &mut gathered,
+    );
     report.kernels = rows;
     let judged = Judged {
         kernels: &kernels,
