@@ -318,7 +318,7 @@ mod tests {
     use crate::declarations::write_bounds_header;
     use crate::matching::match_declarations;
     use crate::parse::cuda_definition_lines;
-    use crate::parse::parse_compiled;
+    use crate::pipeline::parse_stage;
     use crate::ptx_summary::entry_definition_lines;
     use crate::rows::kernel_location;
     use crate::spill_help::minnctapersm_position;
@@ -390,7 +390,7 @@ mod tests {
         // A complete report parses.
         let good = [compiled(&dir, REPORT_SM_90)];
         assert_eq!(
-            parse_compiled(&good, &context, &Default::default())
+            parse_stage(&good, &context, &Default::default())
                 .unwrap()
                 .kernels
                 .len(),
@@ -401,7 +401,7 @@ mod tests {
             &dir,
             &REPORT_SM_90.replace("Used 8 registers", "Used eight registers"),
         )];
-        let error = parse_compiled(&garbled, &context, &Default::default())
+        let error = parse_stage(&garbled, &context, &Default::default())
             .unwrap_err()
             .to_string();
         assert!(
@@ -410,7 +410,7 @@ mod tests {
         );
         // No report for a target arch the PTX was assembled for.
         let two_archs = context_for(&["sm_80", "sm_90"], &dir);
-        let error = parse_compiled(&good, &two_archs, &Default::default())
+        let error = parse_stage(&good, &two_archs, &Default::default())
             .unwrap_err()
             .to_string();
         assert!(
@@ -418,7 +418,7 @@ mod tests {
             "{error}"
         );
         // A kernel in the PTX with no report at all.
-        let error = parse_compiled(&[compiled(&dir, "")], &context, &Default::default())
+        let error = parse_stage(&[compiled(&dir, "")], &context, &Default::default())
             .unwrap_err()
             .to_string();
         assert!(error.contains("ptxas's report"), "{error}");
