@@ -38,6 +38,7 @@ fn cited_path(span: &str) -> Option<(&str, Option<&str>)> {
         && !path.contains('<')
         && !path.contains('*')
         && !path.starts_with('/')
+        && !path.starts_with('$')
         && path
             .rsplit('/')
             .next()
@@ -45,13 +46,14 @@ fn cited_path(span: &str) -> Option<(&str, Option<&str>)> {
     looks_like_file.then_some((path, text))
 }
 
-#[test]
-fn every_file_and_text_the_recipes_cite_exists() {
+/// Fails unless every `path#text` and plain `path` that `doc` cites is there (and it cites at
+/// least ten); `what`: what to update, said in the failure.
+fn assert_cites_what_is_there(doc: &str, what: &str) {
     let root = repo_root();
-    let guide = std::fs::read_to_string(root.join("CONTRIBUTING.md")).expect("CONTRIBUTING.md");
+    let text = std::fs::read_to_string(root.join(doc)).expect(doc);
     let mut cited = 0;
     let mut broken = Vec::new();
-    for (path, text) in code_spans(&guide).into_iter().filter_map(cited_path) {
+    for (path, text) in code_spans(&text).into_iter().filter_map(cited_path) {
         cited += 1;
         match (std::fs::read_to_string(root.join(path)), text) {
             (Err(error), _) => broken.push(format!("`{path}`: {error}")),
@@ -61,12 +63,23 @@ fn every_file_and_text_the_recipes_cite_exists() {
             _ => {}
         }
     }
-    assert!(cited >= 10, "CONTRIBUTING.md cites only {cited} files");
+    assert!(cited >= 10, "{doc} cites only {cited} files");
     assert!(
         broken.is_empty(),
-        "CONTRIBUTING.md cites what is not there; update the recipe:\n{}",
+        "{doc} cites what is not there; update {what}:\n{}",
         broken.join("\n")
     );
+}
+
+#[test]
+fn every_file_and_text_the_recipes_cite_exists() {
+    assert_cites_what_is_there("CONTRIBUTING.md", "the recipe");
+}
+
+/// docs/architecture.md is a map of where each invariant lives: what it cites is there.
+#[test]
+fn every_file_and_text_the_architecture_map_cites_exists() {
+    assert_cites_what_is_there("docs/architecture.md", "the map");
 }
 
 #[test]
