@@ -10,6 +10,18 @@ use occupancy_core::arch::{self, Arch, ArchFacts, GpuPreset};
 
 use crate::error::CliError;
 
+/// `--arch` and `--gpu`, the target of `calc` and `sweep`, declared once
+/// ([`ArchNames::resolve_target`] reads them).
+#[derive(clap::Args, Debug)]
+pub struct TargetArgs {
+    /// Architecture: sm_90, sm_90a, compute_90, 90, 9.0, sm_100f, ...
+    #[arg(long)]
+    pub arch: Option<String>,
+    /// GPU product preset (h100, a100, l40s, rtx4090, b200, rtx5090, ...): arch plus SM count.
+    #[arg(long)]
+    pub gpu: Option<String>,
+}
+
 /// Reads architecture names for one run. A well-formed name the table lacks is checked against
 /// the installed nvcc, so that the message says whether occupancy is behind the compiler; nvcc
 /// is asked once per run (a batch of many lines naming a newer architecture runs it twice, not

@@ -168,6 +168,23 @@ impl ToolchainStamp {
     }
 }
 
+/// Records `row`'s numbers in its arch's entries (made with `stamp`'s flags for the first row
+/// of an arch): the one way a lock entry is written, by a build's baseline and by `check`'s lock.
+pub(crate) fn insert_entry(
+    archs: &mut BTreeMap<String, ArchEntries>,
+    row: &KernelRow,
+    stamp: &ToolchainStamp,
+) {
+    archs
+        .entry(row.arch.clone())
+        .or_insert_with(|| ArchEntries {
+            flags: stamp.flags.clone(),
+            kernels: BTreeMap::new(),
+        })
+        .kernels
+        .insert(row.name.clone(), numbers_of(row));
+}
+
 /// The numbers the baseline keeps of one report row.
 pub fn numbers_of(row: &KernelRow) -> BaselineNumbers {
     BaselineNumbers {
@@ -199,14 +216,7 @@ impl Baseline {
                 Some(source) => baseline.sources.entry(source.clone()).or_default(),
                 None => &mut baseline.unattributed,
             };
-            archs
-                .entry(row.arch.clone())
-                .or_insert_with(|| ArchEntries {
-                    flags: stamp.flags.clone(),
-                    kernels: BTreeMap::new(),
-                })
-                .kernels
-                .insert(row.name.clone(), numbers_of(row));
+            insert_entry(archs, row, stamp);
             baseline
                 .toolchains
                 .entry(row.arch.clone())

@@ -74,23 +74,18 @@ pub(crate) fn annotate(error: Error, defined: &DefinedBounds) -> Error {
                 .map(|error| annotate(error, defined))
                 .collect(),
         ),
-        Error::NvccFailed {
-            file,
-            status,
-            diagnostics,
-            command,
-            mut notes,
-        } => {
-            notes.extend(notes_for(&diagnostics, &file, defined));
-            Error::NvccFailed {
+        mut error => {
+            if let Error::NvccFailed {
                 file,
-                status,
                 diagnostics,
-                command,
                 notes,
+                ..
+            } = &mut error
+            {
+                notes.extend(notes_for(diagnostics, file, defined));
             }
+            error
         }
-        other => other,
     }
 }
 

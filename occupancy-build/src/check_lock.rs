@@ -20,7 +20,7 @@ use occupancy_core::lint::evaluate::{resolve_level, LevelSources};
 use occupancy_core::lint::{Level, LintId};
 use occupancy_core::report::{BaselineChangeKind, Finding, KernelRow, Location};
 
-use crate::baseline::{changes, compare, numbers_of, ArchEntries, Baseline, ToolchainStamp};
+use crate::baseline::{changes, compare, insert_entry, Baseline, ToolchainStamp};
 use crate::Error;
 
 /// The lock a check compares with, and the products it read.
@@ -84,18 +84,10 @@ impl CheckLock {
         (product.current.toolchains)
             .entry(row.arch.clone())
             .or_insert_with(|| stamp.versions());
-        (product
-            .current
-            .sources
+        let archs = (product.current.sources)
             .entry(source.to_owned())
-            .or_default())
-        .entry(row.arch.clone())
-        .or_insert_with(|| ArchEntries {
-            flags: stamp.flags.clone(),
-            kernels: BTreeMap::new(),
-        })
-        .kernels
-        .insert(row.name.clone(), numbers_of(row));
+            .or_default();
+        insert_entry(archs, row, stamp);
         if let Some(place) = &row.source {
             (product.places)
                 .entry((source.to_owned(), row.name.clone(), row.arch.clone()))

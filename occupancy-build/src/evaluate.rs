@@ -20,7 +20,6 @@ use crate::matching::Matching;
 use crate::parse::CompiledKernel;
 use crate::report::for_build;
 use crate::rows::{kernel_rows, undeclared_launch, ArchRow, UndeclaredLaunch};
-use crate::spill_help::spill_free_help;
 use crate::toolchain::Toolchain;
 use crate::Error;
 use occupancy_core::report::{KernelRow, Report, SourceFile};
@@ -115,7 +114,6 @@ pub(crate) fn accept_frames_of_accepted_spills(gathered: &mut [Gathered], report
 /// What evaluating a kernel needs besides the kernel: the stages before this one's outputs.
 pub(crate) struct EvaluateInputs<'a> {
     pub(crate) context: &'a Context,
-    pub(crate) toolchain: &'a Toolchain,
     pub(crate) declarations: &'a Declarations,
     pub(crate) levels: &'a Levels,
     pub(crate) evidence: &'a crate::sass_stage::SassEvidence,
@@ -234,8 +232,7 @@ fn check_one_kernel(
     Ok((found, rows.into_iter().map(|(_, _, row)| row).collect()))
 }
 
-/// A declared kernel's findings at its declared launch; a spill gets the hottest spill's line
-/// and the `min_blocks_per_sm` that keeps it spill-free.
+/// A declared kernel's findings at its declared launch; a spill gets the hottest spill's line.
 fn declared_findings(
     inputs: &EvaluateInputs<'_>,
     kernel: &CompiledKernel<'_>,
@@ -260,19 +257,12 @@ fn declared_findings(
             }
         }
         if leveled.finding.lint == LintId::Spills {
+            // Its help, the bound that keeps it spill-free, is the probe stage's
+            // (`crate::spill_help`): finding it runs ptxas.
             crate::sass_stage::note_hottest_spill(
                 &mut leveled.finding,
                 rows.iter().map(|(_, _, row)| row),
             );
-            if let Some(help) = spill_free_help(
-                inputs.toolchain,
-                inputs.context,
-                kernel,
-                &declared.kernel,
-                leveled.finding.arch.as_deref(),
-            ) {
-                leveled.finding.help = Some(help);
-            }
         }
         found.push(Gathered {
             leveled,
@@ -328,7 +318,7 @@ mod tests {
     use crate::declarations::write_bounds_header;
     use crate::matching::match_declarations;
     use crate::parse::cuda_definition_lines;
-    use crate::parse::parse_compiled;
+    use crate::pipeline::parse_stage;
     use crate::ptx_summary::entry_definition_lines;
     use crate::rows::kernel_location;
     use crate::spill_help::minnctapersm_position;
@@ -400,7 +390,7 @@ mod tests {
         // A complete report parses.
         let good = [compiled(&dir, REPORT_SM_90)];
         assert_eq!(
-            parse_compiled(&good, &context, &Default::default())
+            parse_stage(&good, &context, &Default::default())
                 .unwrap()
                 .kernels
                 .len(),
@@ -411,7 +401,7 @@ mod tests {
             &dir,
             &REPORT_SM_90.replace("Used 8 registers", "Used eight registers"),
         )];
-        let error = parse_compiled(&garbled, &context, &Default::default())
+        let error = parse_stage(&garbled, &context, &Default::default())
             .unwrap_err()
             .to_string();
         assert!(
@@ -420,7 +410,7 @@ mod tests {
         );
         // No report for a target arch the PTX was assembled for.
         let two_archs = context_for(&["sm_80", "sm_90"], &dir);
-        let error = parse_compiled(&good, &two_archs, &Default::default())
+        let error = parse_stage(&good, &two_archs, &Default::default())
             .unwrap_err()
             .to_string();
         assert!(
@@ -428,7 +418,7 @@ mod tests {
             "{error}"
         );
         // A kernel in the PTX with no report at all.
-        let error = parse_compiled(&[compiled(&dir, "")], &context, &Default::default())
+        let error = parse_stage(&[compiled(&dir, "")], &context, &Default::default())
             .unwrap_err()
             .to_string();
         assert!(error.contains("ptxas's report"), "{error}");

@@ -30,6 +30,7 @@ mod cache;
 mod cargo_lines;
 mod check_lock;
 mod compile;
+mod compile_reads;
 mod config;
 #[cfg(test)]
 mod config_fuzz;
@@ -59,6 +60,7 @@ mod line_table_cubins;
 mod lock_schema;
 mod matching;
 mod nvcc_archs;
+mod own_binary;
 mod parse;
 mod pipeline;
 mod process;
@@ -108,7 +110,7 @@ pub mod cli {
         binary_sass_findings, evaluate_at_launch, sort_rows, CheckedRow,
     };
     pub use crate::nvcc_archs::{explain_unknown, NvccArchs};
-    pub use crate::parse::CUOBJDUMP_NOT_FOUND;
+    pub use crate::own_binary::CUOBJDUMP_NOT_FOUND;
     pub use crate::process::{run_bounded, ToolKind, ToolTimeouts};
     pub use crate::sass_selection::{spills, MachineCodeLints};
     pub use crate::sass_stage::relative_facts;

@@ -3,8 +3,11 @@
 //! when the report and the PTX disagree. Parsing itself is `occupancy_core::ptxas`.
 //!
 //! A kernel x arch the report does not cover (a compiler cache that replays no ptxas output, a
-//! wrapper that drops nvcc's stderr) is read from the compile's own binary (`own_binary.rs`: its
-//! cubins, by the cubin reader): the cubin holds the same facts. Only what neither says fails.
+//! wrapper that drops nvcc's stderr) is read from the compile's own binary (`crate::own_binary`:
+//! its cubins, by the cubin reader): the cubin holds the same facts. Only what neither says fails.
+//!
+//! No I/O and no process here: the read stage (`crate::compile_reads`) reads the files, before
+//! [`reports`] and between [`wants`] and [`parse_compiled`]; `pipeline::parse_stage` orders them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -13,13 +16,10 @@ use occupancy_core::ptxas::{self, EntrySourceLine, KernelRecord, PtxEntry};
 
 use crate::compile::{CompiledSource, Program};
 use crate::context::Context;
+use crate::ptx_summary::PtxSummary;
 use crate::Error;
 
-mod own_binary;
 mod unnamed;
-
-pub(crate) use own_binary::BinaryTools;
-pub use own_binary::CUOBJDUMP_NOT_FOUND;
 
 /// A compiled entry function on every arch it was compiled for.
 #[derive(Debug)]
@@ -60,97 +60,209 @@ pub(crate) struct Parsed<'a> {
     pub(crate) notes: Vec<String>,
 }
 
-/// What the parse stage may read from a compile's binary.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct BinaryReads {
-    pub(crate) tools: BinaryTools,
-    /// A declaration sets a constant-memory budget (`max_const_bytes`): the constant banks
-    /// ptxas does not print (sm_90 and later) are read from the cubins.
-    pub(crate) constant_banks: bool,
+/// A compile's files as the first half of the parse stage takes them (read by
+/// `crate::compile_reads::read_files`).
+#[derive(Debug, Default)]
+pub(crate) struct SourceFiles {
+    /// Per program of `CompiledSource::programs`, in its order: what its PTX says.
+    pub(crate) summaries: Vec<PtxSummary>,
+    /// A stripping compile's kernel lines (`CompiledSource::kernel_lines`), read from its
+    /// `-lineinfo` PTX into the cache entry; `None` when the shipped PTX keeps its lines.
+    pub(crate) kernel_lines: Option<BTreeMap<String, EntrySourceLine>>,
 }
 
-/// The kernels of the compiled sources; `binary` says what to read from a compile's binary
-/// where its report is silent.
-pub(crate) fn parse_compiled<'a>(
+/// What the reports left open ([`Wants`]), read for the second half of the parse stage
+/// (`crate::compile_reads::read_wanted`).
+#[derive(Debug, Default)]
+pub(crate) struct WantedReads {
+    /// The records of the compile's own binary for the kernels x archs asked (empty when there
+    /// is no binary, or nothing was asked).
+    pub(crate) binary_records: Vec<KernelRecord>,
+    /// The `.cu` source's text, when a kernel has no `-lineinfo` line (empty when unreadable).
+    pub(crate) source_text: Option<String>,
+}
+
+/// The archs a build checks, by name.
+pub(crate) fn target_archs(context: &Context) -> BTreeSet<String> {
+    context.archs.iter().map(ToString::to_string).collect()
+}
+
+/// The first half of the parse stage for one source: its PTX programs and ptxas's report, before
+/// anything is read from its binary.
+#[derive(Debug)]
+pub(crate) struct Reported<'a> {
+    source: &'a CompiledSource,
+    read: ProgramsRead<'a>,
+    /// ptxas's records (none when the report is silent).
+    records: Vec<KernelRecord>,
+    /// ptxas's warnings that name no kernel (`unnamed.rs`).
+    unnamed_warnings: Vec<String>,
+    /// The report holds no kernel although the PTX defines some: the binary must hold them all,
+    /// or this is the error.
+    silent: Option<ptxas::ParseError>,
+    /// Neither the report nor the PTX holds a kernel.
+    defines_none: bool,
+}
+
+/// What a source's report leaves for the read stage (`crate::compile_reads::read_wanted`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Wants {
+    /// Kernels x archs to read from the compile's binary: those the report lacks, and, when a
+    /// declaration sets a constant-memory budget, those whose constant banks ptxas did not print
+    /// (sm_90 and later).
+    pub(crate) binary: BTreeSet<(String, String)>,
+    /// The `.cu` source's text, for a kernel without a `-lineinfo` line.
+    pub(crate) source_text: bool,
+}
+
+/// Each compiled source's programs (from `files`, the read stage's) and ptxas's report; an
+/// error fails closed on a report that is not understood.
+pub(crate) fn reports<'a>(
     compiled: &'a [CompiledSource],
-    context: &Context,
-    binary: &BinaryReads,
+    files: Vec<Result<SourceFiles, Error>>,
+) -> Vec<Result<Reported<'a>, Error>> {
+    compiled
+        .iter()
+        .zip(files)
+        .map(|(source, files)| report_of(source, files?))
+        .collect()
+}
+
+fn report_of(source: &CompiledSource, files: SourceFiles) -> Result<Reported<'_>, Error> {
+    let read = read_programs(source, files);
+    let no_entries = read.programs.iter().all(|(_, entries)| entries.is_empty());
+    let mut reported = Reported {
+        source,
+        read,
+        records: Vec::new(),
+        unnamed_warnings: Vec::new(),
+        silent: None,
+        defines_none: false,
+    };
+    match ptxas::parse_log(&source.compiler_log) {
+        Ok(parsed) => {
+            if let Some(diagnostic) = parsed.diagnostics.first() {
+                return Err(unreadable(
+                    source,
+                    format!(
+                        "ptxas's report has a line that is not understood (line {}: `{}`): {}",
+                        diagnostic.line_number, diagnostic.line, diagnostic.message
+                    ),
+                ));
+            }
+            reported.unnamed_warnings = parsed.warnings;
+            reported.records = parsed.kernels;
+        }
+        Err(ptxas::ParseError::NoKernels { .. }) if no_entries => reported.defines_none = true,
+        // No report at all: the binary may say; if not, this is the error.
+        Err(error @ ptxas::ParseError::NoKernels { .. }) => reported.silent = Some(error),
+        Err(error) => return Err(unreadable(source, format!("ptxas's report: {error}"))),
+    }
+    Ok(reported)
+}
+
+fn unreadable(source: &CompiledSource, message: String) -> Error {
+    Error::UnreadableOutput {
+        file: source.source.clone(),
+        message,
+    }
+}
+
+/// What each report leaves to read; `constant_banks`: a declaration sets a constant-memory
+/// budget (`max_const_bytes`).
+pub(crate) fn wants(
+    reported: &[Result<Reported<'_>, Error>],
+    archs: &BTreeSet<String>,
+    constant_banks: bool,
+) -> Vec<Wants> {
+    let wants_of = |reported: &Reported<'_>| {
+        let mut binary = missing_reports(&reported.read.programs, archs, &reported.records);
+        if constant_banks {
+            binary.extend(lacking_banks(&reported.records));
+        }
+        let named = (reported.records.iter())
+            .filter(|record| record.entry)
+            .map(|record| &record.name)
+            .chain(binary.iter().map(|(name, _)| name));
+        let source_text = reported.source.kind == crate::context::SourceKind::Cuda
+            && !reported.defines_none
+            && named
+                .into_iter()
+                .any(|name| !reported.read.source_lines.contains_key(name));
+        Wants {
+            binary,
+            source_text,
+        }
+    };
+    (reported.iter())
+        .map(|reported| reported.as_ref().map(wants_of).unwrap_or_default())
+        .collect()
+}
+
+/// The entry records without constant banks (ptxas prints none for sm_90 and later).
+fn lacking_banks(records: &[KernelRecord]) -> BTreeSet<(String, String)> {
+    (records.iter())
+        .filter(|record| lacks_banks(record))
+        .map(|record| (record.name.clone(), record.arch.clone()))
+        .collect()
+}
+
+fn lacks_banks(record: &KernelRecord) -> bool {
+    record.entry && !record.cmem.iter().any(|(bank, _)| *bank == 0)
+}
+
+/// The second half of the parse stage: the kernels of the compiled sources, from their
+/// reports (`reports`) and what the read stage read for them (`reads`, per source, in the
+/// order of `wants`).
+pub(crate) fn parse_compiled<'a>(
+    reported: Vec<Result<Reported<'a>, Error>>,
+    reads: Vec<Result<WantedReads, Error>>,
+    archs: &BTreeSet<String>,
 ) -> Result<Parsed<'a>, Error> {
     let mut parsed = Parsed::default();
-    let archs: BTreeSet<String> = context.archs.iter().map(ToString::to_string).collect();
-    let reader = BinaryFallback {
-        tools: &binary.tools,
-        scratch: &context.out_dir,
-        constant_banks: binary.constant_banks,
-    };
-    for source in compiled {
-        match parse_source(source, &archs, &reader, &mut parsed.notes)? {
-            Some(found) => parsed.kernels.extend(found),
-            None => parsed.without_kernels.push(source.source.as_path()),
+    for (reported, reads) in reported.into_iter().zip(reads) {
+        let reported = reported?;
+        if reported.defines_none {
+            parsed
+                .without_kernels
+                .push(reported.source.source.as_path());
+            continue;
         }
+        let found = parse_source(reported, reads?, archs, &mut parsed.notes)?;
+        parsed.kernels.extend(found);
     }
     Ok(parsed)
 }
 
-/// Reads a compile's binary for the kernels x archs its report lacks.
-struct BinaryFallback<'t> {
-    tools: &'t BinaryTools,
-    /// Where the binary reader makes its private directory (the build's `OUT_DIR`).
-    scratch: &'t Path,
-    /// Fill in the constant banks ptxas did not print.
-    constant_banks: bool,
+/// `source`'s records read from its binary for `missing`, and a note saying so.
+fn from_binary(
+    source: &CompiledSource,
+    reads: &WantedReads,
+    missing: &BTreeSet<(String, String)>,
+) -> (Vec<KernelRecord>, Option<String>) {
+    let records: Vec<KernelRecord> = (reads.binary_records.iter())
+        .filter(|record| missing.contains(&(record.name.clone(), record.arch.clone())))
+        .cloned()
+        .collect();
+    let note = (!records.is_empty()).then(|| {
+        format!(
+            "{}: the compiler's output held no ptxas report for {} kernel x arch pair(s) (a compiler cache or wrapper that does not replay ptxas's output?); their facts were read from the compiled binary instead",
+            crate::fsutil::shown_path(&source.source),
+            records.len()
+        )
+    });
+    (records, note)
 }
 
-impl BinaryFallback<'_> {
-    /// Gives each entry record without constant banks (ptxas prints none for sm_90 and later)
-    /// the banks of its cubin, when a budget asks for them.
-    fn fill_constant_banks(
-        &self,
-        source: &CompiledSource,
-        records: &mut [KernelRecord],
-    ) -> Result<(), Error> {
-        let lacking =
-            |record: &KernelRecord| record.entry && !record.cmem.iter().any(|(bank, _)| *bank == 0);
-        if !self.constant_banks || !records.iter().any(lacking) {
-            return Ok(());
+/// Gives each entry record without constant banks the banks its cubin has (`reads`: the read
+/// stage read them when a budget asked).
+fn fill_constant_banks(reads: &WantedReads, records: &mut [KernelRecord]) {
+    for record in records.iter_mut().filter(|record| lacks_banks(record)) {
+        let same = |found: &&KernelRecord| found.name == record.name && found.arch == record.arch;
+        if let Some(found) = reads.binary_records.iter().find(same) {
+            record.cmem.clone_from(&found.cmem);
+            record.module_cmem.clone_from(&found.module_cmem);
         }
-        let wanted: BTreeSet<(String, String)> = records
-            .iter()
-            .filter(|record| lacking(record))
-            .map(|record| (record.name.clone(), record.arch.clone()))
-            .collect();
-        let (from_binary, _) = self.records(source, &wanted)?;
-        for record in records.iter_mut().filter(|record| lacking(record)) {
-            let same =
-                |found: &&KernelRecord| found.name == record.name && found.arch == record.arch;
-            if let Some(found) = from_binary.iter().find(same) {
-                record.cmem.clone_from(&found.cmem);
-                record.module_cmem.clone_from(&found.module_cmem);
-            }
-        }
-        Ok(())
-    }
-
-    /// The records of `missing` (kernel, arch) read from `source`'s binary, and a note saying
-    /// so; nothing when there is no binary or it lacks them (the caller then fails closed).
-    fn records(
-        &self,
-        source: &CompiledSource,
-        missing: &BTreeSet<(String, String)>,
-    ) -> Result<(Vec<KernelRecord>, Option<String>), Error> {
-        let Some(binary) = &source.binary else {
-            return Ok((Vec::new(), None));
-        };
-        let mut records = own_binary::records(binary, &source.source, self.tools, self.scratch)?;
-        records.retain(|record| missing.contains(&(record.name.clone(), record.arch.clone())));
-        let note = (!records.is_empty()).then(|| {
-            format!(
-                "{}: the compiler's output held no ptxas report for {} kernel x arch pair(s) (a compiler cache or wrapper that does not replay ptxas's output?); their facts were read from the compiled binary instead",
-                crate::fsutil::shown_path(&source.source),
-                records.len()
-            )
-        });
-        Ok((records, note))
     }
 }
 
@@ -179,6 +291,7 @@ fn missing_reports(
 }
 
 /// What a source's PTX programs say: each program's entries, and where each kernel is defined.
+#[derive(Debug)]
 struct ProgramsRead<'a> {
     programs: Vec<(&'a Program, Vec<PtxEntry>)>,
     /// From `-lineinfo` (the cache entry's kernel lines, or each program's `.loc`).
@@ -187,20 +300,18 @@ struct ProgramsRead<'a> {
     entry_lines: BTreeMap<String, u32>,
 }
 
-/// Every program's summary (`crate::ptx_summary`, the PTX scanned once per compile).
-fn read_programs(source: &CompiledSource) -> Result<ProgramsRead<'_>, Error> {
+/// Every program's summary (`crate::ptx_summary`, the PTX scanned once per compile, read by
+/// the read stage into `files`).
+fn read_programs(source: &CompiledSource, files: SourceFiles) -> ProgramsRead<'_> {
+    let stripped = files.kernel_lines.is_some();
     let mut read = ProgramsRead {
         programs: Vec::new(),
         // A stripped PTX's kernel lines were read from its `-lineinfo` PTX into the cache entry.
-        source_lines: match &source.kernel_lines {
-            Some(path) => crate::compile::two_step::read_kernel_lines(&source.source, path)?,
-            None => BTreeMap::new(),
-        },
+        source_lines: files.kernel_lines.unwrap_or_default(),
         entry_lines: BTreeMap::new(),
     };
-    for program in &source.programs {
-        let summary = crate::ptx_summary::summary(source, program)?;
-        if source.kernel_lines.is_none() {
+    for (program, summary) in source.programs.iter().zip(files.summaries) {
+        if !stripped {
             for (name, line) in summary.source_lines {
                 read.source_lines.entry(name).or_insert(line);
             }
@@ -210,70 +321,48 @@ fn read_programs(source: &CompiledSource) -> Result<ProgramsRead<'_>, Error> {
         }
         read.programs.push((program, summary.entries));
     }
-    Ok(read)
+    read
 }
 
-/// One source's kernels, each with its records per arch; `None` when it defines no kernel.
-/// Fails closed when ptxas's report and the PTX disagree.
+/// One source's kernels, each with its records per arch. Fails closed when ptxas's report and
+/// the PTX disagree.
 fn parse_source<'a>(
-    source: &'a CompiledSource,
+    mut reported: Reported<'a>,
+    reads: WantedReads,
     archs: &BTreeSet<String>,
-    fallback: &BinaryFallback<'_>,
     notes: &mut Vec<String>,
-) -> Result<Option<Vec<CompiledKernel<'a>>>, Error> {
-    let unreadable = |message: String| Error::UnreadableOutput {
-        file: source.source.clone(),
-        message,
-    };
-    let mut read = read_programs(source)?;
-    let no_entries = read.programs.iter().all(|(_, entries)| entries.is_empty());
-    let mut unnamed_warnings = Vec::new();
-    let mut records = match ptxas::parse_log(&source.compiler_log) {
-        Ok(parsed) => {
-            if let Some(diagnostic) = parsed.diagnostics.first() {
-                return Err(unreadable(format!(
-                    "ptxas's report has a line that is not understood (line {}: `{}`): {}",
-                    diagnostic.line_number, diagnostic.line, diagnostic.message
-                )));
-            }
-            unnamed_warnings = parsed.warnings;
-            parsed.kernels
+) -> Result<Vec<CompiledKernel<'a>>, Error> {
+    let source = reported.source;
+    let mut records = std::mem::take(&mut reported.records);
+    if let Some(error) = reported.silent.take() {
+        let missing = missing_reports(&reported.read.programs, archs, &[]);
+        let (found, note) = from_binary(source, &reads, &missing);
+        if found.len() < missing.len() {
+            return Err(unreadable(source, format!("ptxas's report: {error}")));
         }
-        Err(ptxas::ParseError::NoKernels { .. }) if no_entries => return Ok(None),
-        // No report at all: the binary may say (below); if not, this is the error.
-        Err(error @ ptxas::ParseError::NoKernels { .. }) => {
-            let missing = missing_reports(&read.programs, archs, &[]);
-            let (found, note) = fallback.records(source, &missing)?;
-            if found.len() < missing.len() {
-                return Err(unreadable(format!("ptxas's report: {error}")));
-            }
-            notes.extend(note);
-            found
-        }
-        Err(error) => return Err(unreadable(format!("ptxas's report: {error}"))),
-    };
-    let missing = missing_reports(&read.programs, archs, &records);
+        notes.extend(note);
+        records = found;
+    }
+    let missing = missing_reports(&reported.read.programs, archs, &records);
     if !missing.is_empty() {
-        let (found, note) = fallback.records(source, &missing)?;
+        let (found, note) = from_binary(source, &reads, &missing);
         notes.extend(note);
         records.extend(found);
     }
-    fallback.fill_constant_banks(source, &mut records)?;
-    let mut by_name = kernels_of_records(source, records, &mut read);
-    attach_programs(&read.programs, archs, &mut by_name).map_err(unreadable)?;
-    unnamed::attach(&unnamed_warnings, &mut by_name, &read.entry_lines);
-    if source.kind == crate::context::SourceKind::Cuda
-        && by_name.values().any(|k| k.defined_at.is_none())
-    {
+    fill_constant_banks(&reads, &mut records);
+    let read = &mut reported.read;
+    let mut by_name = kernels_of_records(source, records, read);
+    attach_programs(&read.programs, archs, &mut by_name).map_err(|m| unreadable(source, m))?;
+    unnamed::attach(&reported.unnamed_warnings, &mut by_name, &read.entry_lines);
+    if let Some(text) = &reads.source_text {
         // No `-lineinfo` for some kernel (a `-G` build, a flag that drops it): the line that
         // names it after `__global__` in the source, indexed in one pass.
-        let text = std::fs::read_to_string(&source.source).unwrap_or_default();
-        let lines = cuda_definition_lines(&text);
+        let lines = cuda_definition_lines(text);
         for kernel in by_name.values_mut().filter(|k| k.defined_at.is_none()) {
             kernel.entry_line = lines.get(short_name(kernel)).copied();
         }
     }
-    Ok(Some(by_name.into_values().collect()))
+    Ok(by_name.into_values().collect())
 }
 
 /// The entry kernels of ptxas's records, by name, each with its records per arch.

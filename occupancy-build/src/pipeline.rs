@@ -135,14 +135,14 @@ fn evaluate_product(
 ) -> Result<CheckedProduct, Error> {
     let mut report = evaluate::product_report(context, toolchain, compiled);
     crate::expectations::require_reasons(context, declarations)?;
-    let binary = crate::parse::BinaryReads {
+    let binary = crate::compile_reads::BinaryReads {
         tools: sass::SassTools::locate(context, toolchain).binary_tools(),
         constant_banks: declarations
             .kernels
             .iter()
             .any(|declared| declared.kernel.spec.max_const_bytes.is_some()),
     };
-    let parsed = crate::parse::parse_compiled(compiled, context, &binary)?;
+    let parsed = parse_stage(compiled, context, &binary)?;
     for note in &parsed.notes {
         cargo.warning(&format!("occupancy: {note}"));
     }
@@ -164,7 +164,6 @@ fn evaluate_product(
         sass::read_build_evidence(context, toolchain, compiled, &demands, &spilled, cargo)?;
     let inputs = evaluate::EvaluateInputs {
         context,
-        toolchain,
         declarations,
         levels,
         evidence: &evidence,
@@ -172,6 +171,12 @@ fn evaluate_product(
         tuned,
     };
     let (mut gathered, rows) = evaluate::evaluate_kernels(&inputs, &kernels, &matching)?;
+    crate::spill_help::add_spill_free_help(
+        (toolchain, context),
+        (&kernels, &matching),
+        declarations,
+        &mut gathered,
+    );
     report.kernels = rows;
     let judged = Judged {
         kernels: &kernels,
@@ -195,6 +200,24 @@ fn evaluate_product(
         bless_stamp: compared.bless_stamp,
         unchecked: None,
     })
+}
+
+/// The parse stage with the reads it needs (`crate::compile_reads`) around it: each compile's
+/// files are read, its report parsed, what the report leaves open (`parse::Wants`) read from
+/// the compile's own binary and source (`binary`: what may be read there; the binary's cubins
+/// in a private directory under `OUT_DIR`), then every compiled kernel made from them.
+pub(crate) fn parse_stage<'a>(
+    compiled: &'a [CompiledSource],
+    context: &Context,
+    binary: &crate::compile_reads::BinaryReads,
+) -> Result<crate::parse::Parsed<'a>, Error> {
+    let archs = crate::parse::target_archs(context);
+    let files = crate::compile_reads::read_files(compiled);
+    let reported = crate::parse::reports(compiled, files);
+    let wants = crate::parse::wants(&reported, &archs, binary.constant_banks);
+    let reads =
+        crate::compile_reads::read_wanted(compiled, &wants, &binary.tools, &context.out_dir);
+    crate::parse::parse_compiled(reported, reads, &archs)
 }
 
 /// The compile of every source, and of a build with `"auto"` bounds (`crate::auto_bounds`)
@@ -476,11 +499,11 @@ pub(crate) fn check_sources(
     let (context, toolchain, compiled) =
         compile_outside_package(build, compile::LineTables::Everywhere)?;
     let sass_tools = sass::SassTools::locate(&context, &toolchain);
-    let binary = crate::parse::BinaryReads {
+    let binary = crate::compile_reads::BinaryReads {
         tools: sass_tools.binary_tools(),
         constant_banks: false,
     };
-    let parsed = crate::parse::parse_compiled(&compiled, &context, &binary)?;
+    let parsed = parse_stage(&compiled, &context, &binary)?;
     let (kernels, without_kernels) = (parsed.kernels, parsed.without_kernels);
     let levels = Levels::uniform(request.lint_levels.clone());
     let demands = sass::sass_demands(

@@ -170,8 +170,8 @@ pub(crate) fn smem_spilling_available(
 impl SassTools {
     /// The tools the parse stage reads the build's own binaries with (a build's binary holds a
     /// cubin for every arch it checks).
-    pub fn binary_tools(&self) -> crate::parse::BinaryTools {
-        crate::parse::BinaryTools {
+    pub fn binary_tools(&self) -> crate::own_binary::BinaryTools {
+        crate::own_binary::BinaryTools {
             cuobjdump: self.cuobjdump.clone(),
             timeouts: self.timeouts,
         }

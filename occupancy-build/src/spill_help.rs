@@ -1,20 +1,56 @@
-//! Advice a spill finding can follow: ptxas is run again on the kernel's PTX with higher
-//! `.minnctapersm` to find the `min_blocks_per_sm` that keeps it spill-free.
+//! The probe stage after evaluate: advice a spill finding can follow. ptxas is run again on the
+//! kernel's PTX with lower `.minnctapersm` to find the `min_blocks_per_sm` that keeps it
+//! spill-free. The evaluate stage runs no process (docs/architecture.md): it makes the `spills`
+//! finding, and this stage, which `pipeline::evaluate_product` runs right after it, gives the
+//! finding its help.
 
 use occupancy_core::arch::{self};
+use occupancy_core::lint::LintId;
 use occupancy_core::ptxas::{self};
 use occupancy_core::spec::DeclaredKernel;
 
 use crate::context::Context;
+use crate::declarations::Declarations;
+use crate::levels::Gathered;
+use crate::matching::Matching;
 use crate::parse::CompiledKernel;
 use crate::process::{run_bounded, ToolKind};
 use crate::toolchain::Toolchain;
 use occupancy_core::report::{KernelRow, RowLaunch};
 
+/// Gives each declared kernel's `spills` finding the help [`spill_free_help`] finds (a finding
+/// whose probe finds nothing keeps the help it had).
+pub(crate) fn add_spill_free_help(
+    (toolchain, context): (&Toolchain, &Context),
+    (kernels, matching): (&[CompiledKernel<'_>], &Matching),
+    declarations: &Declarations,
+    gathered: &mut [Gathered],
+) {
+    for found in gathered.iter_mut() {
+        let Some(declaration) = found.declaration else {
+            continue;
+        };
+        if found.undeclared || found.leveled.finding.lint != LintId::Spills {
+            continue;
+        }
+        let kernel = kernels.iter().enumerate().find(|(index, kernel)| {
+            kernel.name == found.kernel && matching.by_kernel.get(index) == Some(&declaration)
+        });
+        let Some((_, kernel)) = kernel else {
+            continue;
+        };
+        let declared = &declarations.kernels[declaration].kernel;
+        let arch = found.leveled.finding.arch.as_deref();
+        if let Some(help) = spill_free_help(toolchain, context, kernel, declared, arch) {
+            found.leveled.finding.help = Some(help);
+        }
+    }
+}
+
 /// For a spilling kernel compiled with `min_blocks_per_sm = B`: re-runs ptxas on the same PTX
 /// with `.minnctapersm` lowered (B-1, B-2, ... 1) and returns a help line naming the largest value
 /// with no spills, verified, not estimated.
-pub(crate) fn spill_free_help(
+fn spill_free_help(
     toolchain: &Toolchain,
     context: &Context,
     kernel: &CompiledKernel<'_>,

@@ -45,6 +45,25 @@ pub struct Toolchain {
     pub search_path: Vec<PathBuf>,
 }
 
+#[cfg(test)]
+impl Toolchain {
+    /// A toolchain for unit tests, installed under `home` (nvcc 13.0), started by no one.
+    pub(crate) fn for_tests(home: &str) -> Toolchain {
+        Toolchain {
+            nvcc: PathBuf::from(format!("{home}/bin/nvcc")),
+            cuda_home: PathBuf::from(home),
+            wrapper: None,
+            host_args: Vec::new(),
+            version_text: "Cuda compilation tools, release 13.0, V13.0.88".into(),
+            release: "13.0".into(),
+            identity_files: Vec::new(),
+            fingerprint: format!("{home}/bin/ptxas 100 1\n"),
+            timeouts: Default::default(),
+            search_path: Vec::new(),
+        }
+    }
+}
+
 impl Toolchain {
     /// A toolkit tool (`cuobjdump`, `nvdisasm`, `ptxas`) beside nvcc, in the toolkit's `bin/`,
     /// or on the `PATH` the toolchain was found with.

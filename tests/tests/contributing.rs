@@ -38,6 +38,7 @@ fn cited_path(span: &str) -> Option<(&str, Option<&str>)> {
         && !path.contains('<')
         && !path.contains('*')
         && !path.starts_with('/')
+        && !path.starts_with('$')
         && path
             .rsplit('/')
             .next()
@@ -45,13 +46,14 @@ fn cited_path(span: &str) -> Option<(&str, Option<&str>)> {
     looks_like_file.then_some((path, text))
 }
 
-#[test]
-fn every_file_and_text_the_recipes_cite_exists() {
+/// Fails unless every `path#text` and plain `path` that `doc` cites is there (and it cites at
+/// least ten); `what`: what to update, said in the failure.
+fn assert_cites_what_is_there(doc: &str, what: &str) {
     let root = repo_root();
-    let guide = std::fs::read_to_string(root.join("CONTRIBUTING.md")).expect("CONTRIBUTING.md");
+    let text = std::fs::read_to_string(root.join(doc)).expect(doc);
     let mut cited = 0;
     let mut broken = Vec::new();
-    for (path, text) in code_spans(&guide).into_iter().filter_map(cited_path) {
+    for (path, text) in code_spans(&text).into_iter().filter_map(cited_path) {
         cited += 1;
         match (std::fs::read_to_string(root.join(path)), text) {
             (Err(error), _) => broken.push(format!("`{path}`: {error}")),
@@ -61,12 +63,23 @@ fn every_file_and_text_the_recipes_cite_exists() {
             _ => {}
         }
     }
-    assert!(cited >= 10, "CONTRIBUTING.md cites only {cited} files");
+    assert!(cited >= 10, "{doc} cites only {cited} files");
     assert!(
         broken.is_empty(),
-        "CONTRIBUTING.md cites what is not there; update the recipe:\n{}",
+        "{doc} cites what is not there; update {what}:\n{}",
         broken.join("\n")
     );
+}
+
+#[test]
+fn every_file_and_text_the_recipes_cite_exists() {
+    assert_cites_what_is_there("CONTRIBUTING.md", "the recipe");
+}
+
+/// docs/architecture.md is a map of where each invariant lives: what it cites is there.
+#[test]
+fn every_file_and_text_the_architecture_map_cites_exists() {
+    assert_cites_what_is_there("docs/architecture.md", "the map");
 }
 
 #[test]
@@ -208,4 +221,150 @@ fn the_build_helper_holds_no_archive_or_zip_reader() {
             }
         }
     }
+}
+
+/// Where the stages that must stay pure live: the parse and evaluate stages of the build helper
+/// (docs/architecture.md, "Where I/O happens"), and every file of `occupancy-core`. A path ending
+/// in `/` is a folder, read whole.
+const PURE_STAGES: &[&str] = &[
+    "occupancy-build/src/parse.rs",
+    "occupancy-build/src/parse/",
+    "occupancy-build/src/evaluate.rs",
+    "occupancy-build/src/rows.rs",
+    "occupancy-build/src/levels.rs",
+    "occupancy-build/src/matching.rs",
+    "occupancy-build/src/expectations.rs",
+    "occupancy-build/src/launch_check.rs",
+    "occupancy-core/src/",
+];
+
+/// What a module that does I/O or runs a process writes: the standard library's file system,
+/// processes, environment and network, and the build helper's own modules that read, write or
+/// run (their names as a pure stage would call them).
+const IO_MARKS: &[&str] = &[
+    "std::fs",
+    "std::process",
+    "std::env",
+    "std::net",
+    "std::io::stdin",
+    "std::io::stdout",
+    "File::",
+    "OpenOptions",
+    "Command::",
+    "read_to_string(",
+    "read_dir(",
+    "canonicalize(",
+    ".is_file()",
+    ".exists()",
+    "crate::process",
+    "run_bounded",
+    "write_atomic",
+    "WorkDir",
+    "crate::own_binary",
+    "crate::compile_reads",
+    "crate::disassemble",
+    "crate::spill_help",
+    "crate::cache",
+    "line_table_cubins",
+    "fsutil::read",
+    "command_without_wrapper",
+    "ptx_summary::summary",
+    "read_kernel_lines",
+];
+
+/// A Rust file's code without its comments and without its tests (what follows the first
+/// `#[cfg(test)]`; files named `tests.rs` are tests whole).
+fn code_outside_tests(path: &std::path::Path) -> String {
+    if path.file_name().is_some_and(|name| name == "tests.rs") {
+        return String::new();
+    }
+    let text = std::fs::read_to_string(path).unwrap();
+    uncommented(text.split("#[cfg(test)]").next().unwrap_or_default())
+}
+
+/// `code` without its `//` comments (doc comments name the read stage; that is no I/O).
+fn uncommented(code: &str) -> String {
+    code.lines()
+        .map(|line| line.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The `.rs` files under each of `paths` (a file, or a folder ending in `/`).
+fn rust_files(root: &std::path::Path, paths: &[&str]) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut stack: Vec<std::path::PathBuf> = paths.iter().map(|path| root.join(path)).collect();
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            stack.extend(
+                std::fs::read_dir(&path)
+                    .unwrap()
+                    .flatten()
+                    .map(|e| e.path()),
+            );
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// The marks of I/O or a process in `code`.
+fn io_marks(code: &str) -> Vec<&'static str> {
+    IO_MARKS
+        .iter()
+        .copied()
+        .filter(|mark| code.contains(mark))
+        .collect()
+}
+
+/// Parse and evaluate do no I/O and run no process (issue #36): the build helper's read stage
+/// (`compile_reads.rs`) reads what parse needs before it, the probe stage (`spill_help.rs`)
+/// runs ptxas after evaluate. A parse or evaluate module (or `occupancy-core`) that names the
+/// file system, a process or the environment fails here; move that read or run into a stage of
+/// its own and hand the pure stage a typed value.
+#[test]
+fn parse_and_evaluate_do_no_io_and_run_no_process() {
+    let root = repo_root();
+    let files = rust_files(&root, PURE_STAGES);
+    assert!(
+        files.len() > 50,
+        "{} files: PURE_STAGES moved?",
+        files.len()
+    );
+    let mut found = Vec::new();
+    for path in &files {
+        let marks = io_marks(&code_outside_tests(path));
+        if !marks.is_empty() {
+            found.push(format!("{}: {}", path.display(), marks.join(", ")));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a pure stage does I/O or runs a process (docs/architecture.md, \"Where I/O happens\"):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The scan sees what it is there to see: the modules that read and run on the pure stages'
+/// behalf are caught by it, and a comment naming the file system is not.
+#[test]
+fn the_io_scan_catches_the_stages_that_read_and_run() {
+    let root = repo_root();
+    for stage in [
+        "occupancy-build/src/compile_reads.rs",
+        "occupancy-build/src/spill_help.rs",
+        "occupancy-build/src/own_binary.rs",
+    ] {
+        let code = code_outside_tests(&root.join(stage));
+        assert!(
+            !io_marks(&code).is_empty(),
+            "{stage} reads or runs nothing?"
+        );
+    }
+    assert!(io_marks(&uncommented("let text = 1; // std::fs::read, said")).is_empty());
+    assert_eq!(
+        io_marks(&uncommented("let text = std::fs::read(path)?;")),
+        ["std::fs"]
+    );
 }

@@ -14,12 +14,8 @@ use crate::stdout::Stdout;
 #[derive(clap::Args, Debug)]
 #[command(allow_negative_numbers = true)]
 pub struct Args {
-    /// Architecture: sm_90, sm_90a, compute_90, 90, 9.0, sm_100f, ...
-    #[arg(long)]
-    arch: Option<String>,
-    /// GPU product preset (h100, a100, l40s, rtx4090, b200, rtx5090, ...): arch plus SM count.
-    #[arg(long)]
-    gpu: Option<String>,
+    #[command(flatten)]
+    target: crate::archs::TargetArgs,
     /// Threads per block.
     #[arg(long, value_name = "THREADS", required_unless_present = "batch", value_parser = crate::flags::parse_count)]
     block: Option<u32>,
@@ -93,7 +89,7 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     }
     let target = env
         .archs
-        .resolve_target(args.arch.as_deref(), args.gpu.as_deref())?;
+        .resolve_target(args.target.arch.as_deref(), args.target.gpu.as_deref())?;
     let Some(block) = args.block else {
         return Err(CliError::usage("pass --block THREADS"));
     };
@@ -439,7 +435,7 @@ fn groups_text(groups: &[u32]) -> String {
 /// Runs `calc --batch`: answers every line; exit 2 at the end when a line was bad, or at once
 /// when the input cannot be read.
 fn run_batch(args: &Args, path: &str, env: &Environment) -> Result<Outcome, CliError> {
-    let default_arch = match (args.arch.as_deref(), args.gpu.as_deref()) {
+    let default_arch = match (args.target.arch.as_deref(), args.target.gpu.as_deref()) {
         (None, None) => None,
         (arch_name, gpu_name) => Some(env.archs.resolve_target(arch_name, gpu_name)?.arch),
     };

@@ -667,6 +667,19 @@ impl Levels {
     }
 }
 
+/// How a binary's read ended: its notes said, then the first kernel's error (`failed`), else
+/// the read's own.
+fn delivered(
+    notes: Result<Vec<String>, occupancy_build::Error>,
+    failed: Option<CliError>,
+) -> Result<(), CliError> {
+    let notes = notes.map_err(|error| CliError::CouldNotCheck(error.to_string()))?;
+    for note in &notes {
+        eprintln!("note: {note}");
+    }
+    failed.map_or(Ok(()), Err)
+}
+
 /// The build's toolchain error in `check`'s words: the build's "nvcc not found" suggests
 /// `OCCUPANCY_SKIP`, which only a build reads; `check` can read ptxas logs instead.
 fn toolchain_error(error: occupancy_build::Error) -> CliError {
@@ -908,15 +921,10 @@ impl Reader<'_> {
         let mut failed = None;
         // Each kernel is evaluated and streamed as it comes, so that memory does not grow with
         // the binary; after an error the rest are passed over.
-        let notes = session
-            .read(path, kind, index, &mut |input, kernel| {
-                self.deliver(kernel, binary, &mut states[input], sinks, &mut failed);
-            })
-            .map_err(|error| CliError::CouldNotCheck(error.to_string()))?;
-        for note in &notes {
-            eprintln!("note: {note}");
-        }
-        failed.map_or(Ok(()), Err)
+        let notes = session.read(path, kind, index, &mut |input, kernel| {
+            self.deliver(kernel, binary, &mut states[input], sinks, &mut failed);
+        });
+        delivered(notes, failed)
     }
 
     /// The binaries' kernels still held for their SASS, read and streamed.
@@ -928,15 +936,10 @@ impl Reader<'_> {
         sinks: &mut Sinks<'_, '_>,
     ) -> Result<(), CliError> {
         let mut failed = None;
-        let notes = session
-            .finish(&mut |input, kernel| {
-                self.deliver(kernel, binary, &mut states[input], sinks, &mut failed);
-            })
-            .map_err(|error| CliError::CouldNotCheck(error.to_string()))?;
-        for note in &notes {
-            eprintln!("note: {note}");
-        }
-        failed.map_or(Ok(()), Err)
+        let notes = session.finish(&mut |input, kernel| {
+            self.deliver(kernel, binary, &mut states[input], sinks, &mut failed);
+        });
+        delivered(notes, failed)
     }
 
     /// Streams one kernel of a binary unless an earlier one failed (`failed` keeps the first

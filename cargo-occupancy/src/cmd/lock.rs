@@ -5,8 +5,7 @@
 
 use std::path::Path;
 
-use occupancy_build::cli::{CheckLock, ToolchainStamp};
-use occupancy_core::report::KernelRow;
+use occupancy_build::cli::CheckLock;
 
 use super::stream::ReportStream;
 use crate::error::CliError;
@@ -15,6 +14,22 @@ use crate::error::CliError;
 pub struct Lock {
     lock: CheckLock,
     bless: bool,
+}
+
+/// Rows are recorded in the lock itself ([`CheckLock::record`]): this type adds only whether the
+/// run blesses it.
+impl std::ops::Deref for Lock {
+    type Target = CheckLock;
+
+    fn deref(&self) -> &CheckLock {
+        &self.lock
+    }
+}
+
+impl std::ops::DerefMut for Lock {
+    fn deref_mut(&mut self) -> &mut CheckLock {
+        &mut self.lock
+    }
 }
 
 impl Lock {
@@ -37,17 +52,6 @@ impl Lock {
     /// A new input (product) whose rows [`Lock::record`] records: its number.
     pub fn input(&mut self) -> usize {
         self.lock.product()
-    }
-
-    /// Records a row of input `product` under `source`, made by `stamp`.
-    pub fn record(
-        &mut self,
-        product: usize,
-        source: &str,
-        row: &KernelRow,
-        stamp: &ToolchainStamp,
-    ) {
-        self.lock.record(product, source, row, stamp);
     }
 
     /// Writes the lock (`--bless`), or compares every input's rows with it: its findings go to

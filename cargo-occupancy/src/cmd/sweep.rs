@@ -18,12 +18,8 @@ use crate::stdout::Stdout;
 #[derive(clap::Args, Debug)]
 #[command(allow_negative_numbers = true)]
 pub struct Args {
-    /// Architecture: sm_90, sm_90a, compute_90, 90, 9.0, ...
-    #[arg(long)]
-    arch: Option<String>,
-    /// GPU product preset (h100, a100, ...).
-    #[arg(long)]
-    gpu: Option<String>,
+    #[command(flatten)]
+    target: crate::archs::TargetArgs,
     /// Threads per block: N, START..=END or START..=END:STEP.
     #[arg(long, value_name = "RANGE", default_value = "256", value_parser = parse_range)]
     block: ValueRange,
@@ -70,7 +66,7 @@ fn parse_carveout(text: &str) -> Result<Carveout, String> {
 pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     let target = env
         .archs
-        .resolve_target(args.arch.as_deref(), args.gpu.as_deref())?;
+        .resolve_target(args.target.arch.as_deref(), args.target.gpu.as_deref())?;
     let arch = target.arch;
     let mut out = Stdout::lock("writing the sweep");
     if args.summary || args.csv {

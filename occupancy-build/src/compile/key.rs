@@ -185,34 +185,12 @@ mod key_tests {
     use super::*;
     use crate::cache::Slot;
     use crate::targets::SmArch;
-    use crate::toolchain::Toolchain;
     use std::ffi::OsString;
 
     fn settings(user_args: &[&str], archs: &[&str]) -> CompileSettings {
-        CompileSettings {
-            toolchain: Toolchain {
-                nvcc: PathBuf::from("/cuda/bin/nvcc"),
-                cuda_home: PathBuf::from("/cuda"),
-                wrapper: None,
-                host_args: Vec::new(),
-                version_text: "Cuda compilation tools, release 13.0, V13.0.88".into(),
-                release: "13.0".into(),
-                identity_files: Vec::new(),
-                fingerprint: "/cuda/bin/ptxas 100 1\n".into(),
-                timeouts: Default::default(),
-                search_path: Vec::new(),
-            },
-            archs: archs
-                .iter()
-                .map(|arch| SmArch::parse(arch).unwrap())
-                .collect(),
-            user_args: user_args.iter().map(OsString::from).collect(),
-            product: Product::Ptx,
-            cache_root: PathBuf::from("/cache"),
-            ptx_per_arch: false,
-            jit_archs: Vec::new(),
-            line_tables: LineTables::OnDemand,
-        }
+        let mut settings = CompileSettings::for_tests(archs, Product::Ptx);
+        settings.user_args = user_args.iter().map(OsString::from).collect();
+        settings
     }
 
     #[test]

@@ -262,18 +262,7 @@ mod tests {
 
     /// A toolchain whose nvcc cannot be started.
     fn absent_toolchain() -> Toolchain {
-        Toolchain {
-            nvcc: PathBuf::from("/nonexistent/occupancy/bin/nvcc"),
-            cuda_home: PathBuf::from("/nonexistent/occupancy"),
-            wrapper: None,
-            host_args: Vec::new(),
-            version_text: "Cuda compilation tools, release 13.0, V13.0.88".into(),
-            release: "13.0".into(),
-            identity_files: Vec::new(),
-            fingerprint: String::new(),
-            timeouts: Default::default(),
-            search_path: Vec::new(),
-        }
+        Toolchain::for_tests("/nonexistent/occupancy")
     }
 
     #[test]

@@ -288,30 +288,11 @@ pub(crate) fn kept_outputs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::toolchain::Toolchain;
 
     fn settings(wrapper: Option<&str>) -> CompileSettings {
-        CompileSettings {
-            toolchain: Toolchain {
-                nvcc: PathBuf::from("/cuda/bin/nvcc"),
-                cuda_home: PathBuf::from("/cuda"),
-                wrapper: wrapper.map(OsString::from),
-                host_args: Vec::new(),
-                version_text: "Cuda compilation tools, release 13.0, V13.0.88".into(),
-                release: "13.0".into(),
-                identity_files: Vec::new(),
-                fingerprint: "/cuda/bin/ptxas 100 1\n".into(),
-                timeouts: Default::default(),
-                search_path: Vec::new(),
-            },
-            archs: vec![SmArch::parse("sm_90").unwrap()],
-            user_args: Vec::new(),
-            product: Product::Object,
-            cache_root: PathBuf::from("/cache"),
-            ptx_per_arch: false,
-            jit_archs: Vec::new(),
-            line_tables: super::super::settings::LineTables::OnDemand,
-        }
+        let mut settings = CompileSettings::for_tests(&["sm_90"], Product::Object);
+        settings.toolchain.wrapper = wrapper.map(OsString::from);
+        settings
     }
 
     /// Issue #35, class 10: a file missing after a compile through a compiler cache names the

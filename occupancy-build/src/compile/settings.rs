@@ -35,6 +35,26 @@ pub struct CompileSettings {
     pub line_tables: LineTables,
 }
 
+#[cfg(test)]
+impl CompileSettings {
+    /// Settings for unit tests: nvcc under `/cuda` (`Toolchain::for_tests`), `archs`,
+    /// `product`, the cache under `/cache`, no user flags.
+    pub(crate) fn for_tests(archs: &[&str], product: Product) -> CompileSettings {
+        CompileSettings {
+            toolchain: Toolchain::for_tests("/cuda"),
+            archs: (archs.iter())
+                .map(|arch| SmArch::parse(arch).unwrap())
+                .collect(),
+            user_args: Vec::new(),
+            product,
+            cache_root: PathBuf::from("/cache"),
+            ptx_per_arch: false,
+            jit_archs: Vec::new(),
+            line_tables: LineTables::OnDemand,
+        }
+    }
+}
+
 /// Which kernels ptxas makes line tables for in a `compile_ptx` build (`crate::compile::two_step`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LineTables {

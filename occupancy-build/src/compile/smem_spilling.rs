@@ -19,14 +19,10 @@ pub(crate) const RELOCATABLE_REFUSAL: &str =
 
 /// `error` with notes naming the kernels and the fix when it is ptxas refusing the pragma; the
 /// PTX is read from `work` (the compile's kept files) and from `source` when it is PTX itself.
-pub(crate) fn annotate(error: Error, work: &Path, source: &Path) -> Error {
+pub(crate) fn annotate(mut error: Error, work: &Path, source: &Path) -> Error {
     let Error::NvccFailed {
-        file,
-        status,
-        diagnostics,
-        command,
-        mut notes,
-    } = error
+        diagnostics, notes, ..
+    } = &mut error
     else {
         return error;
     };
@@ -38,13 +34,7 @@ pub(crate) fn annotate(error: Error, work: &Path, source: &Path) -> Error {
             false => vec![relocatable_note(&entries)],
         });
     }
-    Error::NvccFailed {
-        file,
-        status,
-        diagnostics,
-        command,
-        notes,
-    }
+    error
 }
 
 /// The PTX files a failed compile left: every `.ptx` in `work`, and `source` if it is one.

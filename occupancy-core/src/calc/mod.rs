@@ -169,6 +169,17 @@ pub enum Limiter {
 }
 
 impl Limiter {
+    /// Every limiter, in the calculator's order ([`BlockLimits::by_resource`]): the one list the
+    /// report's checks and charts read.
+    pub(crate) const ALL: [Limiter; 6] = [
+        Limiter::Warps,
+        Limiter::Blocks,
+        Limiter::Registers,
+        Limiter::SharedMemory,
+        Limiter::Barriers,
+        Limiter::LaunchBounds,
+    ];
+
     /// The snake_case name used in JSON and tables.
     pub fn name(self) -> &'static str {
         match self {

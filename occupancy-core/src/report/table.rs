@@ -97,6 +97,45 @@ pub fn short_name(name: &str, max_chars: usize) -> String {
     }
 }
 
+/// The text table's lines: columns padded to their widest cell, numbers right-aligned, each
+/// line without trailing blanks. The full table and the digest's worst rows share it.
+pub(super) fn aligned(header: &[&str], rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = header
+        .iter()
+        .enumerate()
+        .map(|(index, title)| {
+            rows.iter()
+                .map(|cells| cells[index].chars().count())
+                .chain([title.chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &[String]| {
+        let mut text = String::new();
+        for (index, cell) in cells.iter().enumerate() {
+            let pad = " ".repeat(widths[index] - cell.chars().count());
+            if index > 0 {
+                text.push_str("  ");
+            }
+            if numeric(header[index]) {
+                text.push_str(&pad);
+                text.push_str(cell);
+            } else {
+                text.push_str(cell);
+                text.push_str(&pad);
+            }
+        }
+        format!("{}\n", text.trim_end())
+    };
+    let titles: Vec<String> = header.iter().map(|title| title.to_string()).collect();
+    let mut out = line(&titles);
+    for cells in rows {
+        out.push_str(&line(cells));
+    }
+    out
+}
+
 /// The header and cells of the kernel table, shared by the text and Markdown renderers.
 /// The crate column is present only when some row has a crate.
 pub fn table_cells(
@@ -184,47 +223,7 @@ pub fn render_text(report: &Report) -> String {
         out.push_str("no kernels\n");
     } else {
         let (header, rows) = table_cells(report, 48);
-        let widths: Vec<usize> = header
-            .iter()
-            .enumerate()
-            .map(|(index, title)| {
-                rows.iter()
-                    .map(|cells| cells[index].chars().count())
-                    .chain([title.chars().count()])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let line = |cells: &[String]| {
-            let mut text = String::new();
-            for (index, cell) in cells.iter().enumerate() {
-                let pad = widths[index] - cell.chars().count();
-                if index > 0 {
-                    text.push_str("  ");
-                }
-                if numeric(header[index]) {
-                    text.push_str(&" ".repeat(pad));
-                    text.push_str(cell);
-                } else {
-                    text.push_str(cell);
-                    if index + 1 < cells.len() {
-                        text.push_str(&" ".repeat(pad));
-                    }
-                }
-            }
-            text.trim_end().to_string()
-        };
-        out.push_str(&line(
-            &header
-                .iter()
-                .map(|title| title.to_string())
-                .collect::<Vec<_>>(),
-        ));
-        out.push('\n');
-        for cells in &rows {
-            out.push_str(&line(cells));
-            out.push('\n');
-        }
+        out.push_str(&aligned(&header, &rows));
     }
     out.push_str(&super::sass::render_sass_text(&report.kernels));
     out.push_str(&super::tuning::render_tuning_text(&report.kernels));

@@ -84,14 +84,7 @@ pub struct InvalidValue {
 }
 
 /// Every limiter name the calculator writes.
-const LIMITER_NAMES: [Limiter; 6] = [
-    Limiter::Warps,
-    Limiter::Blocks,
-    Limiter::Registers,
-    Limiter::SharedMemory,
-    Limiter::Barriers,
-    Limiter::LaunchBounds,
-];
+const LIMITER_NAMES: [Limiter; 6] = Limiter::ALL;
 
 /// Checks every value of `report`; the first bad one is the error.
 pub(crate) fn validate(report: &Report) -> Result<(), InvalidValue> {

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::{FindingGroup, ReportDigest, WorstRow, FINDINGS_SHOWN_PER_LINT};
 use crate::report::markdown;
 use crate::report::model::{Finding, Report};
-use crate::report::table::{describe_programs, numeric, render_finding_text, table_cells};
+use crate::report::table::{aligned, describe_programs, render_finding_text, table_cells};
 
 /// The kept rows, worst first.
 fn worst_first(digest: &ReportDigest) -> Vec<&WorstRow> {
@@ -38,44 +38,6 @@ fn worst_cells(rows: &[&WorstRow], max_name_chars: usize) -> (Vec<&'static str>,
         }
     }
     (header, cells)
-}
-
-/// Columns padded to their widest cell, numbers right-aligned, as the full text table is.
-fn aligned(header: &[&str], rows: &[Vec<String>]) -> String {
-    let widths: Vec<usize> = header
-        .iter()
-        .enumerate()
-        .map(|(index, title)| {
-            rows.iter()
-                .map(|cells| cells[index].chars().count())
-                .chain([title.chars().count()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: &[String]| {
-        let mut text = String::new();
-        for (index, cell) in cells.iter().enumerate() {
-            let pad = " ".repeat(widths[index] - cell.chars().count());
-            if index > 0 {
-                text.push_str("  ");
-            }
-            if numeric(header[index]) {
-                text.push_str(&pad);
-                text.push_str(cell);
-            } else {
-                text.push_str(cell);
-                text.push_str(&pad);
-            }
-        }
-        format!("{}\n", text.trim_end())
-    };
-    let titles: Vec<String> = header.iter().map(|title| title.to_string()).collect();
-    let mut out = line(&titles);
-    for cells in rows {
-        out.push_str(&line(cells));
-    }
-    out
 }
 
 /// What the table leaves out, when it leaves something out.

@@ -213,16 +213,8 @@ fn row_facts<'a>(
     }
 }
 
-/// The limiters in the calculator's order ([`crate::calc::BlockLimits::limiters`]): bits in
-/// this order name them in that order.
-const LIMITERS: [Limiter; 6] = [
-    Limiter::Warps,
-    Limiter::Blocks,
-    Limiter::Registers,
-    Limiter::SharedMemory,
-    Limiter::Barriers,
-    Limiter::LaunchBounds,
-];
+/// The limiters in the calculator's order: bits in this order name them in that order.
+const LIMITERS: [Limiter; 6] = Limiter::ALL;
 
 /// The distinct frames and curves of a page, and the limiter names their bits stand for.
 struct CurveTable {
