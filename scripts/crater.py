@@ -54,6 +54,9 @@ CRATES = [
     ("openvm-circuit-primitives", "=2.0.2", ["cuda"], {}, "openvm-cuda-builder over cc (CUDA_ARCH), with openvm-cuda-backend and openvm-cuda-common under it"),
     ("mistralrs-paged-attn", "=0.8.1", ["cuda"], {}, "cudaforge static library, sm_90a"),
     ("pasta-msm", "=0.1.5", [], {}, "sppark-based prover crate (cc, fixed archs)"),
+    # cudaforge static library of quantized matmuls (Marlin, GPTQ, HQQ, FP8, ...), with
+    # candle-kernels 0.10.2 under it; it lists CUDA 13.0 since 0.8.
+    ("mistralrs-quant", "=0.8.1", ["cuda"], {}, "cudaforge static library, sm_90a (Marlin and other quantized kernels)"),
     # Its kernels include curand_kernel.h: the cuRAND wheel of CUDA 13.0, installed into the work
     # directory, is named to nvcc through NVCC_PREPEND_FLAGS (an include path, harmless to --ptx).
     # Both ask `candle-core = "0.*"`, which resolves to a candle their code no longer compiles
@@ -153,14 +156,18 @@ def ptxas_facts(ptx, arch):
 
 def ptxas_text_facts(text):
     """Registers and spills per (entry, arch) of a `ptxas -v` text."""
-    facts, key = {}, None
+    facts, key, properties_of = {}, None, None
     for line in text.splitlines():
         m = re.search(r"Compiling entry function '([^']+)' for '(\w+)'", line)
         if m:
             key = (m.group(1), m.group(2))
             facts[key] = {"spill_store_bytes": 0, "spill_load_bytes": 0}
+        m = re.search(r"Function properties for (\S+)", line)
+        if m:
+            properties_of = m.group(1)
+        # A callee's properties (printed among an entry's lines with -rdc) are not the entry's.
         m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
-        if m and key:
+        if m and key and properties_of == key[0]:
             facts[key]["spill_store_bytes"] = int(m.group(1))
             facts[key]["spill_load_bytes"] = int(m.group(2))
         m = re.search(r"Used (\d+) registers", line)
