@@ -14,7 +14,9 @@ twice side by side into one fresh target directory:
    everything fresh, so its wall time is what the tool adds: reading OUT_DIRs and checking).
 
 With `--tap`, a third build runs under `cargo occupancy build --tap` (the nvcc tap keeps
-ptxas's text of each compile), and gets a row of its own.
+ptxas's text of each compile), and gets a row of its own, its binary rows also compared with
+that text. `--embedded-ptx HARNESS:CRATE` compares a built crate's binary rows with a hand-run
+`ptxas -v` on the PTX its library embeds (registers and spills).
 
 Then every row is compared with an independent reading of the same file: a hand-run
 `ptxas -arch=... -v` on a PTX module, `cuobjdump -res-usage` on a binary (registers, and the
@@ -341,6 +343,26 @@ def checked_row(name, version, what, tool, flags, tool_env, package, arch, suffi
             f"| {differing} | {said} | {plain_s:.0f} s + {tool_s:.1f} s ({100 * tool_s / plain_s:.1f}%) |")
 
 
+def embedded_ptx_check(harness, crate, arch):
+    """The binary rows of `crate` in a built harness's report against a hand-run `ptxas -v` on
+    the PTX its library embeds: registers and spills, where `cuobjdump -res-usage` gives only
+    registers. For a library built with PTX beside its SASS (`-arch=sm_XY`)."""
+    package = Path(harness)
+    report = json.loads((package / "report.json").read_text())
+    rows = [r for r in report["kernels"] if r.get("entry") and r.get("crate") == crate]
+    libraries = sorted({r["source"]["path"].split("(")[0] for r in rows})
+    said = {}
+    for library in libraries:
+        said.update(embedded_ptx_facts(package / library, arch))
+    diffs = [r["name"] for r in rows
+             if said.get(r["name"]) != {k: r[k] for k in ("registers", "spill_store_bytes", "spill_load_bytes")}]
+    spilling = sum(1 for r in rows if r["spill_store_bytes"] or r["spill_load_bytes"])
+    print(f"{crate}: {len(diffs)} of {len(rows)} rows ({spilling} that spill) differ from a hand-run "
+          f"`ptxas -arch={arch} -v` on the PTX embedded in {', '.join(libraries)}")
+    for name in diffs[:10]:
+        print(f"  {name}: {said.get(name)}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", help="comma-separated crate names")
@@ -350,7 +372,12 @@ def main():
                         help="also build each crate again under `cargo occupancy build --tap`")
     parser.add_argument("--tool", default=str(ROOT / "target" / "release" / "cargo-occupancy"),
                         help="the cargo-occupancy binary (default: the release build)")
+    parser.add_argument("--embedded-ptx", metavar="HARNESS:CRATE",
+                        help="compare a built harness's binary rows of CRATE with its embedded PTX, hand-assembled")
     args = parser.parse_args()
+    if args.embedded_ptx:
+        harness, crate = args.embedded_ptx.rsplit(":", 1)
+        return embedded_ptx_check(harness, crate, args.arch)
     tool = Path(args.tool)
     if not tool.exists():
         sys.exit(f"{tool} does not exist: cargo build --release -p cargo-occupancy")
