@@ -79,13 +79,11 @@ pub(crate) fn accept_frames_of_accepted_spills(gathered: &mut [Gathered], report
         .collect();
     let reported_spills: BTreeSet<(String, String)> = gathered
         .iter()
-        .filter(|found| {
-            found.leveled.finding.lint == LintId::Spills && found.leveled.level != Level::Allow
-        })
-        .filter_map(|found| Some((found.kernel.clone(), found.leveled.finding.arch.clone()?)))
+        .filter(|found| found.finding.lint == LintId::Spills && found.finding.level != Level::Allow)
+        .filter_map(|found| Some((found.kernel.clone(), found.finding.arch.clone()?)))
         .collect();
     for found in gathered.iter_mut() {
-        let finding = &found.leveled.finding;
+        let finding = &found.finding;
         let Some(arch) = finding.arch.as_deref() else {
             continue;
         };
@@ -103,8 +101,8 @@ pub(crate) fn accept_frames_of_accepted_spills(gathered: &mut [Gathered], report
             None => row.stack_frame_bytes <= row.spill_store_bytes,
         };
         if finding.lint == LintId::StackFrame && accepted_spill && frame_is_the_spill {
-            found.leveled.level = Level::Allow;
-            found.leveled.finding.notes.push(
+            found.finding.level = Level::Allow;
+            found.finding.notes.push(
                 "the frame holds the kernel's accepted spill, and nothing else: accepted with it"
                     .to_string(),
             );
@@ -224,7 +222,6 @@ fn check_one_kernel(
     if let Some(launch) = &undeclared {
         for gathered in &mut found {
             gathered
-                .leveled
                 .finding
                 .notes
                 .push(format!("checked at {}", launch.origin));
@@ -246,36 +243,32 @@ fn declared_findings(
 ) -> Vec<Gathered> {
     let spec = &declared.kernel.spec;
     let mut found = Vec::new();
-    for mut leveled in evaluate::check_kernel(Launch::Declared(spec), on, level_sources) {
-        if leveled.finding.lint == LintId::BoundsMismatch
+    for mut finding in evaluate::check_kernel(Launch::Declared(spec), on, level_sources) {
+        if finding.lint == LintId::BoundsMismatch
             && kernel.source.kind == crate::context::SourceKind::Ptx
         {
-            let compiled = (on.iter())
-                .find(|compiled| Some(compiled.arch.name) == leveled.finding.arch.as_deref());
+            let compiled =
+                (on.iter()).find(|compiled| Some(compiled.arch.name) == finding.arch.as_deref());
             if let Some(compiled) = compiled {
                 let shown = display_path(&inputs.context.manifest_dir, &kernel.source.source);
                 let directives = compiled.entry_directives(spec);
-                leveled.finding.help =
-                    Some(crate::bounds_notes::ptx_input_help(&shown, &directives));
+                finding.help = Some(crate::bounds_notes::ptx_input_help(&shown, &directives));
             }
         }
-        if leveled.finding.lint == LintId::Spills {
-            crate::sass_stage::note_hottest_spill(
-                &mut leveled.finding,
-                rows.iter().map(|(_, _, row)| row),
-            );
+        if finding.lint == LintId::Spills {
+            crate::sass_stage::note_hottest_spill(&mut finding, rows.iter().map(|(_, _, row)| row));
             if let Some(help) = spill_free_help(
                 inputs.toolchain,
                 inputs.context,
                 kernel,
                 &declared.kernel,
-                leveled.finding.arch.as_deref(),
+                finding.arch.as_deref(),
             ) {
-                leveled.finding.help = Some(help);
+                finding.help = Some(help);
             }
         }
         found.push(Gathered {
-            leveled,
+            finding,
             declaration: Some(declaration_index),
             kernel: kernel.name.clone(),
             undeclared: false,
@@ -300,8 +293,8 @@ fn undeclared_findings(
     let mut found: Vec<Gathered> =
         evaluate::check_kernel(Launch::Undeclared(&spec), on, level_sources)
             .into_iter()
-            .map(|leveled| Gathered {
-                leveled,
+            .map(|finding| Gathered {
+                finding,
                 declaration: None,
                 kernel: kernel.name.clone(),
                 undeclared: true,

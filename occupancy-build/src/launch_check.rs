@@ -166,11 +166,7 @@ pub fn binary_sass_findings(
 }
 
 /// `found` of `row`, each at its level for the row's kernel, for the report.
-fn leveled(
-    row: &KernelRow,
-    found: Vec<occupancy_core::lint::evaluate::Finding>,
-    levels: &Levels,
-) -> Vec<Finding> {
+fn leveled(row: &KernelRow, found: Vec<Finding>, levels: &Levels) -> Vec<Finding> {
     found
         .into_iter()
         .map(|finding| {
@@ -178,7 +174,7 @@ fn leveled(
                 finding.lint,
                 &levels.sources(None, &row.name),
             );
-            report_finding(row, finding, level)
+            report_finding(row, Finding { level, ..finding })
         })
         .collect()
 }
@@ -223,8 +219,8 @@ pub fn evaluate_at_launch(rows: &[CheckedRow], levels: &BTreeMap<LintId, Level>)
                 chosen: None,
             })
             .collect();
-        for leveled in check_kernel(Launch::CommandLine(&spec), &on, &sources) {
-            findings.push(report_finding(first, leveled.finding, leveled.level));
+        for finding in check_kernel(Launch::CommandLine(&spec), &on, &sources) {
+            findings.push(report_finding(first, finding));
         }
     }
     findings
@@ -232,11 +228,7 @@ pub fn evaluate_at_launch(rows: &[CheckedRow], levels: &BTreeMap<LintId, Level>)
 
 /// A finding of `row`'s kernel, for the report: people read the demangled name, the symbol
 /// stays in `kernel` (and SARIF's logical location); located at the kernel's definition.
-fn report_finding(
-    row: &KernelRow,
-    finding: occupancy_core::lint::evaluate::Finding,
-    level: Level,
-) -> Finding {
+fn report_finding(row: &KernelRow, finding: Finding) -> Finding {
     let readable = |text: &str| {
         if row.demangled != row.name && !row.demangled.is_empty() {
             text.replace(&format!("`{}`", row.name), &format!("`{}`", row.demangled))
@@ -245,15 +237,12 @@ fn report_finding(
         }
     };
     Finding {
-        lint: finding.lint,
-        level,
         crate_name: None,
         kernel: Some(row.name.clone()),
-        arch: finding.arch,
         message: readable(&finding.message),
         notes: finding.notes.iter().map(|note| readable(note)).collect(),
-        help: finding.help,
         location: row.source.clone(),
         reason: None,
+        ..finding
     }
 }

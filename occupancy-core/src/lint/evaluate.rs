@@ -152,23 +152,14 @@ pub enum Launch<'a> {
     CommandLine(&'a KernelSpec),
 }
 
-/// A finding with its level resolved (never `allow`: those are dropped).
-#[derive(Debug, Clone, PartialEq)]
-pub struct LeveledFinding {
-    /// What was found.
-    pub finding: Finding,
-    /// `warn` or `deny`.
-    pub level: Level,
-}
-
 /// The one evaluate-then-level step of the gate, shared by the build (`occupancy-build`) and
 /// `cargo occupancy check`: every lint for `launch` on `on_archs`, each given its level from
-/// `levels`; allowed findings are dropped.
+/// `levels` (never `allow`: those are dropped).
 pub fn check_kernel(
     launch: Launch<'_>,
     on_archs: &[CompiledOnArch<'_>],
     levels: &LevelSources<'_>,
-) -> Vec<LeveledFinding> {
+) -> Vec<Finding> {
     let findings = match launch {
         Launch::Declared(spec) => evaluate_declared(spec, on_archs),
         Launch::Undeclared(spec) => run_launch_checks(
@@ -181,11 +172,11 @@ pub fn check_kernel(
     };
     findings
         .into_iter()
-        .map(|finding| LeveledFinding {
+        .map(|finding| Finding {
             level: resolve_level(finding.lint, levels),
-            finding,
+            ..finding
         })
-        .filter(|leveled| leveled.level != Level::Allow)
+        .filter(|finding| finding.level != Level::Allow)
         .collect()
 }
 
