@@ -5,7 +5,7 @@
 //! the other stages.
 use std::collections::{BTreeMap, BTreeSet};
 
-use occupancy_core::lint::evaluate::{self, CompiledOnArch, Launch, LevelSources};
+use occupancy_core::lint::evaluate::{self, CheckedLaunch, CompiledOnArch, Launch, LevelSources};
 use occupancy_core::lint::{Level, LintId};
 use occupancy_core::spec::KernelSpec;
 
@@ -19,7 +19,7 @@ use crate::levels::{Gathered, Levels};
 use crate::matching::Matching;
 use crate::parse::CompiledKernel;
 use crate::report::for_build;
-use crate::rows::{kernel_rows, undeclared_launch, ArchRow, UndeclaredLaunch};
+use crate::rows::{build_launch, kernel_rows, ArchRow};
 use crate::spill_help::spill_free_help;
 use crate::toolchain::Toolchain;
 use crate::Error;
@@ -158,10 +158,10 @@ fn check_one_kernel(
         ..
     } = *inputs;
     let mut found: Vec<Gathered> = Vec::new();
-    let undeclared = declared
-        .is_none()
-        .then(|| undeclared_launch(context, kernel, inputs.tables));
-    let mut rows = kernel_rows(context, kernel, declared, undeclared.as_ref(), declarations)?;
+    let spec = declared.map(|(declared, _)| &declared.kernel.spec);
+    let launch = build_launch(context, kernel, spec, inputs.tables);
+    let undeclared = declared.is_none().then_some(&launch);
+    let mut rows = kernel_rows(context, kernel, declared, &launch, declarations)?;
     for (_, record, row) in &mut rows {
         // The record's arch as ptxas named it (`sm_90a`), which the SASS says too; the row's is
         // the table's (`sm_90`).
@@ -195,15 +195,7 @@ fn check_one_kernel(
         .collect();
     found.extend(match declared {
         Some(declared) => declared_findings(inputs, kernel, declared, &rows, &on, &level_sources),
-        None => undeclared_findings(
-            kernel,
-            undeclared
-                .as_ref()
-                .expect("made for every undeclared kernel"),
-            &rows,
-            &on,
-            &level_sources,
-        ),
+        None => undeclared_findings(kernel, &launch, &rows, &on, &level_sources),
     });
     // The machine-code lints, for declared and undeclared kernels alike (undeclared ones are
     // summarized with the others of their lint).
@@ -219,7 +211,7 @@ fn check_one_kernel(
             ));
         }
     }
-    if let Some(launch) = &undeclared {
+    if let Some(launch) = undeclared {
         for gathered in &mut found {
             gathered
                 .finding
@@ -283,13 +275,13 @@ fn declared_findings(
 /// `undeclared_kernel`.
 fn undeclared_findings(
     kernel: &CompiledKernel<'_>,
-    launch: &UndeclaredLaunch,
+    launch: &CheckedLaunch,
     rows: &[ArchRow<'_>],
     on: &[CompiledOnArch<'_>],
     level_sources: &LevelSources<'_>,
 ) -> Vec<Gathered> {
     let mut spec = KernelSpec::with_block(launch.block);
-    spec.dynamic_smem_bytes = launch.dynamic_smem_bytes;
+    spec.dynamic_smem_bytes = u32::try_from(launch.dynamic_smem_bytes).unwrap_or(u32::MAX);
     let mut found: Vec<Gathered> =
         evaluate::check_kernel(Launch::Undeclared(&spec), on, level_sources)
             .into_iter()
@@ -598,7 +590,7 @@ mod tests {
             ("kernels/unary.cu", 8)
         );
         let launch = |context: &Context, kernel: &CompiledKernel<'_>| {
-            let launch = undeclared_launch(context, kernel, &KernelTables::of(&context.settings));
+            let launch = build_launch(context, kernel, None, &KernelTables::of(&context.settings));
             (
                 launch.block.to_string(),
                 launch.dynamic_smem_bytes,

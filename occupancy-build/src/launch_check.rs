@@ -7,7 +7,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use occupancy_core::lint::evaluate::{check_kernel, CompiledOnArch, Launch, LevelSources};
+use occupancy_core::lint::evaluate::{
+    check_kernel, checked_launch, CheckedLaunch, CompiledOnArch, Launch, LaunchOrigin,
+    LaunchSettings, LevelSources,
+};
 use occupancy_core::lint::{Level, LintId};
 use occupancy_core::ptxas::{KernelRecord, PtxEntry};
 use occupancy_core::report::{Finding, KernelRow, Report};
@@ -80,26 +83,11 @@ pub(crate) fn rows_at_launch(
     let declarations = Declarations::default();
     let mut checked = Vec::new();
     for kernel in kernels {
-        for (facts, record, mut row) in
-            rows::kernel_rows(context, kernel, None, None, &declarations)?
+        let launch = source_launch(context, kernel, request)?;
+        for (_, record, mut row) in
+            rows::kernel_rows(context, kernel, None, &launch, &declarations)?
         {
             row.crate_name = None;
-            if let Some(block) = request.block_threads {
-                row.block = block;
-            }
-            row.dynamic_smem_bytes = request.dynamic_smem_bytes;
-            let table = crate::kernel_tables::table_launch(
-                &request.launch_tables,
-                &kernel.name,
-                kernel.demangled.as_deref(),
-            )?;
-            if let Some(launch) = table {
-                row.block = launch.block.map_or(row.block, |block| block.threads());
-                row.dynamic_smem_bytes = launch
-                    .dynamic_smem_bytes
-                    .map_or(row.dynamic_smem_bytes, u64::from);
-            }
-            row.compute(facts);
             // The record's arch as ptxas named it (`sm_90a`), as the SASS does; the row's is the
             // table's (`sm_90`).
             row.sass = evidence.facts_of(&kernel.name, &record.arch, &context.manifest_dir);
@@ -112,6 +100,30 @@ pub(crate) fn rows_at_launch(
     }
     sort_rows(&mut checked);
     Ok(checked)
+}
+
+/// The launch `kernel` is checked at by the request: [`checked_launch`] from the command line's
+/// block and dynamic shared memory, the kernel table that names the kernel and the kernel's
+/// compiled `__launch_bounds__`.
+fn source_launch(
+    context: &crate::context::Context,
+    kernel: &CompiledKernel<'_>,
+    request: &SourceCheck,
+) -> Result<CheckedLaunch, Error> {
+    let names = (kernel.name.as_str(), kernel.demangled.as_deref());
+    let table = crate::kernel_tables::table_launch(&request.launch_tables, names.0, names.1)?;
+    Ok(checked_launch(&LaunchSettings {
+        origin: LaunchOrigin::CommandLine,
+        declared: None,
+        table,
+        given_block: request.block_threads.map(BlockDim::linear),
+        given_dynamic_smem_bytes: request.dynamic_smem_bytes,
+        crate_block: context.settings.block,
+        compiled_max_threads: kernel
+            .ptx
+            .as_ref()
+            .and_then(PtxEntry::max_threads_per_block),
+    }))
 }
 
 /// Grouped by file, then line, kernel and architecture.

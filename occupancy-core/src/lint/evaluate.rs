@@ -14,6 +14,9 @@ use crate::lint::{Check, Level, LintId, LINTS};
 use crate::spec::KernelSpec;
 
 pub use super::baseline::{baseline_stale, regression, BaselineNumbers};
+pub use super::checked_launch::{
+    checked_launch, CheckedLaunch, LaunchSettings, TableLaunch, DEFAULT_UNDECLARED_BLOCK_THREADS,
+};
 pub use super::expectation::unfulfilled_expectation;
 pub use super::finding::{CompiledOnArch, Finding, LaunchOrigin};
 pub use super::kernels::{family_matches_nothing, missing_kernel, undeclared_kernel, NAMES_SHOWN};
@@ -129,10 +132,6 @@ pub fn resolve_undeclared_level(lint: LintId, sources: &LevelSources<'_>) -> Lev
         _ => resolve_level(lint, sources),
     }
 }
-
-/// The block an undeclared kernel is checked at when the crate sets none: the common launch of
-/// CUDA crates, and what `cargo occupancy check` assumes without `--block`.
-pub const DEFAULT_UNDECLARED_BLOCK_THREADS: u32 = 256;
 
 /// What a kernel is checked against.
 #[derive(Debug, Clone, Copy)]
