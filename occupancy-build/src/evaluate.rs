@@ -19,10 +19,11 @@ use crate::levels::{Gathered, Levels};
 use crate::matching::Matching;
 use crate::parse::CompiledKernel;
 use crate::report::for_build;
-use crate::rows::{build_launch, kernel_rows, ArchRow};
+use crate::rows::{build_launch, kernel_rows};
 use crate::spill_help::spill_free_help;
 use crate::toolchain::Toolchain;
 use crate::Error;
+use occupancy_core::kernel::KernelOnArch;
 use occupancy_core::report::{KernelRow, Report, SourceFile};
 
 /// What checking one product found: its report (rows and the findings of its kernels), which
@@ -162,13 +163,14 @@ fn check_one_kernel(
     let launch = build_launch(context, kernel, spec, inputs.tables);
     let undeclared = declared.is_none().then_some(&launch);
     let mut rows = kernel_rows(context, kernel, declared, &launch, declarations)?;
-    for (_, record, row) in &mut rows {
+    for on in &mut rows {
         // The record's arch as ptxas named it (`sm_90a`), which the SASS says too; the row's is
         // the table's (`sm_90`).
-        row.sass = evidence.facts_of(&kernel.name, &record.arch, &context.manifest_dir);
+        let arch = on.record.arch.as_str();
+        on.row.sass = evidence.facts_of(&kernel.name, arch, &context.manifest_dir);
         // A declared kernel's name is the one its `"auto"` bounds were tuned under.
-        row.tuning = declared
-            .and_then(|_| inputs.tuned.tuning(&kernel.name, &record.arch))
+        on.row.tuning = declared
+            .and_then(|_| inputs.tuned.tuning(&kernel.name, arch))
             .cloned();
     }
     // Expected lints and lints allowed with a reason are evaluated as warnings here, so that
@@ -179,18 +181,12 @@ fn check_one_kernel(
     if let Some(attribute_levels) = &attribute_levels {
         level_sources.attribute = Some(attribute_levels);
     }
-    let evaluated: Vec<_> = rows
-        .iter()
-        .map(|(facts, record, row)| (*facts, *record, row.occupancy_on(facts)))
-        .collect();
-    let on: Vec<CompiledOnArch<'_>> = evaluated
-        .iter()
-        .map(|(facts, record, occupancy)| CompiledOnArch {
-            arch: facts,
-            record,
-            ptx: kernel.ptx_on(&record.arch),
-            occupancy,
-            chosen: declared.and_then(|_| inputs.tuned.chosen(&kernel.name, &record.arch)),
+    let occupancies: Vec<_> = rows.iter().map(KernelOnArch::occupancy).collect();
+    let on: Vec<CompiledOnArch<'_>> = (rows.iter().zip(&occupancies))
+        .map(|(kernel_on, occupancy)| {
+            let arch = &kernel_on.record.arch;
+            let chosen = declared.and_then(|_| inputs.tuned.chosen(&kernel.name, arch));
+            kernel_on.compiled_on(occupancy, chosen)
         })
         .collect();
     found.extend(match declared {
@@ -199,7 +195,7 @@ fn check_one_kernel(
     });
     // The machine-code lints, for declared and undeclared kernels alike (undeclared ones are
     // summarized with the others of their lint).
-    for (_, _, row) in &rows {
+    for KernelOnArch { row, .. } in &rows {
         let ptx = kernel.ptx_on(&row.arch);
         for finding in evidence.findings(&kernel.source.source, row, ptx) {
             found.extend(Gathered::leveled(
@@ -220,7 +216,7 @@ fn check_one_kernel(
             gathered.launch = Some(launch.origin.clone());
         }
     }
-    Ok((found, rows.into_iter().map(|(_, _, row)| row).collect()))
+    Ok((found, rows.into_iter().map(|on| on.row).collect()))
 }
 
 /// A declared kernel's findings at its declared launch; a spill gets the hottest spill's line
@@ -229,7 +225,7 @@ fn declared_findings(
     inputs: &EvaluateInputs<'_>,
     kernel: &CompiledKernel<'_>,
     (declared, declaration_index): (&Declared, usize),
-    rows: &[ArchRow<'_>],
+    rows: &[KernelOnArch],
     on: &[CompiledOnArch<'_>],
     level_sources: &LevelSources<'_>,
 ) -> Vec<Gathered> {
@@ -248,7 +244,7 @@ fn declared_findings(
             }
         }
         if finding.lint == LintId::Spills {
-            crate::sass_stage::note_hottest_spill(&mut finding, rows.iter().map(|(_, _, row)| row));
+            crate::sass_stage::note_hottest_spill(&mut finding, rows.iter().map(|on| &on.row));
             if let Some(help) = spill_free_help(
                 inputs.toolchain,
                 inputs.context,
@@ -276,7 +272,7 @@ fn declared_findings(
 fn undeclared_findings(
     kernel: &CompiledKernel<'_>,
     launch: &CheckedLaunch,
-    rows: &[ArchRow<'_>],
+    rows: &[KernelOnArch],
     on: &[CompiledOnArch<'_>],
     level_sources: &LevelSources<'_>,
 ) -> Vec<Gathered> {
@@ -294,7 +290,7 @@ fn undeclared_findings(
                 launch: None,
             })
             .collect();
-    let source = rows.first().and_then(|(_, _, row)| row.source.clone());
+    let source = rows.first().and_then(|on| on.row.source.clone());
     let source_text = source.map_or_else(String::new, |source| source.to_string());
     found.extend(Gathered::leveled(
         evaluate::undeclared_kernel(&kernel.name, &source_text),

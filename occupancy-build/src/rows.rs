@@ -7,10 +7,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use occupancy_core::arch::{self, ArchFacts};
+use occupancy_core::kernel::KernelOnArch;
 use occupancy_core::lint::evaluate::{
     checked_launch, CheckedLaunch, LaunchOrigin, LaunchSettings, TableLaunch,
 };
-use occupancy_core::ptxas::{KernelRecord, PtxEntry};
+use occupancy_core::ptxas::PtxEntry;
 use occupancy_core::spec::KernelSpec;
 
 use crate::context::Context;
@@ -80,17 +81,15 @@ pub(crate) fn build_launch(
     })
 }
 
-pub(crate) type ArchRow<'a> = (&'static ArchFacts, &'a KernelRecord, KernelRow);
-
 /// One report row per target arch of `kernel` (those its declaration keeps), computed by the
 /// report model (the one place the computed columns come from); the lints read the same rows.
-pub(crate) fn kernel_rows<'a>(
+pub(crate) fn kernel_rows(
     context: &Context,
-    kernel: &'a CompiledKernel<'_>,
+    kernel: &CompiledKernel<'_>,
     declared: Option<(&Declared, usize)>,
     launch: &CheckedLaunch,
     declarations: &Declarations,
-) -> Result<Vec<ArchRow<'a>>, Error> {
+) -> Result<Vec<KernelOnArch>, Error> {
     let spec = declared.map(|(declared, _)| &declared.kernel.spec);
     let arch_filter: Option<BTreeSet<String>> =
         spec.and_then(|spec| spec.archs.as_ref()).map(|archs| {
@@ -154,7 +153,12 @@ pub(crate) fn kernel_rows<'a>(
             row.non_portable_cluster = spec.non_portable_cluster;
             row.compute_clusters(facts);
         }
-        rows.push((facts, record, row));
+        rows.push(KernelOnArch {
+            arch: facts,
+            row,
+            record: record.clone(),
+            ptx: kernel.ptx_on(arch_name).cloned(),
+        });
     }
     Ok(rows)
 }

@@ -112,6 +112,7 @@ pub mod arch;
 pub mod calc;
 pub mod facts;
 pub mod finding;
+pub mod kernel;
 pub mod lint;
 mod lint_id;
 mod names;

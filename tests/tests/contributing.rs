@@ -325,9 +325,9 @@ fn the_launch_a_kernel_is_checked_at_is_decided_in_one_place() {
 }
 
 /// Issue #36: the gate's evaluation (`check_kernel`: every launch lint of a kernel on its archs,
-/// leveled) is one route. Outside occupancy-core it is called by the build's evaluate stage and
-/// by `evaluate_at_launch` (every front end of `check` and `cargo occupancy build`) alone;
-/// a third caller is a second route to findings.
+/// leveled) is one route. Outside occupancy-core only the build's evaluate stage calls it; every
+/// front end of `check` and `cargo occupancy build` goes through the core's
+/// `kernel::evaluate_at_launch`. A second caller is a second route to findings.
 #[test]
 fn the_gate_is_evaluated_by_one_route() {
     let sources = library_sources();
@@ -335,20 +335,39 @@ fn the_gate_is_evaluated_by_one_route() {
         .into_iter()
         .filter(|path| !path.starts_with("occupancy-core/"))
         .collect();
-    assert_eq!(
-        callers,
-        [
-            "occupancy-build/src/evaluate.rs",
-            "occupancy-build/src/launch_check.rs",
-        ]
-    );
+    assert_eq!(callers, ["occupancy-build/src/evaluate.rs"]);
     assert_eq!(
         files_with(&sources, "evaluate_at_launch("),
         [
             "cargo-occupancy/src/cmd/check.rs",
             "cargo-occupancy/src/cmd/explain.rs",
-            "occupancy-build/src/launch_check.rs",
             "occupancy-build/src/pipeline.rs",
+            "occupancy-core/src/kernel.rs",
         ]
+    );
+}
+
+/// Issue #36: one value carries a kernel on an architecture through the build's evaluate stage
+/// and every front end of `check` (`occupancy-core/src/kernel.rs#pub struct KernelOnArch`: the
+/// arch's facts, the report's row at its launch, the compiler's record, the PTX directives). The
+/// shapes it replaced (the build's `(ArchFacts, KernelRecord, KernelRow)` tuples, `CheckedRow`)
+/// are gone.
+#[test]
+fn one_kernel_on_arch_value_carries_the_build_and_check() {
+    let sources = library_sources();
+    assert_eq!(
+        files_with(&sources, "pub struct KernelOnArch"),
+        ["occupancy-core/src/kernel.rs"]
+    );
+    for gone in ["struct CheckedRow", "type ArchRow", "CheckedRow {"] {
+        assert_eq!(files_with(&sources, gone), Vec::<String>::new(), "{gone}");
+    }
+    assert_eq!(
+        files_with(&sources, "-> Result<Vec<KernelOnArch>, Error>"),
+        [
+            "occupancy-build/src/launch_check.rs",
+            "occupancy-build/src/rows.rs",
+        ],
+        "the build's rows and a source check's are KernelOnArch values"
     );
 }

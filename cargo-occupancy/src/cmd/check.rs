@@ -18,7 +18,7 @@
 //!
 //! `.cu`/`.ptx` inputs go to `occupancy_build::Build::check_sources`, the build's own pipeline
 //! without a package (compile, parse, rows, the SASS stage, evaluation at the command line's
-//! launch); rows read from logs are evaluated by the same `occupancy_build::cli::evaluate_at_launch`.
+//! launch); rows read from logs are evaluated by the same `occupancy_core::kernel::evaluate_at_launch`.
 //! This module parses the command line, reads logs and renders: it evaluates nothing itself.
 
 use std::collections::BTreeMap;
@@ -27,11 +27,9 @@ use std::path::{Path, PathBuf};
 use occupancy_binary::{
     BinaryKernel, BinaryKind, BinaryReading, BinarySession, BinaryTools, MachineCodeLints,
 };
-use occupancy_build::cli::{
-    binary_sass_findings, evaluate_at_launch, recorded_toolchain, relative_facts, CheckedRow,
-    NVCC_WHEELS,
-};
+use occupancy_build::cli::{binary_sass_findings, recorded_toolchain, relative_facts, NVCC_WHEELS};
 use occupancy_build::{Build, SourceCheck};
+use occupancy_core::kernel::{evaluate_at_launch, KernelOnArch};
 use occupancy_core::lint::evaluate::{checked_launch, LaunchOrigin, LaunchSettings, LevelSources};
 use occupancy_core::lint::{Check, Level, LintId};
 use occupancy_core::ptxas::{KernelRecord, PtxEntry};
@@ -871,7 +869,7 @@ impl Reader<'_> {
                 line: u32::try_from(record.line_number).unwrap_or(0),
                 column: 0,
             };
-            let checked = located(row, record, at);
+            let checked = located(row, record, at)?;
             let held_back = self.owner.held_back_for(false);
             let evaluated = (checked, held_back);
             let row =
@@ -983,7 +981,7 @@ impl Reader<'_> {
             column: 0,
         };
         let notes = kernel.record.warnings.clone();
-        let mut checked = located(row, kernel.record, location);
+        let mut checked = located(row, kernel.record, location)?;
         checked.ptx = Some(directives);
         let machine_code =
             binary_sass_findings(&checked, kernel.smem_spilling, &self.levels.settings);
@@ -1008,7 +1006,7 @@ impl Reader<'_> {
     /// not exactly) go with its `spills` findings. Returns the row, for the lock.
     fn evaluate_with_notes(
         &self,
-        (mut checked, held_back): (CheckedRow, Option<&str>),
+        (mut checked, held_back): (KernelOnArch, Option<&str>),
         spill_notes: &[String],
         machine_code: Vec<Finding>,
         run: &mut Option<Run>,
@@ -1058,14 +1056,15 @@ impl Reader<'_> {
     }
 }
 
-/// The row of `record`, located at `at` (its line in a log, its place in a binary).
-fn located(mut row: KernelRow, record: KernelRecord, at: Location) -> CheckedRow {
+/// The kernel of `record` on its arch, its row located at `at` (its line in a log, its place in
+/// a binary).
+fn located(
+    mut row: KernelRow,
+    record: KernelRecord,
+    at: Location,
+) -> Result<KernelOnArch, CliError> {
     row.source = Some(at);
-    CheckedRow {
-        row,
-        record,
-        ptx: None,
-    }
+    KernelOnArch::of_row(row, record, None).map_err(|error| CliError::Input(error.to_string()))
 }
 
 /// `missing_kernel` for every kernel of the log that has no record for a requested arch, each
