@@ -172,7 +172,7 @@ fn leveled(row: &KernelRow, found: Vec<Finding>, levels: &Levels) -> Vec<Finding
                 finding.lint,
                 &levels.sources(None, &row.name),
             );
-            occupancy_core::kernel::of_row(row, Finding { level, ..finding })
+            occupancy_core::kernel::report_finding(row, Finding { level, ..finding })
         })
         .collect()
 }

@@ -13,7 +13,7 @@ use crate::finding::Finding;
 use crate::lint::evaluate::{check_kernel, CompiledOnArch, Launch, LevelSources};
 use crate::lint::{Level, LintId};
 use crate::ptxas::{KernelRecord, PtxEntry};
-use crate::report::{KernelRow, RowLaunch};
+use crate::report::KernelRow;
 use crate::spec::{BlockDim, KernelSpec};
 use crate::tune::Bound;
 
@@ -35,17 +35,8 @@ pub struct KernelOnArch {
 }
 
 impl KernelOnArch {
-    /// The kernel of `record` at `launch`: its row computed once, there.
-    pub fn at_launch(
-        record: KernelRecord,
-        ptx: Option<PtxEntry>,
-        launch: RowLaunch,
-    ) -> Result<KernelOnArch, UnknownArch> {
-        let row = KernelRow::from_record(&record, ptx.as_ref(), launch)?;
-        KernelOnArch::of_row(row, record, ptx)
-    }
-
-    /// The kernel of an already computed `row`, made from `record`.
+    /// The kernel whose `row` (computed at its launch by `KernelRow::from_record`) was made from
+    /// `record`; the arch is the row's.
     pub fn of_row(
         row: KernelRow,
         record: KernelRecord,
@@ -113,7 +104,7 @@ pub fn evaluate_at_launch(
             .map(|(kernel, occupancy)| kernel.compiled_on(occupancy, None))
             .collect();
         for finding in check_kernel(Launch::CommandLine(&spec), &on, &sources) {
-            findings.push(of_row(first, finding));
+            findings.push(report_finding(first, finding));
         }
     }
     findings
@@ -121,7 +112,7 @@ pub fn evaluate_at_launch(
 
 /// A finding of `row`'s kernel, for the report: people read the demangled name, the symbol
 /// stays in `kernel` (and SARIF's logical location); located at the kernel's definition.
-pub fn of_row(row: &KernelRow, finding: Finding) -> Finding {
+pub fn report_finding(row: &KernelRow, finding: Finding) -> Finding {
     let readable = |text: &str| {
         if row.demangled != row.name && !row.demangled.is_empty() {
             text.replace(&format!("`{}`", row.name), &format!("`{}`", row.demangled))
