@@ -523,13 +523,23 @@ fn tune_runs_at_once_on_one_cache_do_not_collide() {
 fn tune_runs_at_once_compiling_the_source_at_each_bound_do_not_collide() {
     let dir = work_dir("cli_tune", "parallel_front_end");
     let source = fixtures().join("tune_front_end.cu");
-    let args = [source.to_str().unwrap(), "--kernel", "swiglu", "--block", "256"];
+    let args = [
+        source.to_str().unwrap(),
+        "--kernel",
+        "swiglu",
+        "--block",
+        "256",
+    ];
     let (tuned, left) = tune_at_once(3, &args, &dir.join("shared"));
     let (alone, _) = tune_at_once(1, &args, &dir.join("alone"));
     let ladder = |one: &Value| one["archs"][0]["tuning"].clone();
     for one in &tuned {
         assert_eq!(one["compiled_per_bound"], true, "{one}");
-        assert_eq!(ladder(one), ladder(&alone[0]), "a run beside others measured another ladder");
+        assert_eq!(
+            ladder(one),
+            ladder(&alone[0]),
+            "a run beside others measured another ladder"
+        );
     }
     assert!(left.is_empty(), "every run removes its scratch: {left:?}");
 }

@@ -18,7 +18,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use occupancy_core::facts::SettledFinding;
 use occupancy_core::lint::evaluate;
 use occupancy_core::lint::{Level, LintId};
 use occupancy_core::report::{BaselineChange, Finding, Location, Report};
@@ -318,7 +317,6 @@ impl CrateView {
             };
             let message = error.to_string();
             let finding = evaluate::Finding {
-                lint: LintId::MissingKernel,
                 arch: None,
                 message: message
                     .strip_prefix("occupancy-build: ")
@@ -333,6 +331,7 @@ impl CrateView {
                         .first()
                         .map_or_else(|| "Cargo.toml".to_string(), |path| path.display().to_string())
                 )),
+                ..evaluate::Finding::new(LintId::MissingKernel)
             };
             if let Some(gathered) =
                 Gathered::leveled(finding, &levels.sources(None, ""), None, "", false)
@@ -530,13 +529,15 @@ fn unfulfilled(
         .collect()
 }
 
-fn settled_finding(finding: &Finding) -> SettledFinding {
-    SettledFinding {
-        lint: finding.lint,
+/// The finding as the facts file carries it to the attribute, which renders it at itself: its
+/// lint, level, message, notes and help (the kernel, crate and place are the report's).
+fn settled_finding(finding: &Finding) -> Finding {
+    Finding {
         level: finding.level,
         message: finding.message.clone(),
         notes: finding.notes.clone(),
         help: finding.help.clone(),
+        ..Finding::new(finding.lint)
     }
 }
 

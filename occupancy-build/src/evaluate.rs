@@ -5,7 +5,7 @@
 //! the other stages.
 use std::collections::{BTreeMap, BTreeSet};
 
-use occupancy_core::lint::evaluate::{self, CompiledOnArch, Launch, LevelSources};
+use occupancy_core::lint::evaluate::{self, CheckedLaunch, CompiledOnArch, Launch, LevelSources};
 use occupancy_core::lint::{Level, LintId};
 use occupancy_core::spec::KernelSpec;
 
@@ -19,9 +19,10 @@ use crate::levels::{Gathered, Levels};
 use crate::matching::Matching;
 use crate::parse::CompiledKernel;
 use crate::report::for_build;
-use crate::rows::{kernel_rows, undeclared_launch, ArchRow, UndeclaredLaunch};
+use crate::rows::{build_launch, kernel_rows};
 use crate::toolchain::Toolchain;
 use crate::Error;
+use occupancy_core::kernel::KernelOnArch;
 use occupancy_core::report::{KernelRow, Report, SourceFile};
 
 /// What checking one product found: its report (rows and the findings of its kernels), which
@@ -78,13 +79,11 @@ pub(crate) fn accept_frames_of_accepted_spills(gathered: &mut [Gathered], report
         .collect();
     let reported_spills: BTreeSet<(String, String)> = gathered
         .iter()
-        .filter(|found| {
-            found.leveled.finding.lint == LintId::Spills && found.leveled.level != Level::Allow
-        })
-        .filter_map(|found| Some((found.kernel.clone(), found.leveled.finding.arch.clone()?)))
+        .filter(|found| found.finding.lint == LintId::Spills && found.finding.level != Level::Allow)
+        .filter_map(|found| Some((found.kernel.clone(), found.finding.arch.clone()?)))
         .collect();
     for found in gathered.iter_mut() {
-        let finding = &found.leveled.finding;
+        let finding = &found.finding;
         let Some(arch) = finding.arch.as_deref() else {
             continue;
         };
@@ -102,8 +101,8 @@ pub(crate) fn accept_frames_of_accepted_spills(gathered: &mut [Gathered], report
             None => row.stack_frame_bytes <= row.spill_store_bytes,
         };
         if finding.lint == LintId::StackFrame && accepted_spill && frame_is_the_spill {
-            found.leveled.level = Level::Allow;
-            found.leveled.finding.notes.push(
+            found.finding.level = Level::Allow;
+            found.finding.notes.push(
                 "the frame holds the kernel's accepted spill, and nothing else: accepted with it"
                     .to_string(),
             );
@@ -158,17 +157,18 @@ fn check_one_kernel(
         ..
     } = *inputs;
     let mut found: Vec<Gathered> = Vec::new();
-    let undeclared = declared
-        .is_none()
-        .then(|| undeclared_launch(context, kernel, inputs.tables));
-    let mut rows = kernel_rows(context, kernel, declared, undeclared.as_ref(), declarations)?;
-    for (_, record, row) in &mut rows {
+    let spec = declared.map(|(declared, _)| &declared.kernel.spec);
+    let launch = build_launch(context, kernel, spec, inputs.tables);
+    let undeclared = declared.is_none().then_some(&launch);
+    let mut rows = kernel_rows(context, kernel, declared, &launch, declarations)?;
+    for on in &mut rows {
         // The record's arch as ptxas named it (`sm_90a`), which the SASS says too; the row's is
         // the table's (`sm_90`).
-        row.sass = evidence.facts_of(&kernel.name, &record.arch, &context.manifest_dir);
+        let arch = on.record.arch.as_str();
+        on.row.sass = evidence.facts_of(&kernel.name, arch, &context.manifest_dir);
         // A declared kernel's name is the one its `"auto"` bounds were tuned under.
-        row.tuning = declared
-            .and_then(|_| inputs.tuned.tuning(&kernel.name, &record.arch))
+        on.row.tuning = declared
+            .and_then(|_| inputs.tuned.tuning(&kernel.name, arch))
             .cloned();
     }
     // Expected lints and lints allowed with a reason are evaluated as warnings here, so that
@@ -179,35 +179,21 @@ fn check_one_kernel(
     if let Some(attribute_levels) = &attribute_levels {
         level_sources.attribute = Some(attribute_levels);
     }
-    let evaluated: Vec<_> = rows
-        .iter()
-        .map(|(facts, record, row)| (*facts, *record, row.occupancy_on(facts)))
-        .collect();
-    let on: Vec<CompiledOnArch<'_>> = evaluated
-        .iter()
-        .map(|(facts, record, occupancy)| CompiledOnArch {
-            arch: facts,
-            record,
-            ptx: kernel.ptx_on(&record.arch),
-            occupancy,
-            chosen: declared.and_then(|_| inputs.tuned.chosen(&kernel.name, &record.arch)),
+    let occupancies: Vec<_> = rows.iter().map(KernelOnArch::occupancy).collect();
+    let on: Vec<CompiledOnArch<'_>> = (rows.iter().zip(&occupancies))
+        .map(|(kernel_on, occupancy)| {
+            let arch = &kernel_on.record.arch;
+            let chosen = declared.and_then(|_| inputs.tuned.chosen(&kernel.name, arch));
+            kernel_on.compiled_on(occupancy, chosen)
         })
         .collect();
     found.extend(match declared {
         Some(declared) => declared_findings(inputs, kernel, declared, &rows, &on, &level_sources),
-        None => undeclared_findings(
-            kernel,
-            undeclared
-                .as_ref()
-                .expect("made for every undeclared kernel"),
-            &rows,
-            &on,
-            &level_sources,
-        ),
+        None => undeclared_findings(kernel, &launch, &rows, &on, &level_sources),
     });
     // The machine-code lints, for declared and undeclared kernels alike (undeclared ones are
     // summarized with the others of their lint).
-    for (_, _, row) in &rows {
+    for KernelOnArch { row, .. } in &rows {
         let ptx = kernel.ptx_on(&row.arch);
         for finding in evidence.findings(&kernel.source.source, row, ptx) {
             found.extend(Gathered::leveled(
@@ -219,17 +205,16 @@ fn check_one_kernel(
             ));
         }
     }
-    if let Some(launch) = &undeclared {
+    if let Some(launch) = undeclared {
         for gathered in &mut found {
             gathered
-                .leveled
                 .finding
                 .notes
                 .push(format!("checked at {}", launch.origin));
             gathered.launch = Some(launch.origin.clone());
         }
     }
-    Ok((found, rows.into_iter().map(|(_, _, row)| row).collect()))
+    Ok((found, rows.into_iter().map(|on| on.row).collect()))
 }
 
 /// A declared kernel's findings at its declared launch; a spill gets the hottest spill's line.
@@ -237,35 +222,31 @@ fn declared_findings(
     inputs: &EvaluateInputs<'_>,
     kernel: &CompiledKernel<'_>,
     (declared, declaration_index): (&Declared, usize),
-    rows: &[ArchRow<'_>],
+    rows: &[KernelOnArch],
     on: &[CompiledOnArch<'_>],
     level_sources: &LevelSources<'_>,
 ) -> Vec<Gathered> {
     let spec = &declared.kernel.spec;
     let mut found = Vec::new();
-    for mut leveled in evaluate::check_kernel(Launch::Declared(spec), on, level_sources) {
-        if leveled.finding.lint == LintId::BoundsMismatch
+    for mut finding in evaluate::check_kernel(Launch::Declared(spec), on, level_sources) {
+        if finding.lint == LintId::BoundsMismatch
             && kernel.source.kind == crate::context::SourceKind::Ptx
         {
-            let compiled = (on.iter())
-                .find(|compiled| Some(compiled.arch.name) == leveled.finding.arch.as_deref());
+            let compiled =
+                (on.iter()).find(|compiled| Some(compiled.arch.name) == finding.arch.as_deref());
             if let Some(compiled) = compiled {
                 let shown = display_path(&inputs.context.manifest_dir, &kernel.source.source);
                 let directives = compiled.entry_directives(spec);
-                leveled.finding.help =
-                    Some(crate::bounds_notes::ptx_input_help(&shown, &directives));
+                finding.help = Some(crate::bounds_notes::ptx_input_help(&shown, &directives));
             }
         }
-        if leveled.finding.lint == LintId::Spills {
+        if finding.lint == LintId::Spills {
             // Its help, the bound that keeps it spill-free, is the probe stage's
             // (`crate::spill_help`): finding it runs ptxas.
-            crate::sass_stage::note_hottest_spill(
-                &mut leveled.finding,
-                rows.iter().map(|(_, _, row)| row),
-            );
+            crate::sass_stage::note_hottest_spill(&mut finding, rows.iter().map(|on| &on.row));
         }
         found.push(Gathered {
-            leveled,
+            finding,
             declaration: Some(declaration_index),
             kernel: kernel.name.clone(),
             undeclared: false,
@@ -280,18 +261,18 @@ fn declared_findings(
 /// `undeclared_kernel`.
 fn undeclared_findings(
     kernel: &CompiledKernel<'_>,
-    launch: &UndeclaredLaunch,
-    rows: &[ArchRow<'_>],
+    launch: &CheckedLaunch,
+    rows: &[KernelOnArch],
     on: &[CompiledOnArch<'_>],
     level_sources: &LevelSources<'_>,
 ) -> Vec<Gathered> {
     let mut spec = KernelSpec::with_block(launch.block);
-    spec.dynamic_smem_bytes = launch.dynamic_smem_bytes;
+    spec.dynamic_smem_bytes = u32::try_from(launch.dynamic_smem_bytes).unwrap_or(u32::MAX);
     let mut found: Vec<Gathered> =
         evaluate::check_kernel(Launch::Undeclared(&spec), on, level_sources)
             .into_iter()
-            .map(|leveled| Gathered {
-                leveled,
+            .map(|finding| Gathered {
+                finding,
                 declaration: None,
                 kernel: kernel.name.clone(),
                 undeclared: true,
@@ -299,7 +280,7 @@ fn undeclared_findings(
                 launch: None,
             })
             .collect();
-    let source = rows.first().and_then(|(_, _, row)| row.source.clone());
+    let source = rows.first().and_then(|on| on.row.source.clone());
     let source_text = source.map_or_else(String::new, |source| source.to_string());
     found.extend(Gathered::leveled(
         evaluate::undeclared_kernel(&kernel.name, &source_text),
@@ -595,7 +576,7 @@ mod tests {
             ("kernels/unary.cu", 8)
         );
         let launch = |context: &Context, kernel: &CompiledKernel<'_>| {
-            let launch = undeclared_launch(context, kernel, &KernelTables::of(&context.settings));
+            let launch = build_launch(context, kernel, None, &KernelTables::of(&context.settings));
             (
                 launch.block.to_string(),
                 launch.dynamic_smem_bytes,

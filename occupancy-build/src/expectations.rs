@@ -47,13 +47,13 @@ pub(crate) fn settle(
             continue;
         };
         let spec = &declarations.kernels[index].kernel.spec;
-        let lint = found.leveled.finding.lint;
+        let lint = found.finding.lint;
         found.reason = spec.lint_reasons.get(&lint).cloned();
         if spec.expected_lints.contains(&lint) {
             fulfilled.insert((index, lint));
-            found.leveled.level = Level::Allow;
+            found.finding.level = Level::Allow;
         } else if spec.lint_levels.get(&lint) == Some(&Level::Allow) {
-            found.leveled.level = Level::Allow;
+            found.finding.level = Level::Allow;
         }
     }
     fulfilled

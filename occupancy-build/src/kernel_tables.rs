@@ -8,6 +8,7 @@
 
 use std::collections::BTreeSet;
 
+use occupancy_core::lint::evaluate::TableLaunch;
 use occupancy_core::report::readable_kernel_name;
 use occupancy_core::spec::family_matches;
 
@@ -124,15 +125,23 @@ impl KernelTables {
 /// `[package.metadata.occupancy.kernels.<name>]` is) that speaks for the kernel `symbol`
 /// (demangled `demangled`): a table named for it, else the one pattern that matches; two
 /// matching patterns are an error naming both.
-pub fn table_launch(
-    launches: &std::collections::BTreeMap<String, crate::config::KernelLaunch>,
+pub fn table_launch<'a>(
+    launches: &'a std::collections::BTreeMap<String, crate::config::KernelLaunch>,
     symbol: &str,
     demangled: Option<&str>,
-) -> Result<Option<crate::config::KernelLaunch>, Error> {
+) -> Result<Option<TableLaunch<'a>>, Error> {
     let tables = KernelTables::of_names(launches.keys());
     let names = KernelNames::of(symbol, demangled, None);
     match tables.table_for(names) {
-        Ok(found) => Ok(found.and_then(|name| launches.get(name).copied())),
+        Ok(found) => {
+            Ok(found
+                .and_then(|name| launches.get_key_value(name))
+                .map(|(name, launch)| TableLaunch {
+                    name,
+                    block: launch.block,
+                    dynamic_smem_bytes: launch.dynamic_smem_bytes,
+                }))
+        }
         Err(ambiguous) => Err(Error::AmbiguousKernelTables {
             kernel: ambiguous.kernel,
             tables: [ambiguous.first, ambiguous.second],

@@ -1,17 +1,19 @@
 //! The evaluate stage of a check of sources outside any package (`Build::check_sources`, what
 //! `cargo occupancy check` calls; `pipeline::check_sources` orders its stages): the launch of
 //! the request stands in for a declaration, every kernel's rows are computed at it
-//! ([`rows_at_launch`]) and evaluated by [`evaluate_at_launch`], which the CLI also uses for the
-//! rows it reads from ptxas logs. Nothing is written but the compile cache under `.out_dir(...)`.
+//! ([`rows_at_launch`], one `occupancy_core::kernel::KernelOnArch` each) and evaluated by
+//! `occupancy_core::kernel::evaluate_at_launch`, which the CLI also uses for the kernels it
+//! reads from ptxas logs and binaries. Nothing is written but the compile cache under `.out_dir(...)`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use occupancy_core::lint::evaluate::{check_kernel, CompiledOnArch, Launch, LevelSources};
+use occupancy_core::kernel::KernelOnArch;
+use occupancy_core::lint::evaluate::{checked_launch, CheckedLaunch, LaunchOrigin, LaunchSettings};
 use occupancy_core::lint::{Level, LintId};
-use occupancy_core::ptxas::{KernelRecord, PtxEntry};
+use occupancy_core::ptxas::PtxEntry;
 use occupancy_core::report::{Finding, KernelRow, Report};
-use occupancy_core::spec::{BlockDim, KernelSpec};
+use occupancy_core::spec::BlockDim;
 
 use crate::declarations::Declarations;
 use crate::levels::Levels;
@@ -61,14 +63,6 @@ pub struct SourceCheckOutput {
     pub toolchain: Option<crate::baseline::ToolchainStamp>,
 }
 
-/// A report row with what it was computed from: the evaluation reads the record and the PTX.
-#[derive(Debug, Clone)]
-pub struct CheckedRow {
-    pub row: KernelRow,
-    pub record: KernelRecord,
-    pub ptx: Option<PtxEntry>,
-}
-
 /// Every kernel's rows at the request's launch, with the SASS facts read for it, sorted by
 /// [`sort_rows`].
 pub(crate) fn rows_at_launch(
@@ -76,47 +70,51 @@ pub(crate) fn rows_at_launch(
     kernels: &[CompiledKernel<'_>],
     evidence: &SassEvidence,
     request: &SourceCheck,
-) -> Result<Vec<CheckedRow>, Error> {
+) -> Result<Vec<KernelOnArch>, Error> {
     let declarations = Declarations::default();
     let mut checked = Vec::new();
     for kernel in kernels {
-        for (facts, record, mut row) in
-            rows::kernel_rows(context, kernel, None, None, &declarations)?
-        {
-            row.crate_name = None;
-            if let Some(block) = request.block_threads {
-                row.block = block;
-            }
-            row.dynamic_smem_bytes = request.dynamic_smem_bytes;
-            let table = crate::kernel_tables::table_launch(
-                &request.launch_tables,
-                &kernel.name,
-                kernel.demangled.as_deref(),
-            )?;
-            if let Some(launch) = table {
-                row.block = launch.block.map_or(row.block, |block| block.threads());
-                row.dynamic_smem_bytes = launch
-                    .dynamic_smem_bytes
-                    .map_or(row.dynamic_smem_bytes, u64::from);
-            }
-            row.compute(facts);
+        let launch = source_launch(context, kernel, request)?;
+        for mut on in rows::kernel_rows(context, kernel, None, &launch, &declarations)? {
+            on.row.crate_name = None;
             // The record's arch as ptxas named it (`sm_90a`), as the SASS does; the row's is the
             // table's (`sm_90`).
-            row.sass = evidence.facts_of(&kernel.name, &record.arch, &context.manifest_dir);
-            checked.push(CheckedRow {
-                row,
-                record: record.clone(),
-                ptx: kernel.ptx_on(&record.arch).cloned(),
-            });
+            let sass = evidence.facts_of(&kernel.name, &on.record.arch, &context.manifest_dir);
+            on.row.sass = sass;
+            checked.push(on);
         }
     }
     sort_rows(&mut checked);
     Ok(checked)
 }
 
+/// The launch `kernel` is checked at by the request: [`checked_launch`] from the command line's
+/// block and dynamic shared memory, the kernel table that names the kernel and the kernel's
+/// compiled `__launch_bounds__`.
+fn source_launch(
+    context: &crate::context::Context,
+    kernel: &CompiledKernel<'_>,
+    request: &SourceCheck,
+) -> Result<CheckedLaunch, Error> {
+    let names = (kernel.name.as_str(), kernel.demangled.as_deref());
+    let table = crate::kernel_tables::table_launch(&request.launch_tables, names.0, names.1)?;
+    Ok(checked_launch(&LaunchSettings {
+        origin: LaunchOrigin::CommandLine,
+        declared: None,
+        table,
+        given_block: request.block_threads.map(BlockDim::linear),
+        given_dynamic_smem_bytes: request.dynamic_smem_bytes,
+        crate_block: context.settings.block,
+        compiled_max_threads: kernel
+            .ptx
+            .as_ref()
+            .and_then(PtxEntry::max_threads_per_block),
+    }))
+}
+
 /// Grouped by file, then line, kernel and architecture.
-pub fn sort_rows(rows: &mut [CheckedRow]) {
-    rows.sort_by_cached_key(|CheckedRow { row, .. }| {
+pub fn sort_rows(rows: &mut [KernelOnArch]) {
+    rows.sort_by_cached_key(|KernelOnArch { row, .. }| {
         let (path, line) = row.source.as_ref().map_or((String::new(), 0), |source| {
             (source.path.clone(), source.line)
         });
@@ -128,7 +126,7 @@ pub fn sort_rows(rows: &mut [CheckedRow]) {
 
 /// The SASS findings of every row, leveled like the others.
 pub(crate) fn sass_findings(
-    checked: &[CheckedRow],
+    checked: &[KernelOnArch],
     kernels: &[CompiledKernel<'_>],
     evidence: &SassEvidence,
     levels: &Levels,
@@ -138,7 +136,7 @@ pub(crate) fn sass_findings(
         .map(|kernel| (kernel.name.as_str(), kernel.source.source.as_path()))
         .collect();
     let mut findings = Vec::new();
-    for CheckedRow { row, ptx, .. } in checked {
+    for KernelOnArch { row, ptx, .. } in checked {
         let Some(source) = sources.get(row.name.as_str()) else {
             continue;
         };
@@ -153,7 +151,7 @@ pub(crate) fn sass_findings(
 /// no PTX or compiler log: `setmaxnreg_ignored`, which compares the PTX with the SASS, cannot
 /// fire.
 pub fn binary_sass_findings(
-    checked: &CheckedRow,
+    checked: &KernelOnArch,
     smem_spilling: bool,
     levels: &BTreeMap<LintId, Level>,
 ) -> Vec<Finding> {
@@ -166,11 +164,7 @@ pub fn binary_sass_findings(
 }
 
 /// `found` of `row`, each at its level for the row's kernel, for the report.
-fn leveled(
-    row: &KernelRow,
-    found: Vec<occupancy_core::lint::evaluate::Finding>,
-    levels: &Levels,
-) -> Vec<Finding> {
+fn leveled(row: &KernelRow, found: Vec<Finding>, levels: &Levels) -> Vec<Finding> {
     found
         .into_iter()
         .map(|finding| {
@@ -178,82 +172,7 @@ fn leveled(
                 finding.lint,
                 &levels.sources(None, &row.name),
             );
-            report_finding(row, finding, level)
+            occupancy_core::kernel::report_finding(row, Finding { level, ..finding })
         })
         .collect()
-}
-
-/// The lints of every kernel at the launch of its rows (sorted by [`sort_rows`]; a kernel's
-/// rows are adjacent): the build gate's evaluation (`check_kernel`, worded for a launch from the
-/// command line) with the defaults of every limit (no spills, no stack, no minimum occupancy).
-/// `bounds_mismatch` is left out: there is no declaration for compiled bounds to disagree with.
-pub fn evaluate_at_launch(rows: &[CheckedRow], levels: &BTreeMap<LintId, Level>) -> Vec<Finding> {
-    let sources = LevelSources {
-        attribute: None,
-        kernel_config: None,
-        environment: None,
-        crate_config: Some(levels),
-    };
-    let mut findings = Vec::new();
-    for group in rows.chunk_by(|a, b| {
-        a.row.name == b.row.name
-            && a.row.source.as_ref().map(|source| &source.path)
-                == b.row.source.as_ref().map(|source| &source.path)
-    }) {
-        let first = &group[0].row;
-        if !first.entry {
-            continue;
-        }
-        let mut spec = KernelSpec::with_block(BlockDim::linear(first.block));
-        spec.dynamic_smem_bytes = u32::try_from(first.dynamic_smem_bytes).unwrap_or(u32::MAX);
-        let evaluated: Vec<_> = group
-            .iter()
-            .filter_map(|item| {
-                let arch = occupancy_core::arch::lookup(&item.row.arch).ok()?;
-                Some((arch, item, item.row.occupancy_on(arch)))
-            })
-            .collect();
-        let on: Vec<CompiledOnArch<'_>> = evaluated
-            .iter()
-            .map(|(arch, item, occupancy)| CompiledOnArch {
-                arch,
-                record: &item.record,
-                ptx: item.ptx.as_ref(),
-                occupancy,
-                chosen: None,
-            })
-            .collect();
-        for leveled in check_kernel(Launch::CommandLine(&spec), &on, &sources) {
-            findings.push(report_finding(first, leveled.finding, leveled.level));
-        }
-    }
-    findings
-}
-
-/// A finding of `row`'s kernel, for the report: people read the demangled name, the symbol
-/// stays in `kernel` (and SARIF's logical location); located at the kernel's definition.
-fn report_finding(
-    row: &KernelRow,
-    finding: occupancy_core::lint::evaluate::Finding,
-    level: Level,
-) -> Finding {
-    let readable = |text: &str| {
-        if row.demangled != row.name && !row.demangled.is_empty() {
-            text.replace(&format!("`{}`", row.name), &format!("`{}`", row.demangled))
-        } else {
-            text.to_string()
-        }
-    };
-    Finding {
-        lint: finding.lint,
-        level,
-        crate_name: None,
-        kernel: Some(row.name.clone()),
-        arch: finding.arch,
-        message: readable(&finding.message),
-        notes: finding.notes.iter().map(|note| readable(note)).collect(),
-        help: finding.help,
-        location: row.source.clone(),
-        reason: None,
-    }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use occupancy_core::lint::evaluate::{self, LevelSources, LeveledFinding};
+use occupancy_core::lint::evaluate::{self, LevelSources};
 use occupancy_core::lint::{Level, LintId};
 
 use crate::context::Context;
@@ -107,7 +107,8 @@ impl Levels {
 
 /// A finding of this build with its level, and what it concerns.
 pub(crate) struct Gathered {
-    pub(crate) leveled: LeveledFinding,
+    /// The finding, at its level.
+    pub(crate) finding: evaluate::Finding,
     /// The declaration it is shown at.
     pub(crate) declaration: Option<usize>,
     /// The compiled kernel (or the declared name, for `missing_kernel`).
@@ -136,7 +137,7 @@ impl Gathered {
             evaluate::resolve_level(finding.lint, sources)
         };
         (level != Level::Allow).then(|| Gathered {
-            leveled: LeveledFinding { finding, level },
+            finding: evaluate::Finding { level, ..finding },
             declaration,
             kernel: kernel.to_string(),
             undeclared,

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use occupancy_core::lint::evaluate::{self, LeveledFinding};
+use occupancy_core::lint::evaluate;
 use occupancy_core::lint::{Level, LintId};
 
 use crate::cargo_lines::CargoLines;
@@ -362,7 +362,8 @@ pub(crate) fn report_finding(
     declarations: &Declarations,
     sources: &BTreeMap<&str, Location>,
 ) -> Finding {
-    let LeveledFinding { finding, level } = &gathered.leveled;
+    let finding = &gathered.finding;
+    let level = finding.level;
     let mut notes = finding.notes.clone();
     if let Some(reason) = &gathered.reason {
         let expected = declared
@@ -374,19 +375,15 @@ pub(crate) fn report_finding(
         ));
     }
     Finding {
-        lint: finding.lint,
-        level: *level,
         crate_name: Some(context.crate_name.clone()),
         kernel: (!gathered.kernel.is_empty()).then(|| gathered.kernel.clone()),
-        arch: finding.arch.clone(),
-        message: finding.message.clone(),
         notes,
-        help: finding.help.clone(),
         location: match declared {
             Some(declared) => Some(declarations.location(declared)),
             None => sources.get(gathered.kernel.as_str()).cloned(),
         },
         reason: gathered.reason.clone(),
+        ..finding.clone()
     }
 }
 

@@ -1,13 +1,18 @@
-//! The calculate stage: one report row per kernel and target arch, at the declared launch (or
-//! the crate's `block` for an undeclared kernel), located at the kernel's definition. The
+//! The calculate stage: one report row per kernel and target arch, at the launch
+//! [`build_launch`] decides (the declared one, or the crate's for an undeclared kernel), located
+//! at the kernel's definition. The
 //! computed columns come from `occupancy_core::report::KernelRow` (the calculator).
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use occupancy_core::arch::{self, ArchFacts};
-use occupancy_core::lint::evaluate;
-use occupancy_core::ptxas::KernelRecord;
+use occupancy_core::kernel::KernelOnArch;
+use occupancy_core::lint::evaluate::{
+    checked_launch, CheckedLaunch, LaunchOrigin, LaunchSettings, TableLaunch,
+};
+use occupancy_core::ptxas::PtxEntry;
+use occupancy_core::spec::KernelSpec;
 
 use crate::context::Context;
 use crate::declarations::{Declarations, Declared};
@@ -16,7 +21,6 @@ use crate::kernel_tables::{KernelNames, KernelTables};
 use crate::parse::CompiledKernel;
 use crate::Error;
 use occupancy_core::report::{KernelRow, Location, LocationKind, RowLaunch};
-use occupancy_core::spec::BlockDim;
 
 /// Where a compiled kernel is defined: the PTX's line information (`-lineinfo`) for a `.cu`
 /// source, so a kernel made by a C macro points at the macro's invocation and one in a header
@@ -45,100 +49,48 @@ pub(crate) fn kernel_location(context: &Context, kernel: &CompiledKernel<'_>) ->
     }
 }
 
-/// The launch an undeclared kernel is checked at, and where it comes from in words, with the
-/// setting that changes it (said in every finding and summary about the kernel).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct UndeclaredLaunch {
-    pub(crate) block: BlockDim,
-    pub(crate) dynamic_smem_bytes: u32,
-    pub(crate) origin: String,
-}
-
-/// The launch an undeclared kernel is checked at: its kernel table's (`block`,
-/// `dynamic_smem` under `[package.metadata.occupancy.kernels."<name or pattern>"]`), else the
-/// crate's `block` (default [`evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS`]), or the kernel's
-/// compiled maximum (`__launch_bounds__`) when that is smaller: it cannot be launched with
-/// more. A kernel table's launch is taken as written: a kernel compiled for fewer threads is
-/// then `unlaunchable` there, which is the point.
-pub(crate) fn undeclared_launch(
+/// The launch a kernel of a build is checked at: its declaration's (`spec`), else the one
+/// `occupancy_core`'s [`checked_launch`] decides from its kernel table (`block`,
+/// `dynamic_smem` under `[package.metadata.occupancy.kernels."<name or pattern>"]`), the
+/// crate's `block` and its compiled `__launch_bounds__`.
+pub(crate) fn build_launch(
     context: &Context,
     kernel: &CompiledKernel<'_>,
+    spec: Option<&KernelSpec>,
     tables: &KernelTables,
-) -> UndeclaredLaunch {
+) -> CheckedLaunch {
     let names = KernelNames::of(&kernel.name, kernel.demangled.as_deref(), None);
     // Two patterns for one kernel were refused before the rows were made.
     let table = tables.table_for(names).ok().flatten();
-    let launch = table.and_then(|name| context.settings.kernel_launches.get(name));
-    if let (Some(name), Some(launch)) = (table, launch) {
-        let block = launch.block.unwrap_or_else(|| crate_block(context));
-        return UndeclaredLaunch {
-            block,
-            dynamic_smem_bytes: launch.dynamic_smem_bytes.unwrap_or(0),
-            origin: format!("block {block} from [package.metadata.occupancy.kernels.{name:?}]"),
-        };
-    }
-    let crate_block = crate_block(context);
-    let compiled_max = kernel
-        .ptx
-        .as_ref()
-        .and_then(|ptx| ptx.maxntid.as_ref().or(ptx.reqntid.as_ref()))
-        .map(|dims| dims.iter().product::<u32>())
-        .filter(|&max| max < crate_block.threads());
-    let how = "set `block` under [package.metadata.occupancy], or per kernel or pattern under [package.metadata.occupancy.kernels.\"<name or pattern*>\"]";
-    let (block, origin) = match (compiled_max, context.settings.block) {
-        (Some(max), _) => (
-            BlockDim::linear(max),
-            format!("block {max}, the kernel's `__launch_bounds__` maximum (below the crate's {crate_block})"),
-        ),
-        (None, Some(_)) => (
-            crate_block,
-            format!("block {crate_block}, the crate's `block` under [package.metadata.occupancy]"),
-        ),
-        (None, None) => (
-            crate_block,
-            format!("block {crate_block}, the default for undeclared kernels ({how})"),
-        ),
-    };
-    UndeclaredLaunch {
-        block,
-        dynamic_smem_bytes: 0,
-        origin,
-    }
+    let table = table.and_then(|name| context.settings.kernel_launches.get_key_value(name));
+    checked_launch(&LaunchSettings {
+        origin: LaunchOrigin::CrateDefault,
+        declared: spec,
+        table: table.map(|(name, launch)| TableLaunch {
+            name,
+            block: launch.block,
+            dynamic_smem_bytes: launch.dynamic_smem_bytes,
+        }),
+        given_block: None,
+        given_dynamic_smem_bytes: 0,
+        crate_block: context.settings.block,
+        compiled_max_threads: kernel
+            .ptx
+            .as_ref()
+            .and_then(PtxEntry::max_threads_per_block),
+    })
 }
-
-/// The crate's block for undeclared kernels: `block` under `[package.metadata.occupancy]`,
-/// else [`evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS`].
-fn crate_block(context: &Context) -> BlockDim {
-    context
-        .settings
-        .block
-        .unwrap_or(BlockDim::linear(evaluate::DEFAULT_UNDECLARED_BLOCK_THREADS))
-}
-
-pub(crate) type ArchRow<'a> = (&'static ArchFacts, &'a KernelRecord, KernelRow);
 
 /// One report row per target arch of `kernel` (those its declaration keeps), computed by the
 /// report model (the one place the computed columns come from); the lints read the same rows.
-pub(crate) fn kernel_rows<'a>(
+pub(crate) fn kernel_rows(
     context: &Context,
-    kernel: &'a CompiledKernel<'_>,
+    kernel: &CompiledKernel<'_>,
     declared: Option<(&Declared, usize)>,
-    undeclared: Option<&UndeclaredLaunch>,
+    launch: &CheckedLaunch,
     declarations: &Declarations,
-) -> Result<Vec<ArchRow<'a>>, Error> {
+) -> Result<Vec<KernelOnArch>, Error> {
     let spec = declared.map(|(declared, _)| &declared.kernel.spec);
-    let default_launch;
-    let undeclared = match undeclared {
-        Some(launch) => launch,
-        None => {
-            default_launch = undeclared_launch(context, kernel, &KernelTables::default());
-            &default_launch
-        }
-    };
-    let (block_threads, dynamic_smem_bytes) = match spec {
-        Some(spec) => (spec.block.threads(), spec.dynamic_smem_bytes),
-        None => (undeclared.block.threads(), undeclared.dynamic_smem_bytes),
-    };
     let arch_filter: Option<BTreeSet<String>> =
         spec.and_then(|spec| spec.archs.as_ref()).map(|archs| {
             archs
@@ -164,8 +116,8 @@ pub(crate) fn kernel_rows<'a>(
     let source_location = kernel_location(context, kernel);
     let compiled_from = display_path(&context.manifest_dir, &kernel.source.source);
     let launch = RowLaunch {
-        block: block_threads,
-        dynamic_smem_bytes: u64::from(dynamic_smem_bytes),
+        block: launch.block_threads(),
+        dynamic_smem_bytes: launch.dynamic_smem_bytes,
         carveout_percent: None,
     };
     let mut rows = Vec::new();
@@ -201,7 +153,12 @@ pub(crate) fn kernel_rows<'a>(
             row.non_portable_cluster = spec.non_portable_cluster;
             row.compute_clusters(facts);
         }
-        rows.push((facts, record, row));
+        rows.push(KernelOnArch {
+            arch: facts,
+            row,
+            record: record.clone(),
+            ptx: kernel.ptx_on(arch_name).cloned(),
+        });
     }
     Ok(rows)
 }

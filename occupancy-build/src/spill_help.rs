@@ -30,7 +30,7 @@ pub(crate) fn add_spill_free_help(
         let Some(declaration) = found.declaration else {
             continue;
         };
-        if found.undeclared || found.leveled.finding.lint != LintId::Spills {
+        if found.undeclared || found.finding.lint != LintId::Spills {
             continue;
         }
         let kernel = kernels.iter().enumerate().find(|(index, kernel)| {
@@ -40,9 +40,9 @@ pub(crate) fn add_spill_free_help(
             continue;
         };
         let declared = &declarations.kernels[declaration].kernel;
-        let arch = found.leveled.finding.arch.as_deref();
+        let arch = found.finding.arch.as_deref();
         if let Some(help) = spill_free_help(toolchain, context, kernel, declared, arch) {
-            found.leveled.finding.help = Some(help);
+            found.finding.help = Some(help);
         }
     }
 }

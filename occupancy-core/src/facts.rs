@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::lint::{Level, LintId};
+use crate::finding::Finding;
 
 /// The file's name in `OUT_DIR`.
 pub const FACTS_FILE: &str = "occupancy_facts.json";
@@ -37,7 +37,7 @@ pub struct BuildFacts {
     /// `[package.metadata.occupancy.kernels.<name>]` table that names no kernel of any
     /// product): the expansion of the first declaration listed renders them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub settled: Vec<SettledFinding>,
+    pub settled: Vec<Finding>,
 }
 
 /// One declaration the build saw, and its kernel's compiled facts per architecture.
@@ -59,28 +59,11 @@ pub struct DeclarationFacts {
     /// A `Build` cannot know whether a later one compiles the kernel, so the expansion, which
     /// runs after the build script, renders these at the attribute (warn and deny only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub settled: Vec<SettledFinding>,
+    pub settled: Vec<Finding>,
     /// Why the declaration's kernel may be unchecked although the build ran (a product built
     /// with `.check(false)` could hold it); absent when every product was checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_checked: Option<String>,
-}
-
-/// A finding about one declaration, as the attribute renders it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SettledFinding {
-    /// The lint.
-    pub lint: LintId,
-    /// `warn` or `deny` (allowed findings are not written).
-    pub level: Level,
-    /// The message, as the report has it.
-    pub message: String,
-    /// Its notes.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-    /// How to fix it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub help: Option<String>,
 }
 
 /// One kernel on one architecture at its declared launch, as the build's report has it: the
@@ -133,6 +116,7 @@ impl BuildFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lint::{Level, LintId};
 
     #[test]
     fn round_trips_and_refuses_other_versions() {
@@ -156,17 +140,19 @@ mod tests {
                     warps_per_sm: 64,
                     occupancy: 1.0,
                 }],
-                settled: vec![SettledFinding {
-                    lint: LintId::UnfulfilledExpectation,
+                settled: vec![Finding {
                     level: Level::Deny,
                     message: "`expect(spills)` on kernel `saxpy` is unfulfilled".into(),
-                    notes: Vec::new(),
                     help: Some("remove it".into()),
+                    ..Finding::new(LintId::UnfulfilledExpectation)
                 }],
                 not_checked: None,
             }],
             settled: Vec::new(),
         };
+        // A settled finding is written with the keys the attribute has always read: no crate,
+        // kernel, arch, location or reason.
+        assert!(facts.to_json().contains("\"settled\": [\n        {\n          \"lint\": \"unfulfilled_expectation\",\n          \"level\": \"deny\",\n          \"message\""), "{}", facts.to_json());
         let parsed = BuildFacts::from_json(&facts.to_json()).unwrap();
         assert_eq!(parsed, facts);
         assert!(parsed.declaration("saxpy", "saxpy").is_some());

@@ -46,8 +46,9 @@
 //!   deny (`occupancy-model`'s; also `occupancy::LintLevel`, the same).
 //! - [`lint::Lint`]: one lint's declaration (its id, default level, documentation and
 //!   [`lint::Check`], the function that finds it), [`lint::LintId::lint`].
-//! - [`lint::evaluate::Finding`]: one lint's result before a level is attached
-//!   (also `report::Finding`, the same with its level, crate and location).
+//! - [`finding::Finding`]: one lint's result, with its level, kernel and place: the one finding
+//!   type (also named `lint::evaluate::Finding` and `report::Finding`; the facts file's
+//!   `settled` findings are it too).
 //! - [`report::Report`]: everything one build or check found, the schema of every JSON report.
 //! - [`report::KernelRow`]: one kernel on one arch in a report: ptxas's numbers plus the
 //!   calculator's answer for the declared or requested launch.
@@ -76,6 +77,8 @@
 //!   [`calc::sweep`] (many launches at once) and [`calc::clusters`] (thread-block clusters
 //!   resident at once on a named GPU, [`calc::clusters::max_active_clusters`]).
 //! - [`facts`]: the facts file the build writes for the `#[occupancy::kernel]` macro.
+//! - [`finding`]: the one finding type ([`finding::Finding`]) and where it points
+//!   ([`finding::Location`], [`finding::LocationKind`]; also under [`report`]).
 //! - [`lint`]: the lint ids, levels and declarations ([`lint::LintId`], [`lint::Level`],
 //!   [`lint::Lint`], [`lint::Check`]), `docs/lints.md` ([`lint::render_lints_markdown`]), name
 //!   suggestions ([`lint::did_you_mean`], [`lint::closest_names`]), and [`lint::evaluate`]: the
@@ -108,6 +111,8 @@
 pub mod arch;
 pub mod calc;
 pub mod facts;
+pub mod finding;
+pub mod kernel;
 pub mod lint;
 mod lint_id;
 mod names;

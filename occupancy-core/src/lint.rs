@@ -24,6 +24,7 @@ mod registry;
 
 mod baseline;
 mod bounds;
+mod checked_launch;
 mod cliff;
 mod clusters;
 mod docs;

@@ -1,6 +1,7 @@
 //! Tokens for one `#[occupancy::kernel(...)]`: the item as written, then one const per kernel.
 
-use occupancy_core::facts::{CompiledFacts, SettledFinding};
+use occupancy_core::facts::CompiledFacts;
+use occupancy_core::finding::Finding;
 use occupancy_core::lint::Level;
 use occupancy_core::spec::{KernelStub, Key, Owned, StubKernel, StubKind, Tunable, Value};
 use proc_macro2::{Literal, Span, TokenStream};
@@ -62,7 +63,7 @@ fn settled_findings(kernel: &StubKernel, lookup: &Lookup) -> syn::Result<TokenSt
 
 /// `missing_kernel: ...` with its notes and help, as the build's diagnostics say them (rustc
 /// puts `error: ` before it; a warning is named after the lint by its const).
-fn settled_text(finding: &SettledFinding) -> String {
+fn settled_text(finding: &Finding) -> String {
     let mut text = match finding.level {
         Level::Deny => format!("{}: {}", finding.lint, finding.message),
         _ => finding.message.clone(),

@@ -13,7 +13,8 @@
 
 use std::path::{Path, PathBuf};
 
-use occupancy_core::facts::{BuildFacts, CompiledFacts, SettledFinding, FACTS_FILE};
+use occupancy_core::facts::{BuildFacts, CompiledFacts, FACTS_FILE};
+use occupancy_core::finding::Finding;
 use occupancy_core::spec::StubKernel;
 
 /// What the build knows about one declaration.
@@ -24,7 +25,7 @@ pub(crate) enum Status {
     /// `expect(...)`), which the expansion reports at the attribute.
     Checked {
         compiled: Vec<CompiledFacts>,
-        settled: Vec<SettledFinding>,
+        settled: Vec<Finding>,
     },
     /// The build ran but checked nothing (`OCCUPANCY_SKIP`, docs.rs, `.check(false)`).
     Skipped { reason: String },

@@ -8,30 +8,29 @@
 
 use std::path::{Path, PathBuf};
 
-use occupancy_core::facts::{
-    BuildFacts, DeclarationFacts, SettledFinding, FACTS_FILE, FACTS_SCHEMA_VERSION,
-};
+use occupancy_core::facts::{BuildFacts, DeclarationFacts, FACTS_FILE, FACTS_SCHEMA_VERSION};
+use occupancy_core::finding::Finding;
 use occupancy_core::lint::{Level, LintId};
 use occupancy_core::spec::{scan_source, KEYS};
 
 /// What the build settles over every product for the declarations of
 /// `fail_settled_findings.rs`: a kernel no product compiled (deny) and an expectation no
 /// finding fulfilled (set to warn).
-fn settled(rust_name: &str) -> Vec<SettledFinding> {
+fn settled(rust_name: &str) -> Vec<Finding> {
     match rust_name {
-        "settled_missing" => vec![SettledFinding {
-            lint: LintId::MissingKernel,
+        "settled_missing" => vec![Finding {
             level: Level::Deny,
             message: "declared kernel `settled_missing` is not in any compiled output".into(),
             notes: vec!["2 kernels compiled: settled_expected, settled_mising".into()],
             help: Some("did you mean `name = \"settled_mising\"`?".into()),
+            ..Finding::new(LintId::MissingKernel)
         }],
-        "settled_expected" => vec![SettledFinding {
-            lint: LintId::UnfulfilledExpectation,
+        "settled_expected" => vec![Finding {
             level: Level::Warn,
             message: "kernel `settled_expected` expects `stack_frame`, but no `stack_frame` finding occurred on any target arch".into(),
             notes: Vec::new(),
             help: Some("remove `expect(stack_frame...)` from the declaration".into()),
+            ..Finding::new(LintId::UnfulfilledExpectation)
         }],
         _ => Vec::new(),
     }

@@ -1,7 +1,8 @@
 //! CONTRIBUTING.md's recipes stay true: every `path#text` they cite names a file of the repository
 //! that holds that text, every plain `path` they cite exists, and the import graph of every crate
-//! has no circle (the house rule the recipes rely on), and the build helper every user's build
-//! script compiles holds no archive or ZIP reader (docs/architecture.md).
+//! has no circle (the house rule the recipes rely on), the build helper every user's build
+//! script compiles holds no archive or ZIP reader, and one finding type, one launch decision and
+//! one route to the gate's findings carry every path (docs/architecture.md).
 
 use occupancy_tests::repo_root;
 use std::process::Command;
@@ -71,6 +72,17 @@ fn assert_cites_what_is_there(doc: &str, what: &str) {
     );
 }
 
+/// The workspace's crates, leaf first.
+const CRATES: [&str; 7] = [
+    "occupancy-model",
+    "occupancy-core",
+    "occupancy-macros",
+    "occupancy",
+    "occupancy-build",
+    "occupancy-binary",
+    "cargo-occupancy",
+];
+
 #[test]
 fn every_file_and_text_the_recipes_cite_exists() {
     assert_cites_what_is_there("CONTRIBUTING.md", "the recipe");
@@ -85,15 +97,7 @@ fn every_file_and_text_the_architecture_map_cites_exists() {
 #[test]
 fn no_crate_has_an_import_circle() {
     let root = repo_root();
-    for krate in [
-        "occupancy-model",
-        "occupancy-core",
-        "occupancy-macros",
-        "occupancy",
-        "occupancy-build",
-        "occupancy-binary",
-        "cargo-occupancy",
-    ] {
+    for krate in CRATES {
         let output = Command::new("python3")
             .arg(root.join("scripts/module-cycles.py"))
             .arg(root.join(krate).join("src"))
@@ -366,5 +370,163 @@ fn the_io_scan_catches_the_stages_that_read_and_run() {
     assert_eq!(
         io_marks(&uncommented("let text = std::fs::read(path)?;")),
         ["std::fs"]
+    );
+}
+
+/// Every non-test `.rs` file of the workspace's crates, with its text up to its first
+/// `#[cfg(test)]` (unit tests may build what they check any way they like).
+fn library_sources() -> Vec<(String, String)> {
+    let root = repo_root();
+    let mut sources = Vec::new();
+    let mut stack: Vec<_> = CRATES
+        .iter()
+        .map(|krate| root.join(krate).join("src"))
+        .collect();
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                stack.push(path);
+            } else if name.ends_with(".rs") && name != "tests.rs" {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let library = text.split("#[cfg(test)]").next().unwrap_or("").to_string();
+                let shown = path.strip_prefix(&root).unwrap().display().to_string();
+                sources.push((shown, library));
+            }
+        }
+    }
+    sources.sort();
+    sources
+}
+
+/// The files whose library code holds `needle`.
+fn files_with(sources: &[(String, String)], needle: &str) -> Vec<String> {
+    sources
+        .iter()
+        .filter(|(_, text)| text.contains(needle))
+        .map(|(path, _)| path.clone())
+        .collect()
+}
+
+/// Issue #36: one finding type carries every path, from the check that makes it to the report,
+/// the diagnostic and the facts file (`occupancy-core/src/finding.rs`). The four types it
+/// replaced (a check's `Finding`, `LeveledFinding`, the report's `Finding`, `SettledFinding`)
+/// are gone, and no crate declares a type of its own named for a finding.
+#[test]
+fn one_finding_type_carries_every_path() {
+    let sources = library_sources();
+    let declared: Vec<String> = sources
+        .iter()
+        .flat_map(|(path, text)| {
+            text.lines()
+                .filter(|line| {
+                    let line = line.trim_start();
+                    ["struct ", "enum ", "type "].iter().any(|kind| {
+                        line.split(kind).nth(1).is_some_and(|rest| {
+                            let name: String = rest
+                                .chars()
+                                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                                .collect();
+                            name.ends_with("Finding")
+                        }) && !line.starts_with("//")
+                    })
+                })
+                .map(move |line| format!("{path}: {}", line.trim()))
+        })
+        .collect();
+    assert_eq!(
+        declared,
+        ["occupancy-core/src/finding.rs: pub struct Finding {"],
+        "one finding type (occupancy_core::finding::Finding) carries every finding: give it a field rather than declaring another"
+    );
+    for gone in ["LeveledFinding", "SettledFinding"] {
+        assert_eq!(files_with(&sources, gone), Vec::<String>::new(), "{gone}");
+    }
+}
+
+/// Issue #36: the launch a kernel is checked at is decided in one place,
+/// `occupancy-core/src/lint/checked_launch.rs#pub fn checked_launch(`, for the build's declared
+/// and undeclared kernels, `check` on sources, logs and binaries, and `cargo occupancy build`.
+/// The default block is read there alone, and the deciders it replaced are gone.
+#[test]
+fn the_launch_a_kernel_is_checked_at_is_decided_in_one_place() {
+    let sources = library_sources();
+    assert_eq!(
+        files_with(&sources, "fn checked_launch("),
+        ["occupancy-core/src/lint/checked_launch.rs"]
+    );
+    assert_eq!(
+        files_with(&sources, "checked_launch(&"),
+        [
+            "cargo-occupancy/src/cmd/check.rs",
+            "occupancy-build/src/launch_check.rs",
+            "occupancy-build/src/rows.rs",
+        ],
+        "every path that checks a kernel asks checked_launch for its launch"
+    );
+    assert_eq!(
+        files_with(&sources, "DEFAULT_UNDECLARED_BLOCK_THREADS"),
+        [
+            "occupancy-core/src/lint/checked_launch.rs",
+            "occupancy-core/src/lint/evaluate.rs",
+        ],
+        "the default block is checked_launch's (evaluate.rs re-exports it)"
+    );
+    for gone in [
+        "fn undeclared_launch(",
+        "UndeclaredLaunch",
+        "DEFAULT_BLOCK:",
+        "fn checked_row(",
+    ] {
+        assert_eq!(files_with(&sources, gone), Vec::<String>::new(), "{gone}");
+    }
+}
+
+/// Issue #36: the gate's evaluation (`check_kernel`: every launch lint of a kernel on its archs,
+/// leveled) is one route. Outside occupancy-core only the build's evaluate stage calls it; every
+/// front end of `check` and `cargo occupancy build` goes through the core's
+/// `kernel::evaluate_at_launch`. A second caller is a second route to findings.
+#[test]
+fn the_gate_is_evaluated_by_one_route() {
+    let sources = library_sources();
+    let callers: Vec<String> = files_with(&sources, "check_kernel(")
+        .into_iter()
+        .filter(|path| !path.starts_with("occupancy-core/"))
+        .collect();
+    assert_eq!(callers, ["occupancy-build/src/evaluate.rs"]);
+    assert_eq!(
+        files_with(&sources, "evaluate_at_launch("),
+        [
+            "cargo-occupancy/src/cmd/check.rs",
+            "cargo-occupancy/src/cmd/explain.rs",
+            "occupancy-build/src/pipeline.rs",
+            "occupancy-core/src/kernel.rs",
+        ]
+    );
+}
+
+/// Issue #36: one value carries a kernel on an architecture through the build's evaluate stage
+/// and every front end of `check` (`occupancy-core/src/kernel.rs#pub struct KernelOnArch`: the
+/// arch's facts, the report's row at its launch, the compiler's record, the PTX directives). The
+/// shapes it replaced (the build's `(ArchFacts, KernelRecord, KernelRow)` tuples, `CheckedRow`)
+/// are gone.
+#[test]
+fn one_kernel_on_arch_value_carries_the_build_and_check() {
+    let sources = library_sources();
+    assert_eq!(
+        files_with(&sources, "pub struct KernelOnArch"),
+        ["occupancy-core/src/kernel.rs"]
+    );
+    for gone in ["struct CheckedRow", "type ArchRow", "CheckedRow {"] {
+        assert_eq!(files_with(&sources, gone), Vec::<String>::new(), "{gone}");
+    }
+    assert_eq!(
+        files_with(&sources, "-> Result<Vec<KernelOnArch>, Error>"),
+        [
+            "occupancy-build/src/launch_check.rs",
+            "occupancy-build/src/rows.rs",
+        ],
+        "the build's rows and a source check's are KernelOnArch values"
     );
 }

@@ -18,7 +18,7 @@
 //!
 //! `.cu`/`.ptx` inputs go to `occupancy_build::Build::check_sources`, the build's own pipeline
 //! without a package (compile, parse, rows, the SASS stage, evaluation at the command line's
-//! launch); rows read from logs are evaluated by the same `occupancy_build::cli::evaluate_at_launch`.
+//! launch); rows read from logs are evaluated by the same `occupancy_core::kernel::evaluate_at_launch`.
 //! This module parses the command line, reads logs and renders: it evaluates nothing itself.
 
 use std::collections::BTreeMap;
@@ -27,15 +27,14 @@ use std::path::{Path, PathBuf};
 use occupancy_binary::{
     BinaryKernel, BinaryKind, BinaryReading, BinarySession, BinaryTools, MachineCodeLints,
 };
-use occupancy_build::cli::{
-    binary_sass_findings, evaluate_at_launch, recorded_toolchain, relative_facts, CheckedRow,
-    NVCC_WHEELS,
-};
+use occupancy_build::cli::{binary_sass_findings, recorded_toolchain, relative_facts, NVCC_WHEELS};
 use occupancy_build::{Build, SourceCheck};
-use occupancy_core::lint::evaluate::LevelSources;
+use occupancy_core::kernel::{evaluate_at_launch, KernelOnArch};
+use occupancy_core::lint::evaluate::{checked_launch, LaunchOrigin, LaunchSettings, LevelSources};
 use occupancy_core::lint::{Check, Level, LintId};
 use occupancy_core::ptxas::{KernelRecord, PtxEntry};
 use occupancy_core::report::{Finding, KernelRow, Location, LocationKind, Report, RowLaunch};
+use occupancy_core::spec::BlockDim;
 
 use super::lock::Lock;
 use super::log_input::{self, row_from_record};
@@ -78,9 +77,6 @@ pub struct Args {
     #[arg(last = true, value_name = "NVCC ARGS")]
     pub nvcc_args: Vec<String>,
 }
-
-/// The block evaluated when `--block` is not given (and the kernel allows it).
-const DEFAULT_BLOCK: u32 = 256;
 
 /// What an input path is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -827,15 +823,11 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    /// The launch the rows of kernel `symbol` are evaluated at: the command line's, or its
-    /// owner's kernel table's; and whether a table set its block (a block given is not lowered
-    /// to the kernel's `__launch_bounds__`).
-    fn launch_for(&self, symbol: &str) -> Result<(RowLaunch, bool), CliError> {
-        let mut launch = RowLaunch {
-            block: self.args.block.unwrap_or(DEFAULT_BLOCK),
-            dynamic_smem_bytes: self.args.dynamic_smem,
-            carveout_percent: None,
-        };
+    /// The launch the rows of kernel `symbol` are evaluated at, as `occupancy_core`'s
+    /// `checked_launch` decides it: its owner's kernel table's, else the command line's, else
+    /// the default lowered to the kernel's compiled maximum (`ptx`: its `.maxntid`/`.reqntid`,
+    /// known for a binary's kernels).
+    fn launch_for(&self, symbol: &str, ptx: Option<&PtxEntry>) -> Result<RowLaunch, CliError> {
         let demangled = occupancy_core::ptxas::demangle(symbol);
         let table = occupancy_build::cli::table_launch(
             &self.owner.launch_tables,
@@ -843,17 +835,20 @@ impl Reader<'_> {
             demangled.as_deref(),
         )
         .map_err(|error| CliError::Input(error.to_string()))?;
-        let Some(table) = table else {
-            return Ok((launch, false));
-        };
-        if let Some(bytes) = table.dynamic_smem_bytes {
-            launch.dynamic_smem_bytes = u64::from(bytes);
-        }
-        match table.block {
-            Some(block) => launch.block = block.threads(),
-            None => return Ok((launch, false)),
-        }
-        Ok((launch, true))
+        let launch = checked_launch(&LaunchSettings {
+            origin: LaunchOrigin::CommandLine,
+            declared: None,
+            table,
+            given_block: self.args.block.map(BlockDim::linear),
+            given_dynamic_smem_bytes: self.args.dynamic_smem,
+            crate_block: None,
+            compiled_max_threads: ptx.and_then(PtxEntry::max_threads_per_block),
+        });
+        Ok(RowLaunch {
+            block: launch.block_threads(),
+            dynamic_smem_bytes: launch.dynamic_smem_bytes,
+            carveout_percent: None,
+        })
     }
 
     /// Streams the log's rows (the log shown as `log`) into the sinks through the shared reader
@@ -873,7 +868,7 @@ impl Reader<'_> {
             if !record.errors.is_empty() {
                 return Ok(()); // reported below as the run's error
             }
-            let (launch, fixed) = self.launch_for(&record.name)?;
+            let launch = self.launch_for(&record.name, None)?;
             let row = row_from_record(&record, None::<&PtxEntry>, launch)?;
             if !self.wanted.is_empty() {
                 *state.seen.entry(record.name.clone()).or_default() |= arch_bit(&row.arch);
@@ -887,7 +882,7 @@ impl Reader<'_> {
                 line: u32::try_from(record.line_number).unwrap_or(0),
                 column: 0,
             };
-            let checked = self.checked_row(row, record, (at, fixed));
+            let checked = located(row, record, at)?;
             let held_back = self.owner.held_back_for(false);
             let evaluated = (checked, held_back);
             let row =
@@ -973,7 +968,7 @@ impl Reader<'_> {
         if let Some(reports) = &self.owner.ptxas_reports {
             reports.join(&kernel.module, &mut kernel.record);
         }
-        let (launch, fixed) = self.launch_for(&kernel.record.name)?;
+        let launch = self.launch_for(&kernel.record.name, Some(&kernel.launch))?;
         let mut row = row_from_record(&kernel.record, Some(&kernel.launch), launch)?;
         row.sass = (kernel.sass).map(|facts| relative_facts(facts, &binary.current_dir));
         if !self.wanted.is_empty() {
@@ -989,7 +984,7 @@ impl Reader<'_> {
             column: 0,
         };
         let notes = kernel.record.warnings.clone();
-        let mut checked = self.checked_row(row, kernel.record, (location, fixed));
+        let mut checked = located(row, kernel.record, location)?;
         checked.ptx = Some(directives);
         let machine_code =
             binary_sass_findings(&checked, kernel.smem_spilling, &self.levels.settings);
@@ -1009,39 +1004,12 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// The row located in the log, at the kernel's `__launch_bounds__` maximum when that is
-    /// smaller than the default block (no `--block`).
-    fn checked_row(
-        &self,
-        mut row: KernelRow,
-        record: KernelRecord,
-        (at, fixed_block): (Location, bool),
-    ) -> CheckedRow {
-        row.source = Some(at);
-        if self.args.block.is_none() && !fixed_block {
-            if let (Some(bound), Ok(facts)) = (
-                row.max_threads_per_block,
-                occupancy_core::arch::lookup(&row.arch),
-            ) {
-                if bound < row.block {
-                    row.block = bound;
-                    row.compute(facts);
-                }
-            }
-        }
-        CheckedRow {
-            row,
-            record,
-            ptx: None,
-        }
-    }
-
     /// Evaluates one row and hands it and its findings to `stream`, with the `machine_code`
     /// findings of its SASS (a binary's); `spill_notes` (how the spill figures were read, when
     /// not exactly) go with its `spills` findings. Returns the row, for the lock.
     fn evaluate_with_notes(
         &self,
-        (mut checked, held_back): (CheckedRow, Option<&str>),
+        (mut checked, held_back): (KernelOnArch, Option<&str>),
         spill_notes: &[String],
         machine_code: Vec<Finding>,
         run: &mut Option<Run>,
@@ -1089,6 +1057,17 @@ impl Reader<'_> {
         }
         Ok(checked.row)
     }
+}
+
+/// The kernel of `record` on its arch, its row located at `at` (its line in a log, its place in
+/// a binary).
+fn located(
+    mut row: KernelRow,
+    record: KernelRecord,
+    at: Location,
+) -> Result<KernelOnArch, CliError> {
+    row.source = Some(at);
+    KernelOnArch::of_row(row, record, None).map_err(|error| CliError::Input(error.to_string()))
 }
 
 /// `missing_kernel` for every kernel of the log that has no record for a requested arch, each

@@ -5,7 +5,7 @@
 //! the workspace's builds wrote. When ptxas did not apply the kernel's minimum blocks per SM or
 //! register cap as written, the explanation says what it did instead: the `unreachable_bound` and
 //! `register_cap_ignored` findings of the kernel's record, made by the same checks as `check`
-//! (`occupancy_build::cli::evaluate_at_launch`) or read from the build's report.
+//! (`occupancy_core::kernel::evaluate_at_launch`) or read from the build's report.
 //! The reasoning lives in `occupancy_core::report::explain`; this file finds the kernel.
 //!
 //! A log is streamed, and only the wanted kernel's rows are kept ([`Selector`]): explaining one
@@ -14,8 +14,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
 
-use occupancy_build::cli::{evaluate_at_launch, CheckedRow};
 use occupancy_core::arch;
+use occupancy_core::kernel::{evaluate_at_launch, KernelOnArch};
 use occupancy_core::ptxas::{KernelRecord, PtxEntry};
 use occupancy_core::report::explain::{explain, render_explanation_text};
 use occupancy_core::report::{Finding, KernelRow, RowLaunch};
@@ -213,12 +213,11 @@ fn ptx_entries(paths: &[PathBuf]) -> Result<BTreeMap<String, PtxEntry>, CliError
 /// The findings of `record` that say what ptxas did with its minimum blocks per SM or register
 /// cap, from the checks `check` runs, at the row's launch.
 fn bound_findings(row: &KernelRow, record: KernelRecord, ptx: Option<&PtxEntry>) -> Vec<Finding> {
-    let checked = [CheckedRow {
-        row: row.clone(),
-        record,
-        ptx: ptx.cloned(),
-    }];
-    evaluate_at_launch(&checked, &BTreeMap::new())
+    // The row was made from `record`, on an arch the table has.
+    KernelOnArch::of_row(row.clone(), record, ptx.cloned()).map_or_else(
+        |_| Vec::new(),
+        |kernel| evaluate_at_launch(&[kernel], &BTreeMap::new()),
+    )
 }
 
 /// The rows of the kernel `args.kernel` names in the logs: every record is looked at as the

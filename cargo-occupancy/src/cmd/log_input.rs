@@ -33,8 +33,7 @@ pub fn read_log(
     on_kernel: impl FnMut(KernelRecord) -> Result<(), CliError>,
 ) -> Result<ParseOutput, CliError> {
     let name = shown_path(path);
-    read_parsed(path, on_kernel)?
-        .map_err(|error| CliError::Input(format!("{name}: {error}")))
+    read_parsed(path, on_kernel)?.map_err(|error| CliError::Input(format!("{name}: {error}")))
 }
 
 /// [`read_log`] for the report of one compile (the nvcc tap's `<output>.ptxas`): `None` when

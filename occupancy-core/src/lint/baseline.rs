@@ -71,11 +71,11 @@ pub fn regression(
         return None;
     }
     Some(Finding {
-        lint: LintId::Regression,
         arch: Some(arch.to_string()),
         message: format!("kernel `{kernel_name}` is worse than the baseline on {arch}"),
         notes: worse,
         help: Some("fix the kernel, or accept the new numbers with `OCCUPANCY_BLESS=1 cargo build` and commit the baseline".into()),
+        ..Finding::new(LintId::Regression)
     })
 }
 
@@ -83,12 +83,12 @@ pub fn regression(
 /// new or gone, or the toolchain changed); the build says which in `message` and `notes`.
 pub fn baseline_stale(arch: &str, message: String, notes: Vec<String>) -> Finding {
     Finding {
-        lint: LintId::BaselineStale,
         arch: Some(arch.to_string()),
         message,
         notes,
         help: Some(
             "record what the code compiles to now: `OCCUPANCY_BLESS=1 cargo build`, and commit the baseline with the change".into(),
         ),
+        ..Finding::new(LintId::BaselineStale)
     }
 }

@@ -29,7 +29,6 @@ pub(super) fn unlaunchable(
     if let Some(max) = compiled_max {
         if threads > max {
             findings.push(Finding {
-                lint: LintId::Unlaunchable,
                 arch: Some(arch.to_string()),
                 message: format!(
                     "kernel `{}` was compiled for at most {max} threads per block, but is {} with {}",
@@ -46,6 +45,7 @@ pub(super) fn unlaunchable(
                     LaunchOrigin::CommandLine => format!("check the launch you use: `--block {max}` or less, or raise `__launch_bounds__` in the source"),
                     LaunchOrigin::CrateDefault => format!("declare the kernel with the block it is launched with (at most {max}), or lower the crate's `block`"),
                 }),
+                ..Finding::new(LintId::Unlaunchable)
             });
             return;
         }
@@ -57,7 +57,6 @@ pub(super) fn unlaunchable(
             .clone()
             .unwrap_or_else(|| "no block fits on an SM".to_string());
         findings.push(Finding {
-            lint: LintId::Unlaunchable,
             arch: Some(arch.to_string()),
             message: match origin {
                 LaunchOrigin::Declaration => format!("the declared launch of kernel `{}` cannot start on {arch}: {reason}", record.name),
@@ -69,6 +68,7 @@ pub(super) fn unlaunchable(
                 LaunchOrigin::CommandLine => "check a smaller block (`--block`), cap registers (`__launch_bounds__`, `-maxrregcount`), lower `--dynamic-smem`, or leave the arch out (`--arch`)".into(),
                 LaunchOrigin::CrateDefault => "declare the kernel with the block it is launched with, cap its registers (`__launch_bounds__`), or lower the crate's `block`".into(),
             }),
+            ..Finding::new(LintId::Unlaunchable)
         });
     }
 }
@@ -142,7 +142,6 @@ pub(super) fn bounds_mismatch(
     }
     if !differences.is_empty() {
         findings.push(Finding {
-            lint: LintId::BoundsMismatch,
             arch: Some(on.arch.name.to_string()),
             message: format!("kernel `{}` was not compiled with the declared launch bounds", record.name),
             notes: differences,
@@ -150,6 +149,7 @@ pub(super) fn bounds_mismatch(
                 "take the bounds from the declaration: `__global__ void OCCUPANCY_BOUNDS_{0} {0}(...)` with `#include \"occupancy_bounds.h\"` (generated in OUT_DIR), or make the two sides agree",
                 record.name
             )),
+            ..Finding::new(LintId::BoundsMismatch)
         });
     }
 }
@@ -301,7 +301,6 @@ impl Dropped<'_> {
             ),
         };
         Finding {
-            lint: LintId::UnreachableBound,
             arch: Some(arch.name.to_string()),
             message: format!(
                 "kernel `{}` asks for at least {} blocks of {} threads per SM, more than {} holds: ptxas ignored the minimum{honoured}",
@@ -309,6 +308,7 @@ impl Dropped<'_> {
             ),
             notes,
             help: Some(help),
+            ..Finding::new(LintId::UnreachableBound)
         }
     }
 
@@ -342,7 +342,6 @@ impl Dropped<'_> {
         ));
         notes.push(ptxas_note(record));
         Finding {
-            lint: LintId::UnreachableBound,
             arch: Some(arch.name.to_string()),
             message: format!(
                 "kernel `{}` asks for at least {} blocks per SM, but {words} let only {largest} reside on {}: its registers are capped for blocks that cannot run; the largest minimum that can take effect is {largest}",
@@ -355,6 +354,7 @@ impl Dropped<'_> {
                 minimum.blocks,
                 self.origin.allow(LintId::UnreachableBound)
             )),
+            ..Finding::new(LintId::UnreachableBound)
         }
     }
 }
@@ -388,7 +388,6 @@ fn dropped_without_ptx(
 ) -> Finding {
     let (_, effective) = effective_note(on, threads, spec);
     Finding {
-        lint: LintId::UnreachableBound,
         arch: Some(on.arch.name.to_string()),
         message: format!(
             "ptxas ignored the minimum blocks per SM of kernel `{}` on {}",
@@ -408,6 +407,7 @@ fn dropped_without_ptx(
             on.arch.name,
             origin.allow(LintId::UnreachableBound)
         )),
+        ..Finding::new(LintId::UnreachableBound)
     }
 }
 
@@ -437,7 +437,6 @@ fn without_block(
     notes.push(ptxas_note(record));
     let ask = blocks.min(largest).max(1);
     Finding {
-        lint: LintId::UnreachableBound,
         arch: Some(arch.name.to_string()),
         message: format!(
             "kernel `{}` asks for at least {blocks} blocks per SM, but its PTX gives no block size (`.maxntid`, `.reqntid`): ptxas ignored the minimum on {}",
@@ -448,5 +447,6 @@ fn without_block(
             "give the minimum its block: `.maxntid {threads}, 1, 1` beside `.minnctapersm {ask}` (`__launch_bounds__({threads}, {ask})`), or drop `.minnctapersm`, or {}",
             origin.allow(LintId::UnreachableBound)
         )),
+        ..Finding::new(LintId::UnreachableBound)
     }
 }

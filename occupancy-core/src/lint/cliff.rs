@@ -40,7 +40,6 @@ pub(super) fn occupancy_cliff(
         && occupancy.headroom.registers_addable < CLIFF_REGISTERS
     {
         findings.push(Finding {
-            lint: LintId::OccupancyCliff,
             arch: Some(on.arch.name.to_string()),
             message: format!(
                 "kernel `{}` is {} register{} per thread away from losing a block on {}",
@@ -54,12 +53,12 @@ pub(super) fn occupancy_cliff(
                 LaunchOrigin::Declaration => format!("cap registers at the current count (`max_registers = {registers}`) to keep this occupancy, or {allow}"),
                 LaunchOrigin::CommandLine | LaunchOrigin::CrateDefault => format!("cap registers at the current count (`__maxnreg__({registers})` or `-maxrregcount {registers}`) to keep this occupancy, or {allow}"),
             }),
+            ..Finding::new(LintId::OccupancyCliff)
         });
     }
     let smem_bind = occupancy.block_limits.shared_memory == Some(occupancy.blocks_per_sm);
     if smem_bind && occupancy.headroom.smem_addable_bytes < CLIFF_SMEM_BYTES {
         findings.push(Finding {
-            lint: LintId::OccupancyCliff,
             arch: Some(on.arch.name.to_string()),
             message: format!(
                 "kernel `{}` is {} bytes of shared memory away from losing a block on {}",
@@ -71,6 +70,7 @@ pub(super) fn occupancy_cliff(
             help: Some(format!(
                 "keep shared memory per block where it is, or {allow}"
             )),
+            ..Finding::new(LintId::OccupancyCliff)
         });
     }
 }

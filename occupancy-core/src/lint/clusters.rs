@@ -110,11 +110,11 @@ pub(super) fn cluster_unlaunchable(
     let blocks = u64::from(dims.x) * u64::from(dims.y) * u64::from(dims.z);
     let mut finding = |message: String, notes: Vec<String>, help: String| {
         findings.push(Finding {
-            lint: LintId::ClusterUnlaunchable,
             arch: Some(arch.to_string()),
             message,
             notes,
             help: Some(help),
+            ..Finding::new(LintId::ClusterUnlaunchable)
         });
     };
     if let Some(compiled) = cluster
@@ -182,11 +182,11 @@ pub(super) fn low_cluster_occupancy(
     let (name, arch) = (&on.record.name, on.arch.name);
     let Some(cluster) = launch_cluster(spec, on) else {
         findings.push(Finding {
-            lint: LintId::LowClusterOccupancy,
             arch: Some(arch.to_string()),
             message: format!("kernel `{name}` declares `min_active_clusters = {minimum}` but launches no cluster"),
             notes: Vec::new(),
             help: Some("declare the launch's `cluster`, or remove `min_active_clusters`".to_string()),
+            ..Finding::new(LintId::LowClusterOccupancy)
         });
         return;
     };
@@ -205,7 +205,6 @@ pub(super) fn low_cluster_occupancy(
             continue;
         }
         findings.push(Finding {
-            lint: LintId::LowClusterOccupancy,
             arch: Some(arch.to_string()),
             message: format!(
                 "kernel `{name}` keeps {}{} clusters of {size} blocks resident on the {}, below the declared `min_active_clusters = {minimum}`",
@@ -215,6 +214,7 @@ pub(super) fn low_cluster_occupancy(
             ),
             notes: vec![cluster_note(gpu, &answer), occupancy_note(on)],
             help: Some("more blocks per SM (fewer registers or less shared memory per block) or a smaller cluster keep more clusters resident; or lower `min_active_clusters`".to_string()),
+            ..Finding::new(LintId::LowClusterOccupancy)
         });
     }
 }

@@ -14,6 +14,9 @@ use crate::lint::{Check, Level, LintId, LINTS};
 use crate::spec::KernelSpec;
 
 pub use super::baseline::{baseline_stale, regression, BaselineNumbers};
+pub use super::checked_launch::{
+    checked_launch, CheckedLaunch, LaunchSettings, TableLaunch, DEFAULT_UNDECLARED_BLOCK_THREADS,
+};
 pub use super::expectation::unfulfilled_expectation;
 pub use super::finding::{CompiledOnArch, Finding, LaunchOrigin};
 pub use super::kernels::{family_matches_nothing, missing_kernel, undeclared_kernel, NAMES_SHOWN};
@@ -130,10 +133,6 @@ pub fn resolve_undeclared_level(lint: LintId, sources: &LevelSources<'_>) -> Lev
     }
 }
 
-/// The block an undeclared kernel is checked at when the crate sets none: the common launch of
-/// CUDA crates, and what `cargo occupancy check` assumes without `--block`.
-pub const DEFAULT_UNDECLARED_BLOCK_THREADS: u32 = 256;
-
 /// What a kernel is checked against.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
@@ -152,23 +151,14 @@ pub enum Launch<'a> {
     CommandLine(&'a KernelSpec),
 }
 
-/// A finding with its level resolved (never `allow`: those are dropped).
-#[derive(Debug, Clone, PartialEq)]
-pub struct LeveledFinding {
-    /// What was found.
-    pub finding: Finding,
-    /// `warn` or `deny`.
-    pub level: Level,
-}
-
 /// The one evaluate-then-level step of the gate, shared by the build (`occupancy-build`) and
 /// `cargo occupancy check`: every lint for `launch` on `on_archs`, each given its level from
-/// `levels`; allowed findings are dropped.
+/// `levels` (never `allow`: those are dropped).
 pub fn check_kernel(
     launch: Launch<'_>,
     on_archs: &[CompiledOnArch<'_>],
     levels: &LevelSources<'_>,
-) -> Vec<LeveledFinding> {
+) -> Vec<Finding> {
     let findings = match launch {
         Launch::Declared(spec) => evaluate_declared(spec, on_archs),
         Launch::Undeclared(spec) => run_launch_checks(
@@ -181,11 +171,11 @@ pub fn check_kernel(
     };
     findings
         .into_iter()
-        .map(|finding| LeveledFinding {
+        .map(|finding| Finding {
             level: resolve_level(finding.lint, levels),
-            finding,
+            ..finding
         })
-        .filter(|leveled| leveled.level != Level::Allow)
+        .filter(|finding| finding.level != Level::Allow)
         .collect()
 }
 

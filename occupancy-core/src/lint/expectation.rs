@@ -11,12 +11,12 @@ pub fn unfulfilled_expectation(kernel_name: &str, lint: LintId, reason: Option<&
         .map(|reason| format!(" (reason: {reason})"))
         .unwrap_or_default();
     Finding {
-        lint: LintId::UnfulfilledExpectation,
         arch: None,
         message: format!(
             "kernel `{kernel_name}` expects `{lint}`{reason}, but no `{lint}` finding occurred on any target arch"
         ),
         notes: vec![format!("`expect({lint})` is checked like Rust's `#[expect]`: the exception must go once it is no longer needed")],
         help: Some(format!("remove `expect({lint}...)` from the declaration")),
+        ..Finding::new(LintId::UnfulfilledExpectation)
     }
 }

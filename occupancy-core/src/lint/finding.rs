@@ -1,32 +1,16 @@
-//! What every check makes and reads: a [`Finding`] (a lint's result before a level is
-//! attached), the compiled kernel a launch check looks at ([`CompiledOnArch`]), where the launch
+//! What every check makes and reads: a [`Finding`] (the toolkit's one finding type, from
+//! `crate::finding`), the compiled kernel a launch check looks at ([`CompiledOnArch`]), where the launch
 //! came from ([`LaunchOrigin`], which words the messages), and the notes every check shares.
 //! Names no check and no registry: the checks, the registry and [`super::evaluate`] import it.
-
-use serde::{Deserialize, Serialize};
 
 use super::id::LintId;
 use super::level::Level;
 use crate::arch::ArchFacts;
 use crate::calc::{Limiter, Occupancy};
+pub use crate::finding::Finding;
 use crate::ptxas::{KernelRecord, PtxEntry};
 use crate::spec::{KernelSpec, Tunable};
 use crate::tune::Bound;
-
-/// One finding, before a level is attached.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
-    /// Which lint.
-    pub lint: LintId,
-    /// The architecture it concerns; `None` when it holds on every one (`partial_warp`).
-    pub arch: Option<String>,
-    /// One line: what is wrong.
-    pub message: String,
-    /// Facts behind it: what ptxas reported, which resource binds on which arch.
-    pub notes: Vec<String>,
-    /// What to change.
-    pub help: Option<String>,
-}
 
 /// A compiled kernel on one target architecture, with the calculator's answer for the launch.
 #[derive(Debug, Clone, Copy)]

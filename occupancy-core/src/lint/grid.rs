@@ -99,7 +99,6 @@ fn per_sm(launch: &str, assumed: u32, fewest: u32, on: &CompiledOnArch<'_>) -> F
         "no block fits on some target arch (see `unlaunchable`)".to_string()
     };
     Finding {
-        lint: LintId::GridExceedsResident,
         arch: Some(arch.to_string()),
         message: format!(
             "kernel `{}` is launched with {assumed} blocks per SM (`launch = \"{launch}\"`, `grid_blocks_per_sm = {assumed}`), but only {resident} blocks of {} threads are resident per SM on {arch}",
@@ -108,6 +107,7 @@ fn per_sm(launch: &str, assumed: u32, fewest: u32, on: &CompiledOnArch<'_>) -> F
         ),
         notes: vec![occupancy_note(on), ptxas_note(on.record), consequence(launch)],
         help: Some(size_from_facts(&lower)),
+        ..Finding::new(LintId::GridExceedsResident)
     }
 }
 
@@ -127,7 +127,6 @@ fn on_the_gpu(
         "no block fits on some GPU of `gpus` (see `unlaunchable`)".to_string()
     };
     Finding {
-        lint: LintId::GridExceedsResident,
         arch: Some(arch.to_string()),
         message: format!(
             "kernel `{}` is launched with {grid} blocks (`launch = \"{launch}\"`, `grid_blocks = {grid}`), but at most {} are resident on the {} (`{}`: {} SMs x {per_sm} blocks per SM on {arch})",
@@ -143,6 +142,7 @@ fn on_the_gpu(
             consequence(launch),
         ],
         help: Some(size_from_facts(&lower)),
+        ..Finding::new(LintId::GridExceedsResident)
     }
 }
 
@@ -152,7 +152,6 @@ fn not_compiled(on_archs: &[CompiledOnArch<'_>], gpu: &GpuPreset) -> Finding {
     let name = on_archs.first().map_or("the kernel", |on| kernel(on));
     let compiled: Vec<&str> = on_archs.iter().map(|on| on.arch.name).collect();
     Finding {
-        lint: LintId::GridExceedsResident,
         arch: Some(gpu.arch.to_string()),
         message: format!(
             "kernel `{name}`: its grid on the {} (`{}`, {}) cannot be checked: the build compiled it for {} only",
@@ -168,6 +167,7 @@ fn not_compiled(on_archs: &[CompiledOnArch<'_>], gpu: &GpuPreset) -> Finding {
             "add `{}` to the kernel's `archs` (or the crate's), or remove `{}` from `gpus`",
             gpu.arch, gpu.name
         )),
+        ..Finding::new(LintId::GridExceedsResident)
     }
 }
 

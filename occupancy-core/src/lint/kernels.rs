@@ -43,7 +43,6 @@ pub fn missing_kernel(kernel_name: &str, compiled_names: &[&str]) -> Finding {
         )
     };
     Finding {
-        lint: LintId::MissingKernel,
         arch: None,
         message: format!("declared kernel `{kernel_name}` is not in any compiled output"),
         notes: vec![note],
@@ -51,13 +50,13 @@ pub fn missing_kernel(kernel_name: &str, compiled_names: &[&str]) -> Finding {
             Some(name) => format!("did you mean `name = \"{name}\"`?"),
             None => "set `name = \"...\"` to the compiled symbol (mangled for C++ kernels), declare the kernel `extern \"C\"`, or add its file to the builder".into(),
         }),
+        ..Finding::new(LintId::MissingKernel)
     }
 }
 
 /// `missing_kernel` for a family: its pattern matches no compiled kernel.
 pub fn family_matches_nothing(pattern: &str, compiled_names: &[&str]) -> Finding {
     Finding {
-        lint: LintId::MissingKernel,
         arch: None,
         message: format!("kernel family `{pattern}` matches no compiled kernel"),
         notes: vec![if compiled_names.is_empty() {
@@ -71,6 +70,7 @@ pub fn family_matches_nothing(pattern: &str, compiled_names: &[&str]) -> Finding
             )
         }],
         help: Some("fix the pattern (`*` stands for any run of characters; the rest must match the compiled symbol exactly), or remove the declaration".into()),
+        ..Finding::new(LintId::MissingKernel)
     }
 }
 
@@ -84,7 +84,6 @@ pub fn arch_specific_ptx(module: &str, target: &str, kernels: &[&str]) -> Findin
         [first, rest @ ..] => format!("kernel `{first}` and {} more", rest.len()),
     };
     Finding {
-        lint: LintId::ArchSpecificPtx,
         arch: None,
         message: format!(
             "{module} is PTX for {target} only ({shown}): the driver cannot JIT-compile arch-specific PTX for any newer GPU"
@@ -95,13 +94,13 @@ pub fn arch_specific_ptx(module: &str, target: &str, kernels: &[&str]) -> Findin
         help: Some(format!(
             "ship portable PTX beside it ({portable}), or build for the plain architecture when the kernels use no `a` feature (wgmma, setmaxnreg)"
         )),
+        ..Finding::new(LintId::ArchSpecificPtx)
     }
 }
 
 /// `undeclared_kernel`: compiled, with no declaration.
 pub fn undeclared_kernel(kernel_name: &str, source: &str) -> Finding {
     Finding {
-        lint: LintId::UndeclaredKernel,
         arch: None,
         message: format!(
             "kernel `{kernel_name}` from {source} has no `#[occupancy::kernel]` declaration"
@@ -110,5 +109,6 @@ pub fn undeclared_kernel(kernel_name: &str, source: &str) -> Finding {
         help: Some(
             "declare it next to its Rust stub with `#[occupancy::kernel(block = ...)]`".into(),
         ),
+        ..Finding::new(LintId::UndeclaredKernel)
     }
 }

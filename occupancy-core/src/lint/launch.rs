@@ -30,7 +30,6 @@ pub(super) fn partial_warp(spec: &KernelSpec, origin: LaunchOrigin, findings: &m
         ),
     };
     findings.push(Finding {
-        lint: LintId::PartialWarp,
         arch: None,
         message: format!("{block_of} is not a multiple of the warp size (32)"),
         notes: vec![format!(
@@ -43,6 +42,7 @@ pub(super) fn partial_warp(spec: &KernelSpec, origin: LaunchOrigin, findings: &m
             block_threads.div_ceil(32) * 32,
             origin.allow(LintId::PartialWarp)
         )),
+        ..Finding::new(LintId::PartialWarp)
     });
 }
 
@@ -61,7 +61,6 @@ pub(super) fn spills(
         return;
     }
     findings.push(Finding {
-        lint: LintId::Spills,
         arch: Some(arch.to_string()),
         message: format!(
             "kernel `{}` spills {spilled} bytes to local memory on {arch} ({} stores + {} loads; {})",
@@ -75,6 +74,7 @@ pub(super) fn spills(
             .chain([ptxas_note(record), occupancy_note(on)])
             .collect(),
         help: Some(spill_help(spec, on, origin)),
+        ..Finding::new(LintId::Spills)
     });
 }
 
@@ -103,7 +103,6 @@ pub(super) fn low_occupancy(
         ),
     };
     findings.push(Finding {
-        lint: LintId::LowOccupancy,
         arch: Some(arch.to_string()),
         message: format!(
             "kernel `{}` reaches {} occupancy on {arch}, below the declared `min_occupancy = {}`",
@@ -113,6 +112,7 @@ pub(super) fn low_occupancy(
         ),
         notes: vec![occupancy_note(on), ptxas_note(record)],
         help: Some(help),
+        ..Finding::new(LintId::LowOccupancy)
     });
 }
 
@@ -133,7 +133,6 @@ pub(super) fn too_many_registers(
         return;
     }
     findings.push(Finding {
-        lint: LintId::TooManyRegisters,
         arch: Some(on.arch.name.to_string()),
         message: format!(
             "kernel `{}` uses {registers} registers per thread on {}, above the declared `max_registers_per_thread = {max}`",
@@ -141,6 +140,7 @@ pub(super) fn too_many_registers(
         ),
         notes: vec![ptxas_note(record), occupancy_note(on)],
         help: Some(format!("cap registers at compile time with `max_registers = {max}` (ptxas may spill), raise the threshold, or `allow(too_many_registers)`")),
+        ..Finding::new(LintId::TooManyRegisters)
     });
 }
 
@@ -158,7 +158,6 @@ pub(super) fn stack_frame(
         return;
     }
     findings.push(Finding {
-        lint: LintId::StackFrame,
         arch: Some(on.arch.name.to_string()),
         message: format!(
             "kernel `{}` has a {stack}-byte stack frame on {} ({})",
@@ -171,6 +170,7 @@ pub(super) fn stack_frame(
             "inline callees (`__forceinline__`), index local arrays with constants, or {}",
             origin.accept("max_stack_bytes = N", LintId::StackFrame)
         )),
+        ..Finding::new(LintId::StackFrame)
     });
 }
 
@@ -210,7 +210,6 @@ pub(super) fn const_memory(
         return;
     }
     findings.push(Finding {
-        lint: LintId::ConstMemory,
         arch: Some(on.arch.name.to_string()),
         message: format!(
             "kernel `{}` uses {} bytes of constant memory on {} ({})",
@@ -227,6 +226,7 @@ pub(super) fn const_memory(
             "shrink the `__constant__` data or move large tables to global memory, pass large parameters by pointer, or {}",
             origin.accept("max_const_bytes = N", LintId::ConstMemory)
         )),
+        ..Finding::new(LintId::ConstMemory)
     });
 }
 
@@ -239,7 +239,6 @@ fn unverifiable_const_budget(
     origin: LaunchOrigin,
 ) -> Finding {
     Finding {
-        lint: LintId::ConstMemory,
         arch: Some(arch.to_string()),
         message: format!(
             "kernel `{}`: `max_const_bytes = {max_const}` cannot be checked on {arch}: ptxas reports no constant banks there (it prints them only before sm_90), and they could not be read from the compiled cubin (is cuobjdump installed beside nvcc, or OCCUPANCY_CUOBJDUMP set?)",
@@ -250,6 +249,7 @@ fn unverifiable_const_budget(
             "check the budget where ptxas reports it (an architecture before sm_90), remove `max_const_bytes`, or {} on this kernel",
             origin.allow(LintId::ConstMemory)
         )),
+        ..Finding::new(LintId::ConstMemory)
     }
 }
 
@@ -270,7 +270,6 @@ pub(super) fn local_memory(
         return;
     }
     findings.push(Finding {
-        lint: LintId::LocalMemory,
         arch: Some(on.arch.name.to_string()),
         message: format!("kernel `{}` uses local memory on {}", record.name, on.arch.name),
         notes: local_warning
@@ -279,6 +278,7 @@ pub(super) fn local_memory(
             .chain([ptxas_note(record)])
             .collect(),
         help: Some("index local arrays with compile-time constants, or use shared memory for per-block scratch".into()),
+        ..Finding::new(LintId::LocalMemory)
     });
 }
 

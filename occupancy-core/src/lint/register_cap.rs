@@ -145,11 +145,11 @@ pub(super) fn register_cap_ignored(
     ));
     notes.push(ptxas_note(record));
     findings.push(Finding {
-        lint: LintId::RegisterCapIgnored,
         arch: Some(on.arch.name.to_string()),
         message: what_happened(&record.name, on.arch.name, first),
         notes,
         help: Some(help(first, origin)),
+        ..Finding::new(LintId::RegisterCapIgnored)
     });
 }
 

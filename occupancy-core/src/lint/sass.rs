@@ -74,11 +74,11 @@ pub fn hottest_spill_note(facts: &SassFacts) -> Option<String> {
 
 fn finding(inputs: &SassLintInputs<'_>, lint: LintId, message: String) -> Finding {
     Finding {
-        lint,
         arch: Some(inputs.arch.to_owned()),
         message,
         notes: Vec::new(),
         help: None,
+        ..Finding::new(lint)
     }
 }
 

@@ -112,7 +112,6 @@ pub(super) fn smem_spill(
         ),
     };
     findings.push(Finding {
-        lint: LintId::SmemSpill,
         arch: Some(arch.to_string()),
         message: format!(
             "kernel `{}` spills registers to shared memory on {arch}: {area} of its {} bytes of static shared memory are ptxas's spill area (`enable_smem_spilling`), {}",
@@ -122,6 +121,7 @@ pub(super) fn smem_spill(
         ),
         notes,
         help: Some(help),
+        ..Finding::new(LintId::SmemSpill)
     });
 }
 

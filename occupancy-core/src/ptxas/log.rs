@@ -1588,9 +1588,15 @@ ptxas info    : Compile time = 10.567 ms
         let host_only = "ptxas info    : 0 bytes gmem\nffi.cu:3:1: warning: unused parameter\n";
         let error = parse_log(host_only).unwrap_err();
         assert!(error.is_compile_without_kernels(), "{error}");
-        assert!(error.to_string().contains("1 module(s) and no entry function"), "{error}");
+        assert!(
+            error
+                .to_string()
+                .contains("1 module(s) and no entry function"),
+            "{error}"
+        );
         // ptxas's errors, or a line that says the build failed, are not that.
-        let failed = "ptxas info    : 0 bytes gmem\nptxas fatal   : Ptx assembly aborted due to errors\n";
+        let failed =
+            "ptxas info    : 0 bytes gmem\nptxas fatal   : Ptx assembly aborted due to errors\n";
         assert!(!parse_log(failed).unwrap_err().is_compile_without_kernels());
         let stopped = "ptxas info    : 0 bytes gmem\nmake: *** [Makefile:3: k.o] Error 1\n";
         assert!(!parse_log(stopped).unwrap_err().is_compile_without_kernels());

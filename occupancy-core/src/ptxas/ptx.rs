@@ -75,6 +75,13 @@ pub(crate) const WITHOUT_BLOCK_WARNING: &str =
     ".minnctapersm is ignored when neither .maxntid nor .reqntid is specified";
 
 impl PtxEntry {
+    /// The compiled maximum threads per block: the product of `.reqntid`, else of `.maxntid`
+    /// (PTX allows one of the two), from `__launch_bounds__`; `None` without either.
+    pub fn max_threads_per_block(&self) -> Option<u32> {
+        let dimensions = self.reqntid.as_ref().or(self.maxntid.as_ref())?;
+        Some(dimensions.iter().map(|&value| value.max(1)).product())
+    }
+
     /// The `.minnctapersm` ptxas ignores because no `.maxntid` or `.reqntid` gives it a block.
     pub(crate) fn minimum_without_block(&self) -> Option<u32> {
         let blocks = self.minnctapersm.filter(|&blocks| blocks > 0)?;

@@ -121,13 +121,7 @@ impl KernelRow {
         launch: RowLaunch,
     ) -> Result<KernelRow, crate::arch::UnknownArch> {
         let arch = crate::arch::lookup(&record.arch)?;
-        let bounds = ptx.and_then(|entry| entry.reqntid.as_ref().or(entry.maxntid.as_ref()));
-        let max_threads_per_block = bounds.map(|dimensions| {
-            dimensions
-                .iter()
-                .map(|&value| value.max(1))
-                .product::<u32>()
-        });
+        let max_threads_per_block = ptx.and_then(crate::ptxas::PtxEntry::max_threads_per_block);
         let mut row = KernelRow {
             demangled: record
                 .demangled

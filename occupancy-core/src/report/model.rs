@@ -11,7 +11,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::lint::{Level, LintId};
+pub use crate::finding::{Finding, Location, LocationKind};
+use crate::lint::Level;
 
 /// The version of the report schema written and read by this crate.
 ///
@@ -363,23 +364,6 @@ pub struct Headroom {
     pub smem_bytes_to_gain_block: Option<u64>,
 }
 
-/// What a location points at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum LocationKind {
-    /// The `#[occupancy::kernel]` attribute in a Rust file.
-    RustAttribute,
-    /// The `__global__` function in a .cu file.
-    CudaKernel,
-    /// The `.entry` directive in a PTX file.
-    PtxEntry,
-    /// A line of a compiler log.
-    Log,
-    /// A kernel in a compiled binary (cubin, fatbin, object, library, wheel member).
-    Binary,
-}
-
 /// A kernel's name as a CUDA engineer writes it: the demangled name without its return type
 /// and parameter list, namespaces and template arguments kept (`mul_mat_q<(ggml_type)2, 112>`
 /// for `void mul_mat_q<(ggml_type)2, 112>(char const*, float*)`); a name that is not a
@@ -419,62 +403,6 @@ pub fn readable_kernel_name(demangled: &str) -> &str {
         "" => text,
         name => name,
     }
-}
-
-/// A place in a file. Paths are as the writer saw them (relative to the workspace root when the
-/// file is inside it); lines and columns start at 1.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Location {
-    /// What the location points at.
-    pub kind: LocationKind,
-    /// The file.
-    pub path: String,
-    /// 1-based line; 0 when only the file is known.
-    pub line: u32,
-    /// 1-based column; 0 when unknown.
-    pub column: u32,
-}
-
-impl std::fmt::Display for Location {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (self.line, self.column) {
-            (0, _) => write!(formatter, "{}", self.path),
-            (line, 0) => write!(formatter, "{}:{line}", self.path),
-            (line, column) => write!(formatter, "{}:{line}:{column}", self.path),
-        }
-    }
-}
-
-/// One lint finding.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
-    /// Which lint.
-    pub lint: LintId,
-    /// The level it was resolved to (default, crate, environment, kernel).
-    pub level: Level,
-    /// The crate, for builds.
-    #[serde(rename = "crate", default, skip_serializing_if = "Option::is_none")]
-    pub crate_name: Option<String>,
-    /// The kernel's symbol, when the finding is about one kernel.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<String>,
-    /// The architecture, when the finding is about one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arch: Option<String>,
-    /// One line: what is wrong, with the numbers.
-    pub message: String,
-    /// Supporting facts (what ptxas reported, which resource binds).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-    /// What to change.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub help: Option<String>,
-    /// The Rust attribute, or the .cu kernel when the kernel is not declared.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub location: Option<Location>,
-    /// Why the declaration set this lint's level or expects it (`reason = "..."`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
 }
 
 impl Finding {

@@ -277,7 +277,7 @@ fn undeclared_kernels_get_only_the_hard_failures_at_the_default_launch() {
     );
     let lints: Vec<(LintId, Level)> = found
         .iter()
-        .map(|leveled| (leveled.finding.lint, leveled.level))
+        .map(|leveled| (leveled.lint, leveled.level))
         .collect();
     assert_eq!(
         lints,
@@ -286,7 +286,7 @@ fn undeclared_kernels_get_only_the_hard_failures_at_the_default_launch() {
             (LintId::StackFrame, Level::Warn)
         ]
     );
-    let spills = &found[0].finding;
+    let spills = &found[0];
     assert!(
         spills
             .message
@@ -312,7 +312,7 @@ fn undeclared_kernels_get_only_the_hard_failures_at_the_default_launch() {
     assert!(
         check_kernel(super::Launch::Undeclared(&spec), &on, &sources)
             .iter()
-            .all(|leveled| leveled.finding.lint != LintId::Spills)
+            .all(|leveled| leveled.lint != LintId::Spills)
     );
 }
 
@@ -336,22 +336,21 @@ fn an_undeclared_kernel_too_big_for_the_crate_block_is_unlaunchable() {
         &LevelSources::default(),
     );
     assert_eq!(found.len(), 1, "{found:#?}");
-    assert_eq!(found[0].finding.lint, LintId::Unlaunchable);
+    assert_eq!(found[0].lint, LintId::Unlaunchable);
     assert!(
         found[0]
-            .finding
             .message
             .contains("the crate's default launch of 1024 threads"),
         "{}",
-        found[0].finding.message
+        found[0].message
     );
 }
 
-fn summarized<'a>((leveled, name): &'a (LeveledFinding, &'a str)) -> Summarized<'a> {
+fn summarized<'a>((leveled, name): &'a (Finding, &'a str)) -> Summarized<'a> {
     Summarized {
-        lint: leveled.finding.lint,
+        lint: leveled.lint,
         level: leveled.level,
-        arch: leveled.finding.arch.as_deref(),
+        arch: leveled.arch.as_deref(),
         kernel: name,
         weight: 0,
         declared: false,
@@ -388,18 +387,13 @@ fn summaries_name_the_worst_kernels_first_and_say_which_are_declared() {
 
 #[test]
 fn summaries_name_a_few_kernels_and_count_the_rest() {
-    let finding = |arch: &str| LeveledFinding {
-        finding: Finding {
-            lint: LintId::Spills,
-            arch: Some(arch.to_string()),
-            message: String::new(),
-            notes: Vec::new(),
-            help: None,
-        },
+    let finding = |arch: &str| Finding {
+        arch: Some(arch.to_string()),
         level: Level::Deny,
+        ..Finding::new(LintId::Spills)
     };
     let names: Vec<String> = (0..8).map(|index| format!("k{index}")).collect();
-    let findings: Vec<(LeveledFinding, &str)> = names
+    let findings: Vec<(Finding, &str)> = names
         .iter()
         .flat_map(|name| {
             [
@@ -500,7 +494,7 @@ fn max_registers_per_thread_has_its_own_lint() {
     assert!(
         found
             .iter()
-            .any(|leveled| leveled.finding.lint == LintId::TooManyRegisters
+            .any(|leveled| leveled.lint == LintId::TooManyRegisters
                 && leveled.level == Level::Deny),
         "{found:#?}"
     );
@@ -535,7 +529,7 @@ fn allow_low_occupancy_in_the_attribute_leaves_too_many_registers_denied() {
     };
     let leveled: Vec<(LintId, Level)> = check_kernel(super::Launch::Declared(&spec), &on, &sources)
         .iter()
-        .map(|leveled| (leveled.finding.lint, leveled.level))
+        .map(|leveled| (leveled.lint, leveled.level))
         .collect();
     assert_eq!(leveled, [(LintId::TooManyRegisters, Level::Deny)]);
 }
@@ -1087,7 +1081,7 @@ fn an_undeclared_kernel_gets_the_finding_at_its_level() {
     assert_eq!(
         found
             .iter()
-            .map(|leveled| (leveled.finding.lint, leveled.level))
+            .map(|leveled| (leveled.lint, leveled.level))
             .collect::<Vec<_>>(),
         [(LintId::UnreachableBound, Level::Warn)]
     );
