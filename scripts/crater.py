@@ -149,6 +149,11 @@ def harness(work, name, version, features, pins=()):
     return package
 
 
+def assembled_facts(row):
+    """What ptxas's text says of a row's kernel, as the report gives it."""
+    return {k: row[k] for k in ("registers", "spill_store_bytes", "spill_load_bytes")}
+
+
 def ptxas_facts(ptx, arch):
     ptxas = Path(os.environ["CUDA_HOME"]) / "bin" / "ptxas"
     out = subprocess.run([str(ptxas), f"-arch={arch}", "-v", str(ptx), "-o", "/dev/null"],
@@ -192,7 +197,7 @@ def tap_differences(report, package):
         want = said.get((row["name"], row["arch"]))
         if want is None:
             continue
-        got = {k: row[k] for k in ("registers", "spill_store_bytes", "spill_load_bytes")}
+        got = assembled_facts(row)
         compared += 1
         if want != got:
             diffs.append((row["name"], row["arch"], want, got))
@@ -245,7 +250,7 @@ def differences(report, cwd, arch):
                 assemble = m.group(1) if m and m.group(1).endswith("a") else row["arch"]
                 cache[key] = ptxas_facts(file, assemble)
             want = cache[key].get(row["name"])
-            got = {k: row[k] for k in ("registers", "spill_store_bytes", "spill_load_bytes")}
+            got = assembled_facts(row)
             compared += 1
             if want != got:
                 diffs.append((row["name"], row["arch"], want, got))
@@ -256,7 +261,7 @@ def differences(report, cwd, arch):
             if key not in cache:
                 cache[key] = embedded_ptx_facts(file, row["arch"])
             want = cache[key].get(row["name"])
-            got = {k: row[k] for k in ("registers", "spill_store_bytes", "spill_load_bytes")}
+            got = assembled_facts(row)
             compared += 1
             if want != got:
                 diffs.append((row["name"], row["arch"], want, got))
@@ -355,7 +360,7 @@ def embedded_ptx_check(harness, crate, arch):
     for library in libraries:
         said.update(embedded_ptx_facts(package / library, arch))
     diffs = [r["name"] for r in rows
-             if said.get(r["name"]) != {k: r[k] for k in ("registers", "spill_store_bytes", "spill_load_bytes")}]
+             if said.get(r["name"]) != assembled_facts(r)]
     spilling = sum(1 for r in rows if r["spill_store_bytes"] or r["spill_load_bytes"])
     print(f"{crate}: {len(diffs)} of {len(rows)} rows ({spilling} that spill) differ from a hand-run "
           f"`ptxas -arch={arch} -v` on the PTX embedded in {', '.join(libraries)}")

@@ -365,9 +365,18 @@ impl ParseError {
     /// A log of compiles that succeeded and had no entry function: ptxas reported its modules
     /// (`-v` was given) and no error, and no line says the build failed.
     pub fn is_compile_without_kernels(&self) -> bool {
-        matches!(self, ParseError::NoKernels { modules, errors, failed_build: None, .. }
-            if *modules > 0 && errors.is_empty())
+        matches!(self, ParseError::NoKernels { modules, errors, failed_build, .. }
+            if compiled_without_kernels(*modules, errors, failed_build.as_ref()))
     }
+}
+
+/// What [`ParseError::is_compile_without_kernels`] asks of a log without a kernel record.
+fn compiled_without_kernels(
+    modules: usize,
+    errors: &[String],
+    failed_build: Option<&BuildFailure>,
+) -> bool {
+    modules > 0 && errors.is_empty() && failed_build.is_none()
 }
 
 /// Why a log held no record: a failed build says so; modules without an entry function say
@@ -378,13 +387,15 @@ fn no_kernels_message(
     errors: &[String],
     failed_build: Option<&BuildFailure>,
 ) -> String {
+    if compiled_without_kernels(modules, errors, failed_build) {
+        return format!(
+            "no kernel record in the log ({lines} lines read): ptxas reported {modules} module(s) and no entry function (`__global__`) in them; check the log of the compiles that hold the kernels"
+        );
+    }
     let errors = errors_suffix(errors);
     match failed_build {
         Some(failure) => format!(
             "no kernel record in the log ({lines} lines read){errors}, and it shows a failed build ({failure}): the kernels of what failed were never compiled; fix the build and check the log of one that succeeded"
-        ),
-        None if modules > 0 && errors.is_empty() => format!(
-            "no kernel record in the log ({lines} lines read): ptxas reported {modules} module(s) and no entry function (`__global__`) in them; check the log of the compiles that hold the kernels"
         ),
         None => format!(
             "no kernel record in the log ({lines} lines read){errors}: ptxas prints its report only when asked; compile with `nvcc -Xptxas -v` (or `nvcc --resource-usage`, or `ptxas -v`)"
