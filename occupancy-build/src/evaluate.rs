@@ -5,7 +5,7 @@
 //! the other stages.
 use std::collections::{BTreeMap, BTreeSet};
 
-use occupancy_core::lint::evaluate::{self, CheckedLaunch, CompiledOnArch, Launch, LevelSources};
+use occupancy_core::lint::evaluate::{self, CheckedLaunch, Launch};
 use occupancy_core::lint::{Level, LintId};
 use occupancy_core::spec::KernelSpec;
 
@@ -142,154 +142,125 @@ pub(crate) fn evaluate_kernels(
 }
 
 /// One compiled kernel: its report rows, and its findings (its declaration's lints, or an
-/// undeclared kernel's hard failures at the crate's launch). Baseline findings are made once
-/// for the whole build ([`baseline_findings`]).
+/// undeclared kernel's hard failures at the crate's launch), from the core's one
+/// [`occupancy_core::kernel::evaluate`]. Baseline findings are made once for the whole build
+/// ([`baseline_findings`]).
 fn check_one_kernel(
     inputs: &EvaluateInputs<'_>,
     kernel: &CompiledKernel<'_>,
     declared: Option<(&Declared, usize)>,
 ) -> Result<(Vec<Gathered>, Vec<KernelRow>), Error> {
-    let EvaluateInputs {
-        context,
-        declarations,
-        levels,
-        evidence,
-        ..
-    } = *inputs;
-    let mut found: Vec<Gathered> = Vec::new();
     let spec = declared.map(|(declared, _)| &declared.kernel.spec);
-    let launch = build_launch(context, kernel, spec, inputs.tables);
-    let undeclared = declared.is_none().then_some(&launch);
-    let mut rows = kernel_rows(context, kernel, declared, &launch, declarations)?;
-    for on in &mut rows {
-        // The record's arch as ptxas named it (`sm_90a`), which the SASS says too; the row's is
-        // the table's (`sm_90`).
-        let arch = on.record.arch.as_str();
-        on.row.sass = evidence.facts_of(&kernel.name, arch, &context.manifest_dir);
-        // A declared kernel's name is the one its `"auto"` bounds were tuned under.
-        on.row.tuning = declared
-            .and_then(|_| inputs.tuned.tuning(&kernel.name, arch))
-            .cloned();
-    }
+    let launch = build_launch(inputs.context, kernel, spec, inputs.tables);
+    let rows = kernel_values(inputs, kernel, declared, &launch)?;
     // Expected lints and lints allowed with a reason are evaluated as warnings here, so that
     // `expectations::settle` sees them; it sets their level back to allow.
-    let attribute_levels =
-        declared.map(|(declared, _)| crate::expectations::evaluated_levels(&declared.kernel.spec));
-    let mut level_sources = levels.sources(declared.map(|(declared, _)| declared), &kernel.name);
+    let attribute_levels = spec.map(crate::expectations::evaluated_levels);
+    let mut level_sources =
+        (inputs.levels).sources(declared.map(|(declared, _)| declared), &kernel.name);
     if let Some(attribute_levels) = &attribute_levels {
         level_sources.attribute = Some(attribute_levels);
     }
-    let occupancies: Vec<_> = rows.iter().map(KernelOnArch::occupancy).collect();
-    let on: Vec<CompiledOnArch<'_>> = (rows.iter().zip(&occupancies))
-        .map(|(kernel_on, occupancy)| {
-            let arch = &kernel_on.record.arch;
-            let chosen = declared.and_then(|_| inputs.tuned.chosen(&kernel.name, arch));
-            kernel_on.compiled_on(occupancy, chosen)
-        })
-        .collect();
-    found.extend(match declared {
-        Some(declared) => declared_findings(inputs, kernel, declared, &rows, &on, &level_sources),
-        None => undeclared_findings(kernel, &launch, &rows, &on, &level_sources),
-    });
-    // The machine-code lints, for declared and undeclared kernels alike (undeclared ones are
-    // summarized with the others of their lint).
-    for KernelOnArch { row, .. } in &rows {
-        let ptx = kernel.ptx_on(&row.arch);
-        for finding in evidence.findings(&kernel.source.source, row, ptx) {
+    let undeclared_spec = undeclared_spec(&launch);
+    let evaluated_at = match spec {
+        Some(spec) => Launch::Declared(spec),
+        None => Launch::Undeclared(&undeclared_spec),
+    };
+    let gathered = |finding| Gathered {
+        finding,
+        declaration: declared.map(|(_, index)| index),
+        kernel: kernel.name.clone(),
+        undeclared: declared.is_none(),
+        reason: None,
+        launch: None,
+    };
+    let mut found: Vec<Gathered> =
+        occupancy_core::kernel::evaluate(evaluated_at, &rows, &level_sources)
+            .into_iter()
+            .map(gathered)
+            .collect();
+    match spec {
+        Some(spec) => help_ptx_bounds(inputs, kernel, spec, &rows, &mut found),
+        None => {
+            let source = rows.first().and_then(|on| on.row.source.clone());
+            let source_text = source.map_or_else(String::new, |source| source.to_string());
             found.extend(Gathered::leveled(
-                finding,
+                evaluate::undeclared_kernel(&kernel.name, &source_text),
                 &level_sources,
-                declared.map(|(_, index)| index),
+                None,
                 &kernel.name,
-                declared.is_none(),
+                true,
             ));
-        }
-    }
-    if let Some(launch) = undeclared {
-        for gathered in &mut found {
-            gathered
-                .finding
-                .notes
-                .push(format!("checked at {}", launch.origin));
-            gathered.launch = Some(launch.origin.clone());
+            for gathered in &mut found {
+                gathered
+                    .finding
+                    .notes
+                    .push(format!("checked at {}", launch.origin));
+                gathered.launch = Some(launch.origin.clone());
+            }
         }
     }
     Ok((found, rows.into_iter().map(|on| on.row).collect()))
 }
 
-/// A declared kernel's findings at its declared launch; a spill gets the hottest spill's line.
-fn declared_findings(
+/// The kernel's values on its archs at `launch`, with what the build read for them: the SASS
+/// facts and the compile's notes for the machine-code lints, and for a declared kernel the
+/// bounds chosen for its `"auto"` keys (tuned under its name).
+fn kernel_values(
     inputs: &EvaluateInputs<'_>,
     kernel: &CompiledKernel<'_>,
-    (declared, declaration_index): (&Declared, usize),
-    rows: &[KernelOnArch],
-    on: &[CompiledOnArch<'_>],
-    level_sources: &LevelSources<'_>,
-) -> Vec<Gathered> {
-    let spec = &declared.kernel.spec;
-    let mut found = Vec::new();
-    for mut finding in evaluate::check_kernel(Launch::Declared(spec), on, level_sources) {
-        if finding.lint == LintId::BoundsMismatch
-            && kernel.source.kind == crate::context::SourceKind::Ptx
-        {
-            let compiled =
-                (on.iter()).find(|compiled| Some(compiled.arch.name) == finding.arch.as_deref());
-            if let Some(compiled) = compiled {
-                let shown = display_path(&inputs.context.manifest_dir, &kernel.source.source);
-                let directives = compiled.entry_directives(spec);
-                finding.help = Some(crate::bounds_notes::ptx_input_help(&shown, &directives));
-            }
+    declared: Option<(&Declared, usize)>,
+    launch: &CheckedLaunch,
+) -> Result<Vec<KernelOnArch>, Error> {
+    let (context, evidence) = (inputs.context, inputs.evidence);
+    let mut rows = kernel_rows(context, kernel, declared, launch, inputs.declarations)?;
+    for on in &mut rows {
+        // The record's arch as ptxas named it (`sm_90a`), which the SASS says too; the row's is
+        // the table's (`sm_90`).
+        let arch = on.record.arch.as_str();
+        on.row.sass = evidence.facts_of(&kernel.name, arch, &context.manifest_dir);
+        on.compile = evidence.compile_notes(&kernel.source.source, &kernel.name);
+        if declared.is_some() {
+            on.row.tuning = inputs.tuned.tuning(&kernel.name, arch).cloned();
+            on.chosen = inputs.tuned.chosen(&kernel.name, arch);
         }
-        if finding.lint == LintId::Spills {
-            // Its help, the bound that keeps it spill-free, is the probe stage's
-            // (`crate::spill_help`): finding it runs ptxas.
-            crate::sass_stage::note_hottest_spill(&mut finding, rows.iter().map(|on| &on.row));
-        }
-        found.push(Gathered {
-            finding,
-            declaration: Some(declaration_index),
-            kernel: kernel.name.clone(),
-            undeclared: false,
-            reason: None,
-            launch: None,
-        });
     }
-    found
+    Ok(rows)
 }
 
-/// An undeclared kernel's hard failures at the launch it is checked at, and
-/// `undeclared_kernel`.
-fn undeclared_findings(
-    kernel: &CompiledKernel<'_>,
-    launch: &CheckedLaunch,
-    rows: &[KernelOnArch],
-    on: &[CompiledOnArch<'_>],
-    level_sources: &LevelSources<'_>,
-) -> Vec<Gathered> {
+/// The launch an undeclared kernel is checked at, as a spec with the default limits.
+fn undeclared_spec(launch: &CheckedLaunch) -> KernelSpec {
     let mut spec = KernelSpec::with_block(launch.block);
     spec.dynamic_smem_bytes = u32::try_from(launch.dynamic_smem_bytes).unwrap_or(u32::MAX);
-    let mut found: Vec<Gathered> =
-        evaluate::check_kernel(Launch::Undeclared(&spec), on, level_sources)
-            .into_iter()
-            .map(|finding| Gathered {
-                finding,
-                declaration: None,
-                kernel: kernel.name.clone(),
-                undeclared: true,
-                reason: None,
-                launch: None,
-            })
-            .collect();
-    let source = rows.first().and_then(|on| on.row.source.clone());
-    let source_text = source.map_or_else(String::new, |source| source.to_string());
-    found.extend(Gathered::leveled(
-        evaluate::undeclared_kernel(&kernel.name, &source_text),
-        level_sources,
-        None,
-        &kernel.name,
-        true,
-    ));
-    found
+    spec
+}
+
+/// A `bounds_mismatch` of a kernel written in PTX gets as its help the directives to write in
+/// the `.entry`, for the declared bounds.
+fn help_ptx_bounds(
+    inputs: &EvaluateInputs<'_>,
+    kernel: &CompiledKernel<'_>,
+    spec: &KernelSpec,
+    rows: &[KernelOnArch],
+    found: &mut [Gathered],
+) {
+    if kernel.source.kind != crate::context::SourceKind::Ptx {
+        return;
+    }
+    let shown = display_path(&inputs.context.manifest_dir, &kernel.source.source);
+    for gathered in found.iter_mut() {
+        let finding = &mut gathered.finding;
+        if finding.lint != LintId::BoundsMismatch {
+            continue;
+        }
+        let on = rows
+            .iter()
+            .find(|on| Some(on.arch.name) == finding.arch.as_deref());
+        if let Some(on) = on {
+            let directives = on.entry_directives(spec);
+            finding.help = Some(crate::bounds_notes::ptx_input_help(&shown, &directives));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -12,11 +12,10 @@ use occupancy_core::kernel::KernelOnArch;
 use occupancy_core::lint::evaluate::{checked_launch, CheckedLaunch, LaunchOrigin, LaunchSettings};
 use occupancy_core::lint::{Level, LintId};
 use occupancy_core::ptxas::PtxEntry;
-use occupancy_core::report::{Finding, KernelRow, Report};
+use occupancy_core::report::Report;
 use occupancy_core::spec::BlockDim;
 
 use crate::declarations::Declarations;
-use crate::levels::Levels;
 use crate::parse::CompiledKernel;
 use crate::rows;
 use crate::sass_stage::SassEvidence;
@@ -63,8 +62,8 @@ pub struct SourceCheckOutput {
     pub toolchain: Option<crate::baseline::ToolchainStamp>,
 }
 
-/// Every kernel's rows at the request's launch, with the SASS facts read for it, sorted by
-/// [`sort_rows`].
+/// Every kernel's rows at the request's launch, with the SASS facts read for it and its
+/// compile's notes (what the machine-code lints read), sorted by [`sort_rows`].
 pub(crate) fn rows_at_launch(
     context: &crate::context::Context,
     kernels: &[CompiledKernel<'_>],
@@ -81,6 +80,7 @@ pub(crate) fn rows_at_launch(
             // table's (`sm_90`).
             let sass = evidence.facts_of(&kernel.name, &on.record.arch, &context.manifest_dir);
             on.row.sass = sass;
+            on.compile = evidence.compile_notes(&kernel.source.source, &kernel.name);
             checked.push(on);
         }
     }
@@ -122,57 +122,4 @@ pub fn sort_rows(rows: &mut [KernelOnArch]) {
             .map_or((u32::MAX, u32::MAX), |facts| (facts.major, facts.minor));
         (path, line, row.name.clone(), arch)
     });
-}
-
-/// The SASS findings of every row, leveled like the others.
-pub(crate) fn sass_findings(
-    checked: &[KernelOnArch],
-    kernels: &[CompiledKernel<'_>],
-    evidence: &SassEvidence,
-    levels: &Levels,
-) -> Vec<Finding> {
-    let sources: BTreeMap<&str, &std::path::Path> = kernels
-        .iter()
-        .map(|kernel| (kernel.name.as_str(), kernel.source.source.as_path()))
-        .collect();
-    let mut findings = Vec::new();
-    for KernelOnArch { row, ptx, .. } in checked {
-        let Some(source) = sources.get(row.name.as_str()) else {
-            continue;
-        };
-        let found = evidence.findings(source, row, ptx.as_ref());
-        findings.extend(leveled(row, found, levels));
-    }
-    findings
-}
-
-/// The SASS findings of one row of a binary (its `row.sass`, read by the binary front end),
-/// leveled like a source's (`sass_findings`): the same checks on the same facts. A binary has
-/// no PTX or compiler log: `setmaxnreg_ignored`, which compares the PTX with the SASS, cannot
-/// fire.
-pub fn binary_sass_findings(
-    checked: &KernelOnArch,
-    smem_spilling: bool,
-    levels: &BTreeMap<LintId, Level>,
-) -> Vec<Finding> {
-    let around = crate::sass_stage::AroundTheCode {
-        smem_spilling,
-        ..Default::default()
-    };
-    let found = crate::sass_stage::row_findings(&checked.row, checked.ptx.as_ref(), around);
-    leveled(&checked.row, found, &Levels::uniform(levels.clone()))
-}
-
-/// `found` of `row`, each at its level for the row's kernel, for the report.
-fn leveled(row: &KernelRow, found: Vec<Finding>, levels: &Levels) -> Vec<Finding> {
-    found
-        .into_iter()
-        .map(|finding| {
-            let level = occupancy_core::lint::evaluate::resolve_level(
-                finding.lint,
-                &levels.sources(None, &row.name),
-            );
-            occupancy_core::kernel::report_finding(row, Finding { level, ..finding })
-        })
-        .collect()
 }

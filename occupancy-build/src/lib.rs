@@ -106,7 +106,7 @@ pub mod cli {
     pub use crate::disassemble::{Batch, Nvdisasm};
     pub use crate::fsutil::{check_writable, shown_path, write_atomic, WorkDir};
     pub use crate::kernel_tables::table_launch;
-    pub use crate::launch_check::{binary_sass_findings, sort_rows};
+    pub use crate::launch_check::sort_rows;
     pub use crate::nvcc_archs::{explain_unknown, NvccArchs};
     pub use crate::own_binary::CUOBJDUMP_NOT_FOUND;
     pub use crate::process::{run_bounded, ToolKind, ToolTimeouts};

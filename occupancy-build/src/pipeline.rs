@@ -519,10 +519,7 @@ pub(crate) fn check_sources(
         spilled.contains(&(kernel.to_owned(), arch.to_owned()))
     })?;
     let checked = launch_check::rows_at_launch(&context, &kernels, &evidence, request)?;
-    let mut findings = occupancy_core::kernel::evaluate_at_launch(&checked, &request.lint_levels);
-    findings.extend(launch_check::sass_findings(
-        &checked, &kernels, &evidence, &levels,
-    ));
+    let findings = occupancy_core::kernel::evaluate_at_launch(&checked, &request.lint_levels);
     Ok(SourceCheckOutput {
         report: Report {
             kernels: checked.into_iter().map(|checked| checked.row).collect(),

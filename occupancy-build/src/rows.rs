@@ -1,12 +1,11 @@
 //! The calculate stage: one report row per kernel and target arch, at the launch
 //! [`build_launch`] decides (the declared one, or the crate's for an undeclared kernel), located
 //! at the kernel's definition. The
-//! computed columns come from `occupancy_core::report::KernelRow` (the calculator).
+//! computed columns come from `occupancy_core::kernel::KernelOnArch::new` (the calculator, once).
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use occupancy_core::arch::{self, ArchFacts};
 use occupancy_core::kernel::KernelOnArch;
 use occupancy_core::lint::evaluate::{
     checked_launch, CheckedLaunch, LaunchOrigin, LaunchSettings, TableLaunch,
@@ -20,7 +19,7 @@ use crate::fsutil::display_path;
 use crate::kernel_tables::{KernelNames, KernelTables};
 use crate::parse::CompiledKernel;
 use crate::Error;
-use occupancy_core::report::{KernelRow, Location, LocationKind, RowLaunch};
+use occupancy_core::report::{Location, LocationKind, RowLaunch};
 
 /// Where a compiled kernel is defined: the PTX's line information (`-lineinfo`) for a `.cu`
 /// source, so a kernel made by a C macro points at the macro's invocation and one in a header
@@ -132,9 +131,9 @@ pub(crate) fn kernel_rows(
             arch: arch_name.clone(),
             unknown,
         };
-        let facts: &'static ArchFacts = arch::lookup(arch_name).map_err(no_facts)?;
-        let mut row =
-            KernelRow::from_record(record, kernel.ptx_on(arch_name), launch).map_err(no_facts)?;
+        let ptx = kernel.ptx_on(arch_name).cloned();
+        let mut on = KernelOnArch::new(record.clone(), ptx, launch).map_err(no_facts)?;
+        let row = &mut on.row;
         row.crate_name = Some(context.crate_name.clone());
         row.ptx_target = match kernel.programs.get(arch_name) {
             Some((program, _)) => program.ptx_target.clone(),
@@ -151,14 +150,9 @@ pub(crate) fn kernel_rows(
                 row.cluster = Some([cluster.x, cluster.y, cluster.z]);
             }
             row.non_portable_cluster = spec.non_portable_cluster;
-            row.compute_clusters(facts);
+            row.compute_clusters(on.arch);
         }
-        rows.push(KernelOnArch {
-            arch: facts,
-            row,
-            record: record.clone(),
-            ptx: kernel.ptx_on(arch_name).cloned(),
-        });
+        rows.push(on);
     }
     Ok(rows)
 }

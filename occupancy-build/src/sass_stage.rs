@@ -15,9 +15,9 @@
 //! and the caller says so in a warning: the SASS lints did not run. A disassembler that runs and
 //! fails, or text the reader cannot read, fails the build (fail closed).
 
+use occupancy_core::kernel::CompileNotes;
 use occupancy_core::lint::evaluate::LevelSources;
 use occupancy_core::lint::Level;
-use occupancy_core::ptxas::PtxEntry;
 
 use crate::declarations::{Declarations, Declared};
 use crate::levels::Levels;
@@ -27,11 +27,7 @@ use crate::sass_selection::{local_memory_is_read, spills, uses_local_memory, Mac
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use occupancy_core::lint::evaluate::{
-    evaluate_sass, hottest_spill_note, Finding, SassLintInputs, SmemSpillRoom,
-};
 use occupancy_core::lint::LintId;
-use occupancy_core::report::KernelRow;
 use occupancy_core::sass::SassFacts;
 
 use crate::compile::CompiledSource;
@@ -578,17 +574,18 @@ impl SassEvidence {
         Some(relative_facts(facts.clone(), package_dir))
     }
 
-    /// The SASS findings of one kernel row, whose kernel's PTX entry is `ptx`.
-    pub fn findings(&self, source: &Path, row: &KernelRow, ptx: Option<&PtxEntry>) -> Vec<Finding> {
-        let around = AroundTheCode {
-            ptx_has_setmaxnreg: self.setmaxnreg_entries.contains(&row.name),
+    /// What the machine-code lints need to know of `kernel`'s compile of `source` besides its
+    /// SASS facts.
+    pub fn compile_notes(&self, source: &Path, kernel: &str) -> CompileNotes {
+        CompileNotes {
+            ptx_has_setmaxnreg: self.setmaxnreg_entries.contains(kernel),
             setmaxnreg_warnings: self
                 .setmaxnreg_warnings
                 .get(source)
-                .map_or(&[], Vec::as_slice),
+                .cloned()
+                .unwrap_or_default(),
             smem_spilling: self.smem_spilling,
-        };
-        row_findings(row, ptx, around)
+        }
     }
 }
 
@@ -633,58 +630,6 @@ pub(crate) fn nvdisasm_file(printed: &str) -> String {
         }
     }
     unescaped(printed)
-}
-
-/// What the SASS lints need to know besides a row's facts: what its PTX and compile said, and
-/// whether its toolkit and compile let ptxas spill to shared memory.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct AroundTheCode<'a> {
-    /// The kernel's PTX has `setmaxnreg` (unknown for a binary without PTX: `false`).
-    pub ptx_has_setmaxnreg: bool,
-    /// ptxas's warnings that it ignored `setmaxnreg` (C7504, C7505, C7508) in the kernel's
-    /// compile (none for a binary, which keeps no compiler log).
-    pub setmaxnreg_warnings: &'a [String],
-    /// [`SassTools::smem_spilling`], or for a binary `Cubin::smem_spilling_available`.
-    pub smem_spilling: bool,
-}
-
-/// The SASS findings of one kernel row with SASS facts (`row.sass`), whose PTX entry (or, for a
-/// binary, the launch directives its cubin keeps) is `ptx`: a source build's and a binary's alike.
-pub fn row_findings(
-    row: &KernelRow,
-    ptx: Option<&PtxEntry>,
-    around: AroundTheCode<'_>,
-) -> Vec<Finding> {
-    let Some(facts) = &row.sass else {
-        return Vec::new();
-    };
-    let smem_spill_room = occupancy_core::arch::lookup(&row.arch)
-        .ok()
-        .filter(|_| around.smem_spilling)
-        .and_then(|arch| {
-            let sizes = (row.stack_frame_bytes, row.static_smem_bytes);
-            SmemSpillRoom::of(arch, sizes, ptx, &row.occupancy_on(arch))
-        });
-    evaluate_sass(&SassLintInputs {
-        facts,
-        kernel: row.display_name(),
-        arch: &row.arch,
-        block_threads: row.block,
-        registers: row.registers,
-        ptx_has_setmaxnreg: around.ptx_has_setmaxnreg,
-        setmaxnreg_warnings: around.setmaxnreg_warnings,
-        smem_spill_room,
-    })
-}
-
-/// Adds to a `spills` finding the line of the hottest spill on its architecture.
-pub fn note_hottest_spill<'a>(finding: &mut Finding, rows: impl Iterator<Item = &'a KernelRow>) {
-    let facts = rows
-        .filter(|row| finding.arch.as_deref().is_none_or(|arch| arch == row.arch))
-        .find_map(|row| row.sass.as_ref());
-    if let Some(note) = facts.and_then(hottest_spill_note) {
-        finding.notes.push(note);
-    }
 }
 
 fn cache_path(binary: &Path) -> PathBuf {

@@ -4,7 +4,6 @@
 //! finding, and this stage, which `pipeline::evaluate_product` runs right after it, gives the
 //! finding its help.
 
-use occupancy_core::arch::{self};
 use occupancy_core::lint::LintId;
 use occupancy_core::ptxas::{self};
 use occupancy_core::spec::DeclaredKernel;
@@ -16,7 +15,8 @@ use crate::matching::Matching;
 use crate::parse::CompiledKernel;
 use crate::process::{run_bounded, ToolKind};
 use crate::toolchain::Toolchain;
-use occupancy_core::report::{KernelRow, RowLaunch};
+use occupancy_core::kernel::KernelOnArch;
+use occupancy_core::report::RowLaunch;
 
 /// Gives each declared kernel's `spills` finding the help [`spill_free_help`] finds (a finding
 /// whose probe finds nothing keeps the help it had).
@@ -102,9 +102,13 @@ fn spill_free_help(
                 dynamic_smem_bytes: u64::from(declared.spec.dynamic_smem_bytes),
                 carveout_percent: None,
             };
-            let mut row = KernelRow::from_record(record, kernel.ptx_on(arch), launch).ok()?;
-            row.max_threads_per_block = Some(threads);
-            row.compute(arch::lookup(arch).ok()?);
+            // The probe's bound: the declared block as the `.maxntid` the kernel compiles under.
+            let mut bounded = kernel.ptx_on(arch).cloned().unwrap_or_default();
+            bounded.maxntid = Some(vec![threads]);
+            bounded.reqntid = None;
+            let row = KernelOnArch::new(record.clone(), Some(bounded), launch)
+                .ok()?
+                .row;
             return Some(format!(
                 "`min_blocks_per_sm = {candidate}` lets ptxas keep `{}` spill-free on {arch} ({} registers per thread, {} blocks per SM, {:.0}% occupancy; checked by re-running ptxas on this PTX)",
                 kernel.name,

@@ -483,18 +483,34 @@ fn the_launch_a_kernel_is_checked_at_is_decided_in_one_place() {
     }
 }
 
-/// Issue #36: the gate's evaluation (`check_kernel`: every launch lint of a kernel on its archs,
-/// leveled) is one route. Outside occupancy-core only the build's evaluate stage calls it; every
-/// front end of `check` and `cargo occupancy build` goes through the core's
-/// `kernel::evaluate_at_launch`. A second caller is a second route to findings.
+/// Issue #36: a kernel's findings come by one route, the core's pure
+/// `occupancy-core/src/kernel.rs#pub fn evaluate(`: the gate's launch lints (`check_kernel`) and
+/// the machine-code lints (`evaluate_sass`) of a kernel's values, each leveled. The build calls
+/// it for declared and undeclared kernels; every front end of `check`, `explain` and
+/// `cargo occupancy build` through `kernel::evaluate_at_launch`, which groups their rows by
+/// kernel. A second caller of either check is a second route to findings; the routes it replaced
+/// (the build's own calls, the SASS findings of sources and binaries made apart) are gone.
 #[test]
 fn the_gate_is_evaluated_by_one_route() {
     let sources = library_sources();
-    let callers: Vec<String> = files_with(&sources, "check_kernel(")
-        .into_iter()
-        .filter(|path| !path.starts_with("occupancy-core/"))
-        .collect();
-    assert_eq!(callers, ["occupancy-build/src/evaluate.rs"]);
+    let callers = |needle: &str, definition: &str| -> Vec<String> {
+        files_with(&sources, needle)
+            .into_iter()
+            .filter(|path| path != definition)
+            .collect()
+    };
+    assert_eq!(
+        callers("check_kernel(", "occupancy-core/src/lint/evaluate.rs"),
+        ["occupancy-core/src/kernel.rs"]
+    );
+    assert_eq!(
+        callers("evaluate_sass(", "occupancy-core/src/lint/evaluate.rs"),
+        ["occupancy-core/src/kernel.rs"]
+    );
+    assert_eq!(
+        files_with(&sources, "kernel::evaluate("),
+        ["occupancy-build/src/evaluate.rs"]
+    );
     assert_eq!(
         files_with(&sources, "evaluate_at_launch("),
         [
@@ -504,13 +520,26 @@ fn the_gate_is_evaluated_by_one_route() {
             "occupancy-core/src/kernel.rs",
         ]
     );
+    for gone in [
+        "fn sass_findings(",
+        "binary_sass_findings",
+        "AroundTheCode",
+        "note_hottest_spill(",
+    ] {
+        let left: Vec<String> = callers(gone, "occupancy-core/src/kernel.rs");
+        assert_eq!(left, Vec::<String>::new(), "{gone}");
+    }
 }
 
-/// Issue #36: one value carries a kernel on an architecture through the build's evaluate stage
-/// and every front end of `check` (`occupancy-core/src/kernel.rs#pub struct KernelOnArch`: the
-/// arch's facts, the report's row at its launch, the compiler's record, the PTX directives). The
-/// shapes it replaced (the build's `(ArchFacts, KernelRecord, KernelRow)` tuples, `CheckedRow`)
-/// are gone.
+/// Issue #36: one value carries a kernel on an architecture through every path
+/// (`occupancy-core/src/kernel.rs#pub struct KernelOnArch`: the arch's facts, looked up once;
+/// the calculator's answer, computed once; the report's row made from them; the compiler's
+/// record; the PTX directives; the compile's notes; the bound chosen for `"auto"`). Every front
+/// end makes its kernels with `KernelOnArch::new` (the build's rows and spill probes, the
+/// CLI's logs and binaries through `log_input::kernel_from_record`), and nothing outside the
+/// core computes a kernel's occupancy again. The shapes it replaced (the build's
+/// `(ArchFacts, KernelRecord, KernelRow)` tuples, `CheckedRow`, rows made from records apart
+/// and wrapped after) are gone.
 #[test]
 fn one_kernel_on_arch_value_carries_the_build_and_check() {
     let sources = library_sources();
@@ -518,12 +547,42 @@ fn one_kernel_on_arch_value_carries_the_build_and_check() {
         files_with(&sources, "pub struct KernelOnArch"),
         ["occupancy-core/src/kernel.rs"]
     );
-    for gone in ["struct CheckedRow", "type ArchRow", "CheckedRow {"] {
+    for gone in [
+        "struct CheckedRow",
+        "type ArchRow",
+        "CheckedRow {",
+        "fn from_record(",
+        "KernelOnArch::of_row(",
+        "row_from_record(",
+    ] {
         assert_eq!(files_with(&sources, gone), Vec::<String>::new(), "{gone}");
     }
     assert_eq!(
+        files_with(&sources, "KernelOnArch::new("),
+        [
+            "cargo-occupancy/src/cmd/log_input.rs",
+            "occupancy-build/src/rows.rs",
+            "occupancy-build/src/spill_help.rs",
+        ],
+        "every front end makes its kernels with KernelOnArch::new"
+    );
+    assert_eq!(
+        files_with(&sources, "KernelRow::of_record("),
+        ["occupancy-core/src/kernel.rs"],
+        "a row is made from a compiler's record in KernelOnArch::new alone"
+    );
+    assert_eq!(
+        files_with(&sources, "occupancy_on("),
+        [
+            "occupancy-core/src/kernel.rs",
+            "occupancy-core/src/report/mod.rs"
+        ],
+        "a kernel's occupancy is computed once, in KernelOnArch::new (or for a row no record stands behind, KernelRow::compute)"
+    );
+    assert_eq!(
         files_with(&sources, "-> Result<Vec<KernelOnArch>, Error>"),
         [
+            "occupancy-build/src/evaluate.rs",
             "occupancy-build/src/launch_check.rs",
             "occupancy-build/src/rows.rs",
         ],

@@ -27,17 +27,17 @@ use std::path::{Path, PathBuf};
 use occupancy_binary::{
     BinaryKernel, BinaryKind, BinaryReading, BinarySession, BinaryTools, MachineCodeLints,
 };
-use occupancy_build::cli::{binary_sass_findings, recorded_toolchain, relative_facts, NVCC_WHEELS};
+use occupancy_build::cli::{recorded_toolchain, relative_facts, NVCC_WHEELS};
 use occupancy_build::{Build, SourceCheck};
 use occupancy_core::kernel::{evaluate_at_launch, KernelOnArch};
 use occupancy_core::lint::evaluate::{checked_launch, LaunchOrigin, LaunchSettings, LevelSources};
 use occupancy_core::lint::{Check, Level, LintId};
-use occupancy_core::ptxas::{KernelRecord, PtxEntry};
+use occupancy_core::ptxas::PtxEntry;
 use occupancy_core::report::{Finding, KernelRow, Location, LocationKind, Report, RowLaunch};
 use occupancy_core::spec::BlockDim;
 
 use super::lock::Lock;
-use super::log_input::{self, row_from_record};
+use super::log_input::{self, kernel_from_record};
 use super::stream::ReportStream;
 use crate::cache_dir::CacheDir;
 use crate::env::Environment;
@@ -869,24 +869,20 @@ impl Reader<'_> {
                 return Ok(()); // reported below as the run's error
             }
             let launch = self.launch_for(&record.name, None)?;
-            let row = row_from_record(&record, None::<&PtxEntry>, launch)?;
-            if !self.wanted.is_empty() {
-                *state.seen.entry(record.name.clone()).or_default() |= arch_bit(&row.arch);
-                if !self.wanted.contains(&row.arch.as_str()) {
-                    return Ok(());
-                }
-            }
             let at = Location {
                 kind: LocationKind::Log,
                 path: log.to_string(),
                 line: u32::try_from(record.line_number).unwrap_or(0),
                 column: 0,
             };
-            let checked = located(row, record, at)?;
+            let mut checked = kernel_from_record(record, None, launch)?;
+            checked.row.source = Some(at);
+            if !self.wanted_on_arch(&checked, state) {
+                return Ok(());
+            }
             let held_back = self.owner.held_back_for(false);
             let evaluated = (checked, held_back);
-            let row =
-                self.evaluate_with_notes(evaluated, &[], Vec::new(), &mut state.run, stream)?;
+            let row = self.evaluate_with_notes(evaluated, &[], &mut state.run, stream)?;
             if let (Some(lock), Some(product), None) =
                 (lock.as_deref_mut(), state.product, held_back)
             {
@@ -969,29 +965,24 @@ impl Reader<'_> {
             reports.join(&kernel.module, &mut kernel.record);
         }
         let launch = self.launch_for(&kernel.record.name, Some(&kernel.launch))?;
-        let mut row = row_from_record(&kernel.record, Some(&kernel.launch), launch)?;
-        row.sass = (kernel.sass).map(|facts| relative_facts(facts, &binary.current_dir));
-        if !self.wanted.is_empty() {
-            *state.seen.entry(kernel.record.name.clone()).or_default() |= arch_bit(&row.arch);
-            if !self.wanted.contains(&row.arch.as_str()) {
-                return Ok(());
-            }
-        }
-        let location = Location {
+        let notes = kernel.record.warnings.clone();
+        let mut checked = kernel_from_record(kernel.record, Some(kernel.launch), launch)?;
+        checked.row.sass = (kernel.sass).map(|facts| relative_facts(facts, &binary.current_dir));
+        checked.row.source = Some(Location {
             kind: LocationKind::Binary,
             path: kernel.origin.clone(),
             line: 0,
             column: 0,
-        };
-        let notes = kernel.record.warnings.clone();
-        let mut checked = located(row, kernel.record, location)?;
+        });
+        // The lints read the directives the cubin compiled under; the row shows the cubin's.
         checked.ptx = Some(directives);
-        let machine_code =
-            binary_sass_findings(&checked, kernel.smem_spilling, &self.levels.settings);
+        checked.compile.smem_spilling = kernel.smem_spilling;
+        if !self.wanted_on_arch(&checked, state) {
+            return Ok(());
+        }
         let held_back = self.owner.held_back_for(kernel.debug_code);
         let evaluated = (checked, held_back);
-        let row =
-            self.evaluate_with_notes(evaluated, &notes, machine_code, &mut state.run, stream)?;
+        let row = self.evaluate_with_notes(evaluated, &notes, &mut state.run, stream)?;
         if let (Some(lock), Some(product), None) = (lock.as_deref_mut(), state.product, held_back) {
             let made_by = recorded_toolchain(kernel.compiler.as_deref());
             lock.record(
@@ -1004,20 +995,29 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// Evaluates one row and hands it and its findings to `stream`, with the `machine_code`
-    /// findings of its SASS (a binary's); `spill_notes` (how the spill figures were read, when
-    /// not exactly) go with its `spills` findings. Returns the row, for the lock.
+    /// Whether `checked` is on an arch `--arch` asks for (every arch without it); `seen` notes
+    /// its kernel's arch either way.
+    fn wanted_on_arch(&self, checked: &KernelOnArch, state: &mut InputState) -> bool {
+        if self.wanted.is_empty() {
+            return true;
+        }
+        let arch = checked.row.arch.as_str();
+        *state.seen.entry(checked.record.name.clone()).or_default() |= arch_bit(arch);
+        self.wanted.contains(&arch)
+    }
+
+    /// Evaluates one row and hands it and its findings to `stream`; `spill_notes` (how the
+    /// spill figures were read, when not exactly) go with its `spills` findings. Returns the
+    /// row, for the lock.
     fn evaluate_with_notes(
         &self,
         (mut checked, held_back): (KernelOnArch, Option<&str>),
         spill_notes: &[String],
-        machine_code: Vec<Finding>,
         run: &mut Option<Run>,
         stream: &mut ReportStream,
     ) -> Result<KernelRow, CliError> {
         let mut findings =
             evaluate_at_launch(std::slice::from_ref(&checked), &self.levels.settings);
-        findings.extend(machine_code);
         for finding in &mut findings {
             if finding.lint == LintId::Spills {
                 finding.notes.extend(spill_notes.iter().cloned());
@@ -1057,17 +1057,6 @@ impl Reader<'_> {
         }
         Ok(checked.row)
     }
-}
-
-/// The kernel of `record` on its arch, its row located at `at` (its line in a log, its place in
-/// a binary).
-fn located(
-    mut row: KernelRow,
-    record: KernelRecord,
-    at: Location,
-) -> Result<KernelOnArch, CliError> {
-    row.source = Some(at);
-    KernelOnArch::of_row(row, record, None).map_err(|error| CliError::Input(error.to_string()))
 }
 
 /// `missing_kernel` for every kernel of the log that has no record for a requested arch, each

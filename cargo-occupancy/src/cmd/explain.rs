@@ -15,12 +15,12 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
 
 use occupancy_core::arch;
-use occupancy_core::kernel::{evaluate_at_launch, KernelOnArch};
-use occupancy_core::ptxas::{KernelRecord, PtxEntry};
+use occupancy_core::kernel::evaluate_at_launch;
+use occupancy_core::ptxas::PtxEntry;
 use occupancy_core::report::explain::{explain, render_explanation_text};
 use occupancy_core::report::{Finding, KernelRow, RowLaunch};
 
-use super::log_input::row_from_record;
+use super::log_input::kernel_from_record;
 use crate::archs::ArchNames;
 use crate::env::Environment;
 use crate::error::{CliError, Outcome};
@@ -210,16 +210,6 @@ fn ptx_entries(paths: &[PathBuf]) -> Result<BTreeMap<String, PtxEntry>, CliError
     Ok(entries)
 }
 
-/// The findings of `record` that say what ptxas did with its minimum blocks per SM or register
-/// cap, from the checks `check` runs, at the row's launch.
-fn bound_findings(row: &KernelRow, record: KernelRecord, ptx: Option<&PtxEntry>) -> Vec<Finding> {
-    // The row was made from `record`, on an arch the table has.
-    KernelOnArch::of_row(row.clone(), record, ptx.cloned()).map_or_else(
-        |_| Vec::new(),
-        |kernel| evaluate_at_launch(&[kernel], &BTreeMap::new()),
-    )
-}
-
 /// The rows of the kernel `args.kernel` names in the logs: every record is looked at as the
 /// log streams by, and only that kernel's rows are kept (each distinct row once), each with the
 /// findings of its record that say what ptxas did with its bounds.
@@ -238,13 +228,15 @@ fn rows_from_logs(args: &Args) -> Result<Vec<Explained>, CliError> {
                 dynamic_smem_bytes: args.dynamic_smem.unwrap_or(0),
                 carveout_percent: None,
             };
-            let row = row_from_record(&record, ptx, launch)?;
-            let bounds = if selector.matches(&row) {
-                bound_findings(&row, record, ptx)
+            let kernel = kernel_from_record(record, ptx.cloned(), launch)?;
+            // The findings that say what ptxas did with its minimum blocks per SM or register
+            // cap, from the checks `check` runs, at the row's launch.
+            let bounds = if selector.matches(&kernel.row) {
+                evaluate_at_launch(std::slice::from_ref(&kernel), &BTreeMap::new())
             } else {
                 Vec::new()
             };
-            selector.add(&row, bounds);
+            selector.add(&kernel.row, bounds);
             Ok(())
         })?;
         let name = occupancy_build::cli::shown_path(path);

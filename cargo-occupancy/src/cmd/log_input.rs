@@ -15,10 +15,11 @@ use std::io::Read;
 use std::path::Path;
 
 use occupancy_build::cli::shown_path;
+use occupancy_core::kernel::KernelOnArch;
 use occupancy_core::ptxas::{
     KernelRecord, LogParser, ParseError, ParseOutput, PtxEntry, MAX_LINE_BYTES,
 };
-use occupancy_core::report::{KernelRow, RowLaunch};
+use occupancy_core::report::RowLaunch;
 
 use crate::error::CliError;
 
@@ -201,12 +202,14 @@ pub fn compile_errors(name: &str, output: &ParseOutput) -> Result<(), CliError> 
     )))
 }
 
-/// A log's record as a report row at `launch`, for `check` and `explain`.
-pub fn row_from_record(
-    record: &KernelRecord,
-    ptx: Option<&PtxEntry>,
+/// A record (a log's or a binary's) as the kernel on its arch at `launch`, for `check` and
+/// `explain`.
+pub fn kernel_from_record(
+    record: KernelRecord,
+    ptx: Option<PtxEntry>,
     launch: RowLaunch,
-) -> Result<KernelRow, CliError> {
-    KernelRow::from_record(record, ptx, launch)
-        .map_err(|error| CliError::Input(format!("kernel `{}`: {error}", record.name)))
+) -> Result<KernelOnArch, CliError> {
+    let name = record.name.clone();
+    KernelOnArch::new(record, ptx, launch)
+        .map_err(|error| CliError::Input(format!("kernel `{name}`: {error}")))
 }

@@ -3,8 +3,8 @@
 //! single-file HTML page with the occupancy curves of every kernel; plus `explain`, the reasoning
 //! an expert does by hand about one kernel, computed with the calculator.
 //!
-//! The build helper's engine fills the model (one [`KernelRow`] per kernel and arch, computed by
-//! [`KernelRow::compute`]) and writes it as JSON; `cargo occupancy report` reads those files back
+//! The build helper's engine fills the model (one [`KernelRow`] per kernel and arch, made by
+//! [`crate::kernel::KernelOnArch::new`]) and writes it as JSON; `cargo occupancy report` reads those files back
 //! with [`Report::from_json`]; `cargo occupancy check` renders what the engine returns.
 //!
 //! This module must not do I/O (it returns strings), must not evaluate lints (findings arrive
@@ -112,17 +112,18 @@ impl KernelRow {
         }
     }
 
-    /// A computed row from what ptxas reported for one function on one architecture, with the
-    /// compiled launch bounds from the PTX when known. The arch is resolved by
-    /// [`crate::arch::lookup`] (`sm_90a` → `sm_90`); an unknown arch is an error.
-    pub fn from_record(
+    /// The row of what the compiler reported for one function on `arch` (`record`, with the
+    /// compiled launch bounds of its `.entry` directives `ptx` when known) at `launch`, its
+    /// computed columns not yet filled: [`crate::kernel::KernelOnArch::new`] fills them from the
+    /// answer it keeps.
+    pub(crate) fn of_record(
         record: &crate::ptxas::KernelRecord,
         ptx: Option<&crate::ptxas::PtxEntry>,
         launch: RowLaunch,
-    ) -> Result<KernelRow, crate::arch::UnknownArch> {
-        let arch = crate::arch::lookup(&record.arch)?;
+        arch: &ArchFacts,
+    ) -> KernelRow {
         let max_threads_per_block = ptx.and_then(crate::ptxas::PtxEntry::max_threads_per_block);
-        let mut row = KernelRow {
+        KernelRow {
             demangled: record
                 .demangled
                 .clone()
@@ -144,9 +145,7 @@ impl KernelRow {
             dynamic_smem_bytes: launch.dynamic_smem_bytes,
             carveout_percent: launch.carveout_percent,
             ..KernelRow::new(&record.name, arch.name, launch.block)
-        };
-        row.compute(arch);
-        Ok(row)
+        }
     }
 
     /// The calculator's view of the kernel.
@@ -170,7 +169,7 @@ impl KernelRow {
     }
 
     /// The calculator's answer for the row's launch on `arch` (what [`KernelRow::compute`]
-    /// stores), for callers that need more than the stored columns (the lint evaluation).
+    /// stores); a kernel's is kept by [`crate::kernel::KernelOnArch::occupancy`].
     pub fn occupancy_on(&self, arch: &ArchFacts) -> calc::Occupancy {
         calc::occupancy(arch, &self.kernel_facts(), &self.launch())
     }
@@ -184,10 +183,18 @@ impl KernelRow {
     }
 
     /// Fills the computed columns (blocks, warps, occupancy, limiters, headroom) from the row's
-    /// inputs (registers, shared memory, barriers, bounds, launch) with the calculator. The
-    /// engine and `check` build rows with the compiler's facts and call this; nothing else
-    /// writes these fields. Device functions (not `entry`) get zeros and no limiters.
+    /// inputs (registers, shared memory, barriers, bounds, launch) with the calculator, for a
+    /// row no compiler record stands behind (`calc`, `explain`'s what-ifs); a kernel's row is
+    /// computed once, by [`crate::kernel::KernelOnArch::new`]. Device functions (not `entry`)
+    /// get zeros and no limiters.
     pub fn compute(&mut self, arch: &ArchFacts) {
+        let answer = self.occupancy_on(arch);
+        self.fill_computed(arch, &answer);
+    }
+
+    /// Fills the computed columns from `answer`, the calculator's answer for the row's inputs
+    /// on `arch` ([`KernelRow::occupancy_on`]); nothing else writes these fields.
+    pub(crate) fn fill_computed(&mut self, arch: &ArchFacts, answer: &calc::Occupancy) {
         if !self.entry {
             self.blocks_per_sm = 0;
             self.warps_per_sm = 0;
@@ -196,9 +203,6 @@ impl KernelRow {
             self.headroom = Headroom::default();
             return;
         }
-        let kernel = self.kernel_facts();
-        let launch = self.launch();
-        let answer = self.occupancy_on(arch);
         self.blocks_per_sm = answer.blocks_per_sm;
         self.warps_per_sm = answer.warps_per_sm;
         self.occupancy = answer.occupancy;
@@ -207,7 +211,7 @@ impl KernelRow {
             .iter()
             .map(|limiter| limiter.name().to_string())
             .collect();
-        self.headroom = headroom_of(arch, &kernel, &launch, &answer);
+        self.headroom = headroom_of(arch, &self.kernel_facts(), &self.launch(), answer);
         self.compute_clusters(arch);
     }
 
