@@ -659,26 +659,23 @@ mod tests {
             without_scratch_paths(said, scratch, "libk.a"),
             "cuobjdump fatal   : Invalid ELF in 'libk.a' (see libk.a)"
         );
-        let error = named_by_the_input(
-            Error::Io {
-                path: PathBuf::from("/tmp/occupancy-binary-7-0/member1/member"),
-                error: std::io::ErrorKind::NotFound.into(),
-            },
-            Some(Path::new("libk.a")),
-            scratch,
-        );
+        // A file that could not be opened, at `path`, while `input` was read.
+        let missing_while_reading = |path: &str, input: &str| {
+            named_by_the_input(
+                Error::Io {
+                    path: PathBuf::from(path),
+                    error: std::io::ErrorKind::NotFound.into(),
+                },
+                Some(Path::new(input)),
+                scratch,
+            )
+        };
+        let error = missing_while_reading("/tmp/occupancy-binary-7-0/member1/member", "libk.a");
         assert!(
             matches!(&error, Error::UnreadableBinary { path, .. } if path == Path::new("libk.a")),
             "{error}"
         );
-        let own = named_by_the_input(
-            Error::Io {
-                path: PathBuf::from("/tmp/mine.a"),
-                error: std::io::ErrorKind::NotFound.into(),
-            },
-            Some(Path::new("/tmp/mine.a")),
-            scratch,
-        );
+        let own = missing_while_reading("/tmp/mine.a", "/tmp/mine.a");
         assert!(
             matches!(own, Error::Io { .. }),
             "a user's file is not scratch"

@@ -266,6 +266,15 @@ mod tests {
         );
     }
 
+    /// The names `resolve` picks and where they come from, with no nvcc to ask.
+    fn resolved(
+        inputs: ArchInputs<'_>,
+        query_gpu: impl FnOnce() -> Option<String>,
+    ) -> (Vec<String>, ArchSource) {
+        let (archs, source) = resolve(inputs, query_gpu, &no_nvcc).unwrap();
+        (names(&archs), source)
+    }
+
     #[test]
     fn precedence_is_builder_env_metadata_gpu_default() {
         let builder = [SmArch::parse("sm_75").unwrap()];
@@ -275,64 +284,43 @@ mod tests {
             cuda_compute_cap_env: Some("89".into()),
             metadata: Some(vec!["sm_70".into()]),
         };
-        let (archs, source) = resolve(
-            ArchInputs {
-                builder: &builder,
-                ..all()
-            },
-            || None,
-            &no_nvcc,
-        )
-        .unwrap();
+        let with_builder = ArchInputs {
+            builder: &builder,
+            ..all()
+        };
         assert_eq!(
-            (names(&archs), source),
+            resolved(with_builder, || None),
             (vec!["sm_75".to_string()], ArchSource::Builder)
         );
-        let (archs, source) = resolve(all(), || None, &no_nvcc).unwrap();
         assert_eq!(
-            (names(&archs), source),
+            resolved(all(), || None),
             (vec!["sm_86".to_string()], ArchSource::OccupancyArchsEnv)
         );
-        let (archs, source) = resolve(
-            ArchInputs {
-                occupancy_archs_env: None,
-                ..all()
-            },
-            || None,
-            &no_nvcc,
-        )
-        .unwrap();
+        let without_ours = ArchInputs {
+            occupancy_archs_env: None,
+            ..all()
+        };
         assert_eq!(
-            (names(&archs), source),
+            resolved(without_ours, || None),
             (vec!["sm_89".to_string()], ArchSource::CudaComputeCapEnv)
         );
-        let (archs, source) = resolve(
-            ArchInputs {
-                occupancy_archs_env: None,
-                cuda_compute_cap_env: None,
-                ..all()
-            },
-            || panic!("the GPU is not queried when metadata decides"),
-            &no_nvcc,
-        )
-        .unwrap();
+        let metadata_only = ArchInputs {
+            occupancy_archs_env: None,
+            cuda_compute_cap_env: None,
+            ..all()
+        };
         assert_eq!(
-            (names(&archs), source),
+            resolved(metadata_only, || panic!(
+                "the GPU is not queried when metadata decides"
+            )),
             (vec!["sm_70".to_string()], ArchSource::Metadata)
         );
-        let (archs, source) = resolve(
-            ArchInputs::default(),
-            || Some("9.0\n9.0\n".into()),
-            &no_nvcc,
-        )
-        .unwrap();
         assert_eq!(
-            (names(&archs), source),
+            resolved(ArchInputs::default(), || Some("9.0\n9.0\n".into())),
             (vec!["sm_90".to_string()], ArchSource::InstalledGpu)
         );
-        let (archs, source) = resolve(ArchInputs::default(), || None, &no_nvcc).unwrap();
         assert_eq!(
-            (names(&archs), source),
+            resolved(ArchInputs::default(), || None),
             (
                 vec!["sm_80".to_string(), "sm_90".to_string()],
                 ArchSource::Default

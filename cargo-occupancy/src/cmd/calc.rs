@@ -2,6 +2,7 @@
 //! (`--batch`, see [`super::batch`] for its contract).
 
 use super::batch::{self, BatchEnd, Field};
+use occupancy_core::arch::ArchFacts;
 use occupancy_core::calc::clusters::{max_active_clusters, ClusterOccupancy};
 use occupancy_core::calc::{occupancy, Carveout, KernelFacts, Launch, Limiter, Occupancy};
 use std::io::{BufRead, Write};
@@ -190,20 +191,20 @@ fn write_table(
         launch.carveout,
     )?;
     writeln!(out)?;
-    write_limits(out, target, kernel, launch, answer)?;
+    write_limits(out, arch, kernel, launch, answer)?;
     writeln!(out)?;
     write_summary(out, target, answer)
 }
 
-/// The table of each resource's block limit, the binding ones marked.
+/// The table of each resource's block limit, the binding ones marked. Per SM, so it takes the
+/// architecture alone: a named GPU adds only the grid line of [`write_summary`].
 fn write_limits(
     out: &mut impl Write,
-    target: Target,
+    arch: &ArchFacts,
     kernel: &KernelFacts,
     launch: &Launch,
     answer: &Occupancy,
 ) -> std::io::Result<()> {
-    let arch = target.arch;
     let limits = &answer.block_limits;
     let warps_per_block = launch.block_threads.div_ceil(arch.warp_size);
     writeln!(out, "  {:<14} {:>12}  per block", "resource", "blocks/SM")?;

@@ -58,7 +58,7 @@ pub(crate) use entry::ptx_file_target;
 pub(crate) use entry::summary_path;
 use entry::{compiled_from_entry, move_products};
 use key::{cache_key, config_key};
-use run::run_nvcc;
+use run::{run_nvcc, SourceCompile};
 use settings::absolute;
 use std::path::{Path, PathBuf};
 
@@ -217,7 +217,14 @@ pub fn compile_source(
     let mut watched = slot.previous_dependencies();
     watched.push(absolute(source));
     let watch = InputWatch::before(&settings.toolchain.cuda_home, watched);
-    let fresh = run_nvcc(settings, source, kind, &work, two_steps, lender)?;
+    let fresh = run_nvcc(&SourceCompile {
+        settings,
+        source,
+        kind,
+        work: &work,
+        two_steps,
+        lender,
+    })?;
     let products = move_products(settings, source, kind, &fresh, &staging, two_steps)?;
     let key = cache_key(settings, &config, &fresh.dependencies, files)?;
     let named: Vec<(&str, &str)> = products

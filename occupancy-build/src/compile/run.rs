@@ -37,18 +37,26 @@ fn what_ran(settings: &CompileSettings) -> String {
     }
 }
 
-pub(crate) fn run_nvcc(
-    settings: &CompileSettings,
-    source: &Path,
-    kind: SourceKind,
-    work: &Path,
-    two_steps: bool,
-    lender: &Lender<'_>,
-) -> Result<FreshOutput, Error> {
-    let (compiler_log, wrapper_failure) =
-        run_in_order(settings, source, kind, work, two_steps, lender)
-            .map_err(|error| super::smem_spilling::annotate(error, work, source))?;
-    match kind {
+/// One source's compile, as [`run_nvcc`] hands it on to [`run_in_order`]: what nvcc compiles,
+/// how, and where it keeps its files (the values travel together, so they are named once).
+pub(crate) struct SourceCompile<'a, 'l> {
+    pub(crate) settings: &'a CompileSettings,
+    pub(crate) source: &'a Path,
+    pub(crate) kind: SourceKind,
+    /// The directory nvcc keeps its intermediate files in (`--keep-dir`).
+    pub(crate) work: &'a Path,
+    /// cicc and ptxas as two commands with the strip between them (`crate::compile::two_step`).
+    pub(crate) two_steps: bool,
+    pub(crate) lender: &'a Lender<'l>,
+}
+
+/// Compiles the source: nvcc's commands in order, then what it kept (PTX, binary, the files it
+/// read) and its log.
+pub(crate) fn run_nvcc(compile: &SourceCompile<'_, '_>) -> Result<FreshOutput, Error> {
+    let (settings, source, work) = (compile.settings, compile.source, compile.work);
+    let (compiler_log, wrapper_failure) = run_in_order(compile)
+        .map_err(|error| super::smem_spilling::annotate(error, work, source))?;
+    match compile.kind {
         SourceKind::Cuda => {
             let (ptx, binary, dependencies) = kept_outputs(settings, source, work)?;
             Ok(FreshOutput {
@@ -72,14 +80,15 @@ pub(crate) fn run_nvcc(
 /// Runs the source's commands in their order: the two steps with the strip between them, or
 /// nvcc alone (its kept PTX stripped after); returns the compiler's log and, when a compiler
 /// cache failed a compile nvcc alone passed, what the cache printed.
-fn run_in_order(
-    settings: &CompileSettings,
-    source: &Path,
-    kind: SourceKind,
-    work: &Path,
-    two_steps: bool,
-    lender: &Lender<'_>,
-) -> Result<(String, Option<String>), Error> {
+fn run_in_order(compile: &SourceCompile<'_, '_>) -> Result<(String, Option<String>), Error> {
+    let SourceCompile {
+        settings,
+        source,
+        kind,
+        work,
+        two_steps,
+        lender,
+    } = *compile;
     let commands = nvcc_args(settings, source, kind, work, two_steps);
     let stem = file_stem(source);
     if two_steps {

@@ -39,38 +39,44 @@ pub(super) fn occupancy_cliff(
         && losing_registers <= on.arch.max_regs_per_thread
         && occupancy.headroom.registers_addable < CLIFF_REGISTERS
     {
-        findings.push(Finding {
-            arch: Some(on.arch.name.to_string()),
-            message: format!(
-                "kernel `{}` is {} register{} per thread away from losing a block on {}",
-                on.record.name,
-                occupancy.headroom.registers_addable + 1,
-                if occupancy.headroom.registers_addable == 0 { "" } else { "s" },
-                on.arch.name
-            ),
-            notes: vec![occupancy_note(on)],
-            help: Some(match origin {
-                LaunchOrigin::Declaration => format!("cap registers at the current count (`max_registers = {registers}`) to keep this occupancy, or {allow}"),
-                LaunchOrigin::CommandLine | LaunchOrigin::CrateDefault => format!("cap registers at the current count (`__maxnreg__({registers})` or `-maxrregcount {registers}`) to keep this occupancy, or {allow}"),
-            }),
-            ..Finding::new(LintId::OccupancyCliff)
-        });
+        let margin = format!(
+            "{} register{} per thread",
+            occupancy.headroom.registers_addable + 1,
+            if occupancy.headroom.registers_addable == 0 {
+                ""
+            } else {
+                "s"
+            },
+        );
+        let help = match origin {
+            LaunchOrigin::Declaration => format!("cap registers at the current count (`max_registers = {registers}`) to keep this occupancy, or {allow}"),
+            LaunchOrigin::CommandLine | LaunchOrigin::CrateDefault => format!("cap registers at the current count (`__maxnreg__({registers})` or `-maxrregcount {registers}`) to keep this occupancy, or {allow}"),
+        };
+        findings.push(cliff_finding(on, &margin, help));
     }
     let smem_bind = occupancy.block_limits.shared_memory == Some(occupancy.blocks_per_sm);
     if smem_bind && occupancy.headroom.smem_addable_bytes < CLIFF_SMEM_BYTES {
-        findings.push(Finding {
-            arch: Some(on.arch.name.to_string()),
-            message: format!(
-                "kernel `{}` is {} bytes of shared memory away from losing a block on {}",
-                on.record.name,
-                occupancy.headroom.smem_addable_bytes + 1,
-                on.arch.name
-            ),
-            notes: vec![occupancy_note(on)],
-            help: Some(format!(
-                "keep shared memory per block where it is, or {allow}"
-            )),
-            ..Finding::new(LintId::OccupancyCliff)
-        });
+        let margin = format!(
+            "{} bytes of shared memory",
+            occupancy.headroom.smem_addable_bytes + 1
+        );
+        let help = format!("keep shared memory per block where it is, or {allow}");
+        findings.push(cliff_finding(on, &margin, help));
+    }
+}
+
+/// One `occupancy_cliff` finding: the kernel is `margin` (`2 registers per thread`, `200 bytes
+/// of shared memory`) away from losing a block. The register and the shared-memory cliff differ
+/// only in the margin and the advice, so their message and note are written here once.
+fn cliff_finding(on: &CompiledOnArch<'_>, margin: &str, help: String) -> Finding {
+    Finding {
+        arch: Some(on.arch.name.to_string()),
+        message: format!(
+            "kernel `{}` is {margin} away from losing a block on {}",
+            on.record.name, on.arch.name
+        ),
+        notes: vec![occupancy_note(on)],
+        help: Some(help),
+        ..Finding::new(LintId::OccupancyCliff)
     }
 }

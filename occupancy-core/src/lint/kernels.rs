@@ -22,25 +22,30 @@ pub(crate) fn few_names(names: &[&str]) -> String {
     text
 }
 
+/// `3 kernels compiled: a, b, c` (or `no kernel was compiled`): the note of a `missing_kernel`
+/// finding with no close names to offer. A declared kernel and a family that match nothing list
+/// what was compiled in the same words.
+fn compiled_kernels_note(compiled_names: &[&str]) -> String {
+    match compiled_names.len() {
+        0 => "no kernel was compiled".to_string(),
+        1 => format!("1 kernel compiled: {}", few_names(compiled_names)),
+        count => format!("{count} kernels compiled: {}", few_names(compiled_names)),
+    }
+}
+
 /// `missing_kernel`: declared, but no compiled entry has its name; suggests the closest one (by
 /// edit distance) and lists a few close names, never all of them.
 pub fn missing_kernel(kernel_name: &str, compiled_names: &[&str]) -> Finding {
     let close = closest_names(kernel_name, compiled_names.iter().copied(), NAMES_SHOWN);
-    let note = if compiled_names.is_empty() {
-        "no kernel was compiled".to_string()
-    } else if close.len() > 1 {
+    // No compiled names give no close ones, so the count note speaks for an empty build.
+    let note = if close.len() > 1 {
         format!(
             "close compiled names: {} ({} kernels compiled)",
             close.join(", "),
             compiled_names.len()
         )
     } else {
-        format!(
-            "{} kernel{} compiled: {}",
-            compiled_names.len(),
-            if compiled_names.len() == 1 { "" } else { "s" },
-            few_names(compiled_names)
-        )
+        compiled_kernels_note(compiled_names)
     };
     Finding {
         arch: None,
@@ -59,16 +64,7 @@ pub fn family_matches_nothing(pattern: &str, compiled_names: &[&str]) -> Finding
     Finding {
         arch: None,
         message: format!("kernel family `{pattern}` matches no compiled kernel"),
-        notes: vec![if compiled_names.is_empty() {
-            "no kernel was compiled".to_string()
-        } else {
-            format!(
-                "{} kernel{} compiled: {}",
-                compiled_names.len(),
-                if compiled_names.len() == 1 { "" } else { "s" },
-                few_names(compiled_names)
-            )
-        }],
+        notes: vec![compiled_kernels_note(compiled_names)],
         help: Some("fix the pattern (`*` stands for any run of characters; the rest must match the compiled symbol exactly), or remove the declaration".into()),
         ..Finding::new(LintId::MissingKernel)
     }

@@ -401,6 +401,37 @@ mod tests {
         }
     }
 
+    /// An outermost loop at SASS offset 0x40 with no line table, whose only local accesses are
+    /// 2 spill loads: the loop the tests put spills in, each setting what else it is about.
+    fn spilling_loop() -> LoopFacts {
+        LoopFacts {
+            header_offset: 0x40,
+            depth: 1,
+            parent: None,
+            file: None,
+            line: None,
+            instructions: 20,
+            local_loads: 2,
+            local_stores: 0,
+            spill_loads: 2,
+            spill_stores: 0,
+            local_array_accesses: 0,
+            calls: 0,
+        }
+    }
+
+    /// k.cu:30, one spill load outside any loop.
+    fn cold_spill_line() -> LineFacts {
+        LineFacts {
+            file: "k.cu".into(),
+            line: 30,
+            kind: LocalKind::Spill,
+            loads: 1,
+            stores: 0,
+            loop_depth: 0,
+        }
+    }
+
     fn lints(findings: &[Finding]) -> Vec<LintId> {
         findings.iter().map(|found| found.lint).collect()
     }
@@ -419,18 +450,9 @@ mod tests {
         facts.spill_loads_in_loops = 2;
         facts.local_array_accesses = 1;
         facts.loops.push(LoopFacts {
-            header_offset: 0x40,
-            depth: 1,
-            parent: None,
-            file: None,
-            line: None,
-            instructions: 20,
             local_loads: 3,
-            local_stores: 0,
-            spill_loads: 2,
-            spill_stores: 0,
             local_array_accesses: 1,
-            calls: 0,
+            ..spilling_loop()
         });
         for (kind, loads) in [(LocalKind::Spill, 2), (LocalKind::LocalArray, 1)] {
             facts.lines.push(LineFacts {
@@ -460,18 +482,9 @@ mod tests {
         facts.spill_loads = 3;
         facts.spill_loads_in_loops = 2;
         facts.loops.push(LoopFacts {
-            header_offset: 0x40,
-            depth: 1,
-            parent: None,
             file: Some("k.cu".into()),
             line: Some(8),
-            instructions: 20,
-            local_loads: 2,
-            local_stores: 0,
-            spill_loads: 2,
-            spill_stores: 0,
-            local_array_accesses: 0,
-            calls: 0,
+            ..spilling_loop()
         });
         facts.lines.push(LineFacts {
             file: "k.cu".into(),
@@ -481,14 +494,7 @@ mod tests {
             stores: 0,
             loop_depth: 1,
         });
-        facts.lines.push(LineFacts {
-            file: "k.cu".into(),
-            line: 30,
-            kind: LocalKind::Spill,
-            loads: 1,
-            stores: 0,
-            loop_depth: 0,
-        });
+        facts.lines.push(cold_spill_line());
         let findings = evaluate_sass(&inputs(&facts));
         assert_eq!(lints(&findings), [LintId::SpillInLoop]);
         assert!(
@@ -529,14 +535,7 @@ mod tests {
     fn a_cold_spill_is_no_spill_in_loop() {
         let mut facts = empty();
         facts.spill_loads = 1;
-        facts.lines.push(LineFacts {
-            file: "k.cu".into(),
-            line: 30,
-            kind: LocalKind::Spill,
-            loads: 1,
-            stores: 0,
-            loop_depth: 0,
-        });
+        facts.lines.push(cold_spill_line());
         assert!(evaluate_sass(&inputs(&facts)).is_empty());
         assert!(hottest_spill_note(&facts)
             .unwrap()
@@ -627,18 +626,9 @@ mod tests {
         facts.spill_loads = 2;
         facts.spill_loads_in_loops = 2;
         facts.loops.push(LoopFacts {
-            header_offset: 0x40,
-            depth: 1,
-            parent: None,
-            file: None,
-            line: None,
-            instructions: 20,
             local_loads: 4,
-            local_stores: 0,
-            spill_loads: 2,
-            spill_stores: 0,
             local_array_accesses: 2,
-            calls: 0,
+            ..spilling_loop()
         });
         for kind in [LocalKind::Spill, LocalKind::LocalArray] {
             facts.lines.push(LineFacts {

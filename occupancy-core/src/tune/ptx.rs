@@ -118,14 +118,19 @@ mod tests {
 
     #[test]
     fn in_place_keeps_every_line_where_it_was() {
-        let patched = with_bound_in_place(
-            PTX,
-            "k",
-            Knob::MinBlocksPerSm,
-            Bound::MinBlocksPerSm(5),
-            128,
-        )
-        .unwrap();
+        // Kernel `k` at 5 blocks per SM of 128 threads, by either patcher.
+        type Patcher = fn(&str, &str, Knob, Bound, u32) -> Result<String, BoundPatchError>;
+        let five_blocks_of_128 = |patch: Patcher| {
+            patch(
+                PTX,
+                "k",
+                Knob::MinBlocksPerSm,
+                Bound::MinBlocksPerSm(5),
+                128,
+            )
+            .unwrap()
+        };
+        let patched = five_blocks_of_128(with_bound_in_place);
         assert_eq!(patched.lines().count(), PTX.lines().count());
         assert!(
             patched.contains(")\n.maxntid 128, 1, 1 .minnctapersm 5\n\n{"),
@@ -143,14 +148,7 @@ mod tests {
         assert_eq!(next.lines().count(), PTX.lines().count());
         assert!(next.contains(")\n.maxnreg 64 {"), "{next}");
         // The same directives as with_bound writes.
-        let moved = with_bound(
-            PTX,
-            "k",
-            Knob::MinBlocksPerSm,
-            Bound::MinBlocksPerSm(5),
-            128,
-        )
-        .unwrap();
+        let moved = five_blocks_of_128(with_bound);
         assert!(
             moved.contains(")\n.maxntid 128, 1, 1\n.minnctapersm 5\n{"),
             "{moved}"
