@@ -109,6 +109,7 @@ fn source_launch(
             .ptx
             .as_ref()
             .and_then(PtxEntry::max_threads_per_block),
+        at_compiled_max: false,
     }))
 }
 

@@ -77,6 +77,7 @@ pub(crate) fn build_launch(
             .ptx
             .as_ref()
             .and_then(PtxEntry::max_threads_per_block),
+        at_compiled_max: false,
     })
 }
 

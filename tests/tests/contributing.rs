@@ -447,8 +447,9 @@ fn one_finding_type_carries_every_path() {
 
 /// Issue #36: the launch a kernel is checked at is decided in one place,
 /// `occupancy-core/src/lint/checked_launch.rs#pub fn checked_launch(`, for the build's declared
-/// and undeclared kernels, `check` on sources, logs and binaries, and `cargo occupancy build`.
-/// The default block is read there alone, and the deciders it replaced are gone.
+/// and undeclared kernels, `check` on sources, logs and binaries, `cargo occupancy build` and
+/// `explain` on logs (which asks for the compiled maximum, `at_compiled_max`). The default block
+/// is read there alone, and the deciders it replaced are gone.
 #[test]
 fn the_launch_a_kernel_is_checked_at_is_decided_in_one_place() {
     let sources = library_sources();
@@ -460,10 +461,11 @@ fn the_launch_a_kernel_is_checked_at_is_decided_in_one_place() {
         files_with(&sources, "checked_launch(&"),
         [
             "cargo-occupancy/src/cmd/check.rs",
+            "cargo-occupancy/src/cmd/explain.rs",
             "occupancy-build/src/launch_check.rs",
             "occupancy-build/src/rows.rs",
         ],
-        "every path that checks a kernel asks checked_launch for its launch"
+        "every path that checks or explains a kernel asks checked_launch for its launch"
     );
     assert_eq!(
         files_with(&sources, "DEFAULT_UNDECLARED_BLOCK_THREADS"),

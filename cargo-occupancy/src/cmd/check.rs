@@ -843,6 +843,7 @@ impl Reader<'_> {
             given_dynamic_smem_bytes: self.args.dynamic_smem,
             crate_block: None,
             compiled_max_threads: ptx.and_then(PtxEntry::max_threads_per_block),
+            at_compiled_max: false,
         });
         Ok(RowLaunch {
             block: launch.block_threads(),

@@ -16,9 +16,11 @@ use std::path::PathBuf;
 
 use occupancy_core::arch;
 use occupancy_core::kernel::evaluate_at_launch;
+use occupancy_core::lint::evaluate::{checked_launch, LaunchOrigin, LaunchSettings};
 use occupancy_core::ptxas::PtxEntry;
 use occupancy_core::report::explain::{explain, render_explanation_text};
 use occupancy_core::report::{Finding, KernelRow, RowLaunch};
+use occupancy_core::spec::BlockDim;
 
 use super::log_input::kernel_from_record;
 use crate::archs::ArchNames;
@@ -219,15 +221,7 @@ fn rows_from_logs(args: &Args) -> Result<Vec<Explained>, CliError> {
     for path in &args.logs {
         let output = super::log_input::read_log(path, |record| {
             let ptx = entries.get(&record.name);
-            // The launch is the user's block, else the compiled maximum (from `--ptx`), else 256.
-            let compiled = ptx
-                .and_then(|entry| entry.maxntid.as_ref().or(entry.reqntid.as_ref()))
-                .map(|dims| dims.iter().map(|&dim| dim.max(1)).product::<u32>());
-            let launch = RowLaunch {
-                block: args.block.or(compiled).unwrap_or(256),
-                dynamic_smem_bytes: args.dynamic_smem.unwrap_or(0),
-                carveout_percent: None,
-            };
+            let launch = explained_launch(args, ptx);
             let kernel = kernel_from_record(record, ptx.cloned(), launch)?;
             // The findings that say what ptxas did with its minimum blocks per SM or register
             // cap, from the checks `check` runs, at the row's launch.
@@ -246,6 +240,27 @@ fn rows_from_logs(args: &Args) -> Result<Vec<Explained>, CliError> {
         super::log_input::conclude(&name, &output, policy)?;
     }
     selector.finish()
+}
+
+/// The launch a log's kernel is explained at ([`checked_launch`], as `check` decides it, with
+/// `at_compiled_max`): `--block`, else the block the kernel was compiled for (`--ptx`'s
+/// `.maxntid`/`.reqntid`, above 256 too), else 256.
+fn explained_launch(args: &Args, ptx: Option<&PtxEntry>) -> RowLaunch {
+    let launch = checked_launch(&LaunchSettings {
+        origin: LaunchOrigin::CommandLine,
+        declared: None,
+        table: None,
+        given_block: args.block.map(BlockDim::linear),
+        given_dynamic_smem_bytes: args.dynamic_smem.unwrap_or(0),
+        crate_block: None,
+        compiled_max_threads: ptx.and_then(PtxEntry::max_threads_per_block),
+        at_compiled_max: true,
+    });
+    RowLaunch {
+        block: launch.block_threads(),
+        dynamic_smem_bytes: launch.dynamic_smem_bytes,
+        carveout_percent: None,
+    }
 }
 
 /// Kernel names listed when `explain` cannot pick one kernel (the first, by name).

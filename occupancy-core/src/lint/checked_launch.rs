@@ -45,6 +45,9 @@ pub struct LaunchSettings<'a> {
     /// The kernel's compiled maximum threads per block (`.maxntid`/`.reqntid`, from
     /// `__launch_bounds__`): a default block above it is lowered to it.
     pub compiled_max_threads: Option<u32>,
+    /// `explain`: a kernel with a compiled maximum is explained at it, above the default block
+    /// too (what it was built for); a check lowers the default block to it, never raises it.
+    pub at_compiled_max: bool,
 }
 
 /// The launch a kernel is checked at, and where it comes from.
@@ -73,7 +76,8 @@ impl CheckedLaunch {
 ///    threads is then `unlaunchable` there, which is the point);
 /// 3. the block given on the command line (`--block`), as given;
 /// 4. in a build, a table that names the kernel but no block: the crate's block, as written;
-/// 5. else the crate's block (default [`DEFAULT_UNDECLARED_BLOCK_THREADS`]), lowered to the
+/// 5. for `explain` (`at_compiled_max`), the kernel's compiled maximum, when it has one;
+/// 6. else the crate's block (default [`DEFAULT_UNDECLARED_BLOCK_THREADS`]), lowered to the
 ///    kernel's compiled maximum when that is smaller: it cannot be launched with more.
 ///
 /// Dynamic shared memory: the declaration's, else the table's, else the command line's.
@@ -97,7 +101,7 @@ pub fn checked_launch(settings: &LaunchSettings<'_>) -> CheckedLaunch {
     }
 }
 
-/// Rules 2 to 5 of [`checked_launch`]: the block of a kernel nothing declares.
+/// Rules 2 to 6 of [`checked_launch`]: the block of a kernel nothing declares.
 fn undeclared_block(settings: &LaunchSettings<'_>) -> (BlockDim, String) {
     let crate_block = settings
         .crate_block
@@ -116,12 +120,16 @@ fn undeclared_block(settings: &LaunchSettings<'_>) -> (BlockDim, String) {
     }
     let compiled_max = settings
         .compiled_max_threads
-        .filter(|&max| max < crate_block.threads());
+        .filter(|&max| max < crate_block.threads() || settings.at_compiled_max);
     let how = "set `block` under [package.metadata.occupancy], or per kernel or pattern under [package.metadata.occupancy.kernels.\"<name or pattern*>\"]";
     match (compiled_max, settings.crate_block) {
-        (Some(max), _) => (
+        (Some(max), _) if max < crate_block.threads() => (
             BlockDim::linear(max),
             format!("block {max}, the kernel's `__launch_bounds__` maximum (below the crate's {crate_block})"),
+        ),
+        (Some(max), _) => (
+            BlockDim::linear(max),
+            format!("block {max}, the kernel's `__launch_bounds__` maximum, the block it was built for"),
         ),
         (None, Some(_)) => (
             crate_block,
@@ -147,6 +155,7 @@ mod tests {
             given_dynamic_smem_bytes: 0,
             crate_block: None,
             compiled_max_threads: None,
+            at_compiled_max: false,
         }
     }
 
@@ -225,6 +234,43 @@ mod tests {
         assert!(checked_launch(&above)
             .origin
             .contains("the default for undeclared kernels"));
+    }
+
+    #[test]
+    fn explain_takes_the_compiled_maximum_above_the_default_too() {
+        let explained = LaunchSettings {
+            compiled_max_threads: Some(1024),
+            at_compiled_max: true,
+            ..settings(LaunchOrigin::CommandLine)
+        };
+        assert_eq!(decided(&explained), (1024, 0));
+        assert!(checked_launch(&explained)
+            .origin
+            .contains("`__launch_bounds__` maximum, the block it was built for"));
+        let checked = LaunchSettings {
+            at_compiled_max: false,
+            ..explained
+        };
+        assert_eq!(
+            decided(&checked),
+            (256, 0),
+            "a check never raises the block"
+        );
+        let below = LaunchSettings {
+            compiled_max_threads: Some(128),
+            ..explained
+        };
+        assert_eq!(decided(&below), (128, 0));
+        let given = LaunchSettings {
+            given_block: Some(BlockDim::linear(64)),
+            ..explained
+        };
+        assert_eq!(decided(&given), (64, 0), "`--block` wins");
+        let unbounded = LaunchSettings {
+            compiled_max_threads: None,
+            ..explained
+        };
+        assert_eq!(decided(&unbounded), (256, 0));
     }
 
     #[test]
