@@ -11,7 +11,6 @@ use std::path::PathBuf;
 use occupancy_core::kernel::KernelOnArch;
 use occupancy_core::lint::evaluate::{checked_launch, CheckedLaunch, LaunchOrigin, LaunchSettings};
 use occupancy_core::lint::{Level, LintId};
-use occupancy_core::ptxas::PtxEntry;
 use occupancy_core::report::Report;
 use occupancy_core::spec::BlockDim;
 
@@ -105,10 +104,7 @@ fn source_launch(
         given_block: request.block_threads.map(BlockDim::linear),
         given_dynamic_smem_bytes: request.dynamic_smem_bytes,
         crate_block: context.settings.block,
-        compiled_max_threads: kernel
-            .ptx
-            .as_ref()
-            .and_then(PtxEntry::max_threads_per_block),
+        compiled_max_threads: kernel.compiled_max_threads(),
         at_compiled_max: false,
     }))
 }

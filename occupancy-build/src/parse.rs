@@ -47,6 +47,13 @@ impl CompiledKernel<'_> {
             .map(|(_, entry)| entry)
             .or(self.ptx.as_ref())
     }
+
+    /// The compiled maximum threads per block (`.reqntid`, else `.maxntid`, of the first
+    /// program's entry): what [`checked_launch`](occupancy_core::lint::evaluate::checked_launch)
+    /// lowers a default block to.
+    pub(crate) fn compiled_max_threads(&self) -> Option<u32> {
+        self.ptx.as_ref().and_then(PtxEntry::max_threads_per_block)
+    }
 }
 
 /// What the parse stage found in the compiled sources.

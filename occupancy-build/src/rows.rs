@@ -10,7 +10,6 @@ use occupancy_core::kernel::KernelOnArch;
 use occupancy_core::lint::evaluate::{
     checked_launch, CheckedLaunch, LaunchOrigin, LaunchSettings, TableLaunch,
 };
-use occupancy_core::ptxas::PtxEntry;
 use occupancy_core::spec::KernelSpec;
 
 use crate::context::Context;
@@ -73,10 +72,7 @@ pub(crate) fn build_launch(
         given_block: None,
         given_dynamic_smem_bytes: 0,
         crate_block: context.settings.block,
-        compiled_max_threads: kernel
-            .ptx
-            .as_ref()
-            .and_then(PtxEntry::max_threads_per_block),
+        compiled_max_threads: kernel.compiled_max_threads(),
         at_compiled_max: false,
     })
 }
