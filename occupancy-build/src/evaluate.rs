@@ -161,7 +161,8 @@ fn check_one_kernel(
     if let Some(attribute_levels) = &attribute_levels {
         level_sources.attribute = Some(attribute_levels);
     }
-    let undeclared_spec = undeclared_spec(&launch);
+    let undeclared_spec =
+        occupancy_core::kernel::launch_spec(launch.block, launch.dynamic_smem_bytes);
     let evaluated_at = match spec {
         Some(spec) => Launch::Declared(spec),
         None => Launch::Undeclared(&undeclared_spec),
@@ -226,13 +227,6 @@ fn kernel_values(
         }
     }
     Ok(rows)
-}
-
-/// The launch an undeclared kernel is checked at, as a spec with the default limits.
-fn undeclared_spec(launch: &CheckedLaunch) -> KernelSpec {
-    let mut spec = KernelSpec::with_block(launch.block);
-    spec.dynamic_smem_bytes = u32::try_from(launch.dynamic_smem_bytes).unwrap_or(u32::MAX);
-    spec
 }
 
 /// A `bounds_mismatch` of a kernel written in PTX gets as its help the directives to write in

@@ -203,13 +203,20 @@ pub fn evaluate_at_launch(
                 == b.row.source.as_ref().map(|source| &source.path)
     }) {
         let first = &group[0].row;
-        let mut spec = KernelSpec::with_block(BlockDim::linear(first.block));
-        spec.dynamic_smem_bytes = u32::try_from(first.dynamic_smem_bytes).unwrap_or(u32::MAX);
+        let spec = launch_spec(BlockDim::linear(first.block), first.dynamic_smem_bytes);
         for finding in evaluate(Launch::CommandLine(&spec), group, &sources) {
             findings.push(report_finding(first, finding));
         }
     }
     findings
+}
+
+/// The spec a kernel nothing declares is evaluated at: `block` and `dynamic_smem_bytes` (per
+/// block, saturated), with the default limits (no spills, no stack, no minimum occupancy).
+pub fn launch_spec(block: BlockDim, dynamic_smem_bytes: u64) -> KernelSpec {
+    let mut spec = KernelSpec::with_block(block);
+    spec.dynamic_smem_bytes = u32::try_from(dynamic_smem_bytes).unwrap_or(u32::MAX);
+    spec
 }
 
 /// A finding of `row`'s kernel, for the report: people read the demangled name, the symbol
