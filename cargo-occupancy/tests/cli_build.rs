@@ -518,17 +518,27 @@ fn kernel_tables_of_the_crate_and_the_command_line_set_launches() {
 }
 
 /// A package whose build already runs occupancy-build (its `OUT_DIR/occupancy.json`) is not
-/// read twice: its own report is taken in, its PTX not assembled again; a report that says its
-/// checks were skipped is said, and is no pass.
+/// read twice: its own report is taken in for the files it names (`outputs`), its PTX not
+/// assembled again. Issue #42, class 1: a report hides nothing else. A product it does not name
+/// is read here; a report an earlier run left (this run's script wrote none) is not taken; a
+/// report that says its checks were skipped is said, and its products are read here.
 #[test]
 fn a_package_checked_by_its_own_build_is_taken_in_not_read_twice() {
     let dir = work_dir("cli_build", "own");
     let own_build_rs = r#"
 fn main() {
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
-    std::fs::write(out.join("k.ptx"), "//\n.version 9.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\nret;\n}\n").unwrap();
-    std::fs::write(out.join("occupancy.json"), std::env::var("OWN_REPORT").unwrap()).unwrap();
+    let ptx = |name: &str| format!("//\n.version 9.0\n.target sm_80\n.address_size 64\n.visible .entry {name}()\n{{\nret;\n}}\n");
+    std::fs::write(out.join("k.ptx"), ptx("k")).unwrap();
+    if std::env::var("EXTRA").is_ok() {
+        std::fs::write(out.join("extra.ptx"), ptx("extra")).unwrap();
+    }
+    let report = std::env::var("OWN_REPORT").unwrap();
+    if !report.is_empty() {
+        std::fs::write(out.join("occupancy.json"), report).unwrap();
+    }
     println!("cargo:rerun-if-env-changed=OWN_REPORT");
+    println!("cargo:rerun-if-env-changed=EXTRA");
 }
 "#;
     let root = scratch_crate(&dir, "ownbuild", own_build_rs, "");
@@ -549,6 +559,7 @@ fn main() {
     let mut own: Value = serde_json::from_str(&stdout(&checked)).unwrap();
     own["crate"] = "ownbuild".into();
     own["kernels"][0]["registers"] = 99.into();
+    own["outputs"] = serde_json::json!(["k.ptx"]);
     let report = own.to_string();
     let (output, json) = build(&root, &[], &[("OWN_REPORT", &report)]);
     let text = stderr(&output);
@@ -564,16 +575,48 @@ fn main() {
         "the report's row, not a new assembly"
     );
 
+    // A product the report does not name is read, beside the report's rows.
+    let (output, json) = build(&root, &[], &[("OWN_REPORT", &report), ("EXTRA", "1")]);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    let kernels: BTreeSet<String> = (rows(&json).iter())
+        .map(|row| row["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        kernels,
+        BTreeSet::from(["k".into(), "extra".into()]),
+        "{json:#}"
+    );
+    assert!(
+        text.contains("1 covered by its own occupancy-build report"),
+        "{text}"
+    );
+
+    // This run's script wrote no report: the one left by the run before is not taken.
+    let (output, json) = build(&root, &[], &[("OWN_REPORT", ""), ("EXTRA", "1")]);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("no report of this build: not taken"),
+        "{text}"
+    );
+    assert_eq!(rows(&json).len(), 2, "{json:#}");
+    assert!(
+        rows(&json).iter().all(|row| row["registers"] != 99),
+        "assembled here: {json:#}"
+    );
+
     own["skipped"] = "OCCUPANCY_SKIP=1".into();
     own["kernels"] = Value::Array(Vec::new());
     let skipped = own.to_string();
-    let (output, _) = build(&root, &[], &[("OWN_REPORT", &skipped)]);
+    let (output, json) = build(&root, &[], &[("OWN_REPORT", &skipped), ("EXTRA", "1")]);
     let text = stderr(&output);
-    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert_eq!(output.status.code(), Some(0), "{text}");
     assert!(
-        text.contains("skipped its checks (OCCUPANCY_SKIP=1)"),
+        text.contains("skipped its checks (OCCUPANCY_SKIP=1): its products are read here"),
         "{text}"
     );
+    assert_eq!(rows(&json).len(), 2, "read here: {json:#}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -18,6 +18,7 @@
 mod archive;
 mod entries;
 mod extract;
+pub use archive::for_each_member;
 pub use extract::{can_jit, ptx_target, PtxTarget};
 mod fatbin;
 mod found;

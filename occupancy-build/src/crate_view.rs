@@ -15,7 +15,7 @@
 //! build script, renders them at the attribute. A `Build` that fails anyway lists them as notes.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use occupancy_core::lint::evaluate;
@@ -94,6 +94,17 @@ pub(crate) struct RecordedProduct {
     pub(crate) bless_stamp: Option<ToolchainStamp>,
     /// Why its kernels were not checked (`OCCUPANCY_SKIP`, `.check(false)`); `None`: checked.
     pub(crate) unchecked: Option<String>,
+}
+
+impl RecordedProduct {
+    /// The files of `out_dir` this product wrote, relative to it: its PTX files, or its library.
+    fn outputs(&self, out_dir: &Path) -> Vec<String> {
+        let ptx = self.ptx.iter().flat_map(ModuleSource::files);
+        let relative = ptx.filter_map(|path| path.strip_prefix(out_dir).ok());
+        let mut outputs: Vec<String> = relative.map(|path| path.display().to_string()).collect();
+        outputs.extend(self.key.library.as_ref().map(|name| format!("lib{name}.a")));
+        outputs
+    }
 }
 
 /// What this process recorded for one `OUT_DIR`.
@@ -400,6 +411,7 @@ impl CrateView {
                     source.product = label.clone();
                     source
                 }));
+            report.outputs.extend(product.outputs(&context.out_dir));
             report
                 .kernels
                 .extend(product.report.kernels.iter().cloned());

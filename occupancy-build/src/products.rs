@@ -33,6 +33,18 @@ pub struct ModuleSource {
     per_arch: Option<Vec<(SmArch, Option<PathBuf>)>>,
 }
 
+impl ModuleSource {
+    /// The PTX files written for this source (its module, and each arch's with `ptx_per_arch`).
+    pub fn files(&self) -> impl Iterator<Item = &Path> {
+        let per_arch = self
+            .per_arch
+            .iter()
+            .flatten()
+            .filter_map(|(_, path)| path.as_deref());
+        self.ptx.as_deref().into_iter().chain(per_arch)
+    }
+}
+
 /// Writes each source's PTX into `OUT_DIR` (per arch too with `ptx_per_arch`); the module's
 /// entries for them are returned, for the crate's module.
 pub fn write_ptx(context: &Context, compiled: &[CompiledSource]) -> Result<PtxProducts, Error> {

@@ -270,11 +270,11 @@ fn check_package(
     (levels, summary): (&Levels, &mut Summary),
     (stream, mut lock): (&mut ReportStream, Option<&mut Lock>),
 ) -> Result<(), CliError> {
-    let own_report = package.out_dir.join("occupancy.json");
-    if own_report.is_file() {
-        return take_own_report(package, &own_report, summary, stream);
+    let mut covered = products::Covered::default();
+    if let Some(report) = this_builds_report(package)? {
+        covered = take_own_report(package, report, summary, stream)?;
     }
-    let found = products::find(package).map_err(|error| {
+    let found = products::find(package, &covered).map_err(|error| {
         CliError::CouldNotCheck(format!(
             "reading the OUT_DIR of `{}` ({}): {error}",
             package.name,
@@ -379,15 +379,51 @@ fn say_debug_code(package: &BuiltPackage, count: usize, gated: bool) {
     );
 }
 
+/// The largest own report read: far above what occupancy-build writes for thousands of kernels.
+const MAX_OWN_REPORT_BYTES: u64 = 64 << 20;
+
+/// The package's own occupancy-build report (`OUT_DIR/occupancy.json`), when it is this build's:
+/// written since its build script last started. One an earlier build left is said and not taken
+/// (every product is then read here); one too large to be a report is an error.
+fn this_builds_report(package: &BuiltPackage) -> Result<Option<Report>, CliError> {
+    let path = package.out_dir.join("occupancy.json");
+    let Ok(metadata) = std::fs::metadata(&path) else {
+        return Ok(None);
+    };
+    if !metadata.is_file() {
+        return Err(CliError::Input(format!(
+            "{}: not a regular file, where occupancy-build writes its report: not read",
+            shown(&path)
+        )));
+    }
+    if metadata.len() > MAX_OWN_REPORT_BYTES {
+        return Err(CliError::Input(format!(
+            "{}: {} bytes, more than any report occupancy-build writes ({MAX_OWN_REPORT_BYTES} bytes): not read",
+            shown(&path),
+            metadata.len()
+        )));
+    }
+    let started = products::script_started(&package.out_dir);
+    if !products::touched_since(&path, started) {
+        eprintln!(
+            "warning: `{}`: {} predates its build script's last run, so it is no report of this build: not taken; every product of its OUT_DIR is read here",
+            package.name,
+            shown(&path)
+        );
+        return Ok(None);
+    }
+    read_own_report(&path).map(Some)
+}
+
 /// A package built through occupancy-build: its own report taken in, unless its build failed
-/// (an error) or skipped its checks (said; nothing of it counts as checked).
+/// (an error) or skipped its checks (said; its products are then read here). What it covers:
+/// the files it names and its private directory.
 fn take_own_report(
     package: &BuiltPackage,
-    path: &Path,
+    report: Report,
     summary: &mut Summary,
     stream: &mut ReportStream,
-) -> Result<(), CliError> {
-    let report = read_own_report(path)?;
+) -> Result<products::Covered, CliError> {
     if let Some(why) = &report.failed {
         return Err(CliError::CouldNotCheck(format!(
             "the occupancy-build of `{}` failed ({why}), though cargo built it: nothing of it was checked",
@@ -396,14 +432,20 @@ fn take_own_report(
     }
     if let Some(why) = &report.skipped {
         eprintln!(
-            "warning: `{}`: its occupancy-build skipped its checks ({why}): nothing of it was checked",
+            "warning: `{}`: its occupancy-build skipped its checks ({why}): its products are read here",
             package.name
         );
-        return Ok(());
+        return Ok(products::Covered::default());
     }
     summary.own_builds.push(package.name.clone());
     summary.rows_or_findings += report.kernels.len() + report.findings.len();
-    stream.add_report(&report)
+    stream.add_report(&report)?;
+    let private_dir = std::fs::canonicalize(package.out_dir.join("occupancy")).ok();
+    let files = (report.outputs.iter()).map(|output| package.out_dir.join(output));
+    Ok(products::Covered {
+        files: files.collect(),
+        private_dir,
+    })
 }
 
 /// Who shipped a group of a package's products: the package, why its findings are held back
@@ -466,6 +508,17 @@ fn say_products(package: &BuiltPackage, found: &Products) {
             found.identical_copies
         ));
     }
+    if !found.covered.is_empty() {
+        parts.push(format!(
+            "{} covered by its own occupancy-build report",
+            found.covered.len()
+        ));
+    }
+    let texts = found.texts_read;
+    parts.push(format!(
+        "{} text file(s), {} bytes read for the names the build uses",
+        texts.files, texts.bytes
+    ));
     eprintln!(
         "note: `{}`: {} in {}",
         package.name,

@@ -48,6 +48,11 @@ pub struct Report {
     /// Every compiled source of the build.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<SourceFile>,
+    /// The files of `OUT_DIR` this report covers (`kernels.ptx`, `libmoe.a`), relative to it:
+    /// what the build checked and wrote there. `cargo occupancy build` takes the report for
+    /// these files and reads every other product of `OUT_DIR` itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<String>,
     /// One row per kernel and architecture.
     pub kernels: Vec<KernelRow>,
     /// The findings: `check` keeps allowed ones (renderers decide what to show); a build's
@@ -71,6 +76,7 @@ impl Default for Report {
             skipped: None,
             failed: None,
             sources: Vec::new(),
+            outputs: Vec::new(),
             kernels: Vec::new(),
             findings: Vec::new(),
             baseline_changes: Vec::new(),

@@ -65,6 +65,10 @@ pub struct Products {
     /// ptxas's reports the nvcc tap kept beside the outputs (`<output>.ptxas`) during the build
     /// script's last run.
     pub tap_reports: Vec<PathBuf>,
+    /// Files the package's own occupancy-build report covers: taken from it, not read here.
+    pub covered: Vec<PathBuf>,
+    /// The text read to learn which files the build names.
+    pub texts_read: TextsRead,
     /// Reports of the tap older than the build script's last run (a later build without the
     /// tap compiled again): not read.
     pub stale_tap_reports: usize,
@@ -92,18 +96,20 @@ fn not_read(path: &Path, why: impl std::fmt::Display) -> std::io::Error {
 
 /// The products of `package`'s `OUT_DIR`; an error naming the first file named like a product
 /// that cannot be read (see the module docs).
-pub fn find(package: &BuiltPackage) -> std::io::Result<Products> {
+pub fn find(package: &BuiltPackage, covered: &Covered) -> std::io::Result<Products> {
     let mut files = Vec::new();
     let mut found = Products::default();
-    walk(&package.out_dir, &mut BTreeSet::new(), &mut files)?;
+    let mut visited = covered.private_dir.iter().cloned().collect();
+    walk(&package.out_dir, &mut visited, &mut files)?;
+    let (files, covered_files) = files
+        .into_iter()
+        .partition(|path| !covered.files.contains(path));
+    found.covered = covered_files;
     let started = script_started(&package.out_dir);
     let linked = linked_libraries(package);
-    let archive_linked = files.iter().any(|path| linked.contains(&file_name(path)));
-    let is_current = |path: &Path| match (started, modified(path)) {
-        (Some(started), Some(modified)) => modified >= started,
-        _ => true,
-    };
-    let named = names_in_current_files(package, &files, &is_current);
+    let is_current = |path: &Path| touched_since(path, started);
+    let named = names_in_current_files(package, &files, &is_current, &mut found.texts_read);
+    let archived = archived_members(&files, &linked)?;
     for dir in (package.linked_paths.iter()).filter(|dir| !dir.starts_with(&package.out_dir)) {
         let libraries = linked.iter().map(|name| dir.join(name));
         found
@@ -123,7 +129,7 @@ pub fn find(package: &BuiltPackage) -> std::io::Result<Products> {
             continue;
         };
         if let ProductKind::Binary(_) = kind {
-            if archive_linked && name.ends_with(".o") && !linked.contains(&name) {
+            if is_object(&name) && archived.contains(&content_digest(&path)?) {
                 found.archived_objects += 1;
                 continue;
             }
@@ -137,6 +143,51 @@ pub fn find(package: &BuiltPackage) -> std::io::Result<Products> {
     }
     found.identical_copies = drop_identical_copies(&mut found.products, &package.linked_paths)?;
     Ok(found)
+}
+
+/// What a package's own occupancy-build report covers (`build.rs`'s `this_builds_report`): the
+/// files it names, and its private directory (`OUT_DIR/occupancy`: its compile cache and
+/// probes), which the walk does not enter. Empty when no report of this build was taken.
+#[derive(Debug, Default)]
+pub struct Covered {
+    pub files: BTreeSet<PathBuf>,
+    pub private_dir: Option<PathBuf>,
+}
+
+/// Whether the name is a loose object's (`.o`, `.obj`).
+fn is_object(name: &str) -> bool {
+    name.ends_with(".o") || name.ends_with(".obj")
+}
+
+/// The digests of every member of the static libraries of `OUT_DIR` the package links: a loose
+/// object is passed over only when one of them holds its very bytes (cc, cudaforge and CMake
+/// archive the objects they compile unchanged), never because some library is linked. An error
+/// names a linked library that cannot be read.
+fn archived_members(
+    files: &[PathBuf],
+    linked: &BTreeSet<String>,
+) -> std::io::Result<BTreeSet<[u8; 32]>> {
+    use sha2::Digest;
+    let mut digests = BTreeSet::new();
+    let libraries = files.iter().filter(|path| {
+        let name = file_name(path);
+        linked.contains(&name) && (name.ends_with(".a") || name.ends_with(".lib"))
+    });
+    for library in libraries {
+        let mut digest_member = |_: &str, data: &mut dyn Read| {
+            let mut hasher = sha2::Sha256::new();
+            std::io::copy(data, &mut hasher)?;
+            digests.insert(hasher.finalize().into());
+            Ok(())
+        };
+        occupancy_binary::for_each_member(library, &mut digest_member).map_err(|error| {
+            not_read(
+                library,
+                format!("a linked static library that cannot be read: {error}"),
+            )
+        })?;
+    }
+    Ok(digests)
 }
 
 /// Keeps one of each set of byte-identical products (see the module docs); how many went. Only
@@ -245,7 +296,11 @@ fn not_a_file(path: &Path) -> std::io::Error {
 /// Whether the name is a product's (`.ptx`, `.cubin`, `.fatbin`, `.o`, `.obj`, `.a`, `.so`,
 /// `.so.N`).
 fn kind_by_name(path: &Path) -> bool {
-    let name = file_name(path);
+    name_is_a_product(&file_name(path))
+}
+
+/// [`kind_by_name`] of a file name.
+fn name_is_a_product(name: &str) -> bool {
     [".ptx", ".cubin", ".fatbin", ".o", ".obj", ".a", ".so"]
         .iter()
         .any(|suffix| name.ends_with(suffix))
@@ -312,8 +367,40 @@ fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).ok()?.modified().ok()
 }
 
+/// Whether the file at `path` was written, copied, linked or renamed into place since the build
+/// script started (`None`: when is not known, so it counts as current). Evidence, not the age
+/// its bytes claim: a prebuilt file copied in with its old modification time (`cp -p`) or hard
+/// linked keeps that time, but its inode's change time (`ctime`, which no program can set back)
+/// is of the copy or link.
+pub fn touched_since(path: &Path, started: Option<SystemTime>) -> bool {
+    let Some(started) = started else {
+        return true;
+    };
+    let Ok(metadata) = std::fs::metadata(path) else {
+        return true;
+    };
+    let modified = metadata
+        .modified()
+        .is_ok_and(|modified| modified >= started);
+    modified || changed(&metadata).is_some_and(|changed| changed >= started)
+}
+
+/// The inode's change time (Unix), when the platform has one.
+#[cfg(unix)]
+fn changed(metadata: &std::fs::Metadata) -> Option<SystemTime> {
+    use std::os::unix::fs::MetadataExt;
+    let seconds = u64::try_from(metadata.ctime()).ok()?;
+    let nanos = u32::try_from(metadata.ctime_nsec()).ok()?;
+    SystemTime::UNIX_EPOCH.checked_add(std::time::Duration::new(seconds, nanos))
+}
+
+#[cfg(not(unix))]
+fn changed(_: &std::fs::Metadata) -> Option<SystemTime> {
+    None
+}
+
 /// When the build script last started: cargo writes `invoked.timestamp` beside `out/` then.
-fn script_started(out_dir: &Path) -> Option<SystemTime> {
+pub fn script_started(out_dir: &Path) -> Option<SystemTime> {
     modified(&out_dir.parent()?.join("invoked.timestamp"))
 }
 
@@ -331,32 +418,77 @@ fn linked_libraries(package: &BuiltPackage) -> BTreeSet<String> {
     names
 }
 
-/// Every file name the build script's output (`output` beside `out/`) or a current text file
-/// of `OUT_DIR` mentions: what the build still uses.
+/// The text of `OUT_DIR` read to learn what the build names: files and bytes, each byte once.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TextsRead {
+    pub files: usize,
+    pub bytes: u64,
+}
+
+/// Every product file name the build script's output (`output` beside `out/`: its
+/// `rerun-if-changed` and link lines) or a current text file of `OUT_DIR` names as a path: what
+/// the build still uses. A name counts only as a whole path component (`"k.ptx"`, `/k.ptx`,
+/// `dir\\k.ptx`), never as a part of a longer name (`k.ptx` inside `bk.ptx`). Each text is read
+/// once and split into its path-like words once: linear in the bytes, whatever the file count.
 fn names_in_current_files(
     package: &BuiltPackage,
     files: &[PathBuf],
     is_current: &dyn Fn(&Path) -> bool,
+    read: &mut TextsRead,
 ) -> BTreeSet<String> {
-    let mut texts: Vec<String> = Vec::new();
+    let mut names = BTreeSet::new();
+    let mut take = |text: &str| {
+        read.files += 1;
+        read.bytes += text.len() as u64;
+        names.extend(named_products(text));
+    };
     if let Some(output) = package.out_dir.parent().map(|dir| dir.join("output")) {
-        texts.extend(std::fs::read_to_string(output).ok());
+        if let Ok(text) = std::fs::read_to_string(output) {
+            take(&text);
+        }
     }
     for path in files {
         let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
         let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= 4 << 20);
         if NAMING_EXTENSIONS.contains(&extension) && small && is_current(path) {
-            texts.extend(std::fs::read_to_string(path).ok());
-        }
-    }
-    let mut names = BTreeSet::new();
-    for path in files {
-        let name = file_name(path);
-        if texts.iter().any(|text| text.contains(&name)) {
-            names.insert(name);
+            if let Ok(text) = std::fs::read_to_string(path) {
+                take(&text);
+            }
         }
     }
     names
+}
+
+/// The file names of the paths `text` writes that are named like products: each word between
+/// quotes, spaces and punctuation no path of a build holds, cut after its last `/` or `\\`.
+fn named_products(text: &str) -> impl Iterator<Item = String> + '_ {
+    let separator = |c: char| {
+        c.is_whitespace()
+            || matches!(
+                c,
+                '"' | '\''
+                    | '`'
+                    | '('
+                    | ')'
+                    | '['
+                    | ']'
+                    | '{'
+                    | '}'
+                    | '<'
+                    | '>'
+                    | ','
+                    | ';'
+                    | '='
+                    | ':'
+                    | '|'
+                    | '*'
+                    | '?'
+            )
+    };
+    text.split(separator)
+        .map(|word| word.rsplit(['/', '\\']).next().unwrap_or(word))
+        .filter(|name| !name.is_empty() && name_is_a_product(name))
+        .map(str::to_owned)
 }
 
 #[cfg(test)]
@@ -372,6 +504,10 @@ mod tests {
             linked_paths: Vec::new(),
             manifest_path: None,
         }
+    }
+
+    fn find_all(package: &BuiltPackage) -> std::io::Result<Products> {
+        find(package, &Covered::default())
     }
 
     fn scratch(name: &str) -> PathBuf {
@@ -393,19 +529,14 @@ mod tests {
         // Each module its own bytes: identical copies are read once (the test below).
         std::fs::write(out.join("kept.ptx"), PTX.replace("k()", "kept()")).unwrap();
         std::fs::write(out.join("gone.ptx"), PTX.replace("k()", "gone()")).unwrap();
+        // A stale copy of a current module: the current one is read.
+        std::fs::write(out.join("a_copy.ptx"), PTX).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(dir.join("invoked.timestamp"), "").unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(out.join("new.ptx"), PTX).unwrap();
         std::fs::write(out.join("ptx.rs"), "include_str!(\"kept.ptx\");").unwrap();
-        // A stale copy of a current module: the current one is read.
-        std::fs::write(out.join("a_copy.ptx"), PTX).unwrap();
-        let old = std::fs::File::options()
-            .write(true)
-            .open(out.join("a_copy.ptx"))
-            .unwrap();
-        old.set_modified(SystemTime::UNIX_EPOCH).unwrap();
-        let found = find(&package(&out, &[])).unwrap();
+        let found = find_all(&package(&out, &[])).unwrap();
         let stale: Vec<(String, bool)> = (found.products.iter())
             .map(|p| (file_name(&p.path), p.stale))
             .collect();
@@ -421,6 +552,92 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// Issue #42, class 4: a name is a reference only as a whole path component, and a
+    /// prebuilt file copied or linked in with its old modification time is this build's (its
+    /// inode's change time is of the copy), not stale.
+    #[cfg(unix)]
+    #[test]
+    fn stale_is_decided_by_evidence_not_by_a_substring_or_an_old_time() {
+        let dir = scratch("evidence");
+        let out = dir.join("out");
+        let prebuilt = dir.join("prebuilt.ptx");
+        std::fs::write(&prebuilt, PTX.replace("k()", "pre()")).unwrap();
+        let file = std::fs::File::options()
+            .write(true)
+            .open(&prebuilt)
+            .unwrap();
+        file.set_modified(SystemTime::UNIX_EPOCH).unwrap();
+        std::fs::write(out.join("k.ptx"), PTX).unwrap();
+        std::fs::write(out.join("ref.ptx"), PTX.replace("k()", "r()")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(dir.join("invoked.timestamp"), "").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::hard_link(&prebuilt, out.join("linked.ptx")).unwrap();
+        let text =
+            "include_str!(\"bk.ptx\"); include_str!(concat!(env!(\"OUT_DIR\"), \"/ref.ptx\"));";
+        std::fs::write(out.join("ptx.rs"), text).unwrap();
+        let found = find_all(&package(&out, &[])).unwrap();
+        let stale: Vec<(String, bool)> = (found.products.iter())
+            .map(|p| (file_name(&p.path), p.stale))
+            .collect();
+        assert_eq!(
+            stale,
+            [
+                ("k.ptx".into(), true),
+                ("linked.ptx".into(), false),
+                ("ref.ptx".into(), false)
+            ]
+        );
+        assert_eq!(found.texts_read.files, 1);
+        assert_eq!(found.texts_read.bytes, text.len() as u64);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// An `ar` archive of `members` (name, bytes).
+    fn ar(members: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut bytes = b"!<arch>\n".to_vec();
+        for (name, data) in members {
+            let header = format!(
+                "{:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n",
+                format!("{name}/"),
+                "0",
+                "0",
+                "0",
+                "644",
+                data.len()
+            );
+            bytes.extend_from_slice(header.as_bytes());
+            bytes.extend_from_slice(data);
+            if data.len() % 2 == 1 {
+                bytes.push(b'\n');
+            }
+        }
+        bytes
+    }
+
+    /// Issue #42, class 2: a loose object is passed over only when the linked library holds
+    /// its very bytes; one it does not hold is read, though a library is linked.
+    #[test]
+    fn a_loose_object_the_linked_library_does_not_hold_is_read() {
+        let dir = scratch("archived");
+        let out = dir.join("out");
+        let object = |tag: &[u8]| {
+            let mut bytes = 0xBA55_ED50u32.to_le_bytes().to_vec();
+            bytes.extend_from_slice(tag);
+            bytes
+        };
+        let (held, loose) = (object(b"held object"), object(b"another object"));
+        std::fs::write(out.join("libk.a"), ar(&[("held.o", &held)])).unwrap();
+        std::fs::write(out.join("held.o"), &held).unwrap();
+        std::fs::write(out.join("loose.o"), &loose).unwrap();
+        let found = find_all(&package(&out, &["static=k"])).unwrap();
+        let read: Vec<String> = found.products.iter().map(|p| file_name(&p.path)).collect();
+        // The library itself names no fatbin section: host-only here.
+        assert_eq!(read, ["loose.o"], "{found:?}");
+        assert_eq!((found.archived_objects, found.host_only), (1, 1));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// Self-links and a link loop do not make the walk go round; a FIFO is named in an error,
     /// never opened.
     #[cfg(unix)]
@@ -432,12 +649,12 @@ mod tests {
         std::os::unix::fs::symlink(&out, out.join("sub/up")).unwrap();
         std::os::unix::fs::symlink(&out, out.join("self")).unwrap();
         std::fs::write(out.join("sub/k.ptx"), PTX).unwrap();
-        let found = find(&package(&out, &[])).unwrap();
+        let found = find_all(&package(&out, &[])).unwrap();
         assert_eq!(found.products.len(), 1, "{found:?}");
         let fifo = out.join("k.fatbin");
         let made = std::process::Command::new("mkfifo").arg(&fifo).status();
         if made.is_ok_and(|status| status.success()) {
-            let error = find(&package(&out, &[])).unwrap_err().to_string();
+            let error = find_all(&package(&out, &[])).unwrap_err().to_string();
             assert!(
                 error.contains("k.fatbin") && error.contains("not a regular file"),
                 "{error}"
@@ -463,7 +680,7 @@ mod tests {
         std::fs::write(out.join("other/k.fatbin"), &fatbin).unwrap();
         let mut linking = package(&out, &[]);
         linking.linked_paths = vec![out.join("lib")];
-        let found = find(&linking).unwrap();
+        let found = find_all(&linking).unwrap();
         let kept: Vec<&Path> = found.products.iter().map(|p| p.path.as_path()).collect();
         assert_eq!(kept, [out.join("lib/k.fatbin"), out.join("other/k.fatbin")]);
         assert_eq!(found.identical_copies, 1);
@@ -477,7 +694,7 @@ mod tests {
         std::fs::create_dir(&out).unwrap();
         std::fs::write(out.join("good.ptx"), PTX).unwrap();
         make(&out);
-        let found = find(&package(&out, &[])).map(|found| found.products.len());
+        let found = find_all(&package(&out, &[])).map(|found| found.products.len());
         found.expect_err("refused").to_string()
     }
 
@@ -577,7 +794,7 @@ mod tests {
         let mut cut = PTX.as_bytes().to_vec();
         cut.extend(format!("//{}\u{e9}\n", "a".repeat(65535 - PTX.len() - 2)).into_bytes());
         std::fs::write(out.join("long.ptx"), &cut).unwrap();
-        let found = find(&package(&out, &[])).unwrap();
+        let found = find_all(&package(&out, &[])).unwrap();
         assert_eq!(found.products.len(), 1, "{found:?}");
     }
 
