@@ -6,7 +6,12 @@
 //! |---|---|
 //! | 0 | [`Outcome::Success`]; or [`CliError::StdoutClosed`] (the reader went away: a quiet end) |
 //! | 1 | [`Outcome::ChecksFailed`]: a deny finding stands (`check`), a crate's last build failed (`report`) |
-//! | 2 | every other [`CliError`], printed as one `error: ...` line; and clap's usage errors |
+//! | 2 | every other [`CliError`] (the tool could not do its work: a bad flag or input, nvcc failing), printed as one `error: ...` line; and clap's usage errors |
+//! | 3 | [`CliError::BuildFailed`]: the crate's own `cargo build` failed, so nothing was checked |
+//! | 4 | [`CliError::NothingChecked`]: the inputs or the build held no kernel, so nothing was checked |
+//!
+//! With `--json`, an error is also one JSON object on standard output
+//! ([`CliError::json_status`]), so a CI step that parses it reads what happened.
 //!
 //! A failed check is an outcome, not an error: the command worked, printed its whole report, and
 //! its verdict must survive a reader that stops reading (`check ... | head` still exits 1).
@@ -62,6 +67,12 @@ pub enum CliError {
     /// The inputs were read but give no verdict: nvcc missing or failing, a log of a compile that
     /// failed or of a build that failed, no kernel in the inputs, `cargo metadata` failing.
     CouldNotCheck(String),
+    /// Exit 3: the crate's own `cargo build` failed (`cargo occupancy build`): its code was not
+    /// checked.
+    BuildFailed(String),
+    /// Exit 4: no kernel in the inputs, or no device code in any `OUT_DIR` of the build:
+    /// nothing was checked, which is no pass.
+    NothingChecked(String),
     /// Standard output was closed by its reader (`| head`): the output ends quietly. Made only by
     /// [`CliError::writing_stdout`], the one place that looks for a broken pipe.
     StdoutClosed,
@@ -99,8 +110,36 @@ impl CliError {
             CliError::Usage(message)
             | CliError::Input(message)
             | CliError::Output(message)
-            | CliError::CouldNotCheck(message) => message,
+            | CliError::CouldNotCheck(message)
+            | CliError::BuildFailed(message)
+            | CliError::NothingChecked(message) => message,
             CliError::StdoutClosed => "",
+        }
+    }
+}
+
+impl CliError {
+    /// The exit code of this error (the table above).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::StdoutClosed => 0,
+            CliError::BuildFailed(_) => 3,
+            CliError::NothingChecked(_) => 4,
+            _ => 2,
+        }
+    }
+
+    /// The word a `--json` reader is told what happened by: `build_failed`, `nothing_checked`,
+    /// `usage`, `input`, `output`, `could_not_check`.
+    pub fn json_status(&self) -> &'static str {
+        match self {
+            CliError::Usage(_) => "usage",
+            CliError::Input(_) => "input",
+            CliError::Output(_) => "output",
+            CliError::CouldNotCheck(_) => "could_not_check",
+            CliError::BuildFailed(_) => "build_failed",
+            CliError::NothingChecked(_) => "nothing_checked",
+            CliError::StdoutClosed => "stdout_closed",
         }
     }
 }
@@ -134,6 +173,19 @@ mod tests {
             error.to_string(),
             "writing the table: No space left on device"
         );
+    }
+
+    /// Issue #42, class 12: a failed build, no device code and a tool error are told apart by
+    /// the exit code alone.
+    #[test]
+    fn a_failed_build_nothing_checked_and_a_tool_error_have_their_own_codes() {
+        let codes = [
+            CliError::BuildFailed("b".into()).exit_code(),
+            CliError::NothingChecked("n".into()).exit_code(),
+            CliError::CouldNotCheck("t".into()).exit_code(),
+            CliError::Usage("u".into()).exit_code(),
+        ];
+        assert_eq!(codes, [3, 4, 2, 2]);
     }
 
     #[test]

@@ -90,6 +90,7 @@ fn main() -> ExitCode {
 
     // The one read of the environment: what the command line leaves to it.
     let env = Environment::read();
+    let json = cli.command.writes_json();
     let result = match cli.command {
         Command::Calc(args) => cmd::calc::run(&args, &env),
         Command::Arch(args) => cmd::arch::run(&args, &env),
@@ -101,20 +102,43 @@ fn main() -> ExitCode {
         Command::Report(args) => cmd::report::run(&args, &env),
         Command::Tune(args) => cmd::tune::run(&args, &env),
     };
-    exit(result)
+    exit(result, json)
 }
 
-/// The exit code of a command's result; prints its error, the one `error: ...` line of a run
-/// that could not do its work. A closed standard output ends the run quietly with 0 (or with
-/// the verdict the command already had: `Outcome::despite_closed_stdout`).
-fn exit(result: Result<Outcome, CliError>) -> ExitCode {
+impl Command {
+    /// Whether the command was asked for a JSON report on standard output (`--json`).
+    fn writes_json(&self) -> bool {
+        match self {
+            Command::Check(args) => args.output.json,
+            Command::Build(args) => args.output.json,
+            _ => false,
+        }
+    }
+}
+
+/// The exit code of a command's result (`error.rs` says which); prints its error, the one
+/// `error: ...` line of a run that could not do its work, and with `--json` the one JSON object
+/// that says so on standard output. A closed standard output ends the run quietly with 0 (or
+/// with the verdict the command already had: `Outcome::despite_closed_stdout`).
+fn exit(result: Result<Outcome, CliError>, json: bool) -> ExitCode {
     match result {
         Ok(Outcome::Success) | Err(CliError::StdoutClosed) => ExitCode::SUCCESS,
         Ok(Outcome::ChecksFailed) => ExitCode::from(1),
         Err(error) => {
             // Not `eprintln!`, which panics when standard error is closed too.
             let _ = writeln!(std::io::stderr().lock(), "error: {error}");
-            ExitCode::from(2)
+            if json {
+                let object = serde_json::json!({
+                    "schema_version": occupancy_core::report::SCHEMA_VERSION,
+                    "status": error.json_status(),
+                    "exit_code": error.exit_code(),
+                    "error": error.message(),
+                    "kernels": [],
+                    "findings": [],
+                });
+                let _ = writeln!(std::io::stdout().lock(), "{object}");
+            }
+            ExitCode::from(error.exit_code())
         }
     }
 }

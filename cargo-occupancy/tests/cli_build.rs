@@ -317,6 +317,36 @@ fn cc_debug_code_is_held_back_and_the_release_library_gates() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Issue #42, class 5: `-G` passed by hand in a release build is what ships: said as seen (debug
+/// code in an optimized profile) and gated, never told to "build with --release".
+#[test]
+fn debug_code_in_a_release_build_is_said_and_gated() {
+    let dir = work_dir("cli_build", "hand_g");
+    let build_rs = CC_BUILD_RS.replace(".cuda(true)", ".cuda(true).flag(\"-G\")");
+    let root = scratch_crate(&dir, "handg", &build_rs, "cc = \"1\"\n");
+    let lock = dir.join("occupancy.lock");
+    let lock_arg = lock.to_str().unwrap();
+    let (release, report) = build(
+        &root,
+        &["--lock", lock_arg, "--bless", "--", "--release"],
+        &[],
+    );
+    let text = stderr(&release);
+    assert_eq!(release.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("seen in an optimized (release) profile"),
+        "{text}"
+    );
+    assert!(!text.contains("build with `-- --release`"), "{text}");
+    assert!(!rows(&report).is_empty(), "{report:#}");
+    let blessed = std::fs::read_to_string(&lock).unwrap();
+    assert!(
+        blessed.contains("saxpy"),
+        "gated, so the lock records it: {blessed}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// cudaforge's `sm_90a` PTX: assembled for sm_90a on its own GPU, and an `arch_specific_ptx`
 /// finding, which names a newer asked arch it cannot reach.
 #[test]
@@ -349,9 +379,12 @@ fn arch_specific_ptx_is_a_finding_and_no_newer_row_is_claimed() {
 fn a_build_script_that_wants_a_gpu_is_told_which_flag_to_pass() {
     let dir = work_dir("cli_build", "gpu");
     let root = scratch_crate(&dir, "wantsgpu", PTX_BUILD_RS, "");
-    let (output, _) = build(&root, &[], &[]);
+    let (output, json) = build(&root, &[], &[]);
     let text = stderr(&output);
-    assert_eq!(output.status.code(), Some(2), "{text}");
+    // Issue #42, classes 10 and 12: a failed build has its own exit code, and `--json` says so.
+    assert_eq!(output.status.code(), Some(3), "{text}");
+    assert_eq!(json["status"], "build_failed", "{json:#}");
+    assert_eq!(json["exit_code"], 3, "{json:#}");
     assert!(text.contains("`cargo build` failed"), "{text}");
     assert!(text.contains("pass `--arch sm_XX`"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -422,9 +455,15 @@ fn a_cmake_rs_static_library_is_read_once_and_equals_cuobjdump() {
 fn a_build_with_no_device_code_is_not_a_pass() {
     let dir = work_dir("cli_build", "none");
     let root = scratch_crate(&dir, "nokernels", "fn main() {}\n", "");
-    let (output, _) = build(&root, &[], &[]);
+    let (output, json) = build(&root, &[], &[]);
     let text = stderr(&output);
-    assert_eq!(output.status.code(), Some(2), "{text}");
+    // Issue #42, classes 10 and 12: nothing checked has its own exit code, and `--json` says so.
+    assert_eq!(output.status.code(), Some(4), "{text}");
+    assert_eq!(json["status"], "nothing_checked", "{json:#}");
+    assert!(
+        json["error"].as_str().unwrap().contains("no device code"),
+        "{json:#}"
+    );
     assert!(
         text.contains("no device code in the OUT_DIR of any package"),
         "{text}"
@@ -764,7 +803,7 @@ fn a_failing_nvcc_fails_the_build_alike_under_the_tap() {
         let args: Vec<&str> = tap.iter().copied().chain(["--", "--release"]).collect();
         let (output, _) = build(&root, &args, &vars);
         let text = stderr(&output);
-        assert_eq!(output.status.code(), Some(2), "{tap:?}: {text}");
+        assert_eq!(output.status.code(), Some(3), "{tap:?}: {text}");
         assert!(text.contains("`cargo build` failed"), "{text}");
         let error = (text.lines())
             .filter(|line| line.contains("error: expected a \";\""))

@@ -409,7 +409,7 @@ fn a_file_without_device_code_is_no_kernel_and_a_broken_cubin_is_an_error() {
         .arg(&host)
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("holds no device code"),
         "{}",
@@ -930,7 +930,7 @@ fn an_empty_damaged_or_huge_file_beside_good_ones_is_an_error_naming_it() {
     );
     // A host object alone: the error names it, not "the given paths".
     let (code, _, said) = check_in(&dir, &[host.as_os_str()]);
-    assert_eq!(code, Some(2), "{said}");
+    assert_eq!(code, Some(4), "{said}");
     assert!(
         said.contains("no kernel found in") && said.contains("host.o"),
         "{said}"

@@ -109,7 +109,7 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
         let hint = arch_env::gpu_hint(&built.stderr_tail)
             .map(|hint| format!("\nhelp: {hint}"))
             .unwrap_or_default();
-        return Err(CliError::CouldNotCheck(format!(
+        return Err(CliError::BuildFailed(format!(
             "`cargo build` failed, so its device code was not checked{hint}"
         )));
     }
@@ -121,7 +121,7 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
     }
     summary.say(built.packages.len());
     if summary.rows_or_findings == 0 && stream.rows() == 0 {
-        return Err(CliError::CouldNotCheck(format!(
+        return Err(CliError::NothingChecked(format!(
             "no device code in the OUT_DIR of any package this build ran a build script for ({} of them): nothing was checked",
             built.packages.len()
         )));
@@ -315,7 +315,7 @@ fn check_package(
         )?;
         debug_rows += owner.debug_rows.get() + usize::from(key.debug) * inputs.len();
     }
-    say_debug_code(package, debug_rows, args.debug_code);
+    say_debug_code(args, package, debug_rows);
     if let Some(reports) = &reports {
         reports.say_unjoined(&package.name);
     }
@@ -364,17 +364,27 @@ fn tap_reports(
     Ok(Some(std::rc::Rc::new(reports)))
 }
 
-/// The one line that says a package's facts are a debug build's.
-fn say_debug_code(package: &BuiltPackage, count: usize, gated: bool) {
+/// Whether the `-G` code of `package` is held back (its findings warnings, no lock entry): only
+/// in a profile cargo compiled the package unoptimized in (`cc` adds `-G` there, and a release
+/// build will not ship it), unless `--debug-code`. In an optimized profile `-G` was asked for by
+/// hand and is what ships, so it gates; so does a package whose profile cargo did not report.
+fn holds_back_debug_code(args: &Args, package: &BuiltPackage) -> bool {
+    !args.debug_code && package.optimized == Some(false)
+}
+
+/// The one line that says a package's facts are code compiled for debugging, and what was done.
+fn say_debug_code(args: &Args, package: &BuiltPackage, count: usize) {
     if count == 0 {
         return;
     }
-    let what = match gated {
-        true => "gated anyway (--debug-code)",
-        false => "its findings are warnings here and no lock records it; build with `-- --release` (or pass --debug-code to gate it)",
+    let what = match (args.debug_code, package.optimized) {
+        (true, _) => "gated anyway (--debug-code)",
+        (false, Some(false)) => "its findings are warnings here and no lock records it; build with `-- --release` (or pass --debug-code to gate it)",
+        (false, Some(true)) => "seen in an optimized (release) profile, where `cc` adds no `-G`: the build asks for it by hand and ships it, so it gates; drop `-G` from the build's nvcc flags",
+        (false, None) => "cargo reported no profile of the package, so it gates as shipped code",
     };
     eprintln!(
-        "warning: `{}`: {count} kernel row(s)/module(s) of code compiled for debugging (`nvcc -G`, which `cc` adds in a debug profile): not what a release build ships; {what}",
+        "warning: `{}`: {count} kernel row(s)/module(s) of code compiled for debugging (`nvcc -G`): unoptimized device code; {what}",
         package.name
     );
 }
@@ -464,7 +474,7 @@ fn owner_of(
     Owner {
         crate_name: Some(package.name.clone()),
         held_back,
-        hold_back_debug_code: !args.debug_code,
+        hold_back_debug_code: holds_back_debug_code(args, package),
         debug_rows: std::cell::Cell::new(0),
         launch_tables: launch_tables(args, settings),
         ptxas_reports: None,
@@ -654,7 +664,7 @@ fn group(
                 let key = GroupKey {
                     archs: on,
                     stale: product.stale,
-                    debug: target.debug && !args.debug_code,
+                    debug: target.debug && holds_back_debug_code(args, package),
                 };
                 (key, Input::Ptx(relative(&product.path)))
             }

@@ -118,7 +118,7 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
         let paths: Vec<String> = (args.paths.iter())
             .map(|path| occupancy_build::cli::shown_path(path))
             .collect();
-        return Err(CliError::CouldNotCheck(format!(
+        return Err(CliError::NothingChecked(format!(
             "no kernel found in {}: nothing was checked (the notes above say what each held)",
             paths.join(", ")
         )));

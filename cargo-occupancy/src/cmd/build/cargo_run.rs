@@ -27,6 +27,10 @@ pub struct BuiltPackage {
     pub linked_paths: Vec<PathBuf>,
     /// The package's Cargo.toml, when cargo named it.
     pub manifest_path: Option<PathBuf>,
+    /// Whether cargo compiled the package itself (its library or binary, not its build script)
+    /// in an optimized profile (`opt_level` other than 0: `--release`), as its
+    /// `compiler-artifact` says; `None` when cargo reported no such artifact.
+    pub optimized: Option<bool>,
 }
 
 /// The build cargo ran: the packages whose build scripts ran, whether it succeeded, and the
@@ -124,6 +128,7 @@ fn pass_through(mut from: impl Read) -> String {
 /// The packages of cargo's messages, and `build-finished`'s verdict when it came.
 fn read_messages(stdout: impl Read) -> Result<(Vec<BuiltPackage>, Option<bool>), CliError> {
     let mut manifests: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let mut optimized: BTreeMap<String, bool> = BTreeMap::new();
     let mut packages: Vec<BuiltPackage> = Vec::new();
     let mut finished = None;
     for message in Message::parse_stream(BufReader::new(stdout)) {
@@ -132,6 +137,12 @@ fn read_messages(stdout: impl Read) -> Result<(Vec<BuiltPackage>, Option<bool>),
         })?;
         match message {
             Message::CompilerArtifact(artifact) => {
+                let build_script = (artifact.target.kind.iter())
+                    .any(|kind| matches!(kind, cargo_metadata::TargetKind::CustomBuild));
+                if !build_script {
+                    let opt_level = artifact.profile.opt_level.as_str();
+                    optimized.insert(artifact.package_id.repr.clone(), opt_level != "0");
+                }
                 let path = artifact.manifest_path.into_std_path_buf();
                 manifests.insert(artifact.package_id.repr, path);
             }
@@ -140,6 +151,7 @@ fn read_messages(stdout: impl Read) -> Result<(Vec<BuiltPackage>, Option<bool>),
                 packages.push(BuiltPackage {
                     name: package_name(&id),
                     manifest_path: manifests.get(&id).cloned(),
+                    optimized: None,
                     id,
                     out_dir: script.out_dir.into_std_path_buf(),
                     linked_libs: script.linked_libs.iter().map(|l| l.to_string()).collect(),
@@ -159,6 +171,7 @@ fn read_messages(stdout: impl Read) -> Result<(Vec<BuiltPackage>, Option<bool>),
         if package.manifest_path.is_none() {
             package.manifest_path = manifests.get(&package.id).cloned();
         }
+        package.optimized = optimized.get(&package.id).copied();
     }
     Ok((packages, finished))
 }

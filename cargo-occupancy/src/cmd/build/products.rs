@@ -503,6 +503,7 @@ mod tests {
             linked_libs: libs.iter().map(ToString::to_string).collect(),
             linked_paths: Vec::new(),
             manifest_path: None,
+            optimized: None,
         }
     }
 
