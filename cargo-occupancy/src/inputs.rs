@@ -1,6 +1,7 @@
 //! What the CLI accepts as an input file, checked before it is read: a directory where a file is
 //! expected, or a device (`/dev/zero`, `/dev/urandom`: endless input that would fill memory), is
-//! refused with a message naming it. Regular files, pipes and `-` (standard input) are read.
+//! refused with a message naming it. Regular files, pipes and `-` (standard input) are read; a
+//! FIFO, socket or device named like a compiled binary or a source is refused unopened.
 
 use std::path::Path;
 
@@ -28,6 +29,38 @@ pub fn check_input_file(what: &str, path: &Path) -> Result<(), CliError> {
         )));
     }
     Ok(())
+}
+
+/// Refuses `path` when it is no regular file (a FIFO, socket or device, through any link) and
+/// its name as given, or its target's after following links, is one `named_like` selects (a
+/// compiled binary's or a source's, which are opened and read whole): opening a FIFO waits for
+/// a writer, and its bytes need not end (issue #42, class 14). Only metadata is read.
+pub fn refuse_named_node(
+    path: &Path,
+    named_like: impl Fn(&Path) -> bool,
+    remedy: &str,
+) -> Result<(), CliError> {
+    let Ok(metadata) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if metadata.is_file() || metadata.is_dir() {
+        return Ok(());
+    }
+    let target = std::fs::canonicalize(path).ok();
+    if named_like(path) || target.as_deref().is_some_and(&named_like) {
+        return Err(not_a_regular_file(path, &metadata, remedy));
+    }
+    Ok(())
+}
+
+/// The one error for a path named like an input that is no regular file: the path, what it is
+/// (`a FIFO`), that nothing was read from it, and `remedy`.
+pub fn not_a_regular_file(path: &Path, metadata: &std::fs::Metadata, remedy: &str) -> CliError {
+    CliError::Input(format!(
+        "{} is not a regular file but {}, though it is named like an input: nothing was read from it (it need not end); {remedy}",
+        occupancy_build::cli::shown_path(path),
+        occupancy_build::cli::node_kind(metadata)
+    ))
 }
 
 /// Why a regular file named like a compiled binary (`.cubin`, `.fatbin`, `.o`, `.a`, `.so`,

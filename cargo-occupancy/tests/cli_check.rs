@@ -887,3 +887,61 @@ fn a_source_named_with_a_newline_or_non_ascii_is_found_and_shown_as_it_is() {
         assert!(!said.contains("\\303"), "{said}");
     }
 }
+
+/// Issue #42, class 9: a recursive kernel compiled with `-G`, whose stack ptxas cannot size,
+/// was a 0-byte stack and no word of it. Its source (ptxas's warning), its cubin
+/// (`EIATTR_MIN_STACK_SIZE` 0xffffffff, which cuobjdump prints `STACK:UNKNOWN`) and the ptxas
+/// log of its compile each make a `stack_unknown` finding on sm_90.
+#[test]
+fn a_stack_the_compiler_cannot_size_is_reported_unknown_in_every_front_end() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("check-stack-unknown-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("recursive.log");
+    let source = repo_root().join("tests/kernels/recursive.cu");
+    let compiled = std::process::Command::new(common::nvcc())
+        .args(["-cubin", "-arch=sm_90", "-G", "-Xptxas", "-v", "-o"])
+        .arg(dir.join("recursive.cubin"))
+        .arg(&source)
+        .output()
+        .unwrap();
+    assert!(compiled.status.success(), "{}", stderr(&compiled));
+    std::fs::write(&log, &compiled.stderr).unwrap();
+    let cubin = repo_root().join("occupancy-build/src/cubin/recursive_g.sm_90.cubin");
+    for args in [
+        vec![
+            "tests/kernels/recursive.cu",
+            "--arch",
+            "sm_90",
+            "--json",
+            "--",
+            "-G",
+        ],
+        vec![log.to_str().unwrap(), "--json"],
+        vec![cubin.to_str().unwrap(), "--json"],
+    ] {
+        let output = check(&args);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        let report = Report::from_json(&stdout(&output)).unwrap();
+        let unknown: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|finding| finding.lint.as_str() == "stack_unknown")
+            .collect();
+        assert_eq!(unknown.len(), 1, "{args:?}: {:#?}", report.findings);
+        assert_eq!(unknown[0].arch.as_deref(), Some("sm_90"), "{args:?}");
+        assert!(
+            unknown[0]
+                .message
+                .contains("`recursive_rec` has a stack of unknown size"),
+            "{args:?}: {}",
+            unknown[0].message
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -885,3 +885,44 @@ fn a_binary_is_no_log_and_a_kernel_is_one_symbol() {
         );
     }
 }
+
+/// Issue #42, class 14: a FIFO named as a binary argument (`check lib.so`, directly or through
+/// a link) waited for a writer until it was killed; one inside a directory argument was named
+/// only as "not a regular file". Each is refused at once, before it is opened, naming the file,
+/// that it is a FIFO and that nothing was read from it. Private FIFOs in the test's directory.
+#[test]
+fn a_fifo_named_like_a_binary_is_refused_unopened_and_named_as_a_fifo() {
+    let dir = scratch("fifo-arguments");
+    std::fs::create_dir_all(dir.join("tree")).unwrap();
+    for fifo in ["lib.so", "tree/k.cubin"] {
+        assert!(Command::new("mkfifo")
+            .arg(dir.join(fifo))
+            .status()
+            .unwrap()
+            .success());
+    }
+    std::os::unix::fs::symlink("lib.so", dir.join("link-to-lib")).unwrap();
+    for (argument, named) in [
+        ("lib.so", "lib.so"),
+        ("link-to-lib", "link-to-lib"),
+        ("tree", "k.cubin"),
+    ] {
+        let started = Instant::now();
+        let output = run_in(&dir, &["check", argument]);
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{argument}: {said}");
+        assert!(
+            said.contains(&format!("{named} is not a regular file but a FIFO")),
+            "{argument}: {said}"
+        );
+        assert!(
+            said.contains("nothing was read from it"),
+            "{argument}: {said}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{argument}: refused only after {:?}",
+            started.elapsed()
+        );
+    }
+}

@@ -437,7 +437,7 @@ fn read_lock_file(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
     let refuse = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, what);
     let metadata = std::fs::metadata(path)?;
     if !metadata.is_file() {
-        let kind = node_kind(&metadata);
+        let kind = crate::fsutil::node_kind(&metadata);
         return Err(refuse(format!(
             "is {kind}, not a file: a lock is a regular file that `--bless` writes; name one"
         )));
@@ -459,29 +459,6 @@ fn read_lock_file(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
         return Err(too_big(text.len() as u64));
     }
     Ok(text)
-}
-
-/// What a path that is not a regular file names, for a message.
-fn node_kind(metadata: &std::fs::Metadata) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        let kind = metadata.file_type();
-        if kind.is_fifo() {
-            return "a FIFO";
-        }
-        if kind.is_char_device() || kind.is_block_device() {
-            return "a device";
-        }
-        if kind.is_socket() {
-            return "a socket";
-        }
-    }
-    if metadata.is_dir() {
-        "a directory"
-    } else {
-        "not a regular file"
-    }
 }
 
 /// Kernel -> each source that compiles it, with the product (and so the archs) it is in.

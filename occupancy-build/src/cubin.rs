@@ -514,6 +514,23 @@ mod tests {
         );
     }
 
+    /// Issue #42, class 9: `tests/kernels/recursive.cu` compiled with `nvcc -cubin -arch=sm_90
+    /// -G` (13.0): `EIATTR_MIN_STACK_SIZE` is 0xffffffff, which was read as a 4 GiB stack.
+    #[test]
+    fn a_stack_the_compiler_could_not_size_is_unknown() {
+        let bytes = include_bytes!("cubin/recursive_g.sm_90.cubin");
+        let kernels = Cubin::parse(bytes).unwrap().kernels().unwrap();
+        let kernel = kernels
+            .iter()
+            .find(|kernel| kernel.record.name == "recursive_rec")
+            .unwrap();
+        assert_eq!(
+            kernel.record.cumulative_stack,
+            Some(occupancy_core::ptxas::StackSize::Unknown)
+        );
+        assert_eq!(kernel.record.stack_frame_bytes, Some(64));
+    }
+
     #[test]
     fn only_module_wide_constant_banks_hold_function_slots() {
         assert_eq!(module_constant_bank(".nv.constant4"), Some(4));

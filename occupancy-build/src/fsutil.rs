@@ -422,6 +422,30 @@ impl Drop for WorkDir {
     }
 }
 
+/// What a path that is not a regular file names, for a message ("a FIFO", "a device",
+/// "a socket", "a directory"): the one wording of the lock reader and the CLI's inputs.
+pub fn node_kind(metadata: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = metadata.file_type();
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_char_device() || kind.is_block_device() {
+            return "a device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if metadata.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -104,7 +104,7 @@ pub mod cli {
         declares_kernels, declaring_package, package_of, package_out_dir,
     };
     pub use crate::disassemble::{Batch, Nvdisasm};
-    pub use crate::fsutil::{check_writable, shown_path, write_atomic, WorkDir};
+    pub use crate::fsutil::{check_writable, node_kind, shown_path, write_atomic, WorkDir};
     pub use crate::kernel_tables::table_launch;
     pub use crate::launch_check::sort_rows;
     pub use crate::nvcc_archs::{explain_unknown, NvccArchs};

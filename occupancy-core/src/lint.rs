@@ -113,6 +113,15 @@ declare_lints! {
         fix: "Inline the callee (`__forceinline__`), keep arrays indexed by constants so they stay in registers, or declare `max_stack_bytes = N`.",
         check: Check::OnArch { run: launch::stack_frame, undeclared: true },
     }
+    StackUnknown {
+        default_level: Warn,
+        summary: "The compiler could not size the kernel's stack: its call graph has recursion or an indirect call.",
+        phrase: ("has a stack of unknown size", "have a stack of unknown size"),
+        why_bad: "No stack figure is a checked one: the driver sizes the stack at launch from `cudaLimitStackSize` (1 KiB a thread by default), so a deep recursion overflows it at run time, and a larger limit reserves device memory for every resident thread. Reported as unknown, never as 0 bytes.",
+        example: "A recursive `__noinline__` device function called from a kernel compiled with `-G`: ptxas warns `Stack size for entry function 'k' cannot be statically determined`, cuobjdump prints `STACK:UNKNOWN`.",
+        fix: "Bound the recursion by a loop with an explicit stack, call through no function pointer, or set `cudaLimitStackSize` for the depth the kernel reaches and `allow(stack_unknown)`.",
+        check: Check::OnArch { run: launch::stack_unknown, undeclared: true },
+    }
     LocalMemory {
         default_level: Warn,
         summary: "The kernel uses local memory (`ld.local`/`st.local`) beyond register spills.",
@@ -349,6 +358,7 @@ mod tests {
                 ("bounds_mismatch", Level::Deny),
                 ("missing_kernel", Level::Deny),
                 ("stack_frame", Level::Warn),
+                ("stack_unknown", Level::Warn),
                 ("local_memory", Level::Warn),
                 ("occupancy_cliff", Level::Warn),
                 ("partial_warp", Level::Warn),

@@ -57,6 +57,8 @@ lint_ids! {
     MissingKernel = "missing_kernel",
     /// Stack frame above the declared `max_stack_bytes` (or any stack when none is declared).
     StackFrame = "stack_frame",
+    /// The compiler could not size the kernel's stack (recursion, an indirect call).
+    StackUnknown = "stack_unknown",
     /// The kernel uses local memory (arrays indexed at run time, large structs).
     LocalMemory = "local_memory",
     /// A few registers or bytes more would cost a resident block.

@@ -123,7 +123,10 @@ fn msbuild_prefixed_log_keeps_device_functions_between_entries() {
     assert_eq!(kinds.len(), 4);
     assert_eq!(kinds[2], ("cudaMalloc", false));
     assert!(records.iter().all(|record| record.arch == "sm_50"));
-    assert_eq!(output.kernels[0].cumulative_stack_bytes, Some(312));
+    assert_eq!(
+        output.kernels[0].cumulative_stack,
+        Some(occupancy_core::ptxas::StackSize::Bytes(312))
+    );
 }
 
 #[test]

@@ -244,12 +244,14 @@ fn cross_check(
             "{context}: registers"
         );
         let expected_stack = if build.relocatable {
-            0
+            occupancy_core::ptxas::StackSize::Bytes(0)
         } else {
-            record.cumulative_stack_bytes.unwrap_or(0)
+            record
+                .cumulative_stack
+                .unwrap_or(occupancy_core::ptxas::StackSize::Bytes(0))
         };
         assert_eq!(
-            function.stack_bytes, expected_stack,
+            function.stack, expected_stack,
             "{context}: STACK is the cumulative stack"
         );
         let reserve = cuobjdump_reserved_shared_bytes(

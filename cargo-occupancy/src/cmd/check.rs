@@ -435,6 +435,11 @@ fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, CliError> {
             }
             inputs.extend(found);
         } else {
+            crate::inputs::refuse_named_node(
+                path,
+                named_like_input,
+                "give the file itself, or a log as a pipe or `-`",
+            )?;
             crate::inputs::check_input_file("the input", path)?;
             inputs.push(classify(path));
         }
@@ -464,6 +469,15 @@ fn classify(path: &Path) -> Input {
             _ => Input::Log(path.to_path_buf()),
         },
     }
+}
+
+/// Whether a file's name is an input's that is opened and read whole: a source's (`.cu`,
+/// `.ptx`) or a compiled binary's.
+fn named_like_input(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|extension| extension.to_str()),
+        Some("cu" | "ptx")
+    ) || named_like_binary(path)
 }
 
 /// Whether a file's name is a compiled binary's (`.cubin`, `.fatbin`, `.o`, `.a`, `.so`,
@@ -536,14 +550,13 @@ fn walk_once(
         let metadata = std::fs::metadata(&path);
         if metadata.as_ref().is_ok_and(std::fs::Metadata::is_dir) {
             walk_once(&path, found, visited)?;
-        } else if metadata.as_ref().is_ok_and(|m| !m.is_file())
-            && (is_source || named_like_binary(&path))
+        } else if let Some(node) = metadata
+            .as_ref()
+            .ok()
+            .filter(|m| !m.is_file() && named_like_input(&path))
         {
-            return Err(CliError::Input(format!(
-                "{} is not a regular file (a FIFO, device or socket) though it is named like an input: it is not read, since it need not end; move it out of {}",
-                occupancy_build::cli::shown_path(&path),
-                occupancy_build::cli::shown_path(dir)
-            )));
+            let remedy = format!("move it out of {}", occupancy_build::cli::shown_path(dir));
+            return Err(crate::inputs::not_a_regular_file(&path, node, &remedy));
         } else if is_source {
             found.push(classify(&path));
         } else if let Some(binary) = binary_in_directory(&path)? {

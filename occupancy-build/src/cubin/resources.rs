@@ -163,11 +163,10 @@ impl Cubin<'_> {
                 .per_function(attribute::FRAME_SIZE, index)
                 .unwrap_or(0),
         );
-        let stack = u64::from(
-            module
-                .per_function(attribute::MIN_STACK_SIZE, index)
-                .unwrap_or(0),
-        );
+        // 0xffffffff is a stack the linker could not size (recursion): unknown, not 4 GiB.
+        let stack = module
+            .per_function(attribute::MIN_STACK_SIZE, index)
+            .and_then(occupancy_core::ptxas::StackSize::from_attribute);
         let code = self.contents(text).unwrap_or_default();
         let marks: Vec<u32> = find(attribute::ANNOTATIONS)
             .map(|value| spill_marks(value))
@@ -178,7 +177,7 @@ impl Cubin<'_> {
         let cap = find(attribute::MAX_REGISTER_COUNT).and_then(Value::number);
         let mut record = self.record(name, arch, registers, barriers);
         record.stack_frame_bytes = Some(frame);
-        record.cumulative_stack_bytes = (stack > 0).then_some(stack);
+        record.cumulative_stack = stack;
         (record.spill_store_bytes, record.spill_load_bytes) = (Some(spills.0), Some(spills.1));
         record.cmem = self.constant_banks(Some(name));
         record.module_cmem = module.constant_banks.clone();

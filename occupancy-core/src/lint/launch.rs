@@ -9,7 +9,7 @@ use super::id::LintId;
 use super::minimum::{
     capped_by_words, ignored_because, ignored_warning, reach, register_budget, Minimum, Reach,
 };
-use crate::ptxas::KernelRecord;
+use crate::ptxas::{KernelRecord, StackSize};
 use crate::spec::KernelSpec;
 
 fn spill_bytes(record: &KernelRecord) -> u64 {
@@ -171,6 +171,31 @@ pub(super) fn stack_frame(
             origin.accept("max_stack_bytes = N", LintId::StackFrame)
         )),
         ..Finding::new(LintId::StackFrame)
+    });
+}
+
+/// `stack_unknown`: a stack the compiler could not size ([`StackSize::Unknown`]: ptxas's
+/// warning, cuobjdump's `STACK:UNKNOWN`, the cubin's `EIATTR_MIN_STACK_SIZE` of 0xffffffff),
+/// never read as 0 bytes (issue #42, class 9).
+pub(super) fn stack_unknown(
+    _spec: &KernelSpec,
+    on: &CompiledOnArch<'_>,
+    _origin: LaunchOrigin,
+    findings: &mut Vec<Finding>,
+) {
+    let record = on.record;
+    if record.cumulative_stack != Some(StackSize::Unknown) {
+        return;
+    }
+    findings.push(Finding {
+        arch: Some(on.arch.name.to_string()),
+        message: format!(
+            "kernel `{}` has a stack of unknown size on {}: the compiler could not size it (recursion or an indirect call), so the driver sizes it at launch from cudaLimitStackSize",
+            record.name, on.arch.name
+        ),
+        notes: vec![ptxas_note(record)],
+        help: Some("bound the recursion (a loop with an explicit stack), avoid calls through function pointers, or set cudaLimitStackSize for the depth reached and `allow(stack_unknown)`".to_string()),
+        ..Finding::new(LintId::StackUnknown)
     });
 }
 

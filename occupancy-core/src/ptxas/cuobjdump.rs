@@ -16,7 +16,7 @@
 //! `STACK` is ptxas's cumulative stack size. Its `SHARED` on sm_90 and later includes the
 //! 1 KiB the driver reserves per block ([`cuobjdump_reserved_shared_bytes`]).
 
-use super::{demangle, ParseError};
+use super::{demangle, ParseError, StackSize};
 use crate::arch::Arch;
 use serde::Serialize;
 
@@ -32,8 +32,9 @@ pub struct CuobjdumpFunction {
     pub arch: Option<String>,
     /// `REG`.
     pub registers: u32,
-    /// `STACK`: ptxas's cumulative stack size (0 in relocatable `-rdc` code, fixed at link time).
-    pub stack_bytes: u64,
+    /// `STACK`: ptxas's cumulative stack size (0 in relocatable `-rdc` code, fixed at link time);
+    /// `STACK:UNKNOWN` (recursion, an indirect call) is [`StackSize::Unknown`], never 0.
+    pub stack: StackSize,
     /// `SHARED`: static shared memory, plus on sm_90+ the per-block reserve, see
     /// [`cuobjdump_reserved_shared_bytes`].
     pub shared_bytes: u64,
@@ -203,7 +204,7 @@ impl ResourceUsageReader {
             name,
             arch: self.arch.clone(),
             registers: 0,
-            stack_bytes: 0,
+            stack: StackSize::Bytes(0),
             shared_bytes: 0,
             local_bytes: 0,
             cmem: Vec::new(),
@@ -217,6 +218,10 @@ impl ResourceUsageReader {
         };
         let mut seen_registers = false;
         for field in line.split_whitespace() {
+            if field == "STACK:UNKNOWN" {
+                function.stack = StackSize::Unknown;
+                continue;
+            }
             let (key, value) = key_value(field, error)?;
             let small = || u32::try_from(value).map_err(|_| error("count out of range"));
             match key {
@@ -224,7 +229,7 @@ impl ResourceUsageReader {
                     function.registers = small()?;
                     seen_registers = true;
                 }
-                "STACK" => function.stack_bytes = value,
+                "STACK" => function.stack = StackSize::Bytes(value),
                 "SHARED" => function.shared_bytes = value,
                 "LOCAL" => function.local_bytes = value,
                 "TEXTURE" => function.textures = small()?,
@@ -282,6 +287,17 @@ mod tests {
 
     const DUMP: &str = "\nFatbin elf code:\n================\narch = sm_90\ncode version = [1,8]\nhost = linux\ncompile_size = 64bit\n\nResource usage:\n Common:\n  GLOBAL:400 CONSTANT[3]:1024 CONSTANT[4]:8\n Function _ZN2ns5spillILi3EEEvPfPKf:\n  REG:64 STACK:1480 SHARED:0 LOCAL:0 CONSTANT[0]:544 TEXTURE:0 SURFACE:0 SAMPLER:0\n Function smem:\n  REG:40 STACK:128 SHARED:5120 LOCAL:0 CONSTANT[0]:536 TEXTURE:0 SURFACE:0 SAMPLER:0\n\nFatbin ptx code:\n================\narch = sm_90\n";
 
+    /// Issue #42, class 9: cuobjdump 13.0's `-res-usage` of a recursive kernel compiled with
+    /// `-G` (sm_90): `STACK:UNKNOWN` was "field value is not a number".
+    #[test]
+    fn an_unknown_stack_is_read_as_unknown() {
+        let dump = "\nResource usage:\n Common:\n  GLOBAL:0\n Function _Z3recfi:\n  REG:0 STACK:0 SHARED:0 LOCAL:0 TEXTURE:0 SURFACE:0 SAMPLER:0\n Function recursive_rec:\n  REG:24 STACK:UNKNOWN SHARED:0 LOCAL:0 CONSTANT[0]:540 TEXTURE:0 SURFACE:0 SAMPLER:0\n";
+        let functions = parse_cuobjdump_resource_usage(dump).unwrap();
+        assert_eq!(functions[1].name, "recursive_rec");
+        assert_eq!(functions[1].stack, StackSize::Unknown);
+        assert_eq!(functions[0].stack, StackSize::Bytes(0));
+    }
+
     #[test]
     fn reads_functions_with_their_module() {
         let functions = parse_cuobjdump_resource_usage(DUMP).unwrap();
@@ -290,10 +306,10 @@ mod tests {
         assert_eq!(
             (
                 functions[1].registers,
-                functions[1].stack_bytes,
+                functions[1].stack,
                 functions[1].shared_bytes
             ),
-            (40, 128, 5120)
+            (40, StackSize::Bytes(128), 5120)
         );
         assert_eq!(functions[1].arch.as_deref(), Some("sm_90"));
         assert_eq!(functions[0].global_memory_bytes, Some(400));

@@ -22,7 +22,7 @@
 use super::text;
 use super::{
     demangle, may_be_mangled, BuildFailure, CompilerError, Diagnostic, KernelRecord, ParseError,
-    ParseOutput, RecordSource, MAX_BUILD_FAILURES, MAX_LINE_BYTES,
+    ParseOutput, RecordSource, StackSize, MAX_BUILD_FAILURES, MAX_LINE_BYTES,
 };
 
 mod markers;
@@ -525,7 +525,7 @@ impl LogParser {
                 record.stack_frame_bytes,
                 record.spill_store_bytes,
                 record.spill_load_bytes,
-                record.cumulative_stack_bytes,
+                record.cumulative_stack.and_then(StackSize::bytes),
             ],
         );
         if self.seen_callees.insert(key) {
@@ -786,8 +786,9 @@ impl LogParser {
         });
     }
 
-    fn close_entry(&mut self, open: OpenRecord) {
+    fn close_entry(&mut self, mut open: OpenRecord) {
         if open.has_properties && !open.awaiting_stack_line && open.has_used_line {
+            settle_stack(&mut open.record);
             self.output.kernels.push(open.record);
         } else if !open.has_used_line {
             self.truncated(&open, "its `Used N registers` line never came");
@@ -911,7 +912,8 @@ impl LogParser {
     }
 
     fn complete_entry(&mut self) {
-        let open = self.open_entry.take().expect("an open entry record");
+        let mut open = self.open_entry.take().expect("an open entry record");
+        settle_stack(&mut open.record);
         self.output.kernels.push(open.record);
         self.last_completed = Some(self.output.kernels.len() - 1);
     }
@@ -1126,7 +1128,7 @@ fn used_item(record: &mut KernelRecord, item: &str) -> Option<Result<(), String>
         Err(problem) => return Some(Err(problem)),
     };
     match slot {
-        UsedSlot::CumulativeStack => record.cumulative_stack_bytes = Some(value),
+        UsedSlot::CumulativeStack => record.cumulative_stack = Some(StackSize::Bytes(value)),
         UsedSlot::Smem => record.static_smem_bytes = value,
         UsedSlot::Lmem => record.local_memory_bytes = Some(value),
         UsedSlot::Textures => record.textures = small(value),
@@ -1369,6 +1371,19 @@ const ORPHAN_HELP: &str = "the lines that open its record (`ptxas info : Compili
 /// What to do about a ptxas line behind a prefix this reader does not strip.
 const EMBEDDED_HELP: &str = "its kernel's record cannot be read there, so a kernel of this log was never read; this reader strips CI timestamps (GitHub Actions, GitLab, Jenkins, Buildkite, docker buildkit) and MSBuild's `N>`, not this prefix: strip it from every line (e.g. `sed 's/^PREFIX//'`) and check the result";
 
+/// An entry ptxas warned `Stack size for entry function 'K' cannot be statically determined`
+/// about has an unknown stack, whatever cumulative size it printed (the frames it could see):
+/// unknown is never a number (issue #42, class 9).
+fn settle_stack(record: &mut KernelRecord) {
+    if record
+        .warnings
+        .iter()
+        .any(|warning| StackSize::unknown_in_warning(warning))
+    {
+        record.cumulative_stack = Some(StackSize::Unknown);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1452,6 +1467,23 @@ ptxas info    : Compile time = 10.567 ms
         assert_eq!(output.callees[0].arch, "sm_80");
         assert!(!output.callees[0].entry);
         assert_eq!(output.kernels.len(), 1);
+    }
+
+    /// Issue #42, class 9: ptxas's real text for a recursive kernel compiled with `-G` (nvcc
+    /// 13.0, sm_90): the warning comes before the entry, whose cumulative size is what ptxas saw.
+    #[test]
+    fn an_entry_whose_stack_ptxas_cannot_determine_has_an_unknown_stack() {
+        let log = "ptxas warning : Stack size for entry function 'recursive_rec' cannot be statically determined\nptxas info    : 0 bytes gmem\nptxas info    : Function properties for _Z3recfi\n    64 bytes stack frame, 28 bytes spill stores, 28 bytes spill loads\nptxas info    : Compile time = 3.990 ms\nptxas info    : Compiling entry function 'recursive_rec' for 'sm_90'\nptxas info    : Function properties for recursive_rec\n    64 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 24 registers, used 0 barriers, 64 bytes cumulative stack size\nptxas info    : Compile time = 3.222 ms\n";
+        let output = parse_log(log).unwrap();
+        let kernel = &output.kernels[0];
+        assert_eq!(kernel.name, "recursive_rec");
+        assert_eq!(kernel.cumulative_stack, Some(StackSize::Unknown));
+        assert_eq!(kernel.stack_frame_bytes, Some(64));
+        let known = parse_log(&log.replace("ptxas warning : Stack size for entry function 'recursive_rec' cannot be statically determined\n", "")).unwrap();
+        assert_eq!(
+            known.kernels[0].cumulative_stack,
+            Some(StackSize::Bytes(64))
+        );
     }
 
     #[test]

@@ -63,6 +63,56 @@ pub enum RecordSource {
     Cubin,
 }
 
+/// A kernel's whole stack (its frame and every callee's), as the compiler sized it: a number
+/// of bytes, or unknown. Unknown is never zero: the driver then sizes the stack at launch from
+/// `cudaLimitStackSize` (issue #42, class 9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StackSize {
+    /// Sized at compile time: this many bytes per thread.
+    Bytes(u64),
+    /// Not statically determined: the call graph has recursion or an indirect call.
+    Unknown,
+}
+
+impl StackSize {
+    /// The words ptxas's and nvlink's warning end with: `Stack size for entry function 'K'
+    /// cannot be statically determined`.
+    pub const UNKNOWN_WARNING: &'static str = "cannot be statically determined";
+
+    /// The one rule of every reader: a ptxas (or nvlink) warning about the entry that says its
+    /// stack cannot be statically determined.
+    pub fn unknown_in_warning(text: &str) -> bool {
+        text.contains("Stack size for entry function") && text.contains(Self::UNKNOWN_WARNING)
+    }
+
+    /// `EIATTR_MIN_STACK_SIZE` of a cubin: `0xffffffff` is unknown (cuobjdump prints it
+    /// `STACK:UNKNOWN`), `0` reported as nothing, anything else bytes.
+    pub fn from_attribute(value: u32) -> Option<StackSize> {
+        match value {
+            0 => None,
+            u32::MAX => Some(StackSize::Unknown),
+            bytes => Some(StackSize::Bytes(u64::from(bytes))),
+        }
+    }
+
+    /// The bytes, or `None` when unknown.
+    pub fn bytes(self) -> Option<u64> {
+        match self {
+            StackSize::Bytes(bytes) => Some(bytes),
+            StackSize::Unknown => None,
+        }
+    }
+}
+
+impl Serialize for StackSize {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            StackSize::Bytes(bytes) => serializer.serialize_u64(*bytes),
+            StackSize::Unknown => serializer.serialize_str("unknown"),
+        }
+    }
+}
+
 /// What the compiler decided for one function compiled for one architecture.
 ///
 /// All sizes are bytes. A field is `None` when the report it came from does not carry it
@@ -87,8 +137,11 @@ pub struct KernelRecord {
     pub spill_store_bytes: Option<u64>,
     /// `N bytes spill loads`.
     pub spill_load_bytes: Option<u64>,
-    /// `N bytes cumulative stack size`: the frame including callees (printed when non-zero and final).
-    pub cumulative_stack_bytes: Option<u64>,
+    /// `N bytes cumulative stack size`: the frame including callees (printed when non-zero and
+    /// final), or [`StackSize::Unknown`] where the compiler could not size it (recursion, an
+    /// indirect call). JSON: the bytes, `"unknown"`, or `null` when not reported.
+    #[serde(rename = "cumulative_stack_bytes")]
+    pub cumulative_stack: Option<StackSize>,
     /// `N bytes smem`: static shared memory (dynamic shared memory is a launch parameter).
     pub static_smem_bytes: u64,
     /// `N bytes lmem` (old ptxas versions printed local memory in the register line).
@@ -138,7 +191,7 @@ impl KernelRecord {
             stack_frame_bytes: None,
             spill_store_bytes: None,
             spill_load_bytes: None,
-            cumulative_stack_bytes: None,
+            cumulative_stack: None,
             static_smem_bytes: 0,
             local_memory_bytes: None,
             cmem: Vec::new(),

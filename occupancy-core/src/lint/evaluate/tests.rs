@@ -186,6 +186,40 @@ fn stack_frames_and_cliffs() {
         .all(|finding| finding.lint != LintId::StackFrame));
 }
 
+/// Issue #42, class 9: a stack ptxas could not size (its warning before the entry) is its own
+/// finding, `stack_unknown`; a sized stack makes none.
+#[test]
+fn a_stack_the_compiler_could_not_size_is_its_own_finding() {
+    let warned = format!(
+        "ptxas warning : Stack size for entry function 'hot' cannot be statically determined\n{}",
+        SPILLING.replace("40 bytes", "0 bytes")
+    );
+    let spec = KernelSpec::with_block(BlockDim::linear(256));
+    for (log, fires) in [
+        (warned.clone(), true),
+        (SPILLING.replace("40 bytes", "0 bytes"), false),
+    ] {
+        let record = record(&log);
+        let result = occupancy(lookup("sm_90").unwrap(), &facts(&record), &Launch::new(256));
+        let findings = evaluate_declared(&spec, &on_sm_90(&record, &result));
+        let unknown: Vec<_> = findings
+            .iter()
+            .filter(|finding| finding.lint == LintId::StackUnknown)
+            .collect();
+        assert_eq!(unknown.len(), usize::from(fires), "{findings:#?}");
+        if fires {
+            assert!(
+                unknown[0]
+                    .message
+                    .contains("stack of unknown size on sm_90")
+                    && unknown[0].message.contains("cudaLimitStackSize"),
+                "{}",
+                unknown[0].message
+            );
+        }
+    }
+}
+
 #[test]
 fn regression_compares_every_number() {
     let base = BaselineNumbers {
@@ -679,6 +713,15 @@ fn every_launch_check_reports_its_own_lint() {
             ptx: None,
             spec: with(256, |_| {}),
         },
+        // A stack ptxas could not size (recursion): its warning before the entry.
+        Scenario {
+            log: format!(
+                "ptxas warning : Stack size for entry function 'hot' cannot be statically determined\n{no_spills}"
+            ),
+            local_memory_bytes: None,
+            ptx: None,
+            spec: with(256, |_| {}),
+        },
         // A cluster of 16 without the opt-in; a cluster of 2 with more active clusters asked
         // for than an H100 holds.
         Scenario {
@@ -719,7 +762,7 @@ fn only_the_lints_declared_for_undeclared_kernels_check_them() {
         .map(|lint| lint.id)
         .collect();
     // The hard failures: spills (and a spill in a loop, or to shared memory), an unlaunchable
-    // launch, a stack frame, a dropped `setmaxnreg`, a minimum blocks per SM that cannot take
+    // launch, a stack frame, a stack of unknown size, a dropped `setmaxnreg`, a minimum blocks per SM that cannot take
     // effect, a register cap ptxas did not apply.
     assert_eq!(
         undeclared,
@@ -727,6 +770,7 @@ fn only_the_lints_declared_for_undeclared_kernels_check_them() {
             LintId::Spills,
             LintId::Unlaunchable,
             LintId::StackFrame,
+            LintId::StackUnknown,
             LintId::SpillInLoop,
             LintId::SetmaxnregIgnored,
             LintId::UnreachableBound,
