@@ -371,6 +371,7 @@ mod tests {
             linked_libs: libs.iter().map(ToString::to_string).collect(),
             linked_paths: Vec::new(),
             manifest_path: None,
+            lock_key: "k@0.1.0".into(),
         }
     }
 
