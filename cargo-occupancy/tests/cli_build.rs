@@ -490,7 +490,7 @@ fn a_blessed_lock_holds_across_target_directories() {
     );
     assert_eq!(blessed.status.code(), Some(0), "{}", stderr(&blessed));
     let text = std::fs::read_to_string(&lock).unwrap();
-    assert!(text.contains("OUT_DIR(ptxlock)/saxpy.ptx"), "{text}");
+    assert!(text.contains("OUT_DIR(ptxlock@0.1.0)/saxpy.ptx"), "{text}");
     assert!(!text.contains("target-a"), "{text}");
 
     let second_target = dir.join("target-b");
@@ -886,6 +886,98 @@ fn a_cmake_rs_library_under_the_tap_reports_the_dropped_minimum() {
     assert!(
         findings(&report, "unreachable_bound").is_empty(),
         "{report:#}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue #42, class 7: the lock keys a package's products by its id (`name@version`), and a
+/// product that vanished since the bless (its source removed; the PTX the earlier build left is
+/// stale) is judged: a `baseline_stale` finding, and the next `--bless` removes its entries and
+/// counts them.
+#[test]
+fn a_vanished_product_is_judged_and_removed_on_bless() {
+    let dir = work_dir("cli_build", "vanish");
+    let root = scratch_crate(&dir, "ptxvanish", PTX_BUILD_RS, "");
+    std::fs::remove_file(root.join("kernels/spills.cu")).unwrap();
+    let second = SAXPY.replace("void saxpy(", "void second(");
+    std::fs::write(root.join("kernels/second.cu"), second).unwrap();
+    let lock = dir.join("occupancy.lock");
+    let lock_arg = lock.to_str().unwrap();
+    let target = dir.join("target");
+    let vars = [("CARGO_TARGET_DIR", target.to_str().unwrap())];
+    let bless = ["--arch", "sm_80", "--lock", lock_arg, "--bless"];
+    let (blessed, _) = build(&root, &bless, &vars);
+    assert_eq!(blessed.status.code(), Some(0), "{}", stderr(&blessed));
+    let text = std::fs::read_to_string(&lock).unwrap();
+    assert!(
+        text.contains("OUT_DIR(ptxvanish@0.1.0)/second.ptx"),
+        "{text}"
+    );
+
+    std::fs::remove_file(root.join("kernels/second.cu")).unwrap();
+    let (judged, report) = build(&root, &["--arch", "sm_80", "--lock", lock_arg], &vars);
+    let stale = findings(&report, "baseline_stale");
+    assert!(
+        stale
+            .iter()
+            .any(|f| f["message"].as_str().unwrap().contains("second.ptx")),
+        "{}\n{report:#}",
+        stderr(&judged)
+    );
+
+    let (reblessed, _) = build(&root, &bless, &vars);
+    let said = stderr(&reblessed);
+    assert_eq!(reblessed.status.code(), Some(0), "{said}");
+    assert!(!said.contains(" 0 removed"), "{said}");
+    assert!(said.contains(" removed"), "{said}");
+    let text = std::fs::read_to_string(&lock).unwrap();
+    assert!(!text.contains("second.ptx"), "{text}");
+    assert!(
+        text.contains("OUT_DIR(ptxvanish@0.1.0)/saxpy.ptx"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue #42, class 11: a build script that reads `CUDA_COMPUTE_CAP` but does not name it in
+/// `rerun-if-env-changed` is fresh for `--arch sm_80` after a build for sm_90: its sm_90 PTX is
+/// not read as if built for sm_80 (it was passed over with a note, beside the portable module's
+/// rows): `missing_kernel` on sm_80, naming the arch the file holds and `cargo clean -p`.
+#[test]
+fn an_asked_arch_the_build_did_not_make_is_a_deny_finding() {
+    let dir = work_dir("cli_build", "arch_not_built");
+    // It writes a portable module too (sm_80 PTX, whatever the arch): the build has rows.
+    let portable = "    let status = Command::new(&nvcc).args([\"--ptx\", \"-arch=sm_80\", \"-o\"]).arg(out.join(\"portable.ptx\")).arg(\"kernels/saxpy.cu\").status().unwrap();\n    assert!(status.success());\n    std::fs::write(out.join(\"ptx.rs\"), consts).unwrap();";
+    let build_rs = PTX_BUILD_RS
+        .replace(
+            "    println!(\"cargo:rerun-if-env-changed=CUDA_COMPUTE_CAP\");\n",
+            "",
+        )
+        .replace(
+            "    std::fs::write(out.join(\"ptx.rs\"), consts).unwrap();",
+            portable,
+        );
+    let root = scratch_crate(&dir, "ptxfresh", &build_rs, "");
+    std::fs::remove_file(root.join("kernels/spills.cu")).unwrap();
+    let target = dir.join("target");
+    let vars = [("CARGO_TARGET_DIR", target.to_str().unwrap())];
+    let (first, _) = build(&root, &["--arch", "sm_90"], &vars);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let (output, report) = build(&root, &["--arch", "sm_80"], &vars);
+    let said = stderr(&output);
+    assert_ne!(output.status.code(), Some(0), "{said}");
+    let missing = findings(&report, "missing_kernel");
+    let text = format!("{missing:?}\n{said}");
+    assert_eq!(missing.len(), 1, "{report:#}\n{said}");
+    assert_eq!(missing[0]["level"], "deny", "{text}");
+    assert_eq!(missing[0]["arch"], "sm_80", "{text}");
+    let message = missing[0]["message"].as_str().unwrap();
+    assert!(message.contains("holds PTX for sm_90"), "{text}");
+    assert!(
+        missing[0]["help"]
+            .to_string()
+            .contains("cargo clean -p ptxfresh"),
+        "{text}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

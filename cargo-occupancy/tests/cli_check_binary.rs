@@ -1099,3 +1099,50 @@ fn a_fatbin_cuobjdump_refuses_is_read_entry_by_entry_with_the_same_rows() {
         "{said}"
     );
 }
+
+/// Issue #42, class 3: an object and a static library holding only arch-specific PTX
+/// (`compute_90a`, no cubin) give their kernels' rows with `--arch sm_90`, assembled for sm_90a
+/// as the driver JITs them on an sm_90 (they read as "no kernel found"), and say that newer
+/// GPUs cannot JIT them; with `--arch sm_100` they give no row and the note says an sm_100
+/// cannot load them (the file is not "empty").
+#[test]
+fn arch_specific_ptx_only_objects_yield_their_kernels_on_their_own_gpu() {
+    let dir = work_dir("check-binary", "arch-specific-ptx");
+    let object = dir.join("k.o");
+    compile_spills(
+        &["-c", "-gencode", "arch=compute_90a,code=compute_90a"],
+        &object,
+    );
+    let library = dir.join("libk.a");
+    let ar = Command::new("ar")
+        .arg("rcs")
+        .arg(&library)
+        .arg(&object)
+        .status();
+    assert!(ar.unwrap().success());
+    for path in [&object, &library] {
+        let args = [path.as_os_str(), "--arch".as_ref(), "sm_90".as_ref()];
+        let (code, report, said) = check_in(&dir, &args);
+        assert!(report["kernels"].is_array(), "{path:?}: {said}");
+        assert_eq!(code, Some(1), "{path:?}: spills.cu spills:\n{said}");
+        let rows = entry_rows(&report);
+        assert!(
+            !rows.is_empty() && rows.keys().all(|(_, arch)| arch.starts_with("sm_90")),
+            "{path:?}: {rows:?}\n{said}"
+        );
+        assert!(
+            said.contains("for sm_90a as the driver would JIT it"),
+            "{said}"
+        );
+        assert!(said.contains("a newer one too, cannot JIT it"), "{said}");
+
+        let args = [path.as_os_str(), "--arch".as_ref(), "sm_100".as_ref()];
+        let (_, report, said) = check_in(&dir, &args);
+        let no_rows = report["kernels"].as_array().is_none_or(Vec::is_empty);
+        assert!(no_rows, "{report:#}");
+        assert!(
+            said.contains("asked for sm_100: no row there, as a GPU of that arch cannot load it"),
+            "{said}"
+        );
+    }
+}

@@ -41,24 +41,34 @@ impl EmbeddedPtx {
         Ok(parse_ptx_directives(&text))
     }
 
-    /// Whether the driver can JIT this PTX for `arch`: an arch-specific target (`sm_90a`) only
-    /// for itself, any other for every arch of its number or above.
+    /// Whether the driver can JIT this PTX on an `arch` GPU ([`jit_target`]).
     pub fn can_jit_to(&self, arch: &str) -> bool {
-        can_jit(&self.virtual_arch, arch)
+        self.jit_target_on(arch).is_some()
+    }
+
+    /// The arch the driver JITs this PTX for on an `arch` GPU ([`jit_target`]), if it can.
+    pub fn jit_target_on(&self, arch: &str) -> Option<String> {
+        jit_target(&self.virtual_arch, arch)
     }
 }
 
-/// Whether the driver can JIT PTX whose `.target` is `virtual_arch` for `arch`: an
-/// arch-specific target (`sm_90a`) only for itself (ptxas refuses any other: "cannot be
-/// compiled to future architecture"), any other for every arch of its number or above.
+/// The arch the driver JITs PTX whose `.target` is `virtual_arch` for on a GPU of `arch`, if it
+/// can: an arch-specific target (`sm_90a`) only on its own GPU (an sm_90, asked as `sm_90` or
+/// `sm_90a`), assembled for itself (ptxas refuses any other arch: "cannot be compiled to future
+/// architecture"); any other target on every arch of its number or above, assembled for `arch`.
+/// The one rule of JIT, for `check`'s binaries and `build`'s PTX.
+pub fn jit_target(virtual_arch: &str, arch: &str) -> Option<String> {
+    let (virtual_number, number) = (arch_number(virtual_arch)?, arch_number(arch)?);
+    match virtual_arch.ends_with('a') {
+        true => (number == virtual_number).then(|| virtual_arch.to_owned()),
+        false => (number >= virtual_number).then(|| arch.to_owned()),
+    }
+}
+
+/// Whether the driver can JIT PTX whose `.target` is `virtual_arch` on a GPU of `arch`
+/// ([`jit_target`]).
 pub fn can_jit(virtual_arch: &str, arch: &str) -> bool {
-    if virtual_arch.ends_with('a') {
-        return virtual_arch == arch;
-    }
-    match (arch_number(virtual_arch), arch_number(arch)) {
-        (Some(virtual_number), Some(number)) => number >= virtual_number,
-        _ => false,
-    }
+    jit_target(virtual_arch, arch).is_some()
 }
 
 /// `sm_90a` → 90.
@@ -737,6 +747,15 @@ mod tests {
         assert!(!ptx("sm_90").can_jit_to("sm_89"));
         assert!(ptx("sm_90a").can_jit_to("sm_90a"));
         assert!(!ptx("sm_90a").can_jit_to("sm_100"));
+        assert_eq!(
+            ptx("sm_90a").jit_target_on("sm_90").as_deref(),
+            Some("sm_90a")
+        );
+        assert_eq!(
+            ptx("sm_80").jit_target_on("sm_86").as_deref(),
+            Some("sm_86")
+        );
+        assert_eq!(ptx("sm_90a").jit_target_on("sm_100"), None);
         assert_eq!(
             ptx_target(".version 9.0\n.target sm_90a, texmode_independent\n"),
             Some(PtxTarget {

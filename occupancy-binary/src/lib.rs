@@ -19,7 +19,7 @@ mod archive;
 mod entries;
 mod extract;
 pub use archive::for_each_member;
-pub use extract::{can_jit, ptx_target, PtxTarget};
+pub use extract::{can_jit, jit_target, ptx_target, PtxTarget};
 mod fatbin;
 mod found;
 #[cfg(test)]
@@ -564,13 +564,22 @@ fn jit_missing_archs(
     asked_archs: &[String],
     work: &Path,
 ) -> Result<(), Error> {
+    for ptx in ptx_files
+        .iter()
+        .filter(|ptx| ptx.virtual_arch.ends_with('a'))
+    {
+        found.notes.push(arch_specific_note(ptx, asked_archs));
+    }
     if asked_archs.is_empty() {
         return jit_ptx_only_kernels(found, ptx_files, tools, work);
     }
     let mut by_preference: Vec<&extract::EmbeddedPtx> = ptx_files.iter().collect();
     by_preference.sort_by_key(|ptx| std::cmp::Reverse(extract::arch_number(&ptx.virtual_arch)));
     for arch in asked_archs {
-        for ptx in by_preference.iter().filter(|ptx| ptx.can_jit_to(arch)) {
+        let jits = by_preference
+            .iter()
+            .filter_map(|ptx| Some((ptx, ptx.jit_target_on(arch)?)));
+        for (ptx, target) in jits {
             let entries = ptx.entries()?;
             let missing: Vec<&PtxEntry> = entries
                 .iter()
@@ -579,9 +588,9 @@ fn jit_missing_archs(
             if missing.is_empty() {
                 continue;
             }
-            let (assembled, cubin) = extract::assemble(ptx, arch, &missing, tools, work)?;
+            let (assembled, cubin) = extract::assemble(ptx, &target, &missing, tools, work)?;
             found.notes.push(format!(
-                "{}: {} kernel(s) have no {arch} cubin; assembled from its embedded PTX ({}) as the driver would JIT it",
+                "{}: {} kernel(s) have no {arch} cubin; assembled from its embedded PTX ({}) for {target} as the driver would JIT it",
                 ptx.origin,
                 missing.len(),
                 ptx.virtual_arch
@@ -592,6 +601,28 @@ fn jit_missing_archs(
         }
     }
     Ok(())
+}
+
+/// What a module of arch-specific PTX (`sm_90a`) means: its kernels run only on its own GPU
+/// (assembled for it there, as the driver would JIT them), and an asked arch of another number
+/// cannot load them: the file is not empty, it is unloadable there.
+fn arch_specific_note(ptx: &extract::EmbeddedPtx, asked_archs: &[String]) -> String {
+    let target = &ptx.virtual_arch;
+    let refused: Vec<&str> = (asked_archs.iter())
+        .filter(|arch| !ptx.can_jit_to(arch))
+        .map(String::as_str)
+        .collect();
+    let refused = match refused.as_slice() {
+        [] => String::new(),
+        archs => format!(
+            "; asked for {}: no row there, as a GPU of that arch cannot load it",
+            archs.join(", ")
+        ),
+    };
+    format!(
+        "{}: arch-specific PTX ({target}, arch_specific_ptx): the driver JITs it only on its own GPU, for {target}; a GPU of any other compute capability, a newer one too, cannot JIT it{refused}",
+        ptx.origin
+    )
 }
 
 /// With no arch asked, every cubin's arch is checked; a kernel no cubin holds (a binary that

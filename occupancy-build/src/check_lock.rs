@@ -32,6 +32,11 @@ pub struct CheckLock {
     /// A schema-1 file (rewritten as schema 2 by a bless).
     converted: bool,
     products: Vec<Product>,
+    /// The packages this run built (`OUT_DIR(k@0.1.0)`): a source under one that no input of
+    /// the run has is a product that vanished ([`CheckLock::judge_vanished_under`]).
+    owned: BTreeSet<String>,
+    /// The names of the inputs this run read ([`CheckLock::saw`]), recorded or held back.
+    seen: BTreeSet<String>,
 }
 
 /// One input's rows, as a baseline, and where each kernel's row is on each arch.
@@ -54,7 +59,89 @@ impl CheckLock {
                 .is_some_and(|parsed| parsed.schema_version != crate::baseline::SCHEMA_VERSION),
             committed: parsed.map(|parsed| parsed.baseline),
             products: Vec::new(),
+            owned: BTreeSet::new(),
+            seen: BTreeSet::new(),
         })
+    }
+
+    /// Judges the committed sources under `prefixes` (the packages this run built, as the lock
+    /// names them: `OUT_DIR(k@0.1.0)`) whose product no input of the run has as vanished: a
+    /// `baseline_stale` finding each, removed (and counted) by a bless. Sources under no prefix
+    /// (a package this run did not build) are not judged.
+    pub fn judge_vanished_under(&mut self, prefixes: BTreeSet<String>) {
+        self.owned = prefixes;
+    }
+
+    /// An input of this run, by the name its rows are recorded under (`OUT_DIR(k@0.1.0)/k.ptx`,
+    /// `OUT_DIR(k@0.1.0)/libk.a`): its sources (`libk.a(k.o)`) have not vanished.
+    pub fn saw(&mut self, name: &str) {
+        self.seen.insert(name.to_owned());
+    }
+
+    /// Renames the committed sources under `old` (`OUT_DIR(k)`, a lock keyed by package name)
+    /// as under `new` (`OUT_DIR(k@0.1.0)`) where `new` has none of that name; how many. A bless
+    /// writes them under `new`.
+    pub fn rekey(&mut self, old: &str, new: &str) -> usize {
+        let Some(committed) = &mut self.committed else {
+            return 0;
+        };
+        let old_prefix = format!("{old}/");
+        let moved: Vec<String> = (committed.sources.keys())
+            .filter(|source| source.starts_with(&old_prefix))
+            .cloned()
+            .collect();
+        let mut renamed = 0;
+        for source in moved {
+            let new_source = format!("{new}/{}", &source[old_prefix.len()..]);
+            if committed.sources.contains_key(&new_source) {
+                continue;
+            }
+            if let Some(entries) = committed.sources.remove(&source) {
+                committed.sources.insert(new_source, entries);
+                renamed += 1;
+            }
+        }
+        renamed
+    }
+
+    /// Whether the lock has a source under one of `prefixes` (`OUT_DIR(k)`).
+    pub fn has_sources_under(&self, prefixes: &[String]) -> bool {
+        let committed = self.committed.iter().flat_map(|c| c.sources.keys());
+        committed.into_iter().any(|source| {
+            prefixes
+                .iter()
+                .any(|p| source.starts_with(&format!("{p}/")))
+        })
+    }
+
+    /// The committed sources whose product vanished: under a package this run built, and
+    /// neither recorded, nor an input it read, nor a member of one (`libk.a(k.o)` of `libk.a`).
+    fn vanished(&self) -> BTreeSet<String> {
+        let Some(committed) = &self.committed else {
+            return BTreeSet::new();
+        };
+        let owned = |source: &str| {
+            (self.owned.iter()).any(|prefix| {
+                source
+                    .strip_prefix(prefix.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+            })
+        };
+        let recorded = |source: &str| {
+            (self.products.iter()).any(|product| product.current.sources.contains_key(source))
+        };
+        let read = |source: &str| {
+            recorded(source)
+                || (self.seen.iter()).any(|name| {
+                    source
+                        .strip_prefix(name.as_str())
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('('))
+                })
+        };
+        (committed.sources.keys())
+            .filter(|source| owned(source) && !read(source))
+            .cloned()
+            .collect()
     }
 
     /// Whether the file exists.
@@ -107,8 +194,12 @@ impl CheckLock {
             ..LevelSources::default()
         };
         let (mut findings, mut changes) = (Vec::new(), Vec::new());
-        for product in &self.products {
-            let comparison = compare(committed, &product.current, &BTreeSet::new());
+        let gone = Product::default();
+        let vanished = self.vanished();
+        for (product, deleted) in (self.products.iter().map(|p| (p, BTreeSet::new())))
+            .chain(std::iter::once((&gone, vanished)))
+        {
+            let comparison = compare(committed, &product.current, &deleted);
             for line in comparison.toolchain_changes {
                 if !changes.contains(&line) {
                     changes.push(line);
@@ -155,7 +246,7 @@ impl CheckLock {
         let currents: Vec<Baseline> = (self.products.iter())
             .map(|product| product.current.clone())
             .collect();
-        let blessed = Baseline::blessed(self.committed.clone(), &currents, &BTreeSet::new());
+        let blessed = Baseline::blessed(self.committed.clone(), &currents, &self.vanished());
         crate::fsutil::write_atomic(&self.path, blessed.to_text().as_bytes())?;
         let root = self.path.parent().unwrap_or(Path::new("."));
         let step = changes::between(self.committed.as_ref(), &blessed, root);
@@ -258,6 +349,56 @@ mod tests {
         lock.bless().unwrap();
         let kept = Baseline::load(&path).unwrap().unwrap().baseline;
         assert!(kept.sources.contains_key("libk.a(b.o)"), "not read, kept");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    /// Issue #42, class 7: under a package this run built (`OUT_DIR(k@0.1.0)`), a source whose
+    /// product no input of the run has is judged vanished (`baseline_stale`) and removed and
+    /// counted by a bless; another package's entries are neither; an entry keyed by the old
+    /// name (`OUT_DIR(k)`) is read as the package's and rewritten by the bless.
+    #[test]
+    fn a_vanished_product_of_a_built_package_is_judged_and_removed() {
+        let dir = std::env::temp_dir().join(format!(
+            "occupancy-check-lock-vanish-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("occupancy.lock");
+        let _ = std::fs::remove_file(&path);
+        let made_by = recorded_toolchain(Some("13.0.88"));
+        let sources = [
+            "OUT_DIR(k)/a.ptx",
+            "OUT_DIR(k)/b.ptx",
+            "OUT_DIR(other@1.0.0)/c.ptx",
+        ];
+        let mut lock = CheckLock::open(&path).unwrap();
+        for source in sources {
+            let product = lock.product();
+            lock.record(product, source, &row("k", "sm_80", 32, source), &made_by);
+        }
+        lock.bless().unwrap();
+
+        let mut lock = CheckLock::open(&path).unwrap();
+        assert_eq!(lock.rekey("OUT_DIR(k)", "OUT_DIR(k@0.1.0)"), 2);
+        lock.judge_vanished_under(["OUT_DIR(k@0.1.0)".to_owned()].into());
+        let product = lock.product();
+        let kept = "OUT_DIR(k@0.1.0)/a.ptx";
+        lock.saw(kept);
+        lock.record(product, kept, &row("k", "sm_80", 32, kept), &made_by);
+        let (findings, _) = lock.compare(&BTreeMap::new());
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].lint, LintId::BaselineStale);
+        assert!(
+            findings[0].message.contains("OUT_DIR(k@0.1.0)/b.ptx"),
+            "{findings:?}"
+        );
+        let said = lock.bless().unwrap();
+        assert!(said.contains("1 removed"), "{said}");
+        let blessed = Baseline::load(&path).unwrap().unwrap().baseline;
+        let keys: Vec<&str> = blessed.sources.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            ["OUT_DIR(k@0.1.0)/a.ptx", "OUT_DIR(other@1.0.0)/c.ptx"]
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 }

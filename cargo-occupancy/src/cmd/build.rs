@@ -18,6 +18,7 @@
 
 mod arch_env;
 mod cargo_run;
+mod lock_keys;
 mod products;
 mod tap;
 
@@ -26,7 +27,7 @@ use super::ptxas_reports::TapReports;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use occupancy_binary::{can_jit, PtxTarget};
+use occupancy_binary::{jit_target, PtxTarget};
 use occupancy_build::cli::{KernelLaunch, OccupancySettings};
 use occupancy_core::lint::evaluate::{resolve_level, LevelSources};
 use occupancy_core::lint::{Check, Level, LintId};
@@ -112,6 +113,9 @@ pub fn run(args: &Args, env: &Environment) -> Result<Outcome, CliError> {
         return Err(CliError::BuildFailed(format!(
             "`cargo build` failed, so its device code was not checked{hint}"
         )));
+    }
+    if let Some(lock) = lock.as_mut() {
+        lock_keys::judge_packages(lock, &built.packages);
     }
     let mut stream = ReportStream::new(&args.output, &env.temp_dir);
     let mut summary = Summary::default();
@@ -474,13 +478,14 @@ fn owner_of(
     Owner {
         crate_name: Some(package.name.clone()),
         held_back,
+        left_by_earlier_build: key.stale,
         hold_back_debug_code: holds_back_debug_code(args, package),
         debug_rows: std::cell::Cell::new(0),
         launch_tables: launch_tables(args, settings),
         ptxas_reports: None,
         lock_prefix: Some((
             occupancy_build::cli::shown_path(&relative(&package.out_dir)),
-            format!("OUT_DIR({})", package.name),
+            lock_keys::package_prefix(package),
         )),
     }
 }
@@ -674,28 +679,23 @@ fn group(
     groups
 }
 
-/// The archs PTX for `target` is checked on: the asked ones the driver can JIT it for (an
-/// arch-specific target on its own GPU, by its own name), else the target itself.
+/// The archs PTX for `target` is checked on: what the driver JITs it for on each asked arch
+/// (`occupancy_binary::jit_target`: an arch-specific target on its own GPU, by its own name),
+/// else the target itself.
 fn jit_archs(target: &PtxTarget, archs: &[String]) -> Vec<String> {
     if archs.is_empty() {
         return vec![target.arch.clone()];
     }
-    let canonical = |arch: &str| {
-        occupancy_core::arch::lookup(arch)
-            .map(|facts| facts.name)
-            .ok()
-    };
-    let arch_specific = target.arch.ends_with('a');
-    archs
-        .iter()
-        .filter_map(|arch| match arch_specific {
-            true => (canonical(arch) == canonical(&target.arch)).then(|| target.arch.clone()),
-            false => can_jit(&target.arch, arch).then(|| arch.clone()),
-        })
-        .collect()
+    let mut on: Vec<String> = (archs.iter())
+        .filter_map(|arch| jit_target(&target.arch, arch))
+        .collect();
+    on.dedup();
+    on
 }
 
-/// `arch_specific_ptx` for a PTX module whose target is arch-specific (`sm_90a`).
+/// The arch findings of a PTX module: `missing_kernel` where it was built for an arch other
+/// than the asked ones ([`arch_not_built`]), `arch_specific_ptx` where its target is
+/// arch-specific (`sm_90a`).
 fn arch_specific(
     package: &BuiltPackage,
     (product, target): (&Product, &PtxTarget),
@@ -703,13 +703,25 @@ fn arch_specific(
     levels: &Levels,
     stream: &mut ReportStream,
 ) -> Result<(), CliError> {
-    if !target.arch.ends_with('a') {
+    let refused: Vec<&str> = (archs.iter())
+        .filter(|arch| jit_archs(target, std::slice::from_ref(*arch)).is_empty())
+        .map(String::as_str)
+        .collect();
+    let not_built = !archs.is_empty() && refused.len() == archs.len() && !product.stale;
+    if !target.arch.ends_with('a') && !not_built {
         return Ok(());
     }
     let text = std::fs::read_to_string(&product.path)
         .map_err(|error| CliError::cannot_read(&product.path, &error))?;
     let kernels: Vec<&str> = text.lines().filter_map(entry_name).collect();
     let module = shown(&product.path);
+    if not_built {
+        let finding = arch_not_built(package, (&module, target), &kernels, &refused, levels);
+        stream.add_finding(&finding, None)?;
+    }
+    if !target.arch.ends_with('a') {
+        return Ok(());
+    }
     let Check::Product(make) = LintId::ArchSpecificPtx.lint().check else {
         unreachable!("arch_specific_ptx is a product check")
     };
@@ -719,10 +731,6 @@ fn arch_specific(
         ..LevelSources::default()
     };
     let mut notes = made.notes;
-    let refused: Vec<&str> = (archs.iter())
-        .filter(|arch| jit_archs(target, std::slice::from_ref(*arch)).is_empty())
-        .map(String::as_str)
-        .collect();
     if !refused.is_empty() {
         notes.push(format!(
             "asked for {}: no row, as the driver cannot load it there",
@@ -747,6 +755,50 @@ fn arch_specific(
         reason: None,
     };
     stream.add_finding(&finding, None)
+}
+
+/// Issue #42, class 11: the rule of an asked arch the build did not make. A module (not left
+/// by an earlier build) whose PTX no asked arch can JIT (built for another arch: a build script cargo found fresh, which did
+/// not see this run's arch variables) is not read as if built for the asked one: its kernels
+/// are `missing_kernel` there, naming the arch it holds and the fix.
+fn arch_not_built(
+    package: &BuiltPackage,
+    (module, target): (&str, &PtxTarget),
+    kernels: &[&str],
+    refused: &[&str],
+    levels: &Levels,
+) -> Finding {
+    let sources = LevelSources {
+        environment: Some(levels.settings()),
+        ..LevelSources::default()
+    };
+    let asked = refused.join(", ");
+    let name = &package.name;
+    Finding {
+        lint: LintId::MissingKernel,
+        level: resolve_level(LintId::MissingKernel, &sources),
+        crate_name: Some(name.clone()),
+        kernel: kernels.first().map(|kernel| (*kernel).to_owned()),
+        arch: refused.first().map(|arch| (*arch).to_owned()),
+        message: format!(
+            "{module} holds PTX for {}, which {asked} cannot JIT: it was built for another arch than `--arch {asked}` asks, so its {} kernel(s) have no row there",
+            target.arch,
+            kernels.len()
+        ),
+        notes: vec![format!(
+            "a build script cargo finds fresh does not rerun, so it never sees the arch variables this run sets (CUDA_COMPUTE_CAP, CUDA_ARCH, CUDAARCHS, CMAKE_CUDA_ARCHITECTURES) unless it names them in `cargo:rerun-if-env-changed`"
+        )],
+        help: Some(format!(
+            "`cargo clean -p {name}` and build again, so that its build script runs for {asked}, or set the variable its builder reads"
+        )),
+        location: Some(Location {
+            kind: LocationKind::Binary,
+            path: module.to_owned(),
+            line: 0,
+            column: 0,
+        }),
+        reason: None,
+    }
 }
 
 /// The kernel a PTX line declares (`.visible .entry saxpy(`), if it declares one.

@@ -151,6 +151,9 @@ pub(super) struct Owner {
     /// Why these inputs may not be what ships (left by an earlier build): their findings are
     /// warnings with this note, and no lock records them.
     pub held_back: Option<String>,
+    /// Whether these inputs were left by an earlier build (stale): a lock judges the products
+    /// it has entries of and no other input of the run has as vanished.
+    pub left_by_earlier_build: bool,
     /// Whether code compiled for debugging (`-G`) is held back too (`build` without
     /// `--debug-code`); `check` gates whatever it is given.
     pub hold_back_debug_code: bool,
@@ -217,6 +220,18 @@ impl Owner {
     }
 }
 
+/// Tells the lock the inputs this run has (all but those an earlier build left), by the names
+/// their rows are recorded under: their products have not vanished.
+fn show_to_lock(lock: Option<&mut Lock>, selected: &Selected<'_>) {
+    let (Some(lock), false) = (lock, selected.owner.left_by_earlier_build) else {
+        return;
+    };
+    for input in selected.inputs {
+        let shown = display_path(input_path_buf(input));
+        lock.saw(&selected.owner.lock_source(&shown));
+    }
+}
+
 /// Checks the selected inputs into the sinks: the .cu/.ptx compiled, then the logs and binaries
 /// streamed. Returns how many `missing_kernel` findings there were.
 pub(super) fn check_selected(
@@ -226,6 +241,7 @@ pub(super) fn check_selected(
     levels: &Levels,
     (stream, mut lock): (&mut ReportStream, Option<&mut Lock>),
 ) -> Result<usize, CliError> {
+    show_to_lock(lock.as_deref_mut(), selected);
     let compile_inputs: Vec<&Input> = selected
         .inputs
         .iter()

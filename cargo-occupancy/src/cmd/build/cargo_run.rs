@@ -31,6 +31,9 @@ pub struct BuiltPackage {
     /// in an optimized profile (`opt_level` other than 0: `--release`), as its
     /// `compiler-artifact` says; `None` when cargo reported no such artifact.
     pub optimized: Option<bool>,
+    /// The package as a lock names it ([`lock_keys`]): `candle-kernels@0.9.1`, and its source
+    /// too when another package of the build has that name and version.
+    pub lock_key: String,
 }
 
 /// The build cargo ran: the packages whose build scripts ran, whether it succeeded, and the
@@ -150,6 +153,7 @@ fn read_messages(stdout: impl Read) -> Result<(Vec<BuiltPackage>, Option<bool>),
                 let id = script.package_id.repr;
                 packages.push(BuiltPackage {
                     name: package_name(&id),
+                    lock_key: String::new(),
                     manifest_path: manifests.get(&id).cloned(),
                     optimized: None,
                     id,
@@ -173,6 +177,7 @@ fn read_messages(stdout: impl Read) -> Result<(Vec<BuiltPackage>, Option<bool>),
         }
         package.optimized = optimized.get(&package.id).copied();
     }
+    lock_keys(&mut packages);
     Ok((packages, finished))
 }
 
@@ -203,6 +208,42 @@ pub fn package_name(id: &str) -> String {
     id.split(' ').next().unwrap_or(id).to_owned()
 }
 
+/// A package id's readable form and its source: `registry+https://...#candle-kernels@0.9.1`
+/// and `candle-kernels 0.9.1 (registry+...)` are `candle-kernels@0.9.1` from `registry+...`;
+/// `path+file:///x/k#0.1.0` is `k@0.1.0` from `path+file:///x/k`.
+pub fn package_version(id: &str) -> (String, String) {
+    let name = package_name(id);
+    if let Some((url, fragment)) = id.rsplit_once('#') {
+        let version = fragment
+            .rsplit_once('@')
+            .map_or(fragment, |(_, version)| version);
+        return (format!("{name}@{version}"), url.to_owned());
+    }
+    let mut words = id.splitn(3, ' ');
+    let version = words.nth(1).unwrap_or_default();
+    let source = words.next().unwrap_or_default();
+    let source = source.trim_start_matches('(').trim_end_matches(')');
+    (format!("{name}@{version}"), source.to_owned())
+}
+
+/// Each package's key in a lock: its name and version, the rule of one row per package id;
+/// with the source (`k@0.1.0 from git+https://...`) where two packages of the build share the
+/// name and version, so neither row reports the other's state.
+fn lock_keys(packages: &mut [BuiltPackage]) {
+    let mut sources: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    for package in packages.iter() {
+        let (readable, source) = package_version(&package.id);
+        sources.entry(readable).or_default().insert(source);
+    }
+    for package in packages.iter_mut() {
+        let (readable, source) = package_version(&package.id);
+        package.lock_key = match sources[&readable].len() {
+            1 => readable,
+            _ => format!("{readable} from {source}"),
+        };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,6 +264,40 @@ mod tests {
         ] {
             assert_eq!(package_name(id), name, "{id}");
         }
+    }
+
+    #[test]
+    fn lock_keys_are_name_and_version_and_the_source_where_two_share_them() {
+        let package = |id: &str| BuiltPackage {
+            name: package_name(id),
+            id: id.to_owned(),
+            out_dir: PathBuf::new(),
+            linked_libs: Vec::new(),
+            linked_paths: Vec::new(),
+            manifest_path: None,
+            lock_key: String::new(),
+            optimized: None,
+        };
+        let crates_io = "registry+https://github.com/rust-lang/crates.io-index";
+        let mut packages = [
+            package(&format!("{crates_io}#k@0.1.0")),
+            package("git+https://example.com/k#k@0.1.0"),
+            package(&format!("{crates_io}#k@0.2.0")),
+            package("path+file:///w/dir#0.3.0"),
+            package(&format!("old 1.0.0 ({crates_io})")),
+        ];
+        lock_keys(&mut packages);
+        let keys: Vec<&str> = packages.iter().map(|p| p.lock_key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                format!("k@0.1.0 from {crates_io}").as_str(),
+                "k@0.1.0 from git+https://example.com/k",
+                "k@0.2.0",
+                "dir@0.3.0",
+                "old@1.0.0",
+            ]
+        );
     }
 
     #[test]

@@ -504,6 +504,7 @@ mod tests {
             linked_paths: Vec::new(),
             manifest_path: None,
             optimized: None,
+            lock_key: "k@0.1.0".into(),
         }
     }
 
