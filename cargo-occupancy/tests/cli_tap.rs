@@ -253,7 +253,10 @@ fn two_taps_that_name_each_other_stop_with_an_error_naming_the_chain() {
     let out = child.wait_with_output().unwrap();
     let text = stderr(&out);
     assert_eq!(out.status.code(), Some(127), "{text}");
-    assert!(text.contains("runs itself through another nvcc tap"), "{text}");
+    assert!(
+        text.contains("runs itself through another nvcc tap"),
+        "{text}"
+    );
     for bin in &bins {
         let shown = std::fs::canonicalize(bin.join("nvcc")).unwrap();
         assert!(text.contains(&shown.display().to_string()), "{text}");
