@@ -22,6 +22,12 @@
 //! The real nvcc: launcher mode's first argument (unless it is this tap); else
 //! `OCCUPANCY_REAL_NVCC`; else (a tap left in a CMake cache, run by a plain build) `nvcc` on
 //! `PATH`, then `$CUDA_HOME/bin/nvcc`. A candidate that is this executable is never run.
+//!
+//! **The chain** (issue #42): every nvcc the tap runs gets `OCCUPANCY_TAP_CHAIN`, the taps that
+//! ran so far (this executable last). A tap started with itself already in the chain, or past
+//! [`MAX_HOPS`] taps, is two installs of the tool naming each other as the real nvcc: it stops
+//! with one line naming the chain ([`chain_to_hand_on`]) instead of running them forever. Only the
+//! first tap of a chain compiles on the side.
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
@@ -34,6 +40,10 @@ pub const NVCC: &str = "nvcc";
 pub const LAUNCHER: &str = "nvcc-launcher";
 /// The real nvcc, set by `cargo occupancy build --tap`; its presence turns the side compile on.
 pub const REAL_NVCC: &str = "OCCUPANCY_REAL_NVCC";
+/// The taps that ran before this one, as `PATH` lists directories (set for every nvcc it runs).
+pub const CHAIN: &str = "OCCUPANCY_TAP_CHAIN";
+/// Taps one nvcc call may pass through before the chain is called a loop.
+pub const MAX_HOPS: usize = 8;
 /// What a kept report's name adds to its output's (`k.o` → `k.o.ptxas`).
 pub const REPORT_SUFFIX: &str = ".ptxas";
 /// The first line of a kept report.
@@ -52,6 +62,7 @@ struct TapEnv {
     real_nvcc: Option<OsString>,
     path: Option<OsString>,
     cuda_home: Option<OsString>,
+    chain: Vec<PathBuf>,
     temp_dir: PathBuf,
 }
 
@@ -64,6 +75,9 @@ impl TapEnv {
             real_nvcc: set(REAL_NVCC),
             path: set("PATH"),
             cuda_home: set("CUDA_HOME"),
+            chain: (set(CHAIN).iter())
+                .flat_map(std::env::split_paths)
+                .collect(),
             temp_dir: std::env::temp_dir(),
         }
     }
@@ -73,6 +87,14 @@ impl TapEnv {
 pub fn main(args: Vec<OsString>) -> ExitCode {
     let env = TapEnv::read();
     let me = std::env::current_exe().and_then(std::fs::canonicalize).ok();
+    let this = me.clone().unwrap_or_else(|| PathBuf::from(&args[0]));
+    let chain = match chain_to_hand_on(&env.chain, &this) {
+        Ok(chain) => chain,
+        Err(error) => {
+            let _ = writeln!(std::io::stderr(), "error: {error}");
+            return ExitCode::from(127);
+        }
+    };
     let launcher = Path::new(&args[0]).file_name() == Some(OsStr::new(LAUNCHER));
     let mut rest: Vec<OsString> = args[1..].to_vec();
     let given = match launcher && !rest.is_empty() {
@@ -88,12 +110,30 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         );
         return ExitCode::from(127);
     };
-    if env.real_nvcc.is_some() {
+    if env.real_nvcc.is_some() && env.chain.is_empty() {
         if let Some(plan) = plan(&rest) {
-            side_compile(&real, &plan, &env.temp_dir);
+            side_compile(&real, &plan, (&env.temp_dir, &chain));
         }
     }
-    run_real(&real, &rest)
+    run_real(&real, &rest, &chain)
+}
+
+/// The chain this tap hands on (the taps before it, then itself), or the error of a tap that
+/// already ran in it or of one past [`MAX_HOPS`]: two taps naming each other as the real nvcc.
+pub fn chain_to_hand_on(before: &[PathBuf], this: &Path) -> Result<OsString, String> {
+    let mut chain = before.to_vec();
+    chain.push(this.to_path_buf());
+    let names: Vec<String> = chain.iter().map(|tap| tap.display().to_string()).collect();
+    let shown = names.join(" -> ");
+    if before.iter().any(|tap| tap == this) || before.len() >= MAX_HOPS {
+        return Err(format!(
+            "the occupancy nvcc tap {} runs itself through another nvcc tap ({shown}): two installs of cargo-occupancy name each other as the real nvcc; set {REAL_NVCC} or NVCC to the toolkit's nvcc",
+            this.display()
+        ));
+    }
+    std::env::join_paths(&chain).map_err(|error| {
+        format!("the occupancy nvcc tap cannot hand on its chain ({shown}) in {CHAIN}: {error}")
+    })
 }
 
 /// Whether `path` names this executable.
@@ -120,9 +160,9 @@ fn real_nvcc(env: &TapEnv, me: Option<&Path>) -> Option<PathBuf> {
 
 /// The real nvcc with `args`, in this process's place (Unix); elsewhere run and waited for,
 /// its exit code returned.
-fn run_real(real: &Path, args: &[OsString]) -> ExitCode {
+fn run_real(real: &Path, args: &[OsString], chain: &OsStr) -> ExitCode {
     let mut command = Command::new(real);
-    command.args(args);
+    command.args(args).env(CHAIN, chain);
     #[cfg(unix)]
     {
         let error = std::os::unix::process::CommandExt::exec(&mut command);
@@ -311,7 +351,7 @@ pub fn plan(args: &[OsString]) -> Option<Plan> {
 /// The side compile of `plan` with `real`: its output in a private directory (removed), its
 /// standard error kept as the report beside the real output when it succeeds. An old report of
 /// the output is removed first, so a failed compile leaves none. Nothing is printed.
-fn side_compile(real: &Path, plan: &Plan, temp_dir: &Path) {
+fn side_compile(real: &Path, plan: &Plan, (temp_dir, chain): (&Path, &OsStr)) {
     let report = report_path(&plan.output);
     let _ = std::fs::remove_file(&report);
     let private = temp_dir.join(format!("occupancy-nvcc-tap-{}", std::process::id()));
@@ -327,6 +367,7 @@ fn side_compile(real: &Path, plan: &Plan, temp_dir: &Path) {
     });
     let ran = Command::new(real)
         .args(args)
+        .env(CHAIN, chain)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -423,6 +464,23 @@ mod tests {
         assert!(started_as_tap(Some(&"nvcc-launcher".into())));
         assert!(!started_as_tap(Some(&"/usr/bin/cargo-occupancy".into())));
         assert!(!started_as_tap(None));
+    }
+
+    #[test]
+    fn a_tap_already_in_the_chain_or_past_its_hops_is_a_loop() {
+        let a = PathBuf::from("/i/a/nvcc");
+        let b = PathBuf::from("/i/b/nvcc");
+        assert!(chain_to_hand_on(&[], &a).is_ok());
+        assert!(chain_to_hand_on(std::slice::from_ref(&a), &b).is_ok());
+        let looped = chain_to_hand_on(&[a.clone(), b.clone()], &a).unwrap_err();
+        assert!(
+            looped.contains("(/i/a/nvcc -> /i/b/nvcc -> /i/a/nvcc)"),
+            "{looped}"
+        );
+        let long: Vec<PathBuf> = (0..MAX_HOPS)
+            .map(|i| PathBuf::from(format!("/t{i}")))
+            .collect();
+        assert!(chain_to_hand_on(&long, &b).is_err());
     }
 
     #[test]

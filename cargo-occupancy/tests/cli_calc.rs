@@ -147,6 +147,32 @@ fn calc_cluster_counts_clusters_on_a_named_gpu() {
     assert_eq!(zero.status.code(), Some(2));
 }
 
+/// A malformed `--cluster` names the flag, the whole value and what was expected (issue #42,
+/// class 14: `2x` and `x2` said "`` is not a non-negative integer").
+#[test]
+fn calc_cluster_says_what_shape_was_expected() {
+    for value in ["2x", "x2", "2x0", "2xx1", "a"] {
+        let out = run(&[
+            "calc",
+            "--gpu",
+            "h100",
+            "--block",
+            "128",
+            "--cluster",
+            value,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{value}");
+        let text = stderr(&out);
+        assert!(
+            text.contains(&format!(
+                "`--cluster {value}`: expected `X[xY[xZ]]` with each a positive integer, e.g. `2x1x1`"
+            )),
+            "{value}: {text}"
+        );
+        assert!(!text.contains("``"), "{value}: {text}");
+    }
+}
+
 #[test]
 fn calc_json_in_both_invocation_forms() {
     let args = [

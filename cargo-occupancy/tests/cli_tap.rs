@@ -216,3 +216,51 @@ fn failures_keep_their_exit_code_and_text_and_the_tap_never_runs_itself() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Two different executables of the tool (two installs), each the other's "real nvcc"
+/// (issue #42, class 6): the chain is detected and named, never run forever.
+#[test]
+fn two_taps_that_name_each_other_stop_with_an_error_naming_the_chain() {
+    let dir = work_dir("cli_tap", "two_taps");
+    let mut bins = Vec::new();
+    for install in ["a", "b"] {
+        let bin = dir.join(install).join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::copy(env!("CARGO_BIN_EXE_cargo-occupancy"), bin.join("nvcc")).unwrap();
+        bins.push(bin);
+    }
+    // a's real nvcc is b's; b skips itself and finds a's first on PATH.
+    let path = std::env::join_paths(&bins).unwrap();
+    let mut child = Command::new(bins[0].join("nvcc"))
+        .arg("--version")
+        .env("OCCUPANCY_REAL_NVCC", bins[1].join("nvcc"))
+        .env("PATH", &path)
+        .env_remove("CUDA_HOME")
+        .env_remove("OCCUPANCY_TAP_CHAIN")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the two taps ran each other for 30 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(127), "{text}");
+    assert!(
+        text.contains("runs itself through another nvcc tap"),
+        "{text}"
+    );
+    for bin in &bins {
+        let shown = std::fs::canonicalize(bin.join("nvcc")).unwrap();
+        assert!(text.contains(&shown.display().to_string()), "{text}");
+    }
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -308,6 +308,71 @@ fn a_tool_that_dies_on_a_candidate_is_an_error_and_never_its_verdict() {
     assert!(two["measured"].is_object(), "measured again: {two}");
 }
 
+/// Issue #42, class 14: a ptxas that refuses one candidate (`.minnctapersm 5`: a wrapper of nvcc
+/// that prints a `ptxas error` line there and exits 255) fails the tuning, naming the bound,
+/// the kernel, the arch and ptxas's first error line, instead of choosing from the other
+/// candidates (it chose "no bounds" with exit 0, and kept the failure as the bound's verdict);
+/// the next run with the real nvcc measures that candidate.
+#[test]
+fn a_ptxas_error_on_a_candidate_fails_the_choice_and_is_not_kept() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = work_dir("cli_tune", "refused");
+    let cache = dir.join("cache");
+    let wrapper = dir.join("nvcc");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nfor last; do :; done\ncase \"$*\" in *-cubin*)\n  if grep -Eq 'minnctapersm[[:space:]]+5([^0-9]|$)' \"$last\" 2>/dev/null; then echo \"ptxas error   : fake refusal of minnctapersm 5\" >&2; exit 255; fi;;\nesac\nexec '{}' \"$@\"\n",
+            nvcc().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let source = fixtures().join("tune_chain.cu");
+    let args = [
+        source.to_str().unwrap(),
+        "--kernel",
+        "chain",
+        "--arch",
+        "sm_90",
+        "--format",
+        "json",
+    ];
+    let output = binary()
+        .args(["occupancy", "tune"])
+        .args(args)
+        .arg("--cache-dir")
+        .arg(&cache)
+        .env("NVCC", &wrapper)
+        .output()
+        .unwrap();
+    let error = stderr(&output);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "{error}\n{}",
+        stdout(&output)
+    );
+    assert!(
+        error.contains("`min_blocks_per_sm = 5`")
+            && error.contains("`chain`")
+            && error.contains("sm_90")
+            && error.contains("ptxas error   : fake refusal of minnctapersm 5"),
+        "{error}"
+    );
+    let output = tune(&args, &cache);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let tuned: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let candidates = tuned["archs"][0]["tuning"]["candidates"]
+        .as_array()
+        .unwrap();
+    let five = candidates
+        .iter()
+        .find(|candidate| candidate["bound"]["min_blocks_per_sm"] == 5)
+        .expect("the ladder holds min_blocks_per_sm = 5");
+    assert!(five["measured"].is_object(), "measured again: {five}");
+}
+
 /// ptxas's registers and spill bytes (stores + loads) for `kernel` of `source` compiled for
 /// sm_90 with `header` as its `occupancy_bounds.h`; and its PTX with the entries' bound
 /// directives taken out.

@@ -61,20 +61,29 @@ pub struct Args {
 }
 
 /// A cluster as `N` or a shape `XxYxZ` / `X,Y,Z` (1 to 3 dimensions): its blocks, the product.
+/// The one rule of a malformed value: the flag, the whole value and the shape expected.
 fn parse_cluster(text: &str) -> Result<u32, String> {
-    let dimensions: Vec<&str> = text.split(['x', 'X', ',']).collect();
+    let expected = || {
+        format!(
+            "`--cluster {text}`: expected `X[xY[xZ]]` with each a positive integer, e.g. `2x1x1`"
+        )
+    };
+    let dimensions: Vec<&str> = text.trim().split(['x', 'X', ',']).collect();
     if dimensions.len() > 3 {
         return Err(format!(
-            "`{text}`: a cluster has at most 3 dimensions (x, y, z)"
+            "{} (a cluster has at most 3 dimensions)",
+            expected()
         ));
     }
     dimensions.iter().try_fold(1u32, |size, dimension| {
-        let dimension = crate::flags::parse_count(dimension)?;
-        if dimension == 0 {
-            return Err(format!("`{text}`: each cluster dimension is at least 1"));
-        }
+        let digits = !dimension.is_empty() && dimension.bytes().all(|b| b.is_ascii_digit());
+        let dimension: u32 = match digits.then(|| dimension.parse::<u32>()) {
+            Some(Ok(dimension)) if dimension > 0 => dimension,
+            Some(Err(_)) => return Err(format!("`--cluster {text}` is larger than {}", u32::MAX)),
+            _ => return Err(expected()),
+        };
         size.checked_mul(dimension)
-            .ok_or_else(|| format!("`{text}` is larger than {}", u32::MAX))
+            .ok_or_else(|| format!("`--cluster {text}` is larger than {}", u32::MAX))
     })
 }
 

@@ -38,26 +38,42 @@ pub(crate) struct Job<'a> {
     pub(crate) work: PathBuf,
 }
 
-/// Why a candidate has no measurement: the compile's own verdict on the bound (ptxas refused it,
-/// the PTX cannot take it), which the memo keeps, or a tool that failed (crashed, was killed,
-/// timed out, printed what cannot be read, a file that could not be written), which is never
-/// a verdict: it fails the choice and is not kept, so the next build measures again.
+/// Why a candidate has no measurement: the PTX cannot take the bound (no compile was made),
+/// which the memo keeps as the bound's verdict; or a compile that failed, which is never a
+/// verdict: it fails the whole choice and nothing of it is kept, so the next build measures
+/// again. A compile fails in the tool (crashed, was killed, timed out, printed what cannot be
+/// read, a file that could not be written: issue #35, class 4) or because ptxas refused the
+/// candidate (`ptxas error`, `ptxas fatal`: issue #42, class 14; no bound is known that ptxas
+/// refuses as impossible, it clamps or warns instead, so a refusal is of the setup and a choice
+/// made from the other candidates would be a partial one).
 #[derive(Debug)]
 pub(crate) enum Unmeasured {
     Verdict(String),
     ToolFailed(String),
+    Refused(String),
 }
 
 impl Assembler<'_> {
-    /// The candidate `job` makes: measured, or with the verdict of its compile; `Err` when a
-    /// tool failed, which measures nothing (issue #35, class 4).
+    /// The candidate `job` makes: measured, or with its PTX's verdict on the bound; `Err`, one
+    /// line naming the bound, the kernel, the arch and what failed, when its compile failed,
+    /// which measures nothing (issues #35, class 4, and #42, class 14).
     pub(crate) fn candidate(&self, job: &Job<'_>) -> Result<Candidate, String> {
         let result = self.measure(job);
         let _ = std::fs::remove_dir_all(&job.work);
+        let (bound, kernel, arch) = (job.bound, job.kernel, job.arch.name);
+        let failed = |how: &str, why: String| {
+            format!(
+                "assembling the candidate `{bound}` on {arch} failed {how} (kernel `{kernel}`): \
+                 {why}; a failed compile measures nothing, so no bound was chosen and nothing \
+                 of this candidate was kept: build again (a tool that ran out of time: raise \
+                 OCCUPANCY_TOOL_TIMEOUT)"
+            )
+        };
         match result {
             Ok(measured) => Ok(Candidate::new(job.bound, Ok(measured))),
             Err(Unmeasured::Verdict(why)) => Ok(Candidate::new(job.bound, Err(why))),
-            Err(Unmeasured::ToolFailed(why)) => Err(why),
+            Err(Unmeasured::ToolFailed(why)) => Err(failed("in the tool, not on the bound", why)),
+            Err(Unmeasured::Refused(why)) => Err(failed("in ptxas, which refused it", why)),
         }
     }
 
@@ -107,8 +123,9 @@ impl Assembler<'_> {
 
     /// `nvcc -cubin -arch=<arch> -Xptxas -v [the build's arguments] -o <cubin> <ptx>`: ptxas's
     /// report. Not through a compiler cache: sccache refuses a `.ptx` input. A compile that
-    /// failed is the bound's verdict only when ptxas itself said why (`ptxas error`, `ptxas
-    /// fatal`); one that timed out, was killed or died of a signal is a tool failure.
+    /// failed is never the bound's verdict ([`Unmeasured`]): ptxas refused it when ptxas itself
+    /// said why (`ptxas error`, `ptxas fatal`; its first such line is named), else the tool
+    /// failed (timed out, was killed, died of a signal).
     fn assemble(&self, arch: &str, ptx: &Path, cubin: &Path) -> Result<String, Unmeasured> {
         let mut command = self.toolchain.command_without_wrapper();
         command
@@ -122,17 +139,21 @@ impl Assembler<'_> {
         if output.status.success() {
             return Ok(stderr);
         }
+        if ptxas_refused_the_input(output.status, &stderr) {
+            let said = stderr
+                .lines()
+                .map(str::trim)
+                .find(|line| line.starts_with("ptxas error") || line.starts_with("ptxas fatal"))
+                .unwrap_or_default();
+            return Err(Unmeasured::Refused(format!("{said} ({})", output.status)));
+        }
         let first: Vec<&str> = stderr
             .lines()
             .filter(|line| !line.trim().is_empty())
             .take(3)
             .collect();
         let why = format!("ptxas failed ({}): {}", output.status, first.join(" / "));
-        Err(if ptxas_refused_the_input(output.status, &stderr) {
-            Unmeasured::Verdict(why)
-        } else {
-            Unmeasured::ToolFailed(why)
-        })
+        Err(Unmeasured::ToolFailed(why))
     }
 
     /// `nvdisasm -c -ndf -hex <cubin>`: the SASS text, with each instruction's encoding (its
@@ -153,7 +174,7 @@ impl Assembler<'_> {
     }
 }
 
-/// Whether a failed compile is ptxas's verdict on its input: it exited (no signal) and said
+/// Whether ptxas refused its input (a failed compile either way, [`Unmeasured`]): it exited (no signal) and said
 /// `ptxas error` or `ptxas fatal`, and nvcc does not report it died (`died due to signal`,
 /// `core dumped`: a crash is no verdict).
 fn ptxas_refused_the_input(status: std::process::ExitStatus, stderr: &str) -> bool {
@@ -170,10 +191,10 @@ mod tests {
     use super::*;
     use std::os::unix::process::ExitStatusExt;
 
-    /// Issue #35, class 4: only ptxas's own word on its input is a verdict; a crash, a kill or
+    /// Issue #35, class 4: only ptxas's own word on its input is a refusal; a crash, a kill or
     /// a failure without ptxas's diagnosis is a tool failure.
     #[test]
-    fn only_ptxas_refusing_its_input_is_a_verdict() {
+    fn only_ptxas_refusing_its_input_is_a_refusal() {
         let exited = std::process::ExitStatus::from_raw(255 << 8);
         let killed = std::process::ExitStatus::from_raw(9);
         let refused = "ptxas error   : Entry function 'k' uses too much shared data\n";

@@ -380,9 +380,10 @@ impl Engine<'_> {
     }
 
     /// Assembles every `(group, member, bound)` the members' memos lack, in parallel; how many.
-    /// A tool that failed on a candidate fails the choice, naming the candidate, and nothing of
-    /// it is kept: a crash, a kill or a timeout is never that bound's verdict (issue #35,
-    /// class 4). The candidates measured meanwhile are kept.
+    /// A compile that failed on a candidate fails the choice, naming the candidate, and nothing
+    /// of it is kept: a crash, a kill, a timeout or ptxas's refusal is never that bound's
+    /// verdict (issues #35, class 4, and #42, class 14). The candidates measured meanwhile are
+    /// kept.
     fn assemble_missing(
         &self,
         assembler: &Assembler<'_>,
@@ -415,21 +416,21 @@ impl Engine<'_> {
             .map(|(_, _, job)| move |_: &crate::jobs::Lender<'_>| assembler.candidate(job))
             .collect();
         let found: Vec<Result<Candidate, String>> = crate::jobs::run_all(tasks, self.max_jobs);
-        let places: Vec<(usize, usize, Bound, Option<String>)> = missing
+        let places: Vec<(usize, usize, Option<String>)> = missing
             .iter()
             .map(|(group, member, job)| {
                 let digest = job.ptx.as_ref().ok().map(|ptx| memo_key(&[ptx.as_bytes()]));
-                (*group, *member, job.bound, digest)
+                (*group, *member, digest)
             })
             .collect();
         drop(missing);
         let mut failed = None;
-        for ((group, member, bound, digest), candidate) in places.into_iter().zip(found) {
+        for ((group, member, digest), candidate) in places.into_iter().zip(found) {
             let member = &mut groups[group].1[member];
             match candidate {
                 Ok(candidate) => member.memo.insert(candidate, digest),
                 Err(why) => {
-                    failed.get_or_insert_with(|| tool_failed(bound, member.arch.name, &why));
+                    failed.get_or_insert(why);
                 }
             }
         }
@@ -442,16 +443,6 @@ impl Engine<'_> {
         }
         Ok(count)
     }
-}
-
-/// The error of a candidate whose tool failed: what was assembled, what failed, that nothing
-/// was chosen or kept from it, and what to do.
-fn tool_failed(bound: Bound, arch: &str, why: &str) -> String {
-    format!(
-        "assembling the candidate `{bound}` on {arch} failed in the tool, not on the bound: {why}; a \
-         failed tool measures nothing, so no bound was chosen and nothing of this candidate was \
-         kept: build again (a tool that ran out of time: raise OCCUPANCY_TOOL_TIMEOUT)",
-    )
 }
 
 /// The source compiled at each of `bounds` by `front_end`: each member's PTX at the bound (its

@@ -19,8 +19,10 @@ use crate::fsutil::write_atomic;
 /// Bumped when what a memo holds or how it is measured changes. 3: a tool that failed is no
 /// longer a candidate's verdict, so a memo of 2 may hold a crash as "compile failed". 4: each
 /// candidate with the digest of the PTX it was assembled from, the source's compile at its
-/// bound (both were 3 on their own branches: a memo of either 3 is measured again).
-const MEMO_SCHEMA: u32 = 4;
+/// bound (both were 3 on their own branches: a memo of either 3 is measured again). 5: ptxas's
+/// refusal (`ptxas error`) is no longer a candidate's verdict either, so a memo of 4 may hold
+/// one as "compile failed" (issue #42, class 14).
+const MEMO_SCHEMA: u32 = 5;
 
 /// The candidates measured for one key.
 #[derive(Debug, Default)]
