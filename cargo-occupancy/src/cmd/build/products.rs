@@ -508,6 +508,13 @@ mod tests {
         }
     }
 
+    /// Each product's file name and whether it is stale, in path order.
+    fn stale_marks(found: &Products) -> Vec<(String, bool)> {
+        (found.products.iter())
+            .map(|p| (file_name(&p.path), p.stale))
+            .collect()
+    }
+
     fn find_all(package: &BuiltPackage) -> std::io::Result<Products> {
         find(package, &Covered::default())
     }
@@ -539,11 +546,8 @@ mod tests {
         std::fs::write(out.join("new.ptx"), PTX).unwrap();
         std::fs::write(out.join("ptx.rs"), "include_str!(\"kept.ptx\");").unwrap();
         let found = find_all(&package(&out, &[])).unwrap();
-        let stale: Vec<(String, bool)> = (found.products.iter())
-            .map(|p| (file_name(&p.path), p.stale))
-            .collect();
         assert_eq!(
-            stale,
+            stale_marks(&found),
             [
                 ("gone.ptx".into(), true),
                 ("kept.ptx".into(), false),
@@ -579,11 +583,8 @@ mod tests {
             "include_str!(\"bk.ptx\"); include_str!(concat!(env!(\"OUT_DIR\"), \"/ref.ptx\"));";
         std::fs::write(out.join("ptx.rs"), text).unwrap();
         let found = find_all(&package(&out, &[])).unwrap();
-        let stale: Vec<(String, bool)> = (found.products.iter())
-            .map(|p| (file_name(&p.path), p.stale))
-            .collect();
         assert_eq!(
-            stale,
+            stale_marks(&found),
             [
                 ("k.ptx".into(), true),
                 ("linked.ptx".into(), false),
