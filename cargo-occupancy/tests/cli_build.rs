@@ -556,6 +556,28 @@ fn kernel_tables_of_the_crate_and_the_command_line_set_launches() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// What the package's own build reports of its `k.ptx`: `check`'s report of the same PTX, its
+/// registers changed (so that a row assembled again would show), naming `k.ptx` as its output.
+fn own_report_of_k(dir: &Path) -> Value {
+    let ptx = dir.join("k.ptx");
+    std::fs::write(
+        &ptx,
+        ".version 9.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\nret;\n}\n",
+    )
+    .unwrap();
+    let checked = binary()
+        .args(["occupancy", "check", "--json", "--arch", "sm_80"])
+        .arg(&ptx)
+        .env("NVCC", nvcc())
+        .output()
+        .unwrap();
+    let mut own: Value = serde_json::from_str(&stdout(&checked)).unwrap();
+    own["crate"] = "ownbuild".into();
+    own["kernels"][0]["registers"] = 99.into();
+    own["outputs"] = serde_json::json!(["k.ptx"]);
+    own
+}
+
 /// A package whose build already runs occupancy-build (its `OUT_DIR/occupancy.json`) is not
 /// read twice: its own report is taken in for the files it names (`outputs`), its PTX not
 /// assembled again. Issue #42, class 1: a report hides nothing else. A product it does not name
@@ -581,24 +603,7 @@ fn main() {
 }
 "#;
     let root = scratch_crate(&dir, "ownbuild", own_build_rs, "");
-    // What the package's own build reported: `check`'s report of the same PTX, its registers
-    // changed, so that a row assembled again here would show.
-    let ptx = dir.join("k.ptx");
-    std::fs::write(
-        &ptx,
-        ".version 9.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\nret;\n}\n",
-    )
-    .unwrap();
-    let checked = binary()
-        .args(["occupancy", "check", "--json", "--arch", "sm_80"])
-        .arg(&ptx)
-        .env("NVCC", nvcc())
-        .output()
-        .unwrap();
-    let mut own: Value = serde_json::from_str(&stdout(&checked)).unwrap();
-    own["crate"] = "ownbuild".into();
-    own["kernels"][0]["registers"] = 99.into();
-    own["outputs"] = serde_json::json!(["k.ptx"]);
+    let mut own = own_report_of_k(&dir);
     let report = own.to_string();
     let (output, json) = build(&root, &[], &[("OWN_REPORT", &report)]);
     let text = stderr(&output);

@@ -193,6 +193,20 @@ impl<R: Read> Read for Archive<R> {
     }
 }
 
+/// Streams each member of the static library at `path` to `visit` (its name, then its data
+/// as a reader), in archive order; an error naming what is damaged.
+pub fn for_each_member(
+    path: &std::path::Path,
+    visit: &mut dyn FnMut(&str, &mut dyn Read) -> io::Result<()>,
+) -> io::Result<()> {
+    let file = io::BufReader::new(std::fs::File::open(path)?);
+    let mut archive = Archive::new(file)?;
+    while let Some(name) = archive.next_member()? {
+        visit(&name, &mut archive)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,18 +306,4 @@ mod tests {
         huge_table.extend(header("//", 9_999_999_999));
         assert!(members(&huge_table).is_err());
     }
-}
-
-/// Streams each member of the static library at `path` to `visit` (its name, then its data
-/// as a reader), in archive order; an error naming what is damaged.
-pub fn for_each_member(
-    path: &std::path::Path,
-    visit: &mut dyn FnMut(&str, &mut dyn Read) -> io::Result<()>,
-) -> io::Result<()> {
-    let file = io::BufReader::new(std::fs::File::open(path)?);
-    let mut archive = Archive::new(file)?;
-    while let Some(name) = archive.next_member()? {
-        visit(&name, &mut archive)?;
-    }
-    Ok(())
 }
