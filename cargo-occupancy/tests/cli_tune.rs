@@ -246,27 +246,25 @@ fn tune_without_a_usable_cache_leaves_nothing_in_the_temporary_directory() {
     assert!(left.is_empty(), "left in TMPDIR: {left:?}");
 }
 
-/// Issue #35, class 4: a ptxas that dies on one candidate (`.minnctapersm 3`: a wrapper of nvcc
-/// that kills itself with SIGSEGV there) fails the tuning, naming the candidate and the tool,
-/// instead of becoming that candidate's verdict ("compile failed"); nothing of it is kept, so
-/// the next run with a working nvcc measures it (it was memoized and replayed).
-#[test]
-fn a_tool_that_dies_on_a_candidate_is_an_error_and_never_its_verdict() {
+/// `tune` of `chain` in `tune_chain.cu` on sm_90 through an nvcc wrapper that runs `misbehave`
+/// (shell) on the cubin compile of the candidate `.minnctapersm MIN`, and the real nvcc
+/// otherwise: its output (exit 2 asserted), its arguments and its cache.
+fn tune_through_a_wrapper(name: &str, min: u32, misbehave: &str) -> (String, Vec<String>, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
-    let dir = work_dir("cli_tune", "crash");
+    let dir = work_dir("cli_tune", name);
     let cache = dir.join("cache");
     let wrapper = dir.join("nvcc");
     std::fs::write(
         &wrapper,
         format!(
-            "#!/bin/sh\nfor last; do :; done\ncase \"$*\" in *-cubin*)\n  if grep -Eq 'minnctapersm[[:space:]]+3([^0-9]|$)' \"$last\" 2>/dev/null; then kill -SEGV $$; fi;;\nesac\nexec '{}' \"$@\"\n",
+            "#!/bin/sh\nfor last; do :; done\ncase \"$*\" in *-cubin*)\n  if grep -Eq 'minnctapersm[[:space:]]+{min}([^0-9]|$)' \"$last\" 2>/dev/null; then {misbehave}; fi;;\nesac\nexec '{}' \"$@\"\n",
             nvcc().display()
         ),
     )
     .unwrap();
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     let source = fixtures().join("tune_chain.cu");
-    let args = [
+    let args: Vec<String> = [
         source.to_str().unwrap(),
         "--kernel",
         "chain",
@@ -274,10 +272,12 @@ fn a_tool_that_dies_on_a_candidate_is_an_error_and_never_its_verdict() {
         "sm_90",
         "--format",
         "json",
-    ];
+    ]
+    .map(str::to_owned)
+    .to_vec();
     let output = binary()
         .args(["occupancy", "tune"])
-        .args(args)
+        .args(&args)
         .arg("--cache-dir")
         .arg(&cache)
         .env("NVCC", &wrapper)
@@ -290,22 +290,42 @@ fn a_tool_that_dies_on_a_candidate_is_an_error_and_never_its_verdict() {
         "{error}\n{}",
         stdout(&output)
     );
-    assert!(
-        error.contains("assembling the candidate `min_blocks_per_sm = 3` on sm_90 failed in the tool, not on the bound")
-            && error.contains("signal"),
-        "{error}"
-    );
-    let output = tune(&args, &cache);
+    (error, args, cache)
+}
+
+/// The candidate `min_blocks_per_sm = MIN` is measured by a `tune` with the real nvcc on the
+/// same cache: nothing of a failed run was kept.
+fn measured_again(args: &[String], cache: &Path, min: u32) {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let output = tune(&args, cache);
     assert!(output.status.success(), "{}", stderr(&output));
     let tuned: Value = serde_json::from_str(&stdout(&output)).unwrap();
     let candidates = tuned["archs"][0]["tuning"]["candidates"]
         .as_array()
         .unwrap();
-    let two = candidates
+    let candidate = candidates
         .iter()
-        .find(|candidate| candidate["bound"]["min_blocks_per_sm"] == 3)
-        .expect("the ladder holds min_blocks_per_sm = 3");
-    assert!(two["measured"].is_object(), "measured again: {two}");
+        .find(|candidate| candidate["bound"]["min_blocks_per_sm"] == min)
+        .expect("the ladder holds the candidate");
+    assert!(
+        candidate["measured"].is_object(),
+        "measured again: {candidate}"
+    );
+}
+
+/// Issue #35, class 4: a ptxas that dies on one candidate (`.minnctapersm 3`: a wrapper of nvcc
+/// that kills itself with SIGSEGV there) fails the tuning, naming the candidate and the tool,
+/// instead of becoming that candidate's verdict ("compile failed"); nothing of it is kept, so
+/// the next run with a working nvcc measures it (it was memoized and replayed).
+#[test]
+fn a_tool_that_dies_on_a_candidate_is_an_error_and_never_its_verdict() {
+    let (error, args, cache) = tune_through_a_wrapper("crash", 3, "kill -SEGV $$");
+    assert!(
+        error.contains("assembling the candidate `min_blocks_per_sm = 3` on sm_90 failed in the tool, not on the bound")
+            && error.contains("signal"),
+        "{error}"
+    );
+    measured_again(&args, &cache, 3);
 }
 
 /// Issue #42, class 14: a ptxas that refuses one candidate (`.minnctapersm 5`: a wrapper of nvcc
@@ -315,44 +335,8 @@ fn a_tool_that_dies_on_a_candidate_is_an_error_and_never_its_verdict() {
 /// the next run with the real nvcc measures that candidate.
 #[test]
 fn a_ptxas_error_on_a_candidate_fails_the_choice_and_is_not_kept() {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = work_dir("cli_tune", "refused");
-    let cache = dir.join("cache");
-    let wrapper = dir.join("nvcc");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nfor last; do :; done\ncase \"$*\" in *-cubin*)\n  if grep -Eq 'minnctapersm[[:space:]]+5([^0-9]|$)' \"$last\" 2>/dev/null; then echo \"ptxas error   : fake refusal of minnctapersm 5\" >&2; exit 255; fi;;\nesac\nexec '{}' \"$@\"\n",
-            nvcc().display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let source = fixtures().join("tune_chain.cu");
-    let args = [
-        source.to_str().unwrap(),
-        "--kernel",
-        "chain",
-        "--arch",
-        "sm_90",
-        "--format",
-        "json",
-    ];
-    let output = binary()
-        .args(["occupancy", "tune"])
-        .args(args)
-        .arg("--cache-dir")
-        .arg(&cache)
-        .env("NVCC", &wrapper)
-        .output()
-        .unwrap();
-    let error = stderr(&output);
-    assert_eq!(
-        output.status.code(),
-        Some(2),
-        "{error}\n{}",
-        stdout(&output)
-    );
+    let refuse = "echo \"ptxas error   : fake refusal of minnctapersm 5\" >&2; exit 255";
+    let (error, args, cache) = tune_through_a_wrapper("refused", 5, refuse);
     assert!(
         error.contains("`min_blocks_per_sm = 5`")
             && error.contains("`chain`")
@@ -360,17 +344,7 @@ fn a_ptxas_error_on_a_candidate_fails_the_choice_and_is_not_kept() {
             && error.contains("ptxas error   : fake refusal of minnctapersm 5"),
         "{error}"
     );
-    let output = tune(&args, &cache);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let tuned: Value = serde_json::from_str(&stdout(&output)).unwrap();
-    let candidates = tuned["archs"][0]["tuning"]["candidates"]
-        .as_array()
-        .unwrap();
-    let five = candidates
-        .iter()
-        .find(|candidate| candidate["bound"]["min_blocks_per_sm"] == 5)
-        .expect("the ladder holds min_blocks_per_sm = 5");
-    assert!(five["measured"].is_object(), "measured again: {five}");
+    measured_again(&args, &cache, 5);
 }
 
 /// ptxas's registers and spill bytes (stores + loads) for `kernel` of `source` compiled for
